@@ -1,0 +1,123 @@
+"""The ``agent-bridge`` command line: ``serve``, ``demo``, ``schema``, ``--version``.
+
+Only the standard library is imported at start-up; each subcommand imports what it needs,
+so ``--version`` and argument errors stay instant and ``serve`` pays only for its own
+imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from bridge import __version__
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agent-bridge",
+        description="Drive AI coding agents over one stdio JSON-RPC protocol.",
+    )
+    parser.add_argument("--version", action="version", version=f"agent-bridge {__version__}")
+    sub = parser.add_subparsers(dest="command")
+
+    serve = sub.add_parser("serve", help="speak the protocol on stdin/stdout")
+    serve.add_argument(
+        "--framing",
+        choices=("auto", "content-length", "newline"),
+        default="auto",
+        help="input framing (default: detected from the first bytes)",
+    )
+    serve.add_argument("--log-file", help="write logs here instead of stderr")
+    serve.add_argument(
+        "--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR")
+    )
+    serve.add_argument("--max-message-bytes", type=int, default=16 * 1024 * 1024)
+    serve.add_argument("--max-inflight", type=int, default=256)
+    serve.add_argument("--interrupt-grace", type=float, default=5.0)
+
+    demo = sub.add_parser("demo", help="spawn the server and drive a scripted session")
+    demo.add_argument("--framing", choices=("content-length", "newline"), default="content-length")
+    demo.add_argument("--raw", action="store_true", help="print the raw JSON exchanged")
+
+    schema = sub.add_parser("schema", help="write the published wire schemas")
+    schema.add_argument("--out", default="schemas", help="directory to write (default: schemas)")
+    schema.add_argument("--check", action="store_true", help="fail if files differ instead")
+    return parser
+
+
+def _configure_logging(level: str, log_file: str | None) -> None:
+    handler: logging.Handler
+    if log_file:
+        handler = logging.FileHandler(log_file)
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    # The protocol owns the real stdout; fd 1 and sys.stdout now point at stderr, so a
+    # stray print (ours or a library's) can never corrupt a frame.
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    _configure_logging(args.log_level, args.log_file)
+
+    import anyio
+
+    from adapters.scripted import ScriptedProvider
+    from bridge.registry import ProviderRegistry
+    from bridge.server import BridgeServer
+    from rpc.connection import Limits
+    from rpc.stdio import FdReceiveStream, FdSendStream
+
+    async def run() -> None:
+        receive = FdReceiveStream(0)
+        send = FdSendStream(protocol_fd)
+        server = BridgeServer(
+            receive,
+            send,
+            registry=ProviderRegistry([ScriptedProvider()]),
+            framing=args.framing,
+            limits=Limits(
+                max_message_bytes=args.max_message_bytes,
+                max_inflight_requests=args.max_inflight,
+            ),
+            interrupt_grace=args.interrupt_grace,
+        )
+        try:
+            await server.serve()
+        finally:
+            await receive.aclose()
+            await send.aclose()
+
+    try:
+        anyio.run(run)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the process exit code."""
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "demo":
+        from bridge.demo import run_demo
+
+        return run_demo(framing=args.framing, raw=args.raw)
+    if args.command == "schema":
+        from bridge.schema import write_schemas
+
+        return write_schemas(args.out, check=args.check)
+    _parser().print_help()
+    return 2

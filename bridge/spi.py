@@ -1,0 +1,243 @@
+"""The provider SPI: what an adapter implements and what the runtime gives it.
+
+Three objects, three lifetimes:
+
+* :class:`AgentProvider` — one per provider kind, found through the entry-point group
+  ``agent_bridge.providers``.  Describes itself, probes the machine when asked, creates
+  and resumes sessions.
+* :class:`ProviderSession` — one provider conversation (often one resident child
+  process).  Starts runs, exports an opaque recovery record, and is disposed exactly once
+  in effect (``dispose`` is idempotent and safe to retry after a failure).
+* :class:`ProviderRun` — one turn.  ``wait`` returns how it ended; ``interrupt`` asks it to
+  stop and never disposes the session.
+
+Interrupt, close and dispose are different things: interrupt ends one run and the session
+survives; the runtime's close interrupts the active run and then disposes the session;
+dispose releases the provider's resources.  A provider that can only kill the whole
+session declares ``run.interrupt: unsupported`` instead of disposing silently.
+
+Providers emit semantic input only, through :class:`RunContext`: content payloads
+(:data:`ProviderPayload`) and interactions.  The runtime owns identity, order and time:
+it stamps ids, sequence numbers and timestamps, validates and snapshots every payload
+synchronously inside ``emit`` (a later mutation cannot rewrite history; an invalid or
+cyclic payload becomes a ``provider_contract`` diagnostic, never a crash), and settles
+each interaction exactly once.  Native ids, handles and file descriptors stay inside the
+adapter; the only thing that leaves is the opaque recovery record.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import anyio.abc
+
+from bridge.wire.errors import ErrorCode
+from bridge.wire.events import ProviderPayload
+from bridge.wire.interactions import Answer, InteractionRequest, InteractionStatus
+from bridge.wire.methods import RunInput
+from bridge.wire.providers import Availability, ProviderDescriptor
+
+__all__ = [
+    "AgentProvider",
+    "InteractionHandle",
+    "InteractionOutcome",
+    "ProviderRun",
+    "ProviderSession",
+    "RunContext",
+    "RunOutcome",
+    "SessionContext",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """How a run ended, as the provider reports it.
+
+    ``state`` ``completed`` (with an optional ``stop_reason``), ``failed`` (with a
+    ``error_code`` from the closed set and a ``detail`` for the log only) or
+    ``interrupted``.
+    """
+
+    state: Literal["completed", "failed", "interrupted"]
+    stop_reason: str | None = None
+    error_code: ErrorCode | None = None
+    detail: str = ""
+
+    @classmethod
+    def completed(cls, stop_reason: str | None = None) -> RunOutcome:
+        """A normal end."""
+        return cls("completed", stop_reason=stop_reason)
+
+    @classmethod
+    def failed(cls, code: ErrorCode, detail: str = "") -> RunOutcome:
+        """A classified failure; ``detail`` is logged, never sent to a host."""
+        return cls("failed", error_code=code, detail=detail)
+
+    @classmethod
+    def interrupted(cls) -> RunOutcome:
+        """The run stopped because it was interrupted."""
+        return cls("interrupted")
+
+
+@dataclass(frozen=True, slots=True)
+class InteractionOutcome:
+    """An interaction's one settlement: ``answer`` is set only when ``responded``."""
+
+    status: InteractionStatus
+    answer: Answer | None = None
+
+
+class InteractionHandle(Protocol):
+    """An open interaction, as the provider sees it."""
+
+    @property
+    def interaction_id(self) -> str:
+        """The bridge's id for it (``int_…``)."""
+        ...
+
+    async def wait(self) -> InteractionOutcome:
+        """Wait for the settlement (responded, cancelled, expired or withdrawn)."""
+        ...
+
+    def withdraw(self) -> bool:
+        """Settle as ``withdrawn`` (the provider no longer needs it); returns whether it
+        was still pending.  Safe to call after settlement."""
+        ...
+
+
+class RunContext(Protocol):
+    """What the runtime gives a run: the way to emit events and raise interactions."""
+
+    @property
+    def run_id(self) -> str:
+        """The bridge's run id (``run_…``)."""
+        ...
+
+    @property
+    def interrupt_requested(self) -> bool:
+        """Whether the host asked to interrupt this run."""
+        ...
+
+    async def emit(self, payload: ProviderPayload) -> None:
+        """Validate, snapshot and publish ``payload``; waits only when the host is not
+        keeping up (backpressure).  Never raises for a bad payload: it is replaced by a
+        ``provider_contract`` diagnostic."""
+        ...
+
+    def emit_nowait(self, payload: ProviderPayload) -> None:
+        """As :meth:`emit` without waiting for the host (for synchronous callbacks)."""
+        ...
+
+    def open_interaction(self, request: InteractionRequest) -> InteractionHandle:
+        """Raise an interaction; allowed only while the run is running or awaiting input
+        (a late request is settled ``cancelled`` at once and reported as a
+        ``provider_contract`` diagnostic)."""
+        ...
+
+    async def ask(self, request: InteractionRequest) -> InteractionOutcome:
+        """Raise an interaction and wait for its settlement."""
+        ...
+
+
+@dataclass(slots=True)
+class SessionContext:
+    """What the runtime gives a session when it is created or resumed.
+
+    ``task_group`` belongs to the session: tasks started in it (readers of a child's
+    stdout, say) are cancelled after ``dispose``.  ``options`` were validated against the
+    descriptor and have defaults filled in.  ``workspace`` is a resolved, existing
+    directory or ``None``.
+    """
+
+    session_id: str
+    workspace: str | None
+    options: Mapping[str, Any]
+    task_group: anyio.abc.TaskGroup
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("agent_bridge.provider"))
+
+
+class ProviderRun(abc.ABC):
+    """One run (turn) of a provider session."""
+
+    @abc.abstractmethod
+    async def wait(self) -> RunOutcome:
+        """Wait for the run to end and return how.
+
+        Must return (not raise) for every ending a provider can have: a crash of the
+        child is ``RunOutcome.failed("provider_crashed")``.  Raising :class:`ProviderFailure`
+        is accepted too; any other exception is a contract violation and fails the run
+        with ``provider_contract``.  Must not report ``completed`` while an interaction it
+        opened is still pending (the runtime rejects that as a contract violation).
+        """
+
+    @abc.abstractmethod
+    async def interrupt(self, reason: str) -> None:
+        """Ask the run to stop.  Returns once the request is delivered, not when the run
+        has ended: ``wait`` returns ``interrupted`` later.  Must not dispose the session.
+        The runtime bounds the wait: if the run does not end within its grace period it
+        is ended as interrupted (forced) and the session is disposed.
+        """
+
+    async def steer(self, input: RunInput) -> None:
+        """Add input to the active run.  Only called when the descriptor has
+        ``run.steer``; the default raises ``unsupported``."""
+        from bridge.errors import BridgeError
+
+        raise BridgeError("unsupported")
+
+
+class ProviderSession(abc.ABC):
+    """One provider conversation."""
+
+    @abc.abstractmethod
+    async def start_run(
+        self, input: RunInput, options: Mapping[str, Any], ctx: RunContext
+    ) -> ProviderRun:
+        """Start a run and return at once with its handle (the turn goes on in the
+        background; its events go through ``ctx``).  Raise :class:`ProviderFailure` when
+        the run cannot start."""
+
+    @abc.abstractmethod
+    def export_recovery_record(self) -> Any:
+        """Return the JSON-encodable ``opaque`` part of the recovery record (e.g. the
+        provider's own conversation id), or ``None`` when the session cannot be resumed."""
+
+    @abc.abstractmethod
+    async def dispose(self) -> None:
+        """Release everything (stop the child process, close pipes).  Idempotent, safe to
+        retry after a failure, and bounded in time; must not raise."""
+
+
+class AgentProvider(abc.ABC):
+    """A provider kind: the factory for its sessions."""
+
+    #: Stable id used in ``session/create`` (``scripted``, ``claude-code``, ``codex``).
+    id: str
+
+    @abc.abstractmethod
+    def describe(self) -> ProviderDescriptor:
+        """Return the static descriptor (capabilities, options, maturity); no probing."""
+
+    async def probe(self) -> Availability:
+        """Discover whether the provider can run here (executable, version,
+        authentication).  Runs only when asked; probes use argv vectors with bounded
+        output and time.  The default says it is available."""
+        return Availability(status="available")
+
+    @abc.abstractmethod
+    async def create_session(self, ctx: SessionContext) -> ProviderSession:
+        """Start a new provider session; raise :class:`ProviderFailure`
+        (``provider_unavailable`` naming what is missing, ``provider_timeout`` …) when it
+        cannot."""
+
+    async def resume_session(self, ctx: SessionContext, opaque: Any) -> ProviderSession:
+        """Continue the session described by ``opaque`` (from
+        ``export_recovery_record``).  Only called when the descriptor has
+        ``recovery.resume``; the default raises ``unsupported``."""
+        from bridge.errors import BridgeError
+
+        raise BridgeError("unsupported")

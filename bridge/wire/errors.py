@@ -1,0 +1,112 @@
+"""The bridge's closed set of error codes, each with whether a retry can help.
+
+A host receives a JSON-RPC error whose ``data`` is an :class:`ErrorInfo`; failed runs
+carry the same object in their ``run.failed`` event.  Messages come from this table, never
+from upstream prose, so nothing a provider printed reaches a host.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from bridge.wire.common import WireStruct
+
+__all__ = ["ERROR_CODES", "ErrorCode", "ErrorInfo", "ErrorSpec"]
+
+ErrorCode = Literal[
+    "not_initialized",
+    "already_initialized",
+    "unsupported_protocol_version",
+    "shutting_down",
+    "invalid_params",
+    "invalid_option",
+    "unsupported",
+    "provider_not_found",
+    "provider_unavailable",
+    "provider_auth_required",
+    "provider_failed",
+    "provider_crashed",
+    "provider_timeout",
+    "provider_rate_limited",
+    "provider_contract",
+    "session_not_found",
+    "session_closed",
+    "run_not_found",
+    "run_active",
+    "run_not_active",
+    "interaction_not_found",
+    "interaction_already_settled",
+    "interaction_not_pending",
+    "invalid_answer",
+    "command_conflict",
+    "workspace_invalid",
+    "recovery_invalid",
+    "overloaded",
+    "internal",
+]
+
+
+class ErrorSpec(WireStruct, frozen=True):
+    """One row of the error table: the code's fixed message and whether to retry."""
+
+    message: str
+    retryable: bool
+
+
+ERROR_CODES: Final[dict[ErrorCode, ErrorSpec]] = {
+    "not_initialized": ErrorSpec("the connection is not initialized", False),
+    "already_initialized": ErrorSpec("the connection is already initialized", False),
+    "unsupported_protocol_version": ErrorSpec("unsupported protocol version", False),
+    "shutting_down": ErrorSpec("the bridge is shutting down", False),
+    "invalid_params": ErrorSpec("invalid params", False),
+    "invalid_option": ErrorSpec("an option is unknown or has a value it does not allow", False),
+    "unsupported": ErrorSpec("the provider does not support this", False),
+    "provider_not_found": ErrorSpec("no provider with this id", False),
+    "provider_unavailable": ErrorSpec("the provider is not available on this machine", False),
+    "provider_auth_required": ErrorSpec("the provider needs authentication", False),
+    "provider_failed": ErrorSpec("the provider failed", True),
+    "provider_crashed": ErrorSpec("the provider process exited unexpectedly", True),
+    "provider_timeout": ErrorSpec("the provider did not answer in time", True),
+    "provider_rate_limited": ErrorSpec("the provider is rate limited", True),
+    "provider_contract": ErrorSpec("the provider broke the adapter contract", False),
+    "session_not_found": ErrorSpec("no session with this id", False),
+    "session_closed": ErrorSpec("the session is closed", False),
+    "run_not_found": ErrorSpec("no run with this id", False),
+    "run_active": ErrorSpec("the session already has an active run", True),
+    "run_not_active": ErrorSpec("the run is not active", False),
+    "interaction_not_found": ErrorSpec("no interaction with this id", False),
+    "interaction_already_settled": ErrorSpec("the interaction was already settled", False),
+    "interaction_not_pending": ErrorSpec("the interaction no longer accepts answers", False),
+    "invalid_answer": ErrorSpec("the answer does not fit the interaction", False),
+    "command_conflict": ErrorSpec("this commandId was used with another payload", False),
+    "workspace_invalid": ErrorSpec("the workspace path is not acceptable", False),
+    "recovery_invalid": ErrorSpec("the recovery record cannot be used", False),
+    "overloaded": ErrorSpec("too many requests in flight", True),
+    "internal": ErrorSpec("internal error", False),
+}
+
+
+class ErrorInfo(WireStruct, frozen=True):
+    """A classified error: ``code`` from the closed set, its fixed message, ``retryable``;
+    ``correlationId`` names the bridge's log entry for internal errors."""
+
+    code: ErrorCode
+    message: str
+    retryable: bool
+    correlation_id: str | None = None
+    details: dict[str, str] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        code: ErrorCode,
+        correlation_id: str | None = None,
+        details: dict[str, str] | None = None,
+    ) -> ErrorInfo:
+        """Return the :class:`ErrorInfo` for ``code`` with its table message.
+
+        ``details`` may name what the host sent (an option name, a field); it must
+        never carry upstream text.
+        """
+        spec = ERROR_CODES[code]
+        return cls(code, spec.message, spec.retryable, correlation_id, details)

@@ -1,0 +1,183 @@
+"""Events: the envelope the bridge stamps on everything a run produces, and its payloads.
+
+Providers emit the *content* payloads (text, thinking, tool activity, plan, usage,
+diagnostics); the runtime adds the lifecycle ones (run and interaction states) and stamps
+every payload with ``eventId``, the session's gapless ``sequence`` (from 1) and
+``occurredAt``, in one step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from bridge.wire.common import WireStruct
+from bridge.wire.errors import ErrorInfo
+from bridge.wire.interactions import Answer, InteractionRequest, InteractionStatus
+
+__all__ = [
+    "ContextUsage",
+    "CumulativeUsage",
+    "Diagnostic",
+    "EventEnvelope",
+    "EventPayload",
+    "InteractionRequested",
+    "InteractionSettled",
+    "PlanStep",
+    "PlanUpdated",
+    "ProviderPayload",
+    "RunCompleted",
+    "RunFailed",
+    "RunInterrupted",
+    "RunStarted",
+    "SessionClosed",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolActivity",
+    "Usage",
+]
+
+
+class TextDelta(WireStruct, frozen=True, tag="text.delta", tag_field="type"):
+    """A piece of the assistant's reply text."""
+
+    text: str
+
+
+class ThinkingDelta(WireStruct, frozen=True, tag="thinking.delta", tag_field="type"):
+    """A piece of the model's visible reasoning."""
+
+    text: str
+
+
+class ToolActivity(WireStruct, frozen=True, tag="tool.activity", tag_field="type"):
+    """A tool call's progress: ``started`` → (``output`` deltas) → ``completed``/``failed``."""
+
+    tool_call_id: str
+    name: str
+    status: Literal["started", "output", "completed", "failed"]
+    input: Any = None
+    output: str | None = None
+    exit_code: int | None = None
+
+
+class PlanStep(WireStruct, frozen=True):
+    """One step of an agent's plan."""
+
+    text: str
+    status: Literal["pending", "inProgress", "completed"]
+
+
+class PlanUpdated(WireStruct, frozen=True, tag="plan.updated", tag_field="type"):
+    """The agent's current plan, whole."""
+
+    steps: tuple[PlanStep, ...]
+
+
+class ContextUsage(WireStruct, frozen=True):
+    """How full the model's context window is now (not cumulative)."""
+
+    used_tokens: int
+    max_tokens: int | None = None
+
+
+class CumulativeUsage(WireStruct, frozen=True):
+    """Tokens and cost spent so far in the session (monotonic)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cost_usd: float | None = None
+
+
+class Usage(WireStruct, frozen=True, tag="usage", tag_field="type"):
+    """Token usage: context occupancy and cumulative spend, kept apart."""
+
+    context: ContextUsage | None = None
+    cumulative: CumulativeUsage | None = None
+
+
+class Diagnostic(WireStruct, frozen=True, tag="diagnostic", tag_field="type"):
+    """Something a host may show or log: ``code`` from a small set, no upstream prose."""
+
+    level: Literal["info", "warning", "error"]
+    code: str
+    message: str
+
+
+class RunStarted(WireStruct, frozen=True, tag="run.started", tag_field="type"):
+    """A run began; ``input`` is the text it was started with."""
+
+    input: str
+
+
+class RunCompleted(WireStruct, frozen=True, tag="run.completed", tag_field="type"):
+    """Terminal: the run ended normally."""
+
+    stop_reason: str | None = None
+
+
+class RunFailed(WireStruct, frozen=True, tag="run.failed", tag_field="type"):
+    """Terminal: the run failed with a classified error."""
+
+    error: ErrorInfo
+
+
+class RunInterrupted(WireStruct, frozen=True, tag="run.interrupted", tag_field="type"):
+    """Terminal: the run was interrupted (by the host, a close or a forced stop)."""
+
+    reason: str
+    forced: bool = False
+
+
+class InteractionRequested(WireStruct, frozen=True, tag="interaction.requested", tag_field="type"):
+    """The run needs an answer; it is also sent as an ``interaction/request`` to hosts that
+    declared they can answer this kind."""
+
+    interaction_id: str
+    request: InteractionRequest
+
+
+class InteractionSettled(WireStruct, frozen=True, tag="interaction.settled", tag_field="type"):
+    """The interaction's one settlement; ``answer`` when it was ``responded``; ``auto``
+    when the bridge settled it itself (e.g. denied because the host cannot answer)."""
+
+    interaction_id: str
+    status: InteractionStatus
+    answer: Answer | None = None
+    auto: bool = False
+
+
+class SessionClosed(WireStruct, frozen=True, tag="session.closed", tag_field="type"):
+    """The session was closed; no further events follow."""
+
+    reason: str
+
+
+ProviderPayload = TextDelta | ThinkingDelta | ToolActivity | PlanUpdated | Usage | Diagnostic
+
+EventPayload = (
+    TextDelta
+    | ThinkingDelta
+    | ToolActivity
+    | PlanUpdated
+    | Usage
+    | Diagnostic
+    | RunStarted
+    | RunCompleted
+    | RunFailed
+    | RunInterrupted
+    | InteractionRequested
+    | InteractionSettled
+    | SessionClosed
+)
+
+
+class EventEnvelope(WireStruct, frozen=True):
+    """One event of a session, as sent in the ``event`` notification and by ``events/read``."""
+
+    event_id: str
+    session_id: str
+    sequence: int
+    occurred_at: str
+    payload: EventPayload
+    run_id: str | None = None

@@ -1,0 +1,287 @@
+"""Params and results of every method, and the method table the schema is built from."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from bridge.wire.common import LenientStruct, WireStruct
+from bridge.wire.events import EventEnvelope
+from bridge.wire.interactions import Answer, InteractionRequest
+from bridge.wire.providers import ProviderDescriptor
+
+__all__ = [
+    "ClientCapabilities",
+    "ClientInfo",
+    "InitializeParams",
+    "InitializeResult",
+    "RecoveryRecord",
+    "RunInput",
+    "ServerCapabilities",
+    "ServerInfo",
+    "SessionInfo",
+]
+
+
+# --------------------------------------------------------------------- lifecycle
+
+
+class ClientInfo(LenientStruct, frozen=True):
+    """Who the host is (shown in logs)."""
+
+    name: str
+    version: str | None = None
+
+
+class InteractionSupport(LenientStruct, frozen=True):
+    """Which interaction kinds the host can answer; unknown members are ignored."""
+
+    approval: bool = False
+    question: bool = False
+    question_set: bool = False
+
+
+class ClientCapabilities(LenientStruct, frozen=True):
+    """The host's capabilities; unknown capabilities are accepted and treated as unsupported.
+
+    ``experimental`` opts in to experimental methods by name.
+    """
+
+    interactions: InteractionSupport = InteractionSupport()
+    experimental: tuple[str, ...] = ()
+
+
+class InitializeParams(WireStruct, frozen=True):
+    """``initialize``: the protocol version the host speaks, who it is, what it can do."""
+
+    protocol_version: int
+    client_info: ClientInfo
+    capabilities: ClientCapabilities = ClientCapabilities()
+
+
+class ServerInfo(WireStruct, frozen=True):
+    """The bridge's name and version."""
+
+    name: str
+    version: str
+
+
+class ServerCapabilities(WireStruct, frozen=True):
+    """What this bridge offers: its methods (stable and, if opted in, experimental) and
+    framing it detected."""
+
+    methods: tuple[str, ...]
+    experimental: tuple[str, ...] = ()
+    events_read_max_limit: int = 1000
+
+
+class InitializeResult(WireStruct, frozen=True):
+    """The negotiated protocol version and the bridge's capabilities."""
+
+    protocol_version: int
+    server_info: ServerInfo
+    capabilities: ServerCapabilities
+
+
+class Empty(WireStruct, frozen=True):
+    """No params, or an empty result."""
+
+
+# --------------------------------------------------------------------- misc
+
+
+class PingParams(WireStruct, frozen=True):
+    """``bridge/ping``: any JSON value, echoed back."""
+
+    data: Any = None
+
+
+class PingResult(WireStruct, frozen=True):
+    """The echoed ``data``."""
+
+    data: Any = None
+
+
+# --------------------------------------------------------------------- providers
+
+
+class ProvidersListParams(WireStruct, frozen=True):
+    """``providers/list``: ``probe`` runs discovery now (installed? authenticated?)."""
+
+    probe: bool = True
+
+
+class ProvidersListResult(WireStruct, frozen=True):
+    """Every registered provider's descriptor."""
+
+    providers: tuple[ProviderDescriptor, ...]
+
+
+# --------------------------------------------------------------------- sessions
+
+
+class RecoveryRecord(WireStruct, frozen=True):
+    """What ``session/resume`` needs; ``opaque`` is interpreted by the adapter only."""
+
+    provider_id: str
+    provider_version: str
+    wire_version: int
+    opaque: Any
+
+
+class SessionInfo(WireStruct, frozen=True):
+    """A session's identity and state."""
+
+    session_id: str
+    provider_id: str
+    state: Literal["active", "closing", "closed"]
+    created_at: str
+    workspace: str | None = None
+    title: str | None = None
+    active_run_id: str | None = None
+    last_sequence: int = 0
+
+
+class SessionCreateParams(WireStruct, frozen=True):
+    """``session/create``: a session on ``provider`` in ``workspace`` with ``options``
+    (as declared by the provider's descriptor)."""
+
+    provider: str
+    workspace: str | None = None
+    options: dict[str, Any] = {}
+    title: str | None = None
+
+
+class SessionResult(WireStruct, frozen=True):
+    """A session."""
+
+    session: SessionInfo
+
+
+class SessionListParams(WireStruct, frozen=True):
+    """``session/list``: newest first; filter by provider."""
+
+    provider: str | None = None
+    limit: int = 100
+
+
+class SessionListResult(WireStruct, frozen=True):
+    """Sessions, newest first."""
+
+    sessions: tuple[SessionInfo, ...]
+
+
+class SessionRef(WireStruct, frozen=True):
+    """A session id (``session/close``, ``session/export``)."""
+
+    session_id: str
+
+
+class SessionResumeParams(WireStruct, frozen=True):
+    """``session/resume``: a new session continuing the provider session in ``record``."""
+
+    record: RecoveryRecord
+    workspace: str | None = None
+    options: dict[str, Any] = {}
+    title: str | None = None
+
+
+class SessionExportResult(WireStruct, frozen=True):
+    """The recovery record to give ``session/resume`` later (in any bridge process)."""
+
+    record: RecoveryRecord
+
+
+# --------------------------------------------------------------------- runs
+
+
+class RunInput(WireStruct, frozen=True):
+    """What a run is asked to do."""
+
+    text: str
+
+
+class RunStartParams(WireStruct, frozen=True):
+    """``run/start``: returns at once; ``commandId`` makes a retry idempotent."""
+
+    session_id: str
+    input: RunInput
+    options: dict[str, Any] = {}
+    command_id: str | None = None
+
+
+class RunStartResult(WireStruct, frozen=True):
+    """The new run's id; ``duplicate`` when ``commandId`` was seen with the same payload."""
+
+    run_id: str
+    session_id: str
+    duplicate: bool = False
+
+
+class RunInterruptParams(WireStruct, frozen=True):
+    """``run/interrupt``: acknowledged at once; the terminal event follows."""
+
+    run_id: str
+    reason: str = "user"
+
+
+class RunInterruptResult(WireStruct, frozen=True):
+    """The run's state after the interrupt was accepted."""
+
+    run_id: str
+    state: str
+
+
+class RunSteerParams(WireStruct, frozen=True):
+    """``run/steer``: extra input for an active run (only where the descriptor says so)."""
+
+    run_id: str
+    input: RunInput
+
+
+# --------------------------------------------------------------------- interactions
+
+
+class InteractionRespondParams(WireStruct, frozen=True):
+    """``interaction/respond``: settle an interaction by id (same as answering the
+    ``interaction/request`` the bridge sent)."""
+
+    interaction_id: str
+    answer: Answer
+
+
+class InteractionRespondResult(WireStruct, frozen=True):
+    """``applied`` for the settling answer, ``duplicate`` for the same answer again."""
+
+    interaction_id: str
+    status: Literal["applied", "duplicate"]
+
+
+class InteractionRequestParams(WireStruct, frozen=True):
+    """Server→client ``interaction/request``: answer with an ``Answer`` result."""
+
+    interaction_id: str
+    session_id: str
+    run_id: str
+    request: InteractionRequest
+
+
+# --------------------------------------------------------------------- events
+
+
+class EventsReadParams(WireStruct, frozen=True):
+    """``events/read``: a page of a session's events; ``after`` pages forward, ``before``
+    backward (newest first is *not* used: pages are always in ascending order)."""
+
+    session_id: str
+    after: int | None = None
+    before: int | None = None
+    limit: int = 100
+
+
+class EventsReadResult(WireStruct, frozen=True):
+    """A page of events in ascending sequence order."""
+
+    events: tuple[EventEnvelope, ...]
+    has_more: bool
+    exact: bool = True
+    last_sequence: int = 0

@@ -1,0 +1,109 @@
+"""Provider descriptors: what a provider is, can do and accepts, stated as structure.
+
+Capabilities are structured descriptors, never a bag of booleans: what a provider cannot
+do is stated (``unsupported``), not faked.  Options are declared with their allowed values
+and defaults so a host can build its pickers from ``providers/list``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from bridge.wire.common import WireStruct
+
+__all__ = [
+    "ApprovalCapability",
+    "Availability",
+    "Capabilities",
+    "InteractionCapabilities",
+    "Maturity",
+    "OptionDescriptor",
+    "ProviderDescriptor",
+    "QuestionCapability",
+    "RecoveryCapability",
+    "RunCapabilities",
+]
+
+Maturity = Literal["verified", "experimental", "stub"]
+
+
+class ApprovalCapability(WireStruct, frozen=True):
+    """Whether the provider asks approvals, and for how long an approval may last."""
+
+    supported: bool
+    modes: tuple[Literal["once", "session"], ...] = ()
+
+
+class QuestionCapability(WireStruct, frozen=True):
+    """Whether the provider asks questions (free text / choices) and question sets."""
+
+    supported: bool
+    question_set: bool = False
+
+
+class InteractionCapabilities(WireStruct, frozen=True):
+    """The interaction kinds a provider may raise."""
+
+    approval: ApprovalCapability
+    question: QuestionCapability
+
+
+class RunCapabilities(WireStruct, frozen=True):
+    """How runs behave: interrupt mode, steering, concurrent runs per session."""
+
+    interrupt: Literal["immediate", "cooperative", "unsupported"]
+    steer: bool = False
+    max_concurrent_runs: int = 1
+
+
+class RecoveryCapability(WireStruct, frozen=True):
+    """Whether a session can be resumed from its recovery record in a new bridge."""
+
+    resume: bool
+
+
+class Capabilities(WireStruct, frozen=True):
+    """A provider's structured capabilities."""
+
+    run: RunCapabilities
+    interactions: InteractionCapabilities
+    recovery: RecoveryCapability
+
+
+class OptionDescriptor(WireStruct, frozen=True):
+    """One option a session (``scope: session``) or run (``scope: run``) accepts.
+
+    ``type`` is ``enum`` (one of ``values``), ``string``, ``boolean``, ``integer`` or
+    ``json`` (any JSON value, e.g. the scripted provider's script).
+    """
+
+    name: str
+    scope: Literal["session", "run"]
+    type: Literal["enum", "string", "boolean", "integer", "json", "stringList"]
+    description: str
+    values: tuple[str, ...] = ()
+    default: Any = None
+
+
+class Availability(WireStruct, frozen=True):
+    """The result of discovery: installed where and which version, authenticated or not
+    (``unknown`` when it cannot be told, never guessed), and what is missing."""
+
+    status: Literal["available", "unavailable", "unknown"]
+    executable: str | None = None
+    version: str | None = None
+    authentication: Literal["authenticated", "unauthenticated", "unknown"] = "unknown"
+    reason: str | None = None
+    next_step: str | None = None
+
+
+class ProviderDescriptor(WireStruct, frozen=True):
+    """Everything a host needs to show and configure a provider."""
+
+    id: str
+    display_name: str
+    version: str
+    maturity: Maturity
+    capabilities: Capabilities
+    options: tuple[OptionDescriptor, ...] = ()
+    availability: Availability | None = None

@@ -1,0 +1,43 @@
+"""Workspace paths from hosts: accepted only as existing directories, by their real path.
+
+Relative paths, NUL bytes and paths that do not resolve to a directory are rejected.
+:func:`contained` checks that a path (from a provider, say) stays inside a workspace on
+the resolved real path, so ``..``, sibling prefixes (``/work/a`` vs ``/work/ab``) and
+symlink escapes are caught.
+"""
+
+from __future__ import annotations
+
+import os
+
+from bridge.errors import BridgeError
+
+__all__ = ["contained", "resolve_workspace"]
+
+
+def resolve_workspace(path: str | None) -> str | None:
+    """Return the real path of the workspace directory ``path`` (``None`` stays ``None``).
+
+    Raises ``BridgeError("workspace_invalid")`` for a relative path, a NUL byte, or a path
+    that is not an existing directory.
+    """
+    if path is None:
+        return None
+    if "\x00" in path or not os.path.isabs(path):
+        raise BridgeError("workspace_invalid")
+    real = os.path.realpath(path)
+    if not os.path.isdir(real):
+        raise BridgeError("workspace_invalid")
+    return real
+
+
+def contained(workspace: str, path: str) -> str:
+    """Return the real path of ``path`` (relative paths are taken from ``workspace``) if it
+    lies inside ``workspace``; raise ``BridgeError("workspace_invalid")`` otherwise."""
+    if "\x00" in path:
+        raise BridgeError("workspace_invalid")
+    root = os.path.realpath(workspace)
+    real = os.path.realpath(os.path.join(root, path))
+    if real != root and not real.startswith(root + os.sep):
+        raise BridgeError("workspace_invalid")
+    return real

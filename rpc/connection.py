@@ -1,0 +1,641 @@
+"""A JSON-RPC connection over a pair of byte streams: the thin anyio layer.
+
+It wires the sans-I/O pieces together: the framer (:mod:`rpc.framing`), the message
+layer (:mod:`rpc.messages`), python-lsp-jsonrpc's ``Endpoint`` as the state machine for
+incoming requests and notifications, and the request-ID ledger (:mod:`rpc.ledger`) for
+every request we send.
+
+Why each piece is where it is:
+
+* ``Endpoint`` is fed only envelopes that passed our validation, with a plain dict of
+  handlers.  Its known defects are guarded here: handlers never let anything but a
+  ``JsonRpcException`` reach it (so it never answers ``-32602`` with a traceback),
+  results are handed to it pre-encoded as ``msgspec.Raw`` (so it never merges a result
+  that contains ``result``/``error`` keys into the envelope), and ``$/cancelRequest`` is
+  handled here (its own handler leaves a cancelled queued request without a reply).
+* Responses to *our* requests bypass ``Endpoint``: its client side keys futures by its
+  own id generator and keeps no result type or deadline, so the ledger owns them.
+* Cheap handlers run inline in the reader loop; only ``async`` handlers get a task.
+  Output is appended to a buffer that one writer task flushes with one write per batch.
+
+Backpressure: when more than ``Limits.outbound_high_water`` bytes wait to be written,
+the reader stops reading and :meth:`Connection.notify_flow` callers wait, so memory stays
+bounded when the peer stops reading.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+import anyio
+import msgspec
+from pylsp_jsonrpc.endpoint import Endpoint
+from pylsp_jsonrpc.exceptions import JsonRpcException, JsonRpcRequestCancelled
+
+from rpc.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    SERVER_OVERLOADED,
+    ConnectionClosed,
+    RpcError,
+)
+from rpc.framing import DEFAULT_MAX_MESSAGE_BYTES, FramingError, FramingKind, encode_frame, make_framer
+from rpc.ledger import Ledger, LedgerEntry
+from rpc.messages import (
+    Batch,
+    Invalid,
+    Message,
+    Notification,
+    Request,
+    Response,
+    encode_error_response,
+    encode_notification,
+    encode_request,
+    encode_result_response,
+    parse_body,
+)
+
+__all__ = ["ByteReceiver", "ByteSender", "Connection", "Limits", "Method"]
+
+log = logging.getLogger("agent_bridge.rpc")
+# Endpoint logs every handled JsonRpcException with a traceback; we log our own way.
+logging.getLogger("pylsp_jsonrpc.endpoint").setLevel(logging.CRITICAL)
+
+CANCEL_METHOD: Final = "$/cancelRequest"
+_encode = msgspec.json.encode
+_correlation = itertools.count(1)
+_MISSING: Final = object()
+
+
+class ByteReceiver(Protocol):
+    """The receiving half of a byte stream (anyio's ``ByteReceiveStream`` fits)."""
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        """Return the next chunk; raise ``anyio.EndOfStream`` at EOF."""
+        ...
+
+
+class ByteSender(Protocol):
+    """The sending half of a byte stream (anyio's ``ByteSendStream`` fits)."""
+
+    async def send(self, item: bytes) -> None:
+        """Write all of ``item``; raise ``anyio.BrokenResourceError``/``OSError`` on failure."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Connection limits; each is tested at N and N+1."""
+
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    #: Async requests being served at once; past it a retryable "overloaded" error.
+    max_inflight_requests: int = 256
+    #: Bytes waiting to be written before the reader and ``notify_flow`` wait.
+    outbound_high_water: int = 4 * 1024 * 1024
+    read_chunk_bytes: int = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """A handler for one method.
+
+    ``params_type`` is the msgspec type ``params`` decode into (``None``: ignore params;
+    missing or null params decode from ``{}``).  ``handler`` returns any
+    msgspec-encodable result, or a coroutine when ``is_async``; it raises
+    :class:`RpcError` to answer with an error.
+    """
+
+    handler: Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
+    params_type: Any = None
+    is_async: bool = False
+
+
+class _BatchReplies:
+    __slots__ = ("bodies", "expected")
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.bodies: list[bytes] = []
+
+
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def _decode_params(params_type: Any, raw: bytes | None) -> Any:
+    if params_type is None:
+        return None
+    decoder = _decoders.get(params_type)
+    if decoder is None:
+        decoder = _decoders[params_type] = msgspec.json.Decoder(params_type)
+    try:
+        return decoder.decode(b"{}" if raw is None else raw)
+    except msgspec.ValidationError as exc:
+        text = str(exc).replace("`$", "`params")
+        path = text.rsplit(" - at `", 1)[1].rstrip("`") if " - at `" in text else "params"
+        raise JsonRpcException(f"Invalid params: {text}", INVALID_PARAMS, {"path": path}) from None
+    except msgspec.DecodeError:
+        raise JsonRpcException("Invalid params", INVALID_PARAMS, {"path": "params"}) from None
+
+
+def _internal(where: str) -> JsonRpcException:
+    cid = f"err-{next(_correlation)}"
+    log.exception("handler for %s failed (correlation id %s)", where, cid)
+    return JsonRpcException("Internal error", INTERNAL_ERROR, {"correlationId": cid})
+
+
+def _wire_exception(exc: RpcError) -> JsonRpcException:
+    return JsonRpcException(exc.message, exc.code, exc.data)
+
+
+class Connection:
+    """One JSON-RPC peer.  Serve it with :meth:`run`; send with :meth:`request`,
+    :meth:`notify` and :meth:`notify_flow`.
+
+    ``framing`` is how input is framed (``auto`` detects it from the first bytes); output
+    uses the same framing (``Content-Length`` until detection).  ``jsonrpc=False`` omits
+    the ``"jsonrpc"`` member on output and does not require it on input.  ``gate`` is
+    called with each request's method before dispatch and may raise :class:`RpcError`
+    (e.g. "not initialized").
+    """
+
+    def __init__(
+        self,
+        receive: ByteReceiver,
+        send: ByteSender,
+        *,
+        methods: Mapping[str, Method] | None = None,
+        notifications: Mapping[str, Method] | None = None,
+        framing: FramingKind = "auto",
+        jsonrpc: bool = True,
+        limits: Limits = Limits(),  # noqa: B008 - frozen
+        gate: Callable[[str], None] | None = None,
+        name: str = "peer",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self._receive = receive
+        self._send = send
+        self._framer = make_framer(framing, limits.max_message_bytes)
+        self._jsonrpc = jsonrpc
+        self._limits = limits
+        self._gate = gate
+        self._clock = clock
+        self._methods: dict[str, Method] = dict(methods or {})
+        self._notifications: dict[str, Method] = dict(notifications or {})
+        self.ledger = Ledger()
+        self._waiters: dict[int, anyio.Event] = {}
+        self._inflight: dict[bytes, anyio.CancelScope] = {}
+        self._batch_of: dict[bytes, _BatchReplies] = {}
+        self._current_id: bytes = b""
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._wake: anyio.Event | None = None
+        self._drained: anyio.Event | None = None
+        self._closed = False
+        self._tg: anyio.abc.TaskGroup | None = None
+        self.closed_event = anyio.Event()
+        self.framing_errors = 0
+        dispatch: dict[str, Callable[[Any], Any]] = {}
+        for method, spec in self._methods.items():
+            dispatch[method] = self._async_entry(method, spec) if spec.is_async else self._sync_entry(method, spec)
+        note_dispatch: dict[str, Callable[[Any], Any]] = {
+            method: self._notification_entry(method, spec) for method, spec in self._notifications.items()
+        }
+        self._endpoint = Endpoint(dispatch, self._consume, max_workers=1)
+        self._note_endpoint = Endpoint(note_dispatch, self._consume, max_workers=1)
+
+    # ----------------------------------------------------------------- handlers
+
+    def _sync_entry(self, method: str, spec: Method) -> Callable[[Any], Any]:
+        handler = spec.handler
+        params_type = spec.params_type
+
+        def entry(raw: bytes | None) -> Any:
+            params = _decode_params(params_type, raw)
+            try:
+                result = handler(params)
+                return msgspec.Raw(_encode(result))
+            except RpcError as exc:
+                raise _wire_exception(exc) from None
+            except Exception:
+                raise _internal(method) from None
+
+        return entry
+
+    def _async_entry(self, method: str, spec: Method) -> Callable[[Any], Any]:
+        handler = spec.handler
+        params_type = spec.params_type
+
+        def entry(raw: bytes | None) -> concurrent.futures.Future[Any]:
+            params = _decode_params(params_type, raw)
+            assert self._tg is not None
+            key = self._current_id
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            scope = anyio.CancelScope()
+            self._inflight[key] = scope
+            self._tg.start_soon(self._serve_async, method, handler, params, future, scope, key)
+            return future
+
+        return entry
+
+    async def _serve_async(
+        self,
+        method: str,
+        handler: Callable[[Any], Awaitable[Any]],
+        params: Any,
+        future: concurrent.futures.Future[Any],
+        scope: anyio.CancelScope,
+        key: bytes,
+    ) -> None:
+        try:
+            with scope:
+                try:
+                    result = await handler(params)
+                    body = msgspec.Raw(_encode(result))
+                except RpcError as exc:
+                    future.set_exception(_wire_exception(exc))
+                except Exception:
+                    future.set_exception(_internal(method))
+                else:
+                    future.set_result(body)
+        finally:
+            self._inflight.pop(key, None)
+            if not future.done():
+                # Cancelled by $/cancelRequest (or shutdown): exactly one -32800 reply.
+                future.set_exception(JsonRpcRequestCancelled())
+
+    def _notification_entry(self, method: str, spec: Method) -> Callable[[Any], Any]:
+        handler = spec.handler
+        params_type = spec.params_type
+
+        def entry(raw: bytes | None) -> None:
+            try:
+                params = _decode_params(params_type, raw)
+            except JsonRpcException as exc:
+                log.warning("%s: dropped notification %s: %s", self.name, method, exc.message)
+                return
+            if spec.is_async:
+                assert self._tg is not None
+                self._tg.start_soon(self._serve_notification, method, handler, params)
+                return
+            try:
+                handler(params)
+            except Exception:
+                _internal(method)
+
+        return entry
+
+    async def _serve_notification(
+        self, method: str, handler: Callable[[Any], Awaitable[Any]], params: Any
+    ) -> None:
+        try:
+            await handler(params)
+        except Exception:
+            _internal(method)
+
+    # ----------------------------------------------------------------- output
+
+    def _consume(self, message: dict[str, Any]) -> None:
+        """Endpoint's consumer: turn its response dicts into bytes on the wire."""
+        id = message.get("id")
+        if not isinstance(id, bytes):  # Endpoint sends nothing else; be safe.
+            return
+        result = message.get("result", _MISSING)
+        if result is not _MISSING:
+            body = encode_result_response(id, bytes(result), jsonrpc=self._jsonrpc)
+        else:
+            body = encode_error_response(id, message["error"], jsonrpc=self._jsonrpc)
+        self._reply(id, body)
+
+    def _reply(self, id: bytes | None, body: bytes) -> None:
+        if self._batch_of and id is not None:
+            batch = self._batch_of.pop(id, None)
+            if batch is not None:
+                self._add_to_batch(batch, body)
+                return
+        self._write(body)
+
+    def _add_to_batch(self, batch: _BatchReplies, body: bytes) -> None:
+        batch.bodies.append(body)
+        if len(batch.bodies) == batch.expected:
+            self._write(b"[" + b",".join(batch.bodies) + b"]")
+
+    def _write(self, body: bytes) -> None:
+        if self._closed:
+            return
+        frame = encode_frame(self._framer.kind, body)
+        self._out.append(frame)
+        self._out_bytes += len(frame)
+        wake = self._wake
+        if wake is not None:
+            self._wake = None
+            wake.set()
+
+    def notify(self, method: str, params: Any = None) -> None:
+        """Queue a notification without waiting (``params`` is encodable, or ``msgspec.Raw``)."""
+        self._write(encode_notification(method, None if params is None else _encode(params), jsonrpc=self._jsonrpc))
+
+    async def notify_flow(self, method: str, params: Any = None) -> None:
+        """Queue a notification, then wait while the output buffer is over its high water."""
+        self.notify(method, params)
+        if self._out_bytes > self._limits.outbound_high_water and not self._closed:
+            await self.drained()
+
+    def notify_encoded(self, body: bytes) -> None:
+        """Queue an already-encoded notification body (hot path for event streams)."""
+        self._write(body)
+
+    @property
+    def congested(self) -> bool:
+        """Whether more than the high-water mark of output is waiting to be written."""
+        return self._out_bytes > self._limits.outbound_high_water
+
+    async def drained(self) -> None:
+        """Wait until the output buffer is at or below half its high water (or closed)."""
+        while self._out_bytes > self._limits.outbound_high_water // 2 and not self._closed:
+            if self._drained is None:
+                self._drained = anyio.Event()
+            await self._drained.wait()
+
+    async def _writer(self) -> None:
+        while True:
+            if not self._out:
+                wake = self._wake = anyio.Event()
+                await wake.wait()
+                continue
+            chunks, self._out = self._out, []
+            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            try:
+                await self._send.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                log.info("%s: write failed (%s); closing", self.name, type(exc).__name__)
+                self._close()
+                return
+            self._out_bytes -= len(data)
+            drained = self._drained
+            if drained is not None and self._out_bytes <= self._limits.outbound_high_water // 2:
+                self._drained = None
+                drained.set()
+
+    # ----------------------------------------------------------------- input
+
+    def _handle(self, message: Message, batch: _BatchReplies | None) -> None:
+        if isinstance(message, Request):
+            self._on_request(message, batch)
+        elif isinstance(message, Notification):
+            self._on_notification(message)
+        elif isinstance(message, Response):
+            self._on_response(message)
+        elif message.reply:
+            self._answer_invalid(message, batch)
+        else:
+            log.warning("%s: dropped message: %s", self.name, message.message)
+
+    def _answer_invalid(self, message: Invalid, batch: _BatchReplies | None) -> None:
+        body = encode_error_response(
+            message.id, {"code": message.code, "message": message.message}, jsonrpc=self._jsonrpc
+        )
+        if batch is not None:
+            self._add_to_batch(batch, body)
+        else:
+            self._write(body)
+
+    def _on_request(self, request: Request, batch: _BatchReplies | None) -> None:
+        key = request.id
+        error: RpcError | None = None
+        if key in self._inflight:
+            error = RpcError(INVALID_REQUEST, "a request with this id is still pending")
+        else:
+            gate = self._gate
+            if gate is not None:
+                try:
+                    gate(request.method)
+                except RpcError as exc:
+                    error = exc
+            if error is None:
+                spec = self._methods.get(request.method)
+                if (
+                    spec is not None
+                    and spec.is_async
+                    and len(self._inflight) >= self._limits.max_inflight_requests
+                ):
+                    error = RpcError(
+                        SERVER_OVERLOADED,
+                        "too many requests in flight",
+                        {"retryable": True, "limit": self._limits.max_inflight_requests},
+                    )
+        if error is not None:
+            body = encode_error_response(key, error.to_wire(), jsonrpc=self._jsonrpc)
+            if batch is not None:
+                self._add_to_batch(batch, body)
+            else:
+                self._write(body)
+            return
+        if batch is not None:
+            self._batch_of[key] = batch
+        self._current_id = key
+        self._endpoint.consume(
+            {"jsonrpc": "2.0", "id": key, "method": request.method, "params": request.params}
+        )
+
+    def _on_notification(self, note: Notification) -> None:
+        if note.method == CANCEL_METHOD:
+            self._on_cancel(note.params)
+            return
+        if note.method not in self._notifications:
+            if not note.method.startswith("$/"):
+                log.info("%s: ignored unknown notification %s", self.name, note.method)
+            return
+        self._note_endpoint.consume({"jsonrpc": "2.0", "method": note.method, "params": note.params})
+
+    def _on_cancel(self, params: bytes | None) -> None:
+        if params is None:
+            return
+        try:
+            value = msgspec.json.decode(params)
+        except msgspec.DecodeError:
+            return
+        if not isinstance(value, dict) or "id" not in value:
+            return
+        raw = value["id"]
+        if isinstance(raw, bool) or not isinstance(raw, int | str):
+            return
+        scope = self._inflight.get(_encode(raw))
+        if scope is not None:
+            scope.cancel()
+
+    def _on_response(self, response: Response) -> None:
+        if response.malformed is not None:
+            entry = self.ledger.settle_error(
+                response.id,
+                RpcError(INTERNAL_ERROR, "malformed response", {"reason": response.malformed}),
+            )
+        elif response.error is not None:
+            err = response.error
+            entry = self.ledger.settle_error(response.id, RpcError(err.code, err.message, err.data))
+        else:
+            assert response.result is not None
+            entry = self.ledger.settle_result(response.id, response.result)
+        if entry is None:
+            log.warning("%s: dropped response to unknown id %r", self.name, response.id[:40])
+
+    def _on_batch(self, batch: Batch) -> None:
+        expected = sum(
+            1
+            for item in batch.items
+            if isinstance(item, Request) or (isinstance(item, Invalid) and item.reply)
+        )
+        replies = _BatchReplies(expected) if expected else None
+        for item in batch.items:
+            self._handle(item, replies)
+
+    def feed(self, data: bytes) -> None:
+        """Process bytes read from the peer (exposed for tests and in-process use)."""
+        for item in self._framer.feed(data):
+            self._dispatch_frame(item)
+
+    def _dispatch_frame(self, item: bytes | FramingError) -> None:
+        if isinstance(item, FramingError):
+            self.framing_errors += 1
+            log.warning("%s: framing error: %s", self.name, item.detail)
+            return
+        message = parse_body(item, require_jsonrpc=self._jsonrpc)
+        if isinstance(message, Batch):
+            self._on_batch(message)
+        else:
+            self._handle(message, None)
+
+    async def _reader(self) -> None:
+        receive = self._receive
+        chunk = self._limits.read_chunk_bytes
+        high = self._limits.outbound_high_water
+        while not self._closed:
+            if self._out_bytes > high:
+                await self.drained()
+                continue
+            try:
+                data = await receive.receive(chunk)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                break
+            self.feed(data)
+        for item in self._framer.eof():
+            self._dispatch_frame(item)
+
+    # ----------------------------------------------------------------- requests
+
+    def open_request(
+        self, method: str, params: Any, *, result_type: Any = Any, timeout: float | None = None
+    ) -> LedgerEntry[Any]:
+        """Record and send a request; return its ledger entry (await it with :meth:`wait`)."""
+        deadline = None if timeout is None else self._clock() + timeout
+        event = anyio.Event()
+        entry: LedgerEntry[Any] = self.ledger.open(
+            method, result_type, deadline=deadline, on_settle=lambda _e: event.set()
+        )
+        self._waiters[entry.id] = event
+        if self._closed:
+            self.ledger.fail_all(f"{self.name} connection is closed")
+        else:
+            self._write(encode_request(entry.id, method, None if params is None else _encode(params), jsonrpc=self._jsonrpc))
+        return entry
+
+    async def wait(self, entry: LedgerEntry[Any]) -> Any:
+        """Wait for ``entry`` to settle; return its result or raise its :class:`RpcError`."""
+        event = self._waiters.get(entry.id)
+        try:
+            if event is not None and not entry.settled:
+                if entry.deadline is None:
+                    await event.wait()
+                else:
+                    with anyio.move_on_after(max(0.0, entry.deadline - self._clock())):
+                        await event.wait()
+                    if not entry.settled:
+                        self.ledger.expire(max(self._clock(), entry.deadline))
+        finally:
+            self._waiters.pop(entry.id, None)
+        return entry.outcome()
+
+    async def request(
+        self, method: str, params: Any = None, *, result_type: Any = Any, timeout: float | None = None
+    ) -> Any:
+        """Send a request and wait for its result (decoded as ``result_type``).
+
+        Raises the peer's error as :class:`RpcError`, :class:`ConnectionClosed` when the
+        peer goes away first, :class:`RequestTimedOut` at the deadline.  When the caller
+        is cancelled the entry is settled as cancelled and ``$/cancelRequest`` is sent.
+        """
+        entry = self.open_request(method, params, result_type=result_type, timeout=timeout)
+        try:
+            return await self.wait(entry)
+        except anyio.get_cancelled_exc_class():
+            self.cancel_request(entry)
+            raise
+
+    def cancel_request(self, entry: LedgerEntry[Any], *, notify_peer: bool = True) -> bool:
+        """Settle a pending request as cancelled; tell the peer unless told not to.
+
+        Returns whether the entry was still pending (and so is now cancelled).
+        """
+        if self.ledger.cancel(entry.id) is None:
+            return False
+        if notify_peer and not self._closed:
+            self.notify(CANCEL_METHOD, {"id": entry.id})
+        return True
+
+    # ----------------------------------------------------------------- lifecycle
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection has stopped (EOF, write failure or :meth:`close`)."""
+        return self._closed
+
+    def _close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.ledger.fail_all(f"{self.name} connection closed")
+        for scope in list(self._inflight.values()):
+            scope.cancel()
+        if self._drained is not None:
+            self._drained.set()
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+        self.closed_event.set()
+
+    def close(self) -> None:
+        """Stop serving: fail pending requests, cancel handlers, stop reading and writing."""
+        self._close()
+
+    async def flush(self, timeout: float = 5.0) -> None:
+        """Wait (bounded) until everything queued so far has been written."""
+        with anyio.move_on_after(timeout):
+            while self._out and not self._closed:
+                await anyio.sleep(0.001)
+
+    async def run(self) -> None:
+        """Serve until the peer's EOF, a write failure or :meth:`close`.
+
+        On EOF, queued output is flushed (bounded), then every pending request of ours is
+        failed and every in-flight handler cancelled.  Returns normally in every case.
+        """
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self._writer)
+                await self._reader()
+                await self.flush()
+                self._close()
+        finally:
+            self._closed = True
+            self.ledger.fail_all(f"{self.name} connection closed")
+            self.closed_event.set()
+
+
+__all__ += ["ConnectionClosed"]

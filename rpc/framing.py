@@ -1,0 +1,345 @@
+"""Sans-I/O message framing for JSON-RPC byte streams.
+
+Two framings are in use among the peers agent-bridge talks to:
+
+* LSP-style ``Content-Length`` headers (editors, most language-server clients);
+* newline-delimited JSON, one message a line (ACP agents, the Codex app-server).
+
+A framer is fed whatever bytes a read returned, in any chunking, and returns the
+complete message bodies found so far, in order, interleaved with :class:`FramingError`
+values for input it had to reject.  It never touches a pipe or an event loop, so it can
+be tested with plain bytes, and it never raises for bad input: a framing error is a
+value, the framer resynchronises and the stream goes on.
+
+Limits are constructor parameters: a body larger than ``max_message_bytes`` is rejected
+without being allocated (its bytes are skipped as they arrive).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final, Literal, Protocol
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "AutoFramer",
+    "ContentLengthFramer",
+    "FramingError",
+    "FramingKind",
+    "NewlineFramer",
+    "StreamFramer",
+    "encode_frame",
+    "make_framer",
+]
+
+DEFAULT_MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
+MAX_HEADER_BLOCK_BYTES: Final = 8 * 1024
+_MAX_LENGTH_DIGITS: Final = 12
+
+FramingKind = Literal["auto", "content-length", "newline"]
+
+_HEADER_END = b"\r\n\r\n"
+_FAST_PREFIX = b"Content-Length: "
+_DIGITS = re.compile(rb"[0-9]{1,%d}" % _MAX_LENGTH_DIGITS)
+_RESYNC = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+
+
+class FramingError:
+    """A piece of input the framer rejected; returned in-line, never raised.
+
+    ``reason`` is a short machine-readable tag (``missing_content_length``,
+    ``bad_content_length``, ``too_large``, ``bad_header``, ``header_too_large``,
+    ``truncated``); ``detail`` is a human-readable sentence that never contains body
+    bytes.
+    """
+
+    __slots__ = ("detail", "reason")
+
+    def __init__(self, reason: str, detail: str) -> None:
+        self.reason = reason
+        self.detail = detail
+
+    def __repr__(self) -> str:
+        return f"FramingError({self.reason!r}, {self.detail!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, FramingError)
+            and other.reason == self.reason
+            and other.detail == self.detail
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.reason, self.detail))
+
+
+class StreamFramer(Protocol):
+    """What every framer offers: feed bytes in, take frames out."""
+
+    kind: FramingKind
+
+    def feed(self, data: bytes) -> list[bytes | FramingError]:
+        """Consume ``data``; return the bodies completed by it and any errors, in order."""
+        ...
+
+    def eof(self) -> list[bytes | FramingError]:
+        """Signal end of input; return a final frame or a ``truncated`` error, if any."""
+        ...
+
+
+class ContentLengthFramer:
+    """``Content-Length`` framing as in the Language Server Protocol base protocol.
+
+    Header names are case-insensitive and headers other than ``Content-Length`` (such
+    as ``Content-Type``) are accepted and ignored.  The length must be plain decimal
+    digits; signs, hex, an over-long number, two different values or a value above the
+    limit are framing errors.  After a bad header block the framer skips ahead to the
+    next ``Content-Length`` header, so a later valid message is still delivered.
+    """
+
+    kind: FramingKind = "content-length"
+
+    def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+        self._max = max_message_bytes
+        self._buf = bytearray()
+        self._need: int | None = None  # body length expected, once headers are parsed
+        self._skip = 0  # bytes of an oversized body still to discard
+        self._resync = False
+
+    def feed(self, data: bytes) -> list[bytes | FramingError]:
+        out: list[bytes | FramingError] = []
+        if self._skip:
+            if len(data) <= self._skip:
+                self._skip -= len(data)
+                return out
+            data = data[self._skip :]
+            self._skip = 0
+        buf = self._buf
+        buf += data
+        while True:
+            need = self._need
+            if need is not None:
+                if len(buf) < need:
+                    break
+                out.append(bytes(buf[:need]))
+                del buf[:need]
+                self._need = None
+                continue
+            if self._resync and not self._find_header_start(buf):
+                break
+            end = buf.find(_HEADER_END)
+            if end < 0:
+                if len(buf) > MAX_HEADER_BLOCK_BYTES:
+                    out.append(
+                        FramingError("header_too_large", "header block exceeds the size limit")
+                    )
+                    del buf[: len(buf) - 3]
+                    self._resync = True
+                break
+            header = bytes(buf[:end])
+            del buf[: end + 4]
+            length = self._parse_header(header, out)
+            if length is None:
+                self._resync = True
+                continue
+            if length > self._max:
+                out.append(
+                    FramingError(
+                        "too_large",
+                        f"message of {length} bytes exceeds the limit of {self._max} bytes",
+                    )
+                )
+                if len(buf) >= length:
+                    del buf[:length]
+                else:
+                    self._skip = length - len(buf)
+                    buf.clear()
+                    break
+                continue
+            self._need = length
+        return out
+
+    def _find_header_start(self, buf: bytearray) -> bool:
+        """Drop bytes up to the next ``Content-Length`` header; return whether one was found."""
+        match = _RESYNC.search(buf)
+        if match is None:
+            keep = 15  # a header name may be split across reads
+            if len(buf) > keep:
+                del buf[: len(buf) - keep]
+            return False
+        del buf[: match.start()]
+        self._resync = False
+        return True
+
+    def _parse_header(self, header: bytes, out: list[bytes | FramingError]) -> int | None:
+        """Return the body length declared by ``header``, or ``None`` after reporting why not."""
+        if header.startswith(_FAST_PREFIX) and b"\n" not in header:
+            value = header[len(_FAST_PREFIX) :].strip()
+            if _DIGITS.fullmatch(value):
+                return int(value)
+            out.append(FramingError("bad_content_length", "Content-Length is not a decimal size"))
+            return None
+        length: int | None = None
+        for line in header.split(b"\r\n"):
+            name, sep, value = line.partition(b":")
+            if not sep:
+                out.append(FramingError("bad_header", "header line without a colon"))
+                return None
+            if name.strip().lower() != b"content-length":
+                continue
+            value = value.strip()
+            if not _DIGITS.fullmatch(value):
+                out.append(
+                    FramingError("bad_content_length", "Content-Length is not a decimal size")
+                )
+                return None
+            parsed = int(value)
+            if length is not None and parsed != length:
+                out.append(
+                    FramingError("bad_content_length", "two different Content-Length values")
+                )
+                return None
+            length = parsed
+        if length is None:
+            out.append(
+                FramingError("missing_content_length", "header block without Content-Length")
+            )
+        return length
+
+    def eof(self) -> list[bytes | FramingError]:
+        pending = self._need is not None or self._skip or bool(self._buf.strip())
+        self._buf.clear()
+        self._need = None
+        self._skip = 0
+        if pending:
+            return [FramingError("truncated", "stream ended inside a message")]
+        return []
+
+
+class NewlineFramer:
+    """Newline-delimited JSON: one message a line.
+
+    Blank lines are skipped, a trailing ``\\r`` is dropped (CRLF input), a last line
+    without a newline is delivered at EOF, and a line longer than the limit is reported
+    as ``too_large`` and skipped up to its newline without being buffered.
+    """
+
+    kind: FramingKind = "newline"
+
+    def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+        self._max = max_message_bytes
+        self._buf = bytearray()
+        self._discarding = False
+
+    def feed(self, data: bytes) -> list[bytes | FramingError]:
+        out: list[bytes | FramingError] = []
+        if self._discarding:
+            nl = data.find(b"\n")
+            if nl < 0:
+                return out
+            data = data[nl + 1 :]
+            self._discarding = False
+        buf = self._buf
+        start = 0
+        if buf:
+            nl = data.find(b"\n")
+            if nl < 0:
+                buf += data
+                self._check_overflow(out)
+                return out
+            buf += data[:nl]
+            self._emit(bytes(buf), out)
+            buf.clear()
+            start = nl + 1
+        find = data.find
+        while True:
+            nl = find(b"\n", start)
+            if nl < 0:
+                break
+            self._emit(data[start:nl], out)
+            start = nl + 1
+        if start < len(data):
+            buf += data[start:]
+            self._check_overflow(out)
+        return out
+
+    def _check_overflow(self, out: list[bytes | FramingError]) -> None:
+        if len(self._buf) > self._max:
+            out.append(
+                FramingError("too_large", f"line exceeds the limit of {self._max} bytes")
+            )
+            self._buf.clear()
+            self._discarding = True
+
+    def _emit(self, line: bytes, out: list[bytes | FramingError]) -> None:
+        if len(line) > self._max:
+            out.append(FramingError("too_large", f"line exceeds the limit of {self._max} bytes"))
+            return
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if not line or line.isspace():
+            return
+        out.append(line)
+
+    def eof(self) -> list[bytes | FramingError]:
+        out: list[bytes | FramingError] = []
+        if self._buf and not self._discarding:
+            self._emit(bytes(self._buf), out)
+        self._buf.clear()
+        self._discarding = False
+        return out
+
+
+class AutoFramer:
+    """Chooses the framing from the first non-blank byte: ``{`` or ``[`` means
+    newline-delimited JSON, anything else a ``Content-Length`` header block."""
+
+    def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+        self._max = max_message_bytes
+        self._inner: ContentLengthFramer | NewlineFramer | None = None
+
+    @property
+    def kind(self) -> FramingKind:
+        """The framing detected so far (``auto`` until the first byte decides)."""
+        return "auto" if self._inner is None else self._inner.kind
+
+    def feed(self, data: bytes) -> list[bytes | FramingError]:
+        inner = self._inner
+        if inner is None:
+            stripped = data.lstrip()
+            if not stripped:
+                return []
+            if stripped[:1] in (b"{", b"["):
+                inner = NewlineFramer(self._max)
+            else:
+                inner = ContentLengthFramer(self._max)
+            self._inner = inner
+            data = stripped
+        return inner.feed(data)
+
+    def eof(self) -> list[bytes | FramingError]:
+        return [] if self._inner is None else self._inner.eof()
+
+
+def make_framer(kind: FramingKind, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> (
+    StreamFramer
+):
+    """Return a fresh framer for ``kind``; raises ``ValueError`` for an unknown kind."""
+    if kind == "auto":
+        return AutoFramer(max_message_bytes)
+    if kind == "content-length":
+        return ContentLengthFramer(max_message_bytes)
+    if kind == "newline":
+        return NewlineFramer(max_message_bytes)
+    raise ValueError(f"unknown framing {kind!r}")
+
+
+def encode_frame(kind: FramingKind, body: bytes) -> bytes:
+    """Return ``body`` framed for the wire (``auto`` writes ``Content-Length``).
+
+    ``body`` must already be one line of JSON for the newline framing; msgspec's
+    encoder never emits raw newlines, so encoded messages always are.
+    """
+    if kind == "newline":
+        return body + b"\n"
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)

@@ -1,0 +1,292 @@
+"""Sans-I/O JSON-RPC message layer: classify a frame body into typed messages.
+
+The envelope is decoded with msgspec first; ``params``, ``result`` and ``error`` stay
+raw JSON until the method (or, for responses, the ledger entry) says what type they
+are.  Request ids are kept as the exact bytes the peer sent, so any valid id (``0``,
+``""``, ``2**70``, ``"x"``) is echoed back unchanged.
+
+:func:`parse_body` never raises for bad input: every defect becomes an
+:class:`Invalid` message carrying the JSON-RPC code and the id to answer with (``None``
+means ``null``).  Batches (JSON arrays) are returned as :class:`Batch`.
+
+``require_jsonrpc=False`` accepts peers that omit the ``"jsonrpc"`` member (the Codex
+app-server does); a present member must still say ``"2.0"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from rpc.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+
+__all__ = [
+    "Batch",
+    "Invalid",
+    "Message",
+    "Notification",
+    "Request",
+    "Response",
+    "encode_error_response",
+    "encode_notification",
+    "encode_request",
+    "encode_result_response",
+    "parse_body",
+]
+
+_NO_RAW: Final = msgspec.Raw()
+_encode = msgspec.json.encode
+
+
+class _Envelope(msgspec.Struct):
+    jsonrpc: str | None = None
+    id: msgspec.Raw = _NO_RAW
+    method: str | None = None
+    params: msgspec.Raw = _NO_RAW
+    result: msgspec.Raw = _NO_RAW
+    error: msgspec.Raw = _NO_RAW
+
+
+class ErrorObject(msgspec.Struct):
+    """A JSON-RPC error object as received from a peer (decoded leniently)."""
+
+    code: int
+    message: str = ""
+    data: Any = None
+
+
+_envelope_decoder: Final = msgspec.json.Decoder(_Envelope)
+_batch_decoder: Final = msgspec.json.Decoder(list[msgspec.Raw])
+_any_decoder: Final = msgspec.json.Decoder()
+_error_decoder: Final = msgspec.json.Decoder(ErrorObject)
+
+
+class Request:
+    """A request: answer it exactly once, echoing ``id`` (raw bytes) unchanged."""
+
+    __slots__ = ("id", "method", "params")
+
+    def __init__(self, id: bytes, method: str, params: bytes | None) -> None:
+        self.id = id
+        self.method = method
+        self.params = params
+
+    def __repr__(self) -> str:
+        return f"Request({self.id!r}, {self.method!r})"
+
+
+class Notification:
+    """A notification: never answered."""
+
+    __slots__ = ("method", "params")
+
+    def __init__(self, method: str, params: bytes | None) -> None:
+        self.method = method
+        self.params = params
+
+    def __repr__(self) -> str:
+        return f"Notification({self.method!r})"
+
+
+class Response:
+    """A response to one of our requests.
+
+    Exactly one of ``result`` (raw JSON bytes) and ``error`` is set, unless
+    ``malformed`` names what is wrong with it (both or neither present, a bad error
+    object); a malformed response still fails the pending request it names.
+    """
+
+    __slots__ = ("error", "id", "malformed", "result")
+
+    def __init__(
+        self,
+        id: bytes,
+        result: bytes | None,
+        error: ErrorObject | None,
+        malformed: str | None = None,
+    ) -> None:
+        self.id = id
+        self.result = result
+        self.error = error
+        self.malformed = malformed
+
+    def __repr__(self) -> str:
+        return f"Response({self.id!r})"
+
+
+class Invalid:
+    """Input that must be answered with an error (``id`` ``None`` means ``null``),
+    or, when ``reply`` is false, only logged."""
+
+    __slots__ = ("code", "id", "message", "reply")
+
+    def __init__(self, code: int, message: str, id: bytes | None = None, reply: bool = True):
+        self.code = code
+        self.message = message
+        self.id = id
+        self.reply = reply
+
+    def __repr__(self) -> str:
+        return f"Invalid({self.code}, {self.message!r}, id={self.id!r})"
+
+
+Message = Request | Notification | Response | Invalid
+
+
+class Batch:
+    """A JSON array of messages; replies to its requests go out as one array."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[Message]) -> None:
+        self.items = items
+
+
+def _valid_id(raw: bytes) -> bool:
+    """Return whether ``raw`` is a JSON string or an integer (no fraction, no exponent)."""
+    first = raw[:1]
+    if first == b'"':
+        return True
+    body = raw[1:] if first == b"-" else raw
+    return body.isdigit() and body.isascii()
+
+
+def _params(raw: msgspec.Raw) -> bytes | None | Invalid:
+    if not raw:
+        return None
+    data = bytes(raw)
+    first = data[:1]
+    if first in (b"{", b"["):
+        return data
+    if data == b"null":
+        return None
+    return Invalid(INVALID_PARAMS, "params must be an object or an array")
+
+
+def _classify(env: _Envelope, require_jsonrpc: bool) -> Message:
+    raw_id = bytes(env.id) if env.id else None
+    if raw_id is not None and not _valid_id(raw_id):
+        if raw_id == b"null" and env.method is None:
+            # An error response to something the peer could not parse.
+            return _response(raw_id, env)
+        return Invalid(INVALID_REQUEST, "id must be a string or an integer")
+    if env.jsonrpc != "2.0" and (require_jsonrpc or env.jsonrpc is not None):
+        return Invalid(INVALID_REQUEST, 'jsonrpc must be "2.0"', raw_id)
+    method = env.method
+    if method is not None:
+        params = _params(env.params)
+        if raw_id is None:
+            if isinstance(params, Invalid):
+                return Invalid(params.code, params.message, None, reply=False)
+            return Notification(method, params)
+        if isinstance(params, Invalid):
+            params.id = raw_id
+            return params
+        if method.startswith("rpc."):
+            return Invalid(METHOD_NOT_FOUND, "method not found", raw_id)
+        return Request(raw_id, method, params)
+    if raw_id is None:
+        return Invalid(INVALID_REQUEST, "not a request, notification or response")
+    return _response(raw_id, env)
+
+
+def _response(raw_id: bytes, env: _Envelope) -> Response:
+    has_result = bool(env.result)
+    has_error = bool(env.error)
+    if has_result and has_error:
+        return Response(raw_id, None, None, "both result and error")
+    if has_result:
+        return Response(raw_id, bytes(env.result), None)
+    if has_error:
+        try:
+            return Response(raw_id, None, _error_decoder.decode(env.error))
+        except msgspec.DecodeError:
+            return Response(raw_id, None, None, "malformed error object")
+    return Response(raw_id, None, None, "neither result nor error")
+
+
+def _parse_object(body: bytes | msgspec.Raw, require_jsonrpc: bool) -> Message:
+    try:
+        env = _envelope_decoder.decode(body)
+    except msgspec.DecodeError:
+        return _diagnose(body)
+    return _classify(env, require_jsonrpc)
+
+
+def _diagnose(body: bytes | msgspec.Raw) -> Invalid:
+    """Slow path for a body the typed decoder refused: parse error or invalid request."""
+    try:
+        value = _any_decoder.decode(body)
+    except msgspec.DecodeError:
+        return Invalid(PARSE_ERROR, "parse error")
+    if isinstance(value, dict):
+        raw_id = value.get("id")
+        echo: bytes | None = None
+        if (isinstance(raw_id, int) and not isinstance(raw_id, bool)) or isinstance(raw_id, str):
+            echo = _encode(raw_id)
+        if "method" in value and not isinstance(value["method"], str):
+            return Invalid(INVALID_REQUEST, "method must be a string", echo)
+        if "jsonrpc" in value and not isinstance(value["jsonrpc"], str):
+            return Invalid(INVALID_REQUEST, 'jsonrpc must be "2.0"', echo)
+        return Invalid(INVALID_REQUEST, "invalid request", echo)
+    return Invalid(INVALID_REQUEST, "a message must be a JSON object")
+
+
+def parse_body(body: bytes, *, require_jsonrpc: bool = True) -> Message | Batch:
+    """Classify one frame body; never raises for bad input (see module docstring)."""
+    first = body.lstrip()[:1]
+    if first == b"{":
+        return _parse_object(body, require_jsonrpc)
+    if first == b"[":
+        try:
+            items = _batch_decoder.decode(body)
+        except msgspec.DecodeError:
+            return _diagnose(body)
+        if not items:
+            return Invalid(INVALID_REQUEST, "empty batch")
+        out: list[Message] = []
+        for item in items:
+            if bytes(item).lstrip()[:1] == b"{":
+                out.append(_parse_object(item, require_jsonrpc))
+            else:
+                out.append(Invalid(INVALID_REQUEST, "a message must be a JSON object"))
+        return Batch(out)
+    return _diagnose(body)
+
+
+_ID_NULL: Final = b"null"
+
+
+def _head(jsonrpc: bool) -> bytes:
+    return b'{"jsonrpc":"2.0",' if jsonrpc else b"{"
+
+
+def encode_result_response(id: bytes, result: bytes, *, jsonrpc: bool = True) -> bytes:
+    """Return a response body answering ``id`` with the already-encoded ``result``."""
+    return b'%s"id":%s,"result":%s}' % (_head(jsonrpc), id, result)
+
+
+def encode_error_response(
+    id: bytes | None, error: dict[str, Any], *, jsonrpc: bool = True
+) -> bytes:
+    """Return an error response body; ``id`` ``None`` is sent as ``null``."""
+    return b'%s"id":%s,"error":%s}' % (
+        _head(jsonrpc),
+        _ID_NULL if id is None else id,
+        _encode(error),
+    )
+
+
+def encode_request(id: int, method: str, params: bytes | None, *, jsonrpc: bool = True) -> bytes:
+    """Return a request body; ``params`` is already-encoded JSON or ``None`` to omit it."""
+    if params is None:
+        return b'%s"id":%d,"method":%s}' % (_head(jsonrpc), id, _encode(method))
+    return b'%s"id":%d,"method":%s,"params":%s}' % (_head(jsonrpc), id, _encode(method), params)
+
+
+def encode_notification(method: str, params: bytes | None, *, jsonrpc: bool = True) -> bytes:
+    """Return a notification body; ``params`` is already-encoded JSON or ``None``."""
+    if params is None:
+        return b'%s"method":%s}' % (_head(jsonrpc), _encode(method))
+    return b'%s"method":%s,"params":%s}' % (_head(jsonrpc), _encode(method), params)
