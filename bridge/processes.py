@@ -147,38 +147,50 @@ class SpawnError(Exception):
 
 _REDACTED: Final = "[REDACTED]"
 
+# Every pattern below runs in linear time on any input: matches start only where the
+# previous character cannot continue the match (a lookbehind, not \b, since tokens
+# contain "-"), repetitions that could fail late are bounded or possessive, and values
+# are matched greedily with nothing after them that could force backtracking.
+
 # Header-style credentials: everything after the colon up to the end of the line/quote.
 _AUTH_HEADER_RE: Final = re.compile(
     r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)[^\"'\r\n]+"
 )
 _BEARER_RE: Final = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]+=*")
 # key=value / "key": "value" where the key names a credential.  No leading \b so that
-# FOO_API_KEY=... and x-api-key: ... match at API_KEY / api-key.
+# FOO_API_KEY=... and x-api-key: ... match at API_KEY / api-key.  A quoted value runs to
+# its closing quote or, if there is none, to the end of the line.
 _KEY_VALUE_RE: Final = re.compile(
     r"(?i)("
     r"api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|[_-]key"
     r"|client[_-]?secret|secret|access[_-]?token|refresh[_-]?token|id[_-]?token"
     r"|auth[_-]?token|token|passwd|password|credentials?"
     r")"
-    r"([\"']?\s*[:=]\s*)"
-    r"(\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s\"',;&}\]]+)"
+    r"([\"']?[ \t]*[:=][ \t]*)"
+    r"(\"[^\"\r\n]*+\"?|'[^'\r\n]*+'?|[^\s\"',;&}\]]+)"
 )
-_URL_USERINFO_RE: Final = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s:@]+:[^/\s@]+@")
+_URL_USERINFO_RE: Final = re.compile(
+    r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]{0,31}+://)[^/\s:@]{1,256}+:[^/\s@]{1,256}+@"
+)
 _TOKEN_SHAPES_RE: Final = re.compile(
-    r"(?<![A-Za-z0-9])sk-[A-Za-z0-9][A-Za-z0-9_\-]{7,}"  # OpenAI / Anthropic keys
-    r"|\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"  # GitHub
-    r"|\bxox[abprs]-[A-Za-z0-9\-]{10,}"  # Slack
-    r"|\bAKIA[0-9A-Z]{16}\b"  # AWS access key id
-    r"|\bAIza[0-9A-Za-z_\-]{35}"  # Google API key
-    r"|\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*"  # JWT
+    r"(?<![A-Za-z0-9_\-])(?:"
+    r"sk-[A-Za-z0-9][A-Za-z0-9_\-]{7,}"  # OpenAI / Anthropic keys
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub
+    r"|xox[abprs]-[A-Za-z0-9\-]{10,}"  # Slack
+    r"|AKIA[0-9A-Z]{16}+(?![0-9A-Za-z])"  # AWS access key id
+    r"|AIza[0-9A-Za-z_\-]{35}"  # Google API key
+    r"|eyJ[A-Za-z0-9_\-]{5,}+\.[A-Za-z0-9_\-]{5,}+\.[A-Za-z0-9_\-]*"  # JWT
+    r")"
 )
 
 
 def _redact_key_value(match: re.Match[str]) -> str:
     value = match.group(3)
-    if value[:1] in ("'", '"'):
-        return f"{match.group(1)}{match.group(2)}{value[0]}{_REDACTED}{value[0]}"
-    return f"{match.group(1)}{match.group(2)}{_REDACTED}"
+    quote = value[0] if value[0] in "'\"" else ""
+    if not quote:
+        return f"{match.group(1)}{match.group(2)}{_REDACTED}"
+    closing = quote if len(value) > 1 and value.endswith(quote) else ""
+    return f"{match.group(1)}{match.group(2)}{quote}{_REDACTED}{closing}"
 
 
 def redact(text: str) -> str:
@@ -265,7 +277,7 @@ def build_child_env(
 class ProcessSpec:
     """What to run: an argv vector, a working directory and the *complete* environment.
 
-    ``argv`` may be given as any sequence of ``str`` and is stored as a tuple;
+    ``argv`` may be given as a tuple or list of ``str`` and is stored as a tuple;
     ``argv[0]`` is looked up on ``env["PATH"]`` unless it contains a ``/`` (a relative
     path is taken relative to ``cwd``).  ``env`` is used as is -- build it with
     :func:`build_child_env`.  ``stderr_tail_bytes`` caps the stderr kept in memory.

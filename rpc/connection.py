@@ -46,7 +46,7 @@ from rpc.errors import (
     ConnectionClosed,
     RpcError,
 )
-from rpc.framing import DEFAULT_MAX_MESSAGE_BYTES, FramingError, FramingKind, encode_frame, make_framer
+from rpc.framing import DEFAULT_MAX_MESSAGE_BYTES, FramingError, FramingKind, make_framer
 from rpc.ledger import Ledger, LedgerEntry
 from rpc.messages import (
     Batch,
@@ -183,6 +183,8 @@ class Connection:
         self._receive = receive
         self._send = send
         self._framer = make_framer(framing, limits.max_message_bytes)
+        #: Output framing: the input's, once detected (``Content-Length`` until then).
+        self._out_kind: FramingKind | None = None if framing == "auto" else framing
         self._jsonrpc = jsonrpc
         self._limits = limits
         self._gate = gate
@@ -216,12 +218,13 @@ class Connection:
     def _sync_entry(self, method: str, spec: Method) -> Callable[[Any], Any]:
         handler = spec.handler
         params_type = spec.params_type
+        encode = _encode
+        raw_type = msgspec.Raw
 
         def entry(raw: bytes | None) -> Any:
             params = _decode_params(params_type, raw)
             try:
-                result = handler(params)
-                return msgspec.Raw(_encode(result))
+                return raw_type(encode(handler(params)))
             except RpcError as exc:
                 raise _wire_exception(exc) from None
             except Exception:
@@ -309,7 +312,7 @@ class Connection:
             return
         result = message.get("result", _MISSING)
         if result is not _MISSING:
-            body = encode_result_response(id, bytes(result), jsonrpc=self._jsonrpc)
+            body = encode_result_response(id, result, jsonrpc=self._jsonrpc)
         else:
             body = encode_error_response(id, message["error"], jsonrpc=self._jsonrpc)
         self._reply(id, body)
@@ -330,7 +333,10 @@ class Connection:
     def _write(self, body: bytes) -> None:
         if self._closed:
             return
-        frame = encode_frame(self._framer.kind, body)
+        if self._out_kind == "newline":
+            frame = body + b"\n"
+        else:
+            frame = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
         self._out.append(frame)
         self._out_bytes += len(frame)
         wake = self._wake
@@ -498,7 +504,10 @@ class Connection:
 
     def feed(self, data: bytes) -> None:
         """Process bytes read from the peer (exposed for tests and in-process use)."""
-        for item in self._framer.feed(data):
+        items = self._framer.feed(data)
+        if self._out_kind is None and self._framer.kind != "auto":
+            self._out_kind = self._framer.kind
+        for item in items:
             self._dispatch_frame(item)
 
     def _dispatch_frame(self, item: bytes | FramingError) -> None:

@@ -101,12 +101,14 @@ class ContentLengthFramer:
 
     def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         self._max = max_message_bytes
-        self._buf = bytearray()
+        self._tail = b""  # unconsumed input carried over to the next feed
         self._need: int | None = None  # body length expected, once headers are parsed
         self._skip = 0  # bytes of an oversized body still to discard
         self._resync = False
 
     def feed(self, data: bytes) -> list[bytes | FramingError]:
+        # Work on one immutable buffer with a moving offset: every byte is copied at most
+        # once more (into the body it belongs to, or into the tail kept for next time).
         out: list[bytes | FramingError] = []
         if self._skip:
             if len(data) <= self._skip:
@@ -114,31 +116,44 @@ class ContentLengthFramer:
                 return out
             data = data[self._skip :]
             self._skip = 0
-        buf = self._buf
-        buf += data
+        buf = self._tail + data if self._tail else data
+        pos = 0
+        size = len(buf)
         while True:
             need = self._need
             if need is not None:
-                if len(buf) < need:
+                if size - pos < need:
                     break
-                out.append(bytes(buf[:need]))
-                del buf[:need]
+                out.append(buf[pos : pos + need])
+                pos += need
                 self._need = None
                 continue
-            if self._resync and not self._find_header_start(buf):
+            if self._resync:
+                match = _RESYNC.search(buf, pos)
+                if match is None:
+                    pos = max(pos, size - 15)  # a header name may be split across reads
+                    break
+                pos = match.start()
+                self._resync = False
+            if pos == size:
                 break
-            end = buf.find(_HEADER_END)
+            end = buf.find(_HEADER_END, pos)
             if end < 0:
-                if len(buf) > MAX_HEADER_BLOCK_BYTES:
+                if size - pos > MAX_HEADER_BLOCK_BYTES:
                     out.append(
                         FramingError("header_too_large", "header block exceeds the size limit")
                     )
-                    del buf[: len(buf) - 3]
+                    pos = size - 3
                     self._resync = True
                 break
-            header = bytes(buf[:end])
-            del buf[: end + 4]
-            length = self._parse_header(header, out)
+            length: int | None = None
+            if buf.startswith(_FAST_PREFIX, pos):
+                value = buf[pos + 16 : end]
+                if 0 < len(value) <= _MAX_LENGTH_DIGITS and value.isdigit() and value.isascii():
+                    length = int(value)
+            if length is None:
+                length = self._parse_header(buf[pos:end], out)
+            pos = end + 4
             if length is None:
                 self._resync = True
                 continue
@@ -149,27 +164,16 @@ class ContentLengthFramer:
                         f"message of {length} bytes exceeds the limit of {self._max} bytes",
                     )
                 )
-                if len(buf) >= length:
-                    del buf[:length]
+                if size - pos >= length:
+                    pos += length
                 else:
-                    self._skip = length - len(buf)
-                    buf.clear()
+                    self._skip = length - (size - pos)
+                    pos = size
                     break
                 continue
             self._need = length
+        self._tail = buf[pos:] if pos < size else b""
         return out
-
-    def _find_header_start(self, buf: bytearray) -> bool:
-        """Drop bytes up to the next ``Content-Length`` header; return whether one was found."""
-        match = _RESYNC.search(buf)
-        if match is None:
-            keep = 15  # a header name may be split across reads
-            if len(buf) > keep:
-                del buf[: len(buf) - keep]
-            return False
-        del buf[: match.start()]
-        self._resync = False
-        return True
 
     def _parse_header(self, header: bytes, out: list[bytes | FramingError]) -> int | None:
         """Return the body length declared by ``header``, or ``None`` after reporting why not."""
@@ -207,8 +211,8 @@ class ContentLengthFramer:
         return length
 
     def eof(self) -> list[bytes | FramingError]:
-        pending = self._need is not None or self._skip or bool(self._buf.strip())
-        self._buf.clear()
+        pending = self._need is not None or self._skip or bool(self._tail.strip())
+        self._tail = b""
         self._need = None
         self._skip = 0
         if pending:

@@ -235,7 +235,9 @@ def _diagnose(body: bytes | msgspec.Raw) -> Invalid:
 
 def parse_body(body: bytes, *, require_jsonrpc: bool = True) -> Message | Batch:
     """Classify one frame body; never raises for bad input (see module docstring)."""
-    first = body.lstrip()[:1]
+    first = body[:1]
+    if first.isspace():
+        first = body.lstrip()[:1]
     if first == b"{":
         return _parse_object(body, require_jsonrpc)
     if first == b"[":
@@ -262,7 +264,9 @@ def _head(jsonrpc: bool) -> bytes:
     return b'{"jsonrpc":"2.0",' if jsonrpc else b"{"
 
 
-def encode_result_response(id: bytes, result: bytes, *, jsonrpc: bool = True) -> bytes:
+def encode_result_response(
+    id: bytes, result: bytes | msgspec.Raw, *, jsonrpc: bool = True
+) -> bytes:
     """Return a response body answering ``id`` with the already-encoded ``result``."""
     return b'%s"id":%s,"result":%s}' % (_head(jsonrpc), id, result)
 

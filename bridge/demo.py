@@ -1,0 +1,196 @@
+"""``agent-bridge demo``: spawn the server as a child and drive one scripted session.
+
+It is a host like any other: it speaks the protocol over the child's stdin/stdout with
+the project's own JSON-RPC engine, answers the approval the run asks for, interrupts the
+run while it waits, closes the session and shuts the bridge down, printing the exchange
+as it goes.  No credentials and no network are involved: the provider is the built-in
+scripted one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+
+from bridge.processes import ProcessSpec, build_child_env, spawn
+from rpc.connection import Connection, Method
+
+__all__ = ["DEMO_SCRIPT", "run_demo"]
+
+DEMO_SCRIPT: Final[dict[str, Any]] = {
+    "steps": [
+        {"type": "thinking", "text": "The user wants a greeting file; I will need to write it."},
+        {"type": "text", "text": "I'll create hello.txt with a greeting. ", "chunks": 4},
+        {
+            "type": "approval",
+            "title": "Write hello.txt",
+            "toolName": "Write",
+            "input": {"path": "hello.txt", "content": "Hello from agent-bridge\n"},
+            "modes": ["once", "session"],
+            "onAllow": [
+                {
+                    "type": "tool",
+                    "id": "tool_1",
+                    "name": "Write",
+                    "input": {"path": "hello.txt"},
+                    "output": "wrote 24 bytes",
+                },
+                {"type": "text", "text": "Done. Now waiting for more work...", "chunks": 3},
+            ],
+            "onDeny": [{"type": "text", "text": "Understood, I won't write it."}],
+        },
+        {
+            "type": "usage",
+            "contextTokens": 1830,
+            "maxTokens": 200000,
+            "inputTokens": 1650,
+            "outputTokens": 180,
+            "costUsd": 0.0042,
+        },
+        {"type": "waitForInterrupt"},
+    ]
+}
+
+
+class _Printer:
+    def __init__(self, raw: bool) -> None:
+        self.raw = raw
+        self._line_open = False
+
+    def _close_line(self) -> None:
+        if self._line_open:
+            print(flush=True)
+            self._line_open = False
+
+    def out(self, text: str) -> None:
+        self._close_line()
+        print(text, flush=True)
+
+    def request(self, method: str, params: Any) -> None:
+        shown = json.dumps(params, separators=(",", ":")) if self.raw else _brief(params)
+        self.out(f"→ {method} {shown}")
+
+    def reply(self, method: str, result: Any) -> None:
+        shown = json.dumps(result, separators=(",", ":")) if self.raw else _brief(result)
+        self.out(f"← {method}: {shown}")
+
+    def event(self, envelope: dict[str, Any]) -> None:
+        payload = envelope["payload"]
+        kind = payload["type"]
+        if self.raw:
+            self.out(f"⇠ event {json.dumps(envelope, separators=(',', ':'))}")
+            return
+        if kind in ("text.delta", "thinking.delta"):
+            if not self._line_open:
+                label = "assistant" if kind == "text.delta" else "thinking"
+                print(f"⇠ #{envelope['sequence']:<3} {label}: ", end="", flush=True)
+                self._line_open = True
+            print(payload["text"], end="", flush=True)
+            return
+        details = {k: v for k, v in payload.items() if k != "type"}
+        self.out(f"⇠ #{envelope['sequence']:<3} {kind} {_brief(details)}")
+
+
+def _brief(value: Any, limit: int = 160) -> str:
+    text = json.dumps(value, separators=(", ", ": "), ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+async def _demo(framing: str, printer: _Printer) -> int:
+    env = build_child_env(passthrough=("PYTHONPATH",))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    spec = ProcessSpec(
+        argv=(sys.executable, "-m", "bridge", "serve", "--framing", framing),
+        cwd=None,
+        env=env,
+        name="agent-bridge",
+    )
+    events: list[dict[str, Any]] = []
+    waiting = anyio.Event()
+    finished = anyio.Event()
+
+    def on_event(params: dict[str, Any]) -> None:
+        events.append(params)
+        printer.event(params)
+        payload = params["payload"]
+        if payload["type"] == "usage":  # the script's last step before it waits
+            waiting.set()
+        if payload["type"] in ("run.completed", "run.failed", "run.interrupted"):
+            finished.set()
+
+    async def on_interaction(params: dict[str, Any]) -> dict[str, Any]:
+        printer.out(f"⇠ interaction/request {_brief(params['request'])}")
+        answer = {"kind": "approval", "decision": "allow", "mode": "once"}
+        printer.out(f"→ (reply) {_brief(answer)}")
+        return answer
+
+    async with anyio.create_task_group() as tg:
+        child = await spawn(spec, tg)
+        assert child.stdin is not None and child.stdout is not None
+        conn = Connection(
+            child.stdout,
+            child.stdin,
+            methods={"interaction/request": Method(on_interaction, dict, is_async=True)},
+            notifications={"event": Method(on_event, dict)},
+            framing=framing,  # type: ignore[arg-type]
+            name="bridge",
+        )
+        tg.start_soon(conn.run)
+
+        async def call(method: str, params: Any) -> Any:
+            printer.request(method, params)
+            with anyio.fail_after(30):
+                result = await conn.request(method, params)
+            printer.reply(method, result)
+            return result
+
+        await call(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientInfo": {"name": "agent-bridge-demo"},
+                "capabilities": {"interactions": {"approval": True, "question": True}},
+            },
+        )
+        conn.notify("initialized", {})
+        providers = await call("providers/list", {"probe": False})
+        assert any(p["id"] == "scripted" for p in providers["providers"])
+        created = await call(
+            "session/create",
+            {"provider": "scripted", "title": "demo", "options": {"script": DEMO_SCRIPT}},
+        )
+        session_id = created["session"]["sessionId"]
+        started = await call(
+            "run/start", {"sessionId": session_id, "input": {"text": "Create hello.txt"}}
+        )
+        with anyio.fail_after(30):
+            await waiting.wait()
+        await call("run/interrupt", {"runId": started["runId"], "reason": "user"})
+        with anyio.fail_after(30):
+            await finished.wait()
+        await call("session/close", {"sessionId": session_id})
+        await call("shutdown", {})
+        conn.notify("exit", {})
+        with anyio.fail_after(15):
+            code = await child.wait()
+        conn.close()
+        await child.stop()
+    kinds = [e["payload"]["type"] for e in events]
+    ok = code == 0 and "interaction.settled" in kinds and kinds[-1] == "session.closed"
+    ok = ok and "run.interrupted" in kinds
+    printer.out(
+        f"\n{len(events)} events, sequence 1..{events[-1]['sequence'] if events else 0}; "
+        f"bridge exited with {code}. Demo {'succeeded' if ok else 'FAILED'}."
+    )
+    return 0 if ok else 1
+
+
+def run_demo(*, framing: str = "content-length", raw: bool = False) -> int:
+    """Run the demo; return 0 when the whole exchange went as expected, 1 otherwise."""
+    return anyio.run(_demo, framing, _Printer(raw))

@@ -1,0 +1,270 @@
+"""A test host: spawns ``python -m bridge serve`` as a real child and talks to it over
+real pipes, in either framing, recording every message both ways.
+
+Every message sent or received is also checked against the published JSON Schema when
+``tests/wire_validation.py`` and the generated schemas are present, so the end-to-end
+tests double as proof that the schema describes reality.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+ROOT = Path(__file__).resolve().parent.parent
+
+Message = dict[str, Any]
+
+
+def _validator() -> Any:
+    try:
+        from wire_validation import WireValidator  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    try:
+        return WireValidator()
+    except (OSError, ValueError):
+        return None
+
+
+class BridgeProcess:
+    """One bridge child and a minimal host on top of its pipes."""
+
+    def __init__(
+        self,
+        framing: str = "content-length",
+        args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        validate: bool = True,
+    ) -> None:
+        self.framing = framing
+        self.args = args
+        self.extra_env = env or {}
+        self.proc: anyio.abc.Process | None = None
+        self.sent: list[Message] = []
+        self.received: list[Message] = []
+        self._next_id = 1
+        self._buf = bytearray()
+        self._inbox_send: MemoryObjectSendStream[Message]
+        self._inbox: MemoryObjectReceiveStream[Message]
+        self._inbox_send, self._inbox = anyio.create_memory_object_stream[Message](100_000)
+        self._pending: list[Message] = []
+        self.validator = _validator() if validate else None
+        self.stderr = bytearray()
+
+    async def start(self, tg: anyio.abc.TaskGroup) -> BridgeProcess:
+        """Spawn the bridge and start reading its output."""
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PYTHONPATH": str(ROOT),
+            "HOME": os.environ.get("HOME", "/tmp"),
+            **self.extra_env,
+        }
+        self.proc = await anyio.open_process(
+            [sys.executable, "-m", "bridge", "serve", *self.args], env=env, cwd=str(ROOT)
+        )
+        tg.start_soon(self._read)
+        tg.start_soon(self._read_stderr)
+        return self
+
+    async def _read_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        try:
+            async for chunk in self.proc.stderr:
+                self.stderr += chunk
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    async def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        try:
+            async for chunk in self.proc.stdout:
+                self._buf += chunk
+                for body in self._frames():
+                    message = json.loads(body)
+                    self.received.append(message)
+                    if self.validator is not None:
+                        self.validator.check("recv", message)
+                    await self._inbox_send.send(message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        finally:
+            self._inbox_send.close()
+
+    def _frames(self) -> list[bytes]:
+        out: list[bytes] = []
+        buf = self._buf
+        while True:
+            if self.framing == "newline":
+                nl = buf.find(b"\n")
+                if nl < 0:
+                    return out
+                out.append(bytes(buf[:nl]))
+                del buf[: nl + 1]
+                continue
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                return out
+            header = bytes(buf[:end]).decode("ascii")
+            assert header.startswith("Content-Length: "), header
+            length = int(header.split(":", 1)[1])
+            if len(buf) < end + 4 + length:
+                return out
+            out.append(bytes(buf[end + 4 : end + 4 + length]))
+            del buf[: end + 4 + length]
+
+    def frame(self, body: bytes) -> bytes:
+        """Frame ``body`` in this host's framing."""
+        if self.framing == "newline":
+            return body + b"\n"
+        return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+    async def send_raw(self, data: bytes) -> None:
+        """Write bytes as they are (for bad-input tests)."""
+        assert self.proc is not None and self.proc.stdin is not None
+        await self.proc.stdin.send(data)
+
+    async def send(self, message: Message) -> None:
+        """Send one message (validated against the schema first)."""
+        if self.validator is not None:
+            self.validator.check("send", message)
+        self.sent.append(message)
+        await self.send_raw(self.frame(json.dumps(message, ensure_ascii=False).encode()))
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification."""
+        message: Message = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.send(message)
+
+    async def send_request(self, method: str, params: Any = None) -> int:
+        """Send a request; return its id."""
+        id = self._next_id
+        self._next_id += 1
+        message: Message = {"jsonrpc": "2.0", "id": id, "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.send(message)
+        return id
+
+    async def next_message(self, timeout: float = 10) -> Message:
+        """Return the next message not yet consumed."""
+        if self._pending:
+            return self._pending.pop(0)
+        with anyio.fail_after(timeout):
+            return await self._inbox.receive()
+
+    async def wait_for(self, predicate: Callable[[Message], bool], timeout: float = 10) -> Message:
+        """Return the first message matching ``predicate``; others stay queued in order."""
+        for i, message in enumerate(self._pending):
+            if predicate(message):
+                return self._pending.pop(i)
+        with anyio.fail_after(timeout):
+            while True:
+                message = await self._inbox.receive()
+                if predicate(message):
+                    return message
+                self._pending.append(message)
+
+    async def response(self, id: int, timeout: float = 10) -> Message:
+        """Return the response to request ``id``."""
+        return await self.wait_for(
+            lambda m: m.get("id") == id and "method" not in m, timeout=timeout
+        )
+
+    async def call(self, method: str, params: Any = None, timeout: float = 10) -> Message:
+        """Send a request and return its whole response message."""
+        return await self.response(await self.send_request(method, params), timeout)
+
+    async def result(self, method: str, params: Any = None, timeout: float = 10) -> Any:
+        """Send a request and return its result; fail the test on an error reply."""
+        reply = await self.call(method, params, timeout)
+        assert "result" in reply, f"{method} failed: {reply}"
+        return reply["result"]
+
+    async def initialize(self, approval: bool = True, question: bool = True) -> Any:
+        """Run the ``initialize``/``initialized`` handshake."""
+        result = await self.result(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientInfo": {"name": "pytest"},
+                "capabilities": {
+                    "interactions": {
+                        "approval": approval,
+                        "question": question,
+                        "questionSet": question,
+                    }
+                },
+            },
+        )
+        await self.notify("initialized", {})
+        return result
+
+    async def event(
+        self, type: str | None = None, timeout: float = 10, **match: Any
+    ) -> Message:
+        """Return the next ``event`` notification's params whose payload type is
+        ``type`` (and whose payload has the ``match`` items)."""
+
+        def pred(m: Message) -> bool:
+            if m.get("method") != "event":
+                return False
+            payload = m["params"]["payload"]
+            if type is not None and payload["type"] != type:
+                return False
+            return all(payload.get(k) == v for k, v in match.items())
+
+        message = await self.wait_for(pred, timeout)
+        params: Message = message["params"]
+        return params
+
+    async def terminal(self, timeout: float = 10) -> Message:
+        """Return the next terminal run event's params."""
+        message = await self.wait_for(
+            lambda m: m.get("method") == "event"
+            and m["params"]["payload"]["type"] in ("run.completed", "run.failed", "run.interrupted"),
+            timeout,
+        )
+        params: Message = message["params"]
+        return params
+
+    async def close_stdin(self) -> None:
+        """Close the bridge's stdin (EOF)."""
+        assert self.proc is not None and self.proc.stdin is not None
+        await self.proc.stdin.aclose()
+
+    async def wait_exit(self, timeout: float = 15) -> int:
+        """Wait for the bridge to exit; return its code."""
+        assert self.proc is not None
+        with anyio.fail_after(timeout):
+            return await self.proc.wait()
+
+    async def stop(self) -> None:
+        """Make sure the child is gone (EOF, then kill)."""
+        if self.proc is None:
+            return
+        if self.proc.returncode is None:
+            try:
+                await self.close_stdin()
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+            with anyio.move_on_after(10):
+                await self.proc.wait()
+        if self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
+
+
+def script_session(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return ``session/create`` params for a scripted session with ``steps``."""
+    return {"provider": "scripted", "options": {"script": {"steps": steps}}}
