@@ -73,7 +73,6 @@ def _serve(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from adapters.scripted import ScriptedProvider
     from bridge.registry import ProviderRegistry
     from bridge.server import BridgeServer
     from rpc.connection import Limits
@@ -85,7 +84,7 @@ def _serve(args: argparse.Namespace) -> int:
         server = BridgeServer(
             receive,
             send,
-            registry=ProviderRegistry([ScriptedProvider()]),
+            registry=ProviderRegistry.default(),
             framing=args.framing,
             limits=Limits(
                 max_message_bytes=args.max_message_bytes,

@@ -41,6 +41,7 @@ class Clock:
         self.monotonic = monotonic
         self._cached_ms = -1
         self._cached = ""
+        self._cached_bytes = b""
 
     def now_iso(self) -> str:
         """Return the current UTC time as RFC 3339 with milliseconds (cached per ms)."""
@@ -48,8 +49,16 @@ class Clock:
         if ms != self._cached_ms:
             seconds, millis = divmod(ms, 1000)
             self._cached = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+            self._cached_bytes = self._cached.encode()
             self._cached_ms = ms
         return self._cached
+
+    def now_iso_bytes(self) -> bytes:
+        """As :meth:`now_iso`, ASCII-encoded (for stamping pre-encoded envelopes)."""
+        ms = int(self._wall() * 1000)
+        if ms != self._cached_ms:
+            self.now_iso()
+        return self._cached_bytes
 
 
 SystemClock = Clock

@@ -1,7 +1,10 @@
-"""Where providers come from: the built-in scripted provider and the entry-point group
-``agent_bridge.providers``, through which third parties add theirs.
+"""Where providers come from: the built-in adapters (named here, imported on first use)
+and the entry-point group ``agent_bridge.providers``, through which third parties add
+theirs.
 
-Entry points are read on first use, not at start-up, to keep start-up fast.
+Nothing is imported at start-up: a built-in adapter module is imported the first time its
+provider is asked for, and entry points are read the first time an unknown id is asked for
+or the whole list is wanted.
 """
 
 from __future__ import annotations
@@ -18,16 +21,54 @@ log = logging.getLogger("agent_bridge.registry")
 
 ENTRY_POINT_GROUP = "agent_bridge.providers"
 
+#: Built-in providers: id -> "module:attribute" of a zero-argument factory.
+BUILTIN_PROVIDERS: dict[str, str] = {
+    "scripted": "adapters.scripted:ScriptedProvider",
+    "claude-code": "adapters.claude:ClaudeCodeProvider",
+    "codex": "adapters.codex:CodexProvider",
+}
+
+
+def _load(target: str) -> AgentProvider | None:
+    module_name, _, attribute = target.partition(":")
+    try:
+        from importlib import import_module
+
+        factory = getattr(import_module(module_name), attribute)
+        provider = factory()
+    except Exception:
+        log.exception("provider %s failed to load", target)
+        return None
+    return provider if isinstance(provider, AgentProvider) else None
+
 
 class ProviderRegistry:
     """Maps provider ids to provider instances."""
 
     def __init__(
-        self, providers: Iterable[AgentProvider] = (), *, load_entry_points: bool = True
+        self,
+        providers: Iterable[AgentProvider] = (),
+        *,
+        builtins: dict[str, str] | None = None,
+        load_entry_points: bool = True,
     ) -> None:
         self._providers: dict[str, AgentProvider] = {p.id: p for p in providers}
-        self._load_entry_points = load_entry_points
+        self._lazy: dict[str, str] = {
+            k: v for k, v in (builtins or {}).items() if k not in self._providers
+        }
         self._loaded = not load_entry_points
+
+    @classmethod
+    def default(cls) -> ProviderRegistry:
+        """The registry ``agent-bridge serve`` uses: built-ins plus entry points."""
+        return cls(builtins=BUILTIN_PROVIDERS)
+
+    def _resolve_lazy(self, provider_id: str) -> None:
+        target = self._lazy.pop(provider_id, None)
+        if target is not None:
+            provider = _load(target)
+            if provider is not None:
+                self._providers[provider.id] = provider
 
     def register(self, provider: AgentProvider) -> None:
         """Add (or replace) a provider."""
@@ -40,7 +81,7 @@ class ProviderRegistry:
         from importlib.metadata import entry_points
 
         for ep in entry_points(group=ENTRY_POINT_GROUP):
-            if ep.name in self._providers:
+            if ep.name in self._providers or ep.name in self._lazy:
                 continue
             try:
                 factory = ep.load()
@@ -55,6 +96,9 @@ class ProviderRegistry:
         """Return the provider; raise ``BridgeError("provider_not_found")``."""
         provider = self._providers.get(provider_id)
         if provider is None:
+            self._resolve_lazy(provider_id)
+            provider = self._providers.get(provider_id)
+        if provider is None:
             self._ensure_loaded()
             provider = self._providers.get(provider_id)
         if provider is None:
@@ -63,5 +107,7 @@ class ProviderRegistry:
 
     def all(self) -> list[AgentProvider]:
         """Return every provider, built-in first."""
+        for provider_id in list(self._lazy):
+            self._resolve_lazy(provider_id)
         self._ensure_loaded()
         return list(self._providers.values())

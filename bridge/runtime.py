@@ -52,7 +52,6 @@ from bridge.states import (
 from bridge.wire.errors import ErrorInfo
 from bridge.wire.events import (
     Diagnostic,
-    EventEnvelope,
     EventPayload,
     InteractionRequested,
     InteractionSettled,
@@ -93,8 +92,9 @@ _request_decoder: Final = msgspec.json.Decoder(InteractionRequest)
 class Host(Protocol):
     """The runtime's view of the host connection."""
 
-    def publish(self, envelope: bytes) -> None:
-        """Send one encoded :class:`EventEnvelope` to the host (never blocks)."""
+    def publish(self, envelope: bytes) -> bool:
+        """Send one encoded :class:`EventEnvelope` to the host (never blocks); return
+        whether the host is now congested (producers should await :meth:`drained`)."""
         ...
 
     @property
@@ -139,6 +139,14 @@ class Session:
         self.provider_session: ProviderSession | None = None
         self.recovery_opaque: Any = None
         self.log = EventLog()
+        # One bytes template per session: stamping an event is a single format operation.
+        # eventId is ``evt_<session token>_<sequence in hex>``: unique, and the same whether
+        # the event is read live or from history.
+        token = session_id.split("_", 1)[-1].encode()
+        self.envelope_format = (
+            b'{"eventId":"evt_%s_%%x","sessionId":"%s","runId":%%s,"sequence":%%d,'
+            b'"occurredAt":"%%s","payload":%%s}' % (token, session_id.encode())
+        )
         self.active_runs: dict[str, Run] = {}
         self.tg: anyio.abc.TaskGroup | None = None
         self.closed = anyio.Event()
@@ -181,11 +189,12 @@ class Run:
 class _RunContext:
     """The :class:`bridge.spi.RunContext` handed to a provider run."""
 
-    __slots__ = ("_host", "_publish", "_run", "_runtime")
+    __slots__ = ("_host", "_publish", "_run", "_runtime", "_session")
 
     def __init__(self, runtime: Runtime, run: Run) -> None:
         self._runtime = runtime
         self._run = run
+        self._session = run.session
         self._host = runtime.host
         self._publish = runtime.publish
 
@@ -198,31 +207,35 @@ class _RunContext:
         return self._run.state == "interrupting"
 
     def emit_nowait(self, payload: ProviderPayload) -> None:
+        self._emit(payload)
+
+    def _emit(self, payload: ProviderPayload) -> bool:
+        """Validate and publish; return whether the host is congested."""
         run = self._run
         if run.state in RUN_TERMINAL:
             log.warning("run %s: provider emitted after the run ended; dropped", run.id)
-            return
+            return False
         kind = type(payload)
         if kind is TextDelta or kind is ThinkingDelta:
+            # Frozen structs with one str field: checking the type is the whole validation
+            # and the object itself is the snapshot.
             if type(payload.text) is not str:  # type: ignore[union-attr]
-                self._contract_violation("payload of the wrong shape")
-                return
+                return self._contract_violation("payload of the wrong shape")
         else:
             try:
+                # A round trip validates every field and takes a deep snapshot.
                 payload = _provider_payload_decoder.decode(_encode(payload))
             except (msgspec.DecodeError, TypeError, ValueError, RecursionError):
-                self._contract_violation("payload of the wrong shape")
-                return
-        self._publish(run.session, run.id, payload)
+                return self._contract_violation("payload of the wrong shape")
+        return self._publish(self._session, run.id, payload)
 
     async def emit(self, payload: ProviderPayload) -> None:
-        self.emit_nowait(payload)
-        if self._host.congested:
+        if self._emit(payload):
             await self._host.drained()
 
-    def _contract_violation(self, what: str) -> None:
+    def _contract_violation(self, what: str) -> bool:
         log.warning("run %s: provider contract violation: %s", self._run.id, what)
-        self._publish(
+        return self._publish(
             self._run.session,
             self._run.id,
             Diagnostic(level="error", code="provider_contract", message=what),
@@ -277,20 +290,20 @@ class Runtime:
 
     # ------------------------------------------------------------------ events
 
-    def publish(self, session: Session, run_id: str | None, payload: EventPayload) -> None:
-        """Stamp ``payload`` with id, sequence and time; append it to the session's log and
-        send it to the host."""
-        envelope = EventEnvelope(
-            self.ids.new("evt"),
-            session.id,
-            session.log.last_sequence + 1,
-            self.clock.now_iso(),
-            payload,
-            run_id,
+    def publish(self, session: Session, run_id: str | None, payload: EventPayload) -> bool:
+        """Stamp ``payload`` with id, sequence and time (an :class:`EventEnvelope`), append
+        it to the session's log and send it to the host; return whether the host is
+        congested."""
+        sequence = session.log.last_sequence + 1
+        body = session.envelope_format % (
+            sequence,
+            b"null" if run_id is None else b'"%s"' % run_id.encode(),
+            sequence,
+            self.clock.now_iso_bytes(),
+            _encode(payload),
         )
-        body = _encode(envelope)
         session.log.append(body)
-        self.host.publish(body)
+        return self.host.publish(body)
 
     def read_events(self, params: EventsReadParams) -> msgspec.Raw:
         """Return a page of a session's events as an encoded ``EventsReadResult``."""

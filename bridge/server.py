@@ -107,9 +107,10 @@ class BridgeServer:
 
     # ------------------------------------------------------------------ host port
 
-    def publish(self, envelope: bytes) -> None:
-        """Send one event envelope as an ``event`` notification."""
-        self.conn.notify_encoded(_EVENT_HEAD + envelope + b"}")
+    def publish(self, envelope: bytes) -> bool:
+        """Send one event envelope as an ``event`` notification; return whether the host
+        is congested."""
+        return self.conn.notify_encoded(_EVENT_HEAD + envelope + b"}")
 
     @property
     def congested(self) -> bool:
@@ -156,18 +157,20 @@ class BridgeServer:
     # ------------------------------------------------------------------ lifecycle
 
     def _gate(self, method: str) -> None:
+        """Checked before every request while the phase needs it (not at all while
+        initialized without experimental methods: the hot path has no gate)."""
         if self.phase == "new":
             if method != "initialize":
                 raise BridgeError("not_initialized")
         elif self.phase == "initialized":
-            if method == "initialize":
-                raise BridgeError("already_initialized")
             if method in _EXPERIMENTAL_METHODS and method not in self._experimental:
                 raise RpcError(-32601, "Method Not Found: " + method)
         elif method != "exit":
             raise BridgeError("shutting_down")
 
     def _initialize(self, params: InitializeParams) -> InitializeResult:
+        if self.phase != "new":
+            raise BridgeError("already_initialized")
         if params.protocol_version not in SUPPORTED_PROTOCOL_VERSIONS:
             raise BridgeError(
                 "unsupported_protocol_version",
@@ -185,6 +188,8 @@ class BridgeServer:
         }
         self._experimental = set(params.capabilities.experimental) & set(_EXPERIMENTAL_METHODS)
         self.phase = "initialized"
+        if set(_EXPERIMENTAL_METHODS) <= self._experimental:
+            self.conn.set_gate(None)
         log.info(
             "initialized by %s %s (protocol %d)",
             params.client_info.name,
@@ -201,6 +206,7 @@ class BridgeServer:
 
     async def _shutdown(self, _params: Empty) -> None:
         self.phase = "shutdown"
+        self.conn.set_gate(self._gate)
         if self.runtime is not None:
             await self.runtime.shutdown()
 

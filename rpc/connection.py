@@ -187,6 +187,7 @@ class Connection:
         self._out_kind: FramingKind | None = None if framing == "auto" else framing
         self._jsonrpc = jsonrpc
         self._limits = limits
+        self._high = limits.outbound_high_water
         self._gate = gate
         self._clock = clock
         self._methods: dict[str, Method] = dict(methods or {})
@@ -260,6 +261,8 @@ class Connection:
         try:
             with scope:
                 try:
+                    if scope.cancel_called:  # cancelled before it started: never run it
+                        return
                     result = await handler(params)
                     body = msgspec.Raw(_encode(result))
                 except RpcError as exc:
@@ -354,9 +357,11 @@ class Connection:
         if self._out_bytes > self._limits.outbound_high_water and not self._closed:
             await self.drained()
 
-    def notify_encoded(self, body: bytes) -> None:
-        """Queue an already-encoded notification body (hot path for event streams)."""
+    def notify_encoded(self, body: bytes) -> bool:
+        """Queue an already-encoded notification body (the hot path for event streams);
+        return whether the output is now congested (see :meth:`drained`)."""
         self._write(body)
+        return self._out_bytes > self._high
 
     @property
     def congested(self) -> bool:
@@ -405,9 +410,10 @@ class Connection:
             log.warning("%s: dropped message: %s", self.name, message.message)
 
     def _answer_invalid(self, message: Invalid, batch: _BatchReplies | None) -> None:
-        body = encode_error_response(
-            message.id, {"code": message.code, "message": message.message}, jsonrpc=self._jsonrpc
-        )
+        error: dict[str, Any] = {"code": message.code, "message": message.message}
+        if message.code == INVALID_PARAMS:
+            error["data"] = {"path": "params"}
+        body = encode_error_response(message.id, error, jsonrpc=self._jsonrpc)
         if batch is not None:
             self._add_to_batch(batch, body)
         else:
@@ -507,19 +513,32 @@ class Connection:
         items = self._framer.feed(data)
         if self._out_kind is None and self._framer.kind != "auto":
             self._out_kind = self._framer.kind
+        dispatch = self._dispatch_frame
         for item in items:
-            self._dispatch_frame(item)
+            try:
+                dispatch(item)
+            except Exception:
+                # A bug, never the peer's fault: log it and keep serving the stream.
+                _internal(f"{self.name} message")
+
+    def set_gate(self, gate: Callable[[str], None] | None) -> None:
+        """Replace the per-request gate (``None``: no gate, the fast path)."""
+        self._gate = gate
 
     def _dispatch_frame(self, item: bytes | FramingError) -> None:
-        if isinstance(item, FramingError):
+        if type(item) is not bytes:
+            assert isinstance(item, FramingError)
             self.framing_errors += 1
             log.warning("%s: framing error: %s", self.name, item.detail)
             return
         message = parse_body(item, require_jsonrpc=self._jsonrpc)
-        if isinstance(message, Batch):
-            self._on_batch(message)
+        kind = type(message)
+        if kind is Request:
+            self._on_request(message, None)  # type: ignore[arg-type]
+        elif kind is Batch:
+            self._on_batch(message)  # type: ignore[arg-type]
         else:
-            self._handle(message, None)
+            self._handle(message, None)  # type: ignore[arg-type]
 
     async def _reader(self) -> None:
         receive = self._receive
@@ -625,7 +644,8 @@ class Connection:
     async def flush(self, timeout: float = 5.0) -> None:
         """Wait (bounded) until everything queued so far has been written."""
         with anyio.move_on_after(timeout):
-            while self._out and not self._closed:
+            # _out_bytes, not _out: a write the writer has taken but not finished counts.
+            while self._out_bytes > 0 and not self._closed:
                 await anyio.sleep(0.001)
 
     async def run(self) -> None:

@@ -42,7 +42,9 @@ _encode = msgspec.json.encode
 class _Envelope(msgspec.Struct):
     jsonrpc: str | None = None
     id: msgspec.Raw = _NO_RAW
-    method: str | None = None
+    # UNSET, not None, for a missing method: ``"method": null`` must fail to decode (an
+    # invalid request), not pass for a response.
+    method: str | msgspec.UnsetType = msgspec.UNSET
     params: msgspec.Raw = _NO_RAW
     result: msgspec.Raw = _NO_RAW
     error: msgspec.Raw = _NO_RAW
@@ -167,14 +169,14 @@ def _params(raw: msgspec.Raw) -> bytes | None | Invalid:
 def _classify(env: _Envelope, require_jsonrpc: bool) -> Message:
     raw_id = bytes(env.id) if env.id else None
     if raw_id is not None and not _valid_id(raw_id):
-        if raw_id == b"null" and env.method is None:
+        if raw_id == b"null" and env.method is msgspec.UNSET:
             # An error response to something the peer could not parse.
             return _response(raw_id, env)
         return Invalid(INVALID_REQUEST, "id must be a string or an integer")
     if env.jsonrpc != "2.0" and (require_jsonrpc or env.jsonrpc is not None):
         return Invalid(INVALID_REQUEST, 'jsonrpc must be "2.0"', raw_id)
     method = env.method
-    if method is not None:
+    if isinstance(method, str):
         params = _params(env.params)
         if raw_id is None:
             if isinstance(params, Invalid):
@@ -211,6 +213,17 @@ def _parse_object(body: bytes | msgspec.Raw, require_jsonrpc: bool) -> Message:
         env = _envelope_decoder.decode(body)
     except msgspec.DecodeError:
         return _diagnose(body)
+    # Fast path: a well-formed request with an integer or string id and object params.
+    method = env.method
+    if type(method) is str and env.jsonrpc == "2.0" and env.id:
+        raw_id = bytes(env.id)
+        if (raw_id[:1] == b'"' or raw_id.isdigit()) and not method.startswith("rpc."):
+            params = env.params
+            if not params:
+                return Request(raw_id, method, None)
+            data = bytes(params)
+            if data[:1] == b"{":
+                return Request(raw_id, method, data)
     return _classify(env, require_jsonrpc)
 
 

@@ -210,9 +210,7 @@ class BridgeProcess:
         await self.notify("initialized", {})
         return result
 
-    async def event(
-        self, type: str | None = None, timeout: float = 10, **match: Any
-    ) -> Message:
+    async def event(self, type: str | None = None, timeout: float = 10, **match: Any) -> Message:
         """Return the next ``event`` notification's params whose payload type is
         ``type`` (and whose payload has the ``match`` items)."""
 
@@ -231,8 +229,11 @@ class BridgeProcess:
     async def terminal(self, timeout: float = 10) -> Message:
         """Return the next terminal run event's params."""
         message = await self.wait_for(
-            lambda m: m.get("method") == "event"
-            and m["params"]["payload"]["type"] in ("run.completed", "run.failed", "run.interrupted"),
+            lambda m: (
+                m.get("method") == "event"
+                and m["params"]["payload"]["type"]
+                in ("run.completed", "run.failed", "run.interrupted")
+            ),
             timeout,
         )
         params: Message = message["params"]
