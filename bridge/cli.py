@@ -71,6 +71,8 @@ def _serve(args: argparse.Namespace) -> int:
     sys.stdout = sys.stderr
     _configure_logging(args.log_level, args.log_file)
 
+    import signal
+
     import anyio
 
     from bridge.registry import ProviderRegistry
@@ -92,8 +94,20 @@ def _serve(args: argparse.Namespace) -> int:
             ),
             interrupt_grace=args.interrupt_grace,
         )
+
+        async def stop_on_signal() -> None:
+            # SIGTERM/SIGINT end the bridge like a host EOF: sessions are closed and
+            # provider processes stopped through their escalation, then exit 0.
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    server.conn.close()
+                    return
+
         try:
-            await server.serve()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(stop_on_signal)
+                await server.serve()
+                tg.cancel_scope.cancel()
         finally:
             await receive.aclose()
             await send.aclose()

@@ -612,9 +612,12 @@ class Runtime:
 
     def interrupt_run(self, run_id: str, reason: str = "user") -> RunInterruptResult:
         """Accept an interrupt; the terminal event follows.  A second interrupt while the
-        first is in progress is answered the same way; a finished run is
-        ``run_not_active``; a provider without interrupt support is ``unsupported``."""
+        first is in progress (or after it ended the run) is answered the same way; a run
+        that completed or failed is ``run_not_active``; a provider without interrupt
+        support is ``unsupported``."""
         run = self._run(run_id)
+        if run.state == "interrupted":
+            return RunInterruptResult(run.id, run.state)  # already done: idempotent
         if run.terminal:
             raise BridgeError("run_not_active")
         if run.state != "interrupting":
@@ -626,11 +629,13 @@ class Runtime:
     def _begin_interrupt(self, run: Run, reason: str) -> None:
         run.state = transition(RUN_TRANSITIONS, "run", run.state, "interrupting")
         run.interrupt_reason = reason
-        for interaction in list(run.pending.values()):
-            interaction.settle("cancelled", auto=True)
         assert run.session.tg is not None
         if run.provider_run is not None:
+            # Scheduled before the cancellations below wake the provider, so the
+            # provider learns of the interrupt before it sees a cancelled answer.
             run.session.tg.start_soon(self._deliver_interrupt, run)
+        for interaction in list(run.pending.values()):
+            interaction.settle("cancelled", auto=True)
 
     async def _deliver_interrupt(self, run: Run) -> None:
         assert run.provider_run is not None

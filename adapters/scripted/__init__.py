@@ -159,9 +159,16 @@ class ScriptedRun(ProviderRun):
         self._steered.append(input.text)
         await self._ctx.emit(TextDelta(text=f"[steer] {input.text}"))
 
+    async def _honour_interrupt(self) -> None:
+        """Stop here if an interrupt has begun (its delivery may still be on its way)."""
+        if self._ctx.interrupt_requested and not self._ignore_interrupt:
+            self._scope.cancel()
+            await anyio.lowlevel.checkpoint()
+
     async def _run_steps(self, steps: Sequence[Step]) -> None:
         ctx = self._ctx
         for step in steps:
+            await self._honour_interrupt()
             if isinstance(step, TextStep):
                 n = max(1, step.chunks)
                 size = max(1, -(-len(step.text) // n))

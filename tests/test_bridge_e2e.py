@@ -1,0 +1,249 @@
+"""End to end: ``agent-bridge serve`` as a real child over real pipes, in both framings.
+
+Each test drives the scripted provider through the public protocol only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import anyio
+from conftest import running_bridge
+
+from bridge_client import BridgeProcess, script_session
+
+
+async def test_lifecycle_and_streamed_run(framing: str) -> None:
+    async with running_bridge(framing) as bridge:
+        providers = await bridge.result("providers/list", {"probe": False})
+        scripted = next(p for p in providers["providers"] if p["id"] == "scripted")
+        assert scripted["maturity"] == "verified"
+        assert scripted["capabilities"]["run"]["interrupt"] == "cooperative"
+        created = await bridge.result(
+            "session/create",
+            script_session([{"type": "text", "text": "héllo 世界 🌍!", "chunks": 4}]),
+        )
+        session_id = created["session"]["sessionId"]
+        assert session_id.startswith("ses_")
+        started = await bridge.result(
+            "run/start", {"sessionId": session_id, "input": {"text": "hi"}}
+        )
+        assert started["runId"].startswith("run_")
+        terminal = await bridge.terminal()
+        assert terminal["payload"] == {"type": "run.completed", "stopReason": "end_turn"}
+        events = [m["params"] for m in bridge.received if m.get("method") == "event"]
+        assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
+        text = "".join(e["payload"]["text"] for e in events if e["payload"]["type"] == "text.delta")
+        assert text == "héllo 世界 🌍!"
+        assert all(e["eventId"].startswith("evt_") and e["runId"] == started["runId"] for e in events)
+        assert len({e["eventId"] for e in events}) == len(events)
+        await bridge.result("shutdown")
+        await bridge.notify("exit")
+        assert await bridge.wait_exit() == 0
+
+
+async def test_events_read_pages_forward_and_backward(framing: str) -> None:
+    async with running_bridge(framing) as bridge:
+        created = await bridge.result(
+            "session/create", script_session([{"type": "stream", "count": 25, "text": "x"}])
+        )
+        sid = created["session"]["sessionId"]
+        await bridge.result("run/start", {"sessionId": sid, "input": {"text": "go"}})
+        await bridge.terminal()
+        live = [m["params"] for m in bridge.received if m.get("method") == "event"]
+        forward: list[dict[str, object]] = []
+        after = 0
+        while True:
+            page = await bridge.result("events/read", {"sessionId": sid, "after": after, "limit": 7})
+            forward += page["events"]
+            if not page["hasMore"]:
+                break
+            after = page["events"][-1]["sequence"]
+        assert forward == live
+        backward: list[dict[str, object]] = []
+        before = None
+        while True:
+            params: dict[str, object] = {"sessionId": sid, "limit": 6}
+            if before is not None:
+                params["before"] = before
+            else:
+                params["before"] = page["lastSequence"] + 1
+            page = await bridge.result("events/read", params)
+            backward = page["events"] + backward
+            if not page["hasMore"]:
+                break
+            before = page["events"][0]["sequence"]
+        assert backward == live
+
+
+async def test_run_active_and_command_id_idempotency(framing: str) -> None:
+    async with running_bridge(framing) as bridge:
+        created = await bridge.result("session/create", script_session([{"type": "waitForInterrupt"}]))
+        sid = created["session"]["sessionId"]
+        params = {"sessionId": sid, "input": {"text": "one"}, "commandId": "cmd-1"}
+        first = await bridge.result("run/start", params)
+        again = await bridge.result("run/start", params)
+        assert again == {**first, "duplicate": True}
+        conflict = await bridge.call("run/start", {**params, "input": {"text": "other"}})
+        assert conflict["error"]["data"]["code"] == "command_conflict"
+        busy = await bridge.call("run/start", {"sessionId": sid, "input": {"text": "two"}})
+        assert busy["error"]["data"] == {
+            "code": "run_active",
+            "message": "the session already has an active run",
+            "retryable": True,
+        }
+        await bridge.result("run/interrupt", {"runId": first["runId"]})
+        assert (await bridge.terminal())["payload"]["type"] == "run.interrupted"
+
+
+async def test_failed_run_is_classified(framing: str) -> None:
+    async with running_bridge(framing) as bridge:
+        created = await bridge.result(
+            "session/create", script_session([{"type": "fail", "code": "provider_rate_limited"}])
+        )
+        await bridge.result(
+            "run/start", {"sessionId": created["session"]["sessionId"], "input": {"text": "x"}}
+        )
+        terminal = await bridge.terminal()
+        assert terminal["payload"]["type"] == "run.failed"
+        assert terminal["payload"]["error"] == {
+            "code": "provider_rate_limited",
+            "message": "the provider is rate limited",
+            "retryable": True,
+        }
+
+
+async def test_session_close_interrupts_active_run_then_closes(framing: str) -> None:
+    async with running_bridge(framing) as bridge:
+        created = await bridge.result("session/create", script_session([{"type": "waitForInterrupt"}]))
+        sid = created["session"]["sessionId"]
+        await bridge.result("run/start", {"sessionId": sid, "input": {"text": "x"}})
+        closed = await bridge.result("session/close", {"sessionId": sid})
+        assert closed["session"]["state"] == "closed"
+        kinds = [m["params"]["payload"]["type"] for m in bridge.received if m.get("method") == "event"]
+        assert kinds[-2:] == ["run.interrupted", "session.closed"]
+        after = await bridge.call("run/start", {"sessionId": sid, "input": {"text": "y"}})
+        assert after["error"]["data"]["code"] == "session_closed"
+
+
+async def test_resume_in_a_new_bridge_process(framing: str) -> None:
+    async with running_bridge(framing) as first:
+        created = await first.result(
+            "session/create",
+            {"provider": "scripted", "options": {"script": {"runs": [
+                {"steps": [{"type": "echo"}]},
+                {"steps": [{"type": "text", "text": "second run"}]},
+            ]}}},
+        )
+        sid = created["session"]["sessionId"]
+        await first.result("run/start", {"sessionId": sid, "input": {"text": "remember me"}})
+        await first.terminal()
+        record = (await first.result("session/export", {"sessionId": sid}))["record"]
+        assert record["providerId"] == "scripted"
+    async with running_bridge(framing) as second:
+        resumed = await second.result("session/resume", {"record": record})
+        new_sid = resumed["session"]["sessionId"]
+        await second.result("run/start", {"sessionId": new_sid, "input": {"text": "again"}})
+        text = await second.event("text.delta")
+        assert text["payload"]["text"] == "second run"  # the script continued at run 2
+
+
+async def test_requests_before_initialize_are_refused(framing: str) -> None:
+    async with running_bridge(framing, initialize=False) as bridge:
+        reply = await bridge.call("session/list", {})
+        assert reply["error"]["code"] == -32002
+        assert reply["error"]["data"]["code"] == "not_initialized"
+        bad = await bridge.call(
+            "initialize", {"protocolVersion": 99, "clientInfo": {"name": "x"}}, check=False
+        )
+        assert bad["error"]["data"]["code"] == "unsupported_protocol_version"
+        assert bad["error"]["data"]["details"] == {"supported": "1"}
+        await bridge.initialize()
+        twice = await bridge.call(
+            "initialize", {"protocolVersion": 1, "clientInfo": {"name": "x"}}
+        )
+        assert twice["error"]["data"]["code"] == "already_initialized"
+
+
+async def test_unknown_capabilities_are_accepted_and_ignored() -> None:
+    async with running_bridge(initialize=False) as bridge:
+        result = await bridge.result(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientInfo": {"name": "future-host", "version": "9"},
+                "capabilities": {"telepathy": True, "interactions": {"approval": True, "hologram": 1}},
+            },
+        )
+        assert result["protocolVersion"] == 1
+
+
+async def test_invalid_params_name_the_field(framing: str) -> None:
+    async with running_bridge(framing) as bridge:
+        reply = await bridge.call(
+            "run/start", {"sessionId": 5, "input": {"text": "x"}}, check=False
+        )
+        assert reply["error"]["code"] == -32602
+        assert reply["error"]["data"]["path"] == "params.sessionId"
+        unknown = await bridge.call(
+            "session/create", {"provider": "scripted", "optionz": {}}, check=False
+        )
+        assert unknown["error"]["code"] == -32602
+        assert "optionz" in unknown["error"]["message"]
+        option = await bridge.call(
+            "session/create", {"provider": "scripted", "options": {"colour": "red"}}
+        )
+        assert option["error"]["data"]["code"] == "invalid_option"
+        assert option["error"]["data"]["details"]["option"] == "colour"
+
+
+async def test_workspace_must_be_an_existing_absolute_directory(tmp_path: object) -> None:
+    async with running_bridge() as bridge:
+        for workspace in ("relative/dir", "/nonexistent/x", "/tmp/a\u0000b"):
+            reply = await bridge.call(
+                "session/create", {"provider": "scripted", "workspace": workspace}
+            )
+            assert reply["error"]["data"]["code"] == "workspace_invalid", workspace
+        ok = await bridge.result(
+            "session/create", {"provider": "scripted", "workspace": str(tmp_path)}
+        )
+        assert ok["session"]["workspace"] == os.path.realpath(str(tmp_path))
+
+
+async def test_host_eof_mid_run_exits_zero() -> None:
+    async with anyio.create_task_group() as tg:
+        bridge = BridgeProcess()
+        await bridge.start(tg)
+        await bridge.initialize()
+        created = await bridge.result("session/create", script_session([{"type": "waitForInterrupt"}]))
+        await bridge.result("run/start", {"sessionId": created["session"]["sessionId"], "input": {"text": "x"}})
+        await bridge.close_stdin()
+        assert await bridge.wait_exit() == 0
+        await bridge.stop()
+        tg.cancel_scope.cancel()
+
+
+async def test_stdout_carries_only_frames_even_when_stdout_is_printed_to() -> None:
+    """Case 11: the protocol owns the real stdout; everything else goes to stderr."""
+    async with running_bridge(
+        "newline", "--log-level", "DEBUG"
+    ) as bridge:
+        await bridge.result("session/list", {})
+        # Every byte on stdout parsed as a frame (BridgeProcess asserts framing), and the
+        # DEBUG logs went to stderr.
+        assert bridge.received
+    assert bridge.stderr  # logs were written, to stderr
+
+
+async def test_sigterm_closes_sessions_and_exits_zero() -> None:
+    async with anyio.create_task_group() as tg:
+        bridge = BridgeProcess()
+        await bridge.start(tg)
+        await bridge.initialize()
+        assert bridge.proc is not None
+        bridge.proc.send_signal(signal.SIGTERM)
+        code = await bridge.wait_exit()
+        assert code == 0
+        await bridge.stop()
+        tg.cancel_scope.cancel()
