@@ -52,11 +52,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _configure_logging(level: str, log_file: str | None) -> None:
-    handler: logging.Handler
-    if log_file:
-        handler = logging.FileHandler(log_file)
-    else:
-        handler = logging.StreamHandler(sys.stderr)
+    handler: logging.Handler = (
+        logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)

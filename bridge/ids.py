@@ -48,7 +48,9 @@ class Clock:
         ms = int(self._wall() * 1000)
         if ms != self._cached_ms:
             seconds, millis = divmod(ms, 1000)
-            self._cached = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+            self._cached = (
+                time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+            )
             self._cached_bytes = self._cached.encode()
             self._cached_ms = ms
         return self._cached

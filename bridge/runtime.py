@@ -484,8 +484,9 @@ class Runtime:
         active = [s for s in self.sessions.values() if s.state == "active"]
         if not active:
             return
-        with anyio.CancelScope(shield=True), anyio.move_on_after(
-            self.interrupt_grace + self.dispose_timeout + 5
+        with (
+            anyio.CancelScope(shield=True),
+            anyio.move_on_after(self.interrupt_grace + self.dispose_timeout + 5),
         ):
             async with anyio.create_task_group() as tg:
                 for session in active:
@@ -671,7 +672,9 @@ class Runtime:
             self.publish(
                 run.session,
                 run.id,
-                Diagnostic(level="error", code="provider_contract", message="invalid interaction request"),
+                Diagnostic(
+                    level="error", code="provider_contract", message="invalid interaction request"
+                ),
             )
             return interaction
         if run.state not in ("running", "awaiting_input"):

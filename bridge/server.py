@@ -103,6 +103,7 @@ class BridgeServer:
             limits=limits,
             gate=self._gate,
             name="host",
+            overloaded=lambda: BridgeError("overloaded"),
         )
 
     # ------------------------------------------------------------------ host port
@@ -129,12 +130,18 @@ class BridgeServer:
         """Send ``interaction/request`` and apply the host's answer; withdraw the request
         (``$/cancelRequest``) when the interaction is settled some other way first."""
         params = InteractionRequestParams(
-            interaction.interaction_id, interaction.session_id, interaction.run_id, interaction.request
+            interaction.interaction_id,
+            interaction.session_id,
+            interaction.run_id,
+            interaction.request,
         )
         entry = self.conn.open_request(
             "interaction/request", params, result_type=Answer, timeout=self._interaction_timeout
         )
-        interaction.on_settle.append(lambda _i: self.conn.cancel_request(entry))
+        def withdraw(_interaction: Interaction) -> None:
+            self.conn.cancel_request(entry)
+
+        interaction.on_settle.append(withdraw)
         try:
             answer = await self.conn.wait(entry)
         except RpcError as exc:
@@ -144,14 +151,20 @@ class BridgeServer:
                     interaction.interaction_id,
                     exc.code,
                 )
-                interaction.settle("expired" if entry.state == "timeout" else "cancelled", auto=True)
+                interaction.settle(
+                    "expired" if entry.state == "timeout" else "cancelled", auto=True
+                )
             return
         if not interaction.pending:
             return
         try:
             interaction.respond(answer)
         except BridgeError as exc:
-            log.info("interaction %s: host's answer rejected (%s)", interaction.interaction_id, exc.error_code)
+            log.info(
+                "interaction %s: host's answer rejected (%s)",
+                interaction.interaction_id,
+                exc.error_code,
+            )
             interaction.settle("cancelled", auto=True)
 
     # ------------------------------------------------------------------ lifecycle

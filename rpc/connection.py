@@ -144,6 +144,10 @@ def _decode_params(params_type: Any, raw: bytes | None) -> Any:
         raise JsonRpcException("Invalid params", INVALID_PARAMS, {"path": "params"}) from None
 
 
+def _default_overloaded() -> RpcError:
+    return RpcError(SERVER_OVERLOADED, "too many requests in flight", {"retryable": True})
+
+
 def _internal(where: str) -> JsonRpcException:
     cid = f"err-{next(_correlation)}"
     log.exception("handler for %s failed (correlation id %s)", where, cid)
@@ -162,7 +166,8 @@ class Connection:
     uses the same framing (``Content-Length`` until detection).  ``jsonrpc=False`` omits
     the ``"jsonrpc"`` member on output and does not require it on input.  ``gate`` is
     called with each request's method before dispatch and may raise :class:`RpcError`
-    (e.g. "not initialized").
+    (e.g. "not initialized").  ``overloaded`` makes the error sent when more than
+    ``Limits.max_inflight_requests`` async requests are in flight (code -32001 by default).
     """
 
     def __init__(
@@ -174,12 +179,14 @@ class Connection:
         notifications: Mapping[str, Method] | None = None,
         framing: FramingKind = "auto",
         jsonrpc: bool = True,
-        limits: Limits = Limits(),  # noqa: B008 - frozen
+        limits: Limits = Limits(),
         gate: Callable[[str], None] | None = None,
         name: str = "peer",
         clock: Callable[[], float] = time.monotonic,
+        overloaded: Callable[[], RpcError] | None = None,
     ) -> None:
         self.name = name
+        self._overloaded = overloaded or _default_overloaded
         self._receive = receive
         self._send = send
         self._framer = make_framer(framing, limits.max_message_bytes)
@@ -207,9 +214,12 @@ class Connection:
         self.framing_errors = 0
         dispatch: dict[str, Callable[[Any], Any]] = {}
         for method, spec in self._methods.items():
-            dispatch[method] = self._async_entry(method, spec) if spec.is_async else self._sync_entry(method, spec)
+            dispatch[method] = (
+                self._async_entry(method, spec) if spec.is_async else self._sync_entry(method, spec)
+            )
         note_dispatch: dict[str, Callable[[Any], Any]] = {
-            method: self._notification_entry(method, spec) for method, spec in self._notifications.items()
+            method: self._notification_entry(method, spec)
+            for method, spec in self._notifications.items()
         }
         self._endpoint = Endpoint(dispatch, self._consume, max_workers=1)
         self._note_endpoint = Endpoint(note_dispatch, self._consume, max_workers=1)
@@ -349,7 +359,11 @@ class Connection:
 
     def notify(self, method: str, params: Any = None) -> None:
         """Queue a notification without waiting (``params`` is encodable, or ``msgspec.Raw``)."""
-        self._write(encode_notification(method, None if params is None else _encode(params), jsonrpc=self._jsonrpc))
+        self._write(
+            encode_notification(
+                method, None if params is None else _encode(params), jsonrpc=self._jsonrpc
+            )
+        )
 
     async def notify_flow(self, method: str, params: Any = None) -> None:
         """Queue a notification, then wait while the output buffer is over its high water."""
@@ -438,11 +452,7 @@ class Connection:
                     and spec.is_async
                     and len(self._inflight) >= self._limits.max_inflight_requests
                 ):
-                    error = RpcError(
-                        SERVER_OVERLOADED,
-                        "too many requests in flight",
-                        {"retryable": True, "limit": self._limits.max_inflight_requests},
-                    )
+                    error = self._overloaded()
         if error is not None:
             body = encode_error_response(key, error.to_wire(), jsonrpc=self._jsonrpc)
             if batch is not None:
@@ -465,7 +475,9 @@ class Connection:
             if not note.method.startswith("$/"):
                 log.info("%s: ignored unknown notification %s", self.name, note.method)
             return
-        self._note_endpoint.consume({"jsonrpc": "2.0", "method": note.method, "params": note.params})
+        self._note_endpoint.consume(
+            {"jsonrpc": "2.0", "method": note.method, "params": note.params}
+        )
 
     def _on_cancel(self, params: bytes | None) -> None:
         if params is None:
@@ -550,7 +562,12 @@ class Connection:
                 continue
             try:
                 data = await receive.receive(chunk)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            except (
+                anyio.EndOfStream,
+                anyio.ClosedResourceError,
+                anyio.BrokenResourceError,
+                OSError,
+            ):
                 break
             self.feed(data)
         for item in self._framer.eof():
@@ -571,7 +588,14 @@ class Connection:
         if self._closed:
             self.ledger.fail_all(f"{self.name} connection is closed")
         else:
-            self._write(encode_request(entry.id, method, None if params is None else _encode(params), jsonrpc=self._jsonrpc))
+            self._write(
+                encode_request(
+                    entry.id,
+                    method,
+                    None if params is None else _encode(params),
+                    jsonrpc=self._jsonrpc,
+                )
+            )
         return entry
 
     async def wait(self, entry: LedgerEntry[Any]) -> Any:
@@ -591,7 +615,12 @@ class Connection:
         return entry.outcome()
 
     async def request(
-        self, method: str, params: Any = None, *, result_type: Any = Any, timeout: float | None = None
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        result_type: Any = Any,
+        timeout: float | None = None,
     ) -> Any:
         """Send a request and wait for its result (decoded as ``result_type``).
 

@@ -76,7 +76,10 @@ class FramingError:
 class StreamFramer(Protocol):
     """What every framer offers: feed bytes in, take frames out."""
 
-    kind: FramingKind
+    @property
+    def kind(self) -> FramingKind:
+        """The framing in use (``auto`` until an auto-detecting framer has decided)."""
+        ...
 
     def feed(self, data: bytes) -> list[bytes | FramingError]:
         """Consume ``data``; return the bodies completed by it and any errors, in order."""
@@ -269,9 +272,7 @@ class NewlineFramer:
 
     def _check_overflow(self, out: list[bytes | FramingError]) -> None:
         if len(self._buf) > self._max:
-            out.append(
-                FramingError("too_large", f"line exceeds the limit of {self._max} bytes")
-            )
+            out.append(FramingError("too_large", f"line exceeds the limit of {self._max} bytes"))
             self._buf.clear()
             self._discarding = True
 
@@ -325,9 +326,9 @@ class AutoFramer:
         return [] if self._inner is None else self._inner.eof()
 
 
-def make_framer(kind: FramingKind, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> (
-    StreamFramer
-):
+def make_framer(
+    kind: FramingKind, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+) -> StreamFramer:
     """Return a fresh framer for ``kind``; raises ``ValueError`` for an unknown kind."""
     if kind == "auto":
         return AutoFramer(max_message_bytes)

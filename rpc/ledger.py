@@ -47,7 +47,16 @@ def _decoder_for(result_type: Any) -> msgspec.json.Decoder[Any]:
 class LedgerEntry(Generic[T]):
     """One outgoing request: its id, kind, deadline and, once settled, its outcome."""
 
-    __slots__ = ("_on_settle", "deadline", "error", "id", "method", "result", "result_type", "state")
+    __slots__ = (
+        "_on_settle",
+        "deadline",
+        "error",
+        "id",
+        "method",
+        "result",
+        "result_type",
+        "state",
+    )
 
     def __init__(
         self,
@@ -109,7 +118,9 @@ class Ledger:
         on_settle: Callable[[LedgerEntry[T]], None] | None = None,
     ) -> LedgerEntry[T]:
         """Record a request about to be sent; return its entry (with a fresh id)."""
-        entry: LedgerEntry[T] = LedgerEntry(next(self._ids), method, result_type, deadline, on_settle)
+        entry: LedgerEntry[T] = LedgerEntry(
+            next(self._ids), method, result_type, deadline, on_settle
+        )
         self._pending[entry.id] = entry
         if deadline is not None:
             heapq.heappush(self._deadlines, (deadline, entry.id))
@@ -166,7 +177,9 @@ class Ledger:
         """Settle ``id`` locally (we no longer want the answer); ``None`` when not pending."""
         entry = self._pending.pop(id, None)
         if entry is not None:
-            entry._settle("cancelled", error=RpcError(INTERNAL_ERROR, reason, {"reason": "cancelled"}))
+            entry._settle(
+                "cancelled", error=RpcError(INTERNAL_ERROR, reason, {"reason": "cancelled"})
+            )
         return entry
 
     def fail_all(self, message: str = "connection closed") -> list[LedgerEntry[Any]]:

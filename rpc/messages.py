@@ -154,7 +154,7 @@ def _valid_id(raw: bytes) -> bool:
     return body.isdigit() and body.isascii()
 
 
-def _params(raw: msgspec.Raw) -> bytes | None | Invalid:
+def _params(raw: msgspec.Raw) -> bytes | Invalid | None:
     if not raw:
         return None
     data = bytes(raw)

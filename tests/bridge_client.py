@@ -8,6 +8,7 @@ tests double as proof that the schema describes reality.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -265,10 +266,8 @@ class BridgeProcess:
         if self.proc is None:
             return
         if self.proc.returncode is None:
-            try:
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                 await self.close_stdin()
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass
             with anyio.move_on_after(10):
                 await self.proc.wait()
         if self.proc.returncode is None:

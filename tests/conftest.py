@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bridge_client import BridgeProcess  # noqa: E402
+from bridge_client import BridgeProcess
 
 
 @pytest.fixture(params=["content-length", "newline"])

@@ -9,9 +9,8 @@ import os
 import signal
 
 import anyio
-from conftest import running_bridge
-
 from bridge_client import BridgeProcess, script_session
+from conftest import running_bridge
 
 
 async def test_lifecycle_and_streamed_run(framing: str) -> None:
@@ -36,7 +35,9 @@ async def test_lifecycle_and_streamed_run(framing: str) -> None:
         assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
         text = "".join(e["payload"]["text"] for e in events if e["payload"]["type"] == "text.delta")
         assert text == "héllo 世界 🌍!"
-        assert all(e["eventId"].startswith("evt_") and e["runId"] == started["runId"] for e in events)
+        assert all(
+            e["eventId"].startswith("evt_") and e["runId"] == started["runId"] for e in events
+        )
         assert len({e["eventId"] for e in events}) == len(events)
         await bridge.result("shutdown")
         await bridge.notify("exit")
@@ -55,7 +56,9 @@ async def test_events_read_pages_forward_and_backward(framing: str) -> None:
         forward: list[dict[str, object]] = []
         after = 0
         while True:
-            page = await bridge.result("events/read", {"sessionId": sid, "after": after, "limit": 7})
+            page = await bridge.result(
+                "events/read", {"sessionId": sid, "after": after, "limit": 7}
+            )
             forward += page["events"]
             if not page["hasMore"]:
                 break
@@ -79,7 +82,9 @@ async def test_events_read_pages_forward_and_backward(framing: str) -> None:
 
 async def test_run_active_and_command_id_idempotency(framing: str) -> None:
     async with running_bridge(framing) as bridge:
-        created = await bridge.result("session/create", script_session([{"type": "waitForInterrupt"}]))
+        created = await bridge.result(
+            "session/create", script_session([{"type": "waitForInterrupt"}])
+        )
         sid = created["session"]["sessionId"]
         params = {"sessionId": sid, "input": {"text": "one"}, "commandId": "cmd-1"}
         first = await bridge.result("run/start", params)
@@ -116,12 +121,16 @@ async def test_failed_run_is_classified(framing: str) -> None:
 
 async def test_session_close_interrupts_active_run_then_closes(framing: str) -> None:
     async with running_bridge(framing) as bridge:
-        created = await bridge.result("session/create", script_session([{"type": "waitForInterrupt"}]))
+        created = await bridge.result(
+            "session/create", script_session([{"type": "waitForInterrupt"}])
+        )
         sid = created["session"]["sessionId"]
         await bridge.result("run/start", {"sessionId": sid, "input": {"text": "x"}})
         closed = await bridge.result("session/close", {"sessionId": sid})
         assert closed["session"]["state"] == "closed"
-        kinds = [m["params"]["payload"]["type"] for m in bridge.received if m.get("method") == "event"]
+        kinds = [
+            m["params"]["payload"]["type"] for m in bridge.received if m.get("method") == "event"
+        ]
         assert kinds[-2:] == ["run.interrupted", "session.closed"]
         after = await bridge.call("run/start", {"sessionId": sid, "input": {"text": "y"}})
         assert after["error"]["data"]["code"] == "session_closed"
@@ -131,10 +140,17 @@ async def test_resume_in_a_new_bridge_process(framing: str) -> None:
     async with running_bridge(framing) as first:
         created = await first.result(
             "session/create",
-            {"provider": "scripted", "options": {"script": {"runs": [
-                {"steps": [{"type": "echo"}]},
-                {"steps": [{"type": "text", "text": "second run"}]},
-            ]}}},
+            {
+                "provider": "scripted",
+                "options": {
+                    "script": {
+                        "runs": [
+                            {"steps": [{"type": "echo"}]},
+                            {"steps": [{"type": "text", "text": "second run"}]},
+                        ]
+                    }
+                },
+            },
         )
         sid = created["session"]["sessionId"]
         await first.result("run/start", {"sessionId": sid, "input": {"text": "remember me"}})
@@ -160,9 +176,7 @@ async def test_requests_before_initialize_are_refused(framing: str) -> None:
         assert bad["error"]["data"]["code"] == "unsupported_protocol_version"
         assert bad["error"]["data"]["details"] == {"supported": "1"}
         await bridge.initialize()
-        twice = await bridge.call(
-            "initialize", {"protocolVersion": 1, "clientInfo": {"name": "x"}}
-        )
+        twice = await bridge.call("initialize", {"protocolVersion": 1, "clientInfo": {"name": "x"}})
         assert twice["error"]["data"]["code"] == "already_initialized"
 
 
@@ -173,7 +187,10 @@ async def test_unknown_capabilities_are_accepted_and_ignored() -> None:
             {
                 "protocolVersion": 1,
                 "clientInfo": {"name": "future-host", "version": "9"},
-                "capabilities": {"telepathy": True, "interactions": {"approval": True, "hologram": 1}},
+                "capabilities": {
+                    "telepathy": True,
+                    "interactions": {"approval": True, "hologram": 1},
+                },
             },
         )
         assert result["protocolVersion"] == 1
@@ -216,8 +233,12 @@ async def test_host_eof_mid_run_exits_zero() -> None:
         bridge = BridgeProcess()
         await bridge.start(tg)
         await bridge.initialize()
-        created = await bridge.result("session/create", script_session([{"type": "waitForInterrupt"}]))
-        await bridge.result("run/start", {"sessionId": created["session"]["sessionId"], "input": {"text": "x"}})
+        created = await bridge.result(
+            "session/create", script_session([{"type": "waitForInterrupt"}])
+        )
+        await bridge.result(
+            "run/start", {"sessionId": created["session"]["sessionId"], "input": {"text": "x"}}
+        )
         await bridge.close_stdin()
         assert await bridge.wait_exit() == 0
         await bridge.stop()
@@ -226,9 +247,7 @@ async def test_host_eof_mid_run_exits_zero() -> None:
 
 async def test_stdout_carries_only_frames_even_when_stdout_is_printed_to() -> None:
     """Case 11: the protocol owns the real stdout; everything else goes to stderr."""
-    async with running_bridge(
-        "newline", "--log-level", "DEBUG"
-    ) as bridge:
+    async with running_bridge("newline", "--log-level", "DEBUG") as bridge:
         await bridge.result("session/list", {})
         # Every byte on stdout parsed as a frame (BridgeProcess asserts framing), and the
         # DEBUG logs went to stderr.

@@ -1,4 +1,4 @@
-"""Interactions and runs (bad-input cases 40–45, plus fail-closed and answer validation),
+"""Interactions and runs (bad-input cases 40-45, plus fail-closed and answer validation),
 end to end through ``agent-bridge serve`` with the scripted provider."""
 
 from __future__ import annotations
@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-from conftest import running_bridge
-
 from bridge_client import BridgeProcess, script_session
+from conftest import running_bridge
 
 ALLOW = {"kind": "approval", "decision": "allow", "mode": "once"}
 DENY = {"kind": "approval", "decision": "deny"}
@@ -102,10 +101,17 @@ async def test_case_42_interrupt_finished_run_and_two_interrupts_at_once() -> No
     async with running_bridge() as bridge:
         created = await bridge.result(
             "session/create",
-            {"provider": "scripted", "options": {"script": {"runs": [
-                {"steps": [{"type": "text", "text": "quick"}]},
-                {"steps": [{"type": "waitForInterrupt"}]},
-            ]}}},
+            {
+                "provider": "scripted",
+                "options": {
+                    "script": {
+                        "runs": [
+                            {"steps": [{"type": "text", "text": "quick"}]},
+                            {"steps": [{"type": "waitForInterrupt"}]},
+                        ]
+                    }
+                },
+            },
         )
         sid = created["session"]["sessionId"]
         done = await bridge.result("run/start", {"sessionId": sid, "input": {"text": "1"}})
@@ -127,13 +133,22 @@ async def test_case_43_interrupt_ignored_by_provider_is_bounded() -> None:
     async with running_bridge("content-length", "--interrupt-grace", "0.5") as bridge:
         created = await bridge.result(
             "session/create",
-            {"provider": "scripted", "options": {"script": {"runs": [
-                {"steps": [{"type": "waitForInterrupt", "ignoreInterrupt": True}]},
-                {"steps": [{"type": "text", "text": "revived"}]},
-            ]}}},
+            {
+                "provider": "scripted",
+                "options": {
+                    "script": {
+                        "runs": [
+                            {"steps": [{"type": "waitForInterrupt", "ignoreInterrupt": True}]},
+                            {"steps": [{"type": "text", "text": "revived"}]},
+                        ]
+                    }
+                },
+            },
         )
         sid = created["session"]["sessionId"]
-        run_id = (await bridge.result("run/start", {"sessionId": sid, "input": {"text": "1"}}))["runId"]
+        run_id = (await bridge.result("run/start", {"sessionId": sid, "input": {"text": "1"}}))[
+            "runId"
+        ]
         started = anyio.current_time()
         await bridge.result("run/interrupt", {"runId": run_id})
         terminal = await bridge.terminal(timeout=5)
@@ -183,8 +198,12 @@ async def test_host_without_approval_capability_gets_approvals_denied_visibly() 
         assert (await bridge.event("text.delta"))["payload"]["text"] == "denied"
         await bridge.terminal()
         payloads = _payloads(bridge)
-        assert {"type": "diagnostic", "level": "warning", "code": "approval_auto_denied",
-                "message": "the host cannot answer approvals, so the request was denied"} in payloads
+        assert {
+            "type": "diagnostic",
+            "level": "warning",
+            "code": "approval_auto_denied",
+            "message": "the host cannot answer approvals, so the request was denied",
+        } in payloads
         settled = next(p for p in payloads if p["type"] == "interaction.settled")
         assert settled["auto"] is True and settled["answer"]["decision"] == "deny"
         assert not any(m.get("method") == "interaction/request" for m in bridge.received)
@@ -204,7 +223,9 @@ async def test_question_choice_free_text_and_invalid_answers() -> None:
         await _start(bridge, steps)
         first = await _interaction_request(bridge)
         iid = first["params"]["interactionId"]
-        wrong_kind = await bridge.call("interaction/respond", {"interactionId": iid, "answer": ALLOW})
+        wrong_kind = await bridge.call(
+            "interaction/respond", {"interactionId": iid, "answer": ALLOW}
+        )
         assert wrong_kind["error"]["data"]["code"] == "invalid_answer"
         unknown = await bridge.call(
             "interaction/respond",
@@ -228,7 +249,11 @@ async def test_question_set_answer_must_cover_exactly_the_asked_keys() -> None:
         {
             "type": "questionSet",
             "items": [
-                {"key": "lang", "prompt": "Language?", "choices": [{"id": "py", "label": "Python"}]},
+                {
+                    "key": "lang",
+                    "prompt": "Language?",
+                    "choices": [{"id": "py", "label": "Python"}],
+                },
                 {"key": "name", "prompt": "Project name?"},
             ],
         }
@@ -237,7 +262,11 @@ async def test_question_set_answer_must_cover_exactly_the_asked_keys() -> None:
         await _start(bridge, steps)
         request = await _interaction_request(bridge)
         iid = request["params"]["interactionId"]
-        for answers in ({"lang": "py"}, {"lang": "py", "name": "x", "extra": "y"}, {"lang": "go", "name": "x"}):
+        for answers in (
+            {"lang": "py"},
+            {"lang": "py", "name": "x", "extra": "y"},
+            {"lang": "go", "name": "x"},
+        ):
             bad = await bridge.call(
                 "interaction/respond",
                 {"interactionId": iid, "answer": {"kind": "questionSet", "answers": answers}},
@@ -245,10 +274,15 @@ async def test_question_set_answer_must_cover_exactly_the_asked_keys() -> None:
             assert bad["error"]["data"]["code"] == "invalid_answer", answers
         ok = await bridge.result(
             "interaction/respond",
-            {"interactionId": iid, "answer": {"kind": "questionSet", "answers": {"lang": "py", "name": "demo"}}},
+            {
+                "interactionId": iid,
+                "answer": {"kind": "questionSet", "answers": {"lang": "py", "name": "demo"}},
+            },
         )
         assert ok["status"] == "applied"
-        assert (await bridge.event("text.delta"))["payload"]["text"] == "Answers: lang=py, name=demo"
+        assert (await bridge.event("text.delta"))["payload"][
+            "text"
+        ] == "Answers: lang=py, name=demo"
 
 
 async def test_host_error_reply_to_interaction_request_cancels_it() -> None:
@@ -265,7 +299,9 @@ async def test_host_error_reply_to_interaction_request_cancels_it() -> None:
 
 async def test_unknown_interaction_and_run_ids() -> None:
     async with running_bridge() as bridge:
-        reply = await bridge.call("interaction/respond", {"interactionId": "int_nope", "answer": DENY})
+        reply = await bridge.call(
+            "interaction/respond", {"interactionId": "int_nope", "answer": DENY}
+        )
         assert reply["error"]["data"]["code"] == "interaction_not_found"
         reply = await bridge.call("run/interrupt", {"runId": "run_nope"})
         assert reply["error"]["data"]["code"] == "run_not_found"

@@ -55,28 +55,89 @@ class MethodInfo:
     summary: str
 
 
-def _req(name: str, params: Any, result: Any, summary: str, stability: str = "stable") -> MethodInfo:
+def _req(
+    name: str, params: Any, result: Any, summary: str, stability: str = "stable"
+) -> MethodInfo:
     return MethodInfo(name, "host->bridge", "request", params, result, 1, stability, summary)  # type: ignore[arg-type]
 
 
 CATALOG: Final[tuple[MethodInfo, ...]] = (
-    _req("initialize", InitializeParams, InitializeResult, "Negotiate the protocol version and capabilities."),
-    MethodInfo("initialized", "host->bridge", "notification", Empty, None, 1, "stable", "The host is ready."),
+    _req(
+        "initialize",
+        InitializeParams,
+        InitializeResult,
+        "Negotiate the protocol version and capabilities.",
+    ),
+    MethodInfo(
+        "initialized",
+        "host->bridge",
+        "notification",
+        Empty,
+        None,
+        1,
+        "stable",
+        "The host is ready.",
+    ),
     _req("shutdown", Empty, None, "Close every session; the host then sends exit."),
-    MethodInfo("exit", "host->bridge", "notification", Empty, None, 1, "stable", "Stop the bridge process."),
+    MethodInfo(
+        "exit", "host->bridge", "notification", Empty, None, 1, "stable", "Stop the bridge process."
+    ),
     _req("bridge/ping", PingParams, PingResult, "Echo data back (health check)."),
-    _req("providers/list", ProvidersListParams, ProvidersListResult, "List providers with their descriptors and availability."),
+    _req(
+        "providers/list",
+        ProvidersListParams,
+        ProvidersListResult,
+        "List providers with their descriptors and availability.",
+    ),
     _req("session/create", SessionCreateParams, SessionResult, "Create a session on a provider."),
     _req("session/list", SessionListParams, SessionListResult, "List sessions, newest first."),
-    _req("session/close", SessionRef, SessionResult, "Interrupt the active run and close the session."),
-    _req("session/export", SessionRef, SessionExportResult, "Return the session's recovery record."),
-    _req("session/resume", SessionResumeParams, SessionResult, "Continue a provider session from a recovery record."),
-    _req("run/start", RunStartParams, RunStartResult, "Start a run; returns at once, events follow."),
-    _req("run/interrupt", RunInterruptParams, RunInterruptResult, "Interrupt a run; the terminal event follows."),
-    _req("run/steer", RunSteerParams, Empty, "Give an active run more input (where the provider supports it)."),
-    _req("interaction/respond", InteractionRespondParams, InteractionRespondResult, "Answer an interaction by id."),
+    _req(
+        "session/close",
+        SessionRef,
+        SessionResult,
+        "Interrupt the active run and close the session.",
+    ),
+    _req(
+        "session/export", SessionRef, SessionExportResult, "Return the session's recovery record."
+    ),
+    _req(
+        "session/resume",
+        SessionResumeParams,
+        SessionResult,
+        "Continue a provider session from a recovery record.",
+    ),
+    _req(
+        "run/start", RunStartParams, RunStartResult, "Start a run; returns at once, events follow."
+    ),
+    _req(
+        "run/interrupt",
+        RunInterruptParams,
+        RunInterruptResult,
+        "Interrupt a run; the terminal event follows.",
+    ),
+    _req(
+        "run/steer",
+        RunSteerParams,
+        Empty,
+        "Give an active run more input (where the provider supports it).",
+    ),
+    _req(
+        "interaction/respond",
+        InteractionRespondParams,
+        InteractionRespondResult,
+        "Answer an interaction by id.",
+    ),
     _req("events/read", EventsReadParams, EventsReadResult, "Read a page of a session's events."),
-    MethodInfo("event", "bridge->host", "notification", EventEnvelope, None, 1, "stable", "One event of a session."),
+    MethodInfo(
+        "event",
+        "bridge->host",
+        "notification",
+        EventEnvelope,
+        None,
+        1,
+        "stable",
+        "One event of a session.",
+    ),
     MethodInfo(
         "interaction/request",
         "bridge->host",

@@ -16,9 +16,11 @@ SUPPORTED_PROTOCOL_VERSIONS: Final = (1,)
 JsonObject = dict[str, Any]
 
 
-class WireStruct(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, rename="camel"):
+class WireStruct(
+    msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, rename="camel", frozen=True
+):
     """Base of every wire type: camelCase names, closed to unknown fields, defaults omitted."""
 
 
-class LenientStruct(msgspec.Struct, omit_defaults=True, rename="camel"):
+class LenientStruct(msgspec.Struct, omit_defaults=True, rename="camel", frozen=True):
     """Base of the few wire types that must accept members from later versions."""

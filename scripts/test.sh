@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The test command: sets everything up on a fresh machine, then runs the whole check
+# (ruff, a strict type check of the packages, the test suite with warnings as errors and
+# a per-test timeout). Needs Python >= 3.11; Node.js and npm for the real provider CLIs.
+#
+#   bash scripts/test.sh            # everything
+#   bash scripts/test.sh -k claude  # extra arguments go to pytest
+#
+# In CI (CI=true) a provider CLI that cannot be installed is a failure; elsewhere the
+# end-to-end tests that need it are skipped with a loud reason.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+bash scripts/setup.sh --dev
+
+if [[ "${CI:-}" == "true" ]]; then
+  export AGENT_BRIDGE_REQUIRE_CLIS=1
+fi
+if command -v npm >/dev/null 2>&1; then
+  bash scripts/install-provider-clis.sh
+elif [[ "${AGENT_BRIDGE_REQUIRE_CLIS:-}" == "1" ]]; then
+  echo "npm is required to install the provider CLIs" >&2
+  exit 1
+else
+  echo "WARNING: npm not found: the real-CLI end-to-end tests will be skipped" >&2
+fi
+
+PY="$ROOT/.venv/bin/python"
+echo "== ruff"
+"$PY" -m ruff check bridge rpc adapters tests bench
+echo "== mypy --strict (bridge, rpc, adapters)"
+"$PY" -m mypy
+echo "== pytest"
+"$PY" -m pytest "$@"
