@@ -7,7 +7,7 @@ Ids are ``<prefix>_<process token><counter>``: unique within and across bridge p
 from __future__ import annotations
 
 import itertools
-import secrets
+import os
 import time
 from collections.abc import Callable
 from typing import Final, Literal
@@ -21,7 +21,7 @@ class IdFactory:
     """Mints distinct, prefixed ids: ``ses_…``, ``run_…``, ``int_…``, ``evt_…``."""
 
     def __init__(self, token: str | None = None) -> None:
-        self._token: Final = token if token is not None else secrets.token_hex(4)
+        self._token: Final = token if token is not None else os.urandom(4).hex()
         self._counter = itertools.count(1)
 
     def new(self, kind: IdKind) -> str:

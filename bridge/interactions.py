@@ -28,6 +28,7 @@ from bridge.wire.interactions import (
     QuestionRequest,
     QuestionSetAnswer,
     QuestionSetRequest,
+    SettledStatus,
 )
 
 __all__ = ["Interaction", "validate_answer"]
@@ -107,7 +108,7 @@ class Interaction:
         return "applied"
 
     def settle(
-        self, status: InteractionStatus, answer: Answer | None = None, *, auto: bool = False
+        self, status: SettledStatus, answer: Answer | None = None, *, auto: bool = False
     ) -> bool:
         """Settle once; return ``False`` (and change nothing) if already settled."""
         if not self.pending:

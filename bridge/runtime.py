@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, cast
 
 import anyio
 import anyio.abc
@@ -64,7 +64,7 @@ from bridge.wire.events import (
     TextDelta,
     ThinkingDelta,
 )
-from bridge.wire.interactions import ApprovalAnswer, InteractionRequest
+from bridge.wire.interactions import ApprovalAnswer, InteractionRequest, SettledStatus
 from bridge.wire.methods import (
     EventsReadParams,
     RecoveryRecord,
@@ -143,10 +143,10 @@ class Session:
         # eventId is ``evt_<session token>_<sequence in hex>``: unique, and the same whether
         # the event is read live or from history.
         token = session_id.split("_", 1)[-1].encode()
-        self.envelope_format = (
-            b'{"eventId":"evt_%s_%%x","sessionId":"%s","runId":%%s,"sequence":%%d,'
-            b'"occurredAt":"%%s","payload":%%s}' % (token, session_id.encode())
-        )
+        head = b'{"eventId":"evt_%s_%%x","sessionId":"%s",' % (token, session_id.encode())
+        tail = b'"sequence":%d,"occurredAt":"%s","payload":%s}'
+        self.envelope_format = head + b'"runId":"%s",' + tail
+        self.envelope_format_sessionwide = head + tail
         self.active_runs: dict[str, Run] = {}
         self.tg: anyio.abc.TaskGroup | None = None
         self.closed = anyio.Event()
@@ -295,13 +295,21 @@ class Runtime:
         it to the session's log and send it to the host; return whether the host is
         congested."""
         sequence = session.log.last_sequence + 1
-        body = session.envelope_format % (
-            sequence,
-            b"null" if run_id is None else b'"%s"' % run_id.encode(),
-            sequence,
-            self.clock.now_iso_bytes(),
-            _encode(payload),
-        )
+        if run_id is None:
+            body = session.envelope_format_sessionwide % (
+                sequence,
+                sequence,
+                self.clock.now_iso_bytes(),
+                _encode(payload),
+            )
+        else:
+            body = session.envelope_format % (
+                sequence,
+                run_id.encode(),
+                sequence,
+                self.clock.now_iso_bytes(),
+                _encode(payload),
+            )
         session.log.append(body)
         return self.host.publish(body)
 
@@ -618,14 +626,14 @@ class Runtime:
         support is ``unsupported``."""
         run = self._run(run_id)
         if run.state == "interrupted":
-            return RunInterruptResult(run.id, run.state)  # already done: idempotent
+            return RunInterruptResult(run.id, "interrupted")  # already done: idempotent
         if run.terminal:
             raise BridgeError("run_not_active")
         if run.state != "interrupting":
             if run.session.descriptor.capabilities.run.interrupt == "unsupported":
                 raise BridgeError("unsupported")
             self._begin_interrupt(run, reason)
-        return RunInterruptResult(run.id, run.state)
+        return RunInterruptResult(run.id, "interrupting")
 
     def _begin_interrupt(self, run: Run, reason: str) -> None:
         run.state = transition(RUN_TRANSITIONS, "run", run.state, "interrupting")
@@ -732,7 +740,10 @@ class Runtime:
             run.session,
             run.id,
             InteractionSettled(
-                interaction.interaction_id, interaction.status, interaction.answer, interaction.auto
+                interaction.interaction_id,
+                cast(SettledStatus, interaction.status),
+                interaction.answer,
+                interaction.auto,
             ),
         )
         if run.state == "awaiting_input" and not run.pending:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install the real provider CLIs that the end-to-end tests drive, pinned, into
+# Install the real provider CLIs that the end-to-end tests drive (and the TypeScript
+# compiler that checks schemas/agent-bridge.d.ts), pinned, into
 # the project's own folder $ROOT/.tools/npm (git-ignored), never globally.
 # Idempotent: when every pinned CLI is already there at its version, nothing
 # is fetched.
@@ -24,6 +25,7 @@ PREFIX="$ROOT/.tools/npm"
 PROVIDERS=(
   "claude         @anthropic-ai/claude-code     2.1.197    claude"
   "codex          @openai/codex                 0.171.0    codex"
+  "typescript     typescript                    5.9.3      tsc"
 )
 
 log() { printf '[install-provider-clis] %s\n' "$*" >&2; }

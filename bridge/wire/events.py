@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from bridge.wire.common import WireStruct
 from bridge.wire.errors import ErrorInfo
-from bridge.wire.interactions import Answer, InteractionRequest, InteractionStatus
+from bridge.wire.interactions import Answer, InteractionRequest, SettledStatus
 
 __all__ = [
     "ContextUsage",
@@ -142,7 +142,7 @@ class InteractionSettled(WireStruct, frozen=True, tag="interaction.settled", tag
     when the bridge settled it itself (e.g. denied because the host cannot answer)."""
 
     interaction_id: str
-    status: InteractionStatus
+    status: SettledStatus
     answer: Answer | None = None
     auto: bool = False
 

@@ -19,6 +19,7 @@ __all__ = [
     "InteractionKind",
     "InteractionRequest",
     "InteractionStatus",
+    "SettledStatus",
     "QuestionAnswer",
     "QuestionItem",
     "QuestionRequest",
@@ -28,6 +29,8 @@ __all__ = [
 
 InteractionKind = Literal["approval", "question", "questionSet"]
 InteractionStatus = Literal["pending", "responded", "cancelled", "expired", "withdrawn"]
+#: The four ways an interaction ends (what ``interaction.settled`` carries).
+SettledStatus = Literal["responded", "cancelled", "expired", "withdrawn"]
 ApprovalMode = Literal["once", "session"]
 
 

@@ -67,7 +67,7 @@ class ServerInfo(WireStruct, frozen=True):
 
 class ServerCapabilities(WireStruct, frozen=True):
     """What this bridge offers: its methods (stable and, if opted in, experimental) and
-    framing it detected."""
+    the largest ``limit`` ``events/read`` accepts."""
 
     methods: tuple[str, ...]
     experimental: tuple[str, ...] = ()
@@ -225,10 +225,11 @@ class RunInterruptParams(WireStruct, frozen=True):
 
 
 class RunInterruptResult(WireStruct, frozen=True):
-    """The run's state after the interrupt was accepted."""
+    """The run's state after the interrupt was accepted (``interrupted`` when an earlier
+    interrupt already ended it)."""
 
     run_id: str
-    state: str
+    state: Literal["interrupting", "interrupted"]
 
 
 class RunSteerParams(WireStruct, frozen=True):

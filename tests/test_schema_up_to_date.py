@@ -1,0 +1,216 @@
+"""The checked-in ``schemas/`` are exactly what the wire types generate, and complete.
+
+Regenerate with ``.venv/bin/python -m bridge schema --out schemas``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from jsonschema import Draft202012Validator
+from provider_clis import require_cli
+
+from bridge.schema import DTS_FILE, METHODS_FILE, SCHEMA_FILE, generate, write_schemas
+from bridge.wire.catalog import CATALOG
+from bridge.wire.errors import ERROR_CODES
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEMAS = REPO / "schemas"
+FILES = (SCHEMA_FILE, METHODS_FILE, DTS_FILE)
+HINT = "run `.venv/bin/python -m bridge schema --out schemas` and commit the result"
+
+
+def _load(name: str) -> Any:
+    return json.loads((SCHEMAS / name).read_text("utf-8"))
+
+
+def test_checked_in_schemas_are_current(capsys: pytest.CaptureFixture[str]) -> None:
+    code = write_schemas(str(SCHEMAS), check=True)
+    assert code == 0, capsys.readouterr().err + HINT
+
+
+def test_generated_bytes_equal_checked_in(tmp_path: Path) -> None:
+    assert write_schemas(str(tmp_path)) == 0
+    for name in FILES:
+        fresh = (tmp_path / name).read_bytes()
+        assert fresh == (SCHEMAS / name).read_bytes(), f"schemas/{name} is stale; {HINT}"
+        assert fresh.endswith(b"\n") and not fresh.endswith(b"\n\n"), name
+        assert b"\r" not in fresh, name
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(FILES)
+
+
+def test_generation_is_deterministic() -> None:
+    assert generate() == generate()
+
+
+def test_check_names_the_differing_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert write_schemas(str(tmp_path)) == 0
+    capsys.readouterr()
+    assert write_schemas(str(tmp_path), check=True) == 0
+    (tmp_path / METHODS_FILE).write_text("{}\n", "utf-8")
+    (tmp_path / DTS_FILE).unlink()
+    assert write_schemas(str(tmp_path), check=True) == 1
+    err = capsys.readouterr().err
+    assert METHODS_FILE in err and DTS_FILE in err and SCHEMA_FILE not in err
+    assert (tmp_path / METHODS_FILE).read_text("utf-8") == "{}\n", "check must not write"
+
+
+def test_cli_schema_subcommand(tmp_path: Path) -> None:
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "bridge", "schema", "--out", str(tmp_path), *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    assert cli("--check").returncode == 1
+    assert cli().returncode == 0
+    assert cli("--check").returncode == 0
+
+
+def test_json_files_are_sorted_and_schema_is_valid() -> None:
+    for name in (SCHEMA_FILE, METHODS_FILE):
+        text = (SCHEMAS / name).read_text("utf-8")
+        assert (
+            text
+            == json.dumps(json.loads(text), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        )
+    schema = _load(SCHEMA_FILE)
+    Draft202012Validator.check_schema(schema)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["$id"].startswith("urn:agent-bridge:")
+
+
+def _resolve(schema: dict[str, Any], ref: str) -> Any:
+    file, _, pointer = ref.partition("#")
+    assert file == SCHEMA_FILE, ref
+    node: Any = schema
+    for part in pointer.strip("/").split("/"):
+        node = node[part.replace("~1", "/").replace("~0", "~")]
+    return node
+
+
+def _all_refs(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        own = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+        return own + [r for v in node.values() for r in _all_refs(v)]
+    if isinstance(node, list):
+        return [r for v in node for r in _all_refs(v)]
+    return []
+
+
+def test_every_ref_in_the_schema_resolves() -> None:
+    schema = _load(SCHEMA_FILE)
+    for ref in _all_refs(schema):
+        assert ref.startswith("#/$defs/"), ref
+        assert ref[len("#/$defs/") :] in schema["$defs"], ref
+
+
+def _def_name(t: Any) -> str:
+    if t is None:
+        return "NullResult"
+    if isinstance(t, type) and issubclass(t, msgspec.Struct):
+        return t.__name__
+    return ""  # an alias: checked by resolving only
+
+
+@pytest.mark.parametrize("method", CATALOG, ids=[m.name for m in CATALOG])
+def test_catalog_method_in_method_map(method: Any) -> None:
+    schema = _load(SCHEMA_FILE)
+    entry = _load(METHODS_FILE)["methods"].get(method.name)
+    assert entry is not None, f"{method.name} missing from methods.json"
+    assert entry["direction"] == method.direction
+    assert entry["kind"] == method.kind
+    assert entry["since"] == method.since
+    assert entry["stability"] == method.stability
+    assert entry["summary"] == method.summary
+    roles = ["params", "message"] + (["result", "response"] if method.kind == "request" else [])
+    assert sorted(k for k in entry if isinstance(entry[k], dict)) == sorted(roles)
+    for role in roles:
+        target = _resolve(schema, entry[role]["$ref"])
+        assert isinstance(target, dict) and target, (method.name, role)
+    for role, t in (("params", method.params), ("result", method.result)):
+        if role in entry and _def_name(t):
+            assert entry[role]["$ref"].endswith("/" + _def_name(t)), (method.name, role)
+    message = _resolve(schema, entry["message"]["$ref"])
+    assert message["properties"]["method"] == {"const": method.name}
+    assert ("id" in message["properties"]) == (method.kind == "request")
+
+
+def test_method_map_has_nothing_but_the_catalog_and_cancel() -> None:
+    names = set(_load(METHODS_FILE)["methods"])
+    assert names - {m.name for m in CATALOG} <= {"$/cancelRequest"}
+    assert "$/cancelRequest" in names
+
+
+def test_error_codes_published() -> None:
+    methods = _load(METHODS_FILE)
+    codes = {e["code"] for e in methods["jsonRpcErrors"]}
+    assert {-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32001, -32002} <= codes
+    assert set(methods["errorCodes"]) == set(ERROR_CODES)
+    for code, spec in ERROR_CODES.items():
+        entry = methods["errorCodes"][code]
+        assert (entry["message"], entry["retryable"]) == (spec.message, spec.retryable), code
+    assert methods["errorCodes"]["not_initialized"]["jsonRpcCode"] == -32002
+    assert methods["errorCodes"]["overloaded"]["jsonRpcCode"] == -32001
+    assert methods["errorCodes"]["session_not_found"]["jsonRpcCode"] == -32000
+    schema = _load(SCHEMA_FILE)
+    assert set(schema["$defs"]["ErrorCode"]["enum"]) == set(ERROR_CODES)
+
+
+def test_schema_has_the_promised_definitions() -> None:
+    defs = _load(SCHEMA_FILE)["$defs"]
+    for name in (
+        "EventEnvelope",
+        "EventPayload",
+        "InteractionRequest",
+        "Answer",
+        "ErrorInfo",
+        "ErrorCode",
+        "JsonRpcError",
+        "JsonRpcErrorCode",
+        "BridgeJsonRpcError",
+        "HostToBridgeMessage",
+        "BridgeToHostMessage",
+    ):
+        assert name in defs, name
+    payload_types = {
+        defs[m["$ref"].rsplit("/", 1)[1]]["properties"]["type"]["const"]
+        for m in defs["EventPayload"]["oneOf"]
+    }
+    assert {"text.delta", "run.started", "run.completed", "interaction.settled"} <= payload_types
+
+
+def test_typescript_declares_every_definition_and_method() -> None:
+    dts = (SCHEMAS / DTS_FILE).read_text("utf-8")
+    declared = set(re.findall(r"^export (?:interface|type) (\w+)", dts, re.M))
+    assert set(_load(SCHEMA_FILE)["$defs"]) <= declared
+    methods_block = dts.split("export interface Methods {", 1)[1].split("\n}\n", 1)[0]
+    for name in _load(METHODS_FILE)["methods"]:
+        assert re.search(
+            rf'^  (?:"{re.escape(name)}"|{re.escape(name)}): {{', methods_block, re.M
+        ), name
+    assert "import " not in dts and "require(" not in dts
+
+
+def test_typescript_compiles(tmp_path: Path) -> None:
+    """The declarations compile under ``tsc --strict`` (installed by
+    scripts/install-provider-clis.sh; a failure, not a skip, in CI)."""
+    tsc = require_cli("tsc")
+    shutil.copy(SCHEMAS / DTS_FILE, tmp_path / DTS_FILE)
+    result = subprocess.run(
+        [tsc, "--noEmit", "--strict", DTS_FILE], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
