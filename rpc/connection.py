@@ -58,7 +58,6 @@ from rpc.messages import (
     encode_error_response,
     encode_notification,
     encode_request,
-    encode_result_response,
     parse_body,
 )
 
@@ -128,20 +127,32 @@ class _BatchReplies:
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
-def _decode_params(params_type: Any, raw: bytes | None) -> Any:
+def _decoder_for(params_type: Any) -> msgspec.json.Decoder[Any] | None:
     if params_type is None:
         return None
     decoder = _decoders.get(params_type)
     if decoder is None:
         decoder = _decoders[params_type] = msgspec.json.Decoder(params_type)
-    try:
-        return decoder.decode(b"{}" if raw is None else raw)
-    except msgspec.ValidationError as exc:
+    return decoder
+
+
+def _invalid_params(exc: msgspec.DecodeError) -> JsonRpcException:
+    """Return the -32602 error for a params decoding failure, naming the bad field."""
+    if isinstance(exc, msgspec.ValidationError):
         text = str(exc).replace("`$", "`params")
         path = text.rsplit(" - at `", 1)[1].rstrip("`") if " - at `" in text else "params"
-        raise JsonRpcException(f"Invalid params: {text}", INVALID_PARAMS, {"path": path}) from None
-    except msgspec.DecodeError:
-        raise JsonRpcException("Invalid params", INVALID_PARAMS, {"path": "params"}) from None
+        return JsonRpcException(f"Invalid params: {text}", INVALID_PARAMS, {"path": path})
+    return JsonRpcException("Invalid params", INVALID_PARAMS, {"path": "params"})
+
+
+def _decode_params(params_type: Any, raw: bytes | None) -> Any:
+    decoder = _decoder_for(params_type)
+    if decoder is None:
+        return None
+    try:
+        return decoder.decode(b"{}" if raw is None else raw)
+    except msgspec.DecodeError as exc:
+        raise _invalid_params(exc) from None
 
 
 def _default_overloaded() -> RpcError:
@@ -198,6 +209,10 @@ class Connection:
         self._gate = gate
         self._clock = clock
         self._methods: dict[str, Method] = dict(methods or {})
+        self._async_methods = frozenset(m for m, spec in self._methods.items() if spec.is_async)
+        self._result_format = (
+            b'{"jsonrpc":"2.0","id":%s,"result":%s}' if jsonrpc else b'{"id":%s,"result":%s}'
+        )
         self._notifications: dict[str, Method] = dict(notifications or {})
         self.ledger = Ledger()
         self._waiters: dict[int, anyio.Event] = {}
@@ -232,8 +247,16 @@ class Connection:
         encode = _encode
         raw_type = msgspec.Raw
 
+        decoder = _decoder_for(params_type)
+
         def entry(raw: bytes | None) -> Any:
-            params = _decode_params(params_type, raw)
+            if decoder is None:
+                params = None
+            else:
+                try:
+                    params = decoder.decode(b"{}" if raw is None else raw)
+                except msgspec.DecodeError as exc:
+                    raise _invalid_params(exc) from None
             try:
                 return raw_type(encode(handler(params)))
             except RpcError as exc:
@@ -325,7 +348,7 @@ class Connection:
             return
         result = message.get("result", _MISSING)
         if result is not _MISSING:
-            body = encode_result_response(id, result, jsonrpc=self._jsonrpc)
+            body = self._result_format % (id, result)
         else:
             body = encode_error_response(id, message["error"], jsonrpc=self._jsonrpc)
         self._reply(id, body)
@@ -445,14 +468,12 @@ class Connection:
                     gate(request.method)
                 except RpcError as exc:
                     error = exc
-            if error is None:
-                spec = self._methods.get(request.method)
-                if (
-                    spec is not None
-                    and spec.is_async
-                    and len(self._inflight) >= self._limits.max_inflight_requests
-                ):
-                    error = self._overloaded()
+            if (
+                error is None
+                and len(self._inflight) >= self._limits.max_inflight_requests
+                and request.method in self._async_methods
+            ):
+                error = self._overloaded()
         if error is not None:
             body = encode_error_response(key, error.to_wire(), jsonrpc=self._jsonrpc)
             if batch is not None:

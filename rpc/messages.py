@@ -248,6 +248,24 @@ def _diagnose(body: bytes | msgspec.Raw) -> Invalid:
 
 def parse_body(body: bytes, *, require_jsonrpc: bool = True) -> Message | Batch:
     """Classify one frame body; never raises for bad input (see module docstring)."""
+    if require_jsonrpc:
+        # Fast path: the common well-formed request, without the general classifier.
+        try:
+            env = _envelope_decoder.decode(body)
+        except msgspec.DecodeError:
+            env = None
+        if env is not None:
+            method = env.method
+            if type(method) is str and env.jsonrpc == "2.0" and env.id:
+                raw_id = bytes(env.id)
+                if (raw_id[:1] == b'"' or raw_id.isdigit()) and not method.startswith("rpc."):
+                    params = env.params
+                    if not params:
+                        return Request(raw_id, method, None)
+                    data = bytes(params)
+                    if data[:1] == b"{":
+                        return Request(raw_id, method, data)
+            return _classify(env, require_jsonrpc)
     first = body[:1]
     if first.isspace():
         first = body.lstrip()[:1]
