@@ -1,0 +1,228 @@
+"""The runtime in-process: identity, snapshots, state tables, options, third-party
+providers through the entry-point group."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from conftest import running_bridge
+
+from adapters.scripted import ScriptedProvider
+from bridge.errors import BridgeError
+from bridge.ids import Clock, IdFactory
+from bridge.interactions import Interaction
+from bridge.options import resolve_options
+from bridge.registry import ProviderRegistry
+from bridge.runtime import Runtime
+from bridge.spi import (
+    AgentProvider,
+    ProviderRun,
+    ProviderSession,
+    RunContext,
+    RunOutcome,
+    SessionContext,
+)
+from bridge.states import RUN_TRANSITIONS, IllegalTransition, transition
+from bridge.wire.events import ToolActivity
+from bridge.wire.methods import RunInput, RunStartParams
+from bridge.wire.providers import (
+    ApprovalCapability,
+    Capabilities,
+    InteractionCapabilities,
+    OptionDescriptor,
+    ProviderDescriptor,
+    QuestionCapability,
+    RecoveryCapability,
+    RunCapabilities,
+)
+
+
+class FakeHost:
+    """Collects what the runtime publishes; answers nothing."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.congested = False
+
+    def publish(self, envelope: bytes) -> bool:
+        self.events.append(msgspec.json.decode(envelope))
+        return False
+
+    async def drained(self) -> None:
+        return None
+
+    def can_answer(self, kind: str) -> bool:
+        return False
+
+    async def ask(self, interaction: Interaction) -> None:
+        return None
+
+
+class MutatingRun(ProviderRun):
+    """Emits a payload, then mutates the object it emitted."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+
+    async def wait(self) -> RunOutcome:
+        data: dict[str, Any] = {"path": "a.txt"}
+        await self.ctx.emit(ToolActivity("t1", "Write", "started", input=data))
+        data["path"] = "/etc/passwd"  # must not rewrite history
+        return RunOutcome.completed()
+
+    async def interrupt(self, reason: str) -> None:
+        return None
+
+
+class MutatingSession(ProviderSession):
+    async def start_run(self, input: RunInput, options: Any, ctx: RunContext) -> ProviderRun:
+        return MutatingRun(ctx)
+
+    def export_recovery_record(self) -> Any:
+        return None
+
+    async def dispose(self) -> None:
+        return None
+
+
+class MutatingProvider(AgentProvider):
+    id = "mutating"
+
+    def describe(self) -> ProviderDescriptor:
+        return ProviderDescriptor(
+            id=self.id,
+            display_name="Mutating",
+            version="0",
+            maturity="stub",
+            capabilities=Capabilities(
+                run=RunCapabilities(interrupt="unsupported"),
+                interactions=InteractionCapabilities(
+                    approval=ApprovalCapability(supported=False),
+                    question=QuestionCapability(supported=False),
+                ),
+                recovery=RecoveryCapability(resume=False),
+            ),
+        )
+
+    async def create_session(self, ctx: SessionContext) -> ProviderSession:
+        return MutatingSession()
+
+
+async def test_emitted_payloads_are_snapshotted_and_stamped_by_the_runtime() -> None:
+    host = FakeHost()
+    wall = iter(float(t) for t in range(1_700_000_000, 1_800_000_000))
+    clock = Clock(wall=lambda: next(wall))
+    registry = ProviderRegistry([MutatingProvider()], load_entry_points=False)
+    async with Runtime(registry, host, ids=IdFactory("t"), clock=clock) as runtime:
+        info = await runtime.create_session("mutating")
+        assert info.session_id == "ses_t000001"
+        started = await runtime.start_run(RunStartParams(info.session_id, RunInput("x")))
+        assert started.run_id == "run_t000002"
+        await runtime.runs[started.run_id].done.wait()
+        with pytest.raises(BridgeError) as caught:
+            runtime.interrupt_run(started.run_id)
+        assert caught.value.error_code == "run_not_active"
+    tool = next(e for e in host.events if e["payload"]["type"] == "tool.activity")
+    assert tool["payload"]["input"] == {"path": "a.txt"}
+    assert [e["sequence"] for e in host.events] == list(range(1, len(host.events) + 1))
+    assert host.events[0]["eventId"] == "evt_t000001_1"
+    assert (
+        host.events[0]["occurredAt"].endswith("Z")
+        and host.events[0]["occurredAt"] < host.events[1]["occurredAt"]
+    )
+    assert host.events[-1]["payload"] == {"type": "session.closed", "reason": "shutdown"}
+
+
+async def test_interrupt_unsupported_is_stated_not_faked() -> None:
+    registry = ProviderRegistry([MutatingProvider()], load_entry_points=False)
+    host = FakeHost()
+    async with Runtime(registry, host) as runtime:
+        info = await runtime.create_session("mutating")
+        started = await runtime.start_run(RunStartParams(info.session_id, RunInput("x")))
+        run = runtime.runs[started.run_id]
+        if not run.terminal:
+            with pytest.raises(BridgeError) as caught:
+                runtime.interrupt_run(started.run_id)
+            assert caught.value.error_code == "unsupported"
+        await run.done.wait()
+
+
+def test_state_table_rejects_illegal_transitions() -> None:
+    assert transition(RUN_TRANSITIONS, "run", "running", "completed") == "completed"
+    for current, new in (
+        ("completed", "running"),
+        ("interrupted", "completed"),
+        ("starting", "awaiting_input"),
+    ):
+        with pytest.raises(IllegalTransition):
+            transition(RUN_TRANSITIONS, "run", current, new)
+
+
+def test_options_are_validated_against_the_descriptor() -> None:
+    declared = (
+        OptionDescriptor("model", "session", "enum", "the model", values=("a", "b"), default="a"),
+        OptionDescriptor("verbose", "session", "boolean", "chatty"),
+        OptionDescriptor("tools", "run", "stringList", "tools"),
+    )
+    assert resolve_options(declared, {}, "session") == {"model": "a"}
+    assert resolve_options(declared, {"model": "b", "verbose": True}, "session") == {
+        "model": "b",
+        "verbose": True,
+    }
+    for bad in ({"model": "c"}, {"verbose": "yes"}, {"tools": ["x"]}, {"nope": 1}):
+        with pytest.raises(BridgeError) as caught:
+            resolve_options(declared, bad, "session")
+        assert caught.value.error_code == "invalid_option"
+    assert resolve_options(declared, {"tools": ["x"]}, "run") == {"tools": ["x"]}
+
+
+async def test_scripted_provider_rejects_a_bad_script_clearly() -> None:
+    registry = ProviderRegistry([ScriptedProvider()], load_entry_points=False)
+    async with Runtime(registry, FakeHost()) as runtime:
+        with pytest.raises(BridgeError) as caught:
+            await runtime.create_session(
+                "scripted", options={"script": {"steps": [{"type": "dance"}]}}
+            )
+        assert caught.value.error_code == "invalid_option"
+        assert caught.value.info.details == {"option": "script"}
+
+
+async def test_third_party_provider_is_found_through_the_entry_point_group(tmp_path: Path) -> None:
+    """A distribution that declares ``agent_bridge.providers`` is picked up by a bridge
+    that knows nothing else about it."""
+    (tmp_path / "thirdparty_provider.py").write_text(
+        textwrap.dedent(
+            """
+            from adapters.scripted import ScriptedProvider
+
+            class EchoProvider(ScriptedProvider):
+                id = "echo-thirdparty"
+            """
+        )
+    )
+    dist = tmp_path / "thirdparty_provider-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: thirdparty-provider\nVersion: 1.0\n"
+    )
+    (dist / "entry_points.txt").write_text(
+        "[agent_bridge.providers]\necho-thirdparty = thirdparty_provider:EchoProvider\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    env = {"PYTHONPATH": os.pathsep.join([str(root), str(tmp_path)])}
+    async with running_bridge(env=env) as bridge:
+        providers = await bridge.result("providers/list", {"probe": False})
+        assert "echo-thirdparty" in [p["id"] for p in providers["providers"]]
+        created = await bridge.result("session/create", {"provider": "echo-thirdparty"})
+        await bridge.result(
+            "run/start", {"sessionId": created["session"]["sessionId"], "input": {"text": "hey"}}
+        )
+        text = await bridge.event("text.delta")
+        assert text["payload"]["text"] == "You said: hey"
+        unknown = await bridge.call("session/create", {"provider": "nope"})
+        assert unknown["error"]["data"]["code"] == "provider_not_found"
