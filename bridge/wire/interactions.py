@@ -19,12 +19,12 @@ __all__ = [
     "InteractionKind",
     "InteractionRequest",
     "InteractionStatus",
-    "SettledStatus",
     "QuestionAnswer",
     "QuestionItem",
     "QuestionRequest",
     "QuestionSetAnswer",
     "QuestionSetRequest",
+    "SettledStatus",
 ]
 
 InteractionKind = Literal["approval", "question", "questionSet"]
