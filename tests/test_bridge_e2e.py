@@ -266,3 +266,46 @@ async def test_sigterm_closes_sessions_and_exits_zero() -> None:
         assert code == 0
         await bridge.stop()
         tg.cancel_scope.cancel()
+
+
+async def test_run_steer_reaches_an_active_run(framing: str) -> None:
+    async with running_bridge(framing) as bridge:
+        created = await bridge.result(
+            "session/create", script_session([{"type": "waitForInterrupt"}])
+        )
+        sid = created["session"]["sessionId"]
+        run = await bridge.result("run/start", {"sessionId": sid, "input": {"text": "x"}})
+        assert (
+            await bridge.result(
+                "run/steer", {"runId": run["runId"], "input": {"text": "also this"}}
+            )
+            == {}
+        )
+        steered = await bridge.event("text.delta")
+        assert steered["payload"]["text"] == "[steer] also this"
+        await bridge.result("run/interrupt", {"runId": run["runId"]})
+        await bridge.terminal()
+        finished = await bridge.call(
+            "run/steer", {"runId": run["runId"], "input": {"text": "late"}}
+        )
+        assert finished["error"]["data"]["code"] == "run_not_active"
+
+
+def test_demo_command_runs_a_whole_session() -> None:
+    """The README's main job: `agent-bridge demo` drives a real child end to end."""
+    import subprocess
+    import sys
+
+    from bridge_client import ROOT
+
+    result = subprocess.run(
+        [sys.executable, "-m", "bridge", "demo"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Demo succeeded." in result.stdout
+    assert "interaction/request" in result.stdout and "run.interrupted" in result.stdout
