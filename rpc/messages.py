@@ -208,11 +208,7 @@ def _response(raw_id: bytes, env: _Envelope) -> Response:
     return Response(raw_id, None, None, "neither result nor error")
 
 
-def _parse_object(body: bytes | msgspec.Raw, require_jsonrpc: bool) -> Message:
-    try:
-        env = _envelope_decoder.decode(body)
-    except msgspec.DecodeError:
-        return _diagnose(body)
+def _from_envelope(env: _Envelope, require_jsonrpc: bool) -> Message:
     # Fast path: a well-formed request with an integer or string id and object params.
     method = env.method
     if type(method) is str and env.jsonrpc == "2.0" and env.id:
@@ -225,6 +221,14 @@ def _parse_object(body: bytes | msgspec.Raw, require_jsonrpc: bool) -> Message:
             if data[:1] == b"{":
                 return Request(raw_id, method, data)
     return _classify(env, require_jsonrpc)
+
+
+def _parse_object(body: bytes | msgspec.Raw, require_jsonrpc: bool) -> Message:
+    try:
+        env = _envelope_decoder.decode(body)
+    except msgspec.DecodeError:
+        return _diagnose(body)
+    return _from_envelope(env, require_jsonrpc)
 
 
 def _diagnose(body: bytes | msgspec.Raw) -> Invalid:
@@ -248,24 +252,10 @@ def _diagnose(body: bytes | msgspec.Raw) -> Invalid:
 
 def parse_body(body: bytes, *, require_jsonrpc: bool = True) -> Message | Batch:
     """Classify one frame body; never raises for bad input (see module docstring)."""
-    if require_jsonrpc:
-        # Fast path: the common well-formed request, without the general classifier.
-        try:
-            env = _envelope_decoder.decode(body)
-        except msgspec.DecodeError:
-            env = None
-        if env is not None:
-            method = env.method
-            if type(method) is str and env.jsonrpc == "2.0" and env.id:
-                raw_id = bytes(env.id)
-                if (raw_id[:1] == b'"' or raw_id.isdigit()) and not method.startswith("rpc."):
-                    params = env.params
-                    if not params:
-                        return Request(raw_id, method, None)
-                    data = bytes(params)
-                    if data[:1] == b"{":
-                        return Request(raw_id, method, data)
-            return _classify(env, require_jsonrpc)
+    try:
+        return _from_envelope(_envelope_decoder.decode(body), require_jsonrpc)
+    except msgspec.DecodeError:
+        pass  # not a single well-formed object: classify by its first byte below
     first = body[:1]
     if first.isspace():
         first = body.lstrip()[:1]
