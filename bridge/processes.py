@@ -15,11 +15,15 @@ go wrong is handled here once, instead of in every adapter:
   a short, documented allowlist from the bridge's environment, plus what an adapter
   declares.  ``*_KEY``/``*_TOKEN``/``*_SECRET``/``*_PASSWORD`` variables of the bridge
   never reach a provider by accident.
-* **Own process group, parent-death signal.**  Each child starts a new session
+* **Own process group, parent-death signal, reaper.**  Each child starts a new session
   (``start_new_session=True``), so its whole tree -- including grandchildren that
   inherited our pipes -- can be signalled at once.  On Linux the child also gets
   ``PR_SET_PDEATHSIG = SIGKILL`` (see :func:`_pdeathsig_preexec`), so providers die
-  when the bridge itself is killed with SIGKILL and cannot clean up.
+  when the bridge itself is killed with SIGKILL and cannot clean up.  The kernel clears
+  that setting in the child's own children, so a grandchild would outlive it; the
+  :class:`_Reaper` -- one tiny helper process per bridge, started with the first child --
+  holds the list of live process groups and SIGKILLs them all when the bridge's end of
+  its pipe closes, however the bridge ended.
 * **No pipe deadlocks.**  stderr is drained concurrently by a task in the caller's task
   group into a capped tail buffer (only the last ``stderr_tail_bytes`` are kept), so a
   provider that writes megabytes of stderr while stdout is silent never blocks.  stdout
@@ -42,6 +46,7 @@ anyio byte streams (:class:`anyio.abc.ByteReceiveStream` /
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import ctypes
 import functools
@@ -52,6 +57,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -413,6 +419,144 @@ def _pdeathsig_preexec(parent_pid: int) -> Callable[[], None] | None:
             os.kill(os.getpid(), sigkill)
 
     return _set_pdeathsig
+
+
+# --------------------------------------------------------------------------- reaper
+
+# The reaper's whole program.  It reads "+PGID" / "-PGID" lines on stdin, and at EOF --
+# the bridge exited or was killed, and the kernel closed its end of the pipe -- it sends
+# SIGKILL to every process group still listed.  It ignores SIGINT (a Ctrl-C in a
+# terminal is the bridge's business; the EOF follows) and runs with -I -S, cwd "/" and an
+# empty environment so it starts in milliseconds and pins nothing.
+_REAPER_PROGRAM: Final = """
+import os, signal
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+groups, pending = set(), b""
+while True:
+    try:
+        data = os.read(0, 4096)
+    except OSError:
+        break
+    if not data:
+        break
+    pending += data
+    *lines, pending = pending.split(b"\\n")
+    for line in lines:
+        if line[1:].isdigit() and int(line[1:]) > 1:
+            (groups.add if line[:1] == b"+" else groups.discard)(int(line[1:]))
+for pgid in groups:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+class _Reaper:
+    """Kills the process groups of live children if the bridge dies without stopping them.
+
+    ``PR_SET_PDEATHSIG`` covers a child but not its own children: the kernel clears the
+    setting across ``fork``, so after a SIGKILL of the bridge a provider's grandchild (a
+    tool it ran, a language server) would be orphaned and live on.  Nothing inside the
+    bridge can act once it is killed, so one helper process per bridge does: it is told
+    each child's process group as the child starts (``register``) and when it is gone
+    (``unregister``), and at EOF on its stdin -- which the kernel delivers when the
+    bridge's last descriptor of the pipe closes, at exit or at SIGKILL -- it SIGKILLs the
+    groups still listed.  Children never inherit the pipe (``close_fds``), so only the
+    bridge's death closes it.
+
+    The helper is started lazily with the first child (a bridge that only runs the
+    scripted provider never has one), restarted if it dies, and told the whole list
+    again then.  Everything here is best effort: failures are logged, never raised, and
+    spawning works without a reaper.  Limits: a grandchild that leaves its group
+    (``setsid``) escapes it, as it escapes the group kill of :meth:`ChildProcess.stop`.
+    """
+
+    def __init__(self) -> None:
+        self.enabled = os.name == "posix" and bool(sys.executable)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._groups: set[int] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        """The helper's pid while it runs (for tests)."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    def register(self, pgid: int) -> None:
+        """Add ``pgid`` to the groups killed if the bridge dies."""
+        if pgid > 1:
+            with self._lock:
+                self._groups.add(pgid)
+                self._send(b"+%d\n" % pgid)
+
+    def unregister(self, pgid: int) -> None:
+        """Remove ``pgid`` (its group is gone, so the id may be reused)."""
+        with self._lock:
+            if pgid in self._groups:
+                self._groups.discard(pgid)
+                self._send(b"-%d\n" % pgid)
+
+    def _start(self) -> subprocess.Popen[bytes] | None:
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _REAPER_PROGRAM],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd="/",
+                env={},
+                close_fds=True,
+                start_new_session=True,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            logger.warning("could not start the process reaper: %s", type(exc).__name__)
+            return None
+        logger.debug("process reaper started (pid %d)", proc.pid)
+        return proc
+
+    def _send(self, line: bytes) -> None:
+        if not self.enabled:
+            return
+        for _attempt in range(2):
+            proc = self._proc
+            fresh = False
+            if proc is None or proc.poll() is not None:
+                if proc is not None:  # it died: release its pipe before starting another
+                    self._close(proc, wait=0)
+                proc = self._proc = self._start()
+                fresh = True
+                if proc is None:
+                    return
+            assert proc.stdin is not None
+            data = b"".join(b"+%d\n" % g for g in sorted(self._groups)) if fresh else line
+            try:
+                if data:
+                    os.write(proc.stdin.fileno(), data)
+                return
+            except OSError:  # it died (EPIPE): start another one and tell it everything
+                self._close(proc, wait=0)
+                self._proc = None
+
+    @staticmethod
+    def _close(proc: subprocess.Popen[bytes], wait: float) -> None:
+        with contextlib.suppress(OSError):
+            if proc.stdin is not None:
+                proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(wait)
+
+    def close(self) -> None:
+        """At a normal exit: EOF to the helper (it kills any group still listed) and reap it."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+            if proc is not None:
+                self._close(proc, wait=2.0)
+
+
+_reaper = _Reaper()
+atexit.register(_reaper.close)
 
 
 # --------------------------------------------------------------------------- streams
@@ -815,6 +959,8 @@ class ChildProcess:
         with anyio.move_on_after(_GROUP_GONE_WAIT):
             while self._group_exists():
                 await anyio.sleep(_POLL_INTERVAL)
+        if not self._group_exists():
+            _reaper.unregister(self.pgid)
         if self._drain_started:
             with anyio.move_on_after(_STDERR_EOF_WAIT):
                 await self._drain_done.wait()
@@ -885,6 +1031,7 @@ async def spawn(spec: ProcessSpec, task_group: anyio.abc.TaskGroup) -> ChildProc
         assert isinstance(stdin_transport, asyncio.WriteTransport)
         stdin = protocol.stdin = _PipeSendStream(stdin_transport)
     child = ChildProcess(spec, transport, protocol, stdin)
+    _reaper.register(child.pgid)
     logger.debug("spawned %s (pid %d)", spec.name, child.pid)
     try:
         task_group.start_soon(child._drain_stderr, name=f"stderr drain: {spec.name}")

@@ -38,6 +38,8 @@ def contained(workspace: str, path: str) -> str:
         raise BridgeError("workspace_invalid")
     root = os.path.realpath(workspace)
     real = os.path.realpath(os.path.join(root, path))
-    if real != root and not real.startswith(root + os.sep):
+    # commonpath, not a string prefix: "/work/ab" is not inside "/work/a", and every
+    # path is inside "/" (root + os.sep would be "//" there).
+    if os.path.commonpath((root, real)) != root:
         raise BridgeError("workspace_invalid")
     return real

@@ -26,6 +26,7 @@ bounded when the peer stops reading.
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
 import itertools
 import logging
 import time
@@ -61,7 +62,14 @@ from rpc.messages import (
     parse_body,
 )
 
-__all__ = ["ByteReceiver", "ByteSender", "Connection", "Limits", "Method"]
+__all__ = [
+    "ByteReceiver",
+    "ByteSender",
+    "Connection",
+    "Limits",
+    "Method",
+    "current_request_id",
+]
 
 log = logging.getLogger("agent_bridge.rpc")
 # Endpoint logs every handled JsonRpcException with a traceback; we log our own way.
@@ -70,6 +78,16 @@ logging.getLogger("pylsp_jsonrpc.endpoint").setLevel(logging.CRITICAL)
 CANCEL_METHOD: Final = "$/cancelRequest"
 _encode = msgspec.json.encode
 _correlation = itertools.count(1)
+_request_id: contextvars.ContextVar[bytes | None] = contextvars.ContextVar(
+    "agent_bridge_rpc_request_id", default=None
+)
+
+
+def current_request_id() -> bytes | None:
+    """Return the raw JSON id of the request an async handler is serving (``None``
+    outside one).  Adapters use it where a peer refers back to its own request id later
+    (the Codex app-server's ``serverRequest/resolved``)."""
+    return _request_id.get()
 _MISSING: Final = object()
 
 
@@ -136,7 +154,7 @@ def _decoder_for(params_type: Any) -> msgspec.json.Decoder[Any] | None:
     return decoder
 
 
-def _invalid_params(exc: msgspec.DecodeError) -> JsonRpcException:
+def _invalid_params(exc: msgspec.DecodeError | RecursionError) -> JsonRpcException:
     """Return the -32602 error for a params decoding failure, naming the bad field."""
     if isinstance(exc, msgspec.ValidationError):
         text = str(exc).replace("`$", "`params")
@@ -151,7 +169,7 @@ def _decode_params(params_type: Any, raw: bytes | None) -> Any:
         return None
     try:
         return decoder.decode(b"{}" if raw is None else raw)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:  # too deep for the decoder
         raise _invalid_params(exc) from None
 
 
@@ -255,7 +273,7 @@ class Connection:
             else:
                 try:
                     params = decoder.decode(b"{}" if raw is None else raw)
-                except msgspec.DecodeError as exc:
+                except (msgspec.DecodeError, RecursionError) as exc:
                     raise _invalid_params(exc) from None
             try:
                 return raw_type(encode(handler(params)))
@@ -272,12 +290,16 @@ class Connection:
 
         def entry(raw: bytes | None) -> concurrent.futures.Future[Any]:
             params = _decode_params(params_type, raw)
-            assert self._tg is not None
             key = self._current_id
             future: concurrent.futures.Future[Any] = concurrent.futures.Future()
             scope = anyio.CancelScope()
+            try:
+                assert self._tg is not None
+                self._tg.start_soon(self._serve_async, method, handler, params, future, scope, key)
+            except Exception:
+                # Never let Endpoint answer for us: its generic error carries a traceback.
+                raise _internal(method) from None
             self._inflight[key] = scope
-            self._tg.start_soon(self._serve_async, method, handler, params, future, scope, key)
             return future
 
         return entry
@@ -291,6 +313,7 @@ class Connection:
         scope: anyio.CancelScope,
         key: bytes,
     ) -> None:
+        _request_id.set(key)  # this task's own context: visible to the handler only
         try:
             with scope:
                 try:
@@ -505,7 +528,7 @@ class Connection:
             return
         try:
             value = msgspec.json.decode(params)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return
         if not isinstance(value, dict) or "id" not in value:
             return

@@ -41,7 +41,11 @@ FramingKind = Literal["auto", "content-length", "newline"]
 _HEADER_END = b"\r\n\r\n"
 _FAST_PREFIX = b"Content-Length: "
 _DIGITS = re.compile(rb"[0-9]{1,%d}" % _MAX_LENGTH_DIGITS)
-_RESYNC = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+# Bounded whitespace before the colon: a match is at most _RESYNC_KEEP + 1 bytes long, so
+# keeping the last _RESYNC_KEEP bytes of a read finds a match split across reads, and the
+# outcome never depends on how the input was chunked.
+_RESYNC = re.compile(rb"content-length[ \t]{0,16}:", re.IGNORECASE)
+_RESYNC_KEEP: Final = len(b"content-length") + 16
 
 
 class FramingError:
@@ -134,21 +138,24 @@ class ContentLengthFramer:
             if self._resync:
                 match = _RESYNC.search(buf, pos)
                 if match is None:
-                    pos = max(pos, size - 15)  # a header name may be split across reads
+                    pos = max(pos, size - _RESYNC_KEEP)  # a header may be split across reads
                     break
                 pos = match.start()
                 self._resync = False
             if pos == size:
                 break
             end = buf.find(_HEADER_END, pos)
-            if end < 0:
-                if size - pos > MAX_HEADER_BLOCK_BYTES:
-                    out.append(
-                        FramingError("header_too_large", "header block exceeds the size limit")
-                    )
-                    pos = size - 3
-                    self._resync = True
-                break
+            # The block is too large when its terminator does not start within the limit,
+            # decided the same way whether the block arrived in one read or in many (so
+            # the outcome never depends on chunking), and resynchronised from the same
+            # point: just past the limit.
+            if end < 0 or end - pos > MAX_HEADER_BLOCK_BYTES:
+                if end < 0 and size - pos < MAX_HEADER_BLOCK_BYTES + len(_HEADER_END):
+                    break
+                out.append(FramingError("header_too_large", "header block exceeds the size limit"))
+                pos += MAX_HEADER_BLOCK_BYTES + 1
+                self._resync = True
+                continue
             length: int | None = None
             if buf.startswith(_FAST_PREFIX, pos):
                 value = buf[pos + 16 : end]

@@ -153,7 +153,7 @@ class Ledger:
             return None
         try:
             value = _decoder_for(entry.result_type).decode(result)
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: too deep
             entry._settle(
                 "error",
                 error=RpcError(

@@ -5,7 +5,9 @@ raw JSON until the method (or, for responses, the ledger entry) says what type t
 are.  Request ids are kept as the exact bytes the peer sent, so any valid id (``0``,
 ``""``, ``2**70``, ``"x"``) is echoed back unchanged.
 
-:func:`parse_body` never raises for bad input: every defect becomes an
+:func:`parse_body` never raises for bad input (nesting deeper than the decoder's recursion
+limit included: msgspec raises ``RecursionError`` there, and it is caught like any other
+decoding failure): every defect becomes an
 :class:`Invalid` message carrying the JSON-RPC code and the id to answer with (``None``
 means ``null``).  Batches (JSON arrays) are returned as :class:`Batch`.
 
@@ -203,7 +205,7 @@ def _response(raw_id: bytes, env: _Envelope) -> Response:
     if has_error:
         try:
             return Response(raw_id, None, _error_decoder.decode(env.error))
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return Response(raw_id, None, None, "malformed error object")
     return Response(raw_id, None, None, "neither result nor error")
 
@@ -226,7 +228,7 @@ def _from_envelope(env: _Envelope, require_jsonrpc: bool) -> Message:
 def _parse_object(body: bytes | msgspec.Raw, require_jsonrpc: bool) -> Message:
     try:
         env = _envelope_decoder.decode(body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return _diagnose(body)
     return _from_envelope(env, require_jsonrpc)
 
@@ -235,7 +237,7 @@ def _diagnose(body: bytes | msgspec.Raw) -> Invalid:
     """Slow path for a body the typed decoder refused: parse error or invalid request."""
     try:
         value = _any_decoder.decode(body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return Invalid(PARSE_ERROR, "parse error")
     if isinstance(value, dict):
         raw_id = value.get("id")
@@ -254,7 +256,7 @@ def parse_body(body: bytes, *, require_jsonrpc: bool = True) -> Message | Batch:
     """Classify one frame body; never raises for bad input (see module docstring)."""
     try:
         return _from_envelope(_envelope_decoder.decode(body), require_jsonrpc)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         pass  # not a single well-formed object: classify by its first byte below
     first = body[:1]
     if first.isspace():
@@ -264,7 +266,7 @@ def parse_body(body: bytes, *, require_jsonrpc: bool = True) -> Message | Batch:
     if first == b"[":
         try:
             items = _batch_decoder.decode(body)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return _diagnose(body)
         if not items:
             return Invalid(INVALID_REQUEST, "empty batch")

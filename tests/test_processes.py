@@ -542,6 +542,7 @@ from bridge.processes import ProcessSpec, build_child_env, spawn
 
 if sys.argv[1] == "without-pdeathsig":  # control: show the signal is what kills the child
     bridge.processes._pdeathsig_preexec = lambda parent_pid: None
+    bridge.processes._reaper.enabled = False  # (the reaper would kill it too)
 
 async def main() -> None:
     async with anyio.create_task_group() as tg:

@@ -1,0 +1,67 @@
+"""The soak script (``bench/soak.py``) works: its quick mode runs against a real bridge
+within CI's budget and passes its bounds, and an exceeded bound makes it exit non-zero.
+
+The full soak (1,000 sessions, 100 provider processes, a 1 GiB stream) is not a test; it
+prints figures (see bench/README.md and docs/hardening.md).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SOAK = ROOT / "bench" / "soak.py"
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
+
+
+def run_soak(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SOAK), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=str(ROOT),
+    )
+
+
+def test_soak_quick_mode_passes_its_bounds_within_30_seconds() -> None:
+    started = time.monotonic()
+    result = run_soak("--quick")
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS: every bound held" in result.stdout
+    for metric in ("fds", "threads", "child processes", "RSS MiB", "peak RSS MiB"):
+        assert metric in result.stdout
+    assert elapsed < 30, elapsed
+
+
+def test_soak_exits_non_zero_when_a_bound_is_exceeded(tmp_path: Path) -> None:
+    # The same script with an impossible RSS bound: it must say FAIL and exit 1.
+    patched = tmp_path / "soak_strict.py"
+    source = SOAK.read_text().replace('"stream_rss_mib": 192', '"stream_rss_mib": -1')
+    assert source != SOAK.read_text()
+    patched.write_text(source.replace("ROOT = Path(__file__)", f"ROOT = Path({str(SOAK)!r})"))
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(patched),
+            "--sessions",
+            "3",
+            "--provider-sessions",
+            "0",
+            "--stream-bytes",
+            str(1 << 20),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(ROOT),
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAIL" in result.stdout
