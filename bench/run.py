@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import contextlib
 import gc
 import json
 import os
 import platform
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -646,6 +648,10 @@ def build_targets(
     It must answer ``initialize`` and ``bridge/ping {data}`` -> ``{data}``."""
     py = sys.executable
     base = HERE / "baselines"
+    # The bridge keeps its journal (the default) in a scratch state directory, never in
+    # the user's: removed when the benchmark ends.
+    state_dir = tempfile.mkdtemp(prefix="bench-state-")
+    atexit.register(shutil.rmtree, state_dir, True)
     return [
         Target("stock-pylsp", [py, str(base / "stock_pylsp_server.py")], events=stream_driver),
         Target("floor", [py, str(base / "floor_server.py")], events=stream_driver),
@@ -660,7 +666,7 @@ def build_targets(
             bridge_argv or [py, "-m", "bridge", "serve"],
             framing=bridge_framing,
             cwd=str(REPO),
-            env={"PYTHONPATH": str(REPO)},
+            env={"PYTHONPATH": str(REPO), "AGENT_BRIDGE_STATE_DIR": state_dir},
             events=bridge_events_driver,
             sessions=bridge_sessions_driver,
             is_subject=True,

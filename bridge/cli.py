@@ -40,6 +40,30 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-message-bytes", type=int, default=16 * 1024 * 1024)
     serve.add_argument("--max-inflight", type=int, default=256)
     serve.add_argument("--interrupt-grace", type=float, default=5.0)
+    serve.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="where the session journal lives (default: $AGENT_BRIDGE_STATE_DIR, else the "
+        "platform's state directory; ':memory:' keeps no journal)",
+    )
+    serve.add_argument(
+        "--retain-days",
+        type=_positive,
+        metavar="DAYS",
+        help="delete closed sessions idle for longer than this",
+    )
+    serve.add_argument(
+        "--retain-mb",
+        type=_positive,
+        metavar="MB",
+        help="delete the least recently active closed sessions while the journal holds more",
+    )
+    serve.add_argument(
+        "--journal-sync",
+        choices=("normal", "full"),
+        default="normal",
+        help="normal: commits survive a crash of the bridge; full: also of the machine",
+    )
 
     demo = sub.add_parser("demo", help="spawn the server and drive a scripted session")
     demo.add_argument("--framing", choices=("content-length", "newline"), default="content-length")
@@ -49,6 +73,13 @@ def _parser() -> argparse.ArgumentParser:
     schema.add_argument("--out", default="schemas", help="directory to write (default: schemas)")
     schema.add_argument("--check", action="store_true", help="fail if files differ instead")
     return parser
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be a positive number")
+    return value
 
 
 def _configure_logging(level: str, log_file: str | None) -> None:
@@ -73,10 +104,22 @@ def _serve(args: argparse.Namespace) -> int:
 
     import anyio
 
+    from bridge.journal import JournalError, Retention, open_history
     from bridge.registry import ProviderRegistry
     from bridge.server import BridgeServer
     from rpc.connection import Limits
     from rpc.stdio import FdReceiveStream, FdSendStream
+
+    retention = Retention(
+        max_age_days=args.retain_days,
+        max_bytes=None if args.retain_mb is None else int(args.retain_mb * 1024 * 1024),
+    )
+    try:
+        history = open_history(args.state_dir, retention=retention, sync=args.journal_sync)
+    except JournalError as exc:
+        sys.stderr.write(f"agent-bridge: {exc}\n")
+        sys.stderr.flush()
+        return 1
 
     async def run() -> None:
         receive = FdReceiveStream(0)
@@ -91,6 +134,7 @@ def _serve(args: argparse.Namespace) -> int:
                 max_inflight_requests=args.max_inflight,
             ),
             interrupt_grace=args.interrupt_grace,
+            history=history,
         )
 
         async def stop_on_signal() -> None:

@@ -106,7 +106,17 @@ async def _demo(framing: str, printer: _Printer) -> int:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     spec = ProcessSpec(
-        argv=(sys.executable, "-m", "bridge", "serve", "--framing", framing),
+        # The demo leaves no history behind in the user's state directory.
+        argv=(
+            sys.executable,
+            "-m",
+            "bridge",
+            "serve",
+            "--framing",
+            framing,
+            "--state-dir",
+            ":memory:",
+        ),
         cwd=None,
         env=env,
         name="agent-bridge",

@@ -45,9 +45,12 @@ class ProviderFailure(BridgeError):
     """A provider-side failure classified by the adapter.
 
     ``detail`` is for the bridge's log only (already redacted by the adapter); it never
-    reaches a host.
+    reaches a host.  ``details`` may name what is missing (an executable, a variable) and
+    is sent to the host, so it must never carry upstream text.
     """
 
-    def __init__(self, code: ErrorCode, detail: str = "") -> None:
-        super().__init__(code)
+    def __init__(
+        self, code: ErrorCode, detail: str = "", *, details: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(code, details=details)
         self.detail = detail

@@ -13,25 +13,41 @@ of interactions, and the rules that hold whatever the provider does:
 * close interrupts the active run, then disposes the provider session, then publishes
   ``session.closed``; dispose is bounded and shielded from cancellation.
 
+Everything it decides is recorded in its :class:`~bridge.journal.base.History`: the
+journal on disk (see ``docs/journal.md``) or memory.  With a journal an event reaches the
+host only once it is committed (:mod:`bridge.outbox`), and a command's reply
+(``session/create``, ``run/start``, ``interaction/respond``, ``session/close``…) is sent
+only after what it changed is committed.
+
 The runtime talks to the host only through :class:`Host`, so it can be driven in-process
 by tests as well as by the JSON-RPC server.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal, Protocol, cast
 
 import anyio
 import anyio.abc
 import msgspec
 
+from bridge.envelope import EnvelopeFormat
 from bridge.errors import BridgeError, ProviderFailure
-from bridge.eventlog import EventLog
 from bridge.ids import Clock, IdFactory
 from bridge.interactions import Interaction
+from bridge.journal.base import History, SessionRecord
+from bridge.journal.blocks import TYPE_CODES
+from bridge.journal.errors import JournalError
+from bridge.journal.memory import MemoryHistory
+from bridge.journal.paging import page_range
+from bridge.journal.raw import encode_raw
+from bridge.journal.settle import settle
 from bridge.options import resolve_options
+from bridge.outbox import Outbox
 from bridge.registry import ProviderRegistry
 from bridge.spi import (
     AgentProvider,
@@ -61,6 +77,7 @@ from bridge.wire.events import (
     RunInterrupted,
     RunStarted,
     SessionClosed,
+    SessionResumed,
     TextDelta,
     ThinkingDelta,
 )
@@ -72,6 +89,8 @@ from bridge.wire.methods import (
     RunInterruptResult,
     RunStartParams,
     RunStartResult,
+    SessionAttachResult,
+    SessionDeleteResult,
     SessionInfo,
 )
 from bridge.wire.providers import ProviderDescriptor
@@ -87,6 +106,8 @@ EVENTS_READ_MAX: Final = 1000
 _encode = msgspec.json.encode
 _provider_payload_decoder: Final = msgspec.json.Decoder(ProviderPayload)
 _request_decoder: Final = msgspec.json.Decoder(InteractionRequest)
+_receipt_decoder: Final = msgspec.json.Decoder(RunStartResult)
+_TYPE_CODES: Final = TYPE_CODES
 
 
 class Host(Protocol):
@@ -116,7 +137,7 @@ class Host(Protocol):
 
 
 class Session:
-    """A bridge session: its provider session, event log, runs and state."""
+    """A bridge session open in this process: its provider session, runs and state."""
 
     def __init__(
         self,
@@ -135,18 +156,21 @@ class Session:
         self.title = title
         self.options = options
         self.created_at = created_at
+        self.updated_at = created_at
         self.state: SessionState = "active"
         self.provider_session: ProviderSession | None = None
         self.recovery_opaque: Any = None
-        self.log = EventLog()
-        # One bytes template per session: stamping an event is a single format operation.
-        # eventId is ``evt_<session token>_<sequence in hex>``: unique, and the same whether
-        # the event is read live or from history.
-        token = session_id.split("_", 1)[-1].encode()
-        head = b'{"eventId":"evt_%s_%%x","sessionId":"%s",' % (token, session_id.encode())
-        tail = b'"sequence":%d,"occurredAt":"%s","payload":%s}'
-        self.envelope_format = head + b'"runId":"%s",' + tail
-        self.envelope_format_sessionwide = head + tail
+        self.saved_recovery = b""
+        self.last_sequence = 0
+        fmt = EnvelopeFormat(session_id)
+        self.envelope_format = fmt.run
+        self.envelope_format_sessionwide = fmt.sessionwide
+        # delivery (see bridge.outbox)
+        self.held: collections.deque[tuple[int, bytes]] | None = None
+        self.paused = False
+        # the raw record of the latest emit that had one, and its id
+        self.raw_object: Any = None
+        self.raw_id = 0
         self.active_runs: dict[str, Run] = {}
         self.tg: anyio.abc.TaskGroup | None = None
         self.closed = anyio.Event()
@@ -163,8 +187,23 @@ class Session:
             workspace=self.workspace,
             title=self.title,
             active_run_id=active,
-            last_sequence=self.log.last_sequence,
+            last_sequence=self.last_sequence,
+            updated_at=self.updated_at,
         )
+
+
+def _record_info(record: SessionRecord) -> SessionInfo:
+    """The wire view of a session that is not open in this process."""
+    return SessionInfo(
+        session_id=record.session_id,
+        provider_id=record.provider_id,
+        state=record.state,
+        created_at=record.created_at,
+        workspace=record.workspace,
+        title=record.title,
+        last_sequence=record.last_sequence,
+        updated_at=record.updated_at,
+    )
 
 
 class Run:
@@ -189,13 +228,12 @@ class Run:
 class _RunContext:
     """The :class:`bridge.spi.RunContext` handed to a provider run."""
 
-    __slots__ = ("_host", "_publish", "_run", "_runtime", "_session")
+    __slots__ = ("_publish", "_run", "_runtime", "_session")
 
     def __init__(self, runtime: Runtime, run: Run) -> None:
         self._runtime = runtime
         self._run = run
         self._session = run.session
-        self._host = runtime.host
         self._publish = runtime.publish
 
     @property
@@ -206,10 +244,10 @@ class _RunContext:
     def interrupt_requested(self) -> bool:
         return self._run.state == "interrupting"
 
-    def emit_nowait(self, payload: ProviderPayload) -> None:
-        self._emit(payload)
+    def emit_nowait(self, payload: ProviderPayload, raw: Any = None) -> None:
+        self._emit(payload, raw)
 
-    def _emit(self, payload: ProviderPayload) -> bool:
+    def _emit(self, payload: ProviderPayload, raw: Any) -> bool:
         """Validate and publish; return whether the host is congested."""
         run = self._run
         if run.state in RUN_TERMINAL:
@@ -220,25 +258,26 @@ class _RunContext:
             # Frozen structs with one str field: checking the type is the whole validation
             # and the object itself is the snapshot.
             if type(payload.text) is not str:  # type: ignore[union-attr]
-                return self._contract_violation("payload of the wrong shape")
+                return self._contract_violation("payload of the wrong shape", raw)
         else:
             try:
                 # A round trip validates every field and takes a deep snapshot.
                 payload = _provider_payload_decoder.decode(_encode(payload))
             except (msgspec.DecodeError, TypeError, ValueError, RecursionError):
-                return self._contract_violation("payload of the wrong shape")
-        return self._publish(self._session, run.id, payload)
+                return self._contract_violation("payload of the wrong shape", raw)
+        return self._publish(self._session, run.id, payload, raw)
 
-    async def emit(self, payload: ProviderPayload) -> None:
-        if self._emit(payload):
-            await self._host.drained()
+    async def emit(self, payload: ProviderPayload, raw: Any = None) -> None:
+        if self._emit(payload, raw):
+            await self._runtime.drained()
 
-    def _contract_violation(self, what: str) -> bool:
+    def _contract_violation(self, what: str, raw: Any) -> bool:
         log.warning("run %s: provider contract violation: %s", self._run.id, what)
         return self._publish(
             self._run.session,
             self._run.id,
             Diagnostic(level="error", code="provider_contract", message=what),
+            raw,
         )
 
     def open_interaction(self, request: InteractionRequest) -> Interaction:
@@ -249,7 +288,11 @@ class _RunContext:
 
 
 class Runtime:
-    """Sessions, runs and interactions; use as ``async with Runtime(...) as rt``."""
+    """Sessions, runs and interactions; use as ``async with Runtime(...) as rt``.
+
+    ``history`` is where they are recorded (default: memory only); the runtime starts it
+    on entry and closes it on exit.
+    """
 
     def __init__(
         self,
@@ -260,6 +303,7 @@ class Runtime:
         clock: Clock | None = None,
         interrupt_grace: float = 5.0,
         dispose_timeout: float = 10.0,
+        history: History | None = None,
     ) -> None:
         self.registry = registry
         self.host = host
@@ -267,34 +311,45 @@ class Runtime:
         self.clock = clock or Clock()
         self.interrupt_grace = interrupt_grace
         self.dispose_timeout = dispose_timeout
+        self.history: History = history if history is not None else MemoryHistory()
         self.sessions: dict[str, Session] = {}
         self.runs: dict[str, Run] = {}
         self.interactions: dict[str, Interaction] = {}
         self._receipts: dict[str, tuple[bytes, RunStartResult]] = {}
+        self._outbox = Outbox(host, self.history)
+        #: sessions with an active run: their recovery record is refreshed after commits
+        self._running: dict[Session, None] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._tg_cm: Any = None
 
     async def __aenter__(self) -> Runtime:
+        await self.history.start(self._committed)
         self._tg_cm = anyio.create_task_group()
         self._tg = await self._tg_cm.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> bool | None:
         try:
-            await self.shutdown()
+            try:
+                await self.shutdown()
+            finally:
+                assert self._tg is not None
+                self._tg.cancel_scope.cancel()
+                result: bool | None = await self._tg_cm.__aexit__(*exc)
         finally:
-            assert self._tg is not None
-            self._tg.cancel_scope.cancel()
-            result: bool | None = await self._tg_cm.__aexit__(*exc)
+            await self.history.aclose()
         return result
 
     # ------------------------------------------------------------------ events
 
-    def publish(self, session: Session, run_id: str | None, payload: EventPayload) -> bool:
-        """Stamp ``payload`` with id, sequence and time (an :class:`EventEnvelope`), append
-        it to the session's log and send it to the host; return whether the host is
-        congested."""
-        sequence = session.log.last_sequence + 1
+    def publish(
+        self, session: Session, run_id: str | None, payload: EventPayload, raw: Any = None
+    ) -> bool:
+        """Stamp ``payload`` with id, sequence and time (an :class:`EventEnvelope`), record
+        it (with the raw record it came from, if any) and send it to the host once it is
+        durable; return whether producers should wait (:meth:`drained`)."""
+        sequence = session.last_sequence + 1
+        session.last_sequence = sequence
         if run_id is None:
             body = session.envelope_format_sessionwide % (
                 sequence,
@@ -310,26 +365,112 @@ class Runtime:
                 self.clock.now_iso_bytes(),
                 _encode(payload),
             )
-        session.log.append(body)
+        if raw is None:
+            raw_id = 0
+        elif raw is session.raw_object:
+            raw_id = session.raw_id
+        else:
+            raw_id = self._raw_id(session, raw, sequence)
+        history = self.history
+        history.append(session.id, sequence, _TYPE_CODES[type(payload)], body, raw_id)
+        if history.durable or session.held is not None:
+            return self._outbox.hold(session, body)
         return self.host.publish(body)
 
-    def read_events(self, params: EventsReadParams) -> msgspec.Raw:
-        """Return a page of a session's events as an encoded ``EventsReadResult``."""
-        session = self._session(params.session_id)
+    def _committed(self) -> None:
+        """After each commit: send what is now durable, and keep the recovery records of
+        running sessions up to date (an adapter's record may change in the middle of a
+        run, e.g. once the provider has named its conversation), so the record a crash
+        leaves is never older than the events committed before it."""
+        self._outbox.release()
+        for session in list(self._running):
+            self._save_recovery(session)
+
+    def _raw_id(self, session: Session, raw: Any, sequence: int) -> int:
+        """Record ``raw``, a raw record not seen in the previous emit, as the one the event
+        at ``sequence`` was projected from; return its id (0 if it cannot be encoded)."""
+        record = encode_raw(raw)
+        if record is None:
+            log.warning("session %s: a raw record that cannot be encoded was dropped", session.id)
+            return 0
+        session.raw_object = raw
+        session.raw_id = sequence
+        self.history.add_raw(session.id, sequence, record)
+        return sequence
+
+    async def drained(self) -> None:
+        """Wait until the journal and the host have caught up (backpressure)."""
+        await self._outbox.drained()
+
+    async def flush(self) -> None:
+        """Wait until everything recorded so far is durable."""
+        history = self.history
+        await history.committed_through(history.mark())
+
+    async def _guard(self, read: Awaitable[Any]) -> Any:
+        """Await a history read; a failed journal is ``history_unavailable``."""
+        try:
+            return await read
+        except JournalError:
+            raise BridgeError("history_unavailable") from None
+
+    async def read_events(self, params: EventsReadParams) -> msgspec.Raw:
+        """Return a page of a session's events as an encoded ``EventsReadResult``.
+
+        Raises ``session_not_found``, ``invalid_params`` (a settled raw view) and
+        ``history_unavailable`` (the journal cannot be read now).
+        """
+        settled = params.projection == "settled"
+        if settled and params.view == "raw":
+            raise BridgeError("invalid_params", details={"field": "projection"})
         limit = max(1, min(params.limit, EVENTS_READ_MAX))
-        page, has_more = session.log.page(after=params.after, before=params.before, limit=limit)
+        session_id = params.session_id
+        session = self.sessions.get(session_id)
+        if session is not None and session.state != "closed":
+            await self.flush()
+            last = self._outbox.committed_sequence(session)
+        else:  # closed here (and committed), or not open in this process
+            record = await self._guard(self.history.load_session(session_id))
+            if record is None:
+                raise BridgeError("session_not_found")
+            last = record.last_sequence
+        lo, hi, has_more = page_range(last, params.after, params.before, limit)
+        page: list[bytes] = []
+        raw = b""
+        if hi >= lo:
+            page = await self._guard(self.history.read_events(session_id, lo, hi))
+            if len(page) != hi - lo + 1:
+                raise BridgeError("history_unavailable")
+            if params.view == "raw":
+                records = await self._guard(self.history.read_raw(session_id, lo, hi))
+                if records:
+                    raw = b',"raw":' + _encode(records)
+        if settled:
+            page = settle(page)
         return msgspec.Raw(
-            b'{"events":[%s],"hasMore":%s,"exact":true,"lastSequence":%d}'
-            % (b",".join(page), b"true" if has_more else b"false", session.log.last_sequence)
+            b'{"events":[%s],"hasMore":%s,"exact":%s,"lastSequence":%d%s}'
+            % (
+                b",".join(page),
+                b"true" if has_more else b"false",
+                b"false" if settled else b"true",
+                last,
+                raw,
+            )
         )
 
     # ------------------------------------------------------------------ sessions
 
-    def _session(self, session_id: str) -> Session:
+    async def _open_here(self, session_id: str) -> Session:
+        """Return the session if it is open in this process (or was, and is closed);
+        otherwise raise ``session_closed`` / ``session_in_use`` for a stored session and
+        ``session_not_found`` for an unknown one."""
         session = self.sessions.get(session_id)
-        if session is None:
+        if session is not None:
+            return session
+        record = await self._guard(self.history.load_session(session_id))
+        if record is None:
             raise BridgeError("session_not_found")
-        return session
+        raise BridgeError("session_closed" if record.state == "closed" else "session_in_use")
 
     async def _session_host(
         self, session: Session, *, task_status: anyio.abc.TaskStatus[None]
@@ -343,13 +484,36 @@ class Runtime:
         finally:
             session.finished.set()
 
+    async def _start_provider(
+        self,
+        session: Session,
+        start: Callable[[AgentProvider, SessionContext], Awaitable[ProviderSession]],
+    ) -> None:
+        """Give ``session`` its task group and provider session; on failure the session
+        is closed and the provider's classified error (or ``provider_failed``) raised."""
+        assert self._tg is not None, "runtime not started"
+        await self._tg.start(self._session_host, session)
+        assert session.tg is not None
+        ctx = SessionContext(session.id, session.workspace, session.options, session.tg)
+        try:
+            session.provider_session = await start(session.provider, ctx)
+        except BaseException as exc:
+            session.state = "closed"
+            session.closed.set()
+            if isinstance(exc, BridgeError):
+                raise
+            if isinstance(exc, Exception):
+                log.exception("provider %s failed to start a session", session.provider.id)
+                raise BridgeError("provider_failed") from None
+            raise
+
     async def _open_session(
         self,
         provider_id: str,
         workspace: str | None,
         options: dict[str, Any],
         title: str | None,
-        start: Callable[[AgentProvider, SessionContext], Any],
+        start: Callable[[AgentProvider, SessionContext], Awaitable[ProviderSession]],
     ) -> SessionInfo:
         provider = self.registry.get(provider_id)
         descriptor = provider.describe()
@@ -364,22 +528,22 @@ class Runtime:
             resolved,
             self.clock.now_iso(),
         )
-        assert self._tg is not None, "runtime not started"
-        await self._tg.start(self._session_host, session)
-        assert session.tg is not None
-        ctx = SessionContext(session.id, real_workspace, resolved, session.tg)
-        try:
-            session.provider_session = await start(provider, ctx)
-        except BaseException as exc:
-            session.state = "closed"
-            session.closed.set()
-            if isinstance(exc, BridgeError):
-                raise
-            if isinstance(exc, Exception):
-                log.exception("provider %s failed to start a session", provider_id)
-                raise BridgeError("provider_failed") from None
-            raise
+        await self._start_provider(session, start)
         self.sessions[session.id] = session
+        self.history.add_session(
+            SessionRecord(
+                session_id=session.id,
+                provider_id=provider.id,
+                provider_version=descriptor.version,
+                workspace=real_workspace,
+                title=title,
+                created_at=session.created_at,
+                updated_at=session.updated_at,
+                options=resolved,
+            )
+        )
+        self._save_recovery(session)
+        await self.flush()
         return session.info()
 
     async def create_session(
@@ -424,10 +588,161 @@ class Runtime:
         )
         return info
 
-    def export_session(self, session_id: str) -> RecoveryRecord:
-        """Return the recovery record of a session (raises ``unsupported`` when the
-        provider cannot resume)."""
-        session = self._session(session_id)
+    async def reopen_session(
+        self,
+        session_id: str,
+        *,
+        after: int | None = None,
+        workspace: str | None = None,
+        options: dict[str, Any] | None = None,
+        title: str | None = None,
+    ) -> SessionInfo:
+        """Reopen a stored session by id (``session/resume {sessionId}``), in this or a
+        later bridge process: same id, its sequence continues after ``session.resumed``.
+        A session already open here is returned as it is.  With ``after``, its events
+        after that sequence are replayed first (as :meth:`attach`).
+
+        Raises ``session_not_found``, ``session_in_use`` (open in another live bridge),
+        ``unsupported`` (the provider cannot resume), ``recovery_invalid``,
+        ``workspace_invalid``, ``invalid_option`` or the provider's classified failure.
+        """
+        live = self.sessions.get(session_id)
+        if live is not None and live.state == "closing":
+            await live.closed.wait()
+        if live is not None and live.state == "active":
+            if after is not None:
+                await self.attach(session_id, after)
+            return live.info()
+        await self.flush()
+        status, record = await self._guard(self.history.claim(session_id))
+        if status == "not_found" or record is None:
+            raise BridgeError("session_not_found" if status != "in_use" else "session_in_use")
+        try:
+            session = self._reopened(record, workspace, options, title)
+            opaque = record.recovery
+
+            def start(provider: AgentProvider, ctx: SessionContext) -> Awaitable[ProviderSession]:
+                if opaque is None:
+                    return provider.create_session(ctx)
+                return provider.resume_session(ctx, opaque)
+
+            await self._start_provider(session, start)
+        except BaseException:
+            self.history.update_session(session_id, state="closed")
+            raise
+        self.sessions[session_id] = session
+        if after is not None:
+            # held from here, so session.resumed reaches the host once, in the replay
+            self._outbox.pause(session)
+        session.updated_at = self.clock.now_iso()
+        self.history.update_session(
+            session_id,
+            state="active",
+            updated_at=session.updated_at,
+            title=session.title,
+            workspace=session.workspace,
+            options=session.options,
+        )
+        self.publish(session, None, SessionResumed())
+        self._save_recovery(session)
+        if after is not None:
+            await self._attach_open(session, after)
+        else:
+            await self.flush()
+        return session.info()
+
+    def _reopened(
+        self,
+        record: SessionRecord,
+        workspace: str | None,
+        options: dict[str, Any] | None,
+        title: str | None,
+    ) -> Session:
+        """A :class:`Session` continuing ``record``, with the overrides applied."""
+        provider = self.registry.get(record.provider_id)
+        descriptor = provider.describe()
+        if not descriptor.capabilities.recovery.resume:
+            raise BridgeError("unsupported")
+        resolved = (
+            resolve_options(descriptor.options, options, "session") if options else record.options
+        )
+        session = Session(
+            record.session_id,
+            provider,
+            descriptor,
+            resolve_workspace(workspace if workspace is not None else record.workspace),
+            title if title is not None else record.title,
+            resolved,
+            record.created_at,
+        )
+        session.last_sequence = record.last_sequence
+        return session
+
+    async def attach(self, session_id: str, after: int = 0) -> SessionAttachResult:
+        """Send the session's events after sequence ``after`` to the host, in order, then
+        let its live events follow (no gap, no duplicate), and ask its pending
+        interactions again.  Works for stored sessions not open here too (history only).
+        Raises ``session_not_found`` or ``history_unavailable``."""
+        session = self.sessions.get(session_id)
+        if session is None or session.state == "closed":
+            record = await self._guard(self.history.load_session(session_id))
+            if record is None:
+                raise BridgeError("session_not_found")
+            info = _record_info(record)
+            replayed = await self._replay(session_id, after, info.last_sequence)
+            return SessionAttachResult(info, replayed, info.last_sequence)
+        return await self._attach_open(session, after)
+
+    async def _attach_open(self, session: Session, after: int) -> SessionAttachResult:
+        """:meth:`attach` for a session open here: live events are held while what is
+        committed is replayed from history, then released."""
+        self._outbox.pause(session)
+        try:
+            await self.flush()
+            last = self._outbox.drop_committed(session)
+            replayed = await self._replay(session.id, after, last)
+        finally:
+            self._outbox.resume(session)
+        assert session.tg is not None
+        for run in session.active_runs.values():
+            for interaction in run.pending.values():
+                if self.host.can_answer(interaction.kind):
+                    session.tg.start_soon(self.host.ask, interaction)
+        return SessionAttachResult(session.info(), replayed, last)
+
+    async def _replay(self, session_id: str, after: int, last: int) -> int:
+        """Send the stored events ``after + 1``..``last`` to the host; return how many."""
+        sent = 0
+        lo = max(0, after) + 1
+        while lo <= last:
+            hi = min(last, lo + EVENTS_READ_MAX - 1)
+            page = await self._guard(self.history.read_events(session_id, lo, hi))
+            if len(page) != hi - lo + 1:
+                raise BridgeError("history_unavailable")
+            for body in page:
+                if self.host.publish(body):
+                    await self.host.drained()
+            sent += len(page)
+            lo = hi + 1
+        return sent
+
+    async def export_session(self, session_id: str) -> RecoveryRecord:
+        """Return the recovery record of a session, open here or stored (raises
+        ``session_not_found``, ``unsupported`` when the provider cannot resume, and
+        ``recovery_invalid`` when there is no record)."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            stored = await self._guard(self.history.load_session(session_id))
+            if stored is None:
+                raise BridgeError("session_not_found")
+            descriptor = self.registry.get(stored.provider_id).describe()
+            if not descriptor.capabilities.recovery.resume:
+                raise BridgeError("unsupported")
+            if stored.recovery is None:
+                raise BridgeError("recovery_invalid")
+            return RecoveryRecord(
+                stored.provider_id, stored.provider_version, WIRE_VERSION, stored.recovery
+            )
         if not session.descriptor.capabilities.recovery.resume:
             raise BridgeError("unsupported")
         opaque = (
@@ -439,20 +754,63 @@ class Runtime:
             raise BridgeError("recovery_invalid")
         return RecoveryRecord(session.provider.id, session.descriptor.version, WIRE_VERSION, opaque)
 
-    def list_sessions(self, provider: str | None = None, limit: int = 100) -> list[SessionInfo]:
-        """Return sessions newest first, optionally only those of ``provider``."""
-        out: list[SessionInfo] = []
-        for session in reversed(self.sessions.values()):
-            if provider is None or session.provider.id == provider:
-                out.append(session.info())
-                if len(out) >= limit:
-                    break
-        return out
+    def _save_recovery(self, session: Session, opaque: Any = None) -> None:
+        """Record the session's latest recovery record (``opaque``, or exported now) if it
+        changed."""
+        if not session.descriptor.capabilities.recovery.resume:
+            return
+        if opaque is None and session.provider_session is not None:
+            try:
+                opaque = session.provider_session.export_recovery_record()
+            except Exception:
+                log.exception("session %s: export_recovery_record failed", session.id)
+                return
+        if opaque is None:
+            return
+        try:
+            data = _encode(opaque)
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            log.warning("session %s: the recovery record is not JSON; not saved", session.id)
+            return
+        if data != session.saved_recovery:
+            session.saved_recovery = data
+            self.history.update_session(session.id, recovery=data)
+
+    async def list_sessions(
+        self,
+        provider: str | None = None,
+        limit: int = 100,
+        *,
+        workspace: str | None = None,
+        cursor: str | None = None,
+    ) -> tuple[list[SessionInfo], str | None]:
+        """Return sessions newest first (those of ``provider`` in ``workspace`` only, when
+        given) from history, and the cursor of the next page."""
+        if workspace is not None:
+            # a workspace that does not exist (any more) is matched as given
+            with contextlib.suppress(BridgeError):
+                workspace = resolve_workspace(workspace)
+        records, next_cursor = await self._guard(
+            self.history.list_sessions(provider, workspace, cursor, limit)
+        )
+        out = [
+            self.sessions[r.session_id].info() if r.session_id in self.sessions else _record_info(r)
+            for r in records
+        ]
+        return out, next_cursor
 
     async def close_session(self, session_id: str, reason: str = "closed") -> SessionInfo:
         """Interrupt the active run, dispose the provider session, publish
-        ``session.closed``.  Closing a closed session returns it unchanged."""
-        session = self._session(session_id)
+        ``session.closed``.  Closing a closed session returns it unchanged; a session
+        open in another bridge process is ``session_in_use``."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            record = await self._guard(self.history.load_session(session_id))
+            if record is None:
+                raise BridgeError("session_not_found")
+            if record.state != "closed":
+                raise BridgeError("session_in_use")
+            return _record_info(record)
         if session.state != "active":
             await session.closed.wait()
             return session.info()
@@ -468,10 +826,31 @@ class Runtime:
                 self._finish(run, RunOutcome.interrupted(), forced=True)
             await self._dispose_provider(session)
             self.publish(session, None, SessionClosed(reason=reason))
+            session.updated_at = self.clock.now_iso()
+            self.history.update_session(session.id, state="closed", updated_at=session.updated_at)
             session.state = transition(SESSION_TRANSITIONS, "session", session.state, "closed")
             session.closed.set()
             await session.finished.wait()
+            await self.flush()
         return session.info()
+
+    async def delete_session(self, session_id: str) -> SessionDeleteResult:
+        """Close the session if it is open here, then delete its history, receipts and
+        recovery record.  Raises ``session_not_found``, ``session_in_use`` (open in
+        another live bridge) or ``history_unavailable``."""
+        session = self.sessions.get(session_id)
+        if session is not None and session.state != "closed":
+            await self.close_session(session_id)
+        status = await self._guard(self.history.delete(session_id))
+        if status == "in_use":
+            raise BridgeError("session_in_use")
+        if status == "not_found" and session is None:
+            raise BridgeError("session_not_found")
+        self.sessions.pop(session_id, None)
+        for run_id in [r for r, run in self.runs.items() if run.session.id == session_id]:
+            del self.runs[run_id]
+        self._receipts = {k: v for k, v in self._receipts.items() if v[1].session_id != session_id}
+        return SessionDeleteResult(session_id, deleted=True)
 
     async def _dispose_provider(self, session: Session) -> None:
         provider_session, session.provider_session = session.provider_session, None
@@ -481,6 +860,8 @@ class Runtime:
             session.recovery_opaque = provider_session.export_recovery_record()
         except Exception:
             log.exception("session %s: export_recovery_record failed", session.id)
+        else:
+            self._save_recovery(session, session.recovery_opaque)
         with anyio.CancelScope(shield=True), anyio.move_on_after(self.dispose_timeout):
             try:
                 await provider_session.dispose()
@@ -503,37 +884,71 @@ class Runtime:
     # ------------------------------------------------------------------ runs
 
     async def start_run(self, params: RunStartParams) -> RunStartResult:
-        """Start a run and return at once with its id; events follow.
+        """Start a run and return at once with its id (once the start is durable);
+        events follow.
 
-        Raises ``session_not_found``, ``session_closed``, ``run_active``,
-        ``invalid_option``, ``command_conflict``.  A provider that fails to start the run
-        produces a ``run.failed`` event, not an error reply.
+        Raises ``session_not_found``, ``session_closed``, ``session_in_use``,
+        ``run_active``, ``invalid_option``, ``command_conflict``.  A provider that fails to
+        start the run produces a ``run.failed`` event, not an error reply.  The same
+        ``commandId`` with the same payload returns the first receipt (``duplicate``),
+        also after a restart of the bridge.
         """
-        session = self._session(params.session_id)
+        result = await self._start_run(params)
+        await self.flush()
+        return result
+
+    async def _receipt(self, command_id: str) -> tuple[bytes, RunStartResult] | None:
+        known = self._receipts.get(command_id)
+        if known is not None:
+            return known
+        stored = await self._guard(self.history.find_receipt(command_id))
+        known = self._receipts.get(command_id)  # made while we waited?
+        if known is not None or stored is None:
+            return known
+        return stored[0], _receipt_decoder.decode(stored[1])
+
+    async def _start_run(self, params: RunStartParams) -> RunStartResult:
         receipt_key = b""
         if params.command_id is not None:
             receipt_key = _encode((params.session_id, params.input, params.options))
-            previous = self._receipts.get(params.command_id)
+            previous = await self._receipt(params.command_id)
             if previous is not None:
                 if previous[0] != receipt_key:
                     raise BridgeError("command_conflict")
                 first = previous[1]
                 return RunStartResult(first.run_id, first.session_id, duplicate=True)
+        session = await self._open_here(params.session_id)
         if session.state != "active":
             raise BridgeError("session_closed")
         limit = session.descriptor.capabilities.run.max_concurrent_runs
         if len(session.active_runs) >= limit:
             raise BridgeError("run_active")
         options = resolve_options(session.descriptor.options, params.options, "run")
+        run_id = self.ids.new("run")
+        result = RunStartResult(run_id, session.id)
+        if params.command_id is not None:
+            # reserved now, so a retry racing this start is answered as a duplicate
+            self._receipts[params.command_id] = (receipt_key, result)
         if session.provider_session is None:
-            await self._revive(session)
-        run = Run(self.ids.new("run"), session, params.input)
+            try:
+                await self._revive(session)
+            except BaseException:
+                if params.command_id is not None:
+                    self._receipts.pop(params.command_id, None)
+                raise
+        run = Run(run_id, session, params.input)
         self.runs[run.id] = run
         session.active_runs[run.id] = run
-        result = RunStartResult(run.id, session.id)
+        self._running[session] = None
+        now = self.clock.now_iso()
         if params.command_id is not None:
-            self._receipts[params.command_id] = (receipt_key, result)
+            self.history.save_receipt(
+                params.command_id, session.id, receipt_key, _encode(result), now
+            )
         self.publish(session, run.id, RunStarted(input=params.input.text))
+        self.history.run_started(session.id, run.id, session.last_sequence)
+        session.updated_at = now
+        self.history.update_session(session.id, updated_at=now)
         assert session.tg is not None and session.provider_session is not None
         provider_session = session.provider_session
         ctx = _RunContext(self, run)
@@ -550,6 +965,7 @@ class Runtime:
             log.exception("run %s: provider start_run raised", run.id)
             self._finish(run, RunOutcome.failed("provider_contract"))
             return result
+        self._save_recovery(session)
         if run.state == "starting":
             run.state = transition(RUN_TRANSITIONS, "run", run.state, "running")
         session.tg.start_soon(self._drive, run)
@@ -609,7 +1025,13 @@ class Runtime:
             payload = RunFailed(error=ErrorInfo.of(code))
         run.state = transition(RUN_TRANSITIONS, "run", run.state, outcome.state)
         self.publish(session, run.id, payload)
+        self.history.run_ended(session.id, run.id, session.last_sequence, run.state)
+        session.updated_at = self.clock.now_iso()
+        self.history.update_session(session.id, updated_at=session.updated_at)
+        self._save_recovery(session)
         session.active_runs.pop(run.id, None)
+        if not session.active_runs:
+            self._running.pop(session, None)
         run.done.set()
         return True
 
@@ -706,6 +1128,9 @@ class Runtime:
             run.id,
             InteractionRequested(interaction.interaction_id, interaction.request),
         )
+        self.history.interaction_opened(
+            run.session.id, interaction.interaction_id, run.id, _encode(interaction.request)
+        )
         interaction.on_settle.append(lambda i: self._on_settled(run, i))
         if self.host.can_answer(interaction.kind):
             assert run.session.tg is not None
@@ -746,11 +1171,18 @@ class Runtime:
                 interaction.auto,
             ),
         )
+        self.history.interaction_settled(
+            run.session.id,
+            interaction.interaction_id,
+            interaction.status,
+            None if interaction.answer is None else _encode(interaction.answer),
+        )
         if run.state == "awaiting_input" and not run.pending:
             run.state = transition(RUN_TRANSITIONS, "run", run.state, "running")
 
     def respond(self, interaction_id: str, answer: Any) -> Literal["applied", "duplicate"]:
-        """Settle an interaction with a host's answer (``interaction/respond``)."""
+        """Settle an interaction with a host's answer (``interaction/respond``); the
+        settlement is durable once :meth:`flush` returns."""
         interaction = self.interactions.get(interaction_id)
         if interaction is None:
             raise BridgeError("interaction_not_found")

@@ -18,6 +18,8 @@ import msgspec
 from bridge import __version__
 from bridge.errors import BridgeError
 from bridge.interactions import Interaction
+from bridge.journal.base import History
+from bridge.journal.memory import MemoryHistory
 from bridge.registry import ProviderRegistry
 from bridge.runtime import Runtime
 from bridge.wire.catalog import CATALOG
@@ -42,7 +44,10 @@ from bridge.wire.methods import (
     RunSteerParams,
     ServerCapabilities,
     ServerInfo,
+    SessionAttachParams,
+    SessionAttachResult,
     SessionCreateParams,
+    SessionDeleteResult,
     SessionExportResult,
     SessionListParams,
     SessionListResult,
@@ -83,8 +88,10 @@ class BridgeServer:
         limits: Limits = Limits(),  # noqa: B008 - frozen
         interrupt_grace: float = 5.0,
         interaction_timeout: float | None = None,
+        history: History | None = None,
     ) -> None:
         self.registry = registry
+        self.history: History = history if history is not None else MemoryHistory()
         self.phase: Phase = "new"
         self._interrupt_grace = interrupt_grace
         self._interaction_timeout = interaction_timeout
@@ -138,6 +145,7 @@ class BridgeServer:
         entry = self.conn.open_request(
             "interaction/request", params, result_type=Answer, timeout=self._interaction_timeout
         )
+
         def withdraw(_interaction: Interaction) -> None:
             self.conn.cancel_request(entry)
 
@@ -213,7 +221,9 @@ class BridgeServer:
             protocol_version=params.protocol_version,
             server_info=ServerInfo("agent-bridge", __version__),
             capabilities=ServerCapabilities(
-                methods=_STABLE_METHODS, experimental=tuple(sorted(self._experimental))
+                methods=_STABLE_METHODS,
+                experimental=tuple(sorted(self._experimental)),
+                durable_history=self.history.durable,
             ),
         )
 
@@ -254,20 +264,44 @@ class BridgeServer:
         return SessionResult(info)
 
     async def _session_resume(self, params: SessionResumeParams) -> SessionResult:
-        info = await self._rt().resume_session(
-            params.record, workspace=params.workspace, options=params.options, title=params.title
-        )
+        if (params.record is None) == (params.session_id is None):
+            raise BridgeError("invalid_params", details={"field": "record"})
+        if params.session_id is not None:
+            info = await self._rt().reopen_session(
+                params.session_id,
+                after=params.after,
+                workspace=params.workspace,
+                options=params.options,
+                title=params.title,
+            )
+        else:
+            assert params.record is not None
+            info = await self._rt().resume_session(
+                params.record,
+                workspace=params.workspace,
+                options=params.options,
+                title=params.title,
+            )
         return SessionResult(info)
+
+    async def _session_attach(self, params: SessionAttachParams) -> SessionAttachResult:
+        return await self._rt().attach(params.session_id, params.after)
 
     async def _session_close(self, params: SessionRef) -> SessionResult:
         return SessionResult(await self._rt().close_session(params.session_id))
 
-    def _session_list(self, params: SessionListParams) -> SessionListResult:
-        limit = max(1, min(params.limit, 1000))
-        return SessionListResult(tuple(self._rt().list_sessions(params.provider, limit)))
+    async def _session_delete(self, params: SessionRef) -> SessionDeleteResult:
+        return await self._rt().delete_session(params.session_id)
 
-    def _session_export(self, params: SessionRef) -> SessionExportResult:
-        return SessionExportResult(self._rt().export_session(params.session_id))
+    async def _session_list(self, params: SessionListParams) -> SessionListResult:
+        limit = max(1, min(params.limit, 1000))
+        sessions, cursor = await self._rt().list_sessions(
+            params.provider, limit, workspace=params.workspace, cursor=params.cursor
+        )
+        return SessionListResult(tuple(sessions), next_cursor=cursor)
+
+    async def _session_export(self, params: SessionRef) -> SessionExportResult:
+        return SessionExportResult(await self._rt().export_session(params.session_id))
 
     async def _run_start(self, params: RunStartParams) -> RunStartResult:
         return await self._rt().start_run(params)
@@ -279,12 +313,16 @@ class BridgeServer:
         await self._rt().steer_run(params.run_id, params.input)
         return Empty()
 
-    def _interaction_respond(self, params: InteractionRespondParams) -> InteractionRespondResult:
-        status = self._rt().respond(params.interaction_id, params.answer)
+    async def _interaction_respond(
+        self, params: InteractionRespondParams
+    ) -> InteractionRespondResult:
+        runtime = self._rt()
+        status = runtime.respond(params.interaction_id, params.answer)
+        await runtime.flush()  # the settlement is durable before the reply
         return InteractionRespondResult(params.interaction_id, status)
 
-    def _events_read(self, params: EventsReadParams) -> msgspec.Raw:
-        return self._rt().read_events(params)
+    async def _events_read(self, params: EventsReadParams) -> msgspec.Raw:
+        return await self._rt().read_events(params)
 
     def _methods(self) -> dict[str, Method]:
         table: dict[str, Method] = {
@@ -293,15 +331,19 @@ class BridgeServer:
             "bridge/ping": Method(lambda p: PingResult(p.data), PingParams),
             "providers/list": Method(self._providers_list, ProvidersListParams, is_async=True),
             "session/create": Method(self._session_create, SessionCreateParams, is_async=True),
-            "session/list": Method(self._session_list, SessionListParams),
+            "session/list": Method(self._session_list, SessionListParams, is_async=True),
             "session/close": Method(self._session_close, SessionRef, is_async=True),
-            "session/export": Method(self._session_export, SessionRef),
+            "session/export": Method(self._session_export, SessionRef, is_async=True),
             "session/resume": Method(self._session_resume, SessionResumeParams, is_async=True),
+            "session/attach": Method(self._session_attach, SessionAttachParams, is_async=True),
+            "session/delete": Method(self._session_delete, SessionRef, is_async=True),
             "run/start": Method(self._run_start, RunStartParams, is_async=True),
             "run/interrupt": Method(self._run_interrupt, RunInterruptParams),
             "run/steer": Method(self._run_steer, RunSteerParams, is_async=True),
-            "interaction/respond": Method(self._interaction_respond, InteractionRespondParams),
-            "events/read": Method(self._events_read, EventsReadParams),
+            "interaction/respond": Method(
+                self._interaction_respond, InteractionRespondParams, is_async=True
+            ),
+            "events/read": Method(self._events_read, EventsReadParams, is_async=True),
         }
         served = {m.name for m in CATALOG if m.direction == "host->bridge" and m.kind == "request"}
         assert served == set(table), f"catalog and handlers differ: {served ^ set(table)}"
@@ -312,7 +354,9 @@ class BridgeServer:
     async def serve(self) -> None:
         """Serve until the host's EOF, ``exit`` or a write failure; then close every
         session (stopping provider processes) and return."""
-        async with Runtime(self.registry, self, interrupt_grace=self._interrupt_grace) as runtime:
+        async with Runtime(
+            self.registry, self, interrupt_grace=self._interrupt_grace, history=self.history
+        ) as runtime:
             self.runtime = runtime
             await self.conn.run()
             with anyio.CancelScope(shield=True):

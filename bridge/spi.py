@@ -17,7 +17,8 @@ dispose releases the provider's resources.  A provider that can only kill the wh
 session declares ``run.interrupt: unsupported`` instead of disposing silently.
 
 Providers emit semantic input only, through :class:`RunContext`: content payloads
-(:data:`ProviderPayload`) and interactions.  The runtime owns identity, order and time:
+(:data:`ProviderPayload`), optionally with the raw provider record each was projected
+from, and interactions.  The runtime owns identity, order and time:
 it stamps ids, sequence numbers and timestamps, validates and snapshots every payload
 synchronously inside ``emit`` (a later mutation cannot rewrite history; an invalid or
 cyclic payload becomes a ``provider_contract`` diagnostic, never a crash), and settles
@@ -122,13 +123,19 @@ class RunContext(Protocol):
         """Whether the host asked to interrupt this run."""
         ...
 
-    async def emit(self, payload: ProviderPayload) -> None:
-        """Validate, snapshot and publish ``payload``; waits only when the host is not
-        keeping up (backpressure).  Never raises for a bad payload: it is replaced by a
-        ``provider_contract`` diagnostic."""
+    async def emit(self, payload: ProviderPayload, raw: Any = None) -> None:
+        """Validate, snapshot and publish ``payload``; waits only when the host (or the
+        journal) is not keeping up (backpressure).  Never raises for a bad payload: it is
+        replaced by a ``provider_contract`` diagnostic.
+
+        ``raw`` (optional) is the provider record the payload was projected from, kept as
+        received for provenance (``events/read`` with ``view: "raw"``): ``bytes`` or
+        ``str`` exactly as read from the provider, or a JSON-encodable object (encoded
+        once).  Payloads emitted one after another with the *same* ``raw`` object share
+        one stored record.  Raw records are never sent to a host unasked."""
         ...
 
-    def emit_nowait(self, payload: ProviderPayload) -> None:
+    def emit_nowait(self, payload: ProviderPayload, raw: Any = None) -> None:
         """As :meth:`emit` without waiting for the host (for synchronous callbacks)."""
         ...
 

@@ -102,7 +102,7 @@ export type BridgeJsonRpcError =
     code: -32000;
     message: string;
     data: ErrorInfo & {
-      code?: "already_initialized" | "command_conflict" | "interaction_already_settled" | "interaction_not_found" | "interaction_not_pending" | "internal" | "invalid_answer" | "invalid_option" | "invalid_params" | "provider_auth_required" | "provider_contract" | "provider_crashed" | "provider_failed" | "provider_not_found" | "provider_rate_limited" | "provider_timeout" | "provider_unavailable" | "recovery_invalid" | "run_active" | "run_not_active" | "run_not_found" | "session_closed" | "session_not_found" | "shutting_down" | "unsupported" | "unsupported_protocol_version" | "workspace_invalid";
+      code?: "already_initialized" | "bridge_crashed" | "command_conflict" | "history_unavailable" | "interaction_already_settled" | "interaction_not_found" | "interaction_not_pending" | "internal" | "invalid_answer" | "invalid_option" | "invalid_params" | "provider_auth_required" | "provider_contract" | "provider_crashed" | "provider_failed" | "provider_not_found" | "provider_rate_limited" | "provider_timeout" | "provider_unavailable" | "recovery_invalid" | "run_active" | "run_not_active" | "run_not_found" | "session_closed" | "session_in_use" | "session_not_found" | "shutting_down" | "unsupported" | "unsupported_protocol_version" | "workspace_invalid";
     };
   };
 
@@ -132,6 +132,8 @@ export type BridgeToHostMessage =
   | SessionCloseResponse
   | SessionExportResponse
   | SessionResumeResponse
+  | SessionAttachResponse
+  | SessionDeleteResponse
   | RunStartResponse
   | RunInterruptResponse
   | RunSteerResponse
@@ -217,7 +219,9 @@ export type Empty = Record<string, never>;
 
 export type ErrorCode =
   | "already_initialized"
+  | "bridge_crashed"
   | "command_conflict"
+  | "history_unavailable"
   | "interaction_already_settled"
   | "interaction_not_found"
   | "interaction_not_pending"
@@ -240,6 +244,7 @@ export type ErrorCode =
   | "run_not_active"
   | "run_not_found"
   | "session_closed"
+  | "session_in_use"
   | "session_not_found"
   | "shutting_down"
   | "unsupported"
@@ -258,7 +263,13 @@ export interface ErrorInfo {
   details?: Record<string, string> | null;
 }
 
-/** One event of a session, as sent in the `event` notification and by `events/read`. */
+/**
+ * One event of a session, as sent in the `event` notification and by `events/read`.
+ *
+ * `foldedFrom` appears only in settled `events/read` pages: this event stands for the
+ * consecutive deltas `foldedFrom`..`sequence` of its run, folded into one (it keeps
+ * the last one's `eventId` and `sequence`).
+ */
 export interface EventEnvelope {
   eventId: string;
   sessionId: string;
@@ -266,6 +277,7 @@ export interface EventEnvelope {
   occurredAt: string;
   payload: EventPayload;
   runId?: string | null;
+  foldedFrom?: number | null;
 }
 
 /** The `event` notification (bridge->host): One event of a session. */
@@ -275,7 +287,7 @@ export interface EventNotification {
   params: EventEnvelope;
 }
 
-/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, RunStarted, RunCompleted, RunFailed, RunInterrupted, InteractionRequested, InteractionSettled, SessionClosed. */
+/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, RunStarted, RunCompleted, RunFailed, RunInterrupted, InteractionRequested, InteractionSettled, SessionClosed, SessionResumed. */
 export type EventPayload =
   | TextDelta
   | ThinkingDelta
@@ -289,11 +301,19 @@ export type EventPayload =
   | RunInterrupted
   | InteractionRequested
   | InteractionSettled
-  | SessionClosed;
+  | SessionClosed
+  | SessionResumed;
 
 /**
  * `events/read`: a page of a session's events; `after` pages forward, `before`
  * backward (newest first is *not* used: pages are always in ascending order).
+ * `limit` is capped at `eventsReadMaxLimit`.
+ *
+ * `projection`: `exact` (every event as it was streamed) or `settled` (runs of
+ * consecutive `text.delta` of one run folded into one event, likewise
+ * `thinking.delta`; see `EventEnvelope.foldedFrom`).  `view`: `events`, or
+ * `raw` to also return the raw provider records the page's events were projected
+ * from (exact pages only).
  */
 export interface EventsReadParams {
   sessionId: string;
@@ -301,6 +321,10 @@ export interface EventsReadParams {
   before?: number | null;
   /** @defaultValue `100` */
   limit?: number;
+  /** @defaultValue `"exact"` */
+  projection?: "exact" | "settled";
+  /** @defaultValue `"events"` */
+  view?: "events" | "raw";
 }
 
 /** The `events/read` request (host->bridge): Read a page of a session's events. */
@@ -318,7 +342,10 @@ export interface EventsReadResponse {
   result: EventsReadResult;
 }
 
-/** A page of events in ascending sequence order. */
+/**
+ * A page of events in ascending sequence order.  `exact` is false for a settled
+ * page; `raw` is the page's provenance in the `raw` view.
+ */
 export interface EventsReadResult {
   events: EventEnvelope[];
   hasMore: boolean;
@@ -326,6 +353,8 @@ export interface EventsReadResult {
   exact?: boolean;
   /** @defaultValue `0` */
   lastSequence?: number;
+  /** @defaultValue `[]` */
+  raw?: RawRecord[];
 }
 
 /** The `exit` notification (host->bridge): Stop the bridge process. */
@@ -348,6 +377,8 @@ export type HostToBridgeMessage =
   | SessionCloseRequest
   | SessionExportRequest
   | SessionResumeRequest
+  | SessionAttachRequest
+  | SessionDeleteRequest
   | RunStartRequest
   | RunInterruptRequest
   | RunSteerRequest
@@ -689,6 +720,20 @@ export interface QuestionSetRequest {
   items: QuestionItem[];
 }
 
+/**
+ * A provider record as the adapter received it, and the events projected from it.
+ *
+ * `rawId` is the sequence of the first event projected from it; `spans` are the
+ * `[first, last]` sequence ranges of this page's events that came from it.  `record`
+ * is the record when it is JSON, `text` when it is not.
+ */
+export interface RawRecord {
+  rawId: number;
+  spans: Array<[number, number]>;
+  record?: unknown;
+  text?: string | null;
+}
+
 /** Whether a session can be resumed from its recovery record in a new bridge. */
 export interface RecoveryCapability {
   resume: boolean;
@@ -827,8 +872,10 @@ export interface RunSteerResponse {
 }
 
 /**
- * What this bridge offers: its methods (stable and, if opted in, experimental) and
- * the largest `limit` `events/read` accepts.
+ * What this bridge offers: its methods (stable and, if opted in, experimental), the
+ * largest `limit` `events/read` accepts, and whether history is durable
+ * (`durableHistory`: kept in a journal on disk, so sessions, their events and command
+ * receipts survive a restart or crash of the bridge; absent with `--state-dir :memory:`).
  */
 export interface ServerCapabilities {
   methods: string[];
@@ -836,12 +883,51 @@ export interface ServerCapabilities {
   experimental?: string[];
   /** @defaultValue `1000` */
   eventsReadMaxLimit?: number;
+  /** @defaultValue `false` */
+  durableHistory?: boolean;
 }
 
 /** The bridge's name and version. */
 export interface ServerInfo {
   name: string;
   version: string;
+}
+
+/**
+ * `session/attach`: (re)subscribe to a session: the events after sequence `after`
+ * are sent as `event` notifications, in order, then its live events follow with no
+ * gap and no duplicate, and its pending interactions are asked again
+ * (`interaction/request` with their original interaction ids).
+ */
+export interface SessionAttachParams {
+  sessionId: string;
+  /** @defaultValue `0` */
+  after?: number;
+}
+
+/** The `session/attach` request (host->bridge): Replay a session's events after a sequence, then follow it live. */
+export interface SessionAttachRequest {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  method: "session/attach";
+  params: SessionAttachParams;
+}
+
+/** The successful response to `session/attach`. */
+export interface SessionAttachResponse {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  result: SessionAttachResult;
+}
+
+/**
+ * Sent after the replayed events: how many were replayed and the sequence they
+ * reached (live events continue after it).
+ */
+export interface SessionAttachResult {
+  session: SessionInfo;
+  replayed: number;
+  lastSequence: number;
 }
 
 /** The `session/close` request (host->bridge): Interrupt the active run and close the session. */
@@ -859,7 +945,11 @@ export interface SessionCloseResponse {
   result: SessionResult;
 }
 
-/** The session was closed; no further events follow. */
+/**
+ * The session was closed; no further events follow unless it is resumed
+ * (`session.resumed`).  `reason` is `closed`, `shutdown` or `bridge_crashed`
+ * (written by the next bridge on the same journal after a crash).
+ */
 export interface SessionClosed {
   type: "session.closed";
   reason: string;
@@ -892,6 +982,30 @@ export interface SessionCreateResponse {
   result: SessionResult;
 }
 
+/** The `session/delete` request (host->bridge): Close a session and delete its history. */
+export interface SessionDeleteRequest {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  method: "session/delete";
+  params: SessionRef;
+}
+
+/** The successful response to `session/delete`. */
+export interface SessionDeleteResponse {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  result: SessionDeleteResult;
+}
+
+/**
+ * `session/delete`: the session (closed first if it was open) and its history,
+ * receipts and recovery record are gone.
+ */
+export interface SessionDeleteResult {
+  sessionId: string;
+  deleted: boolean;
+}
+
 /** The `session/export` request (host->bridge): Return the session's recovery record. */
 export interface SessionExportRequest {
   jsonrpc: "2.0";
@@ -912,7 +1026,10 @@ export interface SessionExportResult {
   record: RecoveryRecord;
 }
 
-/** A session's identity and state. */
+/**
+ * A session's identity and state.  `updatedAt` is the time of its last run start,
+ * run end or state change.
+ */
 export interface SessionInfo {
   sessionId: string;
   providerId: string;
@@ -923,13 +1040,20 @@ export interface SessionInfo {
   activeRunId?: string | null;
   /** @defaultValue `0` */
   lastSequence?: number;
+  updatedAt?: string | null;
 }
 
-/** `session/list`: newest first; filter by provider. */
+/**
+ * `session/list`: newest first (by creation); filter by provider and workspace (the
+ * resolved path, as `SessionInfo.workspace` shows it); `cursor` is a previous
+ * result's `nextCursor`.
+ */
 export interface SessionListParams {
   provider?: string | null;
   /** @defaultValue `100` */
   limit?: number;
+  workspace?: string | null;
+  cursor?: string | null;
 }
 
 /** The `session/list` request (host->bridge): List sessions, newest first. */
@@ -947,9 +1071,10 @@ export interface SessionListResponse {
   result: SessionListResult;
 }
 
-/** Sessions, newest first. */
+/** Sessions, newest first; `nextCursor` when more follow. */
 export interface SessionListResult {
   sessions: SessionInfo[];
+  nextCursor?: string | null;
 }
 
 /** A session id (`session/close`, `session/export`). */
@@ -962,21 +1087,33 @@ export interface SessionResult {
   session: SessionInfo;
 }
 
-/** `session/resume`: a new session continuing the provider session in `record`. */
+/**
+ * `session/resume`: exactly one of
+ *
+ * * `record`: a *new* session continuing the provider session in `record`;
+ * * `sessionId`: reopen that session from the journal (in this or a later bridge
+ *   process): same session id, its sequence continues after a `session.resumed`
+ *   event.  `after` then also replays the events after that sequence, as
+ *   `session/attach` does.
+ *
+ * `workspace`, `options` and `title` override what the session had.
+ */
 export interface SessionResumeParams {
-  record: RecoveryRecord;
+  record?: RecoveryRecord | null;
+  sessionId?: string | null;
+  after?: number | null;
   workspace?: string | null;
   /** @defaultValue `{}` */
   options?: Record<string, unknown>;
   title?: string | null;
 }
 
-/** The `session/resume` request (host->bridge): Continue a provider session from a recovery record. */
+/** The `session/resume` request (host->bridge): Continue a provider session from a recovery record, or reopen a session by id. */
 export interface SessionResumeRequest {
   jsonrpc: "2.0";
   id: JsonRpcId;
   method: "session/resume";
-  params: SessionResumeParams;
+  params?: SessionResumeParams;
 }
 
 /** The successful response to `session/resume`. */
@@ -984,6 +1121,14 @@ export interface SessionResumeResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: SessionResult;
+}
+
+/**
+ * A closed session was reopened by `session/resume {sessionId}` (possibly in another
+ * bridge process): same session id, its sequence continues.
+ */
+export interface SessionResumed {
+  type: "session.resumed";
 }
 
 export type SettledStatus = "cancelled" | "expired" | "responded" | "withdrawn";
@@ -1148,6 +1293,15 @@ export interface Methods {
     since: 1;
     stability: "stable";
   };
+  /** Replay a session's events after a sequence, then follow it live. */
+  "session/attach": {
+    direction: "host->bridge";
+    kind: "request";
+    params: SessionAttachParams;
+    result: SessionAttachResult;
+    since: 1;
+    stability: "stable";
+  };
   /** Interrupt the active run and close the session. */
   "session/close": {
     direction: "host->bridge";
@@ -1163,6 +1317,15 @@ export interface Methods {
     kind: "request";
     params: SessionCreateParams;
     result: SessionResult;
+    since: 1;
+    stability: "stable";
+  };
+  /** Close a session and delete its history. */
+  "session/delete": {
+    direction: "host->bridge";
+    kind: "request";
+    params: SessionRef;
+    result: SessionDeleteResult;
     since: 1;
     stability: "stable";
   };
@@ -1184,7 +1347,7 @@ export interface Methods {
     since: 1;
     stability: "stable";
   };
-  /** Continue a provider session from a recovery record. */
+  /** Continue a provider session from a recovery record, or reopen a session by id. */
   "session/resume": {
     direction: "host->bridge";
     kind: "request";

@@ -4,6 +4,10 @@ real pipes, in either framing, recording every message both ways.
 Every message sent or received is also checked against the published JSON Schema when
 ``tests/wire_validation.py`` and the generated schemas are present, so the end-to-end
 tests double as proof that the schema describes reality.
+
+Each bridge gets a fresh, empty journal in a temporary state directory (removed by
+:meth:`BridgeProcess.stop`) unless the test chooses one (``AGENT_BRIDGE_STATE_DIR`` in
+``env`` or ``--state-dir`` in ``args``): tests never write to the real home directory.
 """
 
 from __future__ import annotations
@@ -11,7 +15,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -60,6 +66,9 @@ class BridgeProcess:
         self._pending: list[Message] = []
         self.validator = _validator() if validate else None
         self.stderr = bytearray()
+        #: The temporary state directory this host made for the bridge (``None`` when the
+        #: test chose one).
+        self.state_dir: str | None = None
 
     async def start(self, tg: anyio.abc.TaskGroup) -> BridgeProcess:
         """Spawn the bridge and start reading its output."""
@@ -69,6 +78,9 @@ class BridgeProcess:
             "HOME": os.environ.get("HOME", "/tmp"),
             **self.extra_env,
         }
+        if "AGENT_BRIDGE_STATE_DIR" not in self.extra_env and "--state-dir" not in self.args:
+            self.state_dir = tempfile.mkdtemp(prefix="bridge-state-")
+            env["AGENT_BRIDGE_STATE_DIR"] = self.state_dir
         self.proc = await anyio.open_process(
             [sys.executable, "-m", "bridge", "serve", *self.args], env=env, cwd=str(ROOT)
         )
@@ -276,6 +288,8 @@ class BridgeProcess:
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 await stream.aclose()
+        if self.state_dir is not None:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
 def script_session(steps: list[dict[str, Any]]) -> dict[str, Any]:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -13,6 +17,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bridge_client import BridgeProcess
+
+# No test writes to the real home directory: a bridge spawned without a state directory of
+# its own (tests/bridge_client.py and the conformance replayer make one per bridge) uses
+# one under this temporary root, removed when the test session ends.
+_STATE_ROOT = tempfile.mkdtemp(prefix="agent-bridge-tests-")
+os.environ["AGENT_BRIDGE_STATE_DIR"] = os.path.join(_STATE_ROOT, "state")
+os.environ["XDG_STATE_HOME"] = os.path.join(_STATE_ROOT, "xdg")
+atexit.register(shutil.rmtree, _STATE_ROOT, True)
 
 
 @pytest.fixture(params=["content-length", "newline"])

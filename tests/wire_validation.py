@@ -147,7 +147,9 @@ class WireValidator:
 
     ``check_sequences``: every ``event`` notification's ``sequence`` must follow the
     previous one of its session by exactly one (the first one seen may be any number), and
-    ``eventId`` s must be unique.
+    an ``eventId`` always names the same event (session and sequence).  One exception:
+    while a ``session/attach`` (or ``session/resume`` with ``after``) is unanswered, its
+    session may start over once at ``after + 1`` (the replay), and continue from there.
     """
 
     def __init__(self, schemas_dir: Path | str = SCHEMAS_DIR, *, check_sequences: bool = True):
@@ -162,7 +164,10 @@ class WireValidator:
         #: ids of requests their sender cancelled with ``$/cancelRequest``.
         self.cancelled: dict[Direction, set[str]] = {"host->bridge": set(), "bridge->host": set()}
         self._sequences: dict[str, int] = {}
-        self._event_ids: set[str] = set()
+        self._event_ids: dict[str, tuple[str, int]] = {}
+        #: sessions a replay may restart, at which sequence; and the requests asking it
+        self._rewinds: dict[str, int] = {}
+        self._rewind_requests: dict[str, str] = {}
         self.checked = 0
 
     # ------------------------------------------------------------------ public
@@ -261,6 +266,16 @@ class WireValidator:
                     key not in pending, where, f"request id {key} is still pending", message
                 )
                 pending[key] = method
+                params = message.get("params")
+                if (
+                    method in ("session/attach", "session/resume")
+                    and isinstance(params, dict)
+                    and isinstance(params.get("sessionId"), str)
+                    and isinstance(params.get("after", 0), int)
+                    and (method == "session/attach" or "after" in params)
+                ):
+                    self._rewinds[params["sessionId"]] = params.get("after", 0) + 1
+                    self._rewind_requests[key] = params["sessionId"]
             elif method == "event" and self.check_sequences:
                 self._check_event(where, message["params"], message)
             elif method == "$/cancelRequest":
@@ -281,6 +296,9 @@ class WireValidator:
                 key in requests, where, f"response to unknown or answered id {key}", message
             )
             method = requests.pop(key)
+            rewound = self._rewind_requests.pop(key, None)
+            if rewound is not None:
+                self._rewinds.pop(rewound, None)
         if "error" in message:
             self._validate_at("#/$defs/JsonRpcErrorResponse", message, where, message)
             if where == "bridge->host":
@@ -312,17 +330,18 @@ class WireValidator:
         session = envelope["sessionId"]
         sequence = envelope["sequence"]
         last = self._sequences.get(session)
-        if last is not None:
+        if last is not None and sequence != last + 1:
             self._assert(
-                sequence == last + 1,
+                self._rewinds.get(session) == sequence,
                 where,
                 f"event sequence {sequence} of session {session} does not follow {last}",
                 message,
             )
+            del self._rewinds[session]
         self._sequences[session] = sequence
         event_id = envelope["eventId"]
-        self._assert(event_id not in self._event_ids, where, f"eventId {event_id} reused", message)
-        self._event_ids.add(event_id)
+        named = self._event_ids.setdefault(event_id, (session, sequence))
+        self._assert(named == (session, sequence), where, f"eventId {event_id} reused", message)
 
     def _track_invalid(self, where: Direction, message: Any) -> None:
         if not isinstance(message, dict) or "method" not in message or "id" not in message:

@@ -9,7 +9,9 @@ an interaction or an interrupt.
 Options (declared in its descriptor): session ``script`` (inline JSON, see
 :mod:`adapters.scripted.script`) or ``scriptFile`` (a path to a JSON file); run ``script``
 overrides the session's for one run.  Its recovery record carries the script and the
-inputs so far, so ``session/resume`` works across bridge processes.
+inputs so far, so ``session/resume`` works across bridge processes.  Every payload it emits
+carries the script step it came from as its raw record (provenance: ``events/read`` with
+``view: "raw"``).
 """
 
 from __future__ import annotations
@@ -157,7 +159,7 @@ class ScriptedRun(ProviderRun):
 
     async def steer(self, input: RunInput) -> None:
         self._steered.append(input.text)
-        await self._ctx.emit(TextDelta(text=f"[steer] {input.text}"))
+        await self._ctx.emit(TextDelta(text=f"[steer] {input.text}"), raw=input)
 
     async def _honour_interrupt(self) -> None:
         """Stop here if an interrupt has begun (its delivery may still be on its way)."""
@@ -173,17 +175,17 @@ class ScriptedRun(ProviderRun):
                 n = max(1, step.chunks)
                 size = max(1, -(-len(step.text) // n))
                 for i in range(0, len(step.text), size):
-                    await ctx.emit(TextDelta(text=step.text[i : i + size]))
+                    await ctx.emit(TextDelta(text=step.text[i : i + size]), raw=step)
             elif isinstance(step, StreamStep):
                 delta = TextDelta(text=step.text)
                 for i in range(step.count):
-                    await ctx.emit(delta)
+                    await ctx.emit(delta, raw=step)
                     if i % _CHECKPOINT_EVERY == 0:
                         await anyio.lowlevel.checkpoint()
             elif isinstance(step, EchoStep):
-                await ctx.emit(TextDelta(text=step.prefix + self._input.text))
+                await ctx.emit(TextDelta(text=step.prefix + self._input.text), raw=step)
             elif isinstance(step, ThinkingStep):
-                await ctx.emit(ThinkingDelta(text=step.text))
+                await ctx.emit(ThinkingDelta(text=step.text), raw=step)
             elif isinstance(step, ToolStep):
                 await self._tool(step)
             elif isinstance(step, UsageStep):
@@ -197,14 +199,18 @@ class ScriptedRun(ProviderRun):
                             output_tokens=step.output_tokens,
                             cost_usd=step.cost_usd,
                         ),
-                    )
+                    ),
+                    raw=step,
                 )
             elif isinstance(step, PlanStep):
                 await ctx.emit(
-                    WirePlanUpdated(tuple(WirePlanStep(i.text, i.status) for i in step.steps))
+                    WirePlanUpdated(tuple(WirePlanStep(i.text, i.status) for i in step.steps)),
+                    raw=step,
                 )
             elif isinstance(step, DiagnosticStep):
-                await ctx.emit(Diagnostic(level=step.level, code=step.code, message=step.message))
+                await ctx.emit(
+                    Diagnostic(level=step.level, code=step.code, message=step.message), raw=step
+                )
             elif isinstance(step, ApprovalStep):
                 await self._approval(step)
             elif isinstance(step, QuestionStep):
@@ -217,11 +223,11 @@ class ScriptedRun(ProviderRun):
                 self._ignore_interrupt = step.ignore_interrupt
                 await anyio.sleep_forever()
             elif isinstance(step, InvalidStep):
-                await ctx.emit(TextDelta(text=12345))  # type: ignore[arg-type]
+                await ctx.emit(TextDelta(text=12345), raw=step)  # type: ignore[arg-type]
             elif isinstance(step, CyclicStep):
                 loop: list[Any] = []
                 loop.append(loop)
-                await ctx.emit(ToolActivity("tool_cycle", "cycle", "started", input=loop))
+                await ctx.emit(ToolActivity("tool_cycle", "cycle", "started", input=loop), raw=step)
             elif isinstance(step, CompleteWithPendingStep):
                 ctx.open_interaction(ApprovalRequest(action="tool", title="never answered"))
                 return
@@ -230,10 +236,12 @@ class ScriptedRun(ProviderRun):
 
     async def _tool(self, step: ToolStep) -> None:
         ctx = self._ctx
-        await ctx.emit(ToolActivity(step.id, step.name, "started", input=step.input))
+        await ctx.emit(ToolActivity(step.id, step.name, "started", input=step.input), raw=step)
         if step.output is not None:
-            await ctx.emit(ToolActivity(step.id, step.name, "output", output=step.output))
-        await ctx.emit(ToolActivity(step.id, step.name, step.status, exit_code=step.exit_code))
+            await ctx.emit(ToolActivity(step.id, step.name, "output", output=step.output), raw=step)
+        await ctx.emit(
+            ToolActivity(step.id, step.name, step.status, exit_code=step.exit_code), raw=step
+        )
 
     async def _approval(self, step: ApprovalStep) -> None:
         outcome = await self._ctx.ask(
@@ -263,7 +271,7 @@ class ScriptedRun(ProviderRun):
         elif answer.choice is not None:
             await self._run_steps(step.branches.get(answer.choice, []))
         else:
-            await self._ctx.emit(TextDelta(text=f"Answer: {answer.text}"))
+            await self._ctx.emit(TextDelta(text=f"Answer: {answer.text}"), raw=step)
             await self._run_steps(step.on_text)
 
     async def _question_set(self, step: QuestionSetStep) -> None:
@@ -278,7 +286,7 @@ class ScriptedRun(ProviderRun):
         )
         if isinstance(outcome.answer, QuestionSetAnswer):
             text = ", ".join(f"{k}={v}" for k, v in sorted(outcome.answer.answers.items()))
-            await self._ctx.emit(TextDelta(text=f"Answers: {text}"))
+            await self._ctx.emit(TextDelta(text=f"Answers: {text}"), raw=step)
             await self._run_steps(step.then)
 
 

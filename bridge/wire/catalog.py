@@ -29,7 +29,10 @@ from bridge.wire.methods import (
     RunStartParams,
     RunStartResult,
     RunSteerParams,
+    SessionAttachParams,
+    SessionAttachResult,
     SessionCreateParams,
+    SessionDeleteResult,
     SessionExportResult,
     SessionListParams,
     SessionListResult,
@@ -104,7 +107,19 @@ CATALOG: Final[tuple[MethodInfo, ...]] = (
         "session/resume",
         SessionResumeParams,
         SessionResult,
-        "Continue a provider session from a recovery record.",
+        "Continue a provider session from a recovery record, or reopen a session by id.",
+    ),
+    _req(
+        "session/attach",
+        SessionAttachParams,
+        SessionAttachResult,
+        "Replay a session's events after a sequence, then follow it live.",
+    ),
+    _req(
+        "session/delete",
+        SessionRef,
+        SessionDeleteResult,
+        "Close a session and delete its history.",
     ),
     _req(
         "run/start", RunStartParams, RunStartResult, "Start a run; returns at once, events follow."

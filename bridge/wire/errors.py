@@ -42,6 +42,9 @@ ErrorCode = Literal[
     "workspace_invalid",
     "recovery_invalid",
     "overloaded",
+    "bridge_crashed",
+    "session_in_use",
+    "history_unavailable",
     "internal",
 ]
 
@@ -82,6 +85,9 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorSpec]] = {
     "workspace_invalid": ErrorSpec("the workspace path is not acceptable", False),
     "recovery_invalid": ErrorSpec("the recovery record cannot be used", False),
     "overloaded": ErrorSpec("too many requests in flight", True),
+    "bridge_crashed": ErrorSpec("the bridge process ended while the run was active", True),
+    "session_in_use": ErrorSpec("the session is open in another bridge process", True),
+    "history_unavailable": ErrorSpec("the session's history cannot be read now", True),
     "internal": ErrorSpec("internal error", False),
 }
 

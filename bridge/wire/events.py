@@ -30,6 +30,7 @@ __all__ = [
     "RunInterrupted",
     "RunStarted",
     "SessionClosed",
+    "SessionResumed",
     "TextDelta",
     "ThinkingDelta",
     "ToolActivity",
@@ -148,9 +149,16 @@ class InteractionSettled(WireStruct, frozen=True, tag="interaction.settled", tag
 
 
 class SessionClosed(WireStruct, frozen=True, tag="session.closed", tag_field="type"):
-    """The session was closed; no further events follow."""
+    """The session was closed; no further events follow unless it is resumed
+    (``session.resumed``).  ``reason`` is ``closed``, ``shutdown`` or ``bridge_crashed``
+    (written by the next bridge on the same journal after a crash)."""
 
     reason: str
+
+
+class SessionResumed(WireStruct, frozen=True, tag="session.resumed", tag_field="type"):
+    """A closed session was reopened by ``session/resume {sessionId}`` (possibly in another
+    bridge process): same session id, its sequence continues."""
 
 
 ProviderPayload = TextDelta | ThinkingDelta | ToolActivity | PlanUpdated | Usage | Diagnostic
@@ -169,11 +177,17 @@ EventPayload = (
     | InteractionRequested
     | InteractionSettled
     | SessionClosed
+    | SessionResumed
 )
 
 
 class EventEnvelope(WireStruct, frozen=True):
-    """One event of a session, as sent in the ``event`` notification and by ``events/read``."""
+    """One event of a session, as sent in the ``event`` notification and by ``events/read``.
+
+    ``foldedFrom`` appears only in settled ``events/read`` pages: this event stands for the
+    consecutive deltas ``foldedFrom``..``sequence`` of its run, folded into one (it keeps
+    the last one's ``eventId`` and ``sequence``).
+    """
 
     event_id: str
     session_id: str
@@ -181,3 +195,4 @@ class EventEnvelope(WireStruct, frozen=True):
     occurred_at: str
     payload: EventPayload
     run_id: str | None = None
+    folded_from: int | None = None

@@ -66,12 +66,15 @@ class ServerInfo(WireStruct, frozen=True):
 
 
 class ServerCapabilities(WireStruct, frozen=True):
-    """What this bridge offers: its methods (stable and, if opted in, experimental) and
-    the largest ``limit`` ``events/read`` accepts."""
+    """What this bridge offers: its methods (stable and, if opted in, experimental), the
+    largest ``limit`` ``events/read`` accepts, and whether history is durable
+    (``durableHistory``: kept in a journal on disk, so sessions, their events and command
+    receipts survive a restart or crash of the bridge; absent with ``--state-dir :memory:``)."""
 
     methods: tuple[str, ...]
     experimental: tuple[str, ...] = ()
     events_read_max_limit: int = 1000
+    durable_history: bool = False
 
 
 class InitializeResult(WireStruct, frozen=True):
@@ -129,7 +132,8 @@ class RecoveryRecord(WireStruct, frozen=True):
 
 
 class SessionInfo(WireStruct, frozen=True):
-    """A session's identity and state."""
+    """A session's identity and state.  ``updatedAt`` is the time of its last run start,
+    run end or state change."""
 
     session_id: str
     provider_id: str
@@ -139,6 +143,7 @@ class SessionInfo(WireStruct, frozen=True):
     title: str | None = None
     active_run_id: str | None = None
     last_sequence: int = 0
+    updated_at: str | None = None
 
 
 class SessionCreateParams(WireStruct, frozen=True):
@@ -158,16 +163,21 @@ class SessionResult(WireStruct, frozen=True):
 
 
 class SessionListParams(WireStruct, frozen=True):
-    """``session/list``: newest first; filter by provider."""
+    """``session/list``: newest first (by creation); filter by provider and workspace (the
+    resolved path, as ``SessionInfo.workspace`` shows it); ``cursor`` is a previous
+    result's ``nextCursor``."""
 
     provider: str | None = None
     limit: int = 100
+    workspace: str | None = None
+    cursor: str | None = None
 
 
 class SessionListResult(WireStruct, frozen=True):
-    """Sessions, newest first."""
+    """Sessions, newest first; ``nextCursor`` when more follow."""
 
     sessions: tuple[SessionInfo, ...]
+    next_cursor: str | None = None
 
 
 class SessionRef(WireStruct, frozen=True):
@@ -177,12 +187,50 @@ class SessionRef(WireStruct, frozen=True):
 
 
 class SessionResumeParams(WireStruct, frozen=True):
-    """``session/resume``: a new session continuing the provider session in ``record``."""
+    """``session/resume``: exactly one of
 
-    record: RecoveryRecord
+    * ``record``: a *new* session continuing the provider session in ``record``;
+    * ``sessionId``: reopen that session from the journal (in this or a later bridge
+      process): same session id, its sequence continues after a ``session.resumed``
+      event.  ``after`` then also replays the events after that sequence, as
+      ``session/attach`` does.
+
+    ``workspace``, ``options`` and ``title`` override what the session had.
+    """
+
+    record: RecoveryRecord | None = None
+    session_id: str | None = None
+    after: int | None = None
     workspace: str | None = None
     options: dict[str, Any] = {}
     title: str | None = None
+
+
+class SessionAttachParams(WireStruct, frozen=True):
+    """``session/attach``: (re)subscribe to a session: the events after sequence ``after``
+    are sent as ``event`` notifications, in order, then its live events follow with no
+    gap and no duplicate, and its pending interactions are asked again
+    (``interaction/request`` with their original interaction ids)."""
+
+    session_id: str
+    after: int = 0
+
+
+class SessionAttachResult(WireStruct, frozen=True):
+    """Sent after the replayed events: how many were replayed and the sequence they
+    reached (live events continue after it)."""
+
+    session: SessionInfo
+    replayed: int
+    last_sequence: int
+
+
+class SessionDeleteResult(WireStruct, frozen=True):
+    """``session/delete``: the session (closed first if it was open) and its history,
+    receipts and recovery record are gone."""
+
+    session_id: str
+    deleted: bool
 
 
 class SessionExportResult(WireStruct, frozen=True):
@@ -271,18 +319,44 @@ class InteractionRequestParams(WireStruct, frozen=True):
 
 class EventsReadParams(WireStruct, frozen=True):
     """``events/read``: a page of a session's events; ``after`` pages forward, ``before``
-    backward (newest first is *not* used: pages are always in ascending order)."""
+    backward (newest first is *not* used: pages are always in ascending order).
+    ``limit`` is capped at ``eventsReadMaxLimit``.
+
+    ``projection``: ``exact`` (every event as it was streamed) or ``settled`` (runs of
+    consecutive ``text.delta`` of one run folded into one event, likewise
+    ``thinking.delta``; see ``EventEnvelope.foldedFrom``).  ``view``: ``events``, or
+    ``raw`` to also return the raw provider records the page's events were projected
+    from (exact pages only).
+    """
 
     session_id: str
     after: int | None = None
     before: int | None = None
     limit: int = 100
+    projection: Literal["exact", "settled"] = "exact"
+    view: Literal["events", "raw"] = "events"
+
+
+class RawRecord(WireStruct, frozen=True):
+    """A provider record as the adapter received it, and the events projected from it.
+
+    ``rawId`` is the sequence of the first event projected from it; ``spans`` are the
+    ``[first, last]`` sequence ranges of this page's events that came from it.  ``record``
+    is the record when it is JSON, ``text`` when it is not.
+    """
+
+    raw_id: int
+    spans: tuple[tuple[int, int], ...]
+    record: Any = None
+    text: str | None = None
 
 
 class EventsReadResult(WireStruct, frozen=True):
-    """A page of events in ascending sequence order."""
+    """A page of events in ascending sequence order.  ``exact`` is false for a settled
+    page; ``raw`` is the page's provenance in the ``raw`` view."""
 
     events: tuple[EventEnvelope, ...]
     has_more: bool
     exact: bool = True
     last_sequence: int = 0
+    raw: tuple[RawRecord, ...] = ()

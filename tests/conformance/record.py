@@ -20,7 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,7 +55,9 @@ class Recorder:
 
     def __init__(self, args: tuple[str, ...] = ()) -> None:
         self.args = args
-        self.bridge = BridgeProcess("newline", args)
+        # one journal for the whole scenario, kept across restarts
+        self.state_dir = tempfile.mkdtemp(prefix="bridge-record-")
+        self.bridge = BridgeProcess("newline", args, self.state_dir)
         self.lines: list[dict[str, Any]] = []
         self.next_id = 1
         #: what the bridge sent in answer to the last :meth:`request`.
@@ -159,7 +163,7 @@ class Recorder:
         self.bridge.kill()
         assert not leftovers and code == 0, (leftovers, code)
         self.lines.append({"dir": "restart"})
-        self.bridge = BridgeProcess("newline", self.args)
+        self.bridge = BridgeProcess("newline", self.args, self.state_dir)
 
     def finish(self) -> None:
         leftovers, code = self.bridge.finish()
@@ -444,6 +448,46 @@ def create_and_run_streaming(rec: Recorder) -> None:
     rec.notify("exit")
 
 
+@scenario("delete", doc=True)
+def delete(rec: Recorder) -> None:
+    """session/delete closes the session if it is open (session.closed), then deletes its
+    history, command receipts and recovery record: afterwards the session is unknown."""
+    session = create(rec, {"steps": [{"type": "echo"}]})
+    start(rec, session, "hi", until=event("run.completed"))
+    rec.request("session/delete", {"sessionId": session}, until=event("session.closed"))
+    rec.request("events/read", {"sessionId": session})
+    rec.request("session/list", {})
+
+
+@scenario("session_list_paging")
+def session_list_paging(rec: Recorder) -> None:
+    """session/list pages newest first with a cursor (nextCursor), and filters by provider."""
+    for title in ("one", "two", "three"):
+        create(rec, {"steps": [{"type": "echo"}]}, title=title)
+    page = rec.request("session/list", {"limit": 2})
+    rec.request("session/list", {"limit": 2, "cursor": page["result"]["nextCursor"]})
+    rec.request("session/list", {"provider": "codex"})
+
+
+@scenario("history", doc=True)
+def history(rec: Recorder) -> None:
+    """events/read pages a session's log backward (before), reads it as a settled
+    projection (consecutive text deltas of a run folded into one event that keeps the last
+    one's eventId and sequence and says foldedFrom), and with the raw provider records the
+    events were projected from (view raw; the scripted provider's are its script steps)."""
+    script = {
+        "steps": [
+            {"type": "text", "text": "Hello, world", "chunks": 3},
+            {"type": "tool", "name": "Bash", "id": "call_1", "input": {"command": "ls"}},
+        ]
+    }
+    session = create(rec, script)
+    start(rec, session, "hi", until=event("run.completed"))
+    rec.request("events/read", {"sessionId": session, "before": 5, "limit": 3})
+    rec.request("events/read", {"sessionId": session, "projection": "settled"})
+    rec.request("events/read", {"sessionId": session, "view": "raw", "after": 1, "limit": 4})
+
+
 # -- interactions
 
 APPROVAL_SCRIPT = {
@@ -707,6 +751,56 @@ def resume(rec: Recorder) -> None:
     )
 
 
+@scenario("resume_by_id", doc=True)
+def resume_by_id(rec: Recorder) -> None:
+    """With a journal (the default) sessions outlive the bridge process: after a restart
+    session/list still has the session (closed at the shutdown), session/resume
+    {sessionId} reopens it under the same id, replays what came after `after`
+    (session.closed, then session.resumed: the sequence continues), and the provider's
+    conversation goes on."""
+    script = {
+        "runs": [
+            {"steps": [{"type": "text", "text": "First answer."}]},
+            {"steps": [{"type": "text", "text": "Second answer, same conversation."}]},
+        ]
+    }
+    session = create(rec, script)
+    start(rec, session, "First question", until=event("run.completed"))
+    rec.restart()
+    rec.handshake(ALL_KINDS)
+    rec.request("session/list", {})
+    rec.request(
+        "session/resume", {"sessionId": session, "after": 3}, until=event("session.resumed")
+    )
+    start(rec, session, "Second question", until=event("run.completed"))
+
+
+@scenario("attach", doc=True, handshake=("approval",))
+def attach(rec: Recorder) -> None:
+    """session/attach: a host that lost its view (a reloaded window, say) gets the events
+    after the last sequence it saw, then the live ones with no gap and no duplicate, and
+    each pending interaction is asked again under its original interactionId.  Answering
+    one request settles it; the bridge withdraws the other ($/cancelRequest)."""
+    session = create(rec, APPROVAL_SCRIPT)
+    start(rec, session, "Clean the build", until=asked)
+    rec.request("session/attach", {"sessionId": session, "after": 1}, until=asked)
+    ask = request_of(rec.last, "interaction/request")
+    rec.reply(ask, {"kind": "approval", "decision": "deny"}, until=event("run.completed"))
+
+
+@scenario("command_receipt_after_restart")
+def command_receipt_after_restart(rec: Recorder) -> None:
+    """Command receipts are journaled: after a restart the same commandId and payload
+    still answer the first run (duplicate: true); another payload is command_conflict."""
+    session = create(rec, {"steps": [{"type": "echo"}]})
+    start(rec, session, "once", until=event("run.completed"), commandId="cmd-7")
+    rec.restart()
+    rec.handshake(ALL_KINDS)
+    params = {"sessionId": session, "input": {"text": "once"}, "commandId": "cmd-7"}
+    rec.request("run/start", params)
+    rec.request("run/start", {**params, "input": {"text": "other"}})
+
+
 # -- errors
 
 
@@ -824,6 +918,7 @@ def record(s: Scenario) -> list[dict[str, Any]]:
         rec.finish()
     finally:
         rec.bridge.kill()
+        shutil.rmtree(rec.state_dir, ignore_errors=True)
     return normalise(rec.lines)
 
 

@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import queue
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -74,7 +77,7 @@ ID_KEYS = {
     "eventId": "event",
 }
 #: Members whose values are timestamps.
-TIME_KEYS = frozenset({"occurredAt", "createdAt"})
+TIME_KEYS = frozenset({"occurredAt", "createdAt", "updatedAt"})
 
 GROUP_TIMEOUT = 10.0
 
@@ -229,12 +232,22 @@ _EOF = object()
 
 
 class BridgeProcess:
-    """``python -m bridge serve`` on real pipes, read by a thread into a queue."""
+    """``python -m bridge serve`` on real pipes, read by a thread into a queue.
 
-    def __init__(self, framing: Framing, args: tuple[str, ...] = ()) -> None:
+    ``state_dir`` is the bridge's state directory (its journal); without one the bridge
+    runs with ``AGENT_BRIDGE_STATE_DIR`` as inherited.
+    """
+
+    def __init__(
+        self, framing: Framing, args: tuple[str, ...] = (), state_dir: str | None = None
+    ) -> None:
         self.framing = framing
+        env = dict(os.environ)
+        if state_dir is not None:
+            env["AGENT_BRIDGE_STATE_DIR"] = state_dir
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bridge", "serve", *args],
+            env=env,
             cwd=REPO_ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -476,7 +489,10 @@ class _Replay:
         self.timeout = timeout
         self.bindings = Bindings()
         self.validator = WireValidator()
-        self.bridge = BridgeProcess(framing, transcript.args)
+        # One journal per transcript, kept across its restarts (a restart is a new bridge
+        # process on the same machine).
+        self.state_dir = tempfile.mkdtemp(prefix="bridge-replay-")
+        self.bridge = BridgeProcess(framing, transcript.args, self.state_dir)
         self.log: list[str] = []
 
     def fail(self, problem: str) -> AssertionError:
@@ -546,7 +562,7 @@ class _Replay:
                 group = []
                 if step.dir == "restart":
                     self.end()
-                    self.bridge = BridgeProcess(self.framing, self.transcript.args)
+                    self.bridge = BridgeProcess(self.framing, self.transcript.args, self.state_dir)
                     self.validator = WireValidator()
                 elif step.raw is not None:
                     self.log.append(">~ " + step.raw)
@@ -563,6 +579,7 @@ class _Replay:
             self.end()
         finally:
             self.bridge.kill()
+            shutil.rmtree(self.state_dir, ignore_errors=True)
 
     def end(self) -> None:
         try:

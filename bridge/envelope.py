@@ -1,0 +1,45 @@
+"""Stamping: a payload becomes an encoded :class:`~bridge.wire.events.EventEnvelope`.
+
+One bytes template per session, so stamping an event is a single ``%`` operation.  The
+``eventId`` is ``evt_<session token>_<sequence in hex>``: unique, and the same whether the
+event is read live, from history, or after the session was resumed by another bridge
+process.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from bridge.wire.events import EventPayload
+
+__all__ = ["EnvelopeFormat", "stamp"]
+
+_encode = msgspec.json.encode
+
+
+class EnvelopeFormat:
+    """The templates of one session's envelopes: :attr:`run` takes ``(sequence, run id,
+    sequence, occurredAt, payload)``, :attr:`sessionwide` ``(sequence, sequence,
+    occurredAt, payload)``, all bytes except the sequences."""
+
+    __slots__ = ("run", "sessionwide")
+
+    def __init__(self, session_id: str) -> None:
+        token = session_id.split("_", 1)[-1].encode()
+        head = b'{"eventId":"evt_%s_%%x","sessionId":"%s",' % (token, session_id.encode())
+        tail = b'"sequence":%d,"occurredAt":"%s","payload":%s}'
+        self.run = head + b'"runId":"%s",' + tail
+        self.sessionwide = head + tail
+
+
+def stamp(
+    fmt: EnvelopeFormat,
+    sequence: int,
+    run_id: str | None,
+    occurred_at: bytes,
+    payload: EventPayload,
+) -> bytes:
+    """Return the encoded envelope of ``payload`` at ``sequence``."""
+    if run_id is None:
+        return fmt.sessionwide % (sequence, sequence, occurred_at, _encode(payload))
+    return fmt.run % (sequence, run_id.encode(), sequence, occurred_at, _encode(payload))

@@ -1,0 +1,42 @@
+"""Durable session history: an embedded SQLite journal, or memory.
+
+:func:`open_history` picks the backend from the state-directory setting (see
+:mod:`bridge.journal.paths`).  The runtime talks to either through the
+:class:`~bridge.journal.base.History` port.  ``docs/journal.md`` describes the design:
+tables, write path, durability bounds, recovery and retention.
+"""
+
+from __future__ import annotations
+
+from bridge.journal.base import History, SessionRecord
+from bridge.journal.errors import JournalError
+from bridge.journal.memory import MemoryHistory
+from bridge.journal.paths import MEMORY, resolve_state_dir
+from bridge.journal.retention import Retention
+from bridge.journal.schema import Sync
+
+__all__ = [
+    "History",
+    "JournalError",
+    "MemoryHistory",
+    "Retention",
+    "SessionRecord",
+    "open_history",
+]
+
+
+def open_history(
+    state_dir: str | None,
+    *,
+    retention: Retention = Retention(),  # noqa: B008 - frozen
+    sync: Sync = "normal",
+) -> History:
+    """Return the history for ``state_dir`` (the ``--state-dir`` value, or ``None`` for
+    the environment or platform default): :class:`MemoryHistory` for ``:memory:``, else
+    the opened journal.  Raises :class:`JournalError`."""
+    resolved = resolve_state_dir(state_dir)
+    if resolved == MEMORY:
+        return MemoryHistory()
+    from bridge.journal.journal import Journal
+
+    return Journal.open(resolved, retention=retention, sync=sync)

@@ -1,0 +1,151 @@
+"""What the runtime needs from history, whether kept in memory or in the journal.
+
+:class:`History` is the runtime's port: synchronous, non-blocking writes (the journal
+queues them for its writer thread), commit tickets to wait on, and asynchronous reads.
+:class:`~bridge.journal.memory.MemoryHistory` implements it in memory (``--state-dir
+:memory:``); :class:`~bridge.journal.journal.Journal` in SQLite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from bridge.wire.methods import RawRecord
+
+__all__ = ["ClaimStatus", "DeleteStatus", "History", "SessionRecord"]
+
+ClaimStatus = Literal["claimed", "not_found", "in_use"]
+DeleteStatus = Literal["deleted", "not_found", "in_use"]
+
+
+@dataclass(slots=True)
+class SessionRecord:
+    """A session as history holds it.  ``recovery`` is the provider's opaque recovery
+    record (``None``: none saved); ``state`` is ``active`` while some bridge process has
+    the session open."""
+
+    session_id: str
+    provider_id: str
+    provider_version: str
+    workspace: str | None
+    title: str | None
+    created_at: str
+    updated_at: str
+    state: Literal["active", "closed"] = "active"
+    options: dict[str, Any] = field(default_factory=dict)
+    last_sequence: int = 0
+    recovery: Any = None
+
+
+class History(Protocol):
+    """The runtime's port to history (see the module docstring).
+
+    Writes are recorded in call order.  :meth:`mark` returns a ticket covering every write
+    made so far; :meth:`committed_through` waits until those writes are durable (at once
+    in memory).  ``appended`` and ``committed`` count events: the first ``committed``
+    appended events are durable.
+    """
+
+    #: Whether writes survive the process (a journal that has not failed).
+    durable: bool
+    appended: int
+    committed: int
+
+    async def start(self, on_commit: Callable[[], None]) -> None:
+        """Start recording; ``on_commit`` is called (in the event loop) after each commit."""
+        ...
+
+    async def aclose(self) -> None:
+        """Commit what is queued and stop; the history cannot be used afterwards."""
+        ...
+
+    # ------------------------------------------------------------ writes (never block)
+
+    def add_session(self, record: SessionRecord) -> None:
+        """Record a new session (open in this process)."""
+        ...
+
+    def update_session(self, session_id: str, **fields: Any) -> None:
+        """Change ``state`` (closing also drops ownership), ``updated_at``, ``title``,
+        ``workspace``, ``options`` (a dict) or ``recovery`` (JSON bytes)."""
+        ...
+
+    def append(self, session_id: str, sequence: int, code: int, body: bytes, raw_id: int) -> None:
+        """Record the event at ``sequence`` (its encoded envelope and type code); ``raw_id``
+        names the raw record it was projected from (0: none)."""
+        ...
+
+    def add_raw(self, session_id: str, raw_id: int, record: bytes) -> None:
+        """Record a raw provider record, as received (``raw_id``: the sequence of the
+        first event projected from it)."""
+        ...
+
+    def run_started(self, session_id: str, run_id: str, sequence: int) -> None:
+        """Record that a run started (its ``run.started`` is at ``sequence``)."""
+        ...
+
+    def run_ended(self, session_id: str, run_id: str, sequence: int, state: str) -> None:
+        """Record that a run ended in ``state`` (its terminal event is at ``sequence``)."""
+        ...
+
+    def interaction_opened(
+        self, session_id: str, interaction_id: str, run_id: str, request: bytes
+    ) -> None:
+        """Record a pending interaction (``request``: encoded JSON)."""
+        ...
+
+    def interaction_settled(
+        self, session_id: str, interaction_id: str, status: str, answer: bytes | None
+    ) -> None:
+        """Record an interaction's settlement."""
+        ...
+
+    def save_receipt(
+        self, command_id: str, session_id: str, payload: bytes, result: bytes, created_at: str
+    ) -> None:
+        """Record the first receipt of ``command_id``."""
+        ...
+
+    def mark(self) -> int:
+        """Return a ticket covering every write made so far."""
+        ...
+
+    async def committed_through(self, ticket: int) -> None:
+        """Wait until the writes covered by ``ticket`` are durable (or recording failed)."""
+        ...
+
+    # ------------------------------------------------------------ reads
+
+    async def find_receipt(self, command_id: str) -> tuple[bytes, bytes] | None:
+        """Return ``(payload, result)`` of the first use of ``command_id``, if any."""
+        ...
+
+    async def load_session(self, session_id: str) -> SessionRecord | None:
+        """Return the stored session, or ``None``."""
+        ...
+
+    async def list_sessions(
+        self, provider: str | None, workspace: str | None, cursor: str | None, limit: int
+    ) -> tuple[list[SessionRecord], str | None]:
+        """Return up to ``limit`` sessions, newest first, and the cursor of the next page."""
+        ...
+
+    async def read_events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
+        """Return the envelopes of sequences ``lo``..``hi`` that are stored."""
+        ...
+
+    async def read_raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
+        """Return the raw records events ``lo``..``hi`` were projected from."""
+        ...
+
+    # ------------------------------------------------------------ ownership
+
+    async def claim(self, session_id: str) -> tuple[ClaimStatus, SessionRecord | None]:
+        """Take a stored session that no live process has open, to reopen it here."""
+        ...
+
+    async def delete(self, session_id: str) -> DeleteStatus:
+        """Delete everything stored about a session no other live process has open."""
+        ...

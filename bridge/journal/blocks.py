@@ -1,0 +1,141 @@
+"""Event blocks: how a run of consecutive events of one session is stored (sans-I/O).
+
+The journal stores a session's events as *blocks*: one row holds up to
+:data:`MAX_BLOCK_EVENTS` consecutive envelopes (and about :data:`MAX_BLOCK_BYTES` of
+them), as the concatenated encoded envelopes (zlib-compressed, ``codec`` 1, unless that
+does not make them smaller, ``codec`` 0), their sizes (little-endian ``uint32`` each,
+uncompressed) and their payload types (one byte each, a code from :data:`TYPE_NAMES`).
+
+One row per block instead of per event is what keeps the writer cheap: a group commit of
+a few thousand streamed deltas is a handful of inserts whose contents are built by C loops
+(``bytes.join``, ``struct.pack``, ``zlib``, which also runs without the interpreter lock),
+so the writer thread holds the lock for microseconds per commit and the event loop keeps
+streaming.  Compression pays for itself: envelopes of one session repeat their keys and
+ids, so a block shrinks about tenfold and SQLite has that much less to copy and write.
+
+Blocks of one session are contiguous and never overlap: ``first_seq`` of a block is
+``last_seq + 1`` of the previous one.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from bisect import bisect_right
+from collections.abc import Sequence
+from itertools import accumulate
+from typing import Final
+
+from bridge.wire import events as _events
+
+__all__ = [
+    "MAX_BLOCK_BYTES",
+    "MAX_BLOCK_EVENTS",
+    "TYPE_CODES",
+    "TYPE_NAMES",
+    "block_spans",
+    "decode_bodies",
+    "encode_bodies",
+    "pack_sizes",
+    "slice_block",
+]
+
+MAX_BLOCK_EVENTS: Final = 512
+MAX_BLOCK_BYTES: Final = 256 * 1024
+
+#: Payload type names by code.  Append only: codes are stored in journals.
+TYPE_NAMES: Final[tuple[str, ...]] = (
+    "",
+    "text.delta",
+    "thinking.delta",
+    "tool.activity",
+    "plan.updated",
+    "usage",
+    "diagnostic",
+    "run.started",
+    "run.completed",
+    "run.failed",
+    "run.interrupted",
+    "interaction.requested",
+    "interaction.settled",
+    "session.closed",
+    "session.resumed",
+)
+
+
+def _type_codes() -> dict[type, int]:
+    codes: dict[type, int] = {}
+    for name in _events.__all__:
+        cls = getattr(_events, name)
+        tag = getattr(getattr(cls, "__struct_config__", None), "tag", None)
+        if isinstance(tag, str):
+            codes[cls] = TYPE_NAMES.index(tag)
+    return codes
+
+
+#: Payload class -> its type code (every tagged payload of :mod:`bridge.wire.events`).
+TYPE_CODES: Final[dict[type, int]] = _type_codes()
+
+
+def block_spans(sizes: Sequence[int]) -> list[tuple[int, int]]:
+    """Return ``[start, stop)`` index ranges that cut events of ``sizes`` bytes into
+    blocks: at most :data:`MAX_BLOCK_EVENTS` each, and no more than
+    :data:`MAX_BLOCK_BYTES` unless a single event is larger."""
+    ends = list(accumulate(sizes))
+    spans: list[tuple[int, int]] = []
+    start = 0
+    total = len(sizes)
+    while start < total:
+        before = ends[start - 1] if start else 0
+        stop = min(start + MAX_BLOCK_EVENTS, bisect_right(ends, before + MAX_BLOCK_BYTES))
+        stop = max(stop, start + 1)
+        spans.append((start, stop))
+        start = stop
+    return spans
+
+
+CODEC_PLAIN: Final = 0
+CODEC_ZLIB: Final = 1
+
+
+def encode_bodies(bodies: Sequence[bytes]) -> tuple[int, bytes]:
+    """Return ``(codec, blob)``: the concatenated envelopes, compressed when that helps."""
+    plain = b"".join(bodies)
+    packed = zlib.compress(plain, 1)
+    return (CODEC_ZLIB, packed) if len(packed) < len(plain) else (CODEC_PLAIN, plain)
+
+
+def decode_bodies(codec: int, blob: bytes) -> bytes:
+    """Return the concatenated envelopes of a stored block; raises ``ValueError`` for an
+    unknown codec or damaged data."""
+    if codec == CODEC_PLAIN:
+        return blob
+    if codec == CODEC_ZLIB:
+        try:
+            return zlib.decompress(blob)
+        except zlib.error as exc:
+            raise ValueError(f"a journal block is damaged: {exc}") from None
+    raise ValueError(f"a journal block has an unknown codec {codec}")
+
+
+def pack_sizes(sizes: Sequence[int]) -> bytes:
+    """Return ``sizes`` as little-endian ``uint32`` values."""
+    return struct.pack(f"<{len(sizes)}I", *sizes)
+
+
+def slice_block(first_seq: int, sizes: bytes, bodies: bytes, lo: int, hi: int) -> list[bytes]:
+    """Return the envelopes of sequences ``lo``..``hi`` (clipped to the block) from a stored
+    block; raises ``ValueError`` if ``sizes`` does not describe ``bodies``."""
+    count = len(sizes) // 4
+    lengths = struct.unpack(f"<{count}I", sizes)
+    ends = list(accumulate(lengths))
+    if len(sizes) % 4 or (ends[-1] if ends else 0) != len(bodies):
+        raise ValueError("a journal block is inconsistent")
+    start = max(lo, first_seq) - first_seq
+    stop = min(hi, first_seq + count - 1) - first_seq + 1
+    out: list[bytes] = []
+    view = memoryview(bodies)
+    for i in range(start, stop):
+        begin = ends[i - 1] if i else 0
+        out.append(bytes(view[begin : ends[i]]))
+    return out

@@ -1,0 +1,466 @@
+"""The SQLite journal: durable history behind the :class:`~bridge.journal.base.History` port.
+
+One file, ``<state dir>/journal.sqlite3``, in WAL mode, shared by every bridge process
+that uses the same state directory.  Three connections per process, each used by one
+thread at a time: the writer thread's (:mod:`bridge.journal.writer`), the readers'
+(:mod:`bridge.journal.reader`, in worker threads) and a control connection for the few
+operations that must see and change ownership in one transaction (reopening and deleting
+sessions, crash recovery, retention at start-up).
+
+The event loop only queues writes and awaits tickets.  Commits are reported back to it
+with ``call_soon_threadsafe``; the journal then advances ``committed``, calls the
+runtime's ``on_commit`` (which releases the events now durable to the host) and wakes
+whoever waits for a ticket.  If a commit fails the journal stops recording, says so once
+in the log, and from then on behaves as not durable (events flow to the host unjournaled;
+reads of history answer ``history_unavailable``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import msgspec
+
+from bridge.ids import Clock
+from bridge.journal.base import ClaimStatus, DeleteStatus, SessionRecord
+from bridge.journal.errors import JournalError
+from bridge.journal.owners import OwnerLock, dead_owner, owner_alive
+from bridge.journal.reader import Reader
+from bridge.journal.recovery import recover_dead_owners, recover_owner
+from bridge.journal.retention import Retention, apply_retention
+from bridge.journal.rows import delete_session_rows
+from bridge.journal.schema import (
+    Sync,
+    configure,
+    connect,
+    database_path,
+    explain,
+    open_journal_db,
+)
+from bridge.journal.writer import (
+    OP_EVENTS,
+    OP_INTERACTION,
+    OP_RECEIPT,
+    OP_RUN,
+    OP_SESSION,
+    OP_SETTLE,
+    OP_UPDATE,
+    EventBatch,
+    Writer,
+)
+from bridge.wire.methods import RawRecord
+
+__all__ = ["Journal"]
+
+log = logging.getLogger("agent_bridge.journal")
+
+_encode = msgspec.json.encode
+
+
+class Journal:
+    """Durable history; make one with :meth:`open`."""
+
+    def __init__(
+        self,
+        state_dir: str,
+        control: sqlite3.Connection,
+        writer_conn: sqlite3.Connection,
+        reader: Reader,
+        owner: OwnerLock,
+        retention: Retention,
+        clock: Clock,
+        recovered: list[str],
+    ) -> None:
+        self.state_dir = state_dir
+        self.path = database_path(state_dir)
+        self.durable = True
+        self.failed = False
+        self.appended = 0
+        self.committed = 0
+        #: Sessions closed by crash recovery when the journal was opened.
+        self.recovered = recovered
+        self._control = control
+        self._control_lock = threading.Lock()
+        self._reader = reader
+        self._owner = owner
+        self._clock = clock
+        self._ops = 0
+        self._ops_committed = 0
+        self._waiters: list[tuple[int, anyio.Event]] = []
+        self._on_commit: Callable[[], None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._writer = Writer(writer_conn, self._notify, retention)
+        self._queue = self._writer.queue
+        #: events not yet handed to the writer, per session (see :meth:`append`)
+        self._open: dict[str, EventBatch] = {}
+        self._started = False
+        self._closed = False
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(
+        cls,
+        state_dir: str,
+        *,
+        retention: Retention = Retention(),  # noqa: B008 - frozen
+        sync: Sync = "normal",
+        busy_timeout: float = 3.0,
+        clock: Clock | None = None,
+    ) -> Journal:
+        """Open (creating, upgrading, recovering after a crash, applying retention) the
+        journal in ``state_dir``; raises :class:`JournalError` with a one-line message."""
+        clock = clock or Clock()
+        try:
+            os.makedirs(state_dir, mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise JournalError(
+                f"cannot create the state directory {state_dir}: {exc.strerror}"
+            ) from None
+        path = database_path(state_dir)
+        control = open_journal_db(path, busy_timeout=busy_timeout, sync=sync)
+        owner: OwnerLock | None = None
+        conns = [control]
+        try:
+            owner = OwnerLock(state_dir)
+            control.execute("BEGIN IMMEDIATE")
+            control.execute(
+                "INSERT INTO owners (token, pid, started_at) VALUES (?, ?, ?)",
+                (owner.token, os.getpid(), clock.now_iso()),
+            )
+            control.execute("COMMIT")
+            recovered = recover_dead_owners(control, state_dir, owner.token, clock)
+            apply_retention(control, retention)
+            writer_conn = connect(path, busy_timeout=30.0)
+            conns.append(writer_conn)
+            configure(writer_conn, sync)
+            reader_conn = connect(path, busy_timeout=30.0)
+            conns.append(reader_conn)
+        except BaseException as exc:
+            for conn in conns:
+                conn.close()
+            if owner is not None:
+                owner.release()
+            if isinstance(exc, sqlite3.Error):
+                raise explain(path, exc) from None
+            raise
+        control.execute("PRAGMA busy_timeout = 30000")
+        return cls(
+            state_dir, control, writer_conn, Reader(reader_conn), owner, retention, clock, recovered
+        )
+
+    @property
+    def owner_token(self) -> str:
+        """This process's token in the journal's ``owners``."""
+        return self._owner.token
+
+    async def start(self, on_commit: Callable[[], None]) -> None:
+        """Start the writer thread; ``on_commit`` runs in the event loop after each commit."""
+        self._on_commit = on_commit
+        self._loop = asyncio.get_running_loop()
+        self._writer.start()
+        self._started = True
+
+    async def aclose(self) -> None:
+        """Commit what is queued, stop the writer, and leave the journal (this process no
+        longer owns anything in it)."""
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            if self._started:
+                await self.committed_through(self.mark())
+                self._writer.stop()
+                await anyio.to_thread.run_sync(self._writer.join)
+            await anyio.to_thread.run_sync(self._close_sync)
+
+    def _close_sync(self) -> None:
+        with self._control_lock:
+            # Sessions still owned here (a shutdown that ran out of time) keep this
+            # owner: the next bridge finds it gone and closes them as crashed.
+            try:
+                self._control.execute("DELETE FROM owners WHERE token = ?", (self._owner.token,))
+            except sqlite3.Error:
+                log.exception("journal: could not record this process's exit")
+            self._control.close()
+        self._reader.close()
+        self._owner.release()
+
+    # ------------------------------------------------------------------ commits
+
+    def _notify(self, ops_done: int, events_done: int, error: str | None) -> None:
+        """Called by the writer thread after each commit (or its failure)."""
+        loop = self._loop
+        if loop is None:
+            return
+        # RuntimeError: the loop is closed, so nobody is waiting any more
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self._committed, ops_done, events_done, error)
+
+    def _committed(self, ops_done: int, events_done: int, error: str | None) -> None:
+        if error is not None:
+            log.error("journal %s failed (%s); history is no longer recorded", self.path, error)
+            self.failed = True
+            self.durable = False
+            self._open = {}
+            ops_done, events_done = self._ops, self.appended
+        self._ops_committed = max(self._ops_committed, ops_done)
+        self.committed = max(self.committed, events_done)
+        if self._on_commit is not None:
+            self._on_commit()
+        if self._waiters:
+            done = self._ops_committed
+            keep: list[tuple[int, anyio.Event]] = []
+            for ticket, event in self._waiters:
+                if ticket <= done:
+                    event.set()
+                else:
+                    keep.append((ticket, event))
+            self._waiters = keep
+
+    def mark(self) -> int:
+        """Return a ticket covering every write made so far."""
+        self._seal()
+        return self._ops
+
+    async def committed_through(self, ticket: int) -> None:
+        """Wait until the writes covered by ``ticket`` are committed (or recording failed)."""
+        if self._ops_committed >= ticket or self.failed or not self._started:
+            return
+        event = anyio.Event()
+        self._waiters.append((ticket, event))
+        await event.wait()
+
+    def _submit(self, op: tuple[Any, ...]) -> None:
+        if self.failed:
+            return
+        self._seal()  # the events before this operation go first
+        self._queue.append(op)
+        self._ops += 1
+        if self._writer.idle:
+            self._writer.wake.set()
+
+    def _seal(self) -> None:
+        """Hand the open event batches to the writer."""
+        if not self._open:
+            return
+        queue = self._queue
+        for batch in self._open.values():
+            queue.append((OP_EVENTS, batch))
+        self._ops += len(self._open)
+        self._open = {}
+        if self._writer.idle:
+            self._writer.wake.set()
+
+    def _batch(self, session_id: str, first: int) -> EventBatch | None:
+        """Open a batch for ``session_id`` (its first event at ``first``); the open batches
+        are handed over at the end of this iteration of the event loop."""
+        if self.failed:
+            return None
+        if not self._open and self._loop is not None:
+            self._loop.call_soon(self._seal)
+        batch = self._open[session_id] = EventBatch(session_id, first)
+        return batch
+
+    # ------------------------------------------------------------------ writes
+
+    def append(self, session_id: str, sequence: int, code: int, body: bytes, raw_id: int) -> None:
+        """Record the event at ``sequence`` (the hot path: two list appends)."""
+        batch = self._open.get(session_id) or self._batch(session_id, sequence)
+        if batch is None:
+            return
+        batch.bodies.append(body)
+        batch.codes.append(code)
+        if raw_id != batch.raw_id:
+            batch.changes.append((sequence, raw_id))
+            batch.raw_id = raw_id
+        self.appended += 1
+
+    def add_raw(self, session_id: str, raw_id: int, record: bytes) -> None:
+        """Record a raw provider record (``raw_id``: the sequence of the event about to
+        be appended, the first projected from it)."""
+        batch = self._open.get(session_id) or self._batch(session_id, raw_id)
+        if batch is not None:
+            batch.raws.append((raw_id, record))
+
+    def add_session(self, record: SessionRecord) -> None:
+        """Queue a new session, owned by this process."""
+        self._submit(
+            (
+                OP_SESSION,
+                record.session_id,
+                record.provider_id,
+                record.provider_version,
+                record.workspace,
+                record.title,
+                _encode(record.options),
+                record.created_at,
+                record.updated_at,
+                self._owner.token,
+            )
+        )
+        if record.recovery is not None:
+            self.update_session(record.session_id, recovery=_encode(record.recovery))
+
+    def update_session(self, session_id: str, **fields: Any) -> None:
+        """Queue a change of the session's row (closing it also drops ownership)."""
+        if fields.get("state") == "closed":
+            fields["owner"] = None
+        elif fields.get("state") == "active":
+            fields["owner"] = self._owner.token
+        if "options" in fields:
+            fields["options"] = _encode(fields["options"])
+        self._submit((OP_UPDATE, session_id, fields))
+
+    def run_started(self, session_id: str, run_id: str, sequence: int) -> None:
+        """Queue a run's start."""
+        self._submit((OP_RUN, session_id, run_id, sequence, "running"))
+
+    def run_ended(self, session_id: str, run_id: str, sequence: int, state: str) -> None:
+        """Queue a run's end."""
+        self._submit((OP_RUN, session_id, run_id, sequence, state))
+
+    def interaction_opened(
+        self, session_id: str, interaction_id: str, run_id: str, request: bytes
+    ) -> None:
+        """Queue a pending interaction."""
+        self._submit((OP_INTERACTION, session_id, interaction_id, run_id, request))
+
+    def interaction_settled(
+        self, session_id: str, interaction_id: str, status: str, answer: bytes | None
+    ) -> None:
+        """Queue an interaction's settlement."""
+        self._submit((OP_SETTLE, session_id, interaction_id, status, answer))
+
+    def save_receipt(
+        self, command_id: str, session_id: str, payload: bytes, result: bytes, created_at: str
+    ) -> None:
+        """Queue a command receipt (the first one of ``command_id`` stays)."""
+        self._submit((OP_RECEIPT, command_id, session_id, payload, result, created_at))
+
+    # ------------------------------------------------------------------ reads
+
+    def _check(self) -> None:
+        if self.failed:
+            raise JournalError(f"the journal {self.path} failed")
+
+    async def find_receipt(self, command_id: str) -> tuple[bytes, bytes] | None:
+        """Return ``(payload, result)`` of the first use of ``command_id``, if stored."""
+        self._check()
+        return await anyio.to_thread.run_sync(self._reader.receipt, command_id)
+
+    async def load_session(self, session_id: str) -> SessionRecord | None:
+        """Return the stored session, or ``None``."""
+        self._check()
+        return await anyio.to_thread.run_sync(self._reader.session, session_id)
+
+    async def list_sessions(
+        self, provider: str | None, workspace: str | None, cursor: str | None, limit: int
+    ) -> tuple[list[SessionRecord], str | None]:
+        """Return up to ``limit`` sessions, newest first, and the next page's cursor."""
+        self._check()
+        try:
+            after = int(cursor) if cursor is not None else None
+        except ValueError:
+            after = 0
+        records, more = await anyio.to_thread.run_sync(
+            self._reader.sessions, provider, workspace, after, limit
+        )
+        return records, None if more is None else str(more)
+
+    async def read_events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
+        """Return the stored envelopes of sequences ``lo``..``hi``."""
+        self._check()
+        return await anyio.to_thread.run_sync(self._reader.events, session_id, lo, hi)
+
+    async def read_raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
+        """Return the raw records events ``lo``..``hi`` were projected from."""
+        self._check()
+        return await anyio.to_thread.run_sync(self._reader.raw, session_id, lo, hi)
+
+    # ------------------------------------------------------------------ ownership
+
+    async def claim(self, session_id: str) -> tuple[ClaimStatus, SessionRecord | None]:
+        """Take ownership of a stored session no live process has open (recovering it
+        first if its owner crashed); return the status and, when claimed, the record."""
+        self._check()
+        await self.committed_through(self.mark())
+        return await anyio.to_thread.run_sync(self._claim_sync, session_id)
+
+    def _take_from_dead_owner(self, owner: str) -> bool:
+        """Recover ``owner``'s sessions if it is gone; return whether it was gone."""
+        if owner == self._owner.token:
+            return True
+        if owner_alive(self.state_dir, owner):
+            return False
+        with dead_owner(self.state_dir, owner) as dead:
+            if dead:
+                recover_owner(self._control, owner, self._clock)
+        return dead
+
+    def _claim_sync(self, session_id: str) -> tuple[ClaimStatus, SessionRecord | None]:
+        me = self._owner.token
+        with self._control_lock:
+            conn = self._control
+            row = conn.execute(
+                "SELECT owner FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                return "not_found", None
+            if row[0] is not None and not self._take_from_dead_owner(str(row[0])):
+                return "in_use", None
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                changed = conn.execute(
+                    "UPDATE sessions SET owner = ?, state = 'active' "
+                    "WHERE session_id = ? AND (owner IS NULL OR owner = ?)",
+                    (me, session_id, me),
+                ).rowcount
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            if not changed:
+                return "in_use", None
+        record = self._reader.session(session_id)
+        return ("claimed", record) if record is not None else ("not_found", None)
+
+    async def delete(self, session_id: str) -> DeleteStatus:
+        """Delete everything stored about a session that no other live process has open."""
+        self._check()
+        await self.committed_through(self.mark())
+        status = await anyio.to_thread.run_sync(self._delete_sync, session_id)
+        if status == "deleted":
+            self._writer.forget(session_id)
+        return status
+
+    def _delete_sync(self, session_id: str) -> DeleteStatus:
+        with self._control_lock:
+            conn = self._control
+            row = conn.execute(
+                "SELECT skey, owner FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                return "not_found"
+            if row[1] is not None and not self._take_from_dead_owner(str(row[1])):
+                return "in_use"
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                delete_session_rows(conn, int(row[0]))
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("PRAGMA incremental_vacuum").fetchall()
+        return "deleted"

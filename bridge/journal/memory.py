@@ -1,0 +1,197 @@
+"""History in memory (``--state-dir :memory:``): what the bridge kept before the journal.
+
+Everything lives in this process and is gone when it ends; every write is "committed" at
+once, so the runtime sends events to the host without waiting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from bridge.eventlog import EventLog
+from bridge.journal.base import ClaimStatus, DeleteStatus, SessionRecord
+from bridge.journal.raw import raw_records
+from bridge.wire.methods import RawRecord
+
+__all__ = ["MemoryHistory"]
+
+
+class _Stored:
+    __slots__ = ("changes", "log", "raw", "raw_id", "record")
+
+    def __init__(self, record: SessionRecord) -> None:
+        self.record = record
+        self.log = EventLog()
+        self.raw: dict[int, bytes] = {}
+        #: the latest event's raw record (0: none), and ``(sequence, raw_id)`` where it changed
+        self.raw_id = 0
+        self.changes: list[tuple[int, int]] = []
+
+    def links(self) -> list[tuple[int, int, int]]:
+        """The ``(first_seq, last_seq, raw_id)`` spans of events that came from a raw record."""
+        if not self.changes:
+            return []
+        bounds = [seq for seq, _ in self.changes[1:]] + [self.log.last_sequence + 1]
+        return [
+            (seq, stop - 1, raw_id)
+            for (seq, raw_id), stop in zip(self.changes, bounds, strict=True)
+            if raw_id and stop > seq
+        ]
+
+
+class MemoryHistory:
+    """:class:`~bridge.journal.base.History` kept in this process only."""
+
+    durable = False
+
+    def __init__(self) -> None:
+        self.appended = 0
+        self.committed = 0
+        self._sessions: dict[str, _Stored] = {}
+        self._receipts: dict[str, tuple[bytes, bytes]] = {}
+        self._ops = 0
+
+    async def start(self, on_commit: Callable[[], None]) -> None:
+        """Nothing to start."""
+
+    async def aclose(self) -> None:
+        """Nothing to stop."""
+
+    # ------------------------------------------------------------------ writes
+
+    def add_session(self, record: SessionRecord) -> None:
+        """Keep a new session."""
+        self._sessions[record.session_id] = _Stored(dataclasses.replace(record))
+
+    def update_session(self, session_id: str, **fields: Any) -> None:
+        """Change stored fields of a session (``recovery`` arrives as JSON bytes)."""
+        stored = self._sessions.get(session_id)
+        if stored is None:
+            return
+        if "recovery" in fields and isinstance(fields["recovery"], bytes):
+            fields["recovery"] = msgspec.json.decode(fields["recovery"])
+        for name, value in fields.items():
+            if hasattr(stored.record, name):
+                setattr(stored.record, name, value)
+
+    def append(self, session_id: str, sequence: int, code: int, body: bytes, raw_id: int) -> None:
+        """Append the event at ``sequence``."""
+        stored = self._sessions[session_id]
+        stored.log.append(body)
+        self.appended += 1
+        self.committed += 1
+        if raw_id != stored.raw_id:
+            stored.changes.append((sequence, raw_id))
+            stored.raw_id = raw_id
+
+    def add_raw(self, session_id: str, raw_id: int, record: bytes) -> None:
+        """Keep a raw provider record."""
+        self._sessions[session_id].raw[raw_id] = record
+
+    def run_started(self, session_id: str, run_id: str, sequence: int) -> None:
+        """Runs are only in the runtime's memory."""
+
+    def run_ended(self, session_id: str, run_id: str, sequence: int, state: str) -> None:
+        """Runs are only in the runtime's memory."""
+
+    def interaction_opened(
+        self, session_id: str, interaction_id: str, run_id: str, request: bytes
+    ) -> None:
+        """Interactions are only in the runtime's memory."""
+
+    def interaction_settled(
+        self, session_id: str, interaction_id: str, status: str, answer: bytes | None
+    ) -> None:
+        """Interactions are only in the runtime's memory."""
+
+    def save_receipt(
+        self, command_id: str, session_id: str, payload: bytes, result: bytes, created_at: str
+    ) -> None:
+        """Keep the first receipt of ``command_id``."""
+        self._receipts.setdefault(command_id, (payload, result))
+
+    def mark(self) -> int:
+        """Every write is committed already."""
+        return 0
+
+    async def committed_through(self, ticket: int) -> None:
+        """Return at once."""
+
+    # ------------------------------------------------------------------ reads
+
+    async def find_receipt(self, command_id: str) -> tuple[bytes, bytes] | None:
+        """Return ``(payload, result)`` of the first use of ``command_id``."""
+        return self._receipts.get(command_id)
+
+    def _record(self, stored: _Stored) -> SessionRecord:
+        return dataclasses.replace(stored.record, last_sequence=stored.log.last_sequence)
+
+    async def load_session(self, session_id: str) -> SessionRecord | None:
+        """Return the session, or ``None``."""
+        stored = self._sessions.get(session_id)
+        return None if stored is None else self._record(stored)
+
+    async def list_sessions(
+        self, provider: str | None, workspace: str | None, cursor: str | None, limit: int
+    ) -> tuple[list[SessionRecord], str | None]:
+        """Return up to ``limit`` sessions newest first; the cursor is a position."""
+        try:
+            start = int(cursor) if cursor is not None else 0
+        except ValueError:
+            start = 0
+        matching = [
+            s
+            for s in reversed(self._sessions.values())
+            if (provider is None or s.record.provider_id == provider)
+            and (workspace is None or s.record.workspace == workspace)
+        ]
+        page = matching[start : start + limit]
+        more = start + limit < len(matching)
+        return [self._record(s) for s in page], str(start + limit) if more else None
+
+    async def read_events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
+        """Return the envelopes of sequences ``lo``..``hi``."""
+        stored = self._sessions.get(session_id)
+        if stored is None or hi < lo:
+            return []
+        page, _ = stored.log.page(after=lo - 1, limit=hi - lo + 1)
+        return page
+
+    async def read_raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
+        """Return the raw records events ``lo``..``hi`` were projected from."""
+        stored = self._sessions.get(session_id)
+        if stored is None or hi < lo:
+            return []
+        return raw_records(stored.links(), stored.raw, lo, hi)
+
+    # ------------------------------------------------------------------ ownership
+
+    async def claim(self, session_id: str) -> tuple[ClaimStatus, SessionRecord | None]:
+        """Reopen a closed session of this process."""
+        stored = self._sessions.get(session_id)
+        if stored is None:
+            return "not_found", None
+        if stored.record.state != "closed":
+            return "in_use", None
+        stored.record.state = "active"
+        return "claimed", self._record(stored)
+
+    async def delete(self, session_id: str) -> DeleteStatus:
+        """Forget a session."""
+        if self._sessions.pop(session_id, None) is None:
+            return "not_found"
+        self._receipts = {
+            k: v for k, v in self._receipts.items() if not _for_session(v[0], session_id)
+        }
+        return "deleted"
+
+
+def _for_session(payload: bytes, session_id: str) -> bool:
+    try:
+        return bool(msgspec.json.decode(payload)[0] == session_id)
+    except (msgspec.DecodeError, IndexError, TypeError, KeyError):
+        return False

@@ -1,0 +1,151 @@
+"""Reads from the journal, on a connection of their own (run in worker threads).
+
+SQLite in WAL mode lets these run while the writer thread commits: a read sees the last
+commit made before it started.  One lock serialises the reads of this process.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from typing import Any
+
+import msgspec
+
+from bridge.journal.base import SessionRecord
+from bridge.journal.blocks import decode_bodies, slice_block
+from bridge.journal.raw import raw_records
+from bridge.journal.rows import last_sequence, session_key
+from bridge.wire.methods import RawRecord
+
+__all__ = ["Reader", "session_record"]
+
+_SESSION_COLUMNS = (
+    "skey, session_id, provider_id, provider_version, workspace, title, options, "
+    "created_at, updated_at, state, recovery"
+)
+
+
+def session_record(conn: sqlite3.Connection, row: Any) -> SessionRecord:
+    """Return the :class:`SessionRecord` of a row of ``_SESSION_COLUMNS``."""
+    skey, sid, provider, version, workspace, title, options, created, updated, state, recovery = row
+    return SessionRecord(
+        session_id=sid,
+        provider_id=provider,
+        provider_version=version,
+        workspace=workspace,
+        title=title,
+        created_at=created,
+        updated_at=updated,
+        state="closed" if state == "closed" else "active",
+        options=msgspec.json.decode(options) if options else {},
+        last_sequence=last_sequence(conn, int(skey)),
+        recovery=None if recovery is None else msgspec.json.decode(recovery),
+    )
+
+
+class Reader:
+    """Queries for ``events/read``, ``session/list``, receipts and stored sessions."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self.lock:
+            self.conn.close()
+
+    def events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
+        """Return the stored envelopes of sequences ``lo``..``hi`` of a session."""
+        with self.lock:
+            conn = self.conn
+            skey = session_key(conn, session_id)
+            if skey is None or hi < lo:
+                return []
+            rows = conn.execute(
+                "SELECT first_seq, codec, sizes, bodies FROM event_blocks "
+                "WHERE skey = ?1 AND first_seq <= ?3 AND first_seq >= ("
+                "  SELECT COALESCE(MAX(first_seq), 0) FROM event_blocks"
+                "  WHERE skey = ?1 AND first_seq <= ?2"
+                ") ORDER BY first_seq",
+                (skey, lo, hi),
+            ).fetchall()
+        out: list[bytes] = []
+        for first, codec, sizes, bodies in rows:
+            out += slice_block(int(first), sizes, decode_bodies(int(codec), bodies), lo, hi)
+        return out
+
+    def raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
+        """Return the raw records events ``lo``..``hi`` were projected from."""
+        with self.lock:
+            conn = self.conn
+            skey = session_key(conn, session_id)
+            if skey is None or hi < lo:
+                return []
+            links = [
+                (int(a), int(b), int(r))
+                for a, b, r in conn.execute(
+                    "SELECT first_seq, last_seq, raw_id FROM raw_links "
+                    "WHERE skey = ?1 AND first_seq <= ?3 AND first_seq >= ("
+                    "  SELECT COALESCE(MAX(first_seq), 0) FROM raw_links"
+                    "  WHERE skey = ?1 AND first_seq <= ?2"
+                    ") ORDER BY first_seq",
+                    (skey, lo, hi),
+                )
+            ]
+            wanted = sorted({r for _, _, r in links})
+            records: dict[int, bytes] = {}
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                query = (
+                    f"SELECT raw_id, record FROM raw_records WHERE skey = ? AND raw_id IN ({marks})"  # noqa: S608
+                )
+                for raw_id, record in conn.execute(query, (skey, *chunk)):
+                    records[int(raw_id)] = bytes(record)
+        return raw_records(links, records, lo, hi)
+
+    def session(self, session_id: str) -> SessionRecord | None:
+        """Return a stored session, or ``None``."""
+        with self.lock:
+            row = self.conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?",  # noqa: S608
+                (session_id,),
+            ).fetchone()
+            return None if row is None else session_record(self.conn, row)
+
+    def sessions(
+        self, provider: str | None, workspace: str | None, cursor: int | None, limit: int
+    ) -> tuple[list[SessionRecord], int | None]:
+        """Return up to ``limit`` sessions newest first (below key ``cursor``), and the key
+        to continue from when more follow."""
+        where: list[str] = []
+        args: list[Any] = []
+        if provider is not None:
+            where.append("provider_id = ?")
+            args.append(provider)
+        if workspace is not None:
+            where.append("workspace = ?")
+            args.append(workspace)
+        if cursor is not None:
+            where.append("skey < ?")
+            args.append(cursor)
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        with self.lock:
+            rows = self.conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions{clause} "  # noqa: S608
+                "ORDER BY skey DESC LIMIT ?",
+                (*args, limit + 1),
+            ).fetchall()
+            records = [session_record(self.conn, row) for row in rows[:limit]]
+        more = int(rows[limit - 1][0]) if len(rows) > limit else None
+        return records, more
+
+    def receipt(self, command_id: str) -> tuple[bytes, bytes] | None:
+        """Return ``(payload, result)`` of the first use of ``command_id``."""
+        with self.lock:
+            row = self.conn.execute(
+                "SELECT payload, result FROM receipts WHERE command_id = ?", (command_id,)
+            ).fetchone()
+        return None if row is None else (bytes(row[0]), bytes(row[1]))

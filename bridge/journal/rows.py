@@ -1,0 +1,78 @@
+"""Row-level writes shared by the writer thread, crash recovery and retention.
+
+Every function here runs inside a transaction its caller opened on ``conn`` and touches
+only the rows it names; none of them commits.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from bridge.journal.blocks import block_spans, encode_bodies, pack_sizes
+
+__all__ = [
+    "delete_session_rows",
+    "insert_events",
+    "last_sequence",
+    "session_key",
+]
+
+
+def session_key(conn: sqlite3.Connection, session_id: str) -> int | None:
+    """Return the journal's key of ``session_id``, or ``None`` if it has no row."""
+    row = conn.execute("SELECT skey FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def last_sequence(conn: sqlite3.Connection, skey: int) -> int:
+    """Return the sequence of the session's newest stored event (0 when it has none)."""
+    row = conn.execute(
+        "SELECT last_seq FROM event_blocks WHERE skey = ? ORDER BY first_seq DESC LIMIT 1",
+        (skey,),
+    ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def insert_events(
+    conn: sqlite3.Connection, skey: int, first_seq: int, codes: bytes, bodies: Sequence[bytes]
+) -> int:
+    """Insert the session's consecutive events ``first_seq``… (their type codes and
+    envelopes) as blocks; return the bytes stored (compressed)."""
+    sizes = list(map(len, bodies))
+    rows = []
+    stored = 0
+    for start, stop in block_spans(sizes):
+        codec, blob = encode_bodies(bodies[start:stop])
+        stored += len(blob)
+        rows.append(
+            (
+                skey,
+                first_seq + start,
+                first_seq + stop - 1,
+                codec,
+                codes[start:stop],
+                pack_sizes(sizes[start:stop]),
+                blob,
+            )
+        )
+    conn.executemany(
+        "INSERT INTO event_blocks (skey, first_seq, last_seq, codec, types, sizes, bodies) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    return stored
+
+
+def delete_session_rows(conn: sqlite3.Connection, skey: int) -> None:
+    """Delete everything the journal holds about one session."""
+    for table in (
+        "event_blocks",
+        "raw_links",
+        "raw_records",
+        "runs",
+        "interactions",
+        "receipts",
+        "sessions",
+    ):
+        conn.execute(f"DELETE FROM {table} WHERE skey = ?", (skey,))  # noqa: S608 - fixed names

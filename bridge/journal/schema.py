@@ -1,0 +1,268 @@
+"""The journal's tables, their versions and the checks made when the file is opened.
+
+The schema version is ``PRAGMA user_version``; ``PRAGMA application_id`` marks the file
+as an agent-bridge journal.  Opening:
+
+* a missing or empty file: the whole schema is created (version 0 → current);
+* an older version: upgraded in one transaction by the steps in :data:`MIGRATIONS`
+  (each takes version *n - 1* to *n*).  Upgrades go one way: an older bridge then
+  refuses the file as newer, it never misreads it;
+* a newer version: refused before anything is written (the file is left as it was);
+* a file that is not SQLite, or SQLite that is not ours, or a damaged one: refused;
+* a file another program keeps locked past the busy timeout: refused.
+
+Every refusal is a :class:`JournalError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import Final, Literal
+
+from bridge.journal.errors import JournalError
+
+__all__ = [
+    "APPLICATION_ID",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "configure",
+    "connect",
+    "database_path",
+    "explain",
+    "open_journal_db",
+]
+
+APPLICATION_ID: Final = 0x41425247  # "ABRG"
+_SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+
+#: Version 1: sessions, event blocks, raw provider records and their links to events,
+#: runs, interactions, command receipts and the bridge processes that own sessions.
+_V1: Final = (
+    """CREATE TABLE sessions (
+        skey INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL UNIQUE,
+        provider_id TEXT NOT NULL,
+        provider_version TEXT NOT NULL,
+        workspace TEXT,
+        title TEXT,
+        options BLOB NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        state TEXT NOT NULL,
+        owner TEXT,
+        recovery BLOB
+    )""",
+    "CREATE INDEX sessions_owner ON sessions(owner) WHERE owner IS NOT NULL",
+    """CREATE TABLE event_blocks (
+        skey INTEGER NOT NULL,
+        first_seq INTEGER NOT NULL,
+        last_seq INTEGER NOT NULL,
+        codec INTEGER NOT NULL,
+        types BLOB NOT NULL,
+        sizes BLOB NOT NULL,
+        bodies BLOB NOT NULL,
+        PRIMARY KEY (skey, first_seq)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE raw_records (
+        skey INTEGER NOT NULL,
+        raw_id INTEGER NOT NULL,
+        record BLOB NOT NULL,
+        PRIMARY KEY (skey, raw_id)
+    )""",
+    """CREATE TABLE raw_links (
+        skey INTEGER NOT NULL,
+        first_seq INTEGER NOT NULL,
+        last_seq INTEGER NOT NULL,
+        raw_id INTEGER NOT NULL,
+        PRIMARY KEY (skey, first_seq)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE runs (
+        skey INTEGER NOT NULL,
+        run_id TEXT NOT NULL,
+        started_seq INTEGER NOT NULL,
+        ended_seq INTEGER,
+        state TEXT NOT NULL,
+        PRIMARY KEY (skey, run_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX runs_open ON runs(skey) WHERE ended_seq IS NULL",
+    """CREATE TABLE interactions (
+        skey INTEGER NOT NULL,
+        interaction_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        request BLOB NOT NULL,
+        answer BLOB,
+        PRIMARY KEY (skey, interaction_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX interactions_pending ON interactions(skey) WHERE status = 'pending'",
+    """CREATE TABLE receipts (
+        command_id TEXT PRIMARY KEY,
+        skey INTEGER NOT NULL,
+        payload BLOB NOT NULL,
+        result BLOB NOT NULL,
+        created_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX receipts_session ON receipts(skey)",
+    """CREATE TABLE owners (
+        token TEXT PRIMARY KEY,
+        pid INTEGER NOT NULL,
+        started_at TEXT NOT NULL
+    )""",
+)
+
+#: Version 2: retention.  Each session counts the bytes of its stored events (backfilled
+#: from the blocks already there) and closed sessions are indexed by age.
+_V2: Final = (
+    "ALTER TABLE sessions ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
+    """UPDATE sessions SET bytes = (
+        SELECT COALESCE(SUM(length(bodies)), 0) FROM event_blocks b WHERE b.skey = sessions.skey
+    )""",
+    "CREATE INDEX sessions_retention ON sessions(state, updated_at)",
+)
+
+#: Version n is reached from n - 1 by running ``MIGRATIONS[n]``.
+MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2}
+SCHEMA_VERSION: Final = max(MIGRATIONS)
+
+Sync = Literal["normal", "full"]
+
+
+def connect(path: str, *, busy_timeout: float, readonly: bool = False) -> sqlite3.Connection:
+    """Return a connection to ``path`` in autocommit mode (transactions are explicit),
+    usable from any one thread at a time; raises :class:`JournalError`."""
+    try:
+        if readonly:
+            uri = "file:" + _quote(path) + "?mode=ro"
+            conn = sqlite3.connect(
+                uri, uri=True, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        else:
+            conn = sqlite3.connect(
+                path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+    except sqlite3.Error as exc:
+        raise JournalError(f"cannot open the journal {path}: {exc}") from None
+    return conn
+
+
+def _quote(path: str) -> str:
+    from urllib.parse import quote
+
+    return quote(path)
+
+
+def _check_header(path: str) -> None:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(100)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise JournalError(f"cannot read the journal {path}: {exc.strerror}") from None
+    if head and (len(head) < 100 or not head.startswith(_SQLITE_MAGIC)):
+        raise JournalError(
+            f"the journal {path} is not a SQLite database (damaged?); "
+            "move it away or choose another --state-dir"
+        )
+
+
+def _create_private(path: str) -> None:
+    """Create a missing journal file readable by its owner only (SQLite gives the ``-wal``
+    and ``-shm`` files the same permissions)."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise JournalError(f"cannot create the journal {path}: {exc.strerror}") from None
+    os.close(fd)
+
+
+def explain(path: str, exc: sqlite3.Error) -> JournalError:
+    """Return the one-line :class:`JournalError` for a SQLite error on ``path``."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return JournalError(
+            f"the journal {path} is locked by another program; "
+            "close it or choose another --state-dir"
+        )
+    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+        return JournalError(
+            f"the journal {path} is damaged ({text}); move it away or choose another --state-dir"
+        )
+    return JournalError(f"cannot use the journal {path}: {text}")
+
+
+def open_journal_db(
+    path: str, *, busy_timeout: float = 3.0, sync: Sync = "normal"
+) -> sqlite3.Connection:
+    """Open (creating or upgrading) the journal at ``path`` and return a connection to it
+    in WAL mode; raises :class:`JournalError` for a newer, foreign, damaged or locked
+    file (which is then left untouched)."""
+    _check_header(path)
+    _create_private(path)
+    conn = connect(path, busy_timeout=busy_timeout)
+    try:
+        version, app_id = _identify(path, conn)
+        if version == 0 and app_id == 0:
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise JournalError(f"the journal {path} cannot use write-ahead logging here")
+        conn.execute("PRAGMA synchronous = " + ("FULL" if sync == "full" else "NORMAL"))
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version, app_id = _identify(path, conn)  # another process may have upgraded it
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[step]:
+                    conn.execute(statement)
+            if version < SCHEMA_VERSION:
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        configure(conn, sync)
+    except JournalError:
+        conn.close()
+        raise
+    except sqlite3.Error as exc:
+        conn.close()
+        raise explain(path, exc) from None
+    return conn
+
+
+def _identify(path: str, conn: sqlite3.Connection) -> tuple[int, int]:
+    """Return ``(user_version, application_id)``; raise for a newer or foreign file."""
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+    tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    if app_id != APPLICATION_ID and (app_id != 0 or version != 0 or tables):
+        raise JournalError(
+            f"{path} is not an agent-bridge journal; move it away or choose another --state-dir"
+        )
+    if version > SCHEMA_VERSION:
+        raise JournalError(
+            f"the journal {path} was written by a newer agent-bridge (schema version "
+            f"{version}; this one reads up to {SCHEMA_VERSION}); upgrade agent-bridge "
+            "or choose another --state-dir"
+        )
+    return version, app_id
+
+
+def configure(conn: sqlite3.Connection, sync: Sync) -> None:
+    """Set the per-connection pragmas every journal connection uses."""
+    conn.execute("PRAGMA synchronous = " + ("FULL" if sync == "full" else "NORMAL"))
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute("PRAGMA wal_autocheckpoint = 4000")
+    conn.execute("PRAGMA cache_size = -8192")
+
+
+def database_path(state_dir: str) -> str:
+    """Return the journal file's path in ``state_dir``."""
+    from bridge.journal.paths import JOURNAL_FILE
+
+    return os.path.join(state_dir, JOURNAL_FILE)

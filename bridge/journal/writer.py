@@ -1,0 +1,362 @@
+"""The journal's writer thread: group commit of everything the runtime records.
+
+The event loop never touches SQLite for a write.  It appends *operations* (plain tuples,
+see the ``OP_`` constants) to a deque and, if the writer is idle, wakes it.  Events are
+not one operation each: the event loop appends them to an :class:`EventBatch` per session
+(two list appends per event, the whole cost of journaling an event on the hot path) and
+queues the batch once, at the end of the loop iteration or before any other operation.
+The writer takes every operation queued so far, applies them in order in one transaction
+(``BEGIN IMMEDIATE`` … ``COMMIT``), then reports how many operations and events are now
+committed through ``notify`` (which the journal routes to the event loop).  While one
+commit runs, the next operations accumulate, so transactions grow with the event rate:
+one commit per event when a session trickles, thousands of events per commit when one
+streams.  Nothing is reordered: operations commit in the order they were queued, and a
+transaction commits entirely or not at all.
+
+A session's batches within a transaction are stored as blocks
+(:mod:`bridge.journal.blocks`) at its end, built by C loops; every other operation is a
+row insert or update.  ``SQLITE_BUSY`` (another
+bridge on the same journal holding the write lock past the busy timeout) is retried; any
+other error stops the writer and is reported once through ``notify``.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from bridge.journal.retention import Retention, RetentionClock, apply_retention
+from bridge.journal.rows import insert_events, last_sequence, session_key
+
+__all__ = [
+    "OP_EVENTS",
+    "OP_INTERACTION",
+    "OP_RECEIPT",
+    "OP_RUN",
+    "OP_SESSION",
+    "OP_SETTLE",
+    "OP_UPDATE",
+    "EventBatch",
+    "Writer",
+]
+
+log = logging.getLogger("agent_bridge.journal")
+
+#: ``(OP_EVENTS, batch)``: an :class:`EventBatch`
+OP_EVENTS: Final = 0
+#: ``(OP_SESSION, session_id, provider_id, provider_version, workspace, title,
+#: options_json, created_at, updated_at, owner)``
+OP_SESSION: Final = 2
+#: ``(OP_UPDATE, session_id, {column: value})`` for the columns in ``_UPDATABLE``
+OP_UPDATE: Final = 3
+#: ``(OP_RUN, session_id, run_id, sequence, state)``: started (``running``) or ended
+OP_RUN: Final = 4
+#: ``(OP_INTERACTION, session_id, interaction_id, run_id, request_json)``
+OP_INTERACTION: Final = 5
+#: ``(OP_SETTLE, session_id, interaction_id, status, answer_json | None)``
+OP_SETTLE: Final = 6
+#: ``(OP_RECEIPT, command_id, session_id, payload, result, created_at)``
+OP_RECEIPT: Final = 7
+
+_UPDATABLE: Final = frozenset(
+    {"state", "owner", "updated_at", "title", "workspace", "options", "recovery"}
+)
+
+Notify = Callable[[int, int, "str | None"], None]
+
+
+class EventBatch:
+    """Consecutive events of one session (from ``first``), with the raw records they were
+    projected from: filled by the event loop, then handed to the writer whole."""
+
+    __slots__ = ("bodies", "changes", "codes", "first", "raw_id", "raws", "session_id")
+
+    def __init__(self, session_id: str, first: int) -> None:
+        self.session_id = session_id
+        self.first = first
+        self.bodies: list[bytes] = []
+        self.codes = bytearray()
+        #: the raw record of the latest event (0: none), and ``(sequence, raw_id)`` at each
+        #: event where that changed: the events from one change to the next came from it
+        self.raw_id = 0
+        self.changes: list[tuple[int, int]] = []
+        #: ``(raw_id, record)`` raw records first seen in this batch
+        self.raws: list[tuple[int, bytes]] = []
+
+    def links(self) -> list[tuple[int, int, int]]:
+        """Return the ``(first_seq, last_seq, raw_id)`` spans of this batch's events that
+        came from a raw record."""
+        if not self.changes:
+            return []
+        end = self.first + len(self.bodies)
+        bounds = [seq for seq, _ in self.changes[1:]] + [end]
+        return [
+            (seq, stop - 1, raw_id)
+            for (seq, raw_id), stop in zip(self.changes, bounds, strict=True)
+            if raw_id and stop > seq
+        ]
+
+
+class Writer:
+    """The thread that commits queued operations; see the module docstring."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        notify: Notify,
+        retention: Retention = Retention(),  # noqa: B008 - frozen
+    ) -> None:
+        self.queue: collections.deque[tuple[Any, ...]] = collections.deque()
+        self.wake = threading.Event()
+        #: True while the writer waits for work: producers set :attr:`wake` only then.
+        self.idle = True
+        self._conn = conn
+        self._notify = notify
+        self._retention = RetentionClock(retention)
+        self._policy = retention
+        self._stopping = False
+        self._skeys: dict[str, int] = {}
+        self._last: dict[int, int] = {}
+        self._ops_done = 0
+        self._events_done = 0
+        self._thread = threading.Thread(target=self._main, name="journal-writer", daemon=True)
+
+    # ------------------------------------------------------------------ control
+
+    def start(self) -> None:
+        """Start the thread."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the thread to commit what is queued and end; see :meth:`join`."""
+        self._stopping = True
+        self.wake.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the thread to end."""
+        self._thread.join(timeout)
+
+    def forget(self, session_id: str) -> None:
+        """Drop what the writer caches about a deleted session."""
+        skey = self._skeys.pop(session_id, None)
+        if skey is not None:
+            self._last.pop(skey, None)
+
+    # ------------------------------------------------------------------ the thread
+
+    def _main(self) -> None:
+        queue = self.queue
+        while True:
+            self.idle = True
+            if not queue:
+                if self._stopping:
+                    return
+                self.wake.wait()
+                self.wake.clear()
+                continue
+            self.idle = False
+            n = len(queue)
+            ops = [queue.popleft() for _ in range(n)]
+            try:
+                events, nbytes = self._commit(ops)
+            except Exception as exc:
+                log.exception("journal: a commit failed; history is no longer being recorded")
+                self._notify(self._ops_done, self._events_done, f"{type(exc).__name__}: {exc}")
+                queue.clear()
+                return
+            self._ops_done += n
+            self._events_done += events
+            self._notify(self._ops_done, self._events_done, None)
+            if self._retention.wrote(nbytes):
+                try:
+                    deleted = apply_retention(self._conn, self._policy)
+                except sqlite3.Error:
+                    log.exception("journal: retention failed")
+                else:
+                    for session_id in deleted:
+                        self.forget(session_id)
+
+    def _commit(self, ops: list[tuple[Any, ...]]) -> tuple[int, int]:
+        """Apply ``ops`` in one transaction, retrying while the journal is busy; return
+        ``(events, bytes)`` committed."""
+        delay = 0.01
+        while True:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                # past the busy timeout: someone holds the write lock for long
+                (log.warning if delay == 0.01 else log.debug)(
+                    "journal: still locked by another writer; retrying"
+                )
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+                continue
+            try:
+                result = self._apply(ops)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                # the block caches may now be ahead of what is stored
+                self._last.clear()
+                raise
+            return result
+
+    def _skey(self, session_id: str) -> int | None:
+        skey = self._skeys.get(session_id)
+        if skey is None:
+            skey = session_key(self._conn, session_id)
+            if skey is not None:
+                self._skeys[session_id] = skey
+        return skey
+
+    def _apply(self, ops: list[tuple[Any, ...]]) -> tuple[int, int]:
+        pending: dict[str, list[EventBatch]] = {}
+        for op in ops:
+            if op[0] == OP_EVENTS:
+                batch: EventBatch = op[1]
+                pending.setdefault(batch.session_id, []).append(batch)
+            else:
+                self._apply_other(op)
+        events = nbytes = 0
+        for session_id, batches in pending.items():
+            stored, count = self._store_events(session_id, batches)
+            nbytes += stored
+            events += count
+        return events, nbytes
+
+    def _store_events(self, session_id: str, batches: list[EventBatch]) -> tuple[int, int]:
+        """Store a session's batches; return ``(bytes, events)``."""
+        conn = self._conn
+        first = batches[0].first
+        if len(batches) == 1:
+            bodies = batches[0].bodies
+            codes = bytes(batches[0].codes)
+        else:
+            bodies = [body for batch in batches for body in batch.bodies]
+            codes = b"".join(batch.codes for batch in batches)
+        skey = self._skey(session_id)
+        if skey is None:
+            log.error("journal: events for unknown session %s dropped", session_id)
+            return 0, len(bodies)
+        last = self._last.get(skey)
+        if last is None:
+            last = last_sequence(conn, skey)
+        if first != last + 1:
+            log.error(
+                "journal: session %s continues at %d after %d (not gapless)",
+                session_id,
+                first,
+                last,
+            )
+        stored = insert_events(conn, skey, first, codes, bodies) if bodies else 0
+        self._last[skey] = first + len(bodies) - 1
+        links = [(skey, a, b, raw_id) for batch in batches for a, b, raw_id in batch.links()]
+        if links:
+            conn.executemany(
+                "INSERT OR REPLACE INTO raw_links (skey, first_seq, last_seq, raw_id) "
+                "VALUES (?, ?, ?, ?)",
+                links,
+            )
+        raws = [(skey, raw_id, record) for batch in batches for raw_id, record in batch.raws]
+        if raws:
+            conn.executemany(
+                "INSERT OR REPLACE INTO raw_records (skey, raw_id, record) VALUES (?, ?, ?)", raws
+            )
+            stored += sum(len(r[2]) for r in raws)
+        conn.execute("UPDATE sessions SET bytes = bytes + ? WHERE skey = ?", (stored, skey))
+        return stored, len(bodies)
+
+    def _apply_other(self, op: tuple[Any, ...]) -> None:
+        conn = self._conn
+        kind = op[0]
+        if kind == OP_SESSION:
+            (
+                _,
+                session_id,
+                provider_id,
+                version,
+                workspace,
+                title,
+                options,
+                created,
+                updated,
+                owner,
+            ) = op
+            conn.execute(
+                "INSERT INTO sessions (session_id, provider_id, provider_version, workspace, "
+                "title, options, created_at, updated_at, state, owner) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)",
+                (
+                    session_id,
+                    provider_id,
+                    version,
+                    workspace,
+                    title,
+                    options,
+                    created,
+                    updated,
+                    owner,
+                ),
+            )
+            return
+        if kind == OP_RECEIPT:
+            _, command_id, session_id, payload, result, created = op
+            skey = self._skey(session_id)
+            if skey is not None:
+                conn.execute(
+                    "INSERT OR IGNORE INTO receipts "
+                    "(command_id, skey, payload, result, created_at) VALUES (?, ?, ?, ?, ?)",
+                    (command_id, skey, payload, result, created),
+                )
+            return
+        skey = self._skey(op[1])
+        if skey is None:
+            log.warning("journal: record for unknown session %s dropped", op[1])
+            return
+        if kind == OP_UPDATE:
+            fields: dict[str, Any] = op[2]
+            columns = [name for name in fields if name in _UPDATABLE]
+            if columns:
+                assignments = ", ".join(f"{name} = ?" for name in columns)
+                conn.execute(
+                    f"UPDATE sessions SET {assignments} WHERE skey = ?",  # noqa: S608 - fixed names
+                    (*(fields[name] for name in columns), skey),
+                )
+        elif kind == OP_RUN:
+            _, _, run_id, sequence, state = op
+            if state == "running":
+                conn.execute(
+                    "INSERT OR REPLACE INTO runs (skey, run_id, started_seq, ended_seq, state) "
+                    "VALUES (?, ?, ?, NULL, 'running')",
+                    (skey, run_id, sequence),
+                )
+            else:
+                conn.execute(
+                    "UPDATE runs SET ended_seq = ?, state = ? WHERE skey = ? AND run_id = ?",
+                    (sequence, state, skey, run_id),
+                )
+        elif kind == OP_INTERACTION:
+            _, _, interaction_id, run_id, request = op
+            conn.execute(
+                "INSERT OR REPLACE INTO interactions "
+                "(skey, interaction_id, run_id, status, request, answer) "
+                "VALUES (?, ?, ?, 'pending', ?, NULL)",
+                (skey, interaction_id, run_id, request),
+            )
+        elif kind == OP_SETTLE:
+            _, _, interaction_id, status, answer = op
+            conn.execute(
+                "UPDATE interactions SET status = ?, answer = ? "
+                "WHERE skey = ? AND interaction_id = ?",
+                (status, answer, skey, interaction_id),
+            )
+        else:  # pragma: no cover - a bug
+            raise ValueError(f"unknown journal operation {kind}")

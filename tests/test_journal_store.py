@@ -1,0 +1,259 @@
+"""The journal under the runtime, in-process: concurrent sessions, paging over real blocks,
+crash recovery of a dead owner, retention, and a journal that fails while in use."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sqlite3
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adapters.scripted import ScriptedProvider
+from bridge.errors import BridgeError
+from bridge.interactions import Interaction
+from bridge.journal.journal import Journal
+from bridge.journal.paging import page_range
+from bridge.journal.reader import Reader
+from bridge.journal.retention import Retention, apply_retention
+from bridge.journal.rows import insert_events
+from bridge.journal.schema import connect, open_journal_db
+from bridge.registry import ProviderRegistry
+from bridge.runtime import Runtime
+from bridge.wire.methods import EventsReadParams, RunInput, RunStartParams
+
+
+class Host:
+    """Records what the runtime sends; answers nothing."""
+
+    congested = False
+
+    def __init__(self) -> None:
+        self.events: list[bytes] = []
+
+    def publish(self, envelope: bytes) -> bool:
+        self.events.append(envelope)
+        return False
+
+    async def drained(self) -> None:
+        return None
+
+    def can_answer(self, kind: str) -> bool:
+        return False
+
+    async def ask(self, interaction: Interaction) -> None:
+        return None
+
+    def of(self, session_id: str) -> list[dict[str, Any]]:
+        decoded = [msgspec.json.decode(e) for e in self.events]
+        return [e for e in decoded if e["sessionId"] == session_id]
+
+
+@asynccontextmanager
+async def journaled(state: Path, **kw: Any) -> AsyncIterator[tuple[Runtime, Host]]:
+    host = Host()
+    registry = ProviderRegistry([ScriptedProvider()], load_entry_points=False)
+    async with Runtime(registry, host, history=Journal.open(str(state), **kw)) as runtime:
+        yield runtime, host
+
+
+async def read_all(runtime: Runtime, session_id: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    after = 0
+    while True:
+        raw = await runtime.read_events(EventsReadParams(session_id, after=after, limit=1000))
+        page = msgspec.json.decode(raw)
+        out += page["events"]
+        if not page["hasMore"]:
+            return out
+        after = out[-1]["sequence"]
+
+
+def stream(count: int, text: str = "x") -> dict[str, Any]:
+    return {"script": {"steps": [{"type": "stream", "count": count, "text": text}]}}
+
+
+# --------------------------------------------------------------------- concurrency
+
+
+async def test_many_sessions_streaming_at_once_stay_gapless_and_equal_to_the_stream(
+    tmp_path: Path,
+) -> None:
+    async with journaled(tmp_path) as (runtime, host):
+        sessions = [
+            (await runtime.create_session("scripted", options=stream(1500, f"s{i}"))).session_id
+            for i in range(24)
+        ]
+
+        async def go(session_id: str) -> None:
+            started = await runtime.start_run(RunStartParams(session_id, RunInput("x")))
+            await runtime.runs[started.run_id].done.wait()
+
+        async with anyio.create_task_group() as tg:
+            for session_id in sessions:
+                tg.start_soon(go, session_id)
+        await runtime.flush()
+        for session_id in sessions:
+            history = await read_all(runtime, session_id)
+            assert [e["sequence"] for e in history] == list(range(1, 1503))
+            assert history == host.of(session_id)
+
+
+# --------------------------------------------------------------------- paging over blocks
+
+
+@pytest.fixture(scope="module")
+def stored_log() -> Iterator[tuple[Reader, list[bytes]]]:
+    """One session of 3,000 events written in batches of irregular sizes (so blocks start
+    and end everywhere, some cut by the count limit, some by the byte limit)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "journal.sqlite3")
+        conn = open_journal_db(path)
+        conn.execute(
+            "INSERT INTO sessions (session_id, provider_id, provider_version, options, "
+            "created_at, updated_at, state) VALUES ('ses_p', 'scripted', '1', '{}', 't', 't', "
+            "'closed')"
+        )
+        bodies = [
+            msgspec.json.encode(
+                {"sequence": i, "payload": {"type": "text.delta", "text": "y" * (i % 97)}}
+            )
+            for i in range(1, 3001)
+        ]
+        bodies[1500] = msgspec.json.encode({"sequence": 1501, "big": os.urandom(200_000).hex()})
+        sizes = [1, 2, 700, 3, 513, 64, 1, 999, 300, 417]
+        start = 0
+        for size in sizes:
+            conn.execute("BEGIN")
+            insert_events(conn, 1, start + 1, bytes([1] * size), bodies[start : start + size])
+            conn.execute("COMMIT")
+            start += size
+        assert start == 3000
+        reader = Reader(connect(path, busy_timeout=5))
+        yield reader, bodies
+        reader.close()
+        conn.close()
+
+
+@given(
+    st.integers(min_value=0, max_value=3000),
+    st.integers(min_value=1, max_value=3001),
+    st.lists(st.integers(min_value=1, max_value=1000), min_size=1, max_size=6),
+)
+@settings(max_examples=60, deadline=None)
+def test_reading_pages_of_stored_blocks_gives_back_the_log(
+    stored_log: tuple[Reader, list[bytes]], after: int, before: int, limits: list[int]
+) -> None:
+    reader, bodies = stored_log
+    last = len(bodies)
+    sizes = itertools.cycle(limits)
+    first_after, first_before = after, before
+    forward: list[bytes] = []
+    while True:
+        lo, hi, more = page_range(last, after, None, next(sizes))
+        forward += reader.events("ses_p", lo, hi)
+        if not more:
+            break
+        after = hi
+    assert forward == bodies[first_after:]
+    backward: list[bytes] = []
+    while True:
+        lo, hi, more = page_range(last, None, before, next(sizes))
+        backward = reader.events("ses_p", lo, hi) + backward
+        if not more:
+            break
+        before = lo
+    assert backward == bodies[: min(first_before - 1, last)]
+
+
+# --------------------------------------------------------------------- recovery
+
+
+async def test_a_dead_owners_sessions_are_closed_as_crashed_when_the_journal_opens(
+    tmp_path: Path,
+) -> None:
+    async with journaled(tmp_path) as (runtime, _host):
+        info = await runtime.create_session(
+            "scripted", options={"script": {"steps": [{"type": "waitForInterrupt"}]}}
+        )
+        started = await runtime.start_run(RunStartParams(info.session_id, RunInput("x")))
+        await runtime.flush()
+        # a crash: this process's rows stay as they are, its lock file disappears
+        conn = sqlite3.connect(tmp_path / "journal.sqlite3")
+        snapshot = conn.execute("SELECT owner FROM sessions").fetchall()
+        conn.close()
+    conn = sqlite3.connect(tmp_path / "journal.sqlite3")
+    conn.execute("UPDATE sessions SET owner = ?, state = 'active'", snapshot[0])
+    conn.execute("UPDATE runs SET ended_seq = NULL, state = 'running'")
+    last = conn.execute("SELECT max(last_seq) FROM event_blocks").fetchone()[0]
+    conn.execute("DELETE FROM event_blocks WHERE first_seq > 1")  # keep only run.started
+    conn.commit()
+    conn.close()
+    journal = Journal.open(str(tmp_path))
+    try:
+        assert journal.recovered == [info.session_id]
+    finally:
+        await journal.aclose()
+    async with journaled(tmp_path) as (runtime, _host):
+        history = await read_all(runtime, info.session_id)
+        assert [e["payload"]["type"] for e in history] == [
+            "run.started",
+            "run.failed",
+            "session.closed",
+        ]
+        assert history[1]["runId"] == started.run_id
+        assert history[1]["payload"]["error"]["code"] == "bridge_crashed"
+        assert last > 1
+
+
+# --------------------------------------------------------------------- retention
+
+
+def test_retention_deletes_only_closed_sessions(tmp_path: Path) -> None:
+    conn = open_journal_db(str(tmp_path / "journal.sqlite3"))
+    for name, state, updated, size in (
+        ("a", "closed", "2020-01-01T00:00:00.000Z", 500),
+        ("b", "closed", "2026-01-01T00:00:00.000Z", 500),
+        ("c", "active", "2019-01-01T00:00:00.000Z", 5000),
+    ):
+        conn.execute(
+            "INSERT INTO sessions (session_id, provider_id, provider_version, options, "
+            "created_at, updated_at, state, bytes) VALUES (?, 'p', '1', '{}', ?, ?, ?, ?)",
+            (name, updated, updated, state, size),
+        )
+    now = 1_767_225_600.0  # 2026-01-01
+    assert apply_retention(conn, Retention(max_age_days=365), now=now) == ["a"]
+    assert apply_retention(conn, Retention(max_bytes=4000), now=now) == ["b"]
+    left = [row[0] for row in conn.execute("SELECT session_id FROM sessions")]
+    assert left == ["c"]
+    assert apply_retention(conn, Retention()) == []
+    conn.close()
+
+
+# --------------------------------------------------------------------- failure
+
+
+async def test_a_journal_that_fails_stops_recording_but_not_the_stream(tmp_path: Path) -> None:
+    async with journaled(tmp_path) as (runtime, host):
+        info = await runtime.create_session("scripted", options=stream(10))
+        journal = runtime.history
+        assert isinstance(journal, Journal)
+        journal._writer._conn.close()  # the disk is gone, say
+        started = await runtime.start_run(RunStartParams(info.session_id, RunInput("x")))
+        await runtime.runs[started.run_id].done.wait()
+        await runtime.flush()
+        assert journal.failed and not journal.durable
+        kinds = [e["payload"]["type"] for e in host.of(info.session_id)]
+        assert kinds == ["run.started"] + ["text.delta"] * 10 + ["run.completed"]
+        with pytest.raises(BridgeError) as err:
+            await runtime.read_events(EventsReadParams(info.session_id))
+        assert err.value.error_code == "history_unavailable"
