@@ -459,7 +459,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(chunk)
                 self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
-            rec.aborted = True
+            with standin._changed:
+                rec.aborted = True
+                standin._changed.notify_all()  # wake wait_for() callers at once
             standin._log(f"request {rec.seq}: client went away mid-stream")
 
 

@@ -41,8 +41,11 @@ STEPs (one JSON object each):
   ``can_use_tool`` (unless ``--permission-mode bypassPermissions`` or
   ``"ask": false``), then reports a ``tool_result``. An allowed ``touch FILE...`` really
   creates the files (relative to the cwd), so a test can check the effect; other
-  commands are not run. A tool step that ends the turn gets an automatic follow-up text
-  ``"Tool finished. Result: ..."`` (set ``"followup": false`` to skip).
+  commands are not run. ``"cancel_after": S``: with no reply after S seconds the fake
+  withdraws the request itself (``control_cancel_request``) and the tool fails. A tool
+  step that ends the turn gets an automatic follow-up text ``"Tool finished. Result:
+  ..."`` (set ``"followup": false`` to skip). A deny with ``"interrupt": true`` ends the
+  turn as interrupted, as the real CLI does.
 - ``{"api_error": {"status": 400, "message": "..."}}``: the turn ends as the real CLI
   ends it on an API error (synthetic assistant message, ``result`` with
   ``is_error: true`` and ``api_error_status``).
@@ -69,8 +72,10 @@ Sessions are saved (in the fake's own format; not with ``--no-session-persistenc
 the real CLI, ``$HOME/.claude`` when ``CLAUDE_CONFIG_DIR`` is unset: give it private dirs) so
 ``--resume ID`` works from the same cwd; an unknown ID fails as the real CLI fails
 (stderr ``No conversation found with session ID: ID``, a ``result`` with
-``error_during_execution``, exit 1). Exit codes: 0 on stdin EOF, 1 if the last turn was
-interrupted or failed, 1 on a malformed input line, 143 on SIGTERM.
+``error_during_execution``, exit 1). ``--version`` and ``auth status [--json]`` answer as
+the real CLI does (logged in with ``api_key`` when ``ANTHROPIC_API_KEY`` is set). The
+``record`` file's first entry carries the fake's ``pid``. Exit codes: 0 on stdin EOF, 1 if
+the last turn was interrupted or failed, 1 on a malformed input line, 143 on SIGTERM.
 """
 
 from __future__ import annotations
@@ -212,6 +217,7 @@ def load_script(opts: dict[str, Any]) -> dict[str, Any]:
 
 class FakeClaude:
     def __init__(self, argv: list[str]) -> None:
+        self.argv = list(argv)
         self.opts = parse_args(argv)
         self.cfg = load_script(self.opts)
         self.flags: set[str] = self.opts["flags"]
@@ -627,11 +633,17 @@ class FakeClaude:
         self.emit({"type": "control_request", "request_id": rid, "request": request})
         return rid
 
-    def wait_reply(self, rid: str) -> dict[str, Any]:
-        """Wait for the control_response to ``rid``; an interrupt cancels the request."""
+    def wait_reply(self, rid: str, cancel_after: float | None = None) -> dict[str, Any]:
+        """Wait for the control_response to ``rid``; an interrupt cancels the request, and
+        so does ``cancel_after`` seconds without a reply (as the CLI cancels a request it
+        no longer needs: ``control_cancel_request``, then the tool fails)."""
         q = self._replies[rid]
+        deadline = None if cancel_after is None else time.monotonic() + cancel_after
         try:
             while True:
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.emit({"type": "control_cancel_request", "request_id": rid})
+                    return {"subtype": "error", "request_id": rid, "error": "Request cancelled"}
                 if self.interrupt_event.is_set():
                     self.emit({"type": "control_cancel_request", "request_id": rid})
                     raise Interrupted
@@ -887,7 +899,13 @@ class FakeClaude:
             # the real CLI finishes the stream while the request is outstanding
             rid = self.send_request(request)
             self._finish_tool_stream()
-            reply = self.wait_reply(rid)
+            cancel_after = step.get("cancel_after")
+            reply = self.wait_reply(rid, None if cancel_after is None else float(cancel_after))
+            body = reply.get("response") or {}
+            if body.get("behavior") == "deny" and body.get("interrupt") is True:
+                # as the real CLI: the tool is rejected and the turn ends as interrupted
+                # (aborted_tools), with the pending tool still recorded in the state
+                raise Interrupted
             state["pending_tool"] = None
         else:
             self._finish_tool_stream()
@@ -1170,6 +1188,15 @@ class FakeClaude:
     # ------------------------------------------------------------------ main
 
     def main(self) -> int:
+        if "--version" in self.flags or "-v" in self.flags:
+            print(f"{VERSION} (Claude Code)", flush=True)
+            return 0
+        args = list(self.argv)
+        if "--fake-script" in args:  # a test wrapper puts it first
+            i = args.index("--fake-script")
+            del args[i : i + 2]
+        if args[:2] == ["auth", "status"]:
+            return self.auth_status()
         if self.opts.get("--output-format") == "stream-json" and "--verbose" not in self.flags:
             print(
                 "Error: When using --print, --output-format=stream-json requires --verbose",
@@ -1178,7 +1205,13 @@ class FakeClaude:
             )
             return 1
         self.record(
-            {"t": time.time(), "argv": sys.argv, "cwd": self.cwd, "env": sorted(os.environ)}
+            {
+                "t": time.time(),
+                "pid": os.getpid(),
+                "argv": sys.argv,
+                "cwd": self.cwd,
+                "env": sorted(os.environ),
+            }
         )
         if self.cfg.get("startup_delay"):
             time.sleep(float(self.cfg["startup_delay"]))
@@ -1196,6 +1229,18 @@ class FakeClaude:
             self.run_turn(msg)
         sys.stdout.flush()
         return 1 if self.last_turn_failed else 0
+
+    def auth_status(self) -> int:
+        """``claude auth status [--json]``, as 2.1.197 answers it for API-key set-ups."""
+        status: dict[str, Any] = {
+            "loggedIn": False,
+            "authMethod": "none",
+            "apiProvider": "firstParty",
+        }
+        if os.environ.get("ANTHROPIC_API_KEY"):
+            status.update(loggedIn=True, authMethod="api_key", apiKeySource="ANTHROPIC_API_KEY")
+        print(json.dumps(status, indent=2), flush=True)
+        return 0 if status["loggedIn"] else 1
 
     def main_print(self) -> int:
         """``-p PROMPT`` without stream-json input: one turn, then exit."""

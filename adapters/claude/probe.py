@@ -1,0 +1,132 @@
+"""Discovery for ``providers/list`` with ``probe``: where the CLI is, which version, and
+whether it is authenticated (``authenticated`` only when the CLI itself reports a
+claude.ai login; a configured API key cannot be checked offline, so it is ``unknown``).
+
+Every probe is an argv vector run through :mod:`bridge.processes` with bounded time and
+output; nothing here talks to the network.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from typing import Final
+
+import anyio
+
+from adapters.claude.config import NEXT_STEP, SEARCHED, child_env, discover_executable
+from bridge.processes import ProcessSpec, SpawnError, spawn
+from bridge.wire.providers import Availability
+
+__all__ = ["AUTH_STATUS_MIN_VERSION", "parse_auth_status", "parse_version", "probe_cli"]
+
+PROBE_TIMEOUT: Final = 10.0
+PROBE_OUTPUT_LIMIT: Final = 64 * 1024
+#: ``claude auth status --json`` exists (and is offline) in the version this adapter was
+#: verified against; an older CLI might take ``auth`` for a prompt, so it is not asked.
+AUTH_STATUS_MIN_VERSION: Final = (2, 1, 197)
+
+_STREAM_ENDED: Final = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
+_VERSION_RE: Final = re.compile(r"\b(\d+)\.(\d+)\.(\d+)\b")
+
+
+def parse_version(output: str) -> tuple[str, tuple[int, int, int]] | None:
+    """``"2.1.197 (Claude Code)"`` → ``("2.1.197", (2, 1, 197))``."""
+    match = _VERSION_RE.search(output)
+    if match is None:
+        return None
+    parts = (int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    return match.group(0), parts
+
+
+def parse_auth_status(output: str) -> tuple[str, str | None, str | None]:
+    """``(authentication, reason, next_step)`` from ``claude auth status --json``."""
+    try:
+        status = json.loads(output)
+    except ValueError:
+        return "unknown", "the CLI did not report its authentication status", None
+    if not isinstance(status, dict) or not isinstance(status.get("loggedIn"), bool):
+        return "unknown", "the CLI did not report its authentication status", None
+    if not status["loggedIn"]:
+        return (
+            "unauthenticated",
+            "the CLI has no credentials",
+            "run `claude auth login`, or set ANTHROPIC_API_KEY for the bridge",
+        )
+    if status.get("authMethod") == "claude.ai":
+        return "authenticated", None, None
+    return (
+        "unknown",
+        "credentials are configured (an API key, a token or a cloud provider) but cannot be "
+        "verified without a request to the API",
+        None,
+    )
+
+
+async def _capture(argv: list[str], env: Mapping[str, str]) -> str | None:
+    """Run ``argv`` and return its stdout (bounded), or ``None`` if it could not run."""
+    async with anyio.create_task_group() as tg:
+        try:
+            spec = ProcessSpec(tuple(argv), cwd=None, env=env, name="claude-probe")
+            child = await spawn(spec, tg)
+        except SpawnError:
+            return None
+        data = bytearray()
+        try:
+            await child.stdin.aclose()
+            with anyio.move_on_after(PROBE_TIMEOUT):
+                while len(data) < PROBE_OUTPUT_LIMIT:
+                    try:
+                        data += await child.stdout.receive(PROBE_OUTPUT_LIMIT - len(data))
+                    except _STREAM_ENDED:
+                        break
+        finally:
+            with contextlib.suppress(TimeoutError):
+                await child.stop(eof_grace=1.0, term_grace=1.0, kill_grace=1.0)
+    return data.decode("utf-8", errors="replace")
+
+
+async def probe_cli(environ: Mapping[str, str] | None = None) -> Availability:
+    """Probe the machine for the CLI (see module docstring)."""
+    env = os.environ if environ is None else environ
+    found = discover_executable(None, env)
+    if found.path is None:
+        return Availability(
+            status="unavailable",
+            reason=f"the claude executable was not found (searched: {SEARCHED})",
+            next_step=NEXT_STEP,
+        )
+    cli_env = child_env(env.get("CLAUDE_CONFIG_DIR") or None, env)
+    output = await _capture([found.path, "--version"], cli_env)
+    parsed = parse_version(output or "")
+    if parsed is None:
+        return Availability(
+            status="unavailable",
+            executable=found.path,
+            reason="the claude executable did not report a version",
+            next_step=(
+                "reinstall Claude Code, or point AGENT_BRIDGE_CLAUDE_PATH at a working binary"
+            ),
+        )
+    version, parts = parsed
+    if parts < AUTH_STATUS_MIN_VERSION:
+        return Availability(
+            status="available",
+            executable=found.path,
+            version=version,
+            authentication="unknown",
+            reason="this CLI version is too old to report its authentication status",
+        )
+    output = await _capture([found.path, "auth", "status", "--json"], cli_env)
+    authentication, reason, next_step = parse_auth_status(output or "")
+    return Availability(
+        status="available",
+        executable=found.path,
+        version=version,
+        authentication=authentication,  # type: ignore[arg-type]
+        reason=reason,
+        next_step=next_step,
+    )

@@ -1,0 +1,251 @@
+"""End to end: the bridge drives the real ``claude`` CLI against the stand-in Messages API.
+
+The CLI (installed by ``scripts/install-provider-clis.sh``; see ``tests/provider_clis.py``)
+runs as the bridge's child with a private HOME, CLAUDE_CONFIG_DIR and TMPDIR, and talks
+only to :class:`AnthropicStandIn` on 127.0.0.1.  Assertions are made on what the host
+received and on what the stand-in recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from bridge_client import BridgeProcess
+from conftest import running_bridge
+from provider_clis import require_cli
+
+from tests.standins.anthropic_server import (
+    AnthropicStandIn,
+    RecordedRequest,
+    Text,
+    ToolUse,
+    last_user_text,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def standin() -> Iterator[AnthropicStandIn]:
+    with AnthropicStandIn() as server:
+        yield server
+
+
+class Env:
+    """A private home for the CLI and the bridge environment pointing at the stand-in."""
+
+    def __init__(self, tmp: Path, server: AnthropicStandIn) -> None:
+        self.cli = require_cli("claude")
+        self.workspace = tmp / "work"
+        for name in ("home", "config", "tmp", "work"):
+            (tmp / name).mkdir(exist_ok=True)
+        self.vars = {
+            "AGENT_BRIDGE_CLAUDE_PATH": self.cli,
+            "HOME": str(tmp / "home"),
+            "CLAUDE_CONFIG_DIR": str(tmp / "config"),
+            "TMPDIR": str(tmp / "tmp"),
+            "ANTHROPIC_BASE_URL": server.base_url,
+            "ANTHROPIC_API_KEY": "dummy",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+        }
+
+
+@pytest.fixture
+def env(tmp_path: Path, standin: AnthropicStandIn) -> Env:
+    return Env(tmp_path, standin)
+
+
+@asynccontextmanager
+async def bridge(env: Env, *args: str) -> AsyncIterator[BridgeProcess]:
+    async with running_bridge("newline", *args, env=env.vars) as b:
+        yield b
+
+
+async def create(b: BridgeProcess, env: Env) -> str:
+    result = await b.result(
+        "session/create",
+        {"provider": "claude-code", "workspace": str(env.workspace)},
+        timeout=30,
+    )
+    return str(result["session"]["sessionId"])
+
+
+async def run(b: BridgeProcess, session_id: str, text: str) -> str:
+    result = await b.result("run/start", {"sessionId": session_id, "input": {"text": text}})
+    return str(result["runId"])
+
+
+def payloads(b: BridgeProcess, run_id: str, kind: str) -> list[dict[str, Any]]:
+    return [
+        m["params"]["payload"]
+        for m in b.received
+        if m.get("method") == "event"
+        and m["params"].get("runId") == run_id
+        and m["params"]["payload"]["type"] == kind
+    ]
+
+
+def text_of(b: BridgeProcess, run_id: str) -> str:
+    return "".join(p["text"] for p in payloads(b, run_id, "text.delta"))
+
+
+async def answer_next(b: BridgeProcess, decision: str) -> dict[str, Any]:
+    request = await b.wait_for(lambda m: m.get("method") == "interaction/request", timeout=30)
+    answer = {"kind": "approval", "decision": decision}
+    await b.send({"jsonrpc": "2.0", "id": request["id"], "result": answer})
+    params: dict[str, Any] = request["params"]
+    return params
+
+
+def transcript_texts(request: RecordedRequest) -> list[str]:
+    """Every text of the user and assistant messages a model request carried."""
+    out: list[str] = []
+    for message in request.body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, list):
+            out.extend(b.get("text", "") for b in content if isinstance(b, dict))
+    return out
+
+
+async def test_real_cli_probe(env: Env) -> None:
+    async with bridge(env) as b:
+        result = await b.result("providers/list", {"probe": True}, timeout=30)
+    claude = next(p for p in result["providers"] if p["id"] == "claude-code")
+    availability = claude["availability"]
+    assert availability["status"] == "available"
+    assert availability["version"] == "2.1.197"
+    # An API key is configured, but nothing proves it valid: not "authenticated".
+    assert availability.get("authentication", "unknown") == "unknown"
+
+
+async def test_real_cli_streams_text(env: Env, standin: AnthropicStandIn) -> None:
+    deltas = ["Hello", " from", " the stand-in", " model!"]
+    standin.push(Text("".join(deltas), deltas=deltas))
+    async with bridge(env) as b:
+        session_id = await create(b, env)
+        run_id = await run(b, session_id, "say hello")
+        terminal = await b.terminal(timeout=30)
+        assert terminal["payload"] == {"type": "run.completed", "stopReason": "end_turn"}
+        assert len(payloads(b, run_id, "text.delta")) == 4
+        assert text_of(b, run_id) == "Hello from the stand-in model!"
+        usage = payloads(b, run_id, "usage")[0]
+        assert usage["context"]["usedTokens"] > 0
+        assert usage["cumulative"]["outputTokens"] > 0
+    turns = standin.model_requests()
+    assert len(turns) == 1
+    assert last_user_text(turns[0].body) == "say hello"
+    assert all(r.path.startswith("/") for r in standin.requests)
+
+
+async def test_real_cli_bash_approved(env: Env, standin: AnthropicStandIn) -> None:
+    standin.push(ToolUse("touch approved.txt"), Text("Done."))
+    async with bridge(env) as b:
+        session_id = await create(b, env)
+        run_id = await run(b, session_id, "create the file")
+        request = await answer_next(b, "allow")
+        assert request["request"]["toolName"] == "Bash"
+        assert request["request"]["command"] == "touch approved.txt"
+        terminal = await b.terminal(timeout=30)
+        assert terminal["payload"]["type"] == "run.completed"
+        tools = payloads(b, run_id, "tool.activity")
+        assert [t["status"] for t in tools] == ["started", "completed"]
+        assert text_of(b, run_id) == "Done."
+    assert (env.workspace / "approved.txt").exists()
+    results = standin.tool_results()
+    assert len(results) == 1 and results[0]["is_error"] is False
+
+
+async def test_real_cli_bash_denied(env: Env, standin: AnthropicStandIn) -> None:
+    standin.push(ToolUse("touch denied.txt"), Text("Understood."))
+    async with bridge(env) as b:
+        session_id = await create(b, env)
+        run_id = await run(b, session_id, "create the file")
+        await answer_next(b, "deny")
+        terminal = await b.terminal(timeout=30)
+        assert terminal["payload"]["type"] == "run.completed"
+        tools = payloads(b, run_id, "tool.activity")
+        assert [t["status"] for t in tools] == ["started", "failed"]
+    assert not (env.workspace / "denied.txt").exists()
+    results = standin.tool_results()
+    assert len(results) == 1 and results[0]["is_error"] is True
+
+
+async def test_real_cli_question_is_answered(env: Env, standin: AnthropicStandIn) -> None:
+    question = {
+        "question": "Which color do you want?",
+        "header": "Color",
+        "options": [
+            {"label": "Red", "description": "warm"},
+            {"label": "Blue", "description": "cool"},
+        ],
+        "multiSelect": False,
+    }
+    standin.push(
+        ToolUse(name="AskUserQuestion", input={"questions": [question]}), Text("Blue it is.")
+    )
+    async with bridge(env) as b:
+        session_id = await create(b, env)
+        run_id = await run(b, session_id, "ask me")
+        request = await b.wait_for(lambda m: m.get("method") == "interaction/request", timeout=30)
+        assert request["params"]["request"]["kind"] == "question"
+        assert request["params"]["request"]["prompt"] == "Which color do you want?"
+        answer = {"kind": "question", "choice": "2"}
+        await b.send({"jsonrpc": "2.0", "id": request["id"], "result": answer})
+        assert (await b.terminal(timeout=30))["payload"]["type"] == "run.completed"
+        assert text_of(b, run_id) == "Blue it is."
+    results = standin.tool_results()
+    assert len(results) == 1
+    assert '"Which color do you want?"="Blue"' in str(results[0]["content"])
+
+
+async def test_real_cli_interrupt_of_a_slow_stream(env: Env, standin: AnthropicStandIn) -> None:
+    words = " ".join(f"word{i}" for i in range(40))
+    standin.push(Text(words, delay=0.2), Text("Back again."))
+    async with bridge(env) as b:
+        session_id = await create(b, env)
+        run_id = await run(b, session_id, "talk slowly")
+        await b.event("text.delta", timeout=30)
+        await b.result("run/interrupt", {"runId": run_id})
+        terminal = await b.terminal(timeout=10)
+        assert terminal["payload"] == {"type": "run.interrupted", "reason": "user"}
+        assert text_of(b, run_id) != words
+        await anyio.to_thread.run_sync(
+            lambda: standin.wait_for(lambda rs: any(r.aborted for r in rs), timeout=10)
+        )
+        # The same CLI process goes on, and knows it was interrupted.
+        run2 = await run(b, session_id, "continue")
+        assert (await b.terminal(timeout=30))["payload"]["type"] == "run.completed"
+        assert text_of(b, run2) == "Back again."
+    texts = transcript_texts(standin.model_requests()[-1])
+    assert any("[Request interrupted by user]" in t for t in texts)
+
+
+async def test_real_cli_resume_in_a_fresh_bridge(env: Env, standin: AnthropicStandIn) -> None:
+    standin.push(Text("The secret word is pineapple."), Text("It was pineapple."))
+    async with bridge(env) as b:
+        session_id = await create(b, env)
+        await run(b, session_id, "remember the secret word")
+        assert (await b.terminal(timeout=30))["payload"]["type"] == "run.completed"
+        record = (await b.result("session/export", {"sessionId": session_id}))["record"]
+    first_session = standin.model_requests()[0].headers.get("x-claude-code-session-id")
+    assert first_session
+    async with bridge(env) as b:
+        resumed = await b.result("session/resume", {"record": record}, timeout=30)
+        run_id = await run(b, resumed["session"]["sessionId"], "what was the word?")
+        assert (await b.terminal(timeout=30))["payload"]["type"] == "run.completed"
+        assert text_of(b, run_id) == "It was pineapple."
+    requests = standin.model_requests()
+    assert len(requests) == 2
+    texts = transcript_texts(requests[1])
+    assert any("remember the secret word" in t for t in texts)
+    assert any("The secret word is pineapple." in t for t in texts)
+    assert last_user_text(requests[1].body) == "what was the word?"
+    assert requests[1].headers.get("x-claude-code-session-id") == first_session
