@@ -30,6 +30,12 @@ PROVIDERS=(
 
 log() { printf '[install-provider-clis] %s\n' "$*" >&2; }
 
+# Version checks run with a throwaway HOME/CODEX_HOME: some CLIs write state on every
+# invocation, even --version, and must not touch the user's real home.
+PROBE_HOME="$(mktemp -d)"
+trap 'rm -rf "$PROBE_HOME"' EXIT
+run_tool() { HOME="$PROBE_HOME" CODEX_HOME="$PROBE_HOME" CLAUDE_CONFIG_DIR="$PROBE_HOME" "$@"; }
+
 command -v npm >/dev/null || { log "npm not found (need Node >= 18 and npm)"; exit 1; }
 command -v node >/dev/null || { log "node not found"; exit 1; }
 
@@ -42,7 +48,7 @@ installed_version() {
 is_ok() {  # name pkg version bin: pinned version installed and runnable?
   [[ "$(installed_version "$2")" == "$3" ]] || return 1
   [[ -x "$PREFIX/node_modules/.bin/$4" ]] || return 1
-  "$PREFIX/node_modules/.bin/$4" --version >/dev/null 2>&1
+  run_tool "$PREFIX/node_modules/.bin/$4" --version >/dev/null 2>&1
 }
 
 all_ok() {
@@ -117,5 +123,5 @@ for line in "${PROVIDERS[@]}"; do
     log "$name: $pkg@$version did not install or does not run"
     exit 1
   fi
-  log "$name: $("$PREFIX/node_modules/.bin/$bin" --version 2>/dev/null | head -n1)"
+  log "$name: $(run_tool "$PREFIX/node_modules/.bin/$bin" --version 2>/dev/null | head -n1)"
 done

@@ -1,7 +1,9 @@
-"""The real `codex app-server` (pinned, from scripts/install-codex-cli.sh) against
+"""The real `codex app-server` (pinned, from scripts/install-provider-clis.sh) against
 the Responses stand-in on loopback: the facts docs/providers/codex.md relies on.
 
-Needs .tools/npm/node_modules/.bin/codex; without it the test is skipped, loudly.
+Needs the CLI (tests/provider_clis.py finds it: AGENT_BRIDGE_CODEX_PATH, then
+.tools/npm/node_modules/.bin/codex, then PATH); without it the test is skipped loudly,
+and with AGENT_BRIDGE_REQUIRE_CLIS=1 (as in CI) it fails.
 """
 
 from __future__ import annotations
@@ -17,10 +19,9 @@ from typing import Any
 
 import pytest
 
+from tests.provider_clis import require_cli
 from tests.standins.responses_server import ResponsesStandIn, reply, text
 
-ROOT = Path(__file__).resolve().parent.parent
-CODEX = ROOT / ".tools" / "npm" / "node_modules" / ".bin" / "codex"
 CONFIG = """\
 model = "stub-model"
 model_provider = "stub"
@@ -40,19 +41,13 @@ apps = false
 enabled = false
 """
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        not CODEX.exists(),
-        reason=f"codex CLI NOT INSTALLED ({CODEX}); run scripts/install-codex-cli.sh",
-    ),
-]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 Msg = dict[str, Any]
 
 
 class AppServer:
-    def __init__(self, base: Path, server: ResponsesStandIn) -> None:
+    def __init__(self, base: Path, server: ResponsesStandIn, codex: str) -> None:
         env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "HOME": str(base / "home"),
@@ -62,7 +57,7 @@ class AppServer:
             "NO_COLOR": "1",
         }
         argv = [
-            str(CODEX),
+            codex,
             "app-server",
             "--strict-config",
             "-c",
@@ -151,21 +146,22 @@ class AppServer:
 
 
 @pytest.fixture
-def setup(tmp_path: Path) -> Iterator[tuple[Path, ResponsesStandIn]]:
+def setup(tmp_path: Path) -> Iterator[tuple[Path, ResponsesStandIn, str]]:
+    codex = require_cli("codex")
     for d in ("home", "work", "tmp", "codex-home"):
         (tmp_path / d).mkdir()
     (tmp_path / "codex-home" / "config.toml").write_text(CONFIG)
     with ResponsesStandIn() as server:
-        yield tmp_path, server
+        yield tmp_path, server, codex
         assert server.errors == []
 
 
 def test_real_codex_turns_approvals_interrupt_and_resume(
-    setup: tuple[Path, ResponsesStandIn],
+    setup: tuple[Path, ResponsesStandIn, str],
 ) -> None:
-    base, server = setup
+    base, server, codex = setup
     work = base / "work"
-    app = AppServer(base, server)
+    app = AppServer(base, server, codex)
     init = app.request("initialize", {"clientInfo": {"name": "bridge_test", "version": "0"}})
     assert init["result"]["codexHome"] == str(base / "codex-home")
     assert "jsonrpc" not in init
@@ -206,7 +202,7 @@ def test_real_codex_turns_approvals_interrupt_and_resume(
         assert time.monotonic() < deadline, "the interrupted stream was not dropped"
         time.sleep(0.05)
 
-    app = AppServer(base, server)
+    app = AppServer(base, server, codex)
     app.request("initialize", {"clientInfo": {"name": "bridge_test", "version": "0"}})
     app.send({"method": "initialized"})
     resumed = app.request("thread/resume", {"threadId": tid, "excludeTurns": True, **settings})

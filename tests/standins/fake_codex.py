@@ -64,9 +64,20 @@ The script: a JSON object, from ``--script PATH`` or the env var
 STEP is one of::
 
     {"text": "Hello there", "deltas": 2, "delay": 0.0}
-    {"command": "touch x.txt", "approval": true|false|null, "exit_code": 0, "output": ""}
+    {"command": "touch x.txt", "approval": true|false|null, "exit_code": 0, "output": "",
+     "decisions": [...],    # availableDecisions of the approval request (default as real)
+     "self_resolve": 0.2}   # the server resolves the approval itself after 0.2 s
     {"error": "message", "codexErrorInfo": "other"}     # the turn fails
     {"server_request": {"method": "...", "params": {...}}}  # waits for the reply
+        # ("$threadId" / "$turnId" in params are replaced as for "notify")
+    {"reasoning": "summary text", "deltas": 2}          # a reasoning item (summary deltas)
+    {"plan": [{"step": "Read", "status": "completed"}, ...]}  # turn/plan/updated
+    {"file_change": [{"path": "a.txt", "kind": "add", "diff": "hi\n"}],
+     "approval": true|false}  # a fileChange item; with approval, the server asks
+        # item/fileChange/requestApproval and (accepted) writes each "add" file's diff
+        # as its content under the thread's cwd
+    {"notify": {"method": "...", "params": {...}}}       # any notification; the strings
+        # "$threadId" / "$turnId" in params are replaced by the current ids
     {"stderr": "a line", "repeat": 1}
     {"sleep": 1.5}
 
@@ -75,7 +86,8 @@ FAULT keys (each optional)::
     "exit_at_start": {"code": 1, "stderr": "..."}   # die before reading anything
     "startup_delay": 2.0                             # sleep before reading stdin
     "crash": {"after": METHOD, "count": 1, "code": 101, "stderr": "panicked ..."}
-        # exit(code) right after sending the count-th message with that method
+        # exit(code) right after sending the count-th message with that method;
+        # with "once": PATH only the first process that gets there does (crash, eof)
     "eof": {"after": METHOD, "count": 1, "exit": true}
         # close stdout after that message; exit 0 (or with "exit": false keep
         # running with stdout closed until stdin closes)
@@ -149,6 +161,16 @@ def split_words(text: str, deltas: int | None = None) -> list[str]:
         return words
     per = -(-len(words) // max(1, deltas))
     return ["".join(words[i : i + per]) for i in range(0, len(words), per)]
+
+
+def substitute(value: Any, ids: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return ids.get(value, value)
+    if isinstance(value, list):
+        return [substitute(v, ids) for v in value]
+    if isinstance(value, dict):
+        return {k: substitute(v, ids) for k, v in value.items()}
+    return value
 
 
 def input_text(items: Any) -> str:
@@ -264,13 +286,36 @@ class FakeCodex:
                 self.sent_counts[method] = self.sent_counts.get(method, 0) + 1
                 self._fault_after_send(method, self.sent_counts[method])
 
+    @staticmethod
+    def _first_time(fault: dict[str, Any]) -> bool:
+        """A fault with "once": PATH fires only while PATH does not exist (then creates
+        it), so a restarted process behaves."""
+        marker = fault.get("once")
+        if not marker:
+            return True
+        try:
+            with open(marker, "x"):
+                return True
+        except OSError:
+            return False
+
     def _fault_after_send(self, method: str, count: int) -> None:
         crash = self.faults.get("crash")
-        if crash and crash.get("after") == method and count == int(crash.get("count", 1)):
+        if (
+            crash
+            and crash.get("after") == method
+            and count == int(crash.get("count", 1))
+            and self._first_time(crash)
+        ):
             self.stderr(crash.get("stderr") or "thread 'main' panicked: fake crash")
             os._exit(int(crash.get("code", 101)))
         eof = self.faults.get("eof")
-        if eof and eof.get("after") == method and count == int(eof.get("count", 1)):
+        if (
+            eof
+            and eof.get("after") == method
+            and count == int(eof.get("count", 1))
+            and self._first_time(eof)
+        ):
             self.stdout_closed = True
             with contextlib.suppress(OSError, ValueError):
                 sys.stdout.flush()
@@ -925,12 +970,32 @@ class FakeCodex:
                 raise Failed(error)
             elif "server_request" in step:
                 req = step["server_request"]
-                self.server_request(turn, req.get("method", "made/up"), req.get("params") or {})
+                ids = {"$threadId": turn.thread.id, "$turnId": turn.id}
+                params = substitute(req.get("params") or {}, ids)
+                self.server_request(turn, req.get("method", "made/up"), params)
             elif "stderr" in step:
                 for _ in range(int(step.get("repeat", 1))):
                     self.stderr(str(step["stderr"]))
             elif "sleep" in step:
                 self.checkpoint(turn, float(step["sleep"]))
+            elif "reasoning" in step:
+                self.reasoning_step(turn, step)
+            elif "plan" in step:
+                self.notify(
+                    "turn/plan/updated",
+                    {
+                        "threadId": turn.thread.id,
+                        "turnId": turn.id,
+                        "explanation": step.get("explanation"),
+                        "plan": step["plan"],
+                    },
+                )
+            elif "file_change" in step:
+                self.file_change_step(turn, step)
+            elif "notify" in step:
+                note = step["notify"]
+                ids = {"$threadId": turn.thread.id, "$turnId": turn.id}
+                self.notify(str(note["method"]), substitute(note.get("params") or {}, ids))
         self.checkpoint(turn)
 
     def text_step(self, turn: Turn, step: dict[str, Any]) -> None:
@@ -962,22 +1027,118 @@ class FakeCodex:
         self.item_completed(turn, {**item, "text": "".join(chunks), "completedAtMs": now_ms()})
         self.emit_usage(turn)
 
+    def reasoning_step(self, turn: Turn, step: dict[str, Any]) -> None:
+        item_id = f"rs_{next(self.item_ids)}"
+        item = {"type": "reasoning", "id": item_id, "summary": [], "content": []}
+        self.notify(
+            "item/started",
+            {"item": item, "threadId": turn.thread.id, "turnId": turn.id, "startedAtMs": now_ms()},
+        )
+        chunks = split_words(str(step["reasoning"]), step.get("deltas"))
+        for chunk in chunks:
+            self.checkpoint(turn)
+            self.notify(
+                "item/reasoning/summaryTextDelta",
+                {
+                    "threadId": turn.thread.id,
+                    "turnId": turn.id,
+                    "itemId": item_id,
+                    "delta": chunk,
+                    "summaryIndex": 0,
+                },
+            )
+        done = {**item, "summary": ["".join(chunks)]}
+        self.notify(
+            "item/completed",
+            {
+                "item": done,
+                "threadId": turn.thread.id,
+                "turnId": turn.id,
+                "contentTokenCount": None,
+                "completedAtMs": now_ms(),
+            },
+        )
+
+    def file_change_step(self, turn: Turn, step: dict[str, Any]) -> None:
+        th = turn.thread
+        item_id = f"call_{next(self.item_ids)}"
+        changes = [
+            {
+                "path": str(c["path"]),
+                "kind": {"type": c.get("kind", "add")},
+                "diff": c.get("diff", ""),
+            }
+            for c in step["file_change"]
+        ]
+        item = {"type": "fileChange", "id": item_id, "changes": changes, "status": "inProgress"}
+        self.notify(
+            "item/started",
+            {"item": item, "threadId": th.id, "turnId": turn.id, "startedAtMs": now_ms()},
+        )
+        decision: Any = "accept"
+        if step.get("approval", True):
+            reply = self.server_request(
+                turn,
+                "item/fileChange/requestApproval",
+                {
+                    "threadId": th.id,
+                    "turnId": turn.id,
+                    "itemId": item_id,
+                    "startedAtMs": now_ms(),
+                    "reason": step.get("reason"),
+                    "grantRoot": None,
+                },
+            )
+            result = (reply or {}).get("result")
+            decision = result.get("decision") if isinstance(result, dict) else None
+        if decision in APPROVING:
+            for change in step["file_change"]:
+                if change.get("kind", "add") == "add":
+                    target = Path(th.cwd) / str(change["path"])
+                    with contextlib.suppress(OSError):
+                        target.write_text(str(change.get("diff", "")))
+            status = "completed"
+        else:
+            status = "declined" if decision in ("decline", "cancel") else "failed"
+        self.notify(
+            "item/completed",
+            {
+                "item": {**item, "status": status},
+                "threadId": th.id,
+                "turnId": turn.id,
+                "contentTokenCount": None,
+                "completedAtMs": now_ms(),
+            },
+        )
+        if decision == "cancel":
+            raise Interrupted
+
     def server_request(
-        self, turn: Turn, method: str, params: dict[str, Any], cancel: bool = True
+        self,
+        turn: Turn,
+        method: str,
+        params: dict[str, Any],
+        cancel: bool = True,
+        self_resolve: float | None = None,
     ) -> dict[str, Any] | None:
         """Send a server->client request and wait for the reply. Returns the
-        reply message, or raises Interrupted when the turn is interrupted."""
+        reply message, or raises Interrupted when the turn is interrupted. With
+        `self_resolve` the server gives up waiting after that many seconds and
+        resolves the request itself (the reply is then None)."""
         req_id = next(self.server_ids)
         slot: dict[str, Any] = {"event": threading.Event(), "turn": turn, "reply": None}
         with self.state_lock:
             self.pending[req_id] = slot
             turn.pending_request = req_id
         self.send({"method": method, "id": req_id, "params": params})
+        deadline = None if self_resolve is None else time.monotonic() + self_resolve
         while not slot["event"].is_set():
             turn.wake.wait(0.05)
             turn.wake.clear()
             if turn.interrupt_ids and cancel:
                 raise Interrupted
+            if deadline is not None and time.monotonic() >= deadline:
+                break
         with self.state_lock:
             self.pending.pop(req_id, None)
             turn.pending_request = None
@@ -1031,12 +1192,14 @@ class FakeCodex:
                     "cwd": th.cwd,
                     "commandActions": actions,
                     "proposedExecpolicyAmendment": words,
-                    "availableDecisions": [
+                    "availableDecisions": step.get("decisions")
+                    or [
                         "accept",
                         {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": words}},
                         "cancel",
                     ],
                 },
+                self_resolve=step.get("self_resolve"),
             )
             result = (reply or {}).get("result")
             decision = result.get("decision") if isinstance(result, dict) else None
@@ -1056,8 +1219,10 @@ class FakeCodex:
                     **item,
                     "processId": str(os.getpid()),
                     "source": "unifiedExecStartup",
-                    "status": "completed",
+                    # like the real one: a non-zero exit is a "failed" command
+                    "status": "completed" if int(step.get("exit_code", 0)) == 0 else "failed",
                     "exitCode": int(step.get("exit_code", 0)),
+                    "aggregatedOutput": output,
                     "durationMs": 1,
                     "completedAtMs": done_at,
                 },

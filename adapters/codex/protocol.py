@@ -1,0 +1,388 @@
+"""The parts of the ``codex app-server`` protocol the adapter reads and writes.
+
+Built from the schema the installed binary publishes about itself
+(``adapters/codex/schema/app_server_protocol.json``, codex 0.171.0).  Every struct is
+lenient: unknown fields are ignored and nearly every field has a default, so a newer
+server that adds fields (or drops an optional one) still decodes.  Only what the adapter
+acts on is declared; nested objects it passes through untouched are ``Any``.
+
+Wire messages carry no ``"jsonrpc"`` member; notifications have an extra top-level
+``emittedAtMs`` that the connection ignores.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+__all__ = [
+    "SERVER_NOTIFICATIONS",
+    "SERVER_REQUESTS",
+    "AccountReadResponse",
+    "CommandApprovalParams",
+    "ConfigWarning",
+    "DeltaNotification",
+    "ErrorNotification",
+    "FileChangeApprovalParams",
+    "InitializeResponse",
+    "ItemNotification",
+    "PermissionsApprovalParams",
+    "PlanUpdated",
+    "Scope",
+    "ServerRequestResolved",
+    "ThreadResponse",
+    "TokenUsageUpdated",
+    "TurnCompleted",
+    "TurnError",
+    "TurnStartResponse",
+    "TurnSteerResponse",
+    "UserInputParams",
+    "UserInputQuestion",
+    "WarningNotification",
+]
+
+
+class _Lenient(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
+    """Base: camelCase on the wire, unknown fields ignored."""
+
+
+# ----------------------------------------------------------------------------- results
+
+
+class InitializeResponse(_Lenient, frozen=True):
+    """``initialize`` result (``userAgent`` names the server version)."""
+
+    user_agent: str = ""
+    codex_home: str | None = None
+    platform_family: str | None = None
+    platform_os: str | None = None
+
+
+class ThreadRef(_Lenient, frozen=True):
+    """The part of a ``Thread`` the adapter keeps: its id."""
+
+    id: str
+
+
+class ThreadResponse(_Lenient, frozen=True):
+    """``thread/start`` and ``thread/resume`` results: the thread and its effective
+    settings (``sandbox`` is a policy object, ``approvalPolicy`` a string or object)."""
+
+    thread: ThreadRef
+    model: str | None = None
+    model_provider: str | None = None
+    cwd: str | None = None
+    approval_policy: Any = None
+    sandbox: Any = None
+    reasoning_effort: str | None = None
+
+
+class TurnError(_Lenient, frozen=True):
+    """A turn's error: ``message`` is upstream prose (log only); ``codexErrorInfo`` is a
+    string code or a one-key object such as ``{"httpConnectionFailed": {...}}``."""
+
+    message: str = ""
+    codex_error_info: Any = None
+    additional_details: str | None = None
+
+
+class TurnRef(_Lenient, frozen=True):
+    """A ``Turn``: id, status (``completed | interrupted | failed | inProgress``), error."""
+
+    id: str
+    status: str = "inProgress"
+    error: TurnError | None = None
+
+
+class TurnStartResponse(_Lenient, frozen=True):
+    """``turn/start`` result."""
+
+    turn: TurnRef
+
+
+class TurnSteerResponse(_Lenient, frozen=True):
+    """``turn/steer`` result."""
+
+    turn_id: str = ""
+
+
+class AccountReadResponse(_Lenient, frozen=True):
+    """``account/read`` result: ``account`` is ``null`` when nobody is logged in."""
+
+    account: dict[str, Any] | None = None
+    requires_openai_auth: bool = False
+
+
+# ----------------------------------------------------------------------------- notifications
+
+
+class Scope(_Lenient, frozen=True):
+    """The correlation fields most notifications carry."""
+
+    thread_id: str | None = None
+    turn_id: str | None = None
+
+
+class DeltaNotification(_Lenient, frozen=True):
+    """``item/agentMessage/delta``, ``item/reasoning/*Delta``,
+    ``item/commandExecution/outputDelta``, ``item/fileChange/outputDelta``,
+    ``item/plan/delta``."""
+
+    item_id: str = ""
+    delta: str = ""
+    summary_index: int | None = None
+
+
+class ItemNotification(_Lenient, frozen=True):
+    """``item/started`` / ``item/completed``: ``item`` is a ``ThreadItem`` (tagged by
+    ``type``), kept as a dict and read field by field since new item types appear."""
+
+    item: dict[str, Any] = {}
+
+
+class TokenBreakdown(_Lenient, frozen=True):
+    """``TokenUsageBreakdown``."""
+
+    total_tokens: int = 0
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_output_tokens: int = 0
+
+
+class TokenUsage(_Lenient, frozen=True):
+    """``ThreadTokenUsage``: ``total`` is cumulative for the thread, ``last`` the last
+    model call (its size is the context occupancy)."""
+
+    total: TokenBreakdown = TokenBreakdown()
+    last: TokenBreakdown = TokenBreakdown()
+    model_context_window: int | None = None
+
+
+class TokenUsageUpdated(_Lenient, frozen=True):
+    """``thread/tokenUsage/updated``."""
+
+    token_usage: TokenUsage = TokenUsage()
+
+
+class PlanStepWire(_Lenient, frozen=True):
+    """``TurnPlanStep``."""
+
+    step: str = ""
+    status: str = "pending"
+
+
+class PlanUpdated(_Lenient, frozen=True):
+    """``turn/plan/updated``."""
+
+    plan: list[PlanStepWire] = []
+
+
+class TurnCompleted(_Lenient, frozen=True):
+    """``turn/completed``."""
+
+    turn: TurnRef
+    thread_id: str | None = None
+
+
+class ErrorNotification(_Lenient, frozen=True):
+    """``error``: ``willRetry`` says whether Codex retries by itself."""
+
+    error: TurnError = TurnError()
+    will_retry: bool = False
+
+
+class WarningNotification(_Lenient, frozen=True):
+    """``warning`` / ``guardianWarning``."""
+
+    message: str = ""
+
+
+class ConfigWarning(_Lenient, frozen=True):
+    """``configWarning`` / ``deprecationNotice``."""
+
+    summary: str = ""
+    details: str | None = None
+
+
+class ServerRequestResolved(_Lenient, frozen=True):
+    """``serverRequest/resolved``: a server→client request was settled (by our reply or
+    by the server itself, e.g. on interrupt)."""
+
+    request_id: int | str | None = None
+    thread_id: str | None = None
+
+
+# ----------------------------------------------------------------------------- server requests
+
+
+class CommandApprovalParams(_Lenient, frozen=True):
+    """``item/commandExecution/requestApproval``."""
+
+    thread_id: str = ""
+    turn_id: str = ""
+    item_id: str = ""
+    command: str | None = None
+    cwd: str | None = None
+    reason: str | None = None
+    kind: str = "command"
+    command_actions: list[Any] | None = None
+    available_decisions: list[Any] | None = None
+
+
+class FileChangeApprovalParams(_Lenient, frozen=True):
+    """``item/fileChange/requestApproval``."""
+
+    thread_id: str = ""
+    turn_id: str = ""
+    item_id: str = ""
+    reason: str | None = None
+    grant_root: str | None = None
+
+
+class PermissionsApprovalParams(_Lenient, frozen=True):
+    """``item/permissions/requestApproval``: ``permissions`` is a
+    ``RequestPermissionProfile`` (``fileSystem`` / ``network``), granted back as is."""
+
+    thread_id: str = ""
+    turn_id: str = ""
+    item_id: str = ""
+    cwd: str | None = None
+    permissions: dict[str, Any] = {}
+    reason: str | None = None
+
+
+class UserInputOption(_Lenient, frozen=True):
+    """``ToolRequestUserInputOption``."""
+
+    label: str = ""
+    description: str = ""
+
+
+class UserInputQuestion(_Lenient, frozen=True):
+    """``ToolRequestUserInputQuestion``."""
+
+    id: str = ""
+    header: str = ""
+    question: str = ""
+    options: list[UserInputOption] | None = None
+    is_other: bool = False
+    is_secret: bool = False
+
+
+class UserInputParams(_Lenient, frozen=True):
+    """``item/tool/requestUserInput`` (experimental upstream; Plan mode only in 0.171.0)."""
+
+    thread_id: str = ""
+    turn_id: str = ""
+    item_id: str = ""
+    questions: list[UserInputQuestion] = []
+
+
+#: Every server→client request in the 0.171.0 schema.  The adapter answers the first four;
+#: the others are answered ``-32601`` by the connection (never left hanging).
+SERVER_REQUESTS: Final[tuple[str, ...]] = (
+    "item/commandExecution/requestApproval",
+    "item/fileChange/requestApproval",
+    "item/permissions/requestApproval",
+    "item/tool/requestUserInput",
+    "mcpServer/elicitation/request",
+    "item/tool/call",
+    "account/chatgptAuthTokens/refresh",
+    "attestation/generate",
+    "applyPatchApproval",
+    "execCommandApproval",
+)
+
+#: Every server notification in the 0.171.0 schema (``tests/test_codex_adapter.py``
+#: checks this list against ``schema/app_server_protocol.json``).
+SERVER_NOTIFICATIONS: Final[tuple[str, ...]] = (
+    "error",
+    "thread/started",
+    "thread/status/changed",
+    "thread/readState/changed",
+    "thread/archived",
+    "thread/deleted",
+    "thread/unarchived",
+    "thread/closed",
+    "thread/reverted",
+    "skills/changed",
+    "thread/name/updated",
+    "thread/section/changed",
+    "thread/attachment/updated",
+    "thread/goal/updated",
+    "thread/prediction/updated",
+    "thread/goal/cleared",
+    "thread/queue/changed",
+    "project/changed",
+    "thread/project/updated",
+    "thread/environment/connected",
+    "thread/environment/disconnected",
+    "thread/settings/updated",
+    "thread/tokenUsage/updated",
+    "turn/started",
+    "hook/started",
+    "turn/completed",
+    "hook/completed",
+    "turn/diff/updated",
+    "turn/plan/updated",
+    "item/started",
+    "item/autoApprovalReview/started",
+    "item/autoApprovalReview/completed",
+    "autoApprovalReview/strictReviewRequired",
+    "item/completed",
+    "item/agentMessage/delta",
+    "item/plan/delta",
+    "command/exec/outputDelta",
+    "process/outputDelta",
+    "thread/search/partial",
+    "process/exited",
+    "item/commandExecution/outputDelta",
+    "item/commandExecution/terminalInteraction",
+    "item/fileChange/outputDelta",
+    "item/fileChange/patchUpdated",
+    "serverRequest/resolved",
+    "item/mcpToolCall/progress",
+    "mcpServer/oauthLogin/completed",
+    "mcpServer/startupStatus/updated",
+    "mcpServer/event/stream/notification",
+    "account/updated",
+    "account/gatewayOAuth/changed",
+    "account/rateLimits/updated",
+    "app/list/updated",
+    "remoteControl/status/changed",
+    "externalAgentConfig/import/progress",
+    "externalAgentConfig/import/completed",
+    "fs/changed",
+    "item/reasoning/summaryTextDelta",
+    "item/reasoning/summaryPartAdded",
+    "item/reasoning/textDelta",
+    "thread/compacted",
+    "model/rerouted",
+    "model/verification",
+    "modelProvider/authRecoveryStarted",
+    "modelProvider/authRecoveryCompleted",
+    "turn/moderationMetadata",
+    "model/safetyBuffering/updated",
+    "warning",
+    "guardianWarning",
+    "deprecationNotice",
+    "configWarning",
+    "fuzzyFileSearch/sessionUpdated",
+    "fuzzyFileSearch/sessionCompleted",
+    "thread/realtime/started",
+    "thread/realtime/itemAdded",
+    "thread/realtime/item/started",
+    "thread/realtime/item/transcript/delta",
+    "thread/realtime/item/completed",
+    "thread/realtime/transcript/delta",
+    "thread/realtime/transcript/done",
+    "thread/realtime/outputAudio/delta",
+    "thread/realtime/sdp",
+    "thread/realtime/error",
+    "thread/realtime/closed",
+    "windows/worldWritableWarning",
+    "windowsSandbox/setupCompleted",
+    "account/login/completed",
+)

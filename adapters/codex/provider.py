@@ -1,0 +1,259 @@
+"""The Codex provider: its descriptor, discovery and session factory."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from adapters.codex.discovery import (
+    ENV_EXECUTABLE,
+    child_env,
+    find_executable,
+    probe_auth,
+    probe_version,
+)
+from adapters.codex.session import CodexSession, Settings
+from bridge.errors import BridgeError
+from bridge.spi import AgentProvider, ProviderSession, SessionContext
+from bridge.wire.providers import (
+    ApprovalCapability,
+    Availability,
+    Capabilities,
+    InteractionCapabilities,
+    OptionDescriptor,
+    ProviderDescriptor,
+    QuestionCapability,
+    RecoveryCapability,
+    RunCapabilities,
+)
+
+__all__ = ["ADAPTER_VERSION", "CodexProvider"]
+
+#: The adapter's own version (recovery records carry it); the CLI's is in availability.
+ADAPTER_VERSION: Final = "0.1.0"
+
+INSTALL_HINT: Final = (
+    "install the Codex CLI (npm package @openai/codex, or the PyPI package "
+    f"openai-codex-cli-bin), or point {ENV_EXECUTABLE} or the executable option at it"
+)
+_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: A dotted TOML key: bare segments, or quoted ones; never starting with "-" (the entry
+#: follows "-c" as its own argv element and must not look like a flag).
+_CONFIG_KEY: Final = re.compile(
+    r'(?:[A-Za-z0-9_][A-Za-z0-9_\-]*|"[^"\n]*")(?:\.(?:[A-Za-z0-9_\-]+|"[^"\n]*"))*'
+)
+
+OPTIONS: Final = (
+    OptionDescriptor(
+        name="executable",
+        scope="session",
+        type="string",
+        description=(
+            "The codex executable (a path, or a name looked up on PATH). Default: "
+            f"{ENV_EXECUTABLE}, then codex on PATH, an npm install, the PyPI package."
+        ),
+    ),
+    OptionDescriptor(
+        name="codexHome",
+        scope="session",
+        type="string",
+        description=(
+            "A private CODEX_HOME directory (must exist) with its own config.toml and "
+            "threads. Default: the bridge's CODEX_HOME, else Codex's ~/.codex."
+        ),
+    ),
+    OptionDescriptor(
+        name="model",
+        scope="session",
+        type="string",
+        description="The model to use. Default: Codex's configuration.",
+    ),
+    OptionDescriptor(
+        name="reasoningEffort",
+        scope="session",
+        type="enum",
+        values=("none", "minimal", "low", "medium", "high", "xhigh"),
+        description="Reasoning effort for every turn. Default: Codex's configuration.",
+    ),
+    OptionDescriptor(
+        name="approvalPolicy",
+        scope="session",
+        type="enum",
+        values=("untrusted", "on-request", "never"),
+        description=(
+            "When Codex asks before running a command: untrusted (almost always), "
+            "on-request (when the model asks to leave the sandbox), never. "
+            "Default: Codex's configuration."
+        ),
+    ),
+    OptionDescriptor(
+        name="sandbox",
+        scope="session",
+        type="enum",
+        values=("read-only", "workspace-write", "danger-full-access"),
+        description="What commands may touch. Default: Codex's configuration.",
+    ),
+    OptionDescriptor(
+        name="config",
+        scope="session",
+        type="stringList",
+        description=(
+            "Configuration overrides, each key=value (the value is TOML), passed to "
+            "codex as -c key=value."
+        ),
+    ),
+    OptionDescriptor(
+        name="strictConfig",
+        scope="session",
+        type="boolean",
+        default=True,
+        description=(
+            "Pass --strict-config: a config.toml codex cannot read fails the session "
+            "instead of codex silently falling back to its defaults (and their network "
+            "endpoints). Unknown keys count as errors."
+        ),
+    ),
+    OptionDescriptor(
+        name="passEnv",
+        scope="session",
+        type="stringList",
+        description=(
+            "Names of further environment variables of the bridge to pass to codex "
+            "(e.g. proxy settings). Key variables named in config.toml are passed anyway."
+        ),
+    ),
+)
+
+
+def _string_list(options: Mapping[str, Any], name: str) -> tuple[str, ...]:
+    value = options.get(name)
+    if value is None:
+        return ()
+    return tuple(value)
+
+
+def _check_options(options: Mapping[str, Any]) -> None:
+    for entry in _string_list(options, "config"):
+        key, sep, _value = entry.partition("=")
+        if not sep or not _CONFIG_KEY.fullmatch(key.strip()) or "\0" in entry:
+            raise BridgeError("invalid_option", details={"option": "config"})
+    for name in _string_list(options, "passEnv"):
+        if not _ENV_NAME.fullmatch(name):
+            raise BridgeError("invalid_option", details={"option": "passEnv"})
+
+
+def _codex_home(value: Any, option: str = "codexHome") -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or "\0" in value or not os.path.isdir(value):
+        raise BridgeError("invalid_option", details={"option": option})
+    return os.path.abspath(value)
+
+
+class CodexProvider(AgentProvider):
+    """OpenAI Codex through a resident ``codex app-server`` per session (id ``codex``)."""
+
+    id = "codex"
+
+    def describe(self) -> ProviderDescriptor:
+        return ProviderDescriptor(
+            id=self.id,
+            display_name="OpenAI Codex",
+            version=ADAPTER_VERSION,
+            maturity="verified",
+            capabilities=Capabilities(
+                run=RunCapabilities(interrupt="cooperative", steer=True, max_concurrent_runs=1),
+                interactions=InteractionCapabilities(
+                    approval=ApprovalCapability(supported=True, modes=("once", "session")),
+                    # Codex asks questions (item/tool/requestUserInput) only in its
+                    # experimental Plan mode, which the adapter does not enable; such a
+                    # request is still mapped if it comes.
+                    question=QuestionCapability(supported=False),
+                ),
+                recovery=RecoveryCapability(resume=True),
+            ),
+            options=OPTIONS,
+        )
+
+    async def probe(self) -> Availability:
+        found = find_executable()
+        if found is None:
+            return Availability(
+                status="unavailable",
+                reason="the codex executable was not found",
+                next_step=INSTALL_HINT,
+            )
+        env = child_env(codex_home=None)
+        version = await probe_version(found.path, env)
+        if version is None:
+            return Availability(
+                status="unavailable",
+                executable=found.path,
+                reason="codex did not report its version",
+                next_step="check the installation: run `codex --version`",
+            )
+        auth = await probe_auth(found.path, env)
+        return Availability(
+            status="available",
+            executable=found.path,
+            version=version,
+            authentication=auth,
+            next_step="run `codex login`" if auth == "unauthenticated" else None,
+        )
+
+    def _settings(
+        self, ctx: SessionContext, record: Mapping[str, Any] | None = None
+    ) -> Settings:
+        options = ctx.options
+        _check_options(options)
+        record = record or {}
+        found = find_executable(options.get("executable"))
+        if found is None:
+            raise BridgeError(
+                "provider_unavailable", details={"missing": "codex", "nextStep": INSTALL_HINT}
+            )
+        codex_home = _codex_home(options.get("codexHome"))
+        if codex_home is None and record.get("codexHome") is not None:
+            codex_home = _codex_home(record.get("codexHome"), "record.codexHome")
+        config = _string_list(options, "config")
+        cwd = ctx.workspace
+        if cwd is None and isinstance(record.get("cwd"), str) and os.path.isdir(record["cwd"]):
+            cwd = record["cwd"]
+        return Settings(
+            executable=found.path,
+            cwd=cwd,
+            env=child_env(
+                codex_home=codex_home, overrides=config, pass_env=_string_list(options, "passEnv")
+            ),
+            codex_home=codex_home,
+            config=config,
+            strict_config=bool(options.get("strictConfig", True)),
+            model=options.get("model") or record.get("model"),
+            reasoning_effort=options.get("reasoningEffort") or record.get("reasoningEffort"),
+            approval_policy=options.get("approvalPolicy") or record.get("approvalPolicy"),
+            sandbox=options.get("sandbox") or record.get("sandbox"),
+            cli_version=record.get("cliVersion"),
+        )
+
+    async def create_session(self, ctx: SessionContext) -> ProviderSession:
+        session = CodexSession(ctx, self._settings(ctx))
+        await session.open(resume=False)
+        return session
+
+    async def resume_session(self, ctx: SessionContext, opaque: Any) -> ProviderSession:
+        if not isinstance(opaque, dict) or not isinstance(opaque.get("threadId"), str):
+            raise BridgeError("recovery_invalid")
+        try:
+            settings = self._settings(ctx, opaque)
+        except BridgeError as exc:
+            if exc.error_code == "invalid_option" and (exc.info.details or {}).get(
+                "option", ""
+            ).startswith("record."):
+                raise BridgeError("recovery_invalid") from None
+            raise
+        settings.thread_id = opaque["threadId"]
+        session = CodexSession(ctx, settings)
+        await session.open(resume=True)
+        return session

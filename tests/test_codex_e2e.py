@@ -1,0 +1,223 @@
+"""The Codex adapter end to end: the real bridge drives the real, pinned `codex` CLI
+(scripts/install-provider-clis.sh), whose model provider is the Responses stand-in on
+127.0.0.1 (tests/standins/responses_server.py).  Nothing leaves loopback: the private
+CODEX_HOME's config.toml names the stand-in and turns off plugin sync and analytics.
+
+Without the CLI these tests are skipped loudly; in CI (AGENT_BRIDGE_REQUIRE_CLIS=1) a
+missing CLI fails them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import running_bridge
+from provider_clis import require_cli
+from test_codex_adapter import allow, deny, drive, of_type, start, text_of
+
+from tests.standins.responses_server import ResponsesStandIn, reply, text
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
+
+CONFIG = """\
+model = "stub-model"
+model_provider = "stub"
+
+[model_providers.stub]
+name = "Stub (loopback stand-in)"
+base_url = "http://127.0.0.1:9/v1"
+wire_api = "responses"
+env_key = "STUB_API_KEY"
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+
+[analytics]
+enabled = false
+"""
+
+Msg = dict[str, Any]
+
+
+class Setup:
+    def __init__(self, base: Path, server: ResponsesStandIn, codex: str) -> None:
+        self.base = base
+        self.server = server
+        self.codex = codex
+        self.work = base / "work"
+        self.codex_home = base / "codex-home"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            "AGENT_BRIDGE_CODEX_PATH": self.codex,
+            "HOME": str(self.base / "home"),
+            "TMPDIR": str(self.base / "tmp"),
+            "STUB_API_KEY": "dummy-key",
+        }
+
+    def options(self) -> Msg:
+        return {
+            "codexHome": str(self.codex_home),
+            "approvalPolicy": "untrusted",
+            "sandbox": "workspace-write",
+            "config": [f'model_providers.stub.base_url="{self.server.base_url}"'],
+        }
+
+    def session_params(self) -> Msg:
+        return {"provider": "codex", "workspace": str(self.work), "options": self.options()}
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Iterator[Setup]:
+    codex = require_cli("codex")
+    for name in ("home", "work", "tmp", "codex-home"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "codex-home" / "config.toml").write_text(CONFIG)
+    with ResponsesStandIn() as server:
+        yield Setup(tmp_path, server, codex)
+        assert server.errors == []
+        # Only the model endpoint was used, and only through the stand-in.
+        assert {r.path for r in server.requests} <= {"/v1/responses"}
+
+
+async def create(bridge: Any, s: Setup) -> str:
+    result = await bridge.result("session/create", s.session_params(), timeout=30)
+    session_id: str = result["session"]["sessionId"]
+    return session_id
+
+
+async def test_real_codex_streams_text_and_reports_itself(setup: Setup) -> None:
+    s = setup
+    env = {**s.env, "CODEX_HOME": str(s.codex_home)}
+    async with running_bridge("newline", env=env) as bridge:
+        listed = await bridge.result("providers/list", {"probe": True}, timeout=30)
+        codex = next(p for p in listed["providers"] if p["id"] == "codex")
+        assert codex["availability"]["status"] == "available"
+        assert codex["availability"]["version"] == "0.171.0"
+        # The stub provider needs no OpenAI login and has no account: not guessed.
+        assert codex["availability"].get("authentication", "unknown") == "unknown"
+        s.server.script(reply(text("Hello from the script", deltas=3)))
+        session = await create(bridge, s)
+        events = await drive(bridge, await start(bridge, session, "say hi"), timeout=30)
+        assert events[-1]["type"] == "run.completed"
+        assert text_of(events) == "Hello from the script"
+        assert len(of_type(events, "text.delta")) >= 2  # streamed, not one block
+        usage = of_type(events, "usage")[-1]
+        assert usage["context"]["usedTokens"] > 0 and usage["cumulative"]["inputTokens"] > 0
+        await bridge.result("session/close", {"sessionId": session}, timeout=20)
+    assert s.server.response_bodies()[-1]["model"] == "stub-model"
+
+
+async def test_real_codex_command_approved_and_declined(setup: Setup) -> None:
+    s = setup
+    async with running_bridge("newline", env=s.env) as bridge:
+        session = await create(bridge, s)
+        events = await drive(
+            bridge, await start(bridge, session, "TOOL:touch approved.txt"), allow(), timeout=30
+        )
+        assert events[-1]["type"] == "run.completed"
+        asked = of_type(events, "interaction.requested")[0]["request"]
+        assert asked["action"] == "command" and "touch approved.txt" in asked["command"]
+        tools = of_type(events, "tool.activity")
+        assert tools[0]["status"] == "started" and tools[-1]["status"] == "completed"
+        assert tools[-1]["exitCode"] == 0
+        assert (s.work / "approved.txt").exists()
+        assert "Process exited with code 0" in s.server.function_call_outputs()[-1]["output"]
+
+        events = await drive(
+            bridge, await start(bridge, session, "TOOL:touch declined.txt"), deny, timeout=30
+        )
+        assert events[-1]["type"] == "run.completed"
+        assert of_type(events, "tool.activity")[-1]["status"] == "failed"
+        assert not (s.work / "declined.txt").exists()
+        assert "rejected by user" in s.server.function_call_outputs()[-1]["output"]
+
+
+async def test_real_codex_interrupt_of_a_slow_stream(setup: Setup) -> None:
+    s = setup
+    async with running_bridge("newline", env=s.env) as bridge:
+        session = await create(bridge, s)
+        run = await start(bridge, session, "SLOW")
+        interrupted_at: list[float] = []
+
+        async def on_event(payload: Msg) -> None:
+            if payload["type"] == "text.delta" and not interrupted_at:
+                interrupted_at.append(time.monotonic())
+                await bridge.result("run/interrupt", {"runId": run})
+
+        events = await drive(bridge, run, on_event=on_event, timeout=30)
+        assert events[-1]["type"] == "run.interrupted"
+        assert events[-1].get("forced", False) is False
+        assert time.monotonic() - interrupted_at[0] < 3
+        assert "word39" not in text_of(events)
+        # The model stream was dropped, and the session goes on.
+        deadline = time.monotonic() + 5
+        while not s.server.response_requests()[-1].disconnected:
+            assert time.monotonic() < deadline, "the interrupted stream was not dropped"
+            time.sleep(0.05)
+        events = await drive(bridge, await start(bridge, session, "hello"), timeout=30)
+        assert events[-1]["type"] == "run.completed"
+
+
+async def test_real_codex_resume_in_a_fresh_bridge(setup: Setup) -> None:
+    s = setup
+    async with running_bridge("newline", env=s.env) as bridge:
+        session = await create(bridge, s)
+        events = await drive(
+            bridge, await start(bridge, session, "remember the word banana"), timeout=30
+        )
+        assert events[-1]["type"] == "run.completed"
+        record = (await bridge.result("session/export", {"sessionId": session}))["record"]
+    opaque = record["opaque"]
+    assert opaque["codexHome"] == str(s.codex_home) and opaque["sandbox"] == "workspace-write"
+    assert json.loads(json.dumps(record)) == record  # plain JSON, as a host would store it
+    async with running_bridge("content-length", env=s.env) as bridge:
+        resumed = await bridge.result(
+            "session/resume", {"record": record, "options": {"config": s.options()["config"]}},
+            timeout=30,
+        )
+        session = resumed["session"]["sessionId"]
+        events = await drive(bridge, await start(bridge, session, "after resume"), timeout=30)
+        assert events[-1]["type"] == "run.completed"
+    body = s.server.response_bodies()[-1]
+    users = [
+        "".join(c.get("text", "") for c in item.get("content", []))
+        for item in body["input"]
+        if item.get("role") == "user"
+    ]
+    assert "remember the word banana" in users and users[-1] == "after resume"
+    assistant = [i for i in body["input"] if i.get("role") == "assistant"]
+    assert assistant, "the earlier reply was not in the resumed history"
+
+
+async def test_real_codex_failures_are_diagnosed(setup: Setup) -> None:
+    s = setup
+    async with running_bridge("newline", env=s.env) as bridge:
+        # --strict-config: a config codex cannot read fails the session instead of
+        # codex silently falling back to its defaults (and their network endpoints).
+        bad_home = s.base / "codex-home-bad"
+        bad_home.mkdir()
+        (bad_home / "config.toml").write_text(CONFIG + "no_such_key_xyz = 1\n")
+        params = s.session_params()
+        params["options"]["codexHome"] = str(bad_home)
+        reply = await bridge.call("session/create", params, timeout=30)
+        assert reply["error"]["data"]["code"] == "provider_unavailable"
+        # A model error that is not retried (HTTP 400) fails the run, classified, with
+        # no upstream text in the events.
+        session = await create(bridge, s)
+        events = await drive(bridge, await start(bridge, session, "FAIL:quota gone"), timeout=30)
+        assert events[-1]["type"] == "run.failed"
+        assert events[-1]["error"]["code"] == "provider_failed"
+        assert "quota gone" not in json.dumps(events[1:])  # [0] is run.started
+        # The session is still usable.
+        events = await drive(bridge, await start(bridge, session, "hello"), timeout=30)
+        assert events[-1]["type"] == "run.completed"
+    assert b"no_such_key_xyz" in bridge.stderr  # the reason is in the bridge's log
