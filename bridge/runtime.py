@@ -398,6 +398,14 @@ class Runtime:
         self.history.add_raw(session.id, sequence, record)
         return sequence
 
+    async def _ask_host(self, interaction: Interaction) -> None:
+        """Send ``interaction`` to the host once its ``interaction.requested`` event (and
+        everything before it) is durable and so released to the host: a host never gets
+        the request ahead of the events that led to it."""
+        await self.flush()
+        if interaction.pending:
+            await self.host.ask(interaction)
+
     async def drained(self) -> None:
         """Wait until the journal and the host have caught up (backpressure)."""
         await self._outbox.drained()
@@ -1134,7 +1142,7 @@ class Runtime:
         interaction.on_settle.append(lambda i: self._on_settled(run, i))
         if self.host.can_answer(interaction.kind):
             assert run.session.tg is not None
-            run.session.tg.start_soon(self.host.ask, interaction)
+            run.session.tg.start_soon(self._ask_host, interaction)
         elif interaction.kind == "approval":
             self.publish(
                 run.session,

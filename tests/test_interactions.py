@@ -43,6 +43,12 @@ async def test_approval_answered_through_the_server_request(framing: str) -> Non
         await _start(bridge, APPROVAL_THEN_BRANCH)
         request = await _interaction_request(bridge)
         assert isinstance(request["id"], int)  # the ledger's integer ids (Vim 9 safe)
+        # The host has seen the interaction.requested event before the request itself.
+        kinds = [
+            m["params"]["payload"]["type"] if m.get("method") == "event" else m.get("method")
+            for m in bridge.received
+        ]
+        assert kinds.index("interaction.requested") < kinds.index("interaction/request")
         assert request["params"]["request"]["kind"] == "approval"
         await bridge.send({"jsonrpc": "2.0", "id": request["id"], "result": ALLOW})
         assert (await bridge.event("text.delta"))["payload"]["text"] == "allowed"
