@@ -75,10 +75,19 @@ class Outbox:
         held = session.held
         assert held is not None
         committed = self._history.committed
-        publish = self._host.publish
         behind = self._host_behind
-        while held and held[0][0] <= committed:
-            behind = publish(held.popleft()[1])
+        publish_many = getattr(self._host, "publish_many", None)
+        if publish_many is not None:
+            # One call for the whole committed stretch: the hot path while streaming.
+            ready: list[bytes] = []
+            while held and held[0][0] <= committed:
+                ready.append(held.popleft()[1])
+            if ready:
+                behind = publish_many(ready)
+        else:
+            publish = self._host.publish
+            while held and held[0][0] <= committed:
+                behind = publish(held.popleft()[1])
         self._host_behind = behind
         if not held:
             session.held = None

@@ -165,6 +165,8 @@ class Session:
         fmt = EnvelopeFormat(session_id)
         self.envelope_format = fmt.run
         self.envelope_format_sessionwide = fmt.sessionwide
+        self.run_id_str: str | None = None
+        self.run_id_bytes = b""
         # delivery (see bridge.outbox)
         self.held: collections.deque[tuple[int, bytes]] | None = None
         self.paused = False
@@ -358,9 +360,12 @@ class Runtime:
                 _encode(payload),
             )
         else:
+            if run_id is not session.run_id_str:  # one encode per run, not per event
+                session.run_id_str = run_id
+                session.run_id_bytes = run_id.encode()
             body = session.envelope_format % (
                 sequence,
-                run_id.encode(),
+                session.run_id_bytes,
                 sequence,
                 self.clock.now_iso_bytes(),
                 _encode(payload),

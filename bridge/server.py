@@ -115,6 +115,11 @@ class BridgeServer:
 
     # ------------------------------------------------------------------ host port
 
+    def publish_many(self, envelopes: list[bytes]) -> bool:
+        """Send several event envelopes, in order, as ``event`` notifications; return
+        whether the host is congested."""
+        return self.conn.notify_encoded_many(envelopes, _EVENT_HEAD, b"}")
+
     def publish(self, envelope: bytes) -> bool:
         """Send one event envelope as an ``event`` notification; return whether the host
         is congested."""

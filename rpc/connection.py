@@ -88,6 +88,8 @@ def current_request_id() -> bytes | None:
     outside one).  Adapters use it where a peer refers back to its own request id later
     (the Codex app-server's ``serverRequest/resolved``)."""
     return _request_id.get()
+
+
 _MISSING: Final = object()
 
 
@@ -416,6 +418,30 @@ class Connection:
         self.notify(method, params)
         if self._out_bytes > self._limits.outbound_high_water and not self._closed:
             await self.drained()
+
+    def notify_encoded_many(
+        self, bodies: list[bytes], head: bytes = b"", tail: bytes = b""
+    ) -> bool:
+        """Queue several already-encoded notification bodies, each wrapped as
+        ``head + body + tail``, in one go (the hot path for released event batches);
+        return whether the output is now congested."""
+        if self._closed:
+            return False
+        extra = len(head) + len(tail)
+        if self._out_kind == "newline":
+            frames = [b"%s%s%s\n" % (head, body, tail) for body in bodies]
+        else:
+            frames = [
+                b"Content-Length: %d\r\n\r\n%s%s%s" % (len(body) + extra, head, body, tail)
+                for body in bodies
+            ]
+        self._out.extend(frames)
+        self._out_bytes += sum(map(len, frames))
+        wake = self._wake
+        if wake is not None:
+            self._wake = None
+            wake.set()
+        return self._out_bytes > self._high
 
     def notify_encoded(self, body: bytes) -> bool:
         """Queue an already-encoded notification body (the hot path for event streams);

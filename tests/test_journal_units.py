@@ -40,19 +40,21 @@ from bridge.wire import events as wire_events
 
 
 def test_state_dir_follows_platform_conventions(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    assert default_state_dir("linux", {}, home) == home / ".local/state/agent-bridge"
-    assert default_state_dir("linux", {"XDG_STATE_HOME": "/x/state"}, home) == Path(
+    home = str(tmp_path / "home")
+    assert Path(default_state_dir("linux", {}, home)) == Path(home) / ".local/state/agent-bridge"
+    assert Path(default_state_dir("linux", {"XDG_STATE_HOME": "/x/state"}, home)) == Path(
         "/x/state/agent-bridge"
     )
     # a relative XDG_STATE_HOME is ignored, as the XDG spec says
-    assert default_state_dir("linux", {"XDG_STATE_HOME": "rel"}, home) == (
-        home / ".local/state/agent-bridge"
+    assert Path(default_state_dir("linux", {"XDG_STATE_HOME": "rel"}, home)) == (
+        Path(home) / ".local/state/agent-bridge"
     )
-    assert default_state_dir("darwin", {}, home) == (
-        home / "Library/Application Support/agent-bridge"
+    assert Path(default_state_dir("darwin", {}, home)) == (
+        Path(home) / "Library/Application Support/agent-bridge"
     )
-    assert default_state_dir("win32", {"LOCALAPPDATA": "C:/L"}, home) == Path("C:/L/agent-bridge")
+    assert Path(default_state_dir("win32", {"LOCALAPPDATA": "C:/L"}, home)) == Path(
+        "C:/L/agent-bridge"
+    )
 
 
 def test_state_dir_precedence_flag_then_environment_then_default(tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Iterator
 from typing import Final
 
@@ -38,7 +37,7 @@ class OwnerLock:
 
     def __init__(self, state_dir: str) -> None:
         """Create and lock a fresh lock file; raises :class:`JournalError`."""
-        self.token = secrets.token_hex(8)
+        self.token = os.urandom(8).hex()
         self.path = _path(state_dir, self.token)
         try:
             os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Final
 
 __all__ = ["ENV_VAR", "JOURNAL_FILE", "MEMORY", "default_state_dir", "resolve_state_dir"]
@@ -31,19 +30,23 @@ _APP: Final = "agent-bridge"
 def default_state_dir(
     platform: str = sys.platform,
     environ: Mapping[str, str] = os.environ,
-    home: Path | None = None,
-) -> Path:
-    """Return the platform's per-user state directory for agent-bridge (not created)."""
-    home = home if home is not None else Path(environ.get("HOME") or Path.home())
+    home: str | None = None,
+) -> str:
+    """Return the platform's per-user state directory for agent-bridge (not created).
+
+    Plain ``os.path``, not ``pathlib``: this runs on every start-up, and importing
+    ``pathlib`` (with ``urllib.parse``) would cost more than the rest of the function.
+    """
+    home = home if home is not None else (environ.get("HOME") or os.path.expanduser("~"))
     if platform == "darwin":
-        return home / "Library" / "Application Support" / _APP
+        return os.path.join(home, "Library", "Application Support", _APP)
     if platform.startswith("win"):
         local = environ.get("LOCALAPPDATA")
-        return (Path(local) if local else home / "AppData" / "Local") / _APP
+        return os.path.join(local if local else os.path.join(home, "AppData", "Local"), _APP)
     xdg = environ.get("XDG_STATE_HOME", "")
     if xdg and os.path.isabs(xdg):
-        return Path(xdg) / _APP
-    return home / ".local" / "state" / _APP
+        return os.path.join(xdg, _APP)
+    return os.path.join(home, ".local", "state", _APP)
 
 
 def resolve_state_dir(flag: str | None, environ: Mapping[str, str] = os.environ) -> str:
@@ -54,4 +57,4 @@ def resolve_state_dir(flag: str | None, environ: Mapping[str, str] = os.environ)
         return MEMORY
     if chosen:
         return os.path.abspath(os.path.expanduser(chosen))
-    return str(default_state_dir(environ=environ))
+    return default_state_dir(environ=environ)
