@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Final, Literal
 
-__all__ = ["Clock", "IdFactory", "SystemClock"]
+__all__ = ["Clock", "IdFactory"]
 
 IdKind = Literal["ses", "run", "int", "evt"]
 
@@ -61,6 +61,3 @@ class Clock:
         if ms != self._cached_ms:
             self.now_iso()
         return self._cached_bytes
-
-
-SystemClock = Clock

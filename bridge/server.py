@@ -23,7 +23,7 @@ from bridge.journal.memory import MemoryHistory
 from bridge.registry import ProviderRegistry
 from bridge.runtime import Runtime
 from bridge.wire.catalog import CATALOG
-from bridge.wire.common import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from bridge.wire.common import SUPPORTED_PROTOCOL_VERSIONS
 from bridge.wire.interactions import Answer
 from bridge.wire.methods import (
     Empty,
@@ -366,6 +366,3 @@ class BridgeServer:
             await self.conn.run()
             with anyio.CancelScope(shield=True):
                 await runtime.shutdown()
-
-
-PROTOCOL = PROTOCOL_VERSION

@@ -61,6 +61,7 @@ from rpc.messages import (
     encode_notification,
     encode_request,
     parse_body,
+    result_template,
 )
 
 __all__ = [
@@ -244,9 +245,7 @@ class Connection:
         self._clock = clock
         self._methods: dict[str, Method] = dict(methods or {})
         self._async_methods = frozenset(m for m, spec in self._methods.items() if spec.is_async)
-        self._result_format = (
-            b'{"jsonrpc":"2.0","id":%s,"result":%s}' if jsonrpc else b'{"id":%s,"result":%s}'
-        )
+        self._result_format = result_template(jsonrpc=jsonrpc)
         self._notifications: dict[str, Method] = dict(notifications or {})
         self.ledger = Ledger()
         self._waiters: dict[int, anyio.Event] = {}

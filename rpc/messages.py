@@ -35,6 +35,7 @@ __all__ = [
     "encode_request",
     "encode_result_response",
     "parse_body",
+    "result_template",
 ]
 
 _NO_RAW: Final = msgspec.Raw()
@@ -287,11 +288,16 @@ def _head(jsonrpc: bool) -> bytes:
     return b'{"jsonrpc":"2.0",' if jsonrpc else b"{"
 
 
+def result_template(*, jsonrpc: bool = True) -> bytes:
+    """Return the bytes template of a result response: ``template % (id, result)``."""
+    return b'{"jsonrpc":"2.0","id":%s,"result":%s}' if jsonrpc else b'{"id":%s,"result":%s}'
+
+
 def encode_result_response(
     id: bytes, result: bytes | msgspec.Raw, *, jsonrpc: bool = True
 ) -> bytes:
     """Return a response body answering ``id`` with the already-encoded ``result``."""
-    return b'%s"id":%s,"result":%s}' % (_head(jsonrpc), id, result)
+    return result_template(jsonrpc=jsonrpc) % (id, result)
 
 
 def encode_error_response(

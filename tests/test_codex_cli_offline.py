@@ -20,26 +20,10 @@ from typing import Any
 import pytest
 
 from tests.provider_clis import require_cli
+from tests.standins.responses_server import (
+    CODEX_OFFLINE_CONFIG as CONFIG,
+)
 from tests.standins.responses_server import ResponsesStandIn, reply, text
-
-CONFIG = """\
-model = "stub-model"
-model_provider = "stub"
-
-[model_providers.stub]
-name = "Stub (loopback stand-in)"
-base_url = "http://127.0.0.1:9/v1"
-wire_api = "responses"
-env_key = "STUB_API_KEY"
-
-[features]
-plugins = false
-remote_plugin = false
-apps = false
-
-[analytics]
-enabled = false
-"""
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 

@@ -20,28 +20,12 @@ from conftest import running_bridge
 from provider_clis import require_cli
 from test_codex_adapter import allow, deny, drive, of_type, start, text_of
 
+from tests.standins.responses_server import (
+    CODEX_OFFLINE_CONFIG as CONFIG,
+)
 from tests.standins.responses_server import ResponsesStandIn, reply, text
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
-
-CONFIG = """\
-model = "stub-model"
-model_provider = "stub"
-
-[model_providers.stub]
-name = "Stub (loopback stand-in)"
-base_url = "http://127.0.0.1:9/v1"
-wire_api = "responses"
-env_key = "STUB_API_KEY"
-
-[features]
-plugins = false
-remote_plugin = false
-apps = false
-
-[analytics]
-enabled = false
-"""
 
 Msg = dict[str, Any]
 

@@ -99,6 +99,28 @@ DEFAULT_USAGE = {"input_tokens": 12, "output_tokens": 7}
 SLOW_DELAY = 0.5
 SLOW_WORDS = 40
 
+#: A private CODEX_HOME config.toml that keeps the real Codex CLI on loopback: provider
+#: ``stub`` speaking the Responses API (the port is overridden per run with ``-c``), and
+#: the feature and analytics switches that stop every other connection attempt.
+CODEX_OFFLINE_CONFIG = """\
+model = "stub-model"
+model_provider = "stub"
+
+[model_providers.stub]
+name = "Stub (loopback stand-in)"
+base_url = "http://127.0.0.1:9/v1"
+wire_api = "responses"
+env_key = "STUB_API_KEY"
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+
+[analytics]
+enabled = false
+"""
+
 Reply = dict[str, Any]
 Responder = Callable[[dict[str, Any]], Reply]
 
