@@ -50,7 +50,7 @@ def bridge_target(name: str, state_dir: str) -> harness.Target:
     """The bridge with ``--state-dir state_dir``, measured by run.py's events driver."""
     return harness.Target(
         name,
-        [sys.executable, "-m", "bridge", "serve", "--state-dir", state_dir],
+        [sys.executable, "-m", "agent_bridge", "serve", "--state-dir", state_dir],
         framing="content-length",
         cwd=str(REPO),
         env={"PYTHONPATH": str(REPO)},

@@ -663,7 +663,7 @@ def build_targets(
         ),
         Target(
             "bridge",
-            bridge_argv or [py, "-m", "bridge", "serve"],
+            bridge_argv or [py, "-m", "agent_bridge", "serve"],
             framing=bridge_framing,
             cwd=str(REPO),
             env={"PYTHONPATH": str(REPO), "AGENT_BRIDGE_STATE_DIR": state_dir},
@@ -1289,7 +1289,7 @@ def main(argv: list[str] | None = None) -> int:
         "--bridge-argv",
         metavar="ARGS",
         help="run the bridge as these arguments (split like a shell would, never run by one); "
-        "default: '<this python> -m bridge serve'",
+        "default: '<this python> -m agent_bridge serve'",
     )
     ap.add_argument("--json", metavar="OUT", help="also write all samples and medians as JSON")
     args = ap.parse_args(argv)

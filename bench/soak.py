@@ -1,6 +1,6 @@
 """Soak: does the bridge give back what it takes?  Prints figures; not a timed test.
 
-Spawns ``python -m bridge serve`` (newline framing, a private temporary state directory)
+Spawns ``python -m agent_bridge serve`` (newline framing, a private temporary state directory)
 and drives it over its real pipes:
 
 1. **sessions** -- N sessions on the scripted provider (default 1,000), each created, run
@@ -252,7 +252,7 @@ async def spawn_bridge(state_dir: str, env_extra: dict[str, str]) -> Host:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bridge",
+        "agent_bridge",
         "serve",
         "--framing",
         "newline",

@@ -1,5 +1,5 @@
-"""``python -m bridge`` is the ``agent-bridge`` command."""
+"""``python -m agent_bridge`` is the ``agent-bridge`` command."""
 
-from bridge.cli import main
+from agent_bridge.cli import main
 
 raise SystemExit(main())

@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from bridge import __version__
+from agent_bridge import __version__
 
 __all__ = ["main"]
 
@@ -104,11 +104,11 @@ def _serve(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from bridge.journal import JournalError, Retention, open_history
-    from bridge.registry import ProviderRegistry
-    from bridge.server import BridgeServer
-    from rpc.connection import Limits
-    from rpc.stdio import FdReceiveStream, FdSendStream
+    from agent_bridge.journal import JournalError, Retention, open_history
+    from agent_bridge.registry import ProviderRegistry
+    from agent_bridge.rpc.connection import Limits
+    from agent_bridge.rpc.stdio import FdReceiveStream, FdSendStream
+    from agent_bridge.server import BridgeServer
 
     retention = Retention(
         max_age_days=args.retain_days,
@@ -167,11 +167,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(args)
     if args.command == "demo":
-        from bridge.demo import run_demo
+        from agent_bridge.demo import run_demo
 
         return run_demo(framing=args.framing, raw=args.raw)
     if args.command == "schema":
-        from bridge.schema import write_schemas
+        from agent_bridge.schema import write_schemas
 
         return write_schemas(args.out, check=args.check)
     _parser().print_help()

@@ -17,8 +17,8 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
-from bridge.processes import ProcessSpec, build_child_env, spawn
-from rpc.connection import Connection, Method
+from agent_bridge.processes import ProcessSpec, build_child_env, spawn
+from agent_bridge.rpc.connection import Connection, Method
 
 __all__ = ["DEMO_SCRIPT", "run_demo"]
 
@@ -110,7 +110,7 @@ async def _demo(framing: str, printer: _Printer) -> int:
         argv=(
             sys.executable,
             "-m",
-            "bridge",
+            "agent_bridge",
             "serve",
             "--framing",
             framing,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
-from bridge.wire.events import EventPayload
+from agent_bridge.wire.events import EventPayload
 
 __all__ = ["EnvelopeFormat", "stamp"]
 

@@ -13,8 +13,8 @@ from typing import Final
 
 import msgspec
 
-from bridge.wire.errors import ErrorCode, ErrorInfo
-from rpc.errors import RpcError
+from agent_bridge.rpc.errors import RpcError
+from agent_bridge.wire.errors import ErrorCode, ErrorInfo
 
 __all__ = ["BridgeError", "ProviderFailure"]
 

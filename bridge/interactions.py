@@ -15,10 +15,10 @@ from typing import Literal
 
 import anyio
 
-from bridge.errors import BridgeError
-from bridge.spi import InteractionOutcome
-from bridge.states import INTERACTION_TRANSITIONS, transition
-from bridge.wire.interactions import (
+from agent_bridge.errors import BridgeError
+from agent_bridge.spi import InteractionOutcome
+from agent_bridge.states import INTERACTION_TRANSITIONS, transition
+from agent_bridge.wire.interactions import (
     Answer,
     ApprovalAnswer,
     ApprovalRequest,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from bridge.errors import BridgeError
-from bridge.wire.providers import OptionDescriptor
+from agent_bridge.errors import BridgeError
+from agent_bridge.wire.providers import OptionDescriptor
 
 __all__ = ["resolve_options"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from bridge.errors import BridgeError
-from bridge.spi import AgentProvider
+from agent_bridge.errors import BridgeError
+from agent_bridge.spi import AgentProvider
 
 __all__ = ["ENTRY_POINT_GROUP", "ProviderRegistry"]
 
@@ -23,9 +23,9 @@ ENTRY_POINT_GROUP = "agent_bridge.providers"
 
 #: Built-in providers: id -> "module:attribute" of a zero-argument factory.
 BUILTIN_PROVIDERS: dict[str, str] = {
-    "scripted": "adapters.scripted:ScriptedProvider",
-    "claude-code": "adapters.claude:ClaudeCodeProvider",
-    "codex": "adapters.codex:CodexProvider",
+    "scripted": "agent_bridge.adapters.scripted:ScriptedProvider",
+    "claude-code": "agent_bridge.adapters.claude:ClaudeCodeProvider",
+    "codex": "agent_bridge.adapters.codex:CodexProvider",
 }
 
 

@@ -35,21 +35,21 @@ import anyio
 import anyio.abc
 import msgspec
 
-from bridge.envelope import EnvelopeFormat
-from bridge.errors import BridgeError, ProviderFailure
-from bridge.ids import Clock, IdFactory
-from bridge.interactions import Interaction
-from bridge.journal.base import History, SessionRecord
-from bridge.journal.blocks import TYPE_CODES
-from bridge.journal.errors import JournalError
-from bridge.journal.memory import MemoryHistory
-from bridge.journal.paging import page_range
-from bridge.journal.raw import encode_raw
-from bridge.journal.settle import settle
-from bridge.options import resolve_options
-from bridge.outbox import Outbox
-from bridge.registry import ProviderRegistry
-from bridge.spi import (
+from agent_bridge.envelope import EnvelopeFormat
+from agent_bridge.errors import BridgeError, ProviderFailure
+from agent_bridge.ids import Clock, IdFactory
+from agent_bridge.interactions import Interaction
+from agent_bridge.journal.base import History, SessionRecord
+from agent_bridge.journal.blocks import TYPE_CODES
+from agent_bridge.journal.errors import JournalError
+from agent_bridge.journal.memory import MemoryHistory
+from agent_bridge.journal.paging import page_range
+from agent_bridge.journal.raw import encode_raw
+from agent_bridge.journal.settle import settle
+from agent_bridge.options import resolve_options
+from agent_bridge.outbox import Outbox
+from agent_bridge.registry import ProviderRegistry
+from agent_bridge.spi import (
     AgentProvider,
     InteractionOutcome,
     ProviderRun,
@@ -57,7 +57,7 @@ from bridge.spi import (
     RunOutcome,
     SessionContext,
 )
-from bridge.states import (
+from agent_bridge.states import (
     RUN_TERMINAL,
     RUN_TRANSITIONS,
     SESSION_TRANSITIONS,
@@ -65,8 +65,8 @@ from bridge.states import (
     SessionState,
     transition,
 )
-from bridge.wire.errors import ErrorInfo
-from bridge.wire.events import (
+from agent_bridge.wire.errors import ErrorInfo
+from agent_bridge.wire.events import (
     Diagnostic,
     EventPayload,
     InteractionRequested,
@@ -81,8 +81,8 @@ from bridge.wire.events import (
     TextDelta,
     ThinkingDelta,
 )
-from bridge.wire.interactions import ApprovalAnswer, InteractionRequest, SettledStatus
-from bridge.wire.methods import (
+from agent_bridge.wire.interactions import ApprovalAnswer, InteractionRequest, SettledStatus
+from agent_bridge.wire.methods import (
     EventsReadParams,
     RecoveryRecord,
     RunInput,
@@ -93,8 +93,8 @@ from bridge.wire.methods import (
     SessionDeleteResult,
     SessionInfo,
 )
-from bridge.wire.providers import ProviderDescriptor
-from bridge.workspace import resolve_workspace
+from agent_bridge.wire.providers import ProviderDescriptor
+from agent_bridge.workspace import resolve_workspace
 
 __all__ = ["Host", "Run", "Runtime", "Session"]
 

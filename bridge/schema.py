@@ -42,13 +42,9 @@ from typing import Any, Final, Literal, Union, get_origin
 
 import msgspec
 
-import bridge.wire
-from bridge.errors import BridgeError
-from bridge.wire.catalog import CATALOG
-from bridge.wire.common import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
-from bridge.wire.errors import ERROR_CODES, ErrorInfo
-from bridge.wire.events import EventEnvelope
-from rpc.errors import (
+import agent_bridge.wire
+from agent_bridge.errors import BridgeError
+from agent_bridge.rpc.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -56,6 +52,10 @@ from rpc.errors import (
     PARSE_ERROR,
     REQUEST_CANCELLED,
 )
+from agent_bridge.wire.catalog import CATALOG
+from agent_bridge.wire.common import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from agent_bridge.wire.errors import ERROR_CODES, ErrorInfo
+from agent_bridge.wire.events import EventEnvelope
 
 __all__ = ["SCHEMA_FILE", "SCHEMA_ID", "generate", "write_schemas"]
 
@@ -257,8 +257,8 @@ def _is_alias(value: Any) -> bool:
 def _wire_aliases() -> dict[str, Any]:
     """Every public named ``Literal``/union alias of the :mod:`bridge.wire` modules."""
     aliases: dict[str, Any] = {}
-    for info in sorted(pkgutil.iter_modules(bridge.wire.__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"bridge.wire.{info.name}")
+    for info in sorted(pkgutil.iter_modules(agent_bridge.wire.__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"agent_bridge.wire.{info.name}")
         for name, value in vars(module).items():
             if name.startswith("_") or not name[:1].isupper() or not _is_alias(value):
                 continue

@@ -15,17 +15,20 @@ from typing import Any, Final, Literal
 import anyio
 import msgspec
 
-from bridge import __version__
-from bridge.errors import BridgeError
-from bridge.interactions import Interaction
-from bridge.journal.base import History
-from bridge.journal.memory import MemoryHistory
-from bridge.registry import ProviderRegistry
-from bridge.runtime import Runtime
-from bridge.wire.catalog import CATALOG
-from bridge.wire.common import SUPPORTED_PROTOCOL_VERSIONS
-from bridge.wire.interactions import Answer
-from bridge.wire.methods import (
+from agent_bridge import __version__
+from agent_bridge.errors import BridgeError
+from agent_bridge.interactions import Interaction
+from agent_bridge.journal.base import History
+from agent_bridge.journal.memory import MemoryHistory
+from agent_bridge.registry import ProviderRegistry
+from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Limits, Method
+from agent_bridge.rpc.errors import RpcError
+from agent_bridge.rpc.framing import FramingKind
+from agent_bridge.runtime import Runtime
+from agent_bridge.wire.catalog import CATALOG
+from agent_bridge.wire.common import SUPPORTED_PROTOCOL_VERSIONS
+from agent_bridge.wire.interactions import Answer
+from agent_bridge.wire.methods import (
     Empty,
     EventsReadParams,
     InitializeParams,
@@ -55,10 +58,7 @@ from bridge.wire.methods import (
     SessionResult,
     SessionResumeParams,
 )
-from bridge.wire.providers import ProviderDescriptor
-from rpc.connection import ByteReceiver, ByteSender, Connection, Limits, Method
-from rpc.errors import RpcError
-from rpc.framing import FramingKind
+from agent_bridge.wire.providers import ProviderDescriptor
 
 __all__ = ["BridgeServer"]
 

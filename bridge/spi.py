@@ -36,11 +36,11 @@ from typing import Any, Literal, Protocol
 
 import anyio.abc
 
-from bridge.wire.errors import ErrorCode
-from bridge.wire.events import ProviderPayload
-from bridge.wire.interactions import Answer, InteractionRequest, InteractionStatus
-from bridge.wire.methods import RunInput
-from bridge.wire.providers import Availability, ProviderDescriptor
+from agent_bridge.wire.errors import ErrorCode
+from agent_bridge.wire.events import ProviderPayload
+from agent_bridge.wire.interactions import Answer, InteractionRequest, InteractionStatus
+from agent_bridge.wire.methods import RunInput
+from agent_bridge.wire.providers import Availability, ProviderDescriptor
 
 __all__ = [
     "AgentProvider",
@@ -192,7 +192,7 @@ class ProviderRun(abc.ABC):
     async def steer(self, input: RunInput) -> None:
         """Add input to the active run.  Only called when the descriptor has
         ``run.steer``; the default raises ``unsupported``."""
-        from bridge.errors import BridgeError
+        from agent_bridge.errors import BridgeError
 
         raise BridgeError("unsupported")
 
@@ -245,6 +245,6 @@ class AgentProvider(abc.ABC):
         """Continue the session described by ``opaque`` (from
         ``export_recovery_record``).  Only called when the descriptor has
         ``recovery.resume``; the default raises ``unsupported``."""
-        from bridge.errors import BridgeError
+        from agent_bridge.errors import BridgeError
 
         raise BridgeError("unsupported")

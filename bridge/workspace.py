@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from bridge.errors import BridgeError
+from agent_bridge.errors import BridgeError
 
 __all__ = ["contained", "resolve_workspace"]
 

@@ -2,9 +2,9 @@
 a thin anyio connection.  Used by the bridge toward hosts and by adapters toward
 JSON-RPC providers (with or without the ``"jsonrpc"`` member)."""
 
-from rpc.connection import Connection, Limits, Method
-from rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
-from rpc.ledger import Ledger, LedgerEntry
+from agent_bridge.rpc.connection import Connection, Limits, Method
+from agent_bridge.rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
+from agent_bridge.rpc.ledger import Ledger, LedgerEntry
 
 __all__ = [
     "Connection",

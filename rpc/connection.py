@@ -40,7 +40,7 @@ import pylsp_jsonrpc.endpoint as _pylsp_endpoint
 from pylsp_jsonrpc.endpoint import Endpoint
 from pylsp_jsonrpc.exceptions import JsonRpcException, JsonRpcRequestCancelled
 
-from rpc.errors import (
+from agent_bridge.rpc.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -48,9 +48,14 @@ from rpc.errors import (
     ConnectionClosed,
     RpcError,
 )
-from rpc.framing import DEFAULT_MAX_MESSAGE_BYTES, FramingError, FramingKind, make_framer
-from rpc.ledger import Ledger, LedgerEntry
-from rpc.messages import (
+from agent_bridge.rpc.framing import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    FramingError,
+    FramingKind,
+    make_framer,
+)
+from agent_bridge.rpc.ledger import Ledger, LedgerEntry
+from agent_bridge.rpc.messages import (
     Batch,
     Invalid,
     Message,

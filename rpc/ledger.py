@@ -26,7 +26,7 @@ from typing import Any, Final, Generic, Literal, TypeVar
 
 import msgspec
 
-from rpc.errors import INTERNAL_ERROR, ConnectionClosed, RequestTimedOut, RpcError
+from agent_bridge.rpc.errors import INTERNAL_ERROR, ConnectionClosed, RequestTimedOut, RpcError
 
 __all__ = ["Ledger", "LedgerEntry", "Settlement"]
 

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import msgspec
 
-from rpc.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+from agent_bridge.rpc.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
 __all__ = [
     "Batch",

@@ -12,7 +12,10 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 extra=""
 [[ "${1:-}" == "--dev" ]] && extra="[dev]"
-# "compat" editable mode puts the checkout on sys.path with a .pth line instead of an
-# import hook, which keeps interpreter start-up (and so the bridge's) fast.
+# "strict" editable mode builds build/__editable__.*/agent_bridge, a tree of links to the
+# files of bridge/, rpc/ and adapters/ (the one import root, see pyproject.toml), and puts
+# it on sys.path with a .pth line: no import hook (start-up stays fast) and a real
+# package tree that mypy can read.  A new module needs this script run again.
+rm -rf build/__editable__.*
 .venv/bin/python -m pip install --quiet --disable-pip-version-check \
-  --config-settings editable_mode=compat -e ".${extra}"
+  --config-settings editable_mode=strict -e ".${extra}"

@@ -1,4 +1,4 @@
-"""A test host: spawns ``python -m bridge serve`` as a real child and talks to it over
+"""A test host: spawns ``python -m agent_bridge serve`` as a real child and talks to it over
 real pipes, in either framing, recording every message both ways.
 
 Every message sent or received is also checked against the published JSON Schema when
@@ -82,7 +82,7 @@ class BridgeProcess:
             self.state_dir = tempfile.mkdtemp(prefix="bridge-state-")
             env["AGENT_BRIDGE_STATE_DIR"] = self.state_dir
         self.proc = await anyio.open_process(
-            [sys.executable, "-m", "bridge", "serve", *self.args], env=env, cwd=str(ROOT)
+            [sys.executable, "-m", "agent_bridge", "serve", *self.args], env=env, cwd=str(ROOT)
         )
         tg.start_soon(self._read)
         tg.start_soon(self._read_stderr)

@@ -255,7 +255,7 @@ async def test_stdout_carries_only_frames_even_when_stdout_is_printed_to(tmp_pat
         textwrap.dedent(
             """
             import os, sys
-            from adapters.scripted import ScriptedProvider
+            from agent_bridge.adapters.scripted import ScriptedProvider
 
             class NoisyProvider(ScriptedProvider):
                 id = "noisy"
@@ -331,7 +331,7 @@ def test_demo_command_runs_a_whole_session() -> None:
     from bridge_client import ROOT
 
     result = subprocess.run(
-        [sys.executable, "-m", "bridge", "demo"],
+        [sys.executable, "-m", "agent_bridge", "demo"],
         cwd=ROOT,
         capture_output=True,
         text=True,

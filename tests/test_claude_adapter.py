@@ -24,8 +24,8 @@ import pytest
 from bridge_client import BridgeProcess
 from conftest import running_bridge
 
-from adapters.claude import config, protocol
-from adapters.claude.probe import parse_auth_status, parse_version, probe_cli
+from agent_bridge.adapters.claude import config, protocol
+from agent_bridge.adapters.claude.probe import parse_auth_status, parse_version, probe_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "standins" / "fake_claude.py"
@@ -906,7 +906,7 @@ def test_malformed_questions_fall_back_to_an_approval() -> None:
     assert protocol.parse_questions({"questions": [{"question": "q", "options": [{}]}]}) is None
     _request, asked = protocol.parse_questions({"questions": [COLOR]}) or (None, ())
     assert asked[0].labels == ("Red", "Blue")
-    from bridge.wire.interactions import QuestionAnswer
+    from agent_bridge.wire.interactions import QuestionAnswer
 
     assert protocol.question_answers(asked, QuestionAnswer(choice="9")) is None
     assert protocol.question_answers(asked, QuestionAnswer(text="Green")) == {

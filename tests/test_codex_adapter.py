@@ -1,5 +1,5 @@
 """The Codex adapter against the fake app-server (tests/standins/fake_codex.py), through
-the real bridge: a `python -m bridge serve` child that spawns the fake as its provider.
+the real bridge: a `python -m agent_bridge serve` child that spawns the fake as its provider.
 
 The fake is put in front of the adapter as an executable wrapper script (via
 AGENT_BRIDGE_CODEX_PATH or the `executable` option); its script comes from a file the
@@ -23,10 +23,10 @@ import msgspec
 import pytest
 from conftest import running_bridge
 
-from adapters.codex import CodexProvider
-from adapters.codex import discovery as disc
-from adapters.codex import protocol as proto
-from adapters.codex.session import classify_error, sandbox_mode
+from agent_bridge.adapters.codex import CodexProvider
+from agent_bridge.adapters.codex import discovery as disc
+from agent_bridge.adapters.codex import protocol as proto
+from agent_bridge.adapters.codex.session import classify_error, sandbox_mode
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "standins" / "fake_codex.py"

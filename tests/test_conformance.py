@@ -1,6 +1,6 @@
 """Replay the conformance corpus (``tests/conformance/*.jsonl``) against real bridges.
 
-Every file is replayed against a fresh ``python -m bridge serve`` over real pipes, once
+Every file is replayed against a fresh ``python -m agent_bridge serve`` over real pipes, once
 per framing (newline-delimited and Content-Length), and every message of both directions
 is validated against ``schemas/`` (see ``conformance/replay.py`` and
 ``conformance/README.md``).  The replays run in a thread pool (each is a separate process

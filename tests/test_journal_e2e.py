@@ -23,7 +23,7 @@ from bridge_client import ROOT, BridgeProcess, Message, script_session
 from conftest import running_bridge
 from test_journal_units import make_v1_journal
 
-from bridge.journal.schema import APPLICATION_ID, SCHEMA_VERSION
+from agent_bridge.journal.schema import APPLICATION_ID, SCHEMA_VERSION
 
 TERMINAL = ("run.completed", "run.failed", "run.interrupted")
 
@@ -93,7 +93,7 @@ def assert_gapless(events: list[Message]) -> None:
 def serve(state: Path, *args: str, timeout: float = 20) -> subprocess.CompletedProcess[bytes]:
     """Run ``serve`` on ``state`` with stdin closed at once (a bridge that starts exits 0)."""
     return subprocess.run(
-        [sys.executable, "-m", "bridge", "serve", "--state-dir", str(state), *args],
+        [sys.executable, "-m", "agent_bridge", "serve", "--state-dir", str(state), *args],
         input=b"",
         capture_output=True,
         cwd=ROOT,

@@ -18,18 +18,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.scripted import ScriptedProvider
-from bridge.errors import BridgeError
-from bridge.interactions import Interaction
-from bridge.journal.journal import Journal
-from bridge.journal.paging import page_range
-from bridge.journal.reader import Reader
-from bridge.journal.retention import Retention, apply_retention
-from bridge.journal.rows import insert_events
-from bridge.journal.schema import connect, open_journal_db
-from bridge.registry import ProviderRegistry
-from bridge.runtime import Runtime
-from bridge.wire.methods import EventsReadParams, RunInput, RunStartParams
+from agent_bridge.adapters.scripted import ScriptedProvider
+from agent_bridge.errors import BridgeError
+from agent_bridge.interactions import Interaction
+from agent_bridge.journal.journal import Journal
+from agent_bridge.journal.paging import page_range
+from agent_bridge.journal.reader import Reader
+from agent_bridge.journal.retention import Retention, apply_retention
+from agent_bridge.journal.rows import insert_events
+from agent_bridge.journal.schema import connect, open_journal_db
+from agent_bridge.registry import ProviderRegistry
+from agent_bridge.runtime import Runtime
+from agent_bridge.wire.methods import EventsReadParams, RunInput, RunStartParams
 
 
 class Host:

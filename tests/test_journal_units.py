@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bridge.journal.blocks import (
+from agent_bridge.journal.blocks import (
     MAX_BLOCK_BYTES,
     MAX_BLOCK_EVENTS,
     TYPE_CODES,
@@ -27,14 +27,14 @@ from bridge.journal.blocks import (
     pack_sizes,
     slice_block,
 )
-from bridge.journal.errors import JournalError
-from bridge.journal.paging import page_range
-from bridge.journal.paths import default_state_dir, resolve_state_dir
-from bridge.journal.raw import encode_raw, raw_records
-from bridge.journal.schema import APPLICATION_ID, SCHEMA_VERSION, open_journal_db
-from bridge.journal.settle import settle
-from bridge.journal.writer import EventBatch
-from bridge.wire import events as wire_events
+from agent_bridge.journal.errors import JournalError
+from agent_bridge.journal.paging import page_range
+from agent_bridge.journal.paths import default_state_dir, resolve_state_dir
+from agent_bridge.journal.raw import encode_raw, raw_records
+from agent_bridge.journal.schema import APPLICATION_ID, SCHEMA_VERSION, open_journal_db
+from agent_bridge.journal.settle import settle
+from agent_bridge.journal.writer import EventBatch
+from agent_bridge.wire import events as wire_events
 
 # --------------------------------------------------------------------- state directory
 

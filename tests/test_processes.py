@@ -23,7 +23,7 @@ import anyio
 import anyio.abc
 import pytest
 
-from bridge.processes import (
+from agent_bridge.processes import (
     CHILD_ENV_ALLOWLIST,
     PDEATHSIG_SUPPORTED,
     ChildProcess,
@@ -537,12 +537,12 @@ async def test_child_has_parent_death_signal_set() -> None:
 FAKE_BRIDGE = """
 import sys
 import anyio
-import bridge.processes
-from bridge.processes import ProcessSpec, build_child_env, spawn
+import agent_bridge.processes
+from agent_bridge.processes import ProcessSpec, build_child_env, spawn
 
 if sys.argv[1] == "without-pdeathsig":  # control: show the signal is what kills the child
-    bridge.processes._pdeathsig_preexec = lambda parent_pid: None
-    bridge.processes._reaper.enabled = False  # (the reaper would kill it too)
+    agent_bridge.processes._pdeathsig_preexec = lambda parent_pid: None
+    agent_bridge.processes._reaper.enabled = False  # (the reaper would kill it too)
 
 async def main() -> None:
     async with anyio.create_task_group() as tg:

@@ -1,7 +1,7 @@
 """``docs/protocol.md`` is true: its examples are replayed against real bridges.
 
 Every fenced block ```` ```jsonl title="example: NAME" ```` is a transcript recorded by
-``tests/conformance/record.py``; each is replayed against a fresh ``python -m bridge
+``tests/conformance/record.py``; each is replayed against a fresh ``python -m agent_bridge
 serve`` over pipes (host lines sent, bridge lines compared, volatile ids and timestamps
 matched through placeholders, every message validated against ``schemas/``).  The
 document must also show every method and every event payload type, and its error table

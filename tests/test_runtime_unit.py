@@ -12,14 +12,14 @@ import msgspec
 import pytest
 from conftest import running_bridge
 
-from adapters.scripted import ScriptedProvider
-from bridge.errors import BridgeError
-from bridge.ids import Clock, IdFactory
-from bridge.interactions import Interaction
-from bridge.options import resolve_options
-from bridge.registry import ProviderRegistry
-from bridge.runtime import Runtime
-from bridge.spi import (
+from agent_bridge.adapters.scripted import ScriptedProvider
+from agent_bridge.errors import BridgeError
+from agent_bridge.ids import Clock, IdFactory
+from agent_bridge.interactions import Interaction
+from agent_bridge.options import resolve_options
+from agent_bridge.registry import ProviderRegistry
+from agent_bridge.runtime import Runtime
+from agent_bridge.spi import (
     AgentProvider,
     ProviderRun,
     ProviderSession,
@@ -27,10 +27,10 @@ from bridge.spi import (
     RunOutcome,
     SessionContext,
 )
-from bridge.states import RUN_TRANSITIONS, IllegalTransition, transition
-from bridge.wire.events import ToolActivity
-from bridge.wire.methods import RunInput, RunStartParams
-from bridge.wire.providers import (
+from agent_bridge.states import RUN_TRANSITIONS, IllegalTransition, transition
+from agent_bridge.wire.events import ToolActivity
+from agent_bridge.wire.methods import RunInput, RunStartParams
+from agent_bridge.wire.providers import (
     ApprovalCapability,
     Capabilities,
     InteractionCapabilities,
@@ -198,7 +198,7 @@ async def test_third_party_provider_is_found_through_the_entry_point_group(tmp_p
     (tmp_path / "thirdparty_provider.py").write_text(
         textwrap.dedent(
             """
-            from adapters.scripted import ScriptedProvider
+            from agent_bridge.adapters.scripted import ScriptedProvider
 
             class EchoProvider(ScriptedProvider):
                 id = "echo-thirdparty"

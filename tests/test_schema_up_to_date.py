@@ -1,6 +1,6 @@
 """The checked-in ``schemas/`` are exactly what the wire types generate, and complete.
 
-Regenerate with ``.venv/bin/python -m bridge schema --out schemas``.
+Regenerate with ``.venv/bin/python -m agent_bridge schema --out schemas``.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ import pytest
 from jsonschema import Draft202012Validator
 from provider_clis import require_cli
 
-from bridge.schema import DTS_FILE, METHODS_FILE, SCHEMA_FILE, generate, write_schemas
-from bridge.wire.catalog import CATALOG
-from bridge.wire.errors import ERROR_CODES
+from agent_bridge.schema import DTS_FILE, METHODS_FILE, SCHEMA_FILE, generate, write_schemas
+from agent_bridge.wire.catalog import CATALOG
+from agent_bridge.wire.errors import ERROR_CODES
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMAS = REPO / "schemas"
 FILES = (SCHEMA_FILE, METHODS_FILE, DTS_FILE)
-HINT = "run `.venv/bin/python -m bridge schema --out schemas` and commit the result"
+HINT = "run `.venv/bin/python -m agent_bridge schema --out schemas` and commit the result"
 
 
 def _load(name: str) -> Any:
@@ -68,7 +68,7 @@ def test_check_names_the_differing_files(
 def test_cli_schema_subcommand(tmp_path: Path) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "bridge", "schema", "--out", str(tmp_path), *args],
+            [sys.executable, "-m", "agent_bridge", "schema", "--out", str(tmp_path), *args],
             cwd=REPO,
             capture_output=True,
             text=True,

@@ -11,11 +11,11 @@ import pytest
 from conformance.replay import CORPUS_DIR, load_corpus_file
 from wire_validation import WireValidator
 
-from bridge.errors import BridgeError
-from bridge.wire.errors import ErrorInfo
-from bridge.wire.events import EventEnvelope, RunFailed, TextDelta, ToolActivity
-from bridge.wire.interactions import ApprovalAnswer, ApprovalRequest, QuestionSetAnswer
-from bridge.wire.methods import InteractionRequestParams, SessionInfo, SessionResult
+from agent_bridge.errors import BridgeError
+from agent_bridge.wire.errors import ErrorInfo
+from agent_bridge.wire.events import EventEnvelope, RunFailed, TextDelta, ToolActivity
+from agent_bridge.wire.interactions import ApprovalAnswer, ApprovalRequest, QuestionSetAnswer
+from agent_bridge.wire.methods import InteractionRequestParams, SessionInfo, SessionResult
 
 INIT = {
     "jsonrpc": "2.0",

@@ -17,12 +17,12 @@ from __future__ import annotations
 import os
 from typing import Any, Final
 
-from adapters.claude.config import OPTIONS, launch_config, valid_session_id
-from adapters.claude.probe import probe_cli
-from adapters.claude.session import ClaudeRun, ClaudeSession
-from bridge.errors import BridgeError
-from bridge.spi import AgentProvider, ProviderSession, SessionContext
-from bridge.wire.providers import (
+from agent_bridge.adapters.claude.config import OPTIONS, launch_config, valid_session_id
+from agent_bridge.adapters.claude.probe import probe_cli
+from agent_bridge.adapters.claude.session import ClaudeRun, ClaudeSession
+from agent_bridge.errors import BridgeError
+from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
+from agent_bridge.wire.providers import (
     ApprovalCapability,
     Availability,
     Capabilities,

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from bridge.errors import BridgeError
-from bridge.processes import build_child_env
-from bridge.wire.providers import OptionDescriptor
+from agent_bridge.errors import BridgeError
+from agent_bridge.processes import build_child_env
+from agent_bridge.wire.providers import OptionDescriptor
 
 __all__ = [
     "ENV_EXECUTABLE",

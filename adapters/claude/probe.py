@@ -17,9 +17,9 @@ from typing import Final
 
 import anyio
 
-from adapters.claude.config import NEXT_STEP, SEARCHED, child_env, discover_executable
-from bridge.processes import ProcessSpec, SpawnError, spawn
-from bridge.wire.providers import Availability
+from agent_bridge.adapters.claude.config import NEXT_STEP, SEARCHED, child_env, discover_executable
+from agent_bridge.processes import ProcessSpec, SpawnError, spawn
+from agent_bridge.wire.providers import Availability
 
 __all__ = ["AUTH_STATUS_MIN_VERSION", "parse_auth_status", "parse_version", "probe_cli"]
 

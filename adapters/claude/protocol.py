@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from bridge.spi import RunOutcome
-from bridge.wire.errors import ErrorCode
-from bridge.wire.interactions import (
+from agent_bridge.spi import RunOutcome
+from agent_bridge.wire.errors import ErrorCode
+from agent_bridge.wire.interactions import (
     Answer,
     Choice,
     InteractionRequest,

@@ -31,11 +31,18 @@ import anyio
 import anyio.abc
 import msgspec
 
-from adapters.claude import protocol
-from adapters.claude.config import LaunchConfig, build_argv, child_env, valid_session_id
-from bridge.errors import BridgeError, ProviderFailure
-from bridge.processes import ChildProcess, ProcessSpec, SpawnError, spawn
-from bridge.spi import (
+from agent_bridge.adapters.claude import protocol
+from agent_bridge.adapters.claude.config import (
+    LaunchConfig,
+    build_argv,
+    child_env,
+    valid_session_id,
+)
+from agent_bridge.errors import BridgeError, ProviderFailure
+from agent_bridge.processes import ChildProcess, ProcessSpec, SpawnError, spawn
+from agent_bridge.rpc.errors import RpcError
+from agent_bridge.rpc.ledger import Ledger, LedgerEntry
+from agent_bridge.spi import (
     InteractionHandle,
     ProviderRun,
     ProviderSession,
@@ -43,7 +50,7 @@ from bridge.spi import (
     RunOutcome,
     SessionContext,
 )
-from bridge.wire.events import (
+from agent_bridge.wire.events import (
     ContextUsage,
     CumulativeUsage,
     Diagnostic,
@@ -53,10 +60,8 @@ from bridge.wire.events import (
     ToolActivity,
     Usage,
 )
-from bridge.wire.interactions import ApprovalAnswer, ApprovalRequest
-from bridge.wire.methods import RunInput
-from rpc.errors import RpcError
-from rpc.ledger import Ledger, LedgerEntry
+from agent_bridge.wire.interactions import ApprovalAnswer, ApprovalRequest
+from agent_bridge.wire.methods import RunInput
 
 __all__ = ["ClaudeRun", "ClaudeSession"]
 

@@ -8,6 +8,6 @@ the descriptor (:mod:`adapters.codex.provider`).
 
 from __future__ import annotations
 
-from adapters.codex.provider import CodexProvider
+from agent_bridge.adapters.codex.provider import CodexProvider
 
 __all__ = ["CodexProvider"]

@@ -42,10 +42,10 @@ from typing import Any, Final, Literal
 
 import anyio
 
-from adapters.codex.protocol import AccountReadResponse
-from bridge.processes import ProcessSpec, SpawnError, build_child_env, spawn
-from rpc.connection import Connection
-from rpc.errors import RpcError
+from agent_bridge.adapters.codex.protocol import AccountReadResponse
+from agent_bridge.processes import ProcessSpec, SpawnError, build_child_env, spawn
+from agent_bridge.rpc.connection import Connection
+from agent_bridge.rpc.errors import RpcError
 
 __all__ = [
     "ENV_EXECUTABLE",

@@ -7,17 +7,17 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from adapters.codex.discovery import (
+from agent_bridge.adapters.codex.discovery import (
     ENV_EXECUTABLE,
     child_env,
     find_executable,
     probe_auth,
     probe_version,
 )
-from adapters.codex.session import CodexSession, Settings
-from bridge.errors import BridgeError
-from bridge.spi import AgentProvider, ProviderSession, SessionContext
-from bridge.wire.providers import (
+from agent_bridge.adapters.codex.session import CodexSession, Settings
+from agent_bridge.errors import BridgeError
+from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
+from agent_bridge.wire.providers import (
     ApprovalCapability,
     Availability,
     Capabilities,

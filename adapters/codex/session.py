@@ -31,12 +31,15 @@ import anyio
 import anyio.abc
 import msgspec
 
-from adapters.codex import protocol as p
-from adapters.codex.discovery import parse_version
-from bridge import __version__ as BRIDGE_VERSION
-from bridge.errors import BridgeError, ProviderFailure
-from bridge.processes import ChildProcess, ProcessSpec, SpawnError, redact, spawn
-from bridge.spi import (
+from agent_bridge import __version__ as BRIDGE_VERSION
+from agent_bridge.adapters.codex import protocol as p
+from agent_bridge.adapters.codex.discovery import parse_version
+from agent_bridge.errors import BridgeError, ProviderFailure
+from agent_bridge.processes import ChildProcess, ProcessSpec, SpawnError, redact, spawn
+from agent_bridge.rpc.connection import Connection, Method, current_request_id
+from agent_bridge.rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
+from agent_bridge.rpc.ledger import LedgerEntry
+from agent_bridge.spi import (
     InteractionHandle,
     InteractionOutcome,
     ProviderRun,
@@ -45,8 +48,8 @@ from bridge.spi import (
     RunOutcome,
     SessionContext,
 )
-from bridge.wire.errors import ErrorCode
-from bridge.wire.events import (
+from agent_bridge.wire.errors import ErrorCode
+from agent_bridge.wire.events import (
     ContextUsage,
     CumulativeUsage,
     Diagnostic,
@@ -58,7 +61,7 @@ from bridge.wire.events import (
     ToolActivity,
     Usage,
 )
-from bridge.wire.interactions import (
+from agent_bridge.wire.interactions import (
     ApprovalAnswer,
     ApprovalRequest,
     Choice,
@@ -69,10 +72,7 @@ from bridge.wire.interactions import (
     QuestionSetAnswer,
     QuestionSetRequest,
 )
-from bridge.wire.methods import RunInput
-from rpc.connection import Connection, Method, current_request_id
-from rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
-from rpc.ledger import LedgerEntry
+from agent_bridge.wire.methods import RunInput
 
 __all__ = ["CodexRun", "CodexSession", "Settings", "classify_error"]
 

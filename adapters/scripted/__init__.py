@@ -25,7 +25,7 @@ import anyio.abc
 import anyio.lowlevel
 import msgspec
 
-from adapters.scripted.script import (
+from agent_bridge.adapters.scripted.script import (
     ApprovalStep,
     CompleteWithPendingStep,
     CrashStep,
@@ -47,8 +47,8 @@ from adapters.scripted.script import (
     WaitForInterruptStep,
     decode_script,
 )
-from bridge.errors import BridgeError
-from bridge.spi import (
+from agent_bridge.errors import BridgeError
+from agent_bridge.spi import (
     AgentProvider,
     ProviderRun,
     ProviderSession,
@@ -56,8 +56,8 @@ from bridge.spi import (
     RunOutcome,
     SessionContext,
 )
-from bridge.wire.errors import ErrorCode
-from bridge.wire.events import (
+from agent_bridge.wire.errors import ErrorCode
+from agent_bridge.wire.events import (
     ContextUsage,
     CumulativeUsage,
     Diagnostic,
@@ -66,9 +66,9 @@ from bridge.wire.events import (
     ToolActivity,
     Usage,
 )
-from bridge.wire.events import PlanStep as WirePlanStep
-from bridge.wire.events import PlanUpdated as WirePlanUpdated
-from bridge.wire.interactions import (
+from agent_bridge.wire.events import PlanStep as WirePlanStep
+from agent_bridge.wire.events import PlanUpdated as WirePlanUpdated
+from agent_bridge.wire.interactions import (
     ApprovalAnswer,
     ApprovalRequest,
     Choice,
@@ -78,8 +78,8 @@ from bridge.wire.interactions import (
     QuestionSetAnswer,
     QuestionSetRequest,
 )
-from bridge.wire.methods import RunInput
-from bridge.wire.providers import (
+from agent_bridge.wire.methods import RunInput
+from agent_bridge.wire.providers import (
     ApprovalCapability,
     Capabilities,
     InteractionCapabilities,

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from bridge.wire.errors import ErrorCode
+from agent_bridge.wire.errors import ErrorCode
 
 __all__ = ["Script", "Step", "decode_script"]
 

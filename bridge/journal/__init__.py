@@ -8,12 +8,12 @@ tables, write path, durability bounds, recovery and retention.
 
 from __future__ import annotations
 
-from bridge.journal.base import History, SessionRecord
-from bridge.journal.errors import JournalError
-from bridge.journal.memory import MemoryHistory
-from bridge.journal.paths import MEMORY, resolve_state_dir
-from bridge.journal.retention import Retention
-from bridge.journal.schema import Sync
+from agent_bridge.journal.base import History, SessionRecord
+from agent_bridge.journal.errors import JournalError
+from agent_bridge.journal.memory import MemoryHistory
+from agent_bridge.journal.paths import MEMORY, resolve_state_dir
+from agent_bridge.journal.retention import Retention
+from agent_bridge.journal.schema import Sync
 
 __all__ = [
     "History",
@@ -37,6 +37,6 @@ def open_history(
     resolved = resolve_state_dir(state_dir)
     if resolved == MEMORY:
         return MemoryHistory()
-    from bridge.journal.journal import Journal
+    from agent_bridge.journal.journal import Journal
 
     return Journal.open(resolved, retention=retention, sync=sync)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from bridge.wire.methods import RawRecord
+from agent_bridge.wire.methods import RawRecord
 
 __all__ = ["ClaimStatus", "DeleteStatus", "History", "SessionRecord"]
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from itertools import accumulate
 from typing import Final
 
-from bridge.wire import events as _events
+from agent_bridge.wire import events as _events
 
 __all__ = [
     "MAX_BLOCK_BYTES",

@@ -30,15 +30,15 @@ import anyio
 import anyio.to_thread
 import msgspec
 
-from bridge.ids import Clock
-from bridge.journal.base import ClaimStatus, DeleteStatus, SessionRecord
-from bridge.journal.errors import JournalError
-from bridge.journal.owners import OwnerLock, dead_owner, owner_alive
-from bridge.journal.reader import Reader
-from bridge.journal.recovery import recover_dead_owners, recover_owner
-from bridge.journal.retention import Retention, apply_retention
-from bridge.journal.rows import delete_session_rows
-from bridge.journal.schema import (
+from agent_bridge.ids import Clock
+from agent_bridge.journal.base import ClaimStatus, DeleteStatus, SessionRecord
+from agent_bridge.journal.errors import JournalError
+from agent_bridge.journal.owners import OwnerLock, dead_owner, owner_alive
+from agent_bridge.journal.reader import Reader
+from agent_bridge.journal.recovery import recover_dead_owners, recover_owner
+from agent_bridge.journal.retention import Retention, apply_retention
+from agent_bridge.journal.rows import delete_session_rows
+from agent_bridge.journal.schema import (
     Sync,
     configure,
     connect,
@@ -46,7 +46,7 @@ from bridge.journal.schema import (
     explain,
     open_journal_db,
 )
-from bridge.journal.writer import (
+from agent_bridge.journal.writer import (
     OP_EVENTS,
     OP_INTERACTION,
     OP_RECEIPT,
@@ -57,7 +57,7 @@ from bridge.journal.writer import (
     EventBatch,
     Writer,
 )
-from bridge.wire.methods import RawRecord
+from agent_bridge.wire.methods import RawRecord
 
 __all__ = ["Journal"]
 

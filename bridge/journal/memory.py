@@ -12,10 +12,10 @@ from typing import Any
 
 import msgspec
 
-from bridge.eventlog import EventLog
-from bridge.journal.base import ClaimStatus, DeleteStatus, SessionRecord
-from bridge.journal.raw import raw_records
-from bridge.wire.methods import RawRecord
+from agent_bridge.eventlog import EventLog
+from agent_bridge.journal.base import ClaimStatus, DeleteStatus, SessionRecord
+from agent_bridge.journal.raw import raw_records
+from agent_bridge.wire.methods import RawRecord
 
 __all__ = ["MemoryHistory"]
 

@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator
 from typing import Final
 
-from bridge.journal.errors import JournalError
+from agent_bridge.journal.errors import JournalError
 
 __all__ = ["OwnerLock", "dead_owner", "owner_alive"]
 

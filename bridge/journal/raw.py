@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from bridge.wire.methods import RawRecord
+from agent_bridge.wire.methods import RawRecord
 
 __all__ = ["encode_raw", "raw_records"]
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import msgspec
 
-from bridge.journal.base import SessionRecord
-from bridge.journal.blocks import decode_bodies, slice_block
-from bridge.journal.raw import raw_records
-from bridge.journal.rows import last_sequence, session_key
-from bridge.wire.methods import RawRecord
+from agent_bridge.journal.base import SessionRecord
+from agent_bridge.journal.blocks import decode_bodies, slice_block
+from agent_bridge.journal.raw import raw_records
+from agent_bridge.journal.rows import last_sequence, session_key
+from agent_bridge.wire.methods import RawRecord
 
 __all__ = ["Reader", "session_record"]
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import sqlite3
 
-from bridge.envelope import EnvelopeFormat, stamp
-from bridge.ids import Clock
-from bridge.journal.blocks import TYPE_CODES
-from bridge.journal.owners import dead_owner
-from bridge.journal.rows import insert_events, last_sequence
-from bridge.wire.errors import ErrorInfo
-from bridge.wire.events import EventPayload, InteractionSettled, RunFailed, SessionClosed
+from agent_bridge.envelope import EnvelopeFormat, stamp
+from agent_bridge.ids import Clock
+from agent_bridge.journal.blocks import TYPE_CODES
+from agent_bridge.journal.owners import dead_owner
+from agent_bridge.journal.rows import insert_events, last_sequence
+from agent_bridge.wire.errors import ErrorInfo
+from agent_bridge.wire.events import EventPayload, InteractionSettled, RunFailed, SessionClosed
 
 __all__ = ["close_crashed_session", "recover_dead_owners"]
 

@@ -18,7 +18,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 
-from bridge.journal.rows import delete_session_rows
+from agent_bridge.journal.rows import delete_session_rows
 
 __all__ = ["Retention", "RetentionClock", "apply_retention"]
 

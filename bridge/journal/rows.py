@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from bridge.journal.blocks import block_spans, encode_bodies, pack_sizes
+from agent_bridge.journal.blocks import block_spans, encode_bodies, pack_sizes
 
 __all__ = [
     "delete_session_rows",

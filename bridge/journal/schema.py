@@ -20,7 +20,7 @@ import os
 import sqlite3
 from typing import Final, Literal
 
-from bridge.journal.errors import JournalError
+from agent_bridge.journal.errors import JournalError
 
 __all__ = [
     "APPLICATION_ID",
@@ -263,6 +263,6 @@ def configure(conn: sqlite3.Connection, sync: Sync) -> None:
 
 def database_path(state_dir: str) -> str:
     """Return the journal file's path in ``state_dir``."""
-    from bridge.journal.paths import JOURNAL_FILE
+    from agent_bridge.journal.paths import JOURNAL_FILE
 
     return os.path.join(state_dir, JOURNAL_FILE)

@@ -21,7 +21,7 @@ from typing import Final
 
 import msgspec
 
-from bridge.wire.events import EventEnvelope, TextDelta, ThinkingDelta
+from agent_bridge.wire.events import EventEnvelope, TextDelta, ThinkingDelta
 
 __all__ = ["settle"]
 

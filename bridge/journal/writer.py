@@ -30,8 +30,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from bridge.journal.retention import Retention, RetentionClock, apply_retention
-from bridge.journal.rows import insert_events, last_sequence, session_key
+from agent_bridge.journal.retention import Retention, RetentionClock, apply_retention
+from agent_bridge.journal.rows import insert_events, last_sequence, session_key
 
 __all__ = [
     "OP_EVENTS",

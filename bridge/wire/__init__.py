@@ -6,10 +6,10 @@ later protocol version may add members a host must be free to send (client capab
 unknown capabilities are treated as unsupported).
 """
 
-from bridge.wire.common import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, WireStruct
-from bridge.wire.errors import ERROR_CODES, ErrorCode, ErrorInfo
-from bridge.wire.events import EventEnvelope, EventPayload
-from bridge.wire.interactions import Answer, InteractionRequest
+from agent_bridge.wire.common import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, WireStruct
+from agent_bridge.wire.errors import ERROR_CODES, ErrorCode, ErrorInfo
+from agent_bridge.wire.events import EventEnvelope, EventPayload
+from agent_bridge.wire.interactions import Answer, InteractionRequest
 
 __all__ = [
     "ERROR_CODES",

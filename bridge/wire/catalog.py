@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from bridge.wire.events import EventEnvelope
-from bridge.wire.interactions import Answer
-from bridge.wire.methods import (
+from agent_bridge.wire.events import EventEnvelope
+from agent_bridge.wire.interactions import Answer
+from agent_bridge.wire.methods import (
     Empty,
     EventsReadParams,
     EventsReadResult,

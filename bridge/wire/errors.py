@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from bridge.wire.common import WireStruct
+from agent_bridge.wire.common import WireStruct
 
 __all__ = ["ERROR_CODES", "ErrorCode", "ErrorInfo", "ErrorSpec"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from bridge.wire.common import WireStruct
-from bridge.wire.errors import ErrorInfo
-from bridge.wire.interactions import Answer, InteractionRequest, SettledStatus
+from agent_bridge.wire.common import WireStruct
+from agent_bridge.wire.errors import ErrorInfo
+from agent_bridge.wire.interactions import Answer, InteractionRequest, SettledStatus
 
 __all__ = [
     "ContextUsage",

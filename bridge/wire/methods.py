@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from bridge.wire.common import LenientStruct, WireStruct
-from bridge.wire.events import EventEnvelope
-from bridge.wire.interactions import Answer, InteractionRequest
-from bridge.wire.providers import ProviderDescriptor
+from agent_bridge.wire.common import LenientStruct, WireStruct
+from agent_bridge.wire.events import EventEnvelope
+from agent_bridge.wire.interactions import Answer, InteractionRequest
+from agent_bridge.wire.providers import ProviderDescriptor
 
 __all__ = [
     "ClientCapabilities",

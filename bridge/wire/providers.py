@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from bridge.wire.common import WireStruct
+from agent_bridge.wire.common import WireStruct
 
 __all__ = [
     "ApprovalCapability",

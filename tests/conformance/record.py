@@ -5,7 +5,7 @@
     .venv/bin/python tests/conformance/record.py --docs     # only the doc examples
     .venv/bin/python tests/conformance/record.py --list
 
-Each scenario below drives ``python -m bridge serve`` over real pipes (newline framing) the
+Each scenario below drives ``python -m agent_bridge serve`` over real pipes (newline framing) the
 way a host would: it sends a message, then collects what the bridge sends until the
 scenario's condition holds and the bridge has been quiet for a moment.  The exchange is
 then normalised (volatile ids and timestamps become placeholders, see ``README.md``) and

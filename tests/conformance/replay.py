@@ -1,4 +1,4 @@
-"""Replay recorded host↔bridge transcripts against a real ``python -m bridge serve``.
+"""Replay recorded host↔bridge transcripts against a real ``python -m agent_bridge serve``.
 
 A transcript is what a host sent and what the bridge answered, with volatile values
 replaced by placeholders (see ``README.md`` in this directory for the format and the
@@ -232,7 +232,7 @@ _EOF = object()
 
 
 class BridgeProcess:
-    """``python -m bridge serve`` on real pipes, read by a thread into a queue.
+    """``python -m agent_bridge serve`` on real pipes, read by a thread into a queue.
 
     ``state_dir`` is the bridge's state directory (its journal); without one the bridge
     runs with ``AGENT_BRIDGE_STATE_DIR`` as inherited.
@@ -246,7 +246,7 @@ class BridgeProcess:
         if state_dir is not None:
             env["AGENT_BRIDGE_STATE_DIR"] = state_dir
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bridge", "serve", *args],
+            [sys.executable, "-m", "agent_bridge", "serve", *args],
             env=env,
             cwd=REPO_ROOT,
             stdin=subprocess.PIPE,

@@ -93,7 +93,7 @@ class RawHost:
                 f"{prelude}\nfrom bridge.cli import main\nraise SystemExit(main({serve!r}))",
             ]
             if prelude
-            else [sys.executable, "-m", "bridge", *serve]
+            else [sys.executable, "-m", "agent_bridge", *serve]
         )
         process = await anyio.open_process(
             launcher,

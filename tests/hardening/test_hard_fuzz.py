@@ -31,11 +31,11 @@ from fuzzkit import BASE_MESSAGES, MUTATORS, declared_lengths, garbage_stream, m
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rpc.connection import Connection, Limits, Method
-from rpc.errors import RpcError
-from rpc.framing import MAX_HEADER_BLOCK_BYTES, FramingError, encode_frame, make_framer
-from rpc.ledger import Ledger
-from rpc.messages import Batch, Invalid, Notification, Request, Response, parse_body
+from agent_bridge.rpc.connection import Connection, Limits, Method
+from agent_bridge.rpc.errors import RpcError
+from agent_bridge.rpc.framing import MAX_HEADER_BLOCK_BYTES, FramingError, encode_frame, make_framer
+from agent_bridge.rpc.ledger import Ledger
+from agent_bridge.rpc.messages import Batch, Invalid, Notification, Request, Response, parse_body
 
 FUZZ = settings(
     max_examples=300,

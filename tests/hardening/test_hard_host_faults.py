@@ -25,7 +25,7 @@ import pytest
 from fakecli import FakeCLI, cpu_seconds, eventually, pids_with, rss_bytes
 from hosts import RawHost, RecordingBridge
 
-from bridge.wire.errors import ERROR_CODES
+from agent_bridge.wire.errors import ERROR_CODES
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 

@@ -20,8 +20,8 @@ import pytest
 from fakecli import FakeCLI, alive, eventually, pids_with
 from hosts import RawHost, RecordingBridge, recording_bridge
 
-from bridge.processes import CHILD_ENV_ALLOWLIST
-from bridge.wire.errors import ERROR_CODES
+from agent_bridge.processes import CHILD_ENV_ALLOWLIST
+from agent_bridge.wire.errors import ERROR_CODES
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 

@@ -77,7 +77,7 @@ async def test_case_35_reaper_restarts_and_kills_every_registered_group_at_eof()
     it SIGKILLs every group still registered; a stopped child is unregistered."""
     import os
 
-    from bridge.processes import ProcessSpec, _reaper, build_child_env, spawn
+    from agent_bridge.processes import ProcessSpec, _reaper, build_child_env, spawn
 
     def sleeper() -> ProcessSpec:
         return ProcessSpec(

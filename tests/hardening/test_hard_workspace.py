@@ -19,8 +19,8 @@ from conftest import running_bridge
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bridge.errors import BridgeError
-from bridge.workspace import contained, resolve_workspace
+from agent_bridge.errors import BridgeError
+from agent_bridge.workspace import contained, resolve_workspace
 
 # --------------------------------------------------------------------------- fixtures
 

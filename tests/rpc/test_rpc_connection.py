@@ -26,9 +26,9 @@ import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pylsp_jsonrpc.endpoint import Endpoint
 
-from rpc.connection import Connection, Limits, Method
-from rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
-from rpc.framing import FramingKind, encode_frame, make_framer
+from agent_bridge.rpc.connection import Connection, Limits, Method
+from agent_bridge.rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
+from agent_bridge.rpc.framing import FramingKind, encode_frame, make_framer
 
 BIG = 2**70
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rpc.framing import (
+from agent_bridge.rpc.framing import (
     AutoFramer,
     ContentLengthFramer,
     FramingError,

@@ -7,8 +7,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
-from rpc.ledger import Ledger, LedgerEntry
+from agent_bridge.rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
+from agent_bridge.rpc.ledger import Ledger, LedgerEntry
 
 
 class Point(msgspec.Struct):

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from rpc.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
-from rpc.messages import (
+from agent_bridge.rpc.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+from agent_bridge.rpc.messages import (
     Batch,
     Invalid,
     Notification,
