@@ -104,11 +104,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     import anyio
 
+    from agent_bridge.frontends.bridge_protocol import BridgeFrontend
     from agent_bridge.journal import JournalError, Retention, open_history
     from agent_bridge.registry import ProviderRegistry
     from agent_bridge.rpc.connection import Limits
     from agent_bridge.rpc.stdio import FdReceiveStream, FdSendStream
-    from agent_bridge.server import BridgeServer
+    from agent_bridge.runtime import Runtime
 
     retention = Retention(
         max_age_days=args.retain_days,
@@ -124,17 +125,18 @@ def _serve(args: argparse.Namespace) -> int:
     async def run() -> None:
         receive = FdReceiveStream(0)
         send = FdSendStream(protocol_fd)
-        server = BridgeServer(
+        runtime = Runtime(
+            ProviderRegistry.default(), interrupt_grace=args.interrupt_grace, history=history
+        )
+        server = BridgeFrontend(
+            runtime,
             receive,
             send,
-            registry=ProviderRegistry.default(),
             framing=args.framing,
             limits=Limits(
                 max_message_bytes=args.max_message_bytes,
                 max_inflight_requests=args.max_inflight,
             ),
-            interrupt_grace=args.interrupt_grace,
-            history=history,
         )
 
         async def stop_on_signal() -> None:
@@ -146,7 +148,9 @@ def _serve(args: argparse.Namespace) -> int:
                     return
 
         try:
-            async with anyio.create_task_group() as tg:
+            # One host owns this runtime: at its EOF (or a signal) every session is
+            # closed, stopping provider processes through their escalation.
+            async with runtime, anyio.create_task_group() as tg:
                 tg.start_soon(stop_on_signal)
                 await server.serve()
                 tg.cancel_scope.cancel()

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 
 from agent_bridge.adapters.scripted import ScriptedProvider
 from agent_bridge.errors import BridgeError
-from agent_bridge.interactions import Interaction
 from agent_bridge.journal.journal import Journal
 from agent_bridge.journal.paging import page_range
 from agent_bridge.journal.reader import Reader
@@ -28,7 +27,7 @@ from agent_bridge.journal.retention import Retention, apply_retention
 from agent_bridge.journal.rows import insert_events
 from agent_bridge.journal.schema import connect, open_journal_db
 from agent_bridge.registry import ProviderRegistry
-from agent_bridge.runtime import Runtime
+from agent_bridge.runtime import Interaction, Runtime
 from agent_bridge.wire.methods import EventsReadParams, RunInput, RunStartParams
 
 
@@ -42,6 +41,10 @@ class Host:
 
     def publish(self, envelope: bytes) -> bool:
         self.events.append(envelope)
+        return False
+
+    def publish_many(self, envelopes: list[bytes]) -> bool:
+        self.events += envelopes
         return False
 
     async def drained(self) -> None:
@@ -62,7 +65,7 @@ class Host:
 async def journaled(state: Path, **kw: Any) -> AsyncIterator[tuple[Runtime, Host]]:
     host = Host()
     registry = ProviderRegistry([ScriptedProvider()], load_entry_points=False)
-    async with Runtime(registry, host, history=Journal.open(str(state), **kw)) as runtime:
+    async with Runtime(registry, history=Journal.open(str(state), **kw)) as runtime:
         yield runtime, host
 
 
@@ -90,7 +93,11 @@ async def test_many_sessions_streaming_at_once_stay_gapless_and_equal_to_the_str
 ) -> None:
     async with journaled(tmp_path) as (runtime, host):
         sessions = [
-            (await runtime.create_session("scripted", options=stream(1500, f"s{i}"))).session_id
+            (
+                await runtime.create_session(
+                    "scripted", options=stream(1500, f"s{i}"), subscriber=host
+                )
+            ).session_id
             for i in range(24)
         ]
 
@@ -183,7 +190,9 @@ async def test_a_dead_owners_sessions_are_closed_as_crashed_when_the_journal_ope
 ) -> None:
     async with journaled(tmp_path) as (runtime, _host):
         info = await runtime.create_session(
-            "scripted", options={"script": {"steps": [{"type": "waitForInterrupt"}]}}
+            "scripted",
+            options={"script": {"steps": [{"type": "waitForInterrupt"}]}},
+            subscriber=_host,
         )
         started = await runtime.start_run(RunStartParams(info.session_id, RunInput("x")))
         await runtime.flush()
@@ -244,7 +253,7 @@ def test_retention_deletes_only_closed_sessions(tmp_path: Path) -> None:
 
 async def test_a_journal_that_fails_stops_recording_but_not_the_stream(tmp_path: Path) -> None:
     async with journaled(tmp_path) as (runtime, host):
-        info = await runtime.create_session("scripted", options=stream(10))
+        info = await runtime.create_session("scripted", options=stream(10), subscriber=host)
         journal = runtime.history
         assert isinstance(journal, Journal)
         journal._writer._conn.close()  # the disk is gone, say

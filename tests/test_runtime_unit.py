@@ -15,10 +15,9 @@ from conftest import running_bridge
 from agent_bridge.adapters.scripted import ScriptedProvider
 from agent_bridge.errors import BridgeError
 from agent_bridge.ids import Clock, IdFactory
-from agent_bridge.interactions import Interaction
 from agent_bridge.options import resolve_options
 from agent_bridge.registry import ProviderRegistry
-from agent_bridge.runtime import Runtime
+from agent_bridge.runtime import Interaction, Runtime
 from agent_bridge.spi import (
     AgentProvider,
     ProviderRun,
@@ -51,6 +50,10 @@ class FakeHost:
 
     def publish(self, envelope: bytes) -> bool:
         self.events.append(msgspec.json.decode(envelope))
+        return False
+
+    def publish_many(self, envelopes: list[bytes]) -> bool:
+        self.events += [msgspec.json.decode(e) for e in envelopes]
         return False
 
     async def drained(self) -> None:
@@ -118,8 +121,8 @@ async def test_emitted_payloads_are_snapshotted_and_stamped_by_the_runtime() -> 
     wall = iter(float(t) for t in range(1_700_000_000, 1_800_000_000))
     clock = Clock(wall=lambda: next(wall))
     registry = ProviderRegistry([MutatingProvider()], load_entry_points=False)
-    async with Runtime(registry, host, ids=IdFactory("t"), clock=clock) as runtime:
-        info = await runtime.create_session("mutating")
+    async with Runtime(registry, ids=IdFactory("t"), clock=clock) as runtime:
+        info = await runtime.create_session("mutating", subscriber=host)
         assert info.session_id == "ses_t000001"
         started = await runtime.start_run(RunStartParams(info.session_id, RunInput("x")))
         assert started.run_id == "run_t000002"
@@ -141,8 +144,8 @@ async def test_emitted_payloads_are_snapshotted_and_stamped_by_the_runtime() -> 
 async def test_interrupt_unsupported_is_stated_not_faked() -> None:
     registry = ProviderRegistry([MutatingProvider()], load_entry_points=False)
     host = FakeHost()
-    async with Runtime(registry, host) as runtime:
-        info = await runtime.create_session("mutating")
+    async with Runtime(registry) as runtime:
+        info = await runtime.create_session("mutating", subscriber=host)
         started = await runtime.start_run(RunStartParams(info.session_id, RunInput("x")))
         run = runtime.runs[started.run_id]
         if not run.terminal:
@@ -183,10 +186,12 @@ def test_options_are_validated_against_the_descriptor() -> None:
 
 async def test_scripted_provider_rejects_a_bad_script_clearly() -> None:
     registry = ProviderRegistry([ScriptedProvider()], load_entry_points=False)
-    async with Runtime(registry, FakeHost()) as runtime:
+    async with Runtime(registry) as runtime:
         with pytest.raises(BridgeError) as caught:
             await runtime.create_session(
-                "scripted", options={"script": {"steps": [{"type": "dance"}]}}
+                "scripted",
+                options={"script": {"steps": [{"type": "dance"}]}},
+                subscriber=FakeHost(),
             )
         assert caught.value.error_code == "invalid_option"
         assert caught.value.info.details == {"option": "script"}

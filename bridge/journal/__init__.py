@@ -9,19 +9,28 @@ tables, write path, durability bounds, recovery and retention.
 from __future__ import annotations
 
 from agent_bridge.journal.base import History, SessionRecord
+from agent_bridge.journal.blocks import TYPE_CODES
 from agent_bridge.journal.errors import JournalError
 from agent_bridge.journal.memory import MemoryHistory
+from agent_bridge.journal.paging import page_range
 from agent_bridge.journal.paths import MEMORY, resolve_state_dir
+from agent_bridge.journal.raw import encode_raw
 from agent_bridge.journal.retention import Retention
 from agent_bridge.journal.schema import Sync
+from agent_bridge.journal.settle import settle
 
 __all__ = [
+    "TYPE_CODES",
     "History",
     "JournalError",
     "MemoryHistory",
     "Retention",
     "SessionRecord",
+    "Sync",
+    "encode_raw",
     "open_history",
+    "page_range",
+    "settle",
 ]
 
 

@@ -1,7 +1,9 @@
 """The method catalog: every method with its direction, kind, types, version and stability.
 
-The server binds its handlers by these names, and ``schemas/methods.json`` is generated
-from this table, so the published method map cannot drift from what is served.
+This is the one method table.  The bridge-protocol front-end binds a handler to every
+host->bridge entry by name (:func:`handler_name`) and decodes its params with the
+entry's type, and ``schemas/`` is generated from it, so the published method map cannot
+drift from what is served.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from agent_bridge.wire.methods import (
     SessionResumeParams,
 )
 
-__all__ = ["CATALOG", "MethodInfo"]
+__all__ = ["CATALOG", "MethodInfo", "handler_name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,12 @@ class MethodInfo:
     since: int
     stability: Literal["stable", "experimental"]
     summary: str
+
+
+def handler_name(method: str) -> str:
+    """The name of the front-end's handler for ``method``: ``session/create`` ->
+    ``_session_create``."""
+    return "_" + method.replace("/", "_")
 
 
 def _req(

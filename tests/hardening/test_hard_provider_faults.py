@@ -458,7 +458,9 @@ async def test_case_34_handshake_never_answered_is_a_timeout_and_leaves_no_proce
     a 30 s constant, shortened here in the bridge process itself."""
     fake = FakeCLI(tmp_path, kind, HANDSHAKE_NEVER_ANSWERED[kind], grandchild=True)
     prelude = (
-        "import adapters.codex.session as s\ns.STARTUP_TIMEOUT = 1.5" if kind == "codex" else ""
+        "import agent_bridge.adapters.codex.session as s\ns.STARTUP_TIMEOUT = 1.5"
+        if kind == "codex"
+        else ""
     )
     async with RawHost.spawn(env=fake.env(), prelude=prelude) as host:
         await host.initialize()

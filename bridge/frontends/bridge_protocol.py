@@ -1,31 +1,30 @@
-"""The bridge's JSON-RPC server: the lifecycle, the method handlers and the host port.
+"""The bridge-protocol front-end: one host connection, translated onto the runtime.
 
-One :class:`BridgeServer` serves one host over one pair of byte streams.  Requests before
-``initialize`` are refused (``-32002``), ``initialize`` twice is ``already_initialized``,
-and after ``shutdown`` only ``exit`` is accepted.  When the host closes its end (or
-writing to it fails) every session is closed, which stops every provider process through
-its escalation, and :meth:`BridgeServer.serve` returns.
+One :class:`BridgeFrontend` serves one host over one pair of byte streams: the lifecycle,
+the method handlers (bound by name from :data:`~agent_bridge.wire.catalog.CATALOG`, the one
+method table) and the host's side of the runtime (it is the host's
+:class:`~agent_bridge.runtime.Subscriber`).  Requests before ``initialize`` are refused
+(``-32002``), ``initialize`` twice is ``already_initialized``, and after ``shutdown`` only
+``exit`` is accepted.  When the host closes its end (or writing to it fails)
+:meth:`BridgeFrontend.serve` detaches the host from the runtime and returns; the sessions
+go on for as long as the runtime runs (``agent-bridge serve`` then shuts it down).
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any, Final, Literal
 
-import anyio
 import msgspec
 
 from agent_bridge import __version__
 from agent_bridge.errors import BridgeError
-from agent_bridge.interactions import Interaction
-from agent_bridge.journal.base import History
-from agent_bridge.journal.memory import MemoryHistory
-from agent_bridge.registry import ProviderRegistry
 from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Limits, Method
 from agent_bridge.rpc.errors import RpcError
 from agent_bridge.rpc.framing import FramingKind
-from agent_bridge.runtime import Runtime
-from agent_bridge.wire.catalog import CATALOG
+from agent_bridge.runtime import Interaction, Runtime
+from agent_bridge.wire.catalog import CATALOG, handler_name
 from agent_bridge.wire.common import SUPPORTED_PROTOCOL_VERSIONS
 from agent_bridge.wire.interactions import Answer
 from agent_bridge.wire.methods import (
@@ -58,9 +57,8 @@ from agent_bridge.wire.methods import (
     SessionResult,
     SessionResumeParams,
 )
-from agent_bridge.wire.providers import ProviderDescriptor
 
-__all__ = ["BridgeServer"]
+__all__ = ["BridgeFrontend"]
 
 log = logging.getLogger("agent_bridge.server")
 
@@ -75,37 +73,34 @@ _EXPERIMENTAL_METHODS: Final = tuple(
 Phase = Literal["new", "initialized", "shutdown"]
 
 
-class BridgeServer:
+class BridgeFrontend:
     """Serves the agent-bridge protocol to one host (see module docstring)."""
 
     def __init__(
         self,
+        runtime: Runtime,
         receive: ByteReceiver,
         send: ByteSender,
         *,
-        registry: ProviderRegistry,
         framing: FramingKind = "auto",
         limits: Limits = Limits(),  # noqa: B008 - frozen
-        interrupt_grace: float = 5.0,
         interaction_timeout: float | None = None,
-        history: History | None = None,
+        owns_runtime: bool = True,
     ) -> None:
-        self.registry = registry
-        self.history: History = history if history is not None else MemoryHistory()
+        self.runtime = runtime
+        #: whether this host is the runtime's only one (``agent-bridge serve``): then its
+        #: ``shutdown`` closes every session
+        self.owns_runtime = owns_runtime
         self.phase: Phase = "new"
-        self._interrupt_grace = interrupt_grace
         self._interaction_timeout = interaction_timeout
         self._answers: set[str] = set()
         self._experimental: set[str] = set()
-        self.runtime: Runtime | None = None
+        methods, notifications = self._handlers()
         self.conn = Connection(
             receive,
             send,
-            methods=self._methods(),
-            notifications={
-                "initialized": Method(lambda _p: None),
-                "exit": Method(self._on_exit),
-            },
+            methods=methods,
+            notifications=notifications,
             framing=framing,
             limits=limits,
             gate=self._gate,
@@ -228,43 +223,37 @@ class BridgeServer:
             capabilities=ServerCapabilities(
                 methods=_STABLE_METHODS,
                 experimental=tuple(sorted(self._experimental)),
-                durable_history=self.history.durable,
+                durable_history=self.runtime.history.durable,
             ),
         )
 
     async def _shutdown(self, _params: Empty) -> None:
         self.phase = "shutdown"
         self.conn.set_gate(self._gate)
-        if self.runtime is not None:
+        if self.owns_runtime:
             await self.runtime.shutdown()
 
-    def _on_exit(self, _params: Any) -> None:
+    def _initialized(self, _params: Any) -> None:
+        return None
+
+    def _exit(self, _params: Any) -> None:
         self.conn.close()
 
     # ------------------------------------------------------------------ methods
 
-    def _rt(self) -> Runtime:
-        assert self.runtime is not None, "serve() not running"
-        return self.runtime
+    def _bridge_ping(self, params: PingParams) -> PingResult:
+        return PingResult(params.data)
 
     async def _providers_list(self, params: ProvidersListParams) -> ProvidersListResult:
-        out: list[ProviderDescriptor] = []
-        for provider in self.registry.all():
-            descriptor = provider.describe()
-            if params.probe:
-                try:
-                    with anyio.fail_after(15):
-                        availability = await provider.probe()
-                except Exception:
-                    log.exception("probe of %s failed", provider.id)
-                    availability = None
-                descriptor = msgspec.structs.replace(descriptor, availability=availability)
-            out.append(descriptor)
-        return ProvidersListResult(tuple(out))
+        return ProvidersListResult(tuple(await self.runtime.describe_providers(params.probe)))
 
     async def _session_create(self, params: SessionCreateParams) -> SessionResult:
-        info = await self._rt().create_session(
-            params.provider, workspace=params.workspace, options=params.options, title=params.title
+        info = await self.runtime.create_session(
+            params.provider,
+            workspace=params.workspace,
+            options=params.options,
+            title=params.title,
+            subscriber=self,
         )
         return SessionResult(info)
 
@@ -272,97 +261,87 @@ class BridgeServer:
         if (params.record is None) == (params.session_id is None):
             raise BridgeError("invalid_params", details={"field": "record"})
         if params.session_id is not None:
-            info = await self._rt().reopen_session(
+            info = await self.runtime.reopen_session(
                 params.session_id,
                 after=params.after,
                 workspace=params.workspace,
                 options=params.options,
                 title=params.title,
+                subscriber=self,
             )
         else:
             assert params.record is not None
-            info = await self._rt().resume_session(
+            info = await self.runtime.resume_session(
                 params.record,
                 workspace=params.workspace,
                 options=params.options,
                 title=params.title,
+                subscriber=self,
             )
         return SessionResult(info)
 
     async def _session_attach(self, params: SessionAttachParams) -> SessionAttachResult:
-        return await self._rt().attach(params.session_id, params.after)
+        return await self.runtime.attach(params.session_id, self, params.after)
 
     async def _session_close(self, params: SessionRef) -> SessionResult:
-        return SessionResult(await self._rt().close_session(params.session_id))
+        return SessionResult(await self.runtime.close_session(params.session_id))
 
     async def _session_delete(self, params: SessionRef) -> SessionDeleteResult:
-        return await self._rt().delete_session(params.session_id)
+        return await self.runtime.delete_session(params.session_id)
 
     async def _session_list(self, params: SessionListParams) -> SessionListResult:
         limit = max(1, min(params.limit, 1000))
-        sessions, cursor = await self._rt().list_sessions(
+        sessions, cursor = await self.runtime.list_sessions(
             params.provider, limit, workspace=params.workspace, cursor=params.cursor
         )
         return SessionListResult(tuple(sessions), next_cursor=cursor)
 
     async def _session_export(self, params: SessionRef) -> SessionExportResult:
-        return SessionExportResult(await self._rt().export_session(params.session_id))
+        return SessionExportResult(await self.runtime.export_session(params.session_id))
 
     async def _run_start(self, params: RunStartParams) -> RunStartResult:
-        return await self._rt().start_run(params)
+        return await self.runtime.start_run(params)
 
     def _run_interrupt(self, params: RunInterruptParams) -> RunInterruptResult:
-        return self._rt().interrupt_run(params.run_id, params.reason)
+        return self.runtime.interrupt_run(params.run_id, params.reason)
 
     async def _run_steer(self, params: RunSteerParams) -> Empty:
-        await self._rt().steer_run(params.run_id, params.input)
+        await self.runtime.steer_run(params.run_id, params.input)
         return Empty()
 
     async def _interaction_respond(
         self, params: InteractionRespondParams
     ) -> InteractionRespondResult:
-        runtime = self._rt()
+        runtime = self.runtime
         status = runtime.respond(params.interaction_id, params.answer)
         await runtime.flush()  # the settlement is durable before the reply
         return InteractionRespondResult(params.interaction_id, status)
 
     async def _events_read(self, params: EventsReadParams) -> msgspec.Raw:
-        return await self._rt().read_events(params)
+        return await self.runtime.read_events(params)
 
-    def _methods(self) -> dict[str, Method]:
-        table: dict[str, Method] = {
-            "initialize": Method(self._initialize, InitializeParams),
-            "shutdown": Method(self._shutdown, Empty, is_async=True),
-            "bridge/ping": Method(lambda p: PingResult(p.data), PingParams),
-            "providers/list": Method(self._providers_list, ProvidersListParams, is_async=True),
-            "session/create": Method(self._session_create, SessionCreateParams, is_async=True),
-            "session/list": Method(self._session_list, SessionListParams, is_async=True),
-            "session/close": Method(self._session_close, SessionRef, is_async=True),
-            "session/export": Method(self._session_export, SessionRef, is_async=True),
-            "session/resume": Method(self._session_resume, SessionResumeParams, is_async=True),
-            "session/attach": Method(self._session_attach, SessionAttachParams, is_async=True),
-            "session/delete": Method(self._session_delete, SessionRef, is_async=True),
-            "run/start": Method(self._run_start, RunStartParams, is_async=True),
-            "run/interrupt": Method(self._run_interrupt, RunInterruptParams),
-            "run/steer": Method(self._run_steer, RunSteerParams, is_async=True),
-            "interaction/respond": Method(
-                self._interaction_respond, InteractionRespondParams, is_async=True
-            ),
-            "events/read": Method(self._events_read, EventsReadParams, is_async=True),
-        }
-        served = {m.name for m in CATALOG if m.direction == "host->bridge" and m.kind == "request"}
-        assert served == set(table), f"catalog and handlers differ: {served ^ set(table)}"
-        return table
+    def _handlers(self) -> tuple[dict[str, Method], dict[str, Method]]:
+        """The request and notification handlers, one per host->bridge method of the
+        catalog, bound by name (``session/create`` -> ``_session_create``)."""
+        methods: dict[str, Method] = {}
+        notifications: dict[str, Method] = {}
+        for info in CATALOG:
+            if info.direction != "host->bridge":
+                continue
+            handler = getattr(self, handler_name(info.name))
+            if info.kind == "notification":
+                notifications[info.name] = Method(handler)  # params ignored
+            else:
+                is_async = inspect.iscoroutinefunction(handler)
+                methods[info.name] = Method(handler, info.params, is_async=is_async)
+        return methods, notifications
 
     # ------------------------------------------------------------------ serving
 
     async def serve(self) -> None:
-        """Serve until the host's EOF, ``exit`` or a write failure; then close every
-        session (stopping provider processes) and return."""
-        async with Runtime(
-            self.registry, self, interrupt_grace=self._interrupt_grace, history=self.history
-        ) as runtime:
-            self.runtime = runtime
+        """Serve until the host's EOF, ``exit`` or a write failure; then detach the host
+        from the runtime and return."""
+        try:
             await self.conn.run()
-            with anyio.CancelScope(shield=True):
-                await runtime.shutdown()
+        finally:
+            self.runtime.detach(self)

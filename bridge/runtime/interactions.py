@@ -1,5 +1,9 @@
 """Interactions on the runtime side: one object per question a run asks, settled once.
 
+This module is the one place where exactly-once settlement is decided, whichever path an
+answer takes (the reply to an ``interaction/request`` sent to any attached host, or
+``interaction/respond``).
+
 An interaction settles exactly once: ``responded`` (an answer was applied), ``cancelled``,
 ``expired`` or ``withdrawn``.  The same answer again is a no-op ``duplicate``; a different
 answer, or any answer after another settlement (for example the cancellation that happens
@@ -31,7 +35,7 @@ from agent_bridge.wire.interactions import (
     SettledStatus,
 )
 
-__all__ = ["Interaction", "validate_answer"]
+__all__ = ["Interaction", "SettledInteraction", "validate_answer"]
 
 
 def validate_answer(request: InteractionRequest, answer: Answer) -> None:
@@ -54,12 +58,51 @@ def validate_answer(request: InteractionRequest, answer: Answer) -> None:
         raise BridgeError("invalid_answer")
 
 
+def _answer_settled(
+    status: InteractionStatus, settled_answer: Answer | None, auto: bool, answer: Answer
+) -> Literal["duplicate"]:
+    """The reply to an answer for an interaction that is no longer pending: ``duplicate``
+    for the settling answer again; raises ``interaction_already_settled`` otherwise."""
+    if status == "responded" and settled_answer == answer and not auto:
+        return "duplicate"
+    raise BridgeError("interaction_already_settled")
+
+
+class SettledInteraction:
+    """What is kept of an interaction once its run has ended: enough to answer a late
+    ``interaction/respond`` (``duplicate`` or ``interaction_already_settled``), none of
+    the request, callbacks or wake-up event."""
+
+    __slots__ = ("answer", "auto", "status")
+
+    def __init__(self, status: InteractionStatus, answer: Answer | None, auto: bool) -> None:
+        self.status = status
+        self.answer = answer
+        self.auto = auto
+
+    def respond(self, answer: Answer) -> Literal["applied", "duplicate"]:
+        """Returns ``duplicate``; raises ``interaction_already_settled``."""
+        return _answer_settled(self.status, self.answer, self.auto, answer)
+
+
 class Interaction:
     """One pending-then-settled interaction of a run.
 
-    ``on_settle`` callbacks run synchronously at the one settlement (the runtime uses them
-    to publish ``interaction.settled`` and withdraw the request it sent to the host).
+    ``on_settle`` callbacks run synchronously at the one settlement (the run uses them to
+    publish ``interaction.settled``; each host it was offered to, to withdraw its request).
     """
+
+    __slots__ = (
+        "_settled",
+        "answer",
+        "auto",
+        "interaction_id",
+        "on_settle",
+        "request",
+        "run_id",
+        "session_id",
+        "status",
+    )
 
     def __init__(
         self,
@@ -100,9 +143,7 @@ class Interaction:
         ``interaction_already_settled``.
         """
         if not self.pending:
-            if self.status == "responded" and self.answer == answer and not self.auto:
-                return "duplicate"
-            raise BridgeError("interaction_already_settled")
+            return _answer_settled(self.status, self.answer, self.auto, answer)
         validate_answer(self.request, answer)
         self.settle("responded", answer)
         return "applied"
@@ -126,6 +167,10 @@ class Interaction:
         """Wait for the settlement and return it."""
         await self._settled.wait()
         return InteractionOutcome(self.status, self.answer)
+
+    def settled_record(self) -> SettledInteraction:
+        """The compact record kept once the run has ended (see :class:`SettledInteraction`)."""
+        return SettledInteraction(self.status, self.answer, self.auto)
 
     # InteractionHandle protocol
     def withdraw(self) -> bool:

@@ -1,0 +1,95 @@
+"""Reading history: pages of a session's events, and replays to an attaching subscriber.
+
+A page is always exact about what it covers: a source that cannot be read now is
+``history_unavailable``, never an empty page presented as authoritative.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Final, TypeVar
+
+import msgspec
+
+from agent_bridge.errors import BridgeError
+from agent_bridge.journal import History, JournalError, page_range, settle
+from agent_bridge.runtime.stream import Subscription
+from agent_bridge.wire.methods import EventsReadParams
+
+__all__ = ["EVENTS_READ_MAX", "check_page", "guard", "read_page", "replay"]
+
+EVENTS_READ_MAX: Final = 1000
+
+_encode = msgspec.json.encode
+
+T = TypeVar("T")
+
+
+async def guard(read: Awaitable[T]) -> T:
+    """Await a history read; raises ``history_unavailable`` when the journal fails."""
+    try:
+        return await read
+    except JournalError:
+        raise BridgeError("history_unavailable") from None
+
+
+async def _events(history: History, session_id: str, lo: int, hi: int) -> list[bytes]:
+    page = await guard(history.read_events(session_id, lo, hi))
+    if len(page) != hi - lo + 1:
+        raise BridgeError("history_unavailable")
+    return page
+
+
+def check_page(params: EventsReadParams) -> None:
+    """Raise ``invalid_params`` for a page that cannot be asked for (a settled raw view)."""
+    if params.projection == "settled" and params.view == "raw":
+        raise BridgeError("invalid_params", details={"field": "projection"})
+
+
+async def read_page(history: History, params: EventsReadParams, last: int) -> msgspec.Raw:
+    """Return the page ``params`` (checked by :func:`check_page`) asks for of a session
+    whose newest durable event is ``last``, as an encoded ``EventsReadResult``.  Raises
+    ``history_unavailable``."""
+    settled = params.projection == "settled"
+    limit = max(1, min(params.limit, EVENTS_READ_MAX))
+    session_id = params.session_id
+    lo, hi, has_more = page_range(last, params.after, params.before, limit)
+    page: list[bytes] = []
+    raw = b""
+    if hi >= lo:
+        page = await _events(history, session_id, lo, hi)
+        if params.view == "raw":
+            records = await guard(history.read_raw(session_id, lo, hi))
+            if records:
+                raw = b',"raw":' + _encode(records)
+    if settled:
+        page = settle(page)
+    return msgspec.Raw(
+        b'{"events":[%s],"hasMore":%s,"exact":%s,"lastSequence":%d%s}'
+        % (
+            b",".join(page),
+            b"true" if has_more else b"false",
+            b"false" if settled else b"true",
+            last,
+            raw,
+        )
+    )
+
+
+async def replay(
+    history: History, session_id: str, after: int, last: int, subscription: Subscription
+) -> int:
+    """Send the stored events ``after + 1``..``last`` to ``subscription``'s subscriber
+    in pages, waiting whenever it is congested; return how many were sent."""
+    subscriber = subscription.subscriber
+    sent = 0
+    lo = max(0, after) + 1
+    while lo <= last:
+        hi = min(last, lo + EVENTS_READ_MAX - 1)
+        page = await _events(history, session_id, lo, hi)
+        if subscriber.publish_many(page):
+            await subscriber.drained()
+        sent += len(page)
+        lo = hi + 1
+    subscription.cursor = max(subscription.cursor, last)
+    return sent

@@ -1,0 +1,365 @@
+"""A run: one turn of a session, from ``run.started`` to its one terminal event.
+
+:class:`Run` owns its state (every change through :data:`~agent_bridge.states.RUN_TRANSITIONS`),
+its pending interactions and its terminal event, and holds the rules that hold whatever
+the provider does:
+
+* a run never reports success while an interaction is pending, and every settlement is
+  published before the run's terminal event;
+* an interrupt settles pending interactions as ``cancelled`` at once, is delivered to the
+  provider, and is bounded: past the interrupt grace the run ends as interrupted (forced)
+  and the provider session is disposed (the next run resumes it where the provider can);
+* new interactions only while the run is running or awaiting input.
+
+:class:`RunContext` is what the provider's run sees of it (the SPI's
+:class:`~agent_bridge.spi.RunContext`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import anyio
+import msgspec
+
+from agent_bridge.errors import BridgeError
+from agent_bridge.runtime.boundary import provider_call, quietly
+from agent_bridge.runtime.interactions import Interaction
+from agent_bridge.spi import InteractionOutcome, ProviderRun, RunOutcome
+from agent_bridge.states import RUN_TERMINAL, RUN_TRANSITIONS, RunState, transition
+from agent_bridge.wire.errors import ErrorInfo
+from agent_bridge.wire.events import (
+    Diagnostic,
+    EventPayload,
+    InteractionRequested,
+    InteractionSettled,
+    ProviderPayload,
+    RunCompleted,
+    RunFailed,
+    RunInterrupted,
+    RunStarted,
+    TextDelta,
+    ThinkingDelta,
+)
+from agent_bridge.wire.interactions import ApprovalAnswer, InteractionRequest, SettledStatus
+from agent_bridge.wire.methods import RunInput, RunInterruptResult
+
+if TYPE_CHECKING:
+    from agent_bridge.runtime.sessions import Session
+
+__all__ = ["Run", "RunContext"]
+
+log = logging.getLogger("agent_bridge.runtime")
+
+_encode = msgspec.json.encode
+_provider_payload_decoder: Final = msgspec.json.Decoder(ProviderPayload)
+_request_decoder: Final = msgspec.json.Decoder(InteractionRequest)
+
+
+def _contract(message: str, level: str = "error") -> Diagnostic:
+    return Diagnostic(level=level, code="provider_contract", message=message)  # type: ignore[arg-type]
+
+
+class Run:
+    """One run of a session (see the module docstring)."""
+
+    __slots__ = (
+        "done",
+        "id",
+        "input",
+        "interactions",
+        "interrupt_reason",
+        "pending",
+        "provider_run",
+        "session",
+        "state",
+    )
+
+    def __init__(self, run_id: str, session: Session, input: RunInput) -> None:
+        self.id = run_id
+        self.session = session
+        self.input = input
+        self.state: RunState = "starting"
+        self.provider_run: ProviderRun | None = None
+        self.pending: dict[str, Interaction] = {}
+        #: every interaction the run opened (pruned to settled records when it ends)
+        self.interactions: list[Interaction] = []
+        self.done = anyio.Event()
+        self.interrupt_reason = ""
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the run has reached completed, failed or interrupted."""
+        return self.state in RUN_TERMINAL
+
+    def _to(self, state: RunState) -> None:
+        self.state = transition(RUN_TRANSITIONS, "run", self.state, state)
+
+    def _publish(self, payload: EventPayload) -> bool:
+        return self.session.stream.publish(self.id, payload)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self, options: Mapping[str, Any]) -> None:
+        """Publish ``run.started``, ask the provider to start the turn, and follow it in
+        the session's task group.  A provider that cannot start it fails the run (a
+        ``run.failed`` event), never the command."""
+        session = self.session
+        history = session.services.history
+        self._publish(RunStarted(input=self.input.text))
+        history.run_started(session.id, self.id, session.stream.last_sequence)
+        session.touch()
+        provider_session = session.provider_session
+        assert session.tg is not None and provider_session is not None
+        try:
+            with provider_call(f"run {self.id}: provider start_run"):
+                self.provider_run = await provider_session.start_run(
+                    self.input, options, RunContext(self)
+                )
+        except BridgeError as exc:
+            detail = getattr(exc, "detail", "")
+            log.warning("run %s failed to start: %s (%s)", self.id, exc.error_code, detail)
+            self.finish(RunOutcome.failed(exc.error_code, detail))
+            return
+        session.save_recovery()
+        if self.state == "starting":
+            self._to("running")
+        session.tg.start_soon(self._follow)
+        if self.state == "interrupting":
+            session.tg.start_soon(self._deliver_interrupt)
+
+    async def _follow(self) -> None:
+        provider_run = self.provider_run
+        if provider_run is None:  # already ended (forced)
+            return
+        try:
+            with provider_call(f"run {self.id}: provider wait()"):
+                outcome = await provider_run.wait()
+        except BridgeError as exc:
+            outcome = RunOutcome.failed(exc.error_code, getattr(exc, "detail", ""))
+        self.finish(outcome)
+
+    def finish(self, outcome: RunOutcome, *, forced: bool = False) -> bool:
+        """Publish the run's one terminal event (after settling what is pending); return
+        ``False`` if it had already ended."""
+        if self.terminal:
+            return False
+        session = self.session
+        if outcome.state == "completed" and self.pending:
+            log.warning("run %s: provider reported success with a pending interaction", self.id)
+            self._publish(
+                _contract("the provider reported success while an interaction was pending")
+            )
+            outcome = RunOutcome.failed("provider_contract")
+        for interaction in list(self.pending.values()):
+            interaction.settle("cancelled", auto=True)
+        payload: EventPayload
+        if outcome.state == "completed":
+            payload = RunCompleted(stop_reason=outcome.stop_reason)
+        elif outcome.state == "interrupted":
+            payload = RunInterrupted(reason=self.interrupt_reason or "provider", forced=forced)
+        else:
+            code = outcome.error_code or "provider_failed"
+            if outcome.detail:
+                log.info("run %s failed: %s: %s", self.id, code, outcome.detail)
+            payload = RunFailed(error=ErrorInfo.of(code))
+        self._to(outcome.state)
+        self._publish(payload)
+        session.services.history.run_ended(
+            session.id, self.id, session.stream.last_sequence, self.state
+        )
+        session.touch()
+        session.save_recovery()
+        session.run_ended(self)
+        # Keep nothing of the adapter's run, and of each interaction only what answers a
+        # late interaction/respond.
+        self.provider_run = None
+        directory = session.services.interactions
+        for interaction in self.interactions:
+            directory[interaction.interaction_id] = interaction.settled_record()
+        self.interactions = []
+        self.done.set()
+        return True
+
+    # ------------------------------------------------------------------ interrupt, steer
+
+    def interrupt(self, reason: str) -> RunInterruptResult:
+        """Accept an interrupt; the terminal event follows.  A second interrupt while the
+        first is in progress (or after it ended the run) is answered the same way.
+        Raises ``run_not_active`` for a run that completed or failed and ``unsupported``
+        for a provider without interrupt support."""
+        if self.state == "interrupted":
+            return RunInterruptResult(self.id, "interrupted")  # already done: idempotent
+        if self.terminal:
+            raise BridgeError("run_not_active")
+        if self.state != "interrupting":
+            if self.session.descriptor.capabilities.run.interrupt == "unsupported":
+                raise BridgeError("unsupported")
+            self.begin_interrupt(reason)
+        return RunInterruptResult(self.id, "interrupting")
+
+    def begin_interrupt(self, reason: str) -> None:
+        """Enter ``interrupting``: deliver the interrupt to the provider (bounded by the
+        grace) and cancel every pending interaction."""
+        self._to("interrupting")
+        self.interrupt_reason = reason
+        assert self.session.tg is not None
+        if self.provider_run is not None:
+            # Scheduled before the cancellations below wake the provider, so the
+            # provider learns of the interrupt before it sees a cancelled answer.
+            self.session.tg.start_soon(self._deliver_interrupt)
+        for interaction in list(self.pending.values()):
+            interaction.settle("cancelled", auto=True)
+
+    async def _deliver_interrupt(self) -> None:
+        provider_run = self.provider_run
+        if provider_run is None:  # already ended
+            return
+        with anyio.move_on_after(self.session.services.interrupt_grace):
+            with quietly(f"run {self.id}: provider interrupt()"):
+                await provider_run.interrupt(self.interrupt_reason)
+            await self.done.wait()
+        if not self.terminal:
+            log.warning("run %s ignored its interrupt; stopping the provider", self.id)
+            self.finish(RunOutcome.interrupted(), forced=True)
+            await self.session.dispose_provider()
+
+    async def steer(self, input: RunInput) -> None:
+        """Give the active run more input.  Raises ``unsupported`` unless the descriptor
+        says so, ``run_not_active`` once it ended or is being interrupted, or the
+        provider's classified failure."""
+        if not self.session.descriptor.capabilities.run.steer:
+            raise BridgeError("unsupported")
+        if self.terminal or self.state == "interrupting" or self.provider_run is None:
+            raise BridgeError("run_not_active")
+        with provider_call(f"run {self.id}: provider steer()"):
+            await self.provider_run.steer(input)
+
+    # ------------------------------------------------------------------ interactions
+
+    def open_interaction(self, request: InteractionRequest) -> Interaction:
+        """Raise an interaction (see :meth:`agent_bridge.spi.RunContext.open_interaction`):
+        offered to every subscriber that can answer its kind; with none, an approval is
+        denied and a question cancelled, visibly."""
+        session = self.session
+        services = session.services
+        interaction = Interaction(services.ids.new("int"), session.id, self.id, request)
+        try:
+            interaction.request = _request_decoder.decode(_encode(request))
+        except (msgspec.DecodeError, TypeError, ValueError, RecursionError):
+            interaction.settle("cancelled", auto=True)
+            self._publish(_contract("invalid interaction request"))
+            return interaction
+        if self.state not in ("running", "awaiting_input"):
+            interaction.settle("cancelled", auto=True)
+            self._publish(
+                _contract("interaction requested while the run was not running", "warning")
+            )
+            return interaction
+        services.interactions[interaction.interaction_id] = interaction
+        self.interactions.append(interaction)
+        self.pending[interaction.interaction_id] = interaction
+        if self.state == "running":
+            self._to("awaiting_input")
+        self._publish(InteractionRequested(interaction.interaction_id, interaction.request))
+        services.history.interaction_opened(
+            session.id, interaction.interaction_id, self.id, _encode(interaction.request)
+        )
+        interaction.on_settle.append(self._on_settled)
+        if session.offer(interaction):
+            return interaction
+        if interaction.kind == "approval":
+            self._publish(
+                Diagnostic(
+                    level="warning",
+                    code="approval_auto_denied",
+                    message="the host cannot answer approvals, so the request was denied",
+                )
+            )
+            interaction.settle("responded", ApprovalAnswer(decision="deny"), auto=True)
+        else:
+            self._publish(
+                Diagnostic(
+                    level="warning",
+                    code="question_auto_cancelled",
+                    message="the host cannot answer questions, so the question was cancelled",
+                )
+            )
+            interaction.settle("cancelled", auto=True)
+        return interaction
+
+    def _on_settled(self, interaction: Interaction) -> None:
+        self.pending.pop(interaction.interaction_id, None)
+        self._publish(
+            InteractionSettled(
+                interaction.interaction_id,
+                cast(SettledStatus, interaction.status),
+                interaction.answer,
+                interaction.auto,
+            )
+        )
+        self.session.services.history.interaction_settled(
+            self.session.id,
+            interaction.interaction_id,
+            interaction.status,
+            None if interaction.answer is None else _encode(interaction.answer),
+        )
+        if self.state == "awaiting_input" and not self.pending:
+            self._to("running")
+
+
+class RunContext:
+    """The :class:`agent_bridge.spi.RunContext` handed to a provider run."""
+
+    __slots__ = ("_publish", "_run")
+
+    def __init__(self, run: Run) -> None:
+        self._run = run
+        self._publish = run.session.stream.publish
+
+    @property
+    def run_id(self) -> str:
+        return self._run.id
+
+    @property
+    def interrupt_requested(self) -> bool:
+        return self._run.state == "interrupting"
+
+    def emit_nowait(self, payload: ProviderPayload, raw: Any = None) -> None:
+        self._emit(payload, raw)
+
+    def _emit(self, payload: ProviderPayload, raw: Any) -> bool:
+        """Validate and publish; return whether producers should wait."""
+        run = self._run
+        if run.state in RUN_TERMINAL:
+            log.warning("run %s: provider emitted after the run ended; dropped", run.id)
+            return False
+        kind = type(payload)
+        if kind is TextDelta or kind is ThinkingDelta:
+            # Frozen structs with one str field: checking the type is the whole validation
+            # and the object itself is the snapshot.
+            if type(payload.text) is not str:  # type: ignore[union-attr]
+                return self._contract_violation("payload of the wrong shape", raw)
+        else:
+            try:
+                # A round trip validates every field and takes a deep snapshot.
+                payload = _provider_payload_decoder.decode(_encode(payload))
+            except (msgspec.DecodeError, TypeError, ValueError, RecursionError):
+                return self._contract_violation("payload of the wrong shape", raw)
+        return self._publish(run.id, payload, raw)
+
+    async def emit(self, payload: ProviderPayload, raw: Any = None) -> None:
+        if self._emit(payload, raw):
+            await self._run.session.stream.drained()
+
+    def _contract_violation(self, what: str, raw: Any) -> bool:
+        log.warning("run %s: provider contract violation: %s", self._run.id, what)
+        return self._publish(self._run.id, _contract(what), raw)
+
+    def open_interaction(self, request: InteractionRequest) -> Interaction:
+        return self._run.open_interaction(request)
+
+    async def ask(self, request: InteractionRequest) -> InteractionOutcome:
+        return await self.open_interaction(request).wait()

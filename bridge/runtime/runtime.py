@@ -1,0 +1,619 @@
+"""The runtime: the directory of sessions and the entry point of every command.
+
+It knows neither the wire protocol nor how many clients there are.  Front-ends (the
+bridge protocol over stdio today; an ACP agent front-end and a socket daemon next)
+translate their protocol into its commands and attach their clients as
+:class:`~agent_bridge.runtime.stream.Subscriber` s.  A session outlives the client that
+created it for as long as the runtime runs; ``agent-bridge serve`` shuts the runtime down
+at its host's EOF.
+
+What it owns directly: identity and time (through
+:class:`~agent_bridge.runtime.services.Services`), the session and run directories, the
+one-active-run rule, command receipts (``commandId``) and the journal glue (recovery
+records refreshed after each commit).  Sessions own their lifetime
+(:mod:`~agent_bridge.runtime.sessions`), runs their transitions and interactions
+(:mod:`~agent_bridge.runtime.runs`), streams the sequence and delivery
+(:mod:`~agent_bridge.runtime.stream`).
+
+Everything it decides is recorded in its :class:`~agent_bridge.journal.History`: the
+journal on disk (see ``docs/journal.md``) or memory.  With a journal an event reaches a
+subscriber only once it is committed, and a command returns only after what it changed is
+committed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable
+from typing import Any, Final, Literal
+
+import anyio
+import anyio.abc
+import msgspec
+
+from agent_bridge.errors import BridgeError
+from agent_bridge.ids import Clock, IdFactory
+from agent_bridge.journal import History, MemoryHistory, SessionRecord
+from agent_bridge.options import resolve_options
+from agent_bridge.registry import ProviderRegistry
+from agent_bridge.runtime.reading import check_page, guard, read_page, replay
+from agent_bridge.runtime.receipts import Receipts
+from agent_bridge.runtime.runs import Run
+from agent_bridge.runtime.services import Services
+from agent_bridge.runtime.sessions import ProviderStart, Session, record_info
+from agent_bridge.runtime.stream import Subscriber, Subscription
+from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
+from agent_bridge.wire.events import SessionResumed
+from agent_bridge.wire.methods import (
+    EventsReadParams,
+    RecoveryRecord,
+    RunInput,
+    RunInterruptResult,
+    RunStartParams,
+    RunStartResult,
+    SessionAttachResult,
+    SessionDeleteResult,
+    SessionInfo,
+)
+from agent_bridge.wire.providers import ProviderDescriptor
+from agent_bridge.workspace import resolve_workspace
+
+__all__ = ["Runtime"]
+
+log = logging.getLogger("agent_bridge.runtime")
+
+WIRE_VERSION: Final = 1
+PROBE_TIMEOUT: Final = 15.0
+
+
+class Runtime:
+    """Sessions, runs and interactions; use as ``async with Runtime(...) as rt``.
+
+    ``history`` is where they are recorded (default: memory only); the runtime starts it
+    on entry and, after closing every session, closes it on exit.
+    """
+
+    def __init__(
+        self,
+        registry: ProviderRegistry,
+        *,
+        ids: IdFactory | None = None,
+        clock: Clock | None = None,
+        interrupt_grace: float = 5.0,
+        dispose_timeout: float = 10.0,
+        history: History | None = None,
+    ) -> None:
+        self.registry = registry
+        self.history: History = history if history is not None else MemoryHistory()
+        self.services = Services(
+            self.history,
+            ids=ids or IdFactory(),
+            clock=clock or Clock(),
+            interrupt_grace=interrupt_grace,
+            dispose_timeout=dispose_timeout,
+        )
+        self.sessions: dict[str, Session] = {}
+        self.runs: dict[str, Run] = {}
+        self._receipts = Receipts(self.history)
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._tg_cm: Any = None
+
+    @property
+    def interactions(self) -> dict[str, Any]:
+        """Every interaction by id (open, or the settled record of an ended run's)."""
+        return self.services.interactions
+
+    async def __aenter__(self) -> Runtime:
+        await self.history.start(self._committed)
+        self._tg_cm = anyio.create_task_group()
+        self._tg = await self._tg_cm.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> bool | None:
+        try:
+            try:
+                await self.shutdown()
+            finally:
+                assert self._tg is not None
+                self._tg.cancel_scope.cancel()
+                result: bool | None = await self._tg_cm.__aexit__(*exc)
+        finally:
+            await self.history.aclose()
+        return result
+
+    def _committed(self) -> None:
+        """After each commit: release what is now durable, and keep the recovery records
+        of running sessions up to date (an adapter's record may change in the middle of a
+        run, e.g. once the provider has named its conversation), so the record a crash
+        leaves is never older than the events committed before it."""
+        services = self.services
+        services.delivery.release()
+        for session in list(services.running):
+            session.save_recovery()
+
+    async def flush(self) -> None:
+        """Wait until everything recorded so far is durable."""
+        await self.services.flush()
+
+    # ------------------------------------------------------------------ clients
+
+    def detach(self, subscriber: Subscriber) -> None:
+        """Stop sending anything to ``subscriber`` (its connection ended); its sessions
+        go on."""
+        for session in self.sessions.values():
+            session.stream.unsubscribe(subscriber)
+
+    # ------------------------------------------------------------------ providers
+
+    async def describe_providers(self, probe: bool = False) -> list[ProviderDescriptor]:
+        """Every provider's descriptor, with its availability when ``probe`` (each probe
+        bounded; a probe that fails leaves the availability unknown)."""
+        out: list[ProviderDescriptor] = []
+        for provider in self.registry.all():
+            descriptor = provider.describe()
+            if probe:
+                try:
+                    with anyio.fail_after(PROBE_TIMEOUT):
+                        availability = await provider.probe()
+                except Exception:
+                    log.exception("probe of %s failed", provider.id)
+                    availability = None
+                descriptor = msgspec.structs.replace(descriptor, availability=availability)
+            out.append(descriptor)
+        return out
+
+    # ------------------------------------------------------------------ the directory
+
+    async def _stored(self, session_id: str) -> SessionRecord:
+        """The stored record of a session; raises ``session_not_found`` or
+        ``history_unavailable``."""
+        record = await guard(self.history.load_session(session_id))
+        if record is None:
+            raise BridgeError("session_not_found")
+        return record
+
+    async def _open_here(self, session_id: str) -> Session:
+        """Return the session if it is open in this process (or was, and is closed);
+        otherwise raise ``session_closed`` / ``session_in_use`` for a stored session and
+        ``session_not_found`` for an unknown one."""
+        session = self.sessions.get(session_id)
+        if session is not None:
+            return session
+        record = await self._stored(session_id)
+        raise BridgeError("session_closed" if record.state == "closed" else "session_in_use")
+
+    def _run(self, run_id: str) -> Run:
+        run = self.runs.get(run_id)
+        if run is None:
+            raise BridgeError("run_not_found")
+        return run
+
+    def _new_session(
+        self,
+        session_id: str,
+        provider: AgentProvider,
+        descriptor: ProviderDescriptor,
+        workspace: str | None,
+        title: str | None,
+        options: dict[str, Any],
+        created_at: str,
+        last_sequence: int = 0,
+    ) -> Session:
+        return Session(
+            session_id,
+            provider,
+            descriptor,
+            workspace,
+            title,
+            options,
+            created_at,
+            self.services,
+            last_sequence,
+        )
+
+    async def _start(self, session: Session, start: ProviderStart) -> None:
+        assert self._tg is not None, "runtime not started"
+        await session.start_provider(start, self._tg)
+
+    # ------------------------------------------------------------------ sessions
+
+    async def _open_session(
+        self,
+        provider_id: str,
+        workspace: str | None,
+        options: dict[str, Any],
+        title: str | None,
+        start: ProviderStart,
+        subscriber: Subscriber | None,
+    ) -> SessionInfo:
+        provider = self.registry.get(provider_id)
+        descriptor = provider.describe()
+        resolved = resolve_options(descriptor.options, options, "session")
+        real_workspace = resolve_workspace(workspace)
+        session = self._new_session(
+            self.services.ids.new("ses"),
+            provider,
+            descriptor,
+            real_workspace,
+            title,
+            resolved,
+            self.services.clock.now_iso(),
+        )
+        await self._start(session, start)
+        self.sessions[session.id] = session
+        if subscriber is not None:
+            session.stream.subscribe(subscriber)
+        self.history.add_session(
+            SessionRecord(
+                session_id=session.id,
+                provider_id=provider.id,
+                provider_version=descriptor.version,
+                workspace=real_workspace,
+                title=title,
+                created_at=session.created_at,
+                updated_at=session.updated_at,
+                options=resolved,
+            )
+        )
+        session.save_recovery()
+        await self.flush()
+        return session.info()
+
+    async def create_session(
+        self,
+        provider_id: str,
+        *,
+        workspace: str | None = None,
+        options: dict[str, Any] | None = None,
+        title: str | None = None,
+        subscriber: Subscriber | None = None,
+    ) -> SessionInfo:
+        """Create a session, with ``subscriber`` attached to it.  Raises
+        ``provider_not_found``, ``invalid_option``, ``workspace_invalid`` or the
+        provider's classified failure."""
+        return await self._open_session(
+            provider_id,
+            workspace,
+            options or {},
+            title,
+            lambda provider, ctx: provider.create_session(ctx),
+            subscriber,
+        )
+
+    async def resume_session(
+        self,
+        record: RecoveryRecord,
+        *,
+        workspace: str | None = None,
+        options: dict[str, Any] | None = None,
+        title: str | None = None,
+        subscriber: Subscriber | None = None,
+    ) -> SessionInfo:
+        """Create a session that continues the provider session in ``record``.  Raises
+        ``unsupported``, ``recovery_invalid`` and what :meth:`create_session` raises."""
+        descriptor = self.registry.get(record.provider_id).describe()
+        if not descriptor.capabilities.recovery.resume:
+            raise BridgeError("unsupported")
+        if record.wire_version != WIRE_VERSION or record.opaque is None:
+            raise BridgeError("recovery_invalid")
+        return await self._open_session(
+            record.provider_id,
+            workspace,
+            options or {},
+            title,
+            lambda p, ctx: p.resume_session(ctx, record.opaque),
+            subscriber,
+        )
+
+    async def reopen_session(
+        self,
+        session_id: str,
+        *,
+        after: int | None = None,
+        workspace: str | None = None,
+        options: dict[str, Any] | None = None,
+        title: str | None = None,
+        subscriber: Subscriber | None = None,
+    ) -> SessionInfo:
+        """Reopen a stored session by id (``session/resume {sessionId}``), in this or a
+        later bridge process: same id, its sequence continues after ``session.resumed``.
+        A session already open here is returned as it is.  With ``after``, its events
+        after that sequence are replayed to ``subscriber`` first (as :meth:`attach`).
+
+        Raises ``session_not_found``, ``session_in_use`` (open in another live bridge),
+        ``unsupported`` (the provider cannot resume), ``recovery_invalid``,
+        ``workspace_invalid``, ``invalid_option`` or the provider's classified failure.
+        """
+        live = self.sessions.get(session_id)
+        if live is not None and live.state == "closing":
+            await live.closed.wait()
+        if live is not None and live.state == "active":
+            if subscriber is not None:
+                if after is not None:
+                    await self.attach(session_id, subscriber, after)
+                else:
+                    live.stream.subscribe(subscriber)
+            return live.info()
+        await self.flush()
+        status, record = await guard(self.history.claim(session_id))
+        if status == "not_found" or record is None:
+            raise BridgeError("session_not_found" if status != "in_use" else "session_in_use")
+        try:
+            session = self._reopened(record, workspace, options, title)
+            opaque = record.recovery
+
+            def start(provider: AgentProvider, ctx: SessionContext) -> Awaitable[ProviderSession]:
+                if opaque is None:
+                    return provider.create_session(ctx)
+                return provider.resume_session(ctx, opaque)
+
+            await self._start(session, start)
+        except BaseException:
+            self.history.update_session(session_id, state="closed")
+            raise
+        self.sessions[session_id] = session
+        subscription: Subscription | None = None
+        if subscriber is not None:
+            subscription = session.stream.subscribe(subscriber)
+            if after is not None:
+                # held from here, so session.resumed reaches it once, in the replay
+                subscription.begin_replay(after)
+        session.updated_at = self.services.clock.now_iso()
+        self.history.update_session(
+            session_id,
+            state="active",
+            updated_at=session.updated_at,
+            title=session.title,
+            workspace=session.workspace,
+            options=session.options,
+        )
+        session.stream.publish(None, SessionResumed())
+        session.save_recovery()
+        if subscription is not None and after is not None:
+            await self._replay_open(session, subscription, after)
+        else:
+            await self.flush()
+        return session.info()
+
+    def _reopened(
+        self,
+        record: SessionRecord,
+        workspace: str | None,
+        options: dict[str, Any] | None,
+        title: str | None,
+    ) -> Session:
+        """A :class:`Session` continuing ``record``, with the overrides applied."""
+        provider = self.registry.get(record.provider_id)
+        descriptor = provider.describe()
+        if not descriptor.capabilities.recovery.resume:
+            raise BridgeError("unsupported")
+        resolved = (
+            resolve_options(descriptor.options, options, "session") if options else record.options
+        )
+        return self._new_session(
+            record.session_id,
+            provider,
+            descriptor,
+            resolve_workspace(workspace if workspace is not None else record.workspace),
+            title if title is not None else record.title,
+            resolved,
+            record.created_at,
+            record.last_sequence,
+        )
+
+    async def attach(
+        self, session_id: str, subscriber: Subscriber, after: int = 0
+    ) -> SessionAttachResult:
+        """Send the session's events after sequence ``after`` to ``subscriber``, in
+        order, then let its live events follow (no gap, no duplicate), and offer it the
+        pending interactions again.  Works for stored sessions not open here too
+        (history only).  Raises ``session_not_found`` or ``history_unavailable``."""
+        session = self.sessions.get(session_id)
+        if session is None or session.state == "closed":
+            info = record_info(await self._stored(session_id))
+            replayed = await replay(
+                self.history,
+                session_id,
+                after,
+                info.last_sequence,
+                Subscription(subscriber, after),
+            )
+            return SessionAttachResult(info, replayed, info.last_sequence)
+        subscription = session.stream.subscribe(subscriber)
+        subscription.begin_replay(after)
+        return await self._replay_open(session, subscription, after)
+
+    async def _replay_open(
+        self, session: Session, subscription: Subscription, after: int
+    ) -> SessionAttachResult:
+        """Replay what is committed of an open session to a subscription that is holding
+        its live events, then release them."""
+        try:
+            await self.flush()
+            last = session.stream.committed_sequence()
+            replayed = await replay(self.history, session.id, after, last, subscription)
+        finally:
+            if subscription.end_replay():
+                await subscription.subscriber.drained()
+        session.reoffer(subscription.subscriber)
+        return SessionAttachResult(session.info(), replayed, last)
+
+    async def export_session(self, session_id: str) -> RecoveryRecord:
+        """Return the recovery record of a session, open here or stored.  Raises
+        ``session_not_found``, ``unsupported`` when the provider cannot resume, and
+        ``recovery_invalid`` when there is no record."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            stored = await self._stored(session_id)
+            descriptor = self.registry.get(stored.provider_id).describe()
+            if not descriptor.capabilities.recovery.resume:
+                raise BridgeError("unsupported")
+            if stored.recovery is None:
+                raise BridgeError("recovery_invalid")
+            return RecoveryRecord(
+                stored.provider_id, stored.provider_version, WIRE_VERSION, stored.recovery
+            )
+        if not session.descriptor.capabilities.recovery.resume:
+            raise BridgeError("unsupported")
+        opaque = session.export_opaque()
+        if opaque is None:
+            raise BridgeError("recovery_invalid")
+        return RecoveryRecord(session.provider.id, session.descriptor.version, WIRE_VERSION, opaque)
+
+    async def list_sessions(
+        self,
+        provider: str | None = None,
+        limit: int = 100,
+        *,
+        workspace: str | None = None,
+        cursor: str | None = None,
+    ) -> tuple[list[SessionInfo], str | None]:
+        """Return sessions newest first (those of ``provider`` in ``workspace`` only, when
+        given) from history, and the cursor of the next page."""
+        if workspace is not None:
+            # a workspace that does not exist (any more) is matched as given
+            with contextlib.suppress(BridgeError):
+                workspace = resolve_workspace(workspace)
+        records, next_cursor = await guard(
+            self.history.list_sessions(provider, workspace, cursor, limit)
+        )
+        out = [
+            self.sessions[r.session_id].info() if r.session_id in self.sessions else record_info(r)
+            for r in records
+        ]
+        return out, next_cursor
+
+    async def close_session(self, session_id: str, reason: str = "closed") -> SessionInfo:
+        """Interrupt the active run, dispose the provider session, publish
+        ``session.closed``.  Closing a closed session returns it unchanged; a session
+        open in another bridge process is ``session_in_use``."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            record = await self._stored(session_id)
+            if record.state != "closed":
+                raise BridgeError("session_in_use")
+            return record_info(record)
+        await session.close(reason)
+        return session.info()
+
+    async def delete_session(self, session_id: str) -> SessionDeleteResult:
+        """Close the session if it is open here, then delete its history, receipts and
+        recovery record.  Raises ``session_not_found``, ``session_in_use`` (open in
+        another live bridge) or ``history_unavailable``."""
+        session = self.sessions.get(session_id)
+        if session is not None and session.state != "closed":
+            await self.close_session(session_id)
+        status = await guard(self.history.delete(session_id))
+        if status == "in_use":
+            raise BridgeError("session_in_use")
+        if status == "not_found" and session is None:
+            raise BridgeError("session_not_found")
+        if session is not None:
+            self.services.delivery.forget(session.stream)
+        self.sessions.pop(session_id, None)
+        for run_id in [r for r, run in self.runs.items() if run.session.id == session_id]:
+            del self.runs[run_id]
+        self._receipts.forget_session(session_id)
+        return SessionDeleteResult(session_id, deleted=True)
+
+    async def shutdown(self) -> None:
+        """Close every active session (concurrently, bounded)."""
+        active = [s for s in self.sessions.values() if s.state == "active"]
+        if not active:
+            return
+        services = self.services
+        with (
+            anyio.CancelScope(shield=True),
+            anyio.move_on_after(services.interrupt_grace + services.dispose_timeout + 5),
+        ):
+            async with anyio.create_task_group() as tg:
+                for session in active:
+                    tg.start_soon(self.close_session, session.id, "shutdown")
+
+    # ------------------------------------------------------------------ runs
+
+    async def start_run(self, params: RunStartParams) -> RunStartResult:
+        """Start a run and return at once with its id (once the start is durable);
+        events follow.
+
+        Raises ``session_not_found``, ``session_closed``, ``session_in_use``,
+        ``run_active``, ``invalid_option``, ``command_conflict``.  A provider that fails to
+        start the run produces a ``run.failed`` event, not an error reply.  The same
+        ``commandId`` with the same payload returns the first receipt (``duplicate``),
+        also after a restart of the bridge.
+        """
+        result = await self._start_run(params)
+        await self.flush()
+        return result
+
+    async def _start_run(self, params: RunStartParams) -> RunStartResult:
+        receipts = self._receipts
+        command_id = params.command_id
+        key = b""
+        if command_id is not None:
+            key = receipts.key(params.session_id, params.input, params.options)
+            first = await receipts.find(command_id, key)
+            if first is not None:
+                return RunStartResult(first.run_id, first.session_id, duplicate=True)
+        session = await self._open_here(params.session_id)
+        if session.state != "active":
+            raise BridgeError("session_closed")
+        limit = session.descriptor.capabilities.run.max_concurrent_runs
+        if len(session.active_runs) >= limit:
+            raise BridgeError("run_active")
+        options = resolve_options(session.descriptor.options, params.options, "run")
+        run_id = self.services.ids.new("run")
+        result = RunStartResult(run_id, session.id)
+        if command_id is not None:
+            # reserved now, so a retry racing this start is answered as a duplicate
+            receipts.reserve(command_id, key, result)
+        if session.provider_session is None:
+            try:
+                await session.revive()
+            except BaseException:
+                if command_id is not None:
+                    receipts.release(command_id)
+                raise
+        run = Run(run_id, session, params.input)
+        self.runs[run.id] = run
+        session.add_run(run)
+        if command_id is not None:
+            receipts.save(command_id, session.id, key, result, self.services.clock.now_iso())
+        await run.start(options)
+        return result
+
+    def interrupt_run(self, run_id: str, reason: str = "user") -> RunInterruptResult:
+        """Accept an interrupt; the terminal event follows (see :meth:`Run.interrupt`).
+        Raises ``run_not_found``, ``run_not_active`` or ``unsupported``."""
+        return self._run(run_id).interrupt(reason)
+
+    async def steer_run(self, run_id: str, input: RunInput) -> None:
+        """Give an active run more input (see :meth:`Run.steer`)."""
+        await self._run(run_id).steer(input)
+
+    # ------------------------------------------------------------------ interactions
+
+    def respond(self, interaction_id: str, answer: Any) -> Literal["applied", "duplicate"]:
+        """Settle an interaction with a client's answer (``interaction/respond``); the
+        settlement is durable once :meth:`flush` returns.  Raises
+        ``interaction_not_found``, ``invalid_answer`` or ``interaction_already_settled``."""
+        interaction = self.services.interactions.get(interaction_id)
+        if interaction is None:
+            raise BridgeError("interaction_not_found")
+        return interaction.respond(answer)
+
+    async def read_events(self, params: EventsReadParams) -> msgspec.Raw:
+        """Return a page of a session's events as an encoded ``EventsReadResult``.
+
+        Raises ``session_not_found``, ``invalid_params`` (a settled raw view) and
+        ``history_unavailable`` (the journal cannot be read now).
+        """
+        check_page(params)
+        session = self.sessions.get(params.session_id)
+        if session is not None and session.state != "closed":
+            await self.flush()
+            last = session.stream.committed_sequence()
+        else:  # closed here (and committed), or not open in this process
+            last = (await self._stored(params.session_id)).last_sequence
+        return await read_page(self.history, params, last)

@@ -1,0 +1,281 @@
+"""A session open in this process: its provider session, event stream, runs and lifetime.
+
+:class:`Session` owns its state (through :data:`~agent_bridge.states.SESSION_TRANSITIONS`),
+its task group (the adapter's background tasks live there and end after ``dispose``), its
+recovery record (saved whenever it changes, so a crash never leaves one older than the
+events committed before it), and close: interrupt the active runs, dispose the provider
+session (bounded, shielded), publish ``session.closed``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+import msgspec
+
+from agent_bridge.errors import BridgeError
+from agent_bridge.journal import SessionRecord
+from agent_bridge.runtime.boundary import provider_call, quietly
+from agent_bridge.runtime.interactions import Interaction
+from agent_bridge.runtime.runs import Run
+from agent_bridge.runtime.services import Services
+from agent_bridge.runtime.stream import EventStream, Subscriber
+from agent_bridge.spi import AgentProvider, ProviderSession, RunOutcome, SessionContext
+from agent_bridge.states import SESSION_TRANSITIONS, SessionState, transition
+from agent_bridge.wire.events import SessionClosed
+from agent_bridge.wire.methods import SessionInfo
+from agent_bridge.wire.providers import ProviderDescriptor
+
+__all__ = ["ProviderStart", "Session", "record_info"]
+
+log = logging.getLogger("agent_bridge.runtime")
+
+_encode = msgspec.json.encode
+
+#: how a session gets its provider session: create or resume
+ProviderStart = Callable[[AgentProvider, SessionContext], Awaitable[ProviderSession]]
+
+
+def record_info(record: SessionRecord) -> SessionInfo:
+    """The wire view of a stored session that is not open in this process."""
+    return SessionInfo(
+        session_id=record.session_id,
+        provider_id=record.provider_id,
+        state=record.state,
+        created_at=record.created_at,
+        workspace=record.workspace,
+        title=record.title,
+        last_sequence=record.last_sequence,
+        updated_at=record.updated_at,
+    )
+
+
+class Session:
+    """See the module docstring."""
+
+    __slots__ = (
+        "active_runs",
+        "closed",
+        "created_at",
+        "descriptor",
+        "finished",
+        "id",
+        "options",
+        "provider",
+        "provider_session",
+        "recovery_opaque",
+        "saved_recovery",
+        "services",
+        "state",
+        "stream",
+        "tg",
+        "title",
+        "updated_at",
+        "workspace",
+    )
+
+    def __init__(
+        self,
+        session_id: str,
+        provider: AgentProvider,
+        descriptor: ProviderDescriptor,
+        workspace: str | None,
+        title: str | None,
+        options: dict[str, Any],
+        created_at: str,
+        services: Services,
+        last_sequence: int = 0,
+    ) -> None:
+        self.id = session_id
+        self.provider = provider
+        self.descriptor = descriptor
+        self.workspace = workspace
+        self.title = title
+        self.options = options
+        self.created_at = created_at
+        self.updated_at = created_at
+        self.services = services
+        self.state: SessionState = "active"
+        self.provider_session: ProviderSession | None = None
+        self.recovery_opaque: Any = None
+        self.saved_recovery = b""
+        self.stream = EventStream(
+            session_id, services.history, services.delivery, services.clock, last_sequence
+        )
+        self.active_runs: dict[str, Run] = {}
+        self.tg: anyio.abc.TaskGroup | None = None
+        self.closed = anyio.Event()
+        self.finished = anyio.Event()
+
+    def info(self) -> SessionInfo:
+        """Return the wire view of this session."""
+        return SessionInfo(
+            session_id=self.id,
+            provider_id=self.provider.id,
+            state=self.state,
+            created_at=self.created_at,
+            workspace=self.workspace,
+            title=self.title,
+            active_run_id=next(iter(self.active_runs), None),
+            last_sequence=self.stream.last_sequence,
+            updated_at=self.updated_at,
+        )
+
+    def touch(self) -> None:
+        """Record that the session changed now."""
+        self.updated_at = self.services.clock.now_iso()
+        self.services.history.update_session(self.id, updated_at=self.updated_at)
+
+    # ------------------------------------------------------------------ provider session
+
+    async def start_provider(self, start: ProviderStart, runtime_tg: anyio.abc.TaskGroup) -> None:
+        """Give the session its task group (inside ``runtime_tg``) and its provider
+        session.  On failure the session is closed and the provider's classified error
+        (or ``provider_failed``) raised."""
+        await runtime_tg.start(self._host)
+        assert self.tg is not None
+        ctx = SessionContext(self.id, self.workspace, self.options, self.tg)
+        try:
+            what = f"provider {self.provider.id}: starting a session"
+            with provider_call(what, "provider_failed"):
+                self.provider_session = await start(self.provider, ctx)
+        except BaseException:
+            self.state = "closed"
+            self.closed.set()
+            raise
+
+    async def _host(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                self.tg = tg
+                task_status.started()
+                await self.closed.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            self.finished.set()
+
+    async def revive(self) -> None:
+        """Resume a provider session that was stopped by a forced interrupt.  Raises
+        ``session_closed`` when it cannot be resumed, or the provider's failure."""
+        if self.recovery_opaque is None or not self.descriptor.capabilities.recovery.resume:
+            raise BridgeError("session_closed")
+        assert self.tg is not None
+        ctx = SessionContext(self.id, self.workspace, self.options, self.tg)
+        with provider_call(f"provider {self.provider.id}: resuming a session", "provider_failed"):
+            self.provider_session = await self.provider.resume_session(ctx, self.recovery_opaque)
+
+    def export_opaque(self) -> Any:
+        """The provider's current recovery record (``None`` when it has none)."""
+        if self.provider_session is None:
+            return self.recovery_opaque
+        with quietly(f"session {self.id}: export_recovery_record"):
+            return self.provider_session.export_recovery_record()
+        return None
+
+    def save_recovery(self, opaque: Any = None) -> None:
+        """Record the session's latest recovery record (``opaque``, or exported now) if it
+        changed."""
+        if not self.descriptor.capabilities.recovery.resume:
+            return
+        if opaque is None:
+            opaque = self.export_opaque()
+        if opaque is None:
+            return
+        try:
+            data = _encode(opaque)
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            log.warning("session %s: the recovery record is not JSON; not saved", self.id)
+            return
+        if data != self.saved_recovery:
+            self.saved_recovery = data
+            self.services.history.update_session(self.id, recovery=data)
+
+    async def dispose_provider(self) -> None:
+        """Save the recovery record, then dispose the provider session (bounded, shielded
+        from cancellation, never raising)."""
+        provider_session, self.provider_session = self.provider_session, None
+        if provider_session is None:
+            return
+        with quietly(f"session {self.id}: export_recovery_record"):
+            self.recovery_opaque = provider_session.export_recovery_record()
+            self.save_recovery(self.recovery_opaque)
+        with (
+            anyio.CancelScope(shield=True),
+            anyio.move_on_after(self.services.dispose_timeout),
+            quietly(f"session {self.id}: dispose"),
+        ):
+            await provider_session.dispose()
+
+    # ------------------------------------------------------------------ runs
+
+    def run_ended(self, run: Run) -> None:
+        """Forget ``run`` as active (called by the run at its terminal event)."""
+        self.active_runs.pop(run.id, None)
+        if not self.active_runs:
+            self.services.running.pop(self, None)
+
+    def add_run(self, run: Run) -> None:
+        """Make ``run`` active."""
+        self.active_runs[run.id] = run
+        self.services.running[self] = None
+
+    # ------------------------------------------------------------------ interactions
+
+    def offer(self, interaction: Interaction) -> bool:
+        """Offer ``interaction`` to every subscriber that can answer its kind, each once
+        its ``interaction.requested`` event is released (a host never gets the request
+        ahead of the events that led to it); return whether any could."""
+        assert self.tg is not None
+        offered = False
+        for subscription in self.stream.subscriptions.values():
+            subscriber = subscription.subscriber
+            if subscriber.can_answer(interaction.kind):
+                self.tg.start_soon(self._ask, subscriber, interaction)
+                offered = True
+        return offered
+
+    async def _ask(self, subscriber: Subscriber, interaction: Interaction) -> None:
+        await self.services.flush()
+        if interaction.pending:
+            await subscriber.ask(interaction)
+
+    def reoffer(self, subscriber: Subscriber) -> None:
+        """Offer every pending interaction again to ``subscriber`` (it re-attached)."""
+        assert self.tg is not None
+        for run in self.active_runs.values():
+            for interaction in run.pending.values():
+                if subscriber.can_answer(interaction.kind):
+                    self.tg.start_soon(subscriber.ask, interaction)
+
+    # ------------------------------------------------------------------ close
+
+    async def close(self, reason: str) -> None:
+        """Interrupt the active runs, dispose the provider session, publish
+        ``session.closed`` and end the session's task group.  A session already closing
+        is waited for."""
+        if self.state != "active":
+            await self.closed.wait()
+            return
+        self.state = transition(SESSION_TRANSITIONS, "session", self.state, "closing")
+        services = self.services
+        with anyio.CancelScope(shield=True):
+            for run in list(self.active_runs.values()):
+                if not run.terminal and run.state != "interrupting":
+                    run.begin_interrupt(reason)
+            with anyio.move_on_after(services.interrupt_grace + 1):
+                for run in list(self.active_runs.values()):
+                    await run.done.wait()
+            for run in list(self.active_runs.values()):
+                run.finish(RunOutcome.interrupted(), forced=True)
+            await self.dispose_provider()
+            self.stream.publish(None, SessionClosed(reason=reason))
+            self.updated_at = services.clock.now_iso()
+            services.history.update_session(self.id, state="closed", updated_at=self.updated_at)
+            self.state = transition(SESSION_TRANSITIONS, "session", self.state, "closed")
+            self.closed.set()
+            await self.finished.wait()
+            await services.flush()

@@ -1,0 +1,254 @@
+"""A session's event stream: stamping, the gapless sequence, and delivery to subscribers.
+
+Each open session has one :class:`EventStream`.  :meth:`EventStream.publish` turns a
+payload into an encoded :class:`~agent_bridge.wire.events.EventEnvelope` (id, sequence and
+time stamped in one step, see :mod:`agent_bridge.envelope`), records it in the history and
+hands it to the :class:`~agent_bridge.runtime.delivery.Delivery`, which releases it to the
+stream's subscribers once it is durable.
+
+A :class:`Subscriber` is one attached client of the runtime (a host connection of a
+front-end); the runtime does not know the wire protocol or how many there are.  Each
+subscriber has its own :class:`Subscription` per stream, with its own cursor (the newest
+sequence it was given) and its own backpressure; while a subscription replays history
+(``session/attach``) its live events are buffered and then sent without gap or duplicate.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+import msgspec
+
+from agent_bridge.envelope import EnvelopeFormat
+from agent_bridge.journal import TYPE_CODES, History, encode_raw
+from agent_bridge.wire.events import EventPayload
+
+if TYPE_CHECKING:
+    from agent_bridge.ids import Clock
+    from agent_bridge.runtime.delivery import Delivery
+    from agent_bridge.runtime.interactions import Interaction
+
+__all__ = ["EventStream", "Subscriber", "Subscription"]
+
+log = logging.getLogger("agent_bridge.runtime")
+
+_encode = msgspec.json.encode
+_TYPE_CODES: Final = TYPE_CODES
+
+
+class Subscriber(Protocol):
+    """One client attached to the runtime (a front-end's host connection)."""
+
+    def publish(self, envelope: bytes) -> bool:
+        """Send one encoded :class:`EventEnvelope` (never blocks); return whether the
+        client is now congested (producers should await :meth:`drained`)."""
+        ...
+
+    def publish_many(self, envelopes: list[bytes]) -> bool:
+        """Send several envelopes in order; return whether the client is congested."""
+        ...
+
+    @property
+    def congested(self) -> bool:
+        """Whether the client is behind and producers should wait for :meth:`drained`."""
+        ...
+
+    async def drained(self) -> None:
+        """Wait until the client has caught up."""
+        ...
+
+    def can_answer(self, kind: str) -> bool:
+        """Whether the client declared it can answer interactions of ``kind``."""
+        ...
+
+    async def ask(self, interaction: Interaction) -> None:
+        """Deliver ``interaction`` to the client and apply its answer (runs in a task)."""
+        ...
+
+
+class Subscription:
+    """One subscriber's view of one stream: its cursor, and its buffer while replaying."""
+
+    __slots__ = ("buffer", "cursor", "subscriber")
+
+    def __init__(self, subscriber: Subscriber, cursor: int) -> None:
+        self.subscriber = subscriber
+        #: the newest sequence this subscriber was given
+        self.cursor = cursor
+        #: while replaying: live stretches ``(first sequence, envelopes)`` held back
+        self.buffer: list[tuple[int, list[bytes]]] | None = None
+
+    @property
+    def replaying(self) -> bool:
+        """Whether history is being replayed to this subscriber (live events wait)."""
+        return self.buffer is not None
+
+    def send(self, first: int, bodies: list[bytes]) -> bool:
+        """Give the subscriber the consecutive envelopes ``bodies`` (the first at sequence
+        ``first``), skipping any it already has; return whether it is congested."""
+        if self.buffer is not None:
+            self.buffer.append((first, bodies))
+            return False
+        skip = self.cursor + 1 - first
+        if skip > 0:
+            bodies = bodies[skip:]
+            if not bodies:
+                return False
+            first += skip
+        self.cursor = first + len(bodies) - 1
+        if len(bodies) == 1:
+            return self.subscriber.publish(bodies[0])
+        return self.subscriber.publish_many(bodies)
+
+    def begin_replay(self, after: int) -> None:
+        """Hold live events from now on; the replay continues after sequence ``after``."""
+        self.buffer = []
+        self.cursor = after
+
+    def end_replay(self) -> bool:
+        """Send what was held during the replay (past the cursor) and go live again;
+        return whether the subscriber is congested."""
+        held, self.buffer = self.buffer or [], None
+        congested = False
+        for first, bodies in held:
+            congested = self.send(first, bodies) or congested
+        return congested
+
+
+class EventStream:
+    """The events of one session (see the module docstring)."""
+
+    __slots__ = (
+        "_fmt",
+        "_history",
+        "_run_id",
+        "_run_id_bytes",
+        "behind",
+        "clock",
+        "delivery",
+        "held",
+        "last_sequence",
+        "raw_id",
+        "raw_object",
+        "session_id",
+        "subscriptions",
+    )
+
+    def __init__(
+        self,
+        session_id: str,
+        history: History,
+        delivery: Delivery,
+        clock: Clock,
+        last_sequence: int = 0,
+    ) -> None:
+        self.session_id = session_id
+        self._history = history
+        self.delivery = delivery
+        self.clock = clock
+        self._fmt = EnvelopeFormat(session_id)
+        self.last_sequence = last_sequence
+        self._run_id: str | None = None
+        self._run_id_bytes = b""
+        #: envelopes waiting for their commit: ``(history event index, body)``, in order
+        self.held: collections.deque[tuple[int, bytes]] | None = None
+        #: whether a subscriber said it was congested when last given events
+        self.behind = False
+        #: the raw record of the latest emit that had one, and its id
+        self.raw_object: Any = None
+        self.raw_id = 0
+        self.subscriptions: dict[Subscriber, Subscription] = {}
+
+    # ------------------------------------------------------------------ publishing
+
+    def publish(self, run_id: str | None, payload: EventPayload, raw: Any = None) -> bool:
+        """Stamp ``payload`` with id, sequence and time, record it (with the raw record it
+        came from, if any) and release it to the subscribers once it is durable; return
+        whether producers should wait (:meth:`drained`)."""
+        sequence = self.last_sequence + 1
+        self.last_sequence = sequence
+        fmt = self._fmt
+        if run_id is None:
+            body = fmt.sessionwide % (
+                sequence,
+                sequence,
+                self.clock.now_iso_bytes(),
+                _encode(payload),
+            )
+        else:
+            if run_id is not self._run_id:  # one encode per run, not per event
+                self._run_id = run_id
+                self._run_id_bytes = run_id.encode()
+            body = fmt.run % (
+                sequence,
+                self._run_id_bytes,
+                sequence,
+                self.clock.now_iso_bytes(),
+                _encode(payload),
+            )
+        if raw is None:
+            raw_id = 0
+        elif raw is self.raw_object:
+            raw_id = self.raw_id
+        else:
+            raw_id = self._raw_id(raw, sequence)
+        history = self._history
+        history.append(self.session_id, sequence, _TYPE_CODES[type(payload)], body, raw_id)
+        if history.durable or self.held is not None:
+            return self.delivery.hold(self, body)
+        # not journaled and nothing waiting: straight to the subscribers
+        congested = False
+        for subscription in self.subscriptions.values():
+            congested = subscription.send(sequence, [body]) or congested
+        self.behind = congested
+        return congested
+
+    def _raw_id(self, raw: Any, sequence: int) -> int:
+        """Record ``raw``, a raw record not seen in the previous emit, as the one the event
+        at ``sequence`` was projected from; return its id (0 if it cannot be encoded)."""
+        record = encode_raw(raw)
+        if record is None:
+            log.warning("session %s: an unencodable raw record was dropped", self.session_id)
+            return 0
+        self.raw_object = raw
+        self.raw_id = sequence
+        self._history.add_raw(self.session_id, sequence, record)
+        return sequence
+
+    def release(self, first: int, bodies: list[bytes]) -> None:
+        """Give every subscriber the newly durable envelopes ``bodies`` (the first at
+        sequence ``first``); called by the delivery."""
+        congested = False
+        for subscription in self.subscriptions.values():
+            congested = subscription.send(first, bodies) or congested
+        self.behind = congested
+
+    async def drained(self) -> None:
+        """Wait until the journal and every congested subscriber have caught up."""
+        await self.delivery.drained()
+        if self.behind:
+            for subscription in list(self.subscriptions.values()):
+                subscriber = subscription.subscriber
+                if subscriber.congested:
+                    await subscriber.drained()
+            self.behind = False
+
+    # ------------------------------------------------------------------ subscribers
+
+    def subscribe(self, subscriber: Subscriber) -> Subscription:
+        """Return the subscriber's subscription, new ones starting at the newest event."""
+        subscription = self.subscriptions.get(subscriber)
+        if subscription is None:
+            subscription = Subscription(subscriber, self.last_sequence)
+            self.subscriptions[subscriber] = subscription
+        return subscription
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        """Stop sending to ``subscriber`` (it detached)."""
+        self.subscriptions.pop(subscriber, None)
+
+    def committed_sequence(self) -> int:
+        """The newest sequence that is durable."""
+        return self.delivery.committed_sequence(self)
