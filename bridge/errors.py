@@ -1,24 +1,42 @@
 """The bridge's exception tree: one root, translated to the wire at the edge.
 
 :class:`BridgeError` carries a code from the closed set in :mod:`bridge.wire.errors`;
-its wire form is a JSON-RPC error (``-32002`` for "not initialized", ``-32001`` for
-"overloaded", ``-32000`` otherwise) whose ``data`` is the :class:`ErrorInfo`.  Adapters
-raise :class:`ProviderFailure` with a code; upstream text goes to the log (redacted), never
-into the message.
+its wire form is a JSON-RPC error whose code comes from :data:`RPC_CODES`
+(``SERVER_NOT_INITIALIZED`` for "not initialized", ``SERVER_OVERLOADED`` for
+"overloaded", ``SERVER_ERROR`` otherwise) and whose ``data`` is the :class:`ErrorInfo`.
+That table is the one mapping from the bridge's codes to JSON-RPC codes; the schema
+generator publishes it from :func:`rpc_code`.  Adapters raise :class:`ProviderFailure`
+with a code; upstream text goes to the log (redacted), never into the message.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
 import msgspec
 
-from agent_bridge.rpc.errors import RpcError
+from agent_bridge.rpc.errors import (
+    SERVER_ERROR,
+    SERVER_NOT_INITIALIZED,
+    SERVER_OVERLOADED,
+    RpcError,
+)
 from agent_bridge.wire.errors import ErrorCode, ErrorInfo
 
-__all__ = ["BridgeError", "ProviderFailure"]
+__all__ = ["RPC_CODES", "BridgeError", "ProviderFailure", "rpc_code"]
 
-_RPC_CODES: Final[dict[str, int]] = {"not_initialized": -32002, "overloaded": -32001}
+#: The JSON-RPC code of each closed-set code that is not sent as ``SERVER_ERROR``.
+RPC_CODES: Final[Mapping[ErrorCode, int]] = {
+    "not_initialized": SERVER_NOT_INITIALIZED,
+    "overloaded": SERVER_OVERLOADED,
+}
+
+
+def rpc_code(code: ErrorCode) -> int:
+    """Return the JSON-RPC error code a :class:`BridgeError` with ``code`` is sent with
+    (from :data:`RPC_CODES`, else ``SERVER_ERROR``); never raises."""
+    return RPC_CODES.get(code, SERVER_ERROR)
 
 
 class BridgeError(RpcError):
@@ -31,9 +49,7 @@ class BridgeError(RpcError):
         details: dict[str, str] | None = None,
     ) -> None:
         self.info = ErrorInfo.of(code, correlation_id, details)
-        super().__init__(
-            _RPC_CODES.get(code, -32000), self.info.message, msgspec.to_builtins(self.info)
-        )
+        super().__init__(rpc_code(code), self.info.message, msgspec.to_builtins(self.info))
 
     @property
     def error_code(self) -> ErrorCode:

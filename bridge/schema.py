@@ -6,8 +6,9 @@
 ``agent-bridge.schema.json``
     One JSON Schema (draft 2020-12) document.  Its ``$defs`` hold every wire Struct (by
     class name), every named alias of the wire modules (``ErrorCode``, ``EventPayload``,
-    ``Answer`` …), the JSON-RPC envelope (``JsonRpcRequest`` … ``JsonRpcErrorResponse``,
-    ``JsonRpcError``, ``BridgeJsonRpcError``, ``JsonRpcErrorCode``), one message type per
+    ``Answer`` …), the JSON-RPC envelope of :mod:`bridge.wire.jsonrpc`
+    (``JsonRpcRequest`` … ``JsonRpcErrorResponse``, ``JsonRpcError``) and the errors the
+    bridge sends (``BridgeJsonRpcError``, ``JsonRpcErrorCode``), one message type per
     method (``SessionCreateRequest``, ``SessionCreateResponse``, ``EventNotification`` …)
     and the unions ``HostToBridgeMessage`` / ``BridgeToHostMessage``.
 
@@ -43,7 +44,7 @@ from typing import Any, Final, Literal, Union, get_origin
 import msgspec
 
 import agent_bridge.wire
-from agent_bridge.errors import BridgeError
+from agent_bridge.errors import rpc_code
 from agent_bridge.rpc.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -51,11 +52,25 @@ from agent_bridge.rpc.errors import (
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     REQUEST_CANCELLED,
+    SERVER_ERROR,
+    SERVER_NOT_INITIALIZED,
+    SERVER_OVERLOADED,
 )
-from agent_bridge.wire.catalog import CATALOG
+from agent_bridge.wire.catalog import CATALOG, MethodInfo
 from agent_bridge.wire.common import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from agent_bridge.wire.errors import ERROR_CODES, ErrorInfo
 from agent_bridge.wire.events import EventEnvelope
+from agent_bridge.wire.jsonrpc import (
+    CancelParams,
+    InternalErrorData,
+    InvalidParamsData,
+    JsonRpcError,
+    JsonRpcErrorResponse,
+    JsonRpcId,
+    JsonRpcNotification,
+    JsonRpcRequest,
+    JsonRpcResponse,
+)
 
 __all__ = ["SCHEMA_FILE", "SCHEMA_ID", "generate", "write_schemas"]
 
@@ -71,71 +86,7 @@ Json = Any
 JsonObject = dict[str, Any]
 
 
-# --------------------------------------------------------------------- JSON-RPC envelope
-#
-# The envelope is part of the contract but not of bridge.wire (the rpc layer encodes it by
-# hand), so it is declared here, as msgspec types like everything else.
-
-JsonRpcId = int | str
-
-
-class JsonRpcRequest(msgspec.Struct, forbid_unknown_fields=True):
-    """A JSON-RPC 2.0 request: answered exactly once by a response with the same `id`."""
-
-    jsonrpc: Literal["2.0"]
-    id: JsonRpcId
-    method: str
-    params: dict[str, Any] | list[Any] | msgspec.UnsetType = msgspec.UNSET
-
-
-class JsonRpcNotification(msgspec.Struct, forbid_unknown_fields=True):
-    """A JSON-RPC 2.0 notification: no `id`, never answered."""
-
-    jsonrpc: Literal["2.0"]
-    method: str
-    params: dict[str, Any] | list[Any] | msgspec.UnsetType = msgspec.UNSET
-
-
-class JsonRpcResponse(msgspec.Struct, forbid_unknown_fields=True):
-    """A successful JSON-RPC 2.0 response; `result` has the requested method's result type."""
-
-    jsonrpc: Literal["2.0"]
-    id: JsonRpcId
-    result: Any
-
-
-class JsonRpcError(msgspec.Struct, forbid_unknown_fields=True):
-    """A JSON-RPC 2.0 error object, as either peer may send it."""
-
-    code: int
-    message: str
-    data: Any = msgspec.UNSET
-
-
-class JsonRpcErrorResponse(msgspec.Struct, forbid_unknown_fields=True):
-    """A JSON-RPC 2.0 error response; `id` is null when the request's id could not be read."""
-
-    jsonrpc: Literal["2.0"]
-    id: JsonRpcId | None
-    error: JsonRpcError
-
-
-class InvalidParamsData(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
-    """`data` of a -32602 error: where in `params` the first problem is."""
-
-    path: str
-
-
-class InternalErrorData(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
-    """`data` of a -32603 error: the id of the bridge's log entry for this failure."""
-
-    correlation_id: str
-
-
-class CancelParams(msgspec.Struct, forbid_unknown_fields=True):
-    """`$/cancelRequest`: the id of a pending request the sender no longer wants answered."""
-
-    id: JsonRpcId
+# --------------------------------------------------------------------- JSON-RPC errors
 
 
 @dataclass(frozen=True)
@@ -146,9 +97,11 @@ class _RpcCode:
     data: Any
 
 
-#: Every JSON-RPC error code the bridge sends.  Codes produced by BridgeError are checked
-#: against this table at generation time, so a new mapping cannot go unpublished.
-_RPC_CODES: Final[dict[int, _RpcCode]] = {
+#: How each JSON-RPC error code the bridge sends is published.  Which closed-set codes
+#: use which JSON-RPC code is not repeated here: it comes from bridge.errors.rpc_code, and
+#: every code it produces is checked against this table at generation time, so a new
+#: mapping cannot go unpublished.
+_RPC_ERRORS: Final[dict[int, _RpcCode]] = {
     PARSE_ERROR: _RpcCode(
         "ParseError",
         "parse error",
@@ -186,19 +139,19 @@ _RPC_CODES: Final[dict[int, _RpcCode]] = {
         "The request was cancelled by `$/cancelRequest` before it completed.",
         None,
     ),
-    -32000: _RpcCode(
+    SERVER_ERROR: _RpcCode(
         "BridgeError",
         "<the error code's message>",
         "A classified bridge error; `data` is an ErrorInfo whose `code` is from the closed set.",
         ErrorInfo,
     ),
-    -32001: _RpcCode(
+    SERVER_OVERLOADED: _RpcCode(
         "Overloaded",
         "too many requests in flight",
         "Too many requests in flight; retry later (`data` is an ErrorInfo, code `overloaded`).",
         ErrorInfo,
     ),
-    -32002: _RpcCode(
+    SERVER_NOT_INITIALIZED: _RpcCode(
         "NotInitialized",
         "the connection is not initialized",
         "A request before `initialize` (`data` is an ErrorInfo, code `not_initialized`).",
@@ -207,24 +160,13 @@ _RPC_CODES: Final[dict[int, _RpcCode]] = {
 }
 
 
-@dataclass(frozen=True)
-class _Method:
-    name: str
-    direction: str
-    kind: str
-    params: Any
-    result: Any
-    since: int
-    stability: str
-    summary: str
-
-
 #: Protocol-level methods served by the rpc layer rather than by a handler; published
-#: unless CATALOG lists them itself.
+#: unless CATALOG lists them itself.  ``$/cancelRequest`` goes both ways, which
+#: ``MethodInfo.direction`` does not spell yet.
 _PROTOCOL_METHODS: Final = (
-    _Method(
+    MethodInfo(
         "$/cancelRequest",
-        "both",
+        "both",  # type: ignore[arg-type]
         "notification",
         CancelParams,
         None,
@@ -239,11 +181,9 @@ _PROTOCOL_METHODS: Final = (
 # --------------------------------------------------------------------- collection
 
 
-def _methods() -> list[_Method]:
-    out = [
-        _Method(m.name, m.direction, m.kind, m.params, m.result, m.since, m.stability, m.summary)
-        for m in CATALOG
-    ]
+def _methods() -> list[MethodInfo]:
+    """Return every published method: CATALOG's, then the rpc layer's that it lacks."""
+    out = list(CATALOG)
     names = {m.name for m in out}
     out.extend(m for m in _PROTOCOL_METHODS if m.name not in names)
     return out
@@ -266,7 +206,6 @@ def _wire_aliases() -> dict[str, Any]:
             if seen is not None and seen != value:
                 raise ValueError(f"two different wire aliases are named {name}")
             aliases[name] = value
-    aliases["JsonRpcId"] = JsonRpcId
     return aliases
 
 
@@ -281,7 +220,7 @@ def _params_optional(params: Any) -> bool:
     return False
 
 
-def _message_structs(methods: list[_Method]) -> dict[str, list[tuple[str, Any]]]:
+def _message_structs(methods: list[MethodInfo]) -> dict[str, list[tuple[str, Any]]]:
     """Per method: ``[(role, struct)]`` for its request/notification and response."""
     out: dict[str, list[tuple[str, Any]]] = {}
     for m in methods:
@@ -407,8 +346,8 @@ def _error_branch(
 def _bridge_rpc_codes() -> dict[int, list[str]]:
     by_rpc: dict[int, list[str]] = {}
     for code in ERROR_CODES:
-        by_rpc.setdefault(BridgeError(code).code, []).append(code)
-    unknown = set(by_rpc) - set(_RPC_CODES)
+        by_rpc.setdefault(rpc_code(code), []).append(code)
+    unknown = set(by_rpc) - set(_RPC_ERRORS)
     if unknown:
         raise ValueError(f"bridge errors use unpublished JSON-RPC codes {sorted(unknown)}")
     return {k: sorted(v) for k, v in by_rpc.items()}
@@ -437,7 +376,7 @@ def _build() -> _Contract:
             roots.append(m.result)
     roots += [EventEnvelope, ErrorInfo, JsonRpcRequest, JsonRpcNotification, JsonRpcResponse]
     roots += [JsonRpcErrorResponse, JsonRpcError]
-    roots += [spec.data for spec in _RPC_CODES.values() if spec.data is not None]
+    roots += [spec.data for spec in _RPC_ERRORS.values() if spec.data is not None]
     roots += [aliases[name] for name in sorted(aliases)]
     roots += [struct for name in sorted(messages) for _role, struct in messages[name]]
 
@@ -486,8 +425,8 @@ def _build() -> _Contract:
 
     # The errors the bridge sends: one branch per JSON-RPC code.
     branches = []
-    for code in sorted(_RPC_CODES):
-        spec = _RPC_CODES[code]
+    for code in sorted(_RPC_ERRORS):
+        spec = _RPC_ERRORS[code]
         data_ref = None if spec.data is None else name_of(spec.data)
         branches.append(_error_branch(code, spec, bridge_codes.get(code, []), data_ref))
     defs["BridgeJsonRpcError"] = {
@@ -500,13 +439,13 @@ def _build() -> _Contract:
         "title": "JsonRpcErrorCode",
         "description": "The JSON-RPC error codes the bridge sends.",
         "oneOf": [
-            {"const": c, "title": _RPC_CODES[c].name, "description": _RPC_CODES[c].description}
-            for c in sorted(_RPC_CODES)
+            {"const": c, "title": _RPC_ERRORS[c].name, "description": _RPC_ERRORS[c].description}
+            for c in sorted(_RPC_ERRORS)
         ],
     }
 
     # Message unions, by sender.
-    def message_refs(pred: Callable[[_Method, str], bool]) -> list[JsonObject]:
+    def message_refs(pred: Callable[[MethodInfo, str], bool]) -> list[JsonObject]:
         out = []
         for m in methods:
             for role, struct in messages[m.name]:
@@ -514,7 +453,7 @@ def _build() -> _Contract:
                     out.append({"$ref": _DEFS + name_of(struct)})
         return out
 
-    def sends(m: _Method, side: str) -> bool:
+    def sends(m: MethodInfo, side: str) -> bool:
         return m.direction in ("both", side)
 
     for side, other, title, what in (
@@ -522,7 +461,7 @@ def _build() -> _Contract:
         ("bridge->host", "host->bridge", "BridgeToHostMessage", "the bridge"),
     ):
 
-        def sent(m: _Method, role: str, side: str = side, other: str = other) -> bool:
+        def sent(m: MethodInfo, role: str, side: str = side, other: str = other) -> bool:
             if role == "message":
                 return sends(m, side)
             return sends(m, other)
@@ -568,8 +507,8 @@ def _build() -> _Contract:
             entry["result"] = ref(name_of(m.result))
         method_map[m.name] = entry
     rpc_errors = []
-    for code in sorted(_RPC_CODES):
-        spec = _RPC_CODES[code]
+    for code in sorted(_RPC_ERRORS):
+        spec = _RPC_ERRORS[code]
         rpc_error: JsonObject = {
             "code": code,
             "name": spec.name,
@@ -582,7 +521,7 @@ def _build() -> _Contract:
         rpc_errors.append(rpc_error)
     error_codes = {
         code: {
-            "jsonRpcCode": BridgeError(code).code,
+            "jsonRpcCode": rpc_code(code),
             "message": spec.message,
             "retryable": spec.retryable,
         }
@@ -716,7 +655,7 @@ def _ts_alias(name: str, node: JsonObject) -> list[str]:
     return [f"export type {name} =", *(f"  | {p}" for p in parts[:-1]), f"  | {parts[-1]};"]
 
 
-def _typescript(defs: JsonObject, methods: list[_Method], method_map: JsonObject) -> str:
+def _typescript(defs: JsonObject, methods: list[MethodInfo], method_map: JsonObject) -> str:
     out = [
         f"// {_GENERATED}",
         f"// JSON Schema: {SCHEMA_FILE} ({SCHEMA_ID}); method map: {METHODS_FILE}.",

@@ -1,22 +1,22 @@
 """A JSON-RPC connection over a pair of byte streams: the thin anyio layer.
 
-It wires the sans-I/O pieces together: the framer (:mod:`rpc.framing`), the message
-layer (:mod:`rpc.messages`), python-lsp-jsonrpc's ``Endpoint`` as the state machine for
-incoming requests and notifications, and the request-ID ledger (:mod:`rpc.ledger`) for
-every request we send.
+It exists to wire the sans-I/O pieces to a pair of byte streams: the framer
+(:mod:`rpc.framing`, which also frames output), the message layer (:mod:`rpc.messages`),
+python-lsp-jsonrpc's ``Endpoint`` as the state machine for incoming requests and
+notifications (fenced in by :mod:`rpc.endpoint`), and the request-ID ledger
+(:mod:`rpc.ledger`) for every request we send.
 
 Why each piece is where it is:
 
-* ``Endpoint`` is fed only envelopes that passed our validation, with a plain dict of
-  handlers.  Its known defects are guarded here: handlers never let anything but a
-  ``JsonRpcException`` reach it (so it never answers ``-32602`` with a traceback),
-  results are handed to it pre-encoded as ``msgspec.Raw`` (so it never merges a result
-  that contains ``result``/``error`` keys into the envelope), and ``$/cancelRequest`` is
-  handled here (its own handler leaves a cancelled queued request without a reply).
+* ``Endpoint`` is fed only envelopes that passed our validation, through
+  :class:`~rpc.endpoint.EndpointGlue`, which guards its known defects.
+  ``$/cancelRequest`` is handled here (``Endpoint``'s own handler leaves a cancelled
+  queued request without a reply).
 * Responses to *our* requests bypass ``Endpoint``: its client side keys futures by its
   own id generator and keeps no result type or deadline, so the ledger owns them.
 * Cheap handlers run inline in the reader loop; only ``async`` handlers get a task.
-  Output is appended to a buffer that one writer task flushes with one write per batch.
+  Output is appended to a buffer that one writer task flushes with one write per batch;
+  the frame encoder is chosen once, when the input's framing is known.
 
 Backpressure: when more than ``Limits.outbound_high_water`` bytes wait to be written,
 the reader stops reading and :meth:`Connection.notify_flow` callers wait, so memory stays
@@ -25,9 +25,6 @@ bounded when the peer stops reading.
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextvars
-import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -35,11 +32,10 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import anyio
+import anyio.abc
 import msgspec
-import pylsp_jsonrpc.endpoint as _pylsp_endpoint
-from pylsp_jsonrpc.endpoint import Endpoint
-from pylsp_jsonrpc.exceptions import JsonRpcException, JsonRpcRequestCancelled
 
+from agent_bridge.rpc.endpoint import EndpointGlue, current_request_id, log_internal_error
 from agent_bridge.rpc.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -52,6 +48,8 @@ from agent_bridge.rpc.framing import (
     DEFAULT_MAX_MESSAGE_BYTES,
     FramingError,
     FramingKind,
+    frame_encoder,
+    frames_encoder,
     make_framer,
 )
 from agent_bridge.rpc.ledger import Ledger, LedgerEntry
@@ -81,36 +79,8 @@ __all__ = [
 log = logging.getLogger("agent_bridge.rpc")
 
 
-class _Silent:
-    """Stands in for ``pylsp_jsonrpc.endpoint``'s module logger.  ``Endpoint`` logs every
-    message at debug level and every error reply with a traceback; the connection logs in
-    its own way, and three disabled-logger calls per request were a tenth of the cost of
-    serving a cheap request."""
-
-    def _drop(self, *args: object, **kwargs: object) -> None:
-        return None
-
-    debug = info = warning = error = exception = _drop
-
-
-_pylsp_endpoint.log = _Silent()
-
 CANCEL_METHOD: Final = "$/cancelRequest"
 _encode = msgspec.json.encode
-_correlation = itertools.count(1)
-_request_id: contextvars.ContextVar[bytes | None] = contextvars.ContextVar(
-    "agent_bridge_rpc_request_id", default=None
-)
-
-
-def current_request_id() -> bytes | None:
-    """Return the raw JSON id of the request an async handler is serving (``None``
-    outside one).  Adapters use it where a peer refers back to its own request id later
-    (the Codex app-server's ``serverRequest/resolved``)."""
-    return _request_id.get()
-
-
-_MISSING: Final = object()
 
 
 class ByteReceiver(Protocol):
@@ -164,49 +134,8 @@ class _BatchReplies:
         self.bodies: list[bytes] = []
 
 
-_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
-
-
-def _decoder_for(params_type: Any) -> msgspec.json.Decoder[Any] | None:
-    if params_type is None:
-        return None
-    decoder = _decoders.get(params_type)
-    if decoder is None:
-        decoder = _decoders[params_type] = msgspec.json.Decoder(params_type)
-    return decoder
-
-
-def _invalid_params(exc: msgspec.DecodeError | RecursionError) -> JsonRpcException:
-    """Return the -32602 error for a params decoding failure, naming the bad field."""
-    if isinstance(exc, msgspec.ValidationError):
-        text = str(exc).replace("`$", "`params")
-        path = text.rsplit(" - at `", 1)[1].rstrip("`") if " - at `" in text else "params"
-        return JsonRpcException(f"Invalid params: {text}", INVALID_PARAMS, {"path": path})
-    return JsonRpcException("Invalid params", INVALID_PARAMS, {"path": "params"})
-
-
-def _decode_params(params_type: Any, raw: bytes | None) -> Any:
-    decoder = _decoder_for(params_type)
-    if decoder is None:
-        return None
-    try:
-        return decoder.decode(b"{}" if raw is None else raw)
-    except (msgspec.DecodeError, RecursionError) as exc:  # too deep for the decoder
-        raise _invalid_params(exc) from None
-
-
 def _default_overloaded() -> RpcError:
     return RpcError(SERVER_OVERLOADED, "too many requests in flight", {"retryable": True})
-
-
-def _internal(where: str) -> JsonRpcException:
-    cid = f"err-{next(_correlation)}"
-    log.exception("handler for %s failed (correlation id %s)", where, cid)
-    return JsonRpcException("Internal error", INTERNAL_ERROR, {"correlationId": cid})
-
-
-def _wire_exception(exc: RpcError) -> JsonRpcException:
-    return JsonRpcException(exc.message, exc.code, exc.data)
 
 
 class Connection:
@@ -218,7 +147,8 @@ class Connection:
     the ``"jsonrpc"`` member on output and does not require it on input.  ``gate`` is
     called with each request's method before dispatch and may raise :class:`RpcError`
     (e.g. "not initialized").  ``overloaded`` makes the error sent when more than
-    ``Limits.max_inflight_requests`` async requests are in flight (code -32001 by default).
+    ``Limits.max_inflight_requests`` async requests are in flight (``SERVER_OVERLOADED`` by
+    default).
     """
 
     def __init__(
@@ -243,6 +173,8 @@ class Connection:
         self._framer = make_framer(framing, limits.max_message_bytes)
         #: Output framing: the input's, once detected (``Content-Length`` until then).
         self._out_kind: FramingKind | None = None if framing == "auto" else framing
+        self._frame = frame_encoder(self._out_kind or "content-length")
+        self._frames = frames_encoder(self._out_kind or "content-length")
         self._jsonrpc = jsonrpc
         self._limits = limits
         self._high = limits.outbound_high_water
@@ -250,13 +182,10 @@ class Connection:
         self._clock = clock
         self._methods: dict[str, Method] = dict(methods or {})
         self._async_methods = frozenset(m for m, spec in self._methods.items() if spec.is_async)
-        self._result_format = result_template(jsonrpc=jsonrpc)
         self._notifications: dict[str, Method] = dict(notifications or {})
         self.ledger = Ledger()
         self._waiters: dict[int, anyio.Event] = {}
-        self._inflight: dict[bytes, anyio.CancelScope] = {}
         self._batch_of: dict[bytes, _BatchReplies] = {}
-        self._current_id: bytes = b""
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._wake: anyio.Event | None = None
@@ -265,136 +194,18 @@ class Connection:
         self._tg: anyio.abc.TaskGroup | None = None
         self.closed_event = anyio.Event()
         self.framing_errors = 0
-        dispatch: dict[str, Callable[[Any], Any]] = {}
-        for method, spec in self._methods.items():
-            dispatch[method] = (
-                self._async_entry(method, spec) if spec.is_async else self._sync_entry(method, spec)
-            )
-        note_dispatch: dict[str, Callable[[Any], Any]] = {
-            method: self._notification_entry(method, spec)
-            for method, spec in self._notifications.items()
-        }
-        self._endpoint = Endpoint(dispatch, self._consume, max_workers=1)
-        self._note_endpoint = Endpoint(note_dispatch, self._consume, max_workers=1)
-
-    # ----------------------------------------------------------------- handlers
-
-    def _sync_entry(self, method: str, spec: Method) -> Callable[[Any], Any]:
-        handler = spec.handler
-        params_type = spec.params_type
-        encode = _encode
-        raw_type = msgspec.Raw
-
-        decoder = _decoder_for(params_type)
-
-        def entry(raw: bytes | None) -> Any:
-            if decoder is None:
-                params = None
-            else:
-                try:
-                    params = decoder.decode(b"{}" if raw is None else raw)
-                except (msgspec.DecodeError, RecursionError) as exc:
-                    raise _invalid_params(exc) from None
-            try:
-                return raw_type(encode(handler(params)))
-            except RpcError as exc:
-                raise _wire_exception(exc) from None
-            except Exception:
-                raise _internal(method) from None
-
-        return entry
-
-    def _async_entry(self, method: str, spec: Method) -> Callable[[Any], Any]:
-        handler = spec.handler
-        params_type = spec.params_type
-
-        def entry(raw: bytes | None) -> concurrent.futures.Future[Any]:
-            params = _decode_params(params_type, raw)
-            key = self._current_id
-            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            scope = anyio.CancelScope()
-            try:
-                assert self._tg is not None
-                self._tg.start_soon(self._serve_async, method, handler, params, future, scope, key)
-            except Exception:
-                # Never let Endpoint answer for us: its generic error carries a traceback.
-                raise _internal(method) from None
-            self._inflight[key] = scope
-            return future
-
-        return entry
-
-    async def _serve_async(
-        self,
-        method: str,
-        handler: Callable[[Any], Awaitable[Any]],
-        params: Any,
-        future: concurrent.futures.Future[Any],
-        scope: anyio.CancelScope,
-        key: bytes,
-    ) -> None:
-        _request_id.set(key)  # this task's own context: visible to the handler only
-        try:
-            with scope:
-                try:
-                    if scope.cancel_called:  # cancelled before it started: never run it
-                        return
-                    result = await handler(params)
-                    body = msgspec.Raw(_encode(result))
-                except RpcError as exc:
-                    future.set_exception(_wire_exception(exc))
-                except Exception:
-                    future.set_exception(_internal(method))
-                else:
-                    future.set_result(body)
-        finally:
-            self._inflight.pop(key, None)
-            if not future.done():
-                # Cancelled by $/cancelRequest (or shutdown): exactly one -32800 reply.
-                future.set_exception(JsonRpcRequestCancelled())
-
-    def _notification_entry(self, method: str, spec: Method) -> Callable[[Any], Any]:
-        handler = spec.handler
-        params_type = spec.params_type
-
-        def entry(raw: bytes | None) -> None:
-            try:
-                params = _decode_params(params_type, raw)
-            except JsonRpcException as exc:
-                log.warning("%s: dropped notification %s: %s", self.name, method, exc.message)
-                return
-            if spec.is_async:
-                assert self._tg is not None
-                self._tg.start_soon(self._serve_notification, method, handler, params)
-                return
-            try:
-                handler(params)
-            except Exception:
-                _internal(method)
-
-        return entry
-
-    async def _serve_notification(
-        self, method: str, handler: Callable[[Any], Awaitable[Any]], params: Any
-    ) -> None:
-        try:
-            await handler(params)
-        except Exception:
-            _internal(method)
+        self._glue = EndpointGlue(
+            name,
+            self._methods,
+            self._notifications,
+            reply=self._reply,
+            result_format=result_template(jsonrpc=jsonrpc),
+            jsonrpc=jsonrpc,
+        )
+        #: The raw ids of the async requests being served (the glue's, shared).
+        self._inflight = self._glue.inflight
 
     # ----------------------------------------------------------------- output
-
-    def _consume(self, message: dict[str, Any]) -> None:
-        """Endpoint's consumer: turn its response dicts into bytes on the wire."""
-        id = message.get("id")
-        if not isinstance(id, bytes):  # Endpoint sends nothing else; be safe.
-            return
-        result = message.get("result", _MISSING)
-        if result is not _MISSING:
-            body = self._result_format % (id, result)
-        else:
-            body = encode_error_response(id, message["error"], jsonrpc=self._jsonrpc)
-        self._reply(id, body)
 
     def _reply(self, id: bytes | None, body: bytes) -> None:
         if self._batch_of and id is not None:
@@ -412,10 +223,7 @@ class Connection:
     def _write(self, body: bytes) -> None:
         if self._closed:
             return
-        if self._out_kind == "newline":
-            frame = body + b"\n"
-        else:
-            frame = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        frame = self._frame(body)
         self._out.append(frame)
         self._out_bytes += len(frame)
         wake = self._wake
@@ -445,14 +253,7 @@ class Connection:
         return whether the output is now congested."""
         if self._closed:
             return False
-        extra = len(head) + len(tail)
-        if self._out_kind == "newline":
-            frames = [b"%s%s%s\n" % (head, body, tail) for body in bodies]
-        else:
-            frames = [
-                b"Content-Length: %d\r\n\r\n%s%s%s" % (len(body) + extra, head, body, tail)
-                for body in bodies
-            ]
+        frames = self._frames(bodies, head, tail)
         self._out.extend(frames)
         self._out_bytes += sum(map(len, frames))
         wake = self._wake
@@ -550,8 +351,9 @@ class Connection:
             return
         if batch is not None:
             self._batch_of[key] = batch
-        self._current_id = key
-        self._endpoint.consume(
+        glue = self._glue
+        glue.current_id = key
+        glue.consume_request(
             {"jsonrpc": "2.0", "id": key, "method": request.method, "params": request.params}
         )
 
@@ -563,7 +365,7 @@ class Connection:
             if not note.method.startswith("$/"):
                 log.info("%s: ignored unknown notification %s", self.name, note.method)
             return
-        self._note_endpoint.consume(
+        self._glue.consume_notification(
             {"jsonrpc": "2.0", "method": note.method, "params": note.params}
         )
 
@@ -613,13 +415,15 @@ class Connection:
         items = self._framer.feed(data)
         if self._out_kind is None and self._framer.kind != "auto":
             self._out_kind = self._framer.kind
+            self._frame = frame_encoder(self._out_kind)
+            self._frames = frames_encoder(self._out_kind)
         dispatch = self._dispatch_frame
         for item in items:
             try:
                 dispatch(item)
             except Exception:
                 # A bug, never the peer's fault: log it and keep serving the stream.
-                _internal(f"{self.name} message")
+                log_internal_error(f"{self.name} message")
 
     def set_gate(self, gate: Callable[[str], None] | None) -> None:
         """Replace the per-request gate (``None``: no gate, the fast path)."""
@@ -773,7 +577,7 @@ class Connection:
         """
         try:
             async with anyio.create_task_group() as tg:
-                self._tg = tg
+                self._tg = self._glue.task_group = tg
                 tg.start_soon(self._writer)
                 await self._reader()
                 await self.flush()

@@ -1,8 +1,12 @@
 """JSON-RPC error codes and the one exception type the message layer raises.
 
+This module exists so that every JSON-RPC error code has one name, defined once: the
+rpc layer, the bridge's error tree (:mod:`bridge.errors`), the schema generator and the
+adapters use these constants, never bare numbers.
+
 Handlers raise :class:`RpcError` (or a subclass) to answer a request with an error.
 Anything else that escapes a handler is a bug: the connection answers it with
-``-32603`` and a correlation id, and logs the details on its own side only.
+:data:`INTERNAL_ERROR` and a correlation id, and logs the details on its own side only.
 """
 
 from __future__ import annotations
@@ -16,20 +20,32 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
     "REQUEST_CANCELLED",
+    "SERVER_ERROR",
+    "SERVER_NOT_INITIALIZED",
     "SERVER_OVERLOADED",
     "ConnectionClosed",
     "RequestTimedOut",
     "RpcError",
 ]
 
+# Every JSON-RPC error code the project sends or tests for is named here, once.
+
+# Defined by JSON-RPC 2.0.
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
 METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
+#: Defined by the Language Server Protocol: a request cancelled by ``$/cancelRequest``.
 REQUEST_CANCELLED: Final = -32800
-#: Server-defined range (-32000..-32099): too many requests in flight, retry later.
+
+# The server-defined range (-32000..-32099).
+#: A classified server error; the bridge's :class:`~bridge.errors.BridgeError` default.
+SERVER_ERROR: Final = -32000
+#: Too many requests in flight; retry later.
 SERVER_OVERLOADED: Final = -32001
+#: A request before ``initialize`` (the LSP's ``ServerNotInitialized``).
+SERVER_NOT_INITIALIZED: Final = -32002
 
 
 class RpcError(Exception):

@@ -13,11 +13,16 @@ value, the framer resynchronises and the stream goes on.
 
 Limits are constructor parameters: a body larger than ``max_message_bytes`` is rejected
 without being allocated (its bytes are skipped as they arrive).
+
+The way out is here too, so that framing lives in one module: :func:`encode_frame`
+frames one body, and :func:`frame_encoder` / :func:`frames_encoder` return the encoder
+for a framing, which the connection picks once (not per message) on its hot path.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Final, Literal, Protocol
 
 __all__ = [
@@ -29,6 +34,8 @@ __all__ = [
     "NewlineFramer",
     "StreamFramer",
     "encode_frame",
+    "frame_encoder",
+    "frames_encoder",
     "make_framer",
 ]
 
@@ -346,12 +353,45 @@ def make_framer(
     raise ValueError(f"unknown framing {kind!r}")
 
 
+def _newline_frame(body: bytes) -> bytes:
+    return body + b"\n"
+
+
+def _content_length_frame(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def _newline_frames(bodies: list[bytes], head: bytes = b"", tail: bytes = b"") -> list[bytes]:
+    return [b"%s%s%s\n" % (head, body, tail) for body in bodies]
+
+
+def _content_length_frames(
+    bodies: list[bytes], head: bytes = b"", tail: bytes = b""
+) -> list[bytes]:
+    extra = len(head) + len(tail)
+    return [
+        b"Content-Length: %d\r\n\r\n%s%s%s" % (len(body) + extra, head, body, tail)
+        for body in bodies
+    ]
+
+
+def frame_encoder(kind: FramingKind) -> Callable[[bytes], bytes]:
+    """Return the function that frames one body for ``kind`` (``auto`` writes
+    ``Content-Length``, as :func:`encode_frame` does); never raises."""
+    return _newline_frame if kind == "newline" else _content_length_frame
+
+
+def frames_encoder(kind: FramingKind) -> Callable[[list[bytes], bytes, bytes], list[bytes]]:
+    """Return the function that frames many bodies for ``kind`` in one call:
+    ``encode(bodies, head, tail)`` returns one frame per body, each framing
+    ``head + body + tail`` without building that concatenation first; never raises."""
+    return _newline_frames if kind == "newline" else _content_length_frames
+
+
 def encode_frame(kind: FramingKind, body: bytes) -> bytes:
     """Return ``body`` framed for the wire (``auto`` writes ``Content-Length``).
 
     ``body`` must already be one line of JSON for the newline framing; msgspec's
     encoder never emits raw newlines, so encoded messages always are.
     """
-    if kind == "newline":
-        return body + b"\n"
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    return frame_encoder(kind)(body)

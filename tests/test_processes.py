@@ -537,12 +537,12 @@ async def test_child_has_parent_death_signal_set() -> None:
 FAKE_BRIDGE = """
 import sys
 import anyio
-import agent_bridge.processes
+import agent_bridge.processes.spawning
 from agent_bridge.processes import ProcessSpec, build_child_env, spawn
 
 if sys.argv[1] == "without-pdeathsig":  # control: show the signal is what kills the child
-    agent_bridge.processes._pdeathsig_preexec = lambda parent_pid: None
-    agent_bridge.processes._reaper.enabled = False  # (the reaper would kill it too)
+    agent_bridge.processes.spawning._pdeathsig_preexec = lambda parent_pid: None
+    agent_bridge.processes.spawning._reaper.enabled = False  # (the reaper would kill it too)
 
 async def main() -> None:
     async with anyio.create_task_group() as tg:

@@ -21,7 +21,7 @@ import msgspec
 from agent_bridge import __version__
 from agent_bridge.errors import BridgeError
 from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Limits, Method
-from agent_bridge.rpc.errors import RpcError
+from agent_bridge.rpc.errors import METHOD_NOT_FOUND, RpcError
 from agent_bridge.rpc.framing import FramingKind
 from agent_bridge.runtime import Interaction, Runtime
 from agent_bridge.wire.catalog import CATALOG, handler_name
@@ -185,7 +185,7 @@ class BridgeFrontend:
                 raise BridgeError("not_initialized")
         elif self.phase == "initialized":
             if method in _EXPERIMENTAL_METHODS and method not in self._experimental:
-                raise RpcError(-32601, "Method Not Found: " + method)
+                raise RpcError(METHOD_NOT_FOUND, "Method Not Found: " + method)
         elif method != "exit":
             raise BridgeError("shutting_down")
 

@@ -46,6 +46,7 @@ from agent_bridge.journal.schema import (
     explain,
     open_journal_db,
 )
+from agent_bridge.journal.transactions import transaction
 from agent_bridge.journal.writer import (
     OP_EVENTS,
     OP_INTERACTION,
@@ -132,12 +133,11 @@ class Journal:
         conns = [control]
         try:
             owner = OwnerLock(state_dir)
-            control.execute("BEGIN IMMEDIATE")
-            control.execute(
-                "INSERT INTO owners (token, pid, started_at) VALUES (?, ?, ?)",
-                (owner.token, os.getpid(), clock.now_iso()),
-            )
-            control.execute("COMMIT")
+            with transaction(control):
+                control.execute(
+                    "INSERT INTO owners (token, pid, started_at) VALUES (?, ?, ?)",
+                    (owner.token, os.getpid(), clock.now_iso()),
+                )
             recovered = recover_dead_owners(control, state_dir, owner.token, clock)
             apply_retention(control, retention)
             writer_conn = connect(path, busy_timeout=30.0)
@@ -418,18 +418,12 @@ class Journal:
                 return "not_found", None
             if row[0] is not None and not self._take_from_dead_owner(str(row[0])):
                 return "in_use", None
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(conn):
                 changed = conn.execute(
                     "UPDATE sessions SET owner = ?, state = 'active' "
                     "WHERE session_id = ? AND (owner IS NULL OR owner = ?)",
                     (me, session_id, me),
                 ).rowcount
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
             if not changed:
                 return "in_use", None
         record = self._reader.session(session_id)
@@ -454,13 +448,7 @@ class Journal:
                 return "not_found"
             if row[1] is not None and not self._take_from_dead_owner(str(row[1])):
                 return "in_use"
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(conn):
                 delete_session_rows(conn, int(row[0]))
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
             conn.execute("PRAGMA incremental_vacuum").fetchall()
         return "deleted"

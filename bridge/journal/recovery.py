@@ -23,6 +23,7 @@ from agent_bridge.ids import Clock
 from agent_bridge.journal.blocks import TYPE_CODES
 from agent_bridge.journal.owners import dead_owner
 from agent_bridge.journal.rows import insert_events, last_sequence
+from agent_bridge.journal.transactions import transaction
 from agent_bridge.wire.errors import ErrorInfo
 from agent_bridge.wire.events import EventPayload, InteractionSettled, RunFailed, SessionClosed
 
@@ -52,19 +53,13 @@ def recover_dead_owners(
 def recover_owner(conn: sqlite3.Connection, token: str, clock: Clock) -> list[str]:
     """Close the sessions of the dead owner ``token`` in one transaction; return their
     ids.  The caller holds the owner's lock."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(conn):
         sessions = conn.execute(
             "SELECT skey, session_id, state FROM sessions WHERE owner = ?", (token,)
         ).fetchall()
         for skey, session_id, state in sessions:
             close_crashed_session(conn, int(skey), str(session_id), str(state), clock)
         conn.execute("DELETE FROM owners WHERE token = ?", (token,))
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
     return [str(row[1]) for row in sessions]
 
 

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from agent_bridge.journal.rows import delete_session_rows
+from agent_bridge.journal.transactions import transaction
 
 __all__ = ["Retention", "RetentionClock", "apply_retention"]
 
@@ -79,8 +80,7 @@ def apply_retention(
         return []
     now = time.time() if now is None else now
     deleted: list[str] = []
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(conn):
         if policy.max_age_days is not None:
             cutoff = _iso(now - policy.max_age_days * 86400.0)
             for skey, session_id in conn.execute(
@@ -102,11 +102,6 @@ def apply_retention(
                     delete_session_rows(conn, int(skey))
                     deleted.append(str(session_id))
                     total -= int(size)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
     if deleted:
         # Each step of this pragma frees one page: fetch them all.
         conn.execute("PRAGMA incremental_vacuum").fetchall()

@@ -21,6 +21,7 @@ import sqlite3
 from typing import Final, Literal
 
 from agent_bridge.journal.errors import JournalError
+from agent_bridge.journal.transactions import transaction
 
 __all__ = [
     "APPLICATION_ID",
@@ -211,8 +212,7 @@ def open_journal_db(
         if str(mode).lower() != "wal":
             raise JournalError(f"the journal {path} cannot use write-ahead logging here")
         conn.execute("PRAGMA synchronous = " + ("FULL" if sync == "full" else "NORMAL"))
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(conn):
             version, app_id = _identify(path, conn)  # another process may have upgraded it
             for step in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[step]:
@@ -220,11 +220,6 @@ def open_journal_db(
             if version < SCHEMA_VERSION:
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
         configure(conn, sync)
     except JournalError:
         conn.close()

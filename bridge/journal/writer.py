@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from agent_bridge.journal.retention import Retention, RetentionClock, apply_retention
 from agent_bridge.journal.rows import insert_events, last_sequence, session_key
+from agent_bridge.journal.transactions import begin_immediate, transaction
 
 __all__ = [
     "OP_EVENTS",
@@ -100,6 +101,27 @@ class EventBatch:
             for (seq, raw_id), stop in zip(self.changes, bounds, strict=True)
             if raw_id and stop > seq
         ]
+
+
+def _begin_retrying(conn: sqlite3.Connection) -> None:
+    """``BEGIN IMMEDIATE``, retried (with backoff up to a second) while another writer
+    holds the journal's write lock past the busy timeout; raises any other
+    :class:`sqlite3.Error`."""
+    delay = 0.01
+    while True:
+        try:
+            begin_immediate(conn)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            # past the busy timeout: someone holds the write lock for long
+            (log.warning if delay == 0.01 else log.debug)(
+                "journal: still locked by another writer; retrying"
+            )
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+            continue
+        return
 
 
 class Writer:
@@ -183,31 +205,11 @@ class Writer:
 
     def _commit(self, ops: list[tuple[Any, ...]]) -> tuple[int, int]:
         """Apply ``ops`` in one transaction, retrying while the journal is busy; return
-        ``(events, bytes)`` committed."""
-        delay = 0.01
-        while True:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise
-                # past the busy timeout: someone holds the write lock for long
-                (log.warning if delay == 0.01 else log.debug)(
-                    "journal: still locked by another writer; retrying"
-                )
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
-                continue
-            try:
-                result = self._apply(ops)
-                self._conn.execute("COMMIT")
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                # the block caches may now be ahead of what is stored
-                self._last.clear()
-                raise
-            return result
+        ``(events, bytes)`` committed.  Raises what applying or committing raised (after
+        the rollback), or a ``BEGIN`` error other than busy."""
+        # On failure the block caches may be ahead of what is stored: drop them.
+        with transaction(self._conn, begin=_begin_retrying, on_abort=self._last.clear):
+            return self._apply(ops)
 
     def _skey(self, session_id: str) -> int | None:
         skey = self._skeys.get(session_id)

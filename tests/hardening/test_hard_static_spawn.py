@@ -1,5 +1,5 @@
 """Static policy over the source tree (cases 31, 36 and the "spawn safely, in one module"
-rule): processes are started only by ``bridge/processes.py``, never through a shell,
+rule): processes are started only by ``bridge/processes/spawning.py``, never through a shell,
 and nothing in the bridge opens a PTY or parses terminal escapes.
 
 The checker works on the AST and resolves what each name *is* from the imports, so an
@@ -24,9 +24,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("bridge", "rpc", "adapters")
-SPAWNING_MODULE = "bridge/processes.py"
+SPAWNING_MODULE = "bridge/processes/spawning.py"
+_OUTSIDE = f"process spawning outside {SPAWNING_MODULE}"
 
-#: Forbidden everywhere, including bridge/processes.py: shells, PTYs, terminals.
+#: Forbidden everywhere, including the spawning module: shells, PTYs, terminals.
 FORBIDDEN_EVERYWHERE: dict[str, str] = {
     "os.system": "runs a shell",
     "os.popen": "runs a shell",
@@ -41,22 +42,22 @@ FORBIDDEN_EVERYWHERE: dict[str, str] = {
     "os.login_tty": "PTY use",
 }
 
-#: Forbidden outside bridge/processes.py: every way of starting a process.
+#: Forbidden outside the spawning module: every way of starting a process.
 FORBIDDEN_OUTSIDE: dict[str, str] = {
-    "subprocess": "process spawning outside bridge/processes.py",
-    "_posixsubprocess": "process spawning outside bridge/processes.py",
-    "asyncio.subprocess": "process spawning outside bridge/processes.py",
-    "asyncio.create_subprocess_exec": "process spawning outside bridge/processes.py",
-    "anyio.open_process": "process spawning outside bridge/processes.py",
-    "anyio.run_process": "process spawning outside bridge/processes.py",
-    "multiprocessing": "process spawning outside bridge/processes.py",
-    "concurrent.futures.process": "process spawning outside bridge/processes.py",
-    "concurrent.futures.ProcessPoolExecutor": "process spawning outside bridge/processes.py",
-    "os.fork": "process spawning outside bridge/processes.py",
-    "os.posix_spawn": "process spawning outside bridge/processes.py",
-    "os.posix_spawnp": "process spawning outside bridge/processes.py",
+    "subprocess": _OUTSIDE,
+    "_posixsubprocess": _OUTSIDE,
+    "asyncio.subprocess": _OUTSIDE,
+    "asyncio.create_subprocess_exec": _OUTSIDE,
+    "anyio.open_process": _OUTSIDE,
+    "anyio.run_process": _OUTSIDE,
+    "multiprocessing": _OUTSIDE,
+    "concurrent.futures.process": _OUTSIDE,
+    "concurrent.futures.ProcessPoolExecutor": _OUTSIDE,
+    "os.fork": _OUTSIDE,
+    "os.posix_spawn": _OUTSIDE,
+    "os.posix_spawnp": _OUTSIDE,
     **{
-        f"os.{name}": "process spawning outside bridge/processes.py"
+        f"os.{name}": _OUTSIDE
         for name in (
             "execl",
             "execle",
@@ -80,7 +81,7 @@ FORBIDDEN_OUTSIDE: dict[str, str] = {
 
 #: Method names that start processes on any object (``loop.subprocess_exec``).
 ATTRS_EVERYWHERE = {"subprocess_shell": "runs a shell"}
-ATTRS_OUTSIDE = {"subprocess_exec": "process spawning outside bridge/processes.py"}
+ATTRS_OUTSIDE = {"subprocess_exec": _OUTSIDE}
 
 #: Terminal escape sequences in literals mean someone is parsing or emitting them.
 ESCAPE_MARKERS = ("\x1b", "\\x1b", "\\x1B", "\\033", "\\u001b", "\\u001B", "\\e[")

@@ -1,0 +1,299 @@
+"""python-lsp-jsonrpc's ``Endpoint``, fenced in: everything :mod:`rpc.connection` needs
+to use it as the state machine for incoming requests and notifications.
+
+Why this module exists: ``Endpoint`` has defects and habits the connection must guard
+against, and the guards are many small pieces (a logger shim, wrapped handlers, a
+consumer that re-encodes its replies, a future per async request).  Kept here, the
+connection itself is only I/O, framing and the request ledger, and this is the one
+module that imports ``pylsp_jsonrpc``.
+
+The guards:
+
+* ``Endpoint`` logs every message at debug level and every error reply with a traceback;
+  its module logger is replaced by :class:`_Silent` (the connection logs in its own way).
+* Handlers never let anything but a ``JsonRpcException`` reach it, so it never answers
+  ``INVALID_PARAMS`` with a traceback; a bug becomes ``INTERNAL_ERROR`` with a
+  correlation id that names the log entry.
+* Results are handed to it pre-encoded as ``msgspec.Raw``, so it never merges a result
+  that contains ``result``/``error`` keys into the envelope; :meth:`EndpointGlue._consume`
+  writes its replies with the connection's own result template.
+* Cheap handlers run inline; ``async`` handlers get a task in the connection's task group
+  and answer through a ``concurrent.futures.Future`` (the only asynchronous result
+  ``Endpoint`` accepts), which a cancelled task settles with exactly one
+  ``REQUEST_CANCELLED`` reply.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextvars
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+import msgspec
+import pylsp_jsonrpc.endpoint as _pylsp_endpoint
+from pylsp_jsonrpc.endpoint import Endpoint
+from pylsp_jsonrpc.exceptions import JsonRpcException, JsonRpcRequestCancelled
+
+from agent_bridge.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
+from agent_bridge.rpc.messages import encode_error_response
+
+if TYPE_CHECKING:
+    from agent_bridge.rpc.connection import Method
+
+__all__ = ["EndpointGlue", "current_request_id", "log_internal_error"]
+
+log = logging.getLogger("agent_bridge.rpc")
+
+
+class _Silent:
+    """Stands in for ``pylsp_jsonrpc.endpoint``'s module logger.  ``Endpoint`` logs every
+    message at debug level and every error reply with a traceback; the connection logs in
+    its own way, and three disabled-logger calls per request were a tenth of the cost of
+    serving a cheap request."""
+
+    def _drop(self, *args: object, **kwargs: object) -> None:
+        return None
+
+    debug = info = warning = error = exception = _drop
+
+
+_pylsp_endpoint.log = _Silent()
+
+_encode = msgspec.json.encode
+_correlation = itertools.count(1)
+_request_id: contextvars.ContextVar[bytes | None] = contextvars.ContextVar(
+    "agent_bridge_rpc_request_id", default=None
+)
+_MISSING: Any = object()
+
+
+def current_request_id() -> bytes | None:
+    """Return the raw JSON id of the request an async handler is serving (``None``
+    outside one).  Adapters use it where a peer refers back to its own request id later
+    (the Codex app-server's ``serverRequest/resolved``)."""
+    return _request_id.get()
+
+
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def _decoder_for(params_type: Any) -> msgspec.json.Decoder[Any] | None:
+    """Return the (cached) decoder for ``params_type``, or ``None`` for ``None``."""
+    if params_type is None:
+        return None
+    decoder = _decoders.get(params_type)
+    if decoder is None:
+        decoder = _decoders[params_type] = msgspec.json.Decoder(params_type)
+    return decoder
+
+
+def _invalid_params(exc: msgspec.DecodeError | RecursionError) -> JsonRpcException:
+    """Return the INVALID_PARAMS error for a params decoding failure, naming the bad field."""
+    if isinstance(exc, msgspec.ValidationError):
+        text = str(exc).replace("`$", "`params")
+        path = text.rsplit(" - at `", 1)[1].rstrip("`") if " - at `" in text else "params"
+        return JsonRpcException(f"Invalid params: {text}", INVALID_PARAMS, {"path": path})
+    return JsonRpcException("Invalid params", INVALID_PARAMS, {"path": "params"})
+
+
+def _decode_params(params_type: Any, raw: bytes | None) -> Any:
+    """Return ``raw`` params decoded as ``params_type`` (missing params decode from
+    ``{}``; ``None`` without a type); raises the INVALID_PARAMS ``JsonRpcException``."""
+    decoder = _decoder_for(params_type)
+    if decoder is None:
+        return None
+    try:
+        return decoder.decode(b"{}" if raw is None else raw)
+    except (msgspec.DecodeError, RecursionError) as exc:  # too deep for the decoder
+        raise _invalid_params(exc) from None
+
+
+def log_internal_error(where: str) -> str:
+    """Log the exception being handled as a bug in ``where``; return the correlation id
+    the log entry carries (never raises)."""
+    cid = f"err-{next(_correlation)}"
+    log.exception("handler for %s failed (correlation id %s)", where, cid)
+    return cid
+
+
+def _internal(where: str) -> JsonRpcException:
+    """Log the exception being handled; return the INTERNAL_ERROR to answer it with."""
+    cid = log_internal_error(where)
+    return JsonRpcException("Internal error", INTERNAL_ERROR, {"correlationId": cid})
+
+
+def _wire_exception(exc: RpcError) -> JsonRpcException:
+    """Return ``exc`` as the exception type ``Endpoint`` answers with."""
+    return JsonRpcException(exc.message, exc.code, exc.data)
+
+
+class EndpointGlue:
+    """The two ``Endpoint`` s of one connection (requests, notifications) and the
+    wrapped handlers they call.
+
+    The connection feeds validated envelopes to :attr:`consume_request` (after setting
+    :attr:`current_id` to the request's raw id) and :attr:`consume_notification`;
+    replies come back through ``reply(id, body)`` as encoded bodies.  :attr:`inflight`
+    maps the raw id of every async request being served to the cancel scope of its task
+    (the connection cancels it for ``$/cancelRequest`` and at close).  Async handlers
+    start in :attr:`task_group`, which the connection sets while it runs.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        methods: Mapping[str, Method],
+        notifications: Mapping[str, Method],
+        *,
+        reply: Callable[[bytes, bytes], None],
+        result_format: bytes,
+        jsonrpc: bool,
+    ) -> None:
+        self.name = name
+        self.current_id: bytes = b""
+        self.inflight: dict[bytes, anyio.CancelScope] = {}
+        self.task_group: anyio.abc.TaskGroup | None = None
+        self._reply = reply
+        self._result_format = result_format
+        self._jsonrpc = jsonrpc
+        dispatch: dict[str, Callable[[Any], Any]] = {}
+        for method, spec in methods.items():
+            dispatch[method] = (
+                self._async_entry(method, spec) if spec.is_async else self._sync_entry(method, spec)
+            )
+        note_dispatch: dict[str, Callable[[Any], Any]] = {
+            method: self._notification_entry(method, spec)
+            for method, spec in notifications.items()
+        }
+        #: ``Endpoint.consume`` of each endpoint, bound once (the hot path calls them).
+        self.consume_request: Callable[[dict[str, Any]], None] = Endpoint(
+            dispatch, self._consume, max_workers=1
+        ).consume
+        self.consume_notification: Callable[[dict[str, Any]], None] = Endpoint(
+            note_dispatch, self._consume, max_workers=1
+        ).consume
+
+    # ----------------------------------------------------------------- handlers
+
+    def _sync_entry(self, method: str, spec: Method) -> Callable[[Any], Any]:
+        handler = spec.handler
+        encode = _encode
+        raw_type = msgspec.Raw
+
+        decoder = _decoder_for(spec.params_type)
+
+        def entry(raw: bytes | None) -> Any:
+            if decoder is None:
+                params = None
+            else:
+                try:
+                    params = decoder.decode(b"{}" if raw is None else raw)
+                except (msgspec.DecodeError, RecursionError) as exc:
+                    raise _invalid_params(exc) from None
+            try:
+                return raw_type(encode(handler(params)))
+            except RpcError as exc:
+                raise _wire_exception(exc) from None
+            except Exception:
+                raise _internal(method) from None
+
+        return entry
+
+    def _async_entry(self, method: str, spec: Method) -> Callable[[Any], Any]:
+        handler = spec.handler
+        params_type = spec.params_type
+
+        def entry(raw: bytes | None) -> concurrent.futures.Future[Any]:
+            params = _decode_params(params_type, raw)
+            key = self.current_id
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            scope = anyio.CancelScope()
+            try:
+                assert self.task_group is not None
+                self.task_group.start_soon(
+                    self._serve_async, method, handler, params, future, scope, key
+                )
+            except Exception:
+                # Never let Endpoint answer for us: its generic error carries a traceback.
+                raise _internal(method) from None
+            self.inflight[key] = scope
+            return future
+
+        return entry
+
+    async def _serve_async(
+        self,
+        method: str,
+        handler: Callable[[Any], Awaitable[Any]],
+        params: Any,
+        future: concurrent.futures.Future[Any],
+        scope: anyio.CancelScope,
+        key: bytes,
+    ) -> None:
+        _request_id.set(key)  # this task's own context: visible to the handler only
+        try:
+            with scope:
+                try:
+                    if scope.cancel_called:  # cancelled before it started: never run it
+                        return
+                    result = await handler(params)
+                    body = msgspec.Raw(_encode(result))
+                except RpcError as exc:
+                    future.set_exception(_wire_exception(exc))
+                except Exception:
+                    future.set_exception(_internal(method))
+                else:
+                    future.set_result(body)
+        finally:
+            self.inflight.pop(key, None)
+            if not future.done():
+                # Cancelled by $/cancelRequest (or shutdown): exactly one REQUEST_CANCELLED.
+                future.set_exception(JsonRpcRequestCancelled())
+
+    def _notification_entry(self, method: str, spec: Method) -> Callable[[Any], Any]:
+        handler = spec.handler
+        params_type = spec.params_type
+
+        def entry(raw: bytes | None) -> None:
+            try:
+                params = _decode_params(params_type, raw)
+            except JsonRpcException as exc:
+                log.warning("%s: dropped notification %s: %s", self.name, method, exc.message)
+                return
+            if spec.is_async:
+                assert self.task_group is not None
+                self.task_group.start_soon(self._serve_notification, method, handler, params)
+                return
+            try:
+                handler(params)
+            except Exception:
+                log_internal_error(method)
+
+        return entry
+
+    async def _serve_notification(
+        self, method: str, handler: Callable[[Any], Awaitable[Any]], params: Any
+    ) -> None:
+        try:
+            await handler(params)
+        except Exception:
+            log_internal_error(method)
+
+    # ----------------------------------------------------------------- output
+
+    def _consume(self, message: dict[str, Any]) -> None:
+        """Endpoint's consumer: turn its response dicts into bytes for ``reply``."""
+        id = message.get("id")
+        if not isinstance(id, bytes):  # Endpoint sends nothing else; be safe.
+            return
+        result = message.get("result", _MISSING)
+        if result is not _MISSING:
+            body = self._result_format % (id, result)
+        else:
+            body = encode_error_response(id, message["error"], jsonrpc=self._jsonrpc)
+        self._reply(id, body)
