@@ -24,7 +24,7 @@ import pytest
 from bridge_client import BridgeProcess
 from conftest import running_bridge
 
-from agent_bridge.adapters.claude import config, protocol
+from agent_bridge.adapters.claude import launch, mapping, protocol
 from agent_bridge.adapters.claude.probe import parse_auth_status, parse_version, probe_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -171,7 +171,7 @@ async def test_descriptor_lists_options_and_capabilities(tmp_path: Path) -> None
         "mcpConfig",
         "configDir",
     }
-    assert options["permissionMode"]["values"] == list(config.PERMISSION_MODES)
+    assert options["permissionMode"]["values"] == list(launch.PERMISSION_MODES)
     assert options["permissionMode"]["default"] == "default"
     availability = claude["availability"]
     assert availability["status"] == "available"
@@ -271,7 +271,7 @@ async def test_session_options_become_flags(tmp_path: Path) -> None:
     assert "--disallowed-tools=WebFetch" in argv
     assert "--append-system-prompt=-be brief" in argv
     assert '--mcp-config={"mcpServers":{}}' in argv
-    for flag in config.BASE_FLAGS:
+    for flag in launch.BASE_FLAGS:
         assert flag in argv
 
 
@@ -830,7 +830,7 @@ def test_environment_is_allowlisted() -> None:
         "FAKE_CLAUDE_SCRIPT": "no",
         "AGENT_BRIDGE_CLAUDE_PATH": "/x",
     }
-    env = config.child_env("/cfg", parent)
+    env = launch.child_env("/cfg", parent)
     assert env == {
         "PATH": "/usr/bin",
         "HOME": "/h",
@@ -847,12 +847,12 @@ def test_discovery_order(tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.write_text("#!/bin/sh\n")
     other.chmod(0o755)
-    env = {"PATH": str(tmp_path), config.ENV_EXECUTABLE: str(other)}
-    assert config.discover_executable(str(exe), env).path == str(exe)
-    assert config.discover_executable(None, env).path == str(other)
-    assert config.discover_executable(None, {"PATH": str(tmp_path)}).path == str(exe)
+    env = {"PATH": str(tmp_path), launch.ENV_EXECUTABLE: str(other)}
+    assert launch.discover_executable(str(exe), env).path == str(exe)
+    assert launch.discover_executable(None, env).path == str(other)
+    assert launch.discover_executable(None, {"PATH": str(tmp_path)}).path == str(exe)
     # An explicit location that is wrong is reported, not silently replaced.
-    missing = config.discover_executable(str(tmp_path / "nope"), env)
+    missing = launch.discover_executable(str(tmp_path / "nope"), env)
     assert missing.path is None and missing.details["option"] == "executable"
 
 
@@ -869,50 +869,50 @@ def test_discovery_finds_the_claude_agent_sdk_bundle(
     importlib.invalidate_caches()
     empty = tmp_path / "bin"
     empty.mkdir()
-    found = config.discover_executable(None, {"PATH": str(empty)})
+    found = launch.discover_executable(None, {"PATH": str(empty)})
     assert found.path == str(bundled)
     assert found.source == "claude-agent-sdk"
 
 
 def test_classify_result() -> None:
     ok = {"type": "result", "subtype": "success", "is_error": False, "stop_reason": "end_turn"}
-    assert protocol.classify_result(ok, interrupting=False).state == "completed"
-    assert protocol.classify_result(ok, interrupting=True).stop_reason == "end_turn"
+    assert mapping.classify_result(ok, interrupting=False).state == "completed"
+    assert mapping.classify_result(ok, interrupting=True).stop_reason == "end_turn"
     aborted = {
         "subtype": "error_during_execution",
         "is_error": True,
         "terminal_reason": "aborted_streaming",
     }
-    assert protocol.classify_result(aborted, interrupting=True).state == "interrupted"
-    assert protocol.classify_result(aborted, interrupting=False).error_code == "provider_failed"
+    assert mapping.classify_result(aborted, interrupting=True).state == "interrupted"
+    assert mapping.classify_result(aborted, interrupting=False).error_code == "provider_failed"
     for status, code in ((401, "provider_auth_required"), (403, "provider_auth_required"),
                          (429, "provider_rate_limited"), (500, "provider_failed"),
                          (None, "provider_failed")):
         result = {"subtype": "success", "is_error": True, "api_error_status": status}
-        assert protocol.classify_result(result, interrupting=False).error_code == code
+        assert mapping.classify_result(result, interrupting=False).error_code == code
     result = {"subtype": "success", "is_error": True, "api_error_status": None}
-    outcome = protocol.classify_result(
+    outcome = mapping.classify_result(
         result, interrupting=False, assistant_error="authentication_failed"
     )
     assert outcome.error_code == "provider_auth_required"
-    assert protocol.classify_result(
+    assert mapping.classify_result(
         {"subtype": "error_max_turns", "is_error": True}, interrupting=False
     ).error_code == "provider_failed"
 
 
 def test_malformed_questions_fall_back_to_an_approval() -> None:
-    assert protocol.parse_questions({"questions": "nope"}) is None
-    assert protocol.parse_questions({"questions": [{"question": 1}]}) is None
-    assert protocol.parse_questions({"questions": [{"question": "q", "options": [{}]}]}) is None
-    _request, asked = protocol.parse_questions({"questions": [COLOR]}) or (None, ())
+    assert mapping.parse_questions({"questions": "nope"}) is None
+    assert mapping.parse_questions({"questions": [{"question": 1}]}) is None
+    assert mapping.parse_questions({"questions": [{"question": "q", "options": [{}]}]}) is None
+    _request, asked = mapping.parse_questions({"questions": [COLOR]}) or (None, ())
     assert asked[0].labels == ("Red", "Blue")
     from agent_bridge.wire.interactions import QuestionAnswer
 
-    assert protocol.question_answers(asked, QuestionAnswer(choice="9")) is None
-    assert protocol.question_answers(asked, QuestionAnswer(text="Green")) == {
+    assert mapping.question_answers(asked, QuestionAnswer(choice="9")) is None
+    assert mapping.question_answers(asked, QuestionAnswer(text="Green")) == {
         "Which color?": "Green"
     }
-    assert protocol.question_answers(asked, None) is None
+    assert mapping.question_answers(asked, None) is None
 
 
 def test_probe_parsers() -> None:

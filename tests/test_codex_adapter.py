@@ -23,10 +23,10 @@ import msgspec
 import pytest
 from conftest import running_bridge
 
-from agent_bridge.adapters.codex import CodexProvider
-from agent_bridge.adapters.codex import discovery as disc
+from agent_bridge.adapters.codex import CodexProvider, probe
+from agent_bridge.adapters.codex import launch as disc
 from agent_bridge.adapters.codex import protocol as proto
-from agent_bridge.adapters.codex.session import classify_error, sandbox_mode
+from agent_bridge.adapters.codex.mapping import classify_error, sandbox_mode
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "standins" / "fake_codex.py"
@@ -319,10 +319,10 @@ def test_npm_launcher_is_replaced_by_its_native_binary(tmp_path: Path) -> None:
 
 
 def test_version_parsing() -> None:
-    assert disc.parse_version("codex-cli 0.171.0\n") == "0.171.0"
-    assert disc.parse_version("agent_bridge/0.171.0 (Debian 12; x86_64) unknown") == "0.171.0"
-    assert disc.parse_version("codex-cli 1.2.3-alpha.4") == "1.2.3-alpha.4"
-    assert disc.parse_version("nothing") is None
+    assert probe.parse_version("codex-cli 0.171.0\n") == "0.171.0"
+    assert probe.parse_version("agent_bridge/0.171.0 (Debian 12; x86_64) unknown") == "0.171.0"
+    assert probe.parse_version("codex-cli 1.2.3-alpha.4") == "1.2.3-alpha.4"
+    assert probe.parse_version("nothing") is None
 
 
 # --------------------------------------------------------------------------- bridge + fake

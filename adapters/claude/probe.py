@@ -2,23 +2,25 @@
 whether it is authenticated (``authenticated`` only when the CLI itself reports a
 claude.ai login; a configured API key cannot be checked offline, so it is ``unknown``).
 
-Every probe is an argv vector run through :mod:`bridge.processes` with bounded time and
-output; nothing here talks to the network.
+Every probe is an argv vector run by the kit's bounded probe runner
+(:func:`agent_bridge.adapters.kit.probe.run_probe`); nothing here talks to the network.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 from collections.abc import Mapping
 from typing import Final
 
-import anyio
-
-from agent_bridge.adapters.claude.config import NEXT_STEP, SEARCHED, child_env, discover_executable
-from agent_bridge.processes import ProcessSpec, SpawnError, spawn
+from agent_bridge.adapters.claude.launch import (
+    NEXT_STEP,
+    SEARCHED,
+    child_env,
+    discover_executable,
+)
+from agent_bridge.adapters.kit.probe import run_probe
 from agent_bridge.wire.providers import Availability
 
 __all__ = ["AUTH_STATUS_MIN_VERSION", "parse_auth_status", "parse_version", "probe_cli"]
@@ -29,7 +31,6 @@ PROBE_OUTPUT_LIMIT: Final = 64 * 1024
 #: verified against; an older CLI might take ``auth`` for a prompt, so it is not asked.
 AUTH_STATUS_MIN_VERSION: Final = (2, 1, 197)
 
-_STREAM_ENDED: Final = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 _VERSION_RE: Final = re.compile(r"\b(\d+)\.(\d+)\.(\d+)\b")
 
 
@@ -66,29 +67,6 @@ def parse_auth_status(output: str) -> tuple[str, str | None, str | None]:
     )
 
 
-async def _capture(argv: list[str], env: Mapping[str, str]) -> str | None:
-    """Run ``argv`` and return its stdout (bounded), or ``None`` if it could not run."""
-    async with anyio.create_task_group() as tg:
-        try:
-            spec = ProcessSpec(tuple(argv), cwd=None, env=env, name="claude-probe")
-            child = await spawn(spec, tg)
-        except SpawnError:
-            return None
-        data = bytearray()
-        try:
-            await child.stdin.aclose()
-            with anyio.move_on_after(PROBE_TIMEOUT):
-                while len(data) < PROBE_OUTPUT_LIMIT:
-                    try:
-                        data += await child.stdout.receive(PROBE_OUTPUT_LIMIT - len(data))
-                    except _STREAM_ENDED:
-                        break
-        finally:
-            with contextlib.suppress(TimeoutError):
-                await child.stop(eof_grace=1.0, term_grace=1.0, kill_grace=1.0)
-    return data.decode("utf-8", errors="replace")
-
-
 async def probe_cli(environ: Mapping[str, str] | None = None) -> Availability:
     """Probe the machine for the CLI (see module docstring)."""
     env = os.environ if environ is None else environ
@@ -100,7 +78,13 @@ async def probe_cli(environ: Mapping[str, str] | None = None) -> Availability:
             next_step=NEXT_STEP,
         )
     cli_env = child_env(env.get("CLAUDE_CONFIG_DIR") or None, env)
-    output = await _capture([found.path, "--version"], cli_env)
+    output = await run_probe(
+        [found.path, "--version"],
+        env=cli_env,
+        timeout=PROBE_TIMEOUT,
+        max_output=PROBE_OUTPUT_LIMIT,
+        name="claude --version",
+    )
     parsed = parse_version(output or "")
     if parsed is None:
         return Availability(
@@ -120,7 +104,13 @@ async def probe_cli(environ: Mapping[str, str] | None = None) -> Availability:
             authentication="unknown",
             reason="this CLI version is too old to report its authentication status",
         )
-    output = await _capture([found.path, "auth", "status", "--json"], cli_env)
+    output = await run_probe(
+        [found.path, "auth", "status", "--json"],
+        env=cli_env,
+        timeout=PROBE_TIMEOUT,
+        max_output=PROBE_OUTPUT_LIMIT,
+        name="claude auth status",
+    )
     authentication, reason, next_step = parse_auth_status(output or "")
     return Availability(
         status="available",

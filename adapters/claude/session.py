@@ -1,14 +1,17 @@
 """One Claude Code session: a resident ``claude`` child in bidirectional stream-json mode.
 
-Tasks (all in the session's task group, each guarded so a bug here can never take the
-bridge down):
+The session wires the adapter kit to Claude Code's protocol and mapping.  Its tasks are
+all supervised (:class:`~agent_bridge.adapters.kit.tasks.TaskSupervisor`: an exception is
+logged and fails the active run, never the bridge):
 
-* the **reader** of the child's stdout: splits NDJSON lines, correlates each frame with
-  the active run and turns it into payloads, settles the ledger, opens interactions.  It
-  never writes to the child (a write can block while the child is itself blocked
-  writing to us): every reply is sent from a task of its own;
-* the **exit watcher**: once the child has exited, gives the reader a moment to drain
-  and then ends it (a grandchild holding the pipe cannot keep the session hanging);
+* the **reader** of the child's stdout (:func:`~agent_bridge.adapters.kit.ndjson.read_ndjson`):
+  dispatches each frame through one table by its ``type``, correlates turn frames with the
+  active run, settles the ledger, opens interactions.  It never writes to the child (a
+  write can block while the child is itself blocked writing to us): every reply is sent
+  from a task of its own;
+* the **exit watcher** (:meth:`~agent_bridge.adapters.kit.resident.ResidentChild.watch_exit`):
+  once the child has exited, gives the reader a moment to drain and then ends it (a
+  grandchild holding the pipe cannot keep the session hanging);
 * the **ledger clock**: settles our control requests at their deadline;
 * one task per ``can_use_tool`` request, waiting for the host's answer.
 
@@ -22,25 +25,30 @@ current run (or only logged when no run is active), never another run's completi
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from dataclasses import dataclass
+from typing import Any, Final
 
 import anyio
-import anyio.abc
 import msgspec
 
-from agent_bridge.adapters.claude import protocol
-from agent_bridge.adapters.claude.config import (
+from agent_bridge.adapters.claude import mapping, protocol
+from agent_bridge.adapters.claude.launch import (
     LaunchConfig,
     build_argv,
     child_env,
     valid_session_id,
 )
+from agent_bridge.adapters.kit.ndjson import read_ndjson
+from agent_bridge.adapters.kit.resident import ResidentChild, StopGraces, start_resident
+from agent_bridge.adapters.kit.runs import RunHandle
+from agent_bridge.adapters.kit.tasks import TaskSupervisor
 from agent_bridge.errors import BridgeError, ProviderFailure
-from agent_bridge.processes import ChildProcess, ProcessSpec, SpawnError, spawn
+from agent_bridge.processes import ProcessSpec
 from agent_bridge.rpc.errors import RpcError
+from agent_bridge.rpc.framing import FramingError
 from agent_bridge.rpc.ledger import Ledger, LedgerEntry
 from agent_bridge.spi import (
     InteractionHandle,
@@ -50,17 +58,8 @@ from agent_bridge.spi import (
     RunOutcome,
     SessionContext,
 )
-from agent_bridge.wire.events import (
-    ContextUsage,
-    CumulativeUsage,
-    Diagnostic,
-    ProviderPayload,
-    TextDelta,
-    ThinkingDelta,
-    ToolActivity,
-    Usage,
-)
-from agent_bridge.wire.interactions import ApprovalAnswer, ApprovalRequest
+from agent_bridge.wire.errors import ErrorCode
+from agent_bridge.wire.events import ProviderPayload
 from agent_bridge.wire.methods import RunInput
 
 __all__ = ["ClaudeRun", "ClaudeSession"]
@@ -69,7 +68,6 @@ log = logging.getLogger("agent_bridge.provider.claude")
 
 #: Longest stdout line accepted from the CLI (tool results can be large).
 MAX_LINE: Final = 64 * 1024 * 1024
-_READ_CHUNK: Final = 256 * 1024
 #: How long the CLI has to acknowledge an ``interrupt`` (the runtime bounds the run
 #: itself with its own grace period; this only settles the ledger entry).
 INTERRUPT_ACK_TIMEOUT: Final = 10.0
@@ -77,97 +75,42 @@ INTERRUPT_ACK_TIMEOUT: Final = 10.0
 EXIT_DRAIN_GRACE: Final = 2.0
 #: A write to the child's stdin that cannot complete in this time means it is stuck.
 SEND_TIMEOUT: Final = 30.0
-#: How much of the stderr tail goes into the log when the child ends unexpectedly.
-LOG_TAIL_CHARS: Final = 4000
+STOP_GRACES: Final = StopGraces(eof=2.0, term=2.0, kill=2.0)
 
-_STREAM_ENDED: Final = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
-_TURN_TYPES: Final = frozenset({"system", "stream_event", "assistant", "user", "result"})
+_Handler = Callable[[dict[str, Any]], Awaitable[None]]
+_TurnHandler = Callable[["ClaudeRun", dict[str, Any]], Awaitable[None]]
 
 
 class _Gone(Exception):
     """The child can no longer be written to."""
 
 
-def _diag(level: Any, code: str, message: str) -> Diagnostic:
-    return Diagnostic(level=level, code=code, message=message)
-
-
-_STRAY = _diag(
-    "warning",
-    "provider_stray_record",
-    "the provider sent a record that belongs to no active run; it was ignored",
-)
-_UNKNOWN = _diag(
-    "info",
-    "provider_unknown_record",
-    "the provider sent a record of a type the adapter does not know; it was ignored",
-)
-_UNPARSEABLE = _diag(
-    "warning",
-    "provider_unparseable_record",
-    "the provider sent a line that is not a JSON object; it was ignored",
-)
-_OVERSIZED = _diag(
-    "warning",
-    "provider_oversized_record",
-    "the provider sent a record larger than the adapter accepts; it was skipped",
-)
-_DECLINED = _diag(
-    "info",
-    "provider_request_declined",
-    "the provider asked for something the adapter does not support; it was declined",
-)
-_RETRY = _diag("info", "provider_retry", "the provider is retrying a failed model request")
-
-
 @dataclass(eq=False)
-class _Permission:
+class _Pending:
     """One ``can_use_tool`` request of the CLI and the interaction it became."""
 
     cli_id: str
     run: ClaudeRun
     handle: InteractionHandle
-    tool_input: dict[str, Any]
-    session_updates: list[dict[str, Any]]
-    #: For ``AskUserQuestion``: the questions asked (the interaction is a question).
-    questions: tuple[protocol.AskedQuestion, ...] | None = None
+    permission: mapping.Permission
     #: Set once the request needs no (further) reply: answered, or withdrawn.
     closed: bool = False
 
 
-@dataclass(eq=False)
-class ClaudeRun(ProviderRun):
+class ClaudeRun(RunHandle):
     """One turn: a user message sent to the CLI, ended by its ``result``."""
 
-    session: ClaudeSession
-    ctx: RunContext
-    done: anyio.Event = field(default_factory=anyio.Event)
-    outcome: RunOutcome | None = None
-    interrupt_sent: bool = False
-    tools: dict[str, str] = field(default_factory=dict)
-    streamed: set[str] = field(default_factory=set)
-    prompt_tokens: int | None = None
-    output_tokens: int = 0
-    assistant_error: str | None = None
-    unknown_types: set[str] = field(default_factory=set)
-
-    def finish(self, outcome: RunOutcome) -> bool:
-        """Record the outcome once; later calls change nothing."""
-        if self.done.is_set():
-            return False
-        self.outcome = outcome
-        self.done.set()
-        return True
+    def __init__(self, session: ClaudeSession, ctx: RunContext) -> None:
+        super().__init__()
+        self.session = session
+        self.ctx = ctx
+        self.interrupt_sent = False
+        self.state = mapping.TurnState()
 
     @property
     def interrupting(self) -> bool:
         """Whether this run is being interrupted (asked by the host or sent to the CLI)."""
         return self.interrupt_sent or self.ctx.interrupt_requested
-
-    async def wait(self) -> RunOutcome:
-        await self.done.wait()
-        assert self.outcome is not None
-        return self.outcome
 
     async def interrupt(self, reason: str) -> None:
         await self.session.interrupt_run(self)
@@ -193,26 +136,36 @@ class ClaudeSession(ProviderSession):
         self._ledger = Ledger()
         self._ledger_changed = anyio.Event()
         self._write_lock = anyio.Lock()
-        self._child: ChildProcess | None = None
+        self._tasks = TaskSupervisor(
+            ctx.task_group, log, owner="claude session", on_failure=self._task_failed
+        )
+        self._resident: ResidentChild | None = None
         self._alive = False
         self._starting = False
         self._startup_result = False
         self._disposed = False
         self._clock_started = False
-        self._scopes: set[anyio.CancelScope] = set()
         self._run: ClaudeRun | None = None
         self._expect_results = 0
-        self._permissions: dict[str, _Permission] = {}
+        self._permissions: dict[str, _Pending] = {}
         self._model: str | None = None
         #: The stdout line being handled: the raw record of the payloads it produces.
         self._raw: bytes | None = None
-        usage = usage or {}
-        self._cum_in = _nonneg_int(usage.get("input"))
-        self._cum_out = _nonneg_int(usage.get("output"))
-        self._cum_cached = _nonneg_int(usage.get("cached"))
-        cost = usage.get("costUsd")
-        self._cum_cost: float | None = float(cost) if isinstance(cost, (int, float)) else None
-        self._process_cost = 0.0
+        self._usage = mapping.UsageTotals.from_record(usage)
+        turn: dict[str, _TurnHandler] = {
+            "system": self._on_system,
+            "stream_event": self._on_stream_event,
+            "assistant": self._on_assistant,
+            "user": self._on_user,
+            "result": self._on_result,
+        }
+        #: The one dispatch: record ``type`` → handler (turn frames are correlated first).
+        self._handlers: dict[str, _Handler] = {
+            "control_response": self._on_control_response,
+            "control_request": self._on_control_request,
+            "control_cancel_request": self._on_control_cancel,
+            **{kind: functools.partial(self._on_turn_frame, fn) for kind, fn in turn.items()},
+        }
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -222,36 +175,39 @@ class ClaudeSession(ProviderSession):
         spec = ProcessSpec(
             argv, cwd=self._config.cwd, env=child_env(self._config.config_dir), name="claude"
         )
-        try:
-            child = await spawn(spec, self._ctx.task_group)
-        except SpawnError as exc:
-            log.warning("claude could not be started: %s", exc.reason)
-            raise BridgeError(
-                "provider_unavailable",
-                details={"missing": "claude executable", "reason": exc.reason},
-            ) from None
-        log.info("claude started (pid %d, resume=%s)", child.pid, resume is not None)
-        self._child = child
+        resident = await start_resident(
+            spec,
+            self._ctx.task_group,
+            log=log,
+            label="claude",
+            missing="claude executable",
+            graces=STOP_GRACES,
+        )
+        log.info("claude (pid %d): resume=%s", resident.pid, resume is not None)
+        self._resident = resident
         self._alive = True
         self._expect_results = 0
-        self._process_cost = 0.0
+        self._usage.process_cost = 0.0
         self._startup_result = False
         if not self._clock_started:
             self._clock_started = True
-            self._spawn(self._ledger_clock)
+            self._tasks.start(self._ledger_clock)
         reader_scope = anyio.CancelScope()
-        reader_done = anyio.Event()
-        self._spawn(self._read_loop, child, reader_scope, reader_done)
-        self._spawn(self._watch_exit, child, reader_scope, reader_done)
+        self._tasks.start(self._read_loop, resident, reader_scope, name="reader")
+        resident.watch_exit(
+            self._tasks,
+            drain_grace=EXIT_DRAIN_GRACE,
+            on_held_open=lambda _status: reader_scope.cancel(),
+        )
         self._starting = True
         try:
             await self._initialize(resume)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 self._alive = False
-                await self._stop_child(child, eof_grace=0.2)
+                await resident.stop(eof_grace=0.2)
                 self._ledger.fail_all("claude start-up failed")
-                self._log_exit(child, "during start-up")
+                resident.log_exit("during start-up")
             raise
         finally:
             self._starting = False
@@ -289,9 +245,9 @@ class ClaudeSession(ProviderSession):
 
     async def _restart(self) -> None:
         """Start a new child for this session after the previous one ended."""
-        old = self._child
+        old = self._resident
         if old is not None:
-            await self._stop_child(old)
+            await old.stop()
         resume = self._cli_session_id if self._has_transcript else None
         try:
             await self.start(resume)
@@ -305,48 +261,32 @@ class ClaudeSession(ProviderSession):
         try:
             self._disposed = True
             self._withdraw_permissions(None)
-            child = self._child
-            if child is not None:
+            resident = self._resident
+            if resident is not None:
                 # Stdin EOF ends an idle CLI at once, but a CLI in a turn first finishes
                 # the turn: with a run still active, go to SIGTERM quickly.
                 busy = self._active_run() is not None
-                await self._stop_child(child, eof_grace=0.2 if busy else 2.0)
+                await resident.stop(eof_grace=0.2 if busy else 2.0)
             self._alive = False
             self._ledger.fail_all("session disposed")
             run = self._run
-            if run is not None and not run.done.is_set():
+            if run is not None and not run.finished:
                 run.finish(
                     RunOutcome.interrupted()
                     if run.interrupting
                     else RunOutcome.failed("session_closed", "session disposed during the run")
                 )
-            for scope in list(self._scopes):
-                scope.cancel()
+            self._tasks.cancel_all()
         except Exception:
             log.exception("claude session: dispose failed")
 
-    async def _stop_child(self, child: ChildProcess, eof_grace: float = 2.0) -> None:
-        try:
-            code = await child.stop(eof_grace=eof_grace, term_grace=2.0, kill_grace=2.0)
-        except TimeoutError:
-            log.error("claude (pid %d) survived SIGKILL", child.pid)
-            return
-        log.info("claude (pid %d) stopped with status %d", child.pid, code)
-
     def export_recovery_record(self) -> Any:
-        usage: dict[str, Any] = {
-            "input": self._cum_in,
-            "output": self._cum_out,
-            "cached": self._cum_cached,
-        }
-        if self._cum_cost is not None:
-            usage["costUsd"] = self._cum_cost
         return {
             "v": 1,
             "sessionId": self._cli_session_id if self._has_transcript else None,
             "cwd": self._config.cwd,
             "configDir": self._config.config_dir,
-            "usage": usage,
+            "usage": self._usage.record(),
         }
 
     # ------------------------------------------------------------------ runs
@@ -356,7 +296,7 @@ class ClaudeSession(ProviderSession):
     ) -> ProviderRun:
         if self._disposed:
             raise BridgeError("session_closed")
-        if self._run is not None and not self._run.done.is_set():
+        if self._run is not None and not self._run.finished:
             raise BridgeError("run_active")
         try:
             frame = msgspec.json.encode(protocol.user_message(input.text))
@@ -375,7 +315,7 @@ class ClaudeSession(ProviderSession):
 
     async def interrupt_run(self, run: ClaudeRun) -> None:
         """Send ``interrupt`` to the CLI (its acknowledgement is not awaited)."""
-        if run.done.is_set() or not self._alive or run is not self._run:
+        if run.finished or not self._alive or run is not self._run:
             return
         entry, _ = self._open("interrupt", INTERRUPT_ACK_TIMEOUT)
         run.interrupt_sent = True
@@ -388,24 +328,13 @@ class ClaudeSession(ProviderSession):
         except _Gone:
             self._ledger.cancel(entry.id, "claude is gone")
 
-    # ------------------------------------------------------------------ tasks
+    def _task_failed(self, code: ErrorCode, detail: str) -> None:
+        """A supervised task failed: the active run ends with ``code``."""
+        run = self._active_run()
+        if run is not None:
+            run.finish(RunOutcome.failed(code, detail))
 
-    def _spawn(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
-        """Run ``fn`` in the session's task group, cancellable by :meth:`dispose`, and never
-        letting an exception escape into the bridge."""
-        scope = anyio.CancelScope()
-        self._scopes.add(scope)
-
-        async def runner() -> None:
-            try:
-                with scope:
-                    await fn(*args)
-            except Exception:
-                log.exception("claude session: task %s failed", getattr(fn, "__name__", fn))
-            finally:
-                self._scopes.discard(scope)
-
-        self._ctx.task_group.start_soon(runner)
+    # ------------------------------------------------------------------ ledger
 
     async def _ledger_clock(self) -> None:
         while True:
@@ -430,59 +359,20 @@ class ClaudeSession(ProviderSession):
         self._ledger_changed.set()
         return entry, settled
 
-    async def _watch_exit(
-        self, child: ChildProcess, reader_scope: anyio.CancelScope, reader_done: anyio.Event
-    ) -> None:
-        await child.wait()
-        with anyio.move_on_after(EXIT_DRAIN_GRACE):
-            await reader_done.wait()
-        reader_scope.cancel()
+    # ------------------------------------------------------------------ the child
 
-    async def _read_loop(
-        self, child: ChildProcess, reader_scope: anyio.CancelScope, reader_done: anyio.Event
-    ) -> None:
-        buf = bytearray()
-        scan = 0
-        discarding = False  # inside a line that was too long, until its newline
+    async def _read_loop(self, resident: ResidentChild, reader_scope: anyio.CancelScope) -> None:
         try:
             with reader_scope:
-                while True:
-                    try:
-                        chunk = await child.stdout.receive(_READ_CHUNK)
-                    except _STREAM_ENDED:
-                        break
-                    if discarding:
-                        nl = chunk.find(b"\n")
-                        if nl < 0:
-                            continue
-                        chunk = chunk[nl + 1 :]
-                        discarding = False
-                    buf += chunk
-                    while True:
-                        nl = buf.find(b"\n", scan)
-                        if nl < 0:
-                            scan = len(buf)
-                            break
-                        line = bytes(buf[:nl])
-                        del buf[: nl + 1]
-                        scan = 0
-                        if len(line) > MAX_LINE:
-                            await self._oversized()
-                        elif line.strip():
-                            await self._dispatch_line(line)
-                    if len(buf) > MAX_LINE:
-                        buf.clear()
-                        scan = 0
-                        discarding = True
-                        await self._oversized()
+                await read_ndjson(resident.child.stdout, self._on_frame, max_line=MAX_LINE)
         finally:
-            reader_done.set()
-        await self._on_output_ended(child)
+            resident.mark_output_ended()
+        await self._on_output_ended(resident)
 
-    async def _on_output_ended(self, child: ChildProcess) -> None:
+    async def _on_output_ended(self, resident: ResidentChild) -> None:
         """The child's stdout ended: fail what is pending, fail the active run as crashed,
         log the (redacted) stderr tail, and make sure the process is gone."""
-        if child is not self._child:
+        if resident is not self._resident:
             return
         self._alive = False
         self._ledger.fail_all("claude exited")
@@ -490,35 +380,23 @@ class ClaudeSession(ProviderSession):
             return  # dispose / start() stop the child themselves
         run = self._run
         self._withdraw_permissions(None)
-        if run is not None and not run.done.is_set():
+        if run is not None and not run.finished:
             run.finish(RunOutcome.failed("provider_crashed", "claude ended its output"))
         # It may still be running with its stdout closed: make sure it is gone.
-        await self._stop_child(child, eof_grace=0.5)
-        self._log_exit(child, "unexpectedly")
-
-    def _log_exit(self, child: ChildProcess, how: str) -> None:
-        tail = child.stderr_tail()[-LOG_TAIL_CHARS:]
-        log.warning(
-            "claude (pid %d) ended %s (exit status %s); stderr tail: %s",
-            child.pid,
-            how,
-            child.returncode,
-            tail.strip() or "(empty)",
-        )
-
-    # ------------------------------------------------------------------ writing
+        await resident.stop(eof_grace=0.5)
+        resident.log_exit("unexpectedly")
 
     async def _write(self, message: Mapping[str, Any]) -> None:
         await self._write_bytes(msgspec.json.encode(message) + b"\n")
 
     async def _write_bytes(self, data: bytes) -> None:
-        child = self._child
-        if child is None or not self._alive:
+        resident = self._resident
+        if resident is None or not self._alive:
             raise _Gone
         try:
             async with self._write_lock:
                 with anyio.fail_after(SEND_TIMEOUT):
-                    await child.stdin.send(data)
+                    await resident.child.stdin.send(data)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, TimeoutError) as exc:
             raise _Gone from exc
 
@@ -532,26 +410,30 @@ class ClaudeSession(ProviderSession):
 
     def _active_run(self) -> ClaudeRun | None:
         run = self._run
-        return run if run is not None and not run.done.is_set() else None
+        return run if run is not None and not run.finished else None
 
     async def _emit(self, run: ClaudeRun | None, payload: ProviderPayload) -> None:
         """Emit ``payload`` for ``run`` with the line it came from as its raw record."""
-        if run is not None and not run.done.is_set() and not self._disposed:
+        if run is not None and not run.finished and not self._disposed:
             await run.ctx.emit(payload, self._raw)
 
-    async def _oversized(self) -> None:
-        log.warning("claude wrote a line longer than %d bytes; skipped it", MAX_LINE)
-        await self._emit(self._active_run(), _OVERSIZED)
+    async def _emit_all(self, run: ClaudeRun, payloads: list[ProviderPayload]) -> None:
+        for payload in payloads:
+            await self._emit(run, payload)
 
     async def _stray(self, what: str) -> None:
         run = self._active_run()
         log.info("claude: ignored a stray %s record (run active: %s)", what, run is not None)
-        await self._emit(run, _STRAY)
+        await self._emit(run, mapping.STRAY)
 
-    async def _dispatch_line(self, line: bytes) -> None:
-        self._raw = line
+    async def _on_frame(self, frame: bytes | FramingError) -> None:
+        if isinstance(frame, FramingError):
+            log.warning("claude wrote a line longer than %d bytes; skipped it", MAX_LINE)
+            await self._emit(self._active_run(), mapping.OVERSIZED)
+            return
+        self._raw = frame
         try:
-            await self._dispatch(line)
+            await self._dispatch(frame)
         finally:
             self._raw = None
 
@@ -562,37 +444,25 @@ class ClaudeSession(ProviderSession):
             message = None
         if not isinstance(message, dict):
             log.info("claude: ignored a line that is not a JSON object (%d bytes)", len(line))
-            await self._emit(self._active_run(), _UNPARSEABLE)
+            await self._emit(self._active_run(), mapping.UNPARSEABLE)
             return
         kind = message.get("type")
         try:
-            if kind == "control_response":
-                await self._on_control_response(message)
-            elif kind == "control_request":
-                await self._on_control_request(message)
-            elif kind == "control_cancel_request":
-                self._on_control_cancel(message)
-            elif kind in _TURN_TYPES:
-                run = self._correlate(message)
-                if run is None:
-                    await self._stray(str(kind))
-                elif kind == "stream_event":
-                    await self._on_stream_event(run, message)
-                elif kind == "assistant":
-                    await self._on_assistant(run, message)
-                elif kind == "user":
-                    await self._on_user(run, message)
-                elif kind == "system":
-                    await self._on_system(run, message)
-                else:
-                    await self._on_result(run, message)
-            elif kind in protocol.IGNORED_TYPES:
-                return
-            else:
+            handler = self._handlers.get(kind) if isinstance(kind, str) else None
+            if handler is not None:
+                await handler(message)
+            elif kind not in protocol.IGNORED_TYPES:
                 await self._on_unknown(kind)
         except (KeyError, TypeError, ValueError, AttributeError):
             log.exception("claude: a %s record could not be handled", _word(kind))
-            await self._emit(self._active_run(), _UNPARSEABLE)
+            await self._emit(self._active_run(), mapping.UNPARSEABLE)
+
+    async def _on_turn_frame(self, handler: _TurnHandler, message: dict[str, Any]) -> None:
+        run = self._correlate(message)
+        if run is None:
+            await self._stray(str(message.get("type")))
+        else:
+            await handler(run, message)
 
     def _correlate(self, message: dict[str, Any]) -> ClaudeRun | None:
         """The run this turn frame belongs to, or ``None`` (a stray)."""
@@ -616,9 +486,9 @@ class ClaudeSession(ProviderSession):
         run = self._active_run()
         name = kind if isinstance(kind, str) else "?"
         log.info("claude: ignored a record of unknown type %r", name[:40])
-        if run is not None and name not in run.unknown_types:
-            run.unknown_types.add(name)
-            await self._emit(run, _UNKNOWN)
+        if run is not None and name not in run.state.unknown_types:
+            run.state.unknown_types.add(name)
+            await self._emit(run, mapping.UNKNOWN)
 
     async def _on_system(self, run: ClaudeRun, message: dict[str, Any]) -> None:
         subtype = message.get("subtype")
@@ -627,125 +497,27 @@ class ClaudeSession(ProviderSession):
             if isinstance(model, str):
                 self._model = model
         elif subtype == "api_retry":
-            await self._emit(run, _RETRY)
+            await self._emit(run, mapping.RETRY)
 
     async def _on_stream_event(self, run: ClaudeRun, message: dict[str, Any]) -> None:
-        if message.get("parent_tool_use_id") is not None:
-            return  # a subagent's stream: its tool calls still show up, its text does not
-        event = message.get("event")
-        if not isinstance(event, dict):
-            return
-        kind = event.get("type")
-        if kind == "content_block_delta":
-            delta = event.get("delta")
-            if not isinstance(delta, dict):
-                return
-            if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-                await self._emit(run, TextDelta(text=delta["text"]))
-            elif delta.get("type") == "thinking_delta" and isinstance(delta.get("thinking"), str):
-                await self._emit(run, ThinkingDelta(text=delta["thinking"]))
-        elif kind == "message_start":
-            body = event.get("message")
-            if isinstance(body, dict):
-                if isinstance(body.get("id"), str):
-                    run.streamed.add(body["id"])
-                usage = body.get("usage")
-                run.prompt_tokens = protocol.prompt_tokens(usage)
-                run.output_tokens = _nonneg_int(
-                    usage.get("output_tokens") if isinstance(usage, dict) else 0
-                )
-        elif kind == "message_delta":
-            usage = event.get("usage")
-            if isinstance(usage, dict):
-                run.output_tokens = _nonneg_int(usage.get("output_tokens")) or run.output_tokens
+        await self._emit_all(run, mapping.stream_event_payloads(run.state, message))
 
     async def _on_assistant(self, run: ClaudeRun, message: dict[str, Any]) -> None:
-        body = message.get("message")
-        if not isinstance(body, dict):
-            return
-        error = message.get("error")
-        if isinstance(error, str):
-            run.assistant_error = error
-        synthetic = isinstance(error, str) or body.get("model") == "<synthetic>"
-        main_thread = message.get("parent_tool_use_id") is None
-        streamed = body.get("id") in run.streamed
-        content = body.get("content")
-        for block in content if isinstance(content, list) else ():
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "tool_use":
-                tool_id, name = block.get("id"), block.get("name")
-                if isinstance(tool_id, str) and tool_id not in run.tools:
-                    name = name if isinstance(name, str) and name else "tool"
-                    run.tools[tool_id] = name
-                    await self._emit(
-                        run, ToolActivity(tool_id, name, "started", input=block.get("input"))
-                    )
-            elif synthetic or streamed or not main_thread:
-                continue
-            elif kind == "text" and _nonempty(block.get("text")):
-                await self._emit(run, TextDelta(text=block["text"]))
-            elif kind == "thinking" and _nonempty(block.get("thinking")):
-                await self._emit(run, ThinkingDelta(text=block["thinking"]))
+        await self._emit_all(run, mapping.assistant_payloads(run.state, message))
 
     async def _on_user(self, run: ClaudeRun, message: dict[str, Any]) -> None:
-        body = message.get("message")
-        content = body.get("content") if isinstance(body, dict) else None
-        for block in content if isinstance(content, list) else ():
-            if not isinstance(block, dict) or block.get("type") != "tool_result":
-                continue
-            tool_id = block.get("tool_use_id")
-            if not isinstance(tool_id, str):
-                continue
-            name = run.tools.get(tool_id, "tool")
-            status: Literal["completed", "failed"] = (
-                "failed" if block.get("is_error") is True else "completed"
-            )
-            await self._emit(
-                run,
-                ToolActivity(
-                    tool_id, name, status, output=protocol.tool_output(block.get("content"))
-                ),
-            )
+        await self._emit_all(run, mapping.tool_result_payloads(run.state, message))
 
     async def _on_result(self, run: ClaudeRun, message: dict[str, Any]) -> None:
         self._expect_results -= 1
         if self._cli_session_id is not None:
             self._has_transcript = True
         self._withdraw_permissions(run)
-        await self._emit(run, self._usage(run, message))
+        await self._emit(run, mapping.usage_payload(self._usage, run.state, message, self._model))
         run.finish(
-            protocol.classify_result(
-                message, interrupting=run.interrupting, assistant_error=run.assistant_error
+            mapping.classify_result(
+                message, interrupting=run.interrupting, assistant_error=run.state.assistant_error
             )
-        )
-
-    def _usage(self, run: ClaudeRun, result: dict[str, Any]) -> Usage:
-        tokens_in, tokens_out, cached = protocol.turn_tokens(result.get("usage"))
-        self._cum_in += tokens_in
-        self._cum_out += tokens_out
-        self._cum_cached += cached
-        cost = result.get("total_cost_usd")
-        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost >= 0:
-            # total_cost_usd is cumulative per CLI process (0 again after a restart).
-            spent = cost - self._process_cost if cost >= self._process_cost else cost
-            self._process_cost = float(cost)
-            self._cum_cost = round((self._cum_cost or 0.0) + spent, 10)
-        context = None
-        if run.prompt_tokens is not None:
-            context = ContextUsage(
-                used_tokens=run.prompt_tokens + run.output_tokens,
-                max_tokens=protocol.context_window(result.get("modelUsage"), self._model),
-            )
-        return Usage(
-            context=context,
-            cumulative=CumulativeUsage(
-                input_tokens=self._cum_in,
-                output_tokens=self._cum_out,
-                cached_input_tokens=self._cum_cached,
-                cost_usd=self._cum_cost,
-            ),
         )
 
     # ------------------------------------------------------------------ control
@@ -777,15 +549,15 @@ class ClaudeSession(ProviderSession):
         request = message.get("request")
         if not isinstance(cli_id, str) or not cli_id:
             log.warning("claude sent a control request without a request id; ignored")
-            await self._emit(self._active_run(), _UNPARSEABLE)
+            await self._emit(self._active_run(), mapping.UNPARSEABLE)
             return
         subtype = request.get("subtype") if isinstance(request, dict) else None
         if subtype == "can_use_tool" and isinstance(request, dict):
             self._on_can_use_tool(cli_id, request)
             return
         log.info("claude: declined a control request of subtype %r", _word(subtype))
-        self._spawn(self._write_quietly, protocol.control_error(cli_id))
-        await self._emit(self._active_run(), _DECLINED)
+        self._tasks.start(self._write_quietly, protocol.control_error(cli_id))
+        await self._emit(self._active_run(), mapping.DECLINED)
 
     def _on_can_use_tool(self, cli_id: str, request: dict[str, Any]) -> None:
         if cli_id in self._permissions:
@@ -795,95 +567,41 @@ class ClaudeSession(ProviderSession):
         if run is None:
             log.warning("claude asked for a tool permission while no run is active; denied")
             deny = protocol.control_success(cli_id, protocol.deny_reply())
-            self._spawn(self._write_quietly, deny)
+            self._tasks.start(self._write_quietly, deny)
             return
-        tool_name = request.get("tool_name")
-        tool_name = tool_name if isinstance(tool_name, str) and tool_name else "tool"
-        display = request.get("display_name")
-        display = display if isinstance(display, str) and display else tool_name
-        raw_input = request.get("input")
-        tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
-        if tool_name == protocol.ASK_TOOL:
-            parsed = protocol.parse_questions(tool_input)
-            if parsed is not None:
-                question, asked = parsed
-                handle = run.ctx.open_interaction(question)
-                permission = _Permission(cli_id, run, handle, tool_input, [], asked)
-                self._permissions[cli_id] = permission
-                self._spawn(self._answer_permission, permission)
-                return
-        updates = protocol.session_permission_updates(request.get("permission_suggestions"))
-        command = tool_input.get("command") if tool_name == "Bash" else None
-        approval = ApprovalRequest(
-            action="tool",
-            title=f"Allow Claude Code to use {display[:100]}",
-            tool_name=tool_name,
-            input=tool_input,
-            command=command if isinstance(command, str) else None,
-            cwd=self._config.cwd,
-            modes=("once", "session") if updates else ("once",),
+        permission = mapping.permission_request(request, self._config.cwd)
+        handle = run.ctx.open_interaction(permission.interaction)
+        pending = _Pending(cli_id, run, handle, permission)
+        self._permissions[cli_id] = pending
+        self._tasks.start(self._answer_permission, pending)
+
+    async def _answer_permission(self, pending: _Pending) -> None:
+        outcome = await pending.handle.wait()
+        if pending.closed:
+            return
+        pending.closed = True
+        self._permissions.pop(pending.cli_id, None)
+        reply = mapping.permission_reply(
+            pending.permission, outcome, interrupt=pending.run.ctx.interrupt_requested
         )
-        handle = run.ctx.open_interaction(approval)
-        permission = _Permission(cli_id, run, handle, tool_input, updates)
-        self._permissions[cli_id] = permission
-        self._spawn(self._answer_permission, permission)
+        await self._write_quietly(protocol.control_success(pending.cli_id, reply))
 
-    async def _answer_permission(self, permission: _Permission) -> None:
-        outcome = await permission.handle.wait()
-        if permission.closed:
-            return
-        permission.closed = True
-        self._permissions.pop(permission.cli_id, None)
-        answer = outcome.answer
-        interrupt = permission.run.ctx.interrupt_requested
-        if permission.questions is not None:
-            answers = (
-                protocol.question_answers(permission.questions, answer)
-                if outcome.status == "responded"
-                else None
-            )
-            reply = (
-                protocol.allow_reply({**permission.tool_input, "answers": answers})
-                if answers is not None
-                else protocol.deny_reply(interrupt=interrupt, message=protocol.NO_ANSWER_MESSAGE)
-            )
-        elif (
-            outcome.status == "responded"
-            and isinstance(answer, ApprovalAnswer)
-            and answer.decision == "allow"
-        ):
-            reply = protocol.allow_reply(
-                permission.tool_input,
-                permission.session_updates if answer.mode == "session" else None,
-            )
-        else:
-            reply = protocol.deny_reply(interrupt=interrupt)
-        await self._write_quietly(protocol.control_success(permission.cli_id, reply))
-
-    def _on_control_cancel(self, message: dict[str, Any]) -> None:
-        permission = self._permissions.pop(str(message.get("request_id")), None)
-        if permission is None:
+    async def _on_control_cancel(self, message: dict[str, Any]) -> None:
+        pending = self._permissions.pop(str(message.get("request_id")), None)
+        if pending is None:
             log.debug("claude cancelled a request that is not pending")
             return
-        permission.closed = True
-        permission.handle.withdraw()
+        pending.closed = True
+        pending.handle.withdraw()
 
     def _withdraw_permissions(self, run: ClaudeRun | None) -> None:
         """Withdraw the pending permission requests of ``run`` (all when ``None``): the
         CLI no longer waits for them, so no reply is sent."""
-        for cli_id, permission in list(self._permissions.items()):
-            if run is None or permission.run is run:
+        for cli_id, pending in list(self._permissions.items()):
+            if run is None or pending.run is run:
                 del self._permissions[cli_id]
-                permission.closed = True
-                permission.handle.withdraw()
-
-
-def _nonneg_int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _nonempty(value: object) -> bool:
-    return isinstance(value, str) and bool(value)
+                pending.closed = True
+                pending.handle.withdraw()
 
 
 def _word(value: object) -> str:

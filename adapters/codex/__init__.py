@@ -1,9 +1,16 @@
-"""The OpenAI Codex adapter: one resident ``codex app-server`` child per session.
+"""The OpenAI Codex provider (id ``codex``): one resident ``codex app-server`` child per
+session.
 
-See ``docs/providers/codex.md`` (the "Adapter" section) for the design: discovery and
-environment (:mod:`adapters.codex.discovery`), the wire structs
-(:mod:`adapters.codex.protocol`), sessions and runs (:mod:`adapters.codex.session`) and
-the descriptor (:mod:`adapters.codex.provider`).
+* :mod:`~agent_bridge.adapters.codex.provider` — descriptor, options, create/resume;
+* :mod:`~agent_bridge.adapters.codex.launch` — executable discovery, environment, argv;
+* :mod:`~agent_bridge.adapters.codex.probe` — ``providers/list`` discovery;
+* :mod:`~agent_bridge.adapters.codex.protocol` — the app-server's wire structs;
+* :mod:`~agent_bridge.adapters.codex.mapping` — pure functions from its notifications and
+  requests to the bridge's payloads, interactions, replies and outcomes;
+* :mod:`~agent_bridge.adapters.codex.session` — the session (the adapter kit, the
+  JSON-RPC connection, one dispatch table) and its runs.
+
+See ``docs/providers/codex.md`` (the "Adapter" section) for the design.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Wire messages carry no ``"jsonrpc"`` member; notifications have an extra top-lev
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -40,7 +40,28 @@ __all__ = [
     "UserInputParams",
     "UserInputQuestion",
     "WarningNotification",
+    "decode",
+    "text_input",
 ]
+
+
+_T = TypeVar("_T")
+_decoders: dict[type, msgspec.json.Decoder[Any]] = {}
+
+
+def decode(kind: type[_T], raw: bytes) -> _T:
+    """Decode ``raw`` (a message's ``params`` or ``result``) as ``kind``, with a decoder
+    cached per type; raises ``msgspec.DecodeError`` / ``msgspec.ValidationError``."""
+    decoder = _decoders.get(kind)
+    if decoder is None:
+        decoder = _decoders[kind] = msgspec.json.Decoder(kind)
+    result: _T = decoder.decode(raw)
+    return result
+
+
+def text_input(text: str) -> list[dict[str, Any]]:
+    """The ``input`` of ``turn/start`` / ``turn/steer``: one text element."""
+    return [{"type": "text", "text": text, "text_elements": []}]
 
 
 class _Lenient(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):

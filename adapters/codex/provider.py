@@ -1,20 +1,24 @@
-"""The Codex provider: its descriptor, discovery and session factory."""
+"""The Codex provider: its descriptor, its options, and creating or resuming a session
+(a resident ``codex app-server``, :mod:`agent_bridge.adapters.codex.session`).
+
+The session module (and with it the JSON-RPC connection and msgspec) is imported only
+when a session is created, so ``providers/list`` stays cheap.
+"""
 
 from __future__ import annotations
 
 import os
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from agent_bridge.adapters.codex.discovery import (
+from agent_bridge.adapters.codex.launch import (
     ENV_EXECUTABLE,
+    INSTALL_HINT,
+    Settings,
     child_env,
     find_executable,
-    probe_auth,
-    probe_version,
 )
-from agent_bridge.adapters.codex.session import CodexSession, Settings
 from agent_bridge.errors import BridgeError
 from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
 from agent_bridge.wire.providers import (
@@ -29,15 +33,14 @@ from agent_bridge.wire.providers import (
     RunCapabilities,
 )
 
-__all__ = ["ADAPTER_VERSION", "CodexProvider"]
+if TYPE_CHECKING:
+    from agent_bridge.adapters.codex.session import CodexSession
+
+__all__ = ["ADAPTER_VERSION", "OPTIONS", "CodexProvider"]
 
 #: The adapter's own version (recovery records carry it); the CLI's is in availability.
 ADAPTER_VERSION: Final = "0.1.0"
 
-INSTALL_HINT: Final = (
-    "install the Codex CLI (npm package @openai/codex, or the PyPI package "
-    f"openai-codex-cli-bin), or point {ENV_EXECUTABLE} or the executable option at it"
-)
 _ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: A dotted TOML key: bare segments, or quoted ones; never starting with "-" (the entry
 #: follows "-c" as its own argv element and must not look like a flag).
@@ -144,6 +147,12 @@ def _check_options(options: Mapping[str, Any]) -> None:
             raise BridgeError("invalid_option", details={"option": "passEnv"})
 
 
+def _session_class() -> type[CodexSession]:
+    from agent_bridge.adapters.codex.session import CodexSession
+
+    return CodexSession
+
+
 def _codex_home(value: Any, option: str = "codexHome") -> str | None:
     if value is None:
         return None
@@ -178,30 +187,9 @@ class CodexProvider(AgentProvider):
         )
 
     async def probe(self) -> Availability:
-        found = find_executable()
-        if found is None:
-            return Availability(
-                status="unavailable",
-                reason="the codex executable was not found",
-                next_step=INSTALL_HINT,
-            )
-        env = child_env(codex_home=None)
-        version = await probe_version(found.path, env)
-        if version is None:
-            return Availability(
-                status="unavailable",
-                executable=found.path,
-                reason="codex did not report its version",
-                next_step="check the installation: run `codex --version`",
-            )
-        auth = await probe_auth(found.path, env)
-        return Availability(
-            status="available",
-            executable=found.path,
-            version=version,
-            authentication=auth,
-            next_step="run `codex login`" if auth == "unauthenticated" else None,
-        )
+        from agent_bridge.adapters.codex.probe import probe_cli
+
+        return await probe_cli()
 
     def _settings(
         self, ctx: SessionContext, record: Mapping[str, Any] | None = None
@@ -238,7 +226,7 @@ class CodexProvider(AgentProvider):
         )
 
     async def create_session(self, ctx: SessionContext) -> ProviderSession:
-        session = CodexSession(ctx, self._settings(ctx))
+        session = _session_class()(ctx, self._settings(ctx))
         await session.open(resume=False)
         return session
 
@@ -254,6 +242,6 @@ class CodexProvider(AgentProvider):
                 raise BridgeError("recovery_invalid") from None
             raise
         settings.thread_id = opaque["threadId"]
-        session = CodexSession(ctx, settings)
+        session = _session_class()(ctx, settings)
         await session.open(resume=True)
         return session

@@ -1,12 +1,15 @@
 """One Codex session: a resident ``codex app-server`` child and one thread in it.
 
 The child speaks newline-delimited JSON-RPC without a ``"jsonrpc"`` member.  The adapter
-drives it with the project's own :class:`rpc.connection.Connection` (the same engine and
-request-ID ledger the bridge uses toward hosts): requests it sends (``initialize``,
-``thread/start``/``thread/resume``, ``turn/start``, ``turn/steer``, ``turn/interrupt``)
-are recorded in the ledger and all fail at once at EOF; server→client requests it
-understands become bridge interactions, every other one is answered ``-32601`` by the
-connection; notifications become events.
+drives it with the project's own :class:`~agent_bridge.rpc.connection.Connection` (the
+same engine and request-ID ledger the bridge uses toward hosts): requests it sends
+(``initialize``, ``thread/start``/``thread/resume``, ``turn/start``, ``turn/steer``,
+``turn/interrupt``) are recorded in the ledger and all fail at once at EOF; server→client
+requests it understands become bridge interactions, every other one is answered
+``-32601`` by the connection; notifications become events through one table
+(notification → handler) after correlation.  The child, its exit watcher and every
+background task come from the adapter kit, so an exception in one of them fails the
+active run instead of escaping into the runtime.
 
 Correlation: every notification and server request carries a ``threadId`` and most a
 ``turnId``.  Anything for another thread, or for another turn of this thread while a run
@@ -22,20 +25,22 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import anyio
-import anyio.abc
 import msgspec
 
 from agent_bridge import __version__ as BRIDGE_VERSION
+from agent_bridge.adapters.codex import mapping
 from agent_bridge.adapters.codex import protocol as p
-from agent_bridge.adapters.codex.discovery import parse_version
+from agent_bridge.adapters.codex.launch import Settings
+from agent_bridge.adapters.codex.probe import parse_version
+from agent_bridge.adapters.kit.resident import ResidentChild, StopGraces, start_resident
+from agent_bridge.adapters.kit.runs import RunHandle
+from agent_bridge.adapters.kit.tasks import TaskSupervisor
 from agent_bridge.errors import BridgeError, ProviderFailure
-from agent_bridge.processes import ChildProcess, ProcessSpec, SpawnError, redact, spawn
+from agent_bridge.processes import ProcessSpec, redact
 from agent_bridge.rpc.connection import Connection, Method, current_request_id
 from agent_bridge.rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
 from agent_bridge.rpc.ledger import LedgerEntry
@@ -49,32 +54,11 @@ from agent_bridge.spi import (
     SessionContext,
 )
 from agent_bridge.wire.errors import ErrorCode
-from agent_bridge.wire.events import (
-    ContextUsage,
-    CumulativeUsage,
-    Diagnostic,
-    PlanStep,
-    PlanUpdated,
-    ProviderPayload,
-    TextDelta,
-    ThinkingDelta,
-    ToolActivity,
-    Usage,
-)
-from agent_bridge.wire.interactions import (
-    ApprovalAnswer,
-    ApprovalRequest,
-    Choice,
-    InteractionRequest,
-    QuestionAnswer,
-    QuestionItem,
-    QuestionRequest,
-    QuestionSetAnswer,
-    QuestionSetRequest,
-)
+from agent_bridge.wire.events import Diagnostic, ProviderPayload
+from agent_bridge.wire.interactions import InteractionRequest
 from agent_bridge.wire.methods import RunInput
 
-__all__ = ["CodexRun", "CodexSession", "Settings", "classify_error"]
+__all__ = ["CodexRun", "CodexSession"]
 
 log = logging.getLogger("agent_bridge.codex")
 
@@ -84,75 +68,14 @@ CONTROL_TIMEOUT: Final = 10.0
 #: After the app-server exits, how long its output may stay open before the adapter
 #: stops waiting for EOF (messages it wrote before exiting are read meanwhile).
 EXIT_DRAIN_GRACE: Final = 0.5
+STOP_GRACES: Final = StopGraces(eof=1.5, term=1.5, kill=3.0)
 _MAX_PENDING_DIAGNOSTICS: Final = 16
-_MAX_TITLE: Final = 200
-_PLAN_STATUSES: Final = ("pending", "inProgress", "completed")
-_IDENTIFIER: Final = re.compile(r"[A-Za-z][A-Za-z0-9]{0,39}")
-#: Item types that are reported some other way, or carry nothing to report.
-_QUIET_ITEMS: Final = frozenset(
-    {"userMessage", "hookPrompt", "agentMessage", "reasoning", "plan", "contextCompaction"}
-)
 
-#: Notifications that carry nothing a host needs (status, bookkeeping, UI state).
-_IGNORED: Final = frozenset(
-    {
-        "thread/started",
-        "thread/status/changed",
-        "thread/readState/changed",
-        "thread/name/updated",
-        "thread/settings/updated",
-        "thread/goal/updated",
-        "thread/goal/cleared",
-        "thread/queue/changed",
-        "thread/compacted",  # deprecated; the contextCompaction item is reported
-        "turn/started",
-        "turn/diff/updated",
-        "turn/moderationMetadata",
-        "item/plan/delta",
-        "item/fileChange/patchUpdated",
-        "item/commandExecution/terminalInteraction",
-        "item/mcpToolCall/progress",
-        "item/autoApprovalReview/started",
-        "item/autoApprovalReview/completed",
-        "account/rateLimits/updated",
-        "account/updated",
-        "remoteControl/status/changed",
-        "skills/changed",
-        "app/list/updated",
-        "mcpServer/startupStatus/updated",
-        "fs/changed",
-        "model/verification",
-        "model/safetyBuffering/updated",
-        "hook/started",
-        "hook/completed",
-    }
-)
+_DECODE_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError)
 
-#: Notification -> (level, code, message) of the diagnostic it becomes.
-_DIAGNOSTICS: Final[dict[str, tuple[Any, str, str]]] = {
-    "warning": ("warning", "codex_warning", "Codex reported a warning (see the bridge log)"),
-    "guardianWarning": (
-        "warning",
-        "codex_guardian_warning",
-        "Codex's approval reviewer reported a warning (see the bridge log)",
-    ),
-    "configWarning": (
-        "warning",
-        "codex_config_warning",
-        "Codex reported a configuration warning (see the bridge log)",
-    ),
-    "deprecationNotice": (
-        "info",
-        "codex_deprecation",
-        "Codex reported a deprecation notice (see the bridge log)",
-    ),
-    "model/rerouted": ("info", "codex_model_rerouted", "Codex switched to another model"),
-    "windows/worldWritableWarning": (
-        "warning",
-        "codex_sandbox_warning",
-        "Codex reported a sandbox warning (see the bridge log)",
-    ),
-}
+#: A handler of a notification correlated with the active run: ``(run, method, params)``.
+_TurnHandler = Callable[["CodexRun", str, bytes], None]
+
 
 def _request_key() -> Any:
     raw = current_request_id()
@@ -164,128 +87,29 @@ def _request_key() -> Any:
         return None
 
 
-_decoders: dict[type, msgspec.json.Decoder[Any]] = {}
-
-
-def _decode(kind: type[Any], raw: bytes) -> Any:
-    decoder = _decoders.get(kind)
-    if decoder is None:
-        decoder = _decoders[kind] = msgspec.json.Decoder(kind)
-    return decoder.decode(raw)
-
-
-# ----------------------------------------------------------------------------- errors
-
-
-_RATE_LIMITED: Final = frozenset(
-    {"usageLimitExceeded", "rateLimitExceeded", "sessionBudgetExceeded"}
-)
-
-
-def classify_error(error: p.TurnError | None) -> ErrorCode:
-    """Map a failed turn's ``codexErrorInfo`` onto the bridge's closed error codes."""
-    info = None if error is None else error.codex_error_info
-    if isinstance(info, str):
-        if info == "unauthorized":
-            return "provider_auth_required"
-        if info in _RATE_LIMITED:
-            return "provider_rate_limited"
-        return "provider_failed"
-    if isinstance(info, dict):
-        for detail in info.values():
-            status = detail.get("httpStatusCode") if isinstance(detail, dict) else None
-            if status in (401, 403):
-                return "provider_auth_required"
-            if status == 429:
-                return "provider_rate_limited"
-    return "provider_failed"
-
-
-# ----------------------------------------------------------------------------- settings
-
-
-_SANDBOX_MODES: Final = {
-    "readOnly": "read-only",
-    "workspaceWrite": "workspace-write",
-    "dangerFullAccess": "danger-full-access",
-}
-
-
-def sandbox_mode(policy: Any) -> str | None:
-    """The ``sandbox`` mode string for a ``SandboxPolicy`` object of a thread response."""
-    if isinstance(policy, str):
-        return policy
-    if isinstance(policy, dict):
-        return _SANDBOX_MODES.get(str(policy.get("type")))
-    return None
-
-
-@dataclass(slots=True)
-class Settings:
-    """Everything needed to spawn the child and open the thread."""
-
-    executable: str
-    cwd: str | None
-    env: dict[str, str]
-    codex_home: str | None = None
-    config: tuple[str, ...] = ()
-    strict_config: bool = True
-    model: str | None = None
-    reasoning_effort: str | None = None
-    approval_policy: Any = None
-    sandbox: str | None = None
-    cli_version: str | None = None
-    thread_id: str | None = None
-
-    def argv(self) -> tuple[str, ...]:
-        argv = [self.executable, "app-server"]
-        if self.strict_config:
-            argv.append("--strict-config")
-        for entry in self.config:
-            argv += ["-c", entry]
-        return tuple(argv)
-
-
 # ----------------------------------------------------------------------------- runs
 
 
-@dataclass(slots=True)
-class _Item:
-    kind: str  # "text" | "thinking" | "tool"
-    name: str = ""
-    deltas: int = 0
-    output: bool = False
-    done: bool = False
-    changes: Any = None
-
-
-class CodexRun(ProviderRun):
+class CodexRun(RunHandle):
     """One turn of the session's thread."""
 
     def __init__(self, session: CodexSession, ctx: RunContext) -> None:
+        super().__init__()
         self._session = session
         self.ctx = ctx
         self.turn_id: str | None = None
         self.turn_known = anyio.Event()
-        self.done = anyio.Event()
-        self.outcome: RunOutcome = RunOutcome.interrupted()
         self.early: list[tuple[str, bytes]] = []
-        self.items: dict[str, _Item] = {}
+        self.state = mapping.TurnState()
         self.pending: dict[Any, InteractionHandle] = {}
         self.last_error: p.TurnError | None = None
         self.interrupt_wanted = False
         self.interrupt_sent = False
-        self.text_seen = False
         #: The Codex message being handled: every payload projected from it carries it as
         #: its raw record (provenance), one shared object per message.
         self.raw: bytes | None = None
-        self._reported: set[Any] = set()
 
     # -- ProviderRun
-
-    async def wait(self) -> RunOutcome:
-        await self.done.wait()
-        return self.outcome
 
     async def interrupt(self, reason: str) -> None:
         self.interrupt_wanted = True
@@ -297,7 +121,8 @@ class CodexRun(ProviderRun):
     # -- helpers
 
     def emit(self, payload: ProviderPayload) -> None:
-        if self.done.is_set():
+        """Emit ``payload`` (with the current message as its raw record) unless ended."""
+        if self.finished:
             return
         try:
             if self.raw is None:
@@ -307,11 +132,14 @@ class CodexRun(ProviderRun):
         except Exception:  # the runtime never raises here; be safe anyway
             log.exception("codex: emit failed")
 
+    def emit_all(self, payloads: list[ProviderPayload]) -> None:
+        """Emit each of ``payloads`` in order."""
+        for payload in payloads:
+            self.emit(payload)
+
     def diagnose_once(self, key: Any, level: Any, code: str, message: str) -> None:
-        if key in self._reported:
-            return
-        self._reported.add(key)
-        self.emit(Diagnostic(level=level, code=code, message=message))
+        """Emit a diagnostic the first time ``key`` is reported in this run."""
+        self.emit_all(mapping.once(self.state, key, level, code, message))
 
     def stray(self, thread_id: str | None, turn_id: str | None) -> None:
         log.info("codex: frame for thread %s turn %s ignored", thread_id, turn_id)
@@ -323,24 +151,23 @@ class CodexRun(ProviderRun):
         )
 
     def set_turn(self, turn_id: str) -> None:
+        """The turn id is known: replay the frames held meanwhile."""
         self.turn_id = turn_id
         self.turn_known.set()
         early, self.early = self.early, []
         for method, raw in early:
             self._session.route(method, raw)
 
-    def finish(self, outcome: RunOutcome, *, emit: bool = True) -> None:
-        if self.done.is_set():
-            return
+    def finish(self, outcome: RunOutcome, *, emit: bool = True) -> bool:
+        """End the run once; with ``emit``, tools still open are reported ``failed``."""
+        if self.finished:
+            return False
         if emit:
-            for item_id, item in self.items.items():
-                if item.kind == "tool" and not item.done:
-                    item.done = True
-                    self.emit(ToolActivity(item_id, item.name, "failed"))
-        self.outcome = outcome
-        self.done.set()
+            self.emit_all(mapping.open_tools_failed(self.state))
+        super().finish(outcome)
         self.turn_known.set()  # wake anything still waiting for the turn id
         self._session.run_finished(self)
+        return True
 
 
 # ----------------------------------------------------------------------------- the child
@@ -349,57 +176,21 @@ class CodexRun(ProviderRun):
 class _Proc:
     """One running ``codex app-server`` and the connection to it."""
 
-    def __init__(self, child: ChildProcess, conn: Connection) -> None:
-        self.child = child
+    def __init__(self, resident: ResidentChild, conn: Connection) -> None:
+        self.resident = resident
         self.conn = conn
-        self.closed = anyio.Event()
-        self.stopping = False
         #: The handshake succeeded (until then its own error reporting covers EOF).
         self.ready = False
 
+    @property
+    def closed(self) -> bool:
+        """Whether the connection has ended (the child's output is done)."""
+        return self.resident.output_ended.is_set()
+
     async def stop(self) -> None:
-        self.stopping = True
-        try:
-            await self.child.stop(eof_grace=1.5, term_grace=1.5, kill_grace=3.0)
-        except TimeoutError:
-            log.warning("codex (pid %d) survived SIGKILL", self.child.pid)
+        """Stop the child (bounded, shielded) and close the connection."""
+        await self.resident.stop()
         self.conn.close()
-
-
-def _text_input(text: str) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": text, "text_elements": []}]
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _MAX_TITLE else text[: _MAX_TITLE - 1] + "…"
-
-
-def _offered(decisions: list[Any] | None) -> set[str] | None:
-    if decisions is None:
-        return None
-    out: set[str] = set()
-    for decision in decisions:
-        if isinstance(decision, str):
-            out.add(decision)
-        elif isinstance(decision, dict):
-            out.update(str(k) for k in decision)
-    return out
-
-
-def _approval_decision(outcome: InteractionOutcome, session_ok: bool) -> str:
-    """allow/once→accept, allow/session→acceptForSession (when offered), deny→decline
-    (honoured by Codex even when ``availableDecisions`` does not list it), cancelled→cancel
-    (Codex ends the turn), expired→decline; withdrawn (Codex resolved the request itself,
-    so it ignores the reply)→decline, the answer that runs nothing and stops nothing."""
-    answer = outcome.answer
-    if outcome.status == "responded" and isinstance(answer, ApprovalAnswer):
-        if answer.decision == "allow":
-            return "acceptForSession" if answer.mode == "session" and session_ok else "accept"
-        return "decline"
-    if outcome.status == "cancelled":
-        return "cancel"
-    return "decline"
 
 
 class CodexSession(ProviderSession):
@@ -408,16 +199,38 @@ class CodexSession(ProviderSession):
     def __init__(self, ctx: SessionContext, settings: Settings) -> None:
         self._ctx = ctx
         self.settings = settings
+        self._tasks = TaskSupervisor(
+            ctx.task_group, log, owner="codex session", on_failure=self._task_failed
+        )
         self._proc: _Proc | None = None
         self._run: CodexRun | None = None
         self._disposed = False
         self._lock = anyio.Lock()
         self._pending_diagnostics: list[Diagnostic] = []
         self._resolved: set[Any] = set()
+        #: The one dispatch of notifications correlated with the active run; a
+        #: notification not in it (and not ignored) is reported once as unmapped.
+        self._turn_handlers: dict[str, _TurnHandler] = {
+            "item/agentMessage/delta": self._on_agent_delta,
+            "item/reasoning/summaryTextDelta": self._on_reasoning_delta,
+            "item/reasoning/textDelta": self._on_reasoning_delta,
+            "item/reasoning/summaryPartAdded": self._on_summary_part,
+            "item/commandExecution/outputDelta": self._on_output_delta,
+            "item/fileChange/outputDelta": self._on_output_delta,
+            "item/started": self._on_item_started,
+            "item/completed": self._on_item_completed,
+            "thread/tokenUsage/updated": self._on_token_usage,
+            "turn/plan/updated": self._on_plan,
+            "turn/completed": self._on_turn_completed,
+            "error": self._on_error,
+            **{method: self._on_upstream_diagnostic for method in mapping.DIAGNOSTICS},
+        }
         self._notifications = {
             method: Method(functools.partial(self._on_notification, method), msgspec.Raw)
             for method in p.SERVER_NOTIFICATIONS
         }
+        # Settles a server request whichever run it was for: never correlated.
+        self._notifications["serverRequest/resolved"] = Method(self._on_resolved, msgspec.Raw)
         self._requests: dict[str, Method] = {
             "item/commandExecution/requestApproval": Method(
                 self._on_command_approval, msgspec.Raw, is_async=True
@@ -459,42 +272,43 @@ class CodexSession(ProviderSession):
             spec = ProcessSpec(s.argv(), cwd=s.cwd, env=s.env, name="codex app-server")
         except (TypeError, ValueError):
             raise BridgeError("invalid_option", details={"option": "config"}) from None
-        try:
-            child = await spawn(spec, self._ctx.task_group)
-        except SpawnError as exc:
-            log.warning("codex: cannot start %s: %s", s.executable, exc.reason)
-            raise BridgeError(
-                "provider_unavailable", details={"missing": "codex", "reason": exc.reason}
-            ) from None
+        resident = await start_resident(
+            spec,
+            self._ctx.task_group,
+            log=log,
+            label="codex app-server",
+            missing="codex",
+            graces=STOP_GRACES,
+        )
         conn = Connection(
-            child.stdout,
-            child.stdin,
+            resident.child.stdout,
+            resident.child.stdin,
             methods=self._requests,
             notifications=self._notifications,
             framing="newline",
             jsonrpc=False,
             name="codex",
         )
-        proc = _Proc(child, conn)
+        proc = _Proc(resident, conn)
         self._proc = proc
         self._resolved.clear()  # server request ids start again at 0 in a new process
-        self._ctx.task_group.start_soon(self._serve, proc, name="codex connection")
-        self._ctx.task_group.start_soon(self._watch_exit, proc, name="codex exit watcher")
+        self._tasks.start(self._serve, proc, name="connection")
+        resident.watch_exit(
+            self._tasks,
+            drain_grace=EXIT_DRAIN_GRACE,
+            on_held_open=functools.partial(self._held_open, proc),
+        )
         return proc
 
-    async def _watch_exit(self, proc: _Proc) -> None:
-        """End the connection when the app-server exits even if its stdout stays open (a
-        process it started still holds the pipe): ``_serve`` then treats it as EOF."""
-        code = await proc.child.wait()
-        with anyio.move_on_after(EXIT_DRAIN_GRACE):
-            await proc.closed.wait()
-        if not proc.closed.is_set() and not proc.stopping:
-            log.warning(
-                "codex app-server exited (status %s) but its output is still held open; "
-                "closing the connection",
-                code,
-            )
-            proc.conn.close()
+    def _held_open(self, proc: _Proc, status: int) -> None:
+        """The app-server exited but a process it started still holds its stdout: end
+        the connection (``_serve`` then treats it as EOF)."""
+        log.warning(
+            "codex app-server exited (status %s) but its output is still held open; "
+            "closing the connection",
+            status,
+        )
+        proc.conn.close()
 
     async def _call(
         self, proc: _Proc, method: str, params: Any, result_type: Any, timeout: float
@@ -516,12 +330,12 @@ class CodexSession(ProviderSession):
         if isinstance(exc, ConnectionClosed):
             code: int | None = None
             with anyio.move_on_after(2):
-                code = await proc.child.wait()
+                code = await proc.resident.child.wait()
             log.warning(
                 "codex exited during %s (status %s); stderr tail:\n%s",
                 what,
                 code,
-                proc.child.stderr_tail(),
+                proc.resident.stderr_tail(),
             )
             # A non-zero exit at start-up is a configuration or installation problem
             # (bad config.toml under --strict-config, missing CODEX_HOME, ...).
@@ -576,7 +390,7 @@ class CodexSession(ProviderSession):
         s.model = thread.model or s.model
         if thread.approval_policy is not None:
             s.approval_policy = thread.approval_policy
-        s.sandbox = sandbox_mode(thread.sandbox) or s.sandbox
+        s.sandbox = mapping.sandbox_mode(thread.sandbox) or s.sandbox
         if thread.cwd and s.cwd is None:
             s.cwd = thread.cwd
         proc.ready = True
@@ -586,21 +400,27 @@ class CodexSession(ProviderSession):
         try:
             await proc.conn.run()
         finally:
-            proc.closed.set()
-        if proc.stopping or not proc.ready or self._disposed or proc is not self._proc:
+            proc.resident.mark_output_ended()
+        if proc.resident.stopping or not proc.ready or self._disposed or proc is not self._proc:
             return
         run = self._run
         if run is not None:
             run.finish(RunOutcome.failed("provider_crashed", "codex closed its output"))
         code: int | None = None
         with anyio.move_on_after(1):
-            code = await proc.child.wait()
+            code = await proc.resident.child.wait()
         log.warning(
             "codex app-server closed its output (status %s); stderr tail:\n%s",
             code,
-            proc.child.stderr_tail(),
+            proc.resident.stderr_tail(),
         )
         await proc.stop()
+
+    def _task_failed(self, code: ErrorCode, detail: str) -> None:
+        """A supervised task failed: the active run ends with ``code``."""
+        run = self._run
+        if run is not None:
+            run.finish(RunOutcome.failed(code, detail))
 
     def export_recovery_record(self) -> Any:
         s = self.settings
@@ -629,9 +449,10 @@ class CodexSession(ProviderSession):
         if proc is not None:
             with anyio.CancelScope(shield=True):
                 await proc.stop()
-                tail = proc.child.stderr_tail()
+                tail = proc.resident.stderr_tail()
                 if tail:
                     log.debug("codex stderr tail:\n%s", tail)
+        self._tasks.cancel_all()
 
     # ------------------------------------------------------------------ runs
 
@@ -644,7 +465,7 @@ class CodexSession(ProviderSession):
             raise BridgeError("run_active")
         async with self._lock:
             proc = self._proc
-            if proc is None or proc.closed.is_set():
+            if proc is None or proc.closed:
                 # The child died (crash, EOF): start a new one on the same thread.
                 log.info("codex: restarting the app-server for thread %s", self.thread_id)
                 await self.open(resume=True)
@@ -653,9 +474,11 @@ class CodexSession(ProviderSession):
             run = CodexRun(self, ctx)
             self._run = run
             pending, self._pending_diagnostics = self._pending_diagnostics, []
-            for diagnostic in pending:
-                run.emit(diagnostic)
-            params: dict[str, Any] = {"threadId": self.thread_id, "input": _text_input(input.text)}
+            run.emit_all(list(pending))
+            params: dict[str, Any] = {
+                "threadId": self.thread_id,
+                "input": p.text_input(input.text),
+            }
             if self.settings.reasoning_effort is not None:
                 params["effort"] = self.settings.reasoning_effort
             try:
@@ -685,7 +508,7 @@ class CodexSession(ProviderSession):
     def send_interrupt(self, run: CodexRun) -> None:
         """Send ``turn/interrupt`` for ``run`` (once); the run ends on ``turn/completed``."""
         proc = self._proc
-        if run.done.is_set() or run.interrupt_sent or run.turn_id is None or proc is None:
+        if run.finished or run.interrupt_sent or run.turn_id is None or proc is None:
             return
         run.interrupt_sent = True
         entry = proc.conn.open_request(
@@ -693,7 +516,7 @@ class CodexSession(ProviderSession):
             {"threadId": self.thread_id, "turnId": run.turn_id},
             timeout=CONTROL_TIMEOUT,
         )
-        self._ctx.task_group.start_soon(self._settle_quietly, proc, entry)
+        self._tasks.start(self._settle_quietly, proc, entry)
 
     async def _settle_quietly(self, proc: _Proc, entry: LedgerEntry[Any]) -> None:
         try:
@@ -703,16 +526,16 @@ class CodexSession(ProviderSession):
             log.info("codex: %s: %s", entry.method, redact(exc.message))
 
     async def steer(self, run: CodexRun, input: RunInput) -> None:
-        if run.done.is_set():
+        if run.finished:
             raise BridgeError("run_not_active")
         await run.turn_known.wait()
         proc = self._proc
-        if run.done.is_set() or proc is None:
+        if run.finished or proc is None:
             raise BridgeError("run_not_active")
         params = {
             "threadId": self.thread_id,
             "expectedTurnId": run.turn_id,
-            "input": _text_input(input.text),
+            "input": p.text_input(input.text),
         }
         try:
             await self._call(proc, "turn/steer", params, p.TurnSteerResponse, CONTROL_TIMEOUT)
@@ -730,20 +553,19 @@ class CodexSession(ProviderSession):
         self.route(method, bytes(raw))
 
     def route(self, method: str, raw: bytes) -> None:
-        """Correlate one notification with the active run and handle it."""
-        if method in _IGNORED:
+        """Correlate one notification with the active run and hand it to its handler."""
+        if method in mapping.IGNORED:
             return
-        if method == "serverRequest/resolved":
-            self._on_resolved(raw)
-            return
+        thread_id: str | None
+        turn_id: str | None
         try:
             if method == "turn/completed":
-                completed = _decode(p.TurnCompleted, raw)
+                completed = p.decode(p.TurnCompleted, raw)
                 thread_id, turn_id = completed.thread_id, completed.turn.id
             else:
-                scope = _decode(p.Scope, raw)
+                scope = p.decode(p.Scope, raw)
                 thread_id, turn_id = scope.thread_id, scope.turn_id
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except _DECODE_ERRORS:
             self._unexpected(method)
             return
         run = self._run
@@ -762,10 +584,11 @@ class CodexSession(ProviderSession):
         if turn_id is not None and turn_id != run.turn_id:
             run.stray(thread_id, turn_id)
             return
+        handler = self._turn_handlers.get(method, self._on_unmapped)
         run.raw = b'{"method":%s,"params":%s}' % (msgspec.json.encode(method), raw)
         try:
-            self._handle(run, method, raw)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+            handler(run, method, raw)
+        except _DECODE_ERRORS:
             self._unexpected(method)
         finally:
             run.raw = None
@@ -792,194 +615,81 @@ class CodexSession(ProviderSession):
     def _log_upstream(self, method: str, raw: bytes) -> None:
         try:
             if method in ("configWarning", "deprecationNotice"):
-                note = _decode(p.ConfigWarning, raw)
+                note = p.decode(p.ConfigWarning, raw)
                 text = note.summary + (f" ({note.details})" if note.details else "")
             else:
-                text = _decode(p.WarningNotification, raw).message
-        except (msgspec.DecodeError, msgspec.ValidationError):
+                text = p.decode(p.WarningNotification, raw).message
+        except _DECODE_ERRORS:
             text = "?"
         log.info("codex %s: %s", method, redact(text))
 
     def _between_runs(self, method: str, raw: bytes) -> None:
         """A notification while no run is active: warnings wait for the next run."""
-        spec = _DIAGNOSTICS.get(method)
-        if spec is not None:
+        diagnostic = mapping.DIAGNOSTICS.get(method)
+        if diagnostic is not None:
             self._log_upstream(method, raw)
-            level, code, message = spec
-            self._queue_diagnostic(Diagnostic(level=level, code=code, message=message))
+            self._queue_diagnostic(diagnostic)
 
-    def _handle(self, run: CodexRun, method: str, raw: bytes) -> None:
-        if method == "item/agentMessage/delta":
-            delta = _decode(p.DeltaNotification, raw)
-            item = run.items.setdefault(delta.item_id, _Item("text"))
-            item.deltas += 1
-            self._text(run, delta.delta, first=item.deltas == 1)
-        elif method in ("item/reasoning/summaryTextDelta", "item/reasoning/textDelta"):
-            delta = _decode(p.DeltaNotification, raw)
-            run.items.setdefault(delta.item_id, _Item("thinking")).deltas += 1
-            if delta.delta:
-                run.emit(ThinkingDelta(text=delta.delta))
-        elif method == "item/reasoning/summaryPartAdded":
-            delta = _decode(p.DeltaNotification, raw)
-            if delta.summary_index:
-                run.emit(ThinkingDelta(text="\n\n"))
-        elif method in ("item/commandExecution/outputDelta", "item/fileChange/outputDelta"):
-            delta = _decode(p.DeltaNotification, raw)
-            tool = run.items.get(delta.item_id)
-            if tool is not None and delta.delta:
-                tool.output = True
-                run.emit(ToolActivity(delta.item_id, tool.name, "output", output=delta.delta))
-        elif method == "item/started":
-            self._item_started(run, _decode(p.ItemNotification, raw).item)
-        elif method == "item/completed":
-            self._item_completed(run, _decode(p.ItemNotification, raw).item)
-        elif method == "thread/tokenUsage/updated":
-            usage = _decode(p.TokenUsageUpdated, raw).token_usage
-            run.emit(
-                Usage(
-                    context=ContextUsage(usage.last.total_tokens, usage.model_context_window),
-                    cumulative=CumulativeUsage(
-                        input_tokens=usage.total.input_tokens,
-                        output_tokens=usage.total.output_tokens,
-                        cached_input_tokens=usage.total.cached_input_tokens,
-                    ),
-                )
-            )
-        elif method == "turn/plan/updated":
-            plan = _decode(p.PlanUpdated, raw).plan
-            steps = tuple(
-                PlanStep(s.step, s.status if s.status in _PLAN_STATUSES else "pending")
-                for s in plan
-            )
-            run.emit(PlanUpdated(steps=steps))
-        elif method == "turn/completed":
-            self._turn_completed(run, _decode(p.TurnCompleted, raw))
-        elif method == "error":
-            note = _decode(p.ErrorNotification, raw)
-            log.info(
-                "codex error (retry=%s, info=%s): %s",
-                note.will_retry,
-                note.error.codex_error_info,
-                redact(note.error.message),
-            )
-            if note.will_retry:
-                run.diagnose_once(
-                    "retrying",
-                    "warning",
-                    "codex_retrying",
-                    "Codex is retrying a failed model request",
-                )
-            else:
-                run.last_error = note.error
-        elif method in _DIAGNOSTICS:
-            self._log_upstream(method, raw)
-            level, code, message = _DIAGNOSTICS[method]
-            run.emit(Diagnostic(level=level, code=code, message=message))
-        else:
+    def _on_agent_delta(self, run: CodexRun, method: str, raw: bytes) -> None:
+        run.emit_all(mapping.agent_delta(run.state, p.decode(p.DeltaNotification, raw)))
+
+    def _on_reasoning_delta(self, run: CodexRun, method: str, raw: bytes) -> None:
+        run.emit_all(mapping.reasoning_delta(run.state, p.decode(p.DeltaNotification, raw)))
+
+    def _on_summary_part(self, run: CodexRun, method: str, raw: bytes) -> None:
+        run.emit_all(mapping.summary_part(p.decode(p.DeltaNotification, raw)))
+
+    def _on_output_delta(self, run: CodexRun, method: str, raw: bytes) -> None:
+        run.emit_all(mapping.output_delta(run.state, p.decode(p.DeltaNotification, raw)))
+
+    def _on_item_started(self, run: CodexRun, method: str, raw: bytes) -> None:
+        run.emit_all(mapping.item_started(run.state, p.decode(p.ItemNotification, raw).item))
+
+    def _on_item_completed(self, run: CodexRun, method: str, raw: bytes) -> None:
+        run.emit_all(mapping.item_completed(run.state, p.decode(p.ItemNotification, raw).item))
+
+    def _on_token_usage(self, run: CodexRun, method: str, raw: bytes) -> None:
+        run.emit(mapping.usage_payload(p.decode(p.TokenUsageUpdated, raw)))
+
+    def _on_plan(self, run: CodexRun, method: str, raw: bytes) -> None:
+        run.emit(mapping.plan_payload(p.decode(p.PlanUpdated, raw)))
+
+    def _on_turn_completed(self, run: CodexRun, method: str, raw: bytes) -> None:
+        outcome = mapping.turn_outcome(p.decode(p.TurnCompleted, raw), run.last_error)
+        if outcome is not None:
+            run.finish(outcome)
+
+    def _on_error(self, run: CodexRun, method: str, raw: bytes) -> None:
+        note = p.decode(p.ErrorNotification, raw)
+        log.info(
+            "codex error (retry=%s, info=%s): %s",
+            note.will_retry,
+            note.error.codex_error_info,
+            redact(note.error.message),
+        )
+        if note.will_retry:
             run.diagnose_once(
-                ("unmapped", method),
-                "info",
-                "codex_unmapped_notification",
-                f"Codex sent a {method} notification, which the adapter does not map",
-            )
-
-    def _text(self, run: CodexRun, text: str, *, first: bool) -> None:
-        if not text:
-            return
-        if first and run.text_seen:
-            run.emit(TextDelta(text="\n\n"))  # a new agent message in the same turn
-        run.text_seen = True
-        run.emit(TextDelta(text=text))
-
-    def _item_started(self, run: CodexRun, item: dict[str, Any]) -> None:
-        kind = item.get("type")
-        item_id = str(item.get("id", ""))
-        if kind == "agentMessage":
-            run.items.setdefault(item_id, _Item("text"))
-        elif kind == "reasoning":
-            run.items.setdefault(item_id, _Item("thinking"))
-        elif kind == "contextCompaction":
-            run.emit(
-                Diagnostic(
-                    level="info",
-                    code="codex_context_compacted",
-                    message="Codex compacted the conversation to fit the context window",
-                )
+                "retrying", "warning", "codex_retrying", "Codex is retrying a failed model request"
             )
         else:
-            tool = _tool_of(item)
-            if tool is not None and item_id not in run.items:
-                name, tool_input, changes = tool
-                run.items[item_id] = _Item("tool", name, changes=changes)
-                run.emit(ToolActivity(item_id, name, "started", input=tool_input))
-            elif tool is None and kind not in _QUIET_ITEMS:
-                shown = kind if isinstance(kind, str) and _IDENTIFIER.fullmatch(kind) else "?"
-                run.diagnose_once(
-                    ("item", shown),
-                    "info",
-                    "codex_unmapped_item",
-                    f"Codex reported a {shown} item, which the adapter does not map",
-                )
+            run.last_error = note.error
 
-    def _item_completed(self, run: CodexRun, item: dict[str, Any]) -> None:
-        kind = item.get("type")
-        item_id = str(item.get("id", ""))
-        known = run.items.get(item_id)
-        if kind == "agentMessage":
-            if known is None or known.deltas == 0:
-                self._text(run, str(item.get("text") or ""), first=True)
-            return
-        if kind == "reasoning":
-            if known is None or known.deltas == 0:
-                summary = item.get("summary") or []
-                text = "\n\n".join(str(s) for s in summary if s)
-                if text:
-                    run.emit(ThinkingDelta(text=text))
-            return
-        tool = _tool_of(item)
-        if tool is None:
-            return
-        if known is None or known.kind != "tool":
-            self._item_started(run, item)
-            known = run.items.get(item_id)
-            if known is None:
-                return
-        if known.done:
-            return
-        known.done = True
-        output = item.get("aggregatedOutput")
-        if not known.output and isinstance(output, str) and output:
-            run.emit(ToolActivity(item_id, known.name, "output", output=output))
-        status = item.get("status")
-        ok = status == "completed" or (kind == "dynamicToolCall" and item.get("success") is True)
-        if kind == "webSearch":
-            ok = True
-        exit_code = item.get("exitCode")
-        run.emit(
-            ToolActivity(
-                item_id,
-                known.name,
-                "completed" if ok else "failed",
-                exit_code=exit_code if isinstance(exit_code, int) else None,
-            )
+    def _on_upstream_diagnostic(self, run: CodexRun, method: str, raw: bytes) -> None:
+        self._log_upstream(method, raw)
+        run.emit(mapping.DIAGNOSTICS[method])
+
+    def _on_unmapped(self, run: CodexRun, method: str, raw: bytes) -> None:
+        run.diagnose_once(
+            ("unmapped", method),
+            "info",
+            "codex_unmapped_notification",
+            f"Codex sent a {method} notification, which the adapter does not map",
         )
 
-    def _turn_completed(self, run: CodexRun, completed: p.TurnCompleted) -> None:
-        status = completed.turn.status
-        if status == "completed":
-            run.finish(RunOutcome.completed("completed"))
-        elif status == "interrupted":
-            run.finish(RunOutcome.interrupted())
-        elif status == "failed":
-            error = completed.turn.error or run.last_error
-            code = classify_error(error)
-            info = None if error is None else error.codex_error_info
-            run.finish(RunOutcome.failed(code, f"codex turn failed ({info})"))
-
-    def _on_resolved(self, raw: bytes) -> None:
+    def _on_resolved(self, raw: msgspec.Raw) -> None:
         try:
-            note = _decode(p.ServerRequestResolved, raw)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+            note = p.decode(p.ServerRequestResolved, bytes(raw))
+        except _DECODE_ERRORS:
             return
         key = note.request_id
         self._resolved.add(key)
@@ -995,7 +705,7 @@ class CodexSession(ProviderSession):
     async def _run_for(self, thread_id: str, turn_id: str) -> CodexRun | None:
         """The active run a server request belongs to, or ``None``."""
         run = self._run
-        if run is None or run.done.is_set():
+        if run is None or run.finished:
             return None
         if thread_id != self.thread_id:
             run.stray(thread_id, turn_id)
@@ -1003,7 +713,7 @@ class CodexSession(ProviderSession):
         if run.turn_id is None:
             with anyio.move_on_after(REQUEST_TIMEOUT):
                 await run.turn_known.wait()
-        if run.done.is_set() or run.turn_id is None:
+        if run.finished or run.turn_id is None:
             return None
         if turn_id and turn_id != run.turn_id:
             run.stray(thread_id, turn_id)
@@ -1023,158 +733,35 @@ class CodexSession(ProviderSession):
             run.pending.pop(key, None)
 
     async def _on_command_approval(self, raw: msgspec.Raw) -> dict[str, Any]:
-        params = _decode(p.CommandApprovalParams, bytes(raw))
+        params = p.decode(p.CommandApprovalParams, bytes(raw))
         run = await self._run_for(params.thread_id, params.turn_id)
         if run is None:
-            return {"decision": "decline"}
-        offered = _offered(params.available_decisions)
-        session_ok = (offered is None or "acceptForSession" in offered) and (
-            params.kind != "humanCommand"
-        )
-        actions = params.command_actions or []
-        shown = params.command or ""
-        if len(actions) == 1 and isinstance(actions[0], dict) and actions[0].get("command"):
-            shown = str(actions[0]["command"])
-        tool_input: dict[str, Any] = {"commandActions": actions}
-        if params.reason:
-            tool_input["reason"] = params.reason
-        request = ApprovalRequest(
-            action="command",
-            title=_short(f"Run `{shown}`") if shown else "Run a command",
-            tool_name="command",
-            input=tool_input,
-            command=params.command,
-            cwd=params.cwd,
-            modes=("once", "session") if session_ok else ("once",),
-        )
+            return dict(mapping.DECLINE)
+        request, session_ok = mapping.command_approval(params)
         outcome = await self._ask(run, request)
-        return {"decision": _approval_decision(outcome, session_ok)}
+        return mapping.command_reply(outcome, session_ok=session_ok)
 
     async def _on_file_change_approval(self, raw: msgspec.Raw) -> dict[str, Any]:
-        params = _decode(p.FileChangeApprovalParams, bytes(raw))
+        params = p.decode(p.FileChangeApprovalParams, bytes(raw))
         run = await self._run_for(params.thread_id, params.turn_id)
         if run is None:
-            return {"decision": "decline"}
-        item = run.items.get(params.item_id)
-        changes = item.changes if item is not None else None
-        tool_input: dict[str, Any] = {"changes": changes or []}
-        if params.reason:
-            tool_input["reason"] = params.reason
-        if params.grant_root:
-            tool_input["grantRoot"] = params.grant_root
-        paths = [c.get("path") for c in changes or [] if isinstance(c, dict)]
-        title = "Apply file changes"
-        if len(paths) == 1 and paths[0]:
-            title = _short(f"Change {paths[0]}")
-        elif paths:
-            title = f"Change {len(paths)} files"
-        request = ApprovalRequest(
-            action="fileChange",
-            title=title,
-            tool_name="fileChange",
-            input=tool_input,
-            modes=("once", "session"),
-        )
-        outcome = await self._ask(run, request)
-        return {"decision": _approval_decision(outcome, True)}
+            return dict(mapping.DECLINE)
+        item = run.state.items.get(params.item_id)
+        request = mapping.file_change_approval(params, item.changes if item is not None else None)
+        return mapping.file_change_reply(await self._ask(run, request))
 
     async def _on_permissions_approval(self, raw: msgspec.Raw) -> dict[str, Any]:
-        params = _decode(p.PermissionsApprovalParams, bytes(raw))
+        params = p.decode(p.PermissionsApprovalParams, bytes(raw))
         run = await self._run_for(params.thread_id, params.turn_id)
-        refused: dict[str, Any] = {"permissions": {}, "scope": "turn"}
         if run is None:
-            return refused
-        tool_input: dict[str, Any] = {"permissions": params.permissions}
-        if params.reason:
-            tool_input["reason"] = params.reason
-        request = ApprovalRequest(
-            action="permissions",
-            title="Grant Codex additional permissions",
-            tool_name="permissions",
-            input=tool_input,
-            cwd=params.cwd,
-            modes=("once", "session"),
-        )
-        outcome = await self._ask(run, request)
-        answer = outcome.answer
-        if (
-            outcome.status == "responded"
-            and isinstance(answer, ApprovalAnswer)
-            and answer.decision == "allow"
-        ):
-            scope = "session" if answer.mode == "session" else "turn"
-            return {"permissions": params.permissions, "scope": scope}
-        return refused
+            return mapping.permissions_reply(None, params)
+        outcome = await self._ask(run, mapping.permissions_approval(params))
+        return mapping.permissions_reply(outcome, params)
 
     async def _on_user_input(self, raw: msgspec.Raw) -> dict[str, Any]:
-        params = _decode(p.UserInputParams, bytes(raw))
+        params = p.decode(p.UserInputParams, bytes(raw))
         run = await self._run_for(params.thread_id, params.turn_id)
-        questions = params.questions
-        if run is None or not questions:
-            return {"answers": {}}
-        choices = [
-            tuple(
-                dict.fromkeys(o.label for o in (q.options or []) if o.label)
-            )
-            for q in questions
-        ]
-        request: InteractionRequest
-        if len(questions) == 1:
-            q = questions[0]
-            prompt = q.question or q.header
-            if q.header and q.question:
-                prompt = f"{q.header}: {q.question}"
-            request = QuestionRequest(
-                prompt=prompt,
-                choices=tuple(Choice(label, label) for label in choices[0]),
-                allow_free_text=True,  # Codex offers a free-form "Other" itself
-            )
-        else:
-            request = QuestionSetRequest(
-                title=_short(" / ".join(q.header for q in questions if q.header) or "Codex asks"),
-                items=tuple(
-                    QuestionItem(q.id, q.question or q.header, tuple(Choice(c, c) for c in cs))
-                    for q, cs in zip(questions, choices, strict=True)
-                ),
-            )
-        outcome = await self._ask(run, request)
-        answer = outcome.answer
-        values: dict[str, str] = {}
-        if outcome.status == "responded":
-            if isinstance(answer, QuestionAnswer):
-                value = answer.choice if answer.choice is not None else answer.text
-                if value is not None:
-                    values[questions[0].id] = value
-            elif isinstance(answer, QuestionSetAnswer):
-                values = dict(answer.answers)
-        return {"answers": {key: {"answers": [value]} for key, value in values.items()}}
-
-
-def _tool_of(item: dict[str, Any]) -> tuple[str, Any, Any] | None:
-    """(name, input, file changes) of a tool-like ``ThreadItem``, else ``None``."""
-    kind = item.get("type")
-    if kind == "commandExecution":
-        return "command", {"command": item.get("command"), "cwd": item.get("cwd")}, None
-    if kind == "fileChange":
-        changes = []
-        for change in item.get("changes") or []:
-            if isinstance(change, dict):
-                change_kind = change.get("kind")
-                changes.append(
-                    {
-                        "path": change.get("path"),
-                        "kind": change_kind.get("type")
-                        if isinstance(change_kind, dict)
-                        else change_kind,
-                        "diff": change.get("diff"),
-                    }
-                )
-        return "fileChange", {"changes": changes}, changes
-    if kind == "mcpToolCall":
-        name = f"mcp:{item.get('server')}/{item.get('tool')}"
-        return name, item.get("arguments"), None
-    if kind == "dynamicToolCall":
-        return str(item.get("tool") or "tool"), item.get("arguments"), None
-    if kind == "webSearch":
-        return "webSearch", {"query": item.get("query")}, None
-    return None
+        if run is None or not params.questions:
+            return mapping.user_input_reply(params, None)
+        outcome = await self._ask(run, mapping.user_input_request(params))
+        return mapping.user_input_reply(params, outcome)

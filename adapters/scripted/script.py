@@ -1,5 +1,5 @@
-"""The scripted provider's script language, as msgspec types (decoded strictly, so a bad
-script is a clear ``invalid_option`` error at ``session/create``).
+"""The scripted provider's script language, as msgspec types, and its validation (decoded
+strictly, so a bad script is a clear ``invalid_option`` error at ``session/create``).
 
 A script is ``{"steps": [...]}`` (the same steps for every run) or
 ``{"runs": [{"steps": [...]}, ...]}`` (run *n* uses entry *n*, the last one repeats).
@@ -28,13 +28,16 @@ Each step is an object with a ``type``:
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import msgspec
 
+from agent_bridge.errors import BridgeError
 from agent_bridge.wire.errors import ErrorCode
 
-__all__ = ["Script", "Step", "decode_script"]
+__all__ = ["Script", "Step", "decode_script", "load_script"]
 
 
 class _Step(msgspec.Struct, forbid_unknown_fields=True, rename="camel", tag_field="type"):
@@ -192,3 +195,20 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
 def decode_script(value: Any) -> Script:
     """Return ``value`` (parsed JSON) as a :class:`Script`; raises ``msgspec.ValidationError``."""
     return msgspec.convert(value, Script)
+
+
+def load_script(options: Mapping[str, Any], key: str = "script") -> Script | None:
+    """The script given in ``options``: ``options[key]`` (inline JSON), else for the
+    session key the file named by ``scriptFile``; ``None`` when there is none.  Raises
+    ``invalid_option`` (naming ``key``) for a script that does not validate or a file
+    that cannot be read."""
+    try:
+        if key in options and options[key] is not None:
+            return decode_script(options[key])
+        path = options.get("scriptFile")
+        if key == "script" and isinstance(path, str):
+            with open(path, "rb") as fh:
+                return decode_script(json.load(fh))
+    except (OSError, ValueError, msgspec.ValidationError):
+        raise BridgeError("invalid_option", details={"option": key}) from None
+    return None

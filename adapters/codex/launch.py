@@ -1,4 +1,5 @@
-"""Finding the ``codex`` executable, building its environment, and probing it.
+"""How the Codex adapter starts ``codex app-server``: finding the executable, building its
+environment, and the argv vector (:class:`Settings`).
 
 Where the executable comes from, first match wins:
 
@@ -18,7 +19,7 @@ the native binary it would start, when that binary is there: one process instead
 and no dependency on ``node`` being on the child's ``PATH``.  An explicit ``executable`` or
 ``AGENT_BRIDGE_CODEX_PATH`` is used as given.
 
-The child's environment is the bridge's allowlist (:func:`bridge.processes.build_child_env`)
+The child's environment is the bridge's allowlist (:func:`agent_bridge.processes.build_child_env`)
 plus ``CODEX_HOME`` (the ``codexHome`` option, else the bridge's own ``CODEX_HOME`` if set),
 ``NO_COLOR=1``, Codex's own key variables ``OPENAI_API_KEY`` / ``CODEX_API_KEY``, every
 ``env_key`` named by a model provider in ``$CODEX_HOME/config.toml`` or in a ``config``
@@ -28,43 +29,39 @@ override, and the variables the host names in ``passEnv``.  Nothing else.
 from __future__ import annotations
 
 import importlib.util
-import logging
 import os
 import platform
 import re
 import shutil
 import sys
-import tempfile
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-import anyio
-
-from agent_bridge.adapters.codex.protocol import AccountReadResponse
-from agent_bridge.processes import ProcessSpec, SpawnError, build_child_env, spawn
-from agent_bridge.rpc.connection import Connection
-from agent_bridge.rpc.errors import RpcError
+from agent_bridge.processes import build_child_env
 
 __all__ = [
     "ENV_EXECUTABLE",
+    "INSTALL_HINT",
     "Discovered",
+    "Settings",
     "child_env",
     "config_path",
     "find_executable",
-    "parse_version",
-    "probe_auth",
-    "probe_version",
+    "native_for_launcher",
 ]
 
-log = logging.getLogger("agent_bridge.codex")
-
 ENV_EXECUTABLE: Final = "AGENT_BRIDGE_CODEX_PATH"
+#: What to do when no executable is found.
+INSTALL_HINT: Final = (
+    "install the Codex CLI (npm package @openai/codex, or the PyPI package "
+    f"openai-codex-cli-bin), or point {ENV_EXECUTABLE} or the executable option at it"
+)
 #: Codex's own key variables for its built-in OpenAI provider.
 DEFAULT_KEY_VARIABLES: Final = ("OPENAI_API_KEY", "CODEX_API_KEY")
 _ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_VERSION: Final = re.compile(r"(\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.\-+]*)?)")
 _NATIVE_TARGETS: Final[dict[tuple[str, str], tuple[str, str]]] = {
     ("linux", "x86_64"): ("codex-linux-x64", "x86_64-unknown-linux-musl"),
     ("linux", "aarch64"): ("codex-linux-arm64", "aarch64-unknown-linux-musl"),
@@ -237,95 +234,32 @@ def child_env(
     return build_child_env(declared, passthrough=sorted(names), parent=source)
 
 
-# ----------------------------------------------------------------------------- probes
+# ----------------------------------------------------------------------------- argv
 
 
-def parse_version(text: str) -> str | None:
-    """Return the version in ``codex --version`` output (``codex-cli 0.171.0``) or in an
-    ``initialize`` ``userAgent`` (``name/0.171.0 (...)``)."""
-    match = _VERSION.search(text)
-    return match.group(1) if match else None
+@dataclass(slots=True)
+class Settings:
+    """Everything needed to spawn the child and open the thread (the thread's effective
+    settings are written back after the handshake, for the recovery record)."""
 
+    executable: str
+    cwd: str | None
+    env: dict[str, str]
+    codex_home: str | None = None
+    config: tuple[str, ...] = ()
+    strict_config: bool = True
+    model: str | None = None
+    reasoning_effort: str | None = None
+    approval_policy: Any = None
+    sandbox: str | None = None
+    cli_version: str | None = None
+    thread_id: str | None = None
 
-async def _read_bounded(stream: Any, limit: int) -> bytes:
-    data = bytearray()
-    while len(data) < limit:
-        try:
-            chunk = await stream.receive(limit - len(data))
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            break
-        data += chunk
-    return bytes(data)
-
-
-async def probe_version(
-    executable: str, env: Mapping[str, str], timeout: float = 10.0
-) -> str | None:
-    """Run ``codex --version`` (bounded in time and output) with a throwaway
-    ``CODEX_HOME``, so the probe writes nothing under the user's home; return the
-    version, or ``None`` when it cannot be told."""
-    with tempfile.TemporaryDirectory(prefix="agent-bridge-codex-") as scratch:
-        probe_env = dict(env)
-        probe_env["CODEX_HOME"] = scratch
-        spec = ProcessSpec((executable, "--version"), cwd=scratch, env=probe_env,
-                           stderr_tail_bytes=4096, name="codex --version")
-        try:
-            async with anyio.create_task_group() as tg:
-                child = await spawn(spec, tg)
-                try:
-                    with anyio.move_on_after(timeout):
-                        out = await _read_bounded(child.stdout, 4096)
-                        return parse_version(out.decode("utf-8", errors="replace"))
-                    return None
-                finally:
-                    await child.stop(eof_grace=0.5, term_grace=0.5, kill_grace=2.0)
-        except (SpawnError, OSError, TimeoutError) as exc:
-            log.info("codex --version failed: %s", type(exc).__name__)
-            return None
-    return None
-
-
-async def probe_auth(
-    executable: str, env: Mapping[str, str], timeout: float = 10.0
-) -> Literal["authenticated", "unauthenticated", "unknown"]:
-    """Ask a short-lived ``codex app-server`` (``initialize`` then ``account/read``)
-    whether someone is logged in, with the user's own ``CODEX_HOME`` (that is where the
-    login lives, so Codex may write its usual helper files there).
-
-    ``authenticated`` when an account is returned; ``unauthenticated`` when none is and
-    the configured provider requires an OpenAI login; ``unknown`` otherwise (a provider
-    that authenticates with a key variable, an old server without ``account/read``, a
-    timeout) — never guessed.
-    """
-    result: Literal["authenticated", "unauthenticated", "unknown"] = "unknown"
-    with tempfile.TemporaryDirectory(prefix="agent-bridge-codex-") as scratch:
-        spec = ProcessSpec((executable, "app-server"), cwd=scratch, env=dict(env),
-                           stderr_tail_bytes=16 * 1024, name="codex app-server (probe)")
-        try:
-            async with anyio.create_task_group() as tg:
-                child = await spawn(spec, tg)
-                conn = Connection(child.stdout, child.stdin, framing="newline", jsonrpc=False,
-                                  name="codex probe")
-                tg.start_soon(conn.run)
-                try:
-                    with anyio.move_on_after(timeout):
-                        await conn.request(
-                            "initialize",
-                            {"clientInfo": {"name": "agent_bridge_probe", "version": "0"}},
-                        )
-                        conn.notify("initialized")
-                        account = await conn.request(
-                            "account/read", {}, result_type=AccountReadResponse
-                        )
-                        if account.account is not None:
-                            result = "authenticated"
-                        elif account.requires_openai_auth:
-                            result = "unauthenticated"
-                except RpcError as exc:
-                    log.info("codex auth probe: %s", exc.message)
-                finally:
-                    await child.stop(eof_grace=1.0, term_grace=1.0, kill_grace=2.0)
-                    conn.close()
-        except (SpawnError, OSError, TimeoutError) as exc:
-            log.info("codex auth probe failed: %s", type(exc).__name__)
-    return result
+    def argv(self) -> tuple[str, ...]:
+        """The argv vector: ``codex app-server [--strict-config] (-c key=value)*``."""
+        argv = [self.executable, "app-server"]
+        if self.strict_config:
+            argv.append("--strict-config")
+        for entry in self.config:
+            argv += ["-c", entry]
+        return tuple(argv)

@@ -1,5 +1,5 @@
-"""What the Claude Code adapter accepts and how it starts the CLI: options, environment,
-executable discovery and the argv vector.
+"""How the Claude Code adapter starts the CLI: executable discovery, the argv vector (from
+the session options) and the environment.
 
 Everything here is pure (no processes, no I/O beyond ``os.path`` checks), so it is tested
 directly.  The one place that says which variables of the bridge's environment reach the
@@ -19,11 +19,10 @@ from typing import Any, Final
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.processes import build_child_env
-from agent_bridge.wire.providers import OptionDescriptor
 
 __all__ = [
+    "DEFAULT_STARTUP_TIMEOUT",
     "ENV_EXECUTABLE",
-    "OPTIONS",
     "PASSTHROUGH_ENV",
     "PASSTHROUGH_PREFIXES",
     "PERMISSION_MODES",
@@ -33,6 +32,7 @@ __all__ = [
     "child_env",
     "discover_executable",
     "launch_config",
+    "valid_session_id",
 ]
 
 #: The bridge-level override of where the CLI is (after the ``executable`` option).
@@ -44,7 +44,7 @@ PERMISSION_MODES: Final = ("default", "acceptEdits", "plan", "bypassPermissions"
 DEFAULT_STARTUP_TIMEOUT: Final = 30
 
 #: Variables copied from the bridge's environment into the ``claude`` child (on top of
-#: the bridge-wide allowlist of :mod:`bridge.processes`), and why:
+#: the bridge-wide allowlist of :mod:`agent_bridge.processes`), and why:
 #:
 #: * credentials and endpoint of the Anthropic API (``ANTHROPIC_API_KEY``,
 #:   ``ANTHROPIC_AUTH_TOKEN``, ``ANTHROPIC_BASE_URL``, ``ANTHROPIC_CUSTOM_HEADERS``) and
@@ -110,80 +110,6 @@ BASE_FLAGS: Final[tuple[str, ...]] = (
     "--permission-prompt-tool",
     "stdio",
     "--include-partial-messages",
-)
-
-OPTIONS: Final[tuple[OptionDescriptor, ...]] = (
-    OptionDescriptor(
-        name="executable",
-        scope="session",
-        type="string",
-        description=(
-            "Absolute path of the claude CLI. Default: discovery (AGENT_BRIDGE_CLAUDE_PATH, "
-            "then PATH, then the binary bundled with the claude-agent-sdk Python package)."
-        ),
-    ),
-    OptionDescriptor(
-        name="model",
-        scope="session",
-        type="string",
-        description=(
-            "--model: an alias (default, opus, sonnet, haiku) or a full model name. "
-            "Default: the CLI's default."
-        ),
-    ),
-    OptionDescriptor(
-        name="permissionMode",
-        scope="session",
-        type="enum",
-        description="--permission-mode: how tool use is approved.",
-        values=PERMISSION_MODES,
-        default="default",
-    ),
-    OptionDescriptor(
-        name="allowedTools",
-        scope="session",
-        type="stringList",
-        description=(
-            '--allowed-tools: tools (or rules like "Bash(git log:*)") allowed without asking.'
-        ),
-    ),
-    OptionDescriptor(
-        name="disallowedTools",
-        scope="session",
-        type="stringList",
-        description="--disallowed-tools: tools (or rules) the model may not use.",
-    ),
-    OptionDescriptor(
-        name="appendSystemPrompt",
-        scope="session",
-        type="string",
-        description="--append-system-prompt: text appended to the default system prompt.",
-    ),
-    OptionDescriptor(
-        name="mcpConfig",
-        scope="session",
-        type="json",
-        description=(
-            '--mcp-config: an MCP configuration object ({"mcpServers": {...}}) or the path '
-            "of a JSON file holding one."
-        ),
-    ),
-    OptionDescriptor(
-        name="configDir",
-        scope="session",
-        type="string",
-        description=(
-            "CLAUDE_CONFIG_DIR for the CLI (settings, credentials, transcripts). Default: "
-            "the bridge's CLAUDE_CONFIG_DIR, else the CLI's own default (~/.claude)."
-        ),
-    ),
-    OptionDescriptor(
-        name="startupTimeoutSeconds",
-        scope="session",
-        type="integer",
-        description="How long the CLI may take to answer the initialize handshake.",
-        default=DEFAULT_STARTUP_TIMEOUT,
-    ),
 )
 
 _SESSION_ID_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")

@@ -1,0 +1,602 @@
+"""How Claude Code's records become the bridge's payloads, interactions and outcomes:
+pure functions (no I/O, no clock), tested directly.
+
+A turn's records are read one after the other; what the mapping must remember between
+them (the tools started, the messages already streamed, token counts) is a
+:class:`TurnState` the session keeps per run and passes in.  Nothing here copies upstream
+prose into anything a host sees: diagnostics carry fixed codes and messages, outcomes
+carry codes, and ``detail`` strings (log only) are built from field values checked here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from agent_bridge.adapters.claude import protocol
+from agent_bridge.adapters.kit.approvals import approval_modes, approval_verdict, is_allow
+from agent_bridge.spi import InteractionOutcome, RunOutcome
+from agent_bridge.wire.errors import ErrorCode
+from agent_bridge.wire.events import (
+    ContextUsage,
+    CumulativeUsage,
+    Diagnostic,
+    ProviderPayload,
+    TextDelta,
+    ThinkingDelta,
+    ToolActivity,
+    Usage,
+)
+from agent_bridge.wire.interactions import (
+    Answer,
+    ApprovalRequest,
+    Choice,
+    InteractionRequest,
+    QuestionAnswer,
+    QuestionItem,
+    QuestionRequest,
+    QuestionSetAnswer,
+    QuestionSetRequest,
+)
+
+__all__ = [
+    "DECLINED",
+    "MAX_TOOL_OUTPUT",
+    "OVERSIZED",
+    "RETRY",
+    "STRAY",
+    "UNKNOWN",
+    "UNPARSEABLE",
+    "AskedQuestion",
+    "Permission",
+    "TurnState",
+    "UsageTotals",
+    "assistant_payloads",
+    "classify_result",
+    "context_window",
+    "parse_questions",
+    "permission_reply",
+    "permission_request",
+    "prompt_tokens",
+    "question_answers",
+    "session_permission_updates",
+    "stream_event_payloads",
+    "tool_output",
+    "tool_result_payloads",
+    "turn_tokens",
+    "usage_payload",
+]
+
+_MAX_QUESTIONS: Final = 16
+_MAX_OPTIONS: Final = 32
+_MAX_TEXT: Final = 4000
+
+#: Tool output in a ``tool.activity`` event is cut to this many characters.
+MAX_TOOL_OUTPUT: Final = 8192
+
+#: ``can_use_tool`` permission suggestions that a ``session`` approval may apply (scoped
+#: to the session; ``setMode`` would widen far more than the one tool asked about).
+_SESSION_SUGGESTIONS: Final = frozenset({"addRules", "replaceRules", "addDirectories"})
+
+
+def _diag(level: Literal["info", "warning", "error"], code: str, message: str) -> Diagnostic:
+    return Diagnostic(level=level, code=code, message=message)
+
+
+#: A turn frame while no run waits for one, or a reply to a request never sent.
+STRAY: Final = _diag(
+    "warning",
+    "provider_stray_record",
+    "the provider sent a record that belongs to no active run; it was ignored",
+)
+#: A record type the adapter does not know (reported once per type and run).
+UNKNOWN: Final = _diag(
+    "info",
+    "provider_unknown_record",
+    "the provider sent a record of a type the adapter does not know; it was ignored",
+)
+UNPARSEABLE: Final = _diag(
+    "warning",
+    "provider_unparseable_record",
+    "the provider sent a line that is not a JSON object; it was ignored",
+)
+OVERSIZED: Final = _diag(
+    "warning",
+    "provider_oversized_record",
+    "the provider sent a record larger than the adapter accepts; it was skipped",
+)
+DECLINED: Final = _diag(
+    "info",
+    "provider_request_declined",
+    "the provider asked for something the adapter does not support; it was declined",
+)
+RETRY: Final = _diag("info", "provider_retry", "the provider is retrying a failed model request")
+
+
+def session_permission_updates(suggestions: object) -> list[dict[str, Any]]:
+    """The CLI's permission suggestions a ``session`` approval applies, each scoped to the
+    session (``destination: "session"``: nothing is written to settings files)."""
+    if not isinstance(suggestions, list):
+        return []
+    out: list[dict[str, Any]] = []
+    for item in suggestions:
+        if not isinstance(item, dict) or item.get("type") not in _SESSION_SUGGESTIONS:
+            continue
+        if item.get("type") != "addDirectories" and item.get("behavior", "allow") != "allow":
+            continue
+        out.append({**item, "destination": "session"})
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class AskedQuestion:
+    """One question of an ``AskUserQuestion`` call: its text (the answer's key), the
+    option labels (choice ``i`` is ``labels[i - 1]``) and whether several may be picked."""
+
+    text: str
+    labels: tuple[str, ...]
+    multi: bool
+
+
+def parse_questions(
+    tool_input: Mapping[str, Any],
+) -> tuple[InteractionRequest, tuple[AskedQuestion, ...]] | None:
+    """The interaction for an ``AskUserQuestion`` input, or ``None`` when the input does
+    not have the expected shape (it is then asked as a plain tool approval).
+
+    One question becomes a ``question`` (choices, plus free text for "other"); several
+    become a ``questionSet`` keyed ``q1``, ``q2`` …  A multi-select question has no single
+    choice to pick, so it is asked as free text with the options listed in its prompt.
+    """
+    raw = tool_input.get("questions")
+    if not isinstance(raw, list) or not raw or len(raw) > _MAX_QUESTIONS:
+        return None
+    asked: list[AskedQuestion] = []
+    for item in raw:
+        if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+            return None
+        options = item.get("options")
+        options = options if isinstance(options, list) else []
+        labels: list[str] = []
+        for option in options[:_MAX_OPTIONS]:
+            label = option.get("label") if isinstance(option, dict) else None
+            if not isinstance(label, str) or not label:
+                return None
+            labels.append(label)
+        multi = item.get("multiSelect") is True
+        asked.append(AskedQuestion(item["question"], tuple(labels), multi))
+    if len(asked) == 1:
+        question = asked[0]
+        return (
+            QuestionRequest(
+                prompt=_prompt(question),
+                choices=() if question.multi else _choices(question),
+                allow_free_text=True,
+            ),
+            tuple(asked),
+        )
+    items = tuple(
+        QuestionItem(
+            key=f"q{i}",
+            prompt=_prompt(question),
+            choices=() if question.multi else _choices(question),
+        )
+        for i, question in enumerate(asked, start=1)
+    )
+    return QuestionSetRequest(title="Claude Code has questions", items=items), tuple(asked)
+
+
+def _prompt(question: AskedQuestion) -> str:
+    text = question.text[:_MAX_TEXT]
+    if question.multi and question.labels:
+        text += " (one or more of: " + ", ".join(question.labels) + ")"
+    return text
+
+
+def _choices(question: AskedQuestion) -> tuple[Choice, ...]:
+    return tuple(
+        Choice(id=str(i), label=label[:_MAX_TEXT]) for i, label in enumerate(question.labels, 1)
+    )
+
+
+def _answer_text(question: AskedQuestion, choice: str | None, text: str | None) -> str | None:
+    if choice is not None:
+        if choice.isdigit() and 1 <= int(choice) <= len(question.labels):
+            return question.labels[int(choice) - 1]
+        return None
+    return text
+
+
+def question_answers(
+    asked: tuple[AskedQuestion, ...], answer: Answer | None
+) -> dict[str, str] | None:
+    """``updatedInput.answers`` (question text → chosen label or typed text) for the
+    host's answer, or ``None`` when it does not answer every question."""
+    out: dict[str, str] = {}
+    if len(asked) == 1 and isinstance(answer, QuestionAnswer):
+        value = _answer_text(asked[0], answer.choice, answer.text)
+        if value is None:
+            return None
+        out[asked[0].text] = value
+        return out
+    if not isinstance(answer, QuestionSetAnswer):
+        return None
+    for i, question in enumerate(asked, start=1):
+        given = answer.answers.get(f"q{i}")
+        if given is None:
+            return None
+        value = _answer_text(question, None if question.multi else given, given)
+        if value is None:
+            return None
+        out[question.text] = value
+    return out
+
+
+def _status_code(status: object) -> ErrorCode:
+    if status in (401, 403):
+        return "provider_auth_required"
+    if status == 429:
+        return "provider_rate_limited"
+    return "provider_failed"
+
+
+#: The ``error`` field of the CLI's synthetic assistant message on an API failure.
+_ASSISTANT_ERRORS: Final[dict[str, ErrorCode]] = {
+    "authentication_failed": "provider_auth_required",
+    "rate_limit": "provider_rate_limited",
+}
+
+
+def classify_result(
+    result: Mapping[str, Any], *, interrupting: bool, assistant_error: str | None = None
+) -> RunOutcome:
+    """The outcome of a turn from its ``result`` message.
+
+    * ``is_error`` false (and subtype ``success``) → completed with ``stop_reason``;
+    * after an interrupt: ``terminal_reason`` ``aborted_*`` or subtype
+      ``error_during_execution`` → interrupted;
+    * otherwise failed: ``api_error_status`` 401/403 → ``provider_auth_required``, 429 →
+      ``provider_rate_limited``, else (5xx, connection failures, ``error_max_turns`` …)
+      ``provider_failed``; without a status, the synthetic assistant message's ``error``
+      kind decides.
+    """
+    subtype = result.get("subtype")
+    is_error = result.get("is_error") is True
+    terminal = result.get("terminal_reason")
+    aborted = isinstance(terminal, str) and terminal.startswith("aborted")
+    if interrupting and (aborted or subtype == "error_during_execution"):
+        return RunOutcome.interrupted()
+    if subtype == "success" and not is_error:
+        stop = result.get("stop_reason")
+        return RunOutcome.completed(stop if isinstance(stop, str) else None)
+    status = result.get("api_error_status")
+    code = _status_code(status)
+    if status is None and assistant_error in _ASSISTANT_ERRORS:
+        code = _ASSISTANT_ERRORS[assistant_error]
+    detail = (
+        f"result subtype={_short(subtype)} api_error_status={_short(status)} "
+        f"terminal_reason={_short(terminal)} error_kind={_short(assistant_error)}"
+    )
+    return RunOutcome.failed(code, detail)
+
+
+def _short(value: object) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, str) and value.replace("_", "").isalnum() and len(value) <= 40:
+        return value
+    return "-" if value is None else "?"
+
+
+def tool_output(content: object) -> str:
+    """The text of a ``tool_result`` block's content, cut to :data:`MAX_TOOL_OUTPUT`."""
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        text = "".join(
+            str(block.get("text", ""))
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text"
+        )
+    else:
+        text = ""
+    if len(text) > MAX_TOOL_OUTPUT:
+        return text[:MAX_TOOL_OUTPUT] + "…[truncated]"
+    return text
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def turn_tokens(usage: object) -> tuple[int, int, int]:
+    """``(input incl. cache, output, cache reads)`` of a ``result.usage`` (one turn)."""
+    if not isinstance(usage, dict):
+        return (0, 0, 0)
+    cached = _int(usage.get("cache_read_input_tokens"))
+    total_in = (
+        _int(usage.get("input_tokens")) + _int(usage.get("cache_creation_input_tokens")) + cached
+    )
+    return (total_in, _int(usage.get("output_tokens")), cached)
+
+
+def prompt_tokens(usage: object) -> int:
+    """Tokens of one model request's prompt (``message_start.message.usage``)."""
+    if not isinstance(usage, dict):
+        return 0
+    return (
+        _int(usage.get("input_tokens"))
+        + _int(usage.get("cache_creation_input_tokens"))
+        + _int(usage.get("cache_read_input_tokens"))
+    )
+
+
+def context_window(model_usage: object, model: str | None) -> int | None:
+    """The context window of the session's model from ``result.modelUsage``."""
+    if not isinstance(model_usage, dict):
+        return None
+    windows: list[int] = []
+    for name, entry in model_usage.items():
+        if not isinstance(entry, dict):
+            continue
+        window = _int(entry.get("contextWindow"))
+        if not window:
+            continue
+        if model is not None and name == model:
+            return window
+        windows.append(window)
+    return max(windows) if windows else None
+
+
+def _nonneg_int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _nonempty(value: object) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+# --------------------------------------------------------------------------- turn records
+
+
+@dataclass(eq=False)
+class TurnState:
+    """What the mapping remembers within one turn."""
+
+    #: Tool-use id → tool name, for the tools started in this turn.
+    tools: dict[str, str] = field(default_factory=dict)
+    #: Ids of assistant messages whose text was already streamed as deltas.
+    streamed: set[str] = field(default_factory=set)
+    #: Prompt size of the last model request (``None`` until one started).
+    prompt_tokens: int | None = None
+    output_tokens: int = 0
+    #: The ``error`` kind of the CLI's synthetic assistant message, if one came.
+    assistant_error: str | None = None
+    #: Unknown record types already reported in this turn.
+    unknown_types: set[str] = field(default_factory=set)
+
+
+def stream_event_payloads(state: TurnState, message: Mapping[str, Any]) -> list[ProviderPayload]:
+    """The payloads of a ``stream_event`` (token deltas); records the message id (so its
+    full ``assistant`` copy is not repeated) and the token counts in ``state``.  A
+    subagent's stream (``parent_tool_use_id`` set) yields nothing."""
+    if message.get("parent_tool_use_id") is not None:
+        return []
+    event = message.get("event")
+    if not isinstance(event, dict):
+        return []
+    kind = event.get("type")
+    if kind == "content_block_delta":
+        delta = event.get("delta")
+        if not isinstance(delta, dict):
+            return []
+        if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+            return [TextDelta(text=delta["text"])]
+        if delta.get("type") == "thinking_delta" and isinstance(delta.get("thinking"), str):
+            return [ThinkingDelta(text=delta["thinking"])]
+    elif kind == "message_start":
+        body = event.get("message")
+        if isinstance(body, dict):
+            if isinstance(body.get("id"), str):
+                state.streamed.add(body["id"])
+            usage = body.get("usage")
+            state.prompt_tokens = prompt_tokens(usage)
+            state.output_tokens = _nonneg_int(
+                usage.get("output_tokens") if isinstance(usage, dict) else 0
+            )
+    elif kind == "message_delta":
+        usage = event.get("usage")
+        if isinstance(usage, dict):
+            state.output_tokens = _nonneg_int(usage.get("output_tokens")) or state.output_tokens
+    return []
+
+
+def assistant_payloads(state: TurnState, message: Mapping[str, Any]) -> list[ProviderPayload]:
+    """The payloads of a complete ``assistant`` message: a ``started`` tool activity per
+    new ``tool_use`` block, and its text and thinking unless they were streamed already,
+    the message is synthetic (an API failure) or a subagent's."""
+    body = message.get("message")
+    if not isinstance(body, dict):
+        return []
+    out: list[ProviderPayload] = []
+    error = message.get("error")
+    if isinstance(error, str):
+        state.assistant_error = error
+    synthetic = isinstance(error, str) or body.get("model") == "<synthetic>"
+    main_thread = message.get("parent_tool_use_id") is None
+    streamed = body.get("id") in state.streamed
+    content = body.get("content")
+    for block in content if isinstance(content, list) else ():
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "tool_use":
+            tool_id, name = block.get("id"), block.get("name")
+            if isinstance(tool_id, str) and tool_id not in state.tools:
+                name = name if isinstance(name, str) and name else "tool"
+                state.tools[tool_id] = name
+                out.append(ToolActivity(tool_id, name, "started", input=block.get("input")))
+        elif synthetic or streamed or not main_thread:
+            continue
+        elif kind == "text" and _nonempty(block.get("text")):
+            out.append(TextDelta(text=block["text"]))
+        elif kind == "thinking" and _nonempty(block.get("thinking")):
+            out.append(ThinkingDelta(text=block["thinking"]))
+    return out
+
+
+def tool_result_payloads(state: TurnState, message: Mapping[str, Any]) -> list[ProviderPayload]:
+    """The payloads of a ``user`` message: a ``completed``/``failed`` tool activity (with
+    the output, cut) per ``tool_result`` block."""
+    body = message.get("message")
+    content = body.get("content") if isinstance(body, dict) else None
+    out: list[ProviderPayload] = []
+    for block in content if isinstance(content, list) else ():
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
+            continue
+        tool_id = block.get("tool_use_id")
+        if not isinstance(tool_id, str):
+            continue
+        name = state.tools.get(tool_id, "tool")
+        status: Literal["completed", "failed"] = (
+            "failed" if block.get("is_error") is True else "completed"
+        )
+        out.append(ToolActivity(tool_id, name, status, output=tool_output(block.get("content"))))
+    return out
+
+
+# --------------------------------------------------------------------------- usage
+
+
+@dataclass(eq=False)
+class UsageTotals:
+    """The session's cumulative usage (kept across CLI processes in the recovery record).
+
+    ``process_cost`` is the last ``total_cost_usd`` of the current CLI process, which
+    reports it cumulatively per process (0 again after a restart).
+    """
+
+    input: int = 0
+    output: int = 0
+    cached: int = 0
+    cost_usd: float | None = None
+    process_cost: float = 0.0
+
+    @classmethod
+    def from_record(cls, usage: Mapping[str, Any] | None) -> UsageTotals:
+        """The totals of a recovery record's ``usage`` (invalid fields count as 0)."""
+        usage = usage or {}
+        cost = usage.get("costUsd")
+        return cls(
+            input=_nonneg_int(usage.get("input")),
+            output=_nonneg_int(usage.get("output")),
+            cached=_nonneg_int(usage.get("cached")),
+            cost_usd=float(cost) if isinstance(cost, (int, float)) else None,
+        )
+
+    def record(self) -> dict[str, Any]:
+        """The ``usage`` of the recovery record."""
+        usage: dict[str, Any] = {"input": self.input, "output": self.output, "cached": self.cached}
+        if self.cost_usd is not None:
+            usage["costUsd"] = self.cost_usd
+        return usage
+
+
+def usage_payload(
+    totals: UsageTotals, state: TurnState, result: Mapping[str, Any], model: str | None
+) -> Usage:
+    """The usage event of a turn's ``result``: adds the turn to ``totals`` and reports the
+    context occupancy of its last model request."""
+    tokens_in, tokens_out, cached = turn_tokens(result.get("usage"))
+    totals.input += tokens_in
+    totals.output += tokens_out
+    totals.cached += cached
+    cost = result.get("total_cost_usd")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost >= 0:
+        spent = cost - totals.process_cost if cost >= totals.process_cost else cost
+        totals.process_cost = float(cost)
+        totals.cost_usd = round((totals.cost_usd or 0.0) + spent, 10)
+    context = None
+    if state.prompt_tokens is not None:
+        context = ContextUsage(
+            used_tokens=state.prompt_tokens + state.output_tokens,
+            max_tokens=context_window(result.get("modelUsage"), model),
+        )
+    return Usage(
+        context=context,
+        cumulative=CumulativeUsage(
+            input_tokens=totals.input,
+            output_tokens=totals.output,
+            cached_input_tokens=totals.cached,
+            cost_usd=totals.cost_usd,
+        ),
+    )
+
+
+# --------------------------------------------------------------------------- permissions
+
+
+@dataclass(frozen=True, slots=True)
+class Permission:
+    """A ``can_use_tool`` request read: the interaction to raise and what the reply
+    needs (the tool input as asked, the session rules an approval may apply, and for
+    ``AskUserQuestion`` the questions asked)."""
+
+    interaction: InteractionRequest
+    tool_input: dict[str, Any]
+    session_updates: list[dict[str, Any]]
+    questions: tuple[AskedQuestion, ...] | None = None
+
+
+def permission_request(request: Mapping[str, Any], cwd: str) -> Permission:
+    """Read a ``can_use_tool`` request: an ``AskUserQuestion`` of the expected shape is a
+    question (set); anything else an approval of the tool, offering ``session`` only when
+    the CLI suggested session-scoped rules."""
+    tool_name = request.get("tool_name")
+    tool_name = tool_name if isinstance(tool_name, str) and tool_name else "tool"
+    display = request.get("display_name")
+    display = display if isinstance(display, str) and display else tool_name
+    raw_input = request.get("input")
+    tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
+    if tool_name == protocol.ASK_TOOL:
+        parsed = parse_questions(tool_input)
+        if parsed is not None:
+            question, asked = parsed
+            return Permission(question, tool_input, [], asked)
+    updates = session_permission_updates(request.get("permission_suggestions"))
+    command = tool_input.get("command") if tool_name == "Bash" else None
+    approval = ApprovalRequest(
+        action="tool",
+        title=f"Allow Claude Code to use {display[:100]}",
+        tool_name=tool_name,
+        input=tool_input,
+        command=command if isinstance(command, str) else None,
+        cwd=cwd,
+        modes=approval_modes(bool(updates)),
+    )
+    return Permission(approval, tool_input, updates)
+
+
+def permission_reply(
+    permission: Permission, outcome: InteractionOutcome, *, interrupt: bool
+) -> dict[str, Any]:
+    """The ``can_use_tool`` reply for the interaction's settlement: allow (with the
+    answers, or with the session rules for a ``session`` approval) or deny (``interrupt``
+    also ends the turn, when the run is being interrupted)."""
+    if permission.questions is not None:
+        answers = (
+            question_answers(permission.questions, outcome.answer)
+            if outcome.status == "responded"
+            else None
+        )
+        if answers is None:
+            return protocol.deny_reply(interrupt=interrupt, message=protocol.NO_ANSWER_MESSAGE)
+        return protocol.allow_reply({**permission.tool_input, "answers": answers})
+    verdict = approval_verdict(outcome, session_ok=bool(permission.session_updates))
+    if is_allow(verdict):
+        return protocol.allow_reply(
+            permission.tool_input,
+            permission.session_updates if verdict == "allow_session" else None,
+        )
+    return protocol.deny_reply(interrupt=interrupt)

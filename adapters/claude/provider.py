@@ -1,0 +1,177 @@
+"""The Claude Code provider: its descriptor, its options, and creating or resuming a
+session (a resident ``claude`` child, :mod:`agent_bridge.adapters.claude.session`).
+
+The session module (and with it the reader, the ledger and msgspec) is imported only
+when a session is created, so ``providers/list`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Final
+
+from agent_bridge.adapters.claude.launch import (
+    DEFAULT_STARTUP_TIMEOUT,
+    PERMISSION_MODES,
+    launch_config,
+    valid_session_id,
+)
+from agent_bridge.errors import BridgeError
+from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
+from agent_bridge.wire.providers import (
+    ApprovalCapability,
+    Availability,
+    Capabilities,
+    InteractionCapabilities,
+    OptionDescriptor,
+    ProviderDescriptor,
+    QuestionCapability,
+    RecoveryCapability,
+    RunCapabilities,
+)
+
+if TYPE_CHECKING:
+    from agent_bridge.adapters.claude.session import ClaudeSession
+
+__all__ = ["OPTIONS", "VERSION", "ClaudeCodeProvider"]
+
+VERSION: Final = "1.0.0"
+
+OPTIONS: Final[tuple[OptionDescriptor, ...]] = (
+    OptionDescriptor(
+        name="executable",
+        scope="session",
+        type="string",
+        description=(
+            "Absolute path of the claude CLI. Default: discovery (AGENT_BRIDGE_CLAUDE_PATH, "
+            "then PATH, then the binary bundled with the claude-agent-sdk Python package)."
+        ),
+    ),
+    OptionDescriptor(
+        name="model",
+        scope="session",
+        type="string",
+        description=(
+            "--model: an alias (default, opus, sonnet, haiku) or a full model name. "
+            "Default: the CLI's default."
+        ),
+    ),
+    OptionDescriptor(
+        name="permissionMode",
+        scope="session",
+        type="enum",
+        description="--permission-mode: how tool use is approved.",
+        values=PERMISSION_MODES,
+        default="default",
+    ),
+    OptionDescriptor(
+        name="allowedTools",
+        scope="session",
+        type="stringList",
+        description=(
+            '--allowed-tools: tools (or rules like "Bash(git log:*)") allowed without asking.'
+        ),
+    ),
+    OptionDescriptor(
+        name="disallowedTools",
+        scope="session",
+        type="stringList",
+        description="--disallowed-tools: tools (or rules) the model may not use.",
+    ),
+    OptionDescriptor(
+        name="appendSystemPrompt",
+        scope="session",
+        type="string",
+        description="--append-system-prompt: text appended to the default system prompt.",
+    ),
+    OptionDescriptor(
+        name="mcpConfig",
+        scope="session",
+        type="json",
+        description=(
+            '--mcp-config: an MCP configuration object ({"mcpServers": {...}}) or the path '
+            "of a JSON file holding one."
+        ),
+    ),
+    OptionDescriptor(
+        name="configDir",
+        scope="session",
+        type="string",
+        description=(
+            "CLAUDE_CONFIG_DIR for the CLI (settings, credentials, transcripts). Default: "
+            "the bridge's CLAUDE_CONFIG_DIR, else the CLI's own default (~/.claude)."
+        ),
+    ),
+    OptionDescriptor(
+        name="startupTimeoutSeconds",
+        scope="session",
+        type="integer",
+        description="How long the CLI may take to answer the initialize handshake.",
+        default=DEFAULT_STARTUP_TIMEOUT,
+    ),
+)
+
+
+def _session_class() -> type[ClaudeSession]:
+    from agent_bridge.adapters.claude.session import ClaudeSession
+
+    return ClaudeSession
+
+
+class ClaudeCodeProvider(AgentProvider):
+    """Claude Code through its CLI (``claude``)."""
+
+    id = "claude-code"
+
+    def describe(self) -> ProviderDescriptor:
+        return ProviderDescriptor(
+            id=self.id,
+            display_name="Claude Code",
+            version=VERSION,
+            maturity="verified",
+            capabilities=Capabilities(
+                run=RunCapabilities(interrupt="cooperative", steer=False, max_concurrent_runs=1),
+                interactions=InteractionCapabilities(
+                    approval=ApprovalCapability(supported=True, modes=("once", "session")),
+                    question=QuestionCapability(supported=True, question_set=True),
+                ),
+                recovery=RecoveryCapability(resume=True),
+            ),
+            options=OPTIONS,
+        )
+
+    async def probe(self) -> Availability:
+        from agent_bridge.adapters.claude.probe import probe_cli
+
+        return await probe_cli()
+
+    async def create_session(self, ctx: SessionContext) -> ProviderSession:
+        config = launch_config(ctx.options, ctx.workspace)
+        session = _session_class()(ctx, config)
+        await session.start()
+        return session
+
+    async def resume_session(self, ctx: SessionContext, opaque: Any) -> ProviderSession:
+        if not isinstance(opaque, dict) or opaque.get("v") != 1:
+            raise BridgeError("recovery_invalid")
+        session_id = opaque.get("sessionId")
+        cwd = opaque.get("cwd")
+        config_dir = opaque.get("configDir")
+        usage = opaque.get("usage")
+        if (
+            (session_id is not None and not valid_session_id(session_id))
+            or not isinstance(cwd, str)
+            or (config_dir is not None and not isinstance(config_dir, str))
+            or (usage is not None and not isinstance(usage, dict))
+        ):
+            raise BridgeError("recovery_invalid")
+        workspace = ctx.workspace
+        if workspace is None:
+            # The CLI keeps transcripts per working directory: resume where it ran.
+            if not os.path.isdir(cwd):
+                raise BridgeError("recovery_invalid")
+            workspace = cwd
+        config = launch_config(ctx.options, workspace, recorded_config_dir=config_dir)
+        session = _session_class()(ctx, config, cli_session_id=session_id, usage=usage)
+        await session.start(resume=session_id)
+        return session

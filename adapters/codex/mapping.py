@@ -1,0 +1,603 @@
+"""How Codex's records become the bridge's payloads, interactions and outcomes: pure
+functions (no I/O, no clock), tested directly.
+
+What the mapping must remember within a turn (its items, whether text was seen, which
+once-only diagnostics were reported) is a :class:`TurnState` the session keeps per run and
+passes in.  Upstream text (warnings, error messages) is never copied into a payload: the
+diagnostics here carry fixed codes and messages.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from agent_bridge.adapters.codex import protocol as p
+from agent_bridge.adapters.kit.approvals import (
+    ONCE_OR_SESSION,
+    Verdict,
+    approval_modes,
+    approval_verdict,
+    is_allow,
+)
+from agent_bridge.spi import InteractionOutcome, RunOutcome
+from agent_bridge.wire.errors import ErrorCode
+from agent_bridge.wire.events import (
+    ContextUsage,
+    CumulativeUsage,
+    Diagnostic,
+    PlanStep,
+    PlanUpdated,
+    ProviderPayload,
+    TextDelta,
+    ThinkingDelta,
+    ToolActivity,
+    Usage,
+)
+from agent_bridge.wire.interactions import (
+    ApprovalRequest,
+    Choice,
+    InteractionRequest,
+    QuestionAnswer,
+    QuestionItem,
+    QuestionRequest,
+    QuestionSetAnswer,
+    QuestionSetRequest,
+)
+
+__all__ = [
+    "DECLINE",
+    "DIAGNOSTICS",
+    "IGNORED",
+    "Item",
+    "TurnState",
+    "agent_delta",
+    "classify_error",
+    "command_approval",
+    "command_reply",
+    "file_change_approval",
+    "file_change_reply",
+    "item_completed",
+    "item_started",
+    "once",
+    "open_tools_failed",
+    "output_delta",
+    "permissions_approval",
+    "permissions_reply",
+    "plan_payload",
+    "reasoning_delta",
+    "sandbox_mode",
+    "summary_part",
+    "tool_of",
+    "turn_outcome",
+    "usage_payload",
+    "user_input_reply",
+    "user_input_request",
+]
+
+Level = Literal["info", "warning", "error"]
+PlanStatus = Literal["pending", "inProgress", "completed"]
+
+_MAX_TITLE: Final = 200
+_IDENTIFIER: Final = re.compile(r"[A-Za-z][A-Za-z0-9]{0,39}")
+#: Item types that are reported some other way, or carry nothing to report.
+_QUIET_ITEMS: Final = frozenset(
+    {"userMessage", "hookPrompt", "agentMessage", "reasoning", "plan", "contextCompaction"}
+)
+
+#: Notifications that carry nothing a host needs (status, bookkeeping, UI state).
+IGNORED: Final = frozenset(
+    {
+        "thread/started",
+        "thread/status/changed",
+        "thread/readState/changed",
+        "thread/name/updated",
+        "thread/settings/updated",
+        "thread/goal/updated",
+        "thread/goal/cleared",
+        "thread/queue/changed",
+        "thread/compacted",  # deprecated; the contextCompaction item is reported
+        "turn/started",
+        "turn/diff/updated",
+        "turn/moderationMetadata",
+        "item/plan/delta",
+        "item/fileChange/patchUpdated",
+        "item/commandExecution/terminalInteraction",
+        "item/mcpToolCall/progress",
+        "item/autoApprovalReview/started",
+        "item/autoApprovalReview/completed",
+        "account/rateLimits/updated",
+        "account/updated",
+        "remoteControl/status/changed",
+        "skills/changed",
+        "app/list/updated",
+        "mcpServer/startupStatus/updated",
+        "fs/changed",
+        "model/verification",
+        "model/safetyBuffering/updated",
+        "hook/started",
+        "hook/completed",
+    }
+)
+
+#: Notification -> the diagnostic it becomes (its upstream text goes to the log only).
+DIAGNOSTICS: Final[dict[str, Diagnostic]] = {
+    "warning": Diagnostic(
+        level="warning",
+        code="codex_warning",
+        message="Codex reported a warning (see the bridge log)",
+    ),
+    "guardianWarning": Diagnostic(
+        level="warning",
+        code="codex_guardian_warning",
+        message="Codex's approval reviewer reported a warning (see the bridge log)",
+    ),
+    "configWarning": Diagnostic(
+        level="warning",
+        code="codex_config_warning",
+        message="Codex reported a configuration warning (see the bridge log)",
+    ),
+    "deprecationNotice": Diagnostic(
+        level="info",
+        code="codex_deprecation",
+        message="Codex reported a deprecation notice (see the bridge log)",
+    ),
+    "model/rerouted": Diagnostic(
+        level="info", code="codex_model_rerouted", message="Codex switched to another model"
+    ),
+    "windows/worldWritableWarning": Diagnostic(
+        level="warning",
+        code="codex_sandbox_warning",
+        message="Codex reported a sandbox warning (see the bridge log)",
+    ),
+}
+
+#: The reply that runs nothing and stops nothing (no run for the request, or unanswered).
+DECLINE: Final[dict[str, Any]] = {"decision": "decline"}
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+_RATE_LIMITED: Final = frozenset(
+    {"usageLimitExceeded", "rateLimitExceeded", "sessionBudgetExceeded"}
+)
+
+
+def classify_error(error: p.TurnError | None) -> ErrorCode:
+    """Map a failed turn's ``codexErrorInfo`` onto the bridge's closed error codes."""
+    info = None if error is None else error.codex_error_info
+    if isinstance(info, str):
+        if info == "unauthorized":
+            return "provider_auth_required"
+        if info in _RATE_LIMITED:
+            return "provider_rate_limited"
+        return "provider_failed"
+    if isinstance(info, dict):
+        for detail in info.values():
+            status = detail.get("httpStatusCode") if isinstance(detail, dict) else None
+            if status in (401, 403):
+                return "provider_auth_required"
+            if status == 429:
+                return "provider_rate_limited"
+    return "provider_failed"
+
+
+def turn_outcome(completed: p.TurnCompleted, last_error: p.TurnError | None) -> RunOutcome | None:
+    """The outcome of ``turn/completed``, or ``None`` for a status that does not end the
+    run (``inProgress``, or one the adapter does not know)."""
+    status = completed.turn.status
+    if status == "completed":
+        return RunOutcome.completed("completed")
+    if status == "interrupted":
+        return RunOutcome.interrupted()
+    if status == "failed":
+        error = completed.turn.error or last_error
+        info = None if error is None else error.codex_error_info
+        return RunOutcome.failed(classify_error(error), f"codex turn failed ({info})")
+    return None
+
+
+_SANDBOX_MODES: Final = {
+    "readOnly": "read-only",
+    "workspaceWrite": "workspace-write",
+    "dangerFullAccess": "danger-full-access",
+}
+
+
+def sandbox_mode(policy: Any) -> str | None:
+    """The ``sandbox`` mode string for a ``SandboxPolicy`` object of a thread response."""
+    if isinstance(policy, str):
+        return policy
+    if isinstance(policy, dict):
+        return _SANDBOX_MODES.get(str(policy.get("type")))
+    return None
+
+
+# ----------------------------------------------------------------------------- turn state
+
+
+@dataclass(slots=True)
+class Item:
+    """One ``ThreadItem`` of the turn as the mapping tracks it."""
+
+    kind: str  # "text" | "thinking" | "tool"
+    name: str = ""
+    deltas: int = 0
+    output: bool = False
+    done: bool = False
+    changes: Any = None
+
+
+@dataclass(eq=False)
+class TurnState:
+    """What the mapping remembers within one turn."""
+
+    items: dict[str, Item] = field(default_factory=dict)
+    #: Whether text was emitted (a second agent message is separated by a blank line).
+    text_seen: bool = False
+    #: Keys of the once-only diagnostics already reported.
+    reported: set[Any] = field(default_factory=set)
+
+
+def once(
+    state: TurnState, key: Any, level: Level, code: str, message: str
+) -> list[ProviderPayload]:
+    """A diagnostic the first time ``key`` is reported in this turn, else nothing."""
+    if key in state.reported:
+        return []
+    state.reported.add(key)
+    return [Diagnostic(level=level, code=code, message=message)]
+
+
+def _text(state: TurnState, text: str, *, first: bool) -> list[ProviderPayload]:
+    if not text:
+        return []
+    out: list[ProviderPayload] = []
+    if first and state.text_seen:
+        out.append(TextDelta(text="\n\n"))  # a new agent message in the same turn
+    state.text_seen = True
+    out.append(TextDelta(text=text))
+    return out
+
+
+def agent_delta(state: TurnState, delta: p.DeltaNotification) -> list[ProviderPayload]:
+    """``item/agentMessage/delta`` → text."""
+    item = state.items.setdefault(delta.item_id, Item("text"))
+    item.deltas += 1
+    return _text(state, delta.delta, first=item.deltas == 1)
+
+
+def reasoning_delta(state: TurnState, delta: p.DeltaNotification) -> list[ProviderPayload]:
+    """``item/reasoning/summaryTextDelta`` / ``textDelta`` → thinking."""
+    state.items.setdefault(delta.item_id, Item("thinking")).deltas += 1
+    return [ThinkingDelta(text=delta.delta)] if delta.delta else []
+
+
+def summary_part(delta: p.DeltaNotification) -> list[ProviderPayload]:
+    """``item/reasoning/summaryPartAdded`` → a paragraph break after the first part."""
+    return [ThinkingDelta(text="\n\n")] if delta.summary_index else []
+
+
+def output_delta(state: TurnState, delta: p.DeltaNotification) -> list[ProviderPayload]:
+    """``item/commandExecution/outputDelta`` / ``item/fileChange/outputDelta`` → tool
+    output of a started tool."""
+    tool = state.items.get(delta.item_id)
+    if tool is None or not delta.delta:
+        return []
+    tool.output = True
+    return [ToolActivity(delta.item_id, tool.name, "output", output=delta.delta)]
+
+
+def usage_payload(updated: p.TokenUsageUpdated) -> Usage:
+    """``thread/tokenUsage/updated`` → usage (context occupancy of the last model call,
+    cumulative totals of the thread)."""
+    usage = updated.token_usage
+    return Usage(
+        context=ContextUsage(usage.last.total_tokens, usage.model_context_window),
+        cumulative=CumulativeUsage(
+            input_tokens=usage.total.input_tokens,
+            output_tokens=usage.total.output_tokens,
+            cached_input_tokens=usage.total.cached_input_tokens,
+        ),
+    )
+
+
+def plan_payload(updated: p.PlanUpdated) -> PlanUpdated:
+    """``turn/plan/updated`` → plan (an unknown step status is ``pending``)."""
+    return PlanUpdated(steps=tuple(PlanStep(s.step, _plan_status(s.status)) for s in updated.plan))
+
+
+def _plan_status(status: str) -> PlanStatus:
+    if status == "inProgress":
+        return "inProgress"
+    if status == "completed":
+        return "completed"
+    return "pending"
+
+
+def item_started(state: TurnState, item: dict[str, Any]) -> list[ProviderPayload]:
+    """``item/started``: a tool-like item starts a tool activity; an item type the
+    adapter does not map is reported once."""
+    kind = item.get("type")
+    item_id = str(item.get("id", ""))
+    if kind == "agentMessage":
+        state.items.setdefault(item_id, Item("text"))
+        return []
+    if kind == "reasoning":
+        state.items.setdefault(item_id, Item("thinking"))
+        return []
+    if kind == "contextCompaction":
+        return [
+            Diagnostic(
+                level="info",
+                code="codex_context_compacted",
+                message="Codex compacted the conversation to fit the context window",
+            )
+        ]
+    tool = tool_of(item)
+    if tool is not None and item_id not in state.items:
+        name, tool_input, changes = tool
+        state.items[item_id] = Item("tool", name, changes=changes)
+        return [ToolActivity(item_id, name, "started", input=tool_input)]
+    if tool is None and kind not in _QUIET_ITEMS:
+        shown = kind if isinstance(kind, str) and _IDENTIFIER.fullmatch(kind) else "?"
+        return once(
+            state,
+            ("item", shown),
+            "info",
+            "codex_unmapped_item",
+            f"Codex reported a {shown} item, which the adapter does not map",
+        )
+    return []
+
+
+def item_completed(state: TurnState, item: dict[str, Any]) -> list[ProviderPayload]:
+    """``item/completed``: the text or reasoning of an item that was not streamed, or
+    the end (with the output, if none streamed) of a tool."""
+    kind = item.get("type")
+    item_id = str(item.get("id", ""))
+    known = state.items.get(item_id)
+    if kind == "agentMessage":
+        if known is None or known.deltas == 0:
+            return _text(state, str(item.get("text") or ""), first=True)
+        return []
+    if kind == "reasoning":
+        if known is None or known.deltas == 0:
+            summary = item.get("summary") or []
+            text = "\n\n".join(str(s) for s in summary if s)
+            if text:
+                return [ThinkingDelta(text=text)]
+        return []
+    if tool_of(item) is None:
+        return []
+    out: list[ProviderPayload] = []
+    if known is None or known.kind != "tool":
+        out += item_started(state, item)
+        known = state.items.get(item_id)
+        if known is None:
+            return out
+    if known.done:
+        return out
+    known.done = True
+    output = item.get("aggregatedOutput")
+    if not known.output and isinstance(output, str) and output:
+        out.append(ToolActivity(item_id, known.name, "output", output=output))
+    status = item.get("status")
+    ok = status == "completed" or (kind == "dynamicToolCall" and item.get("success") is True)
+    if kind == "webSearch":
+        ok = True
+    exit_code = item.get("exitCode")
+    out.append(
+        ToolActivity(
+            item_id,
+            known.name,
+            "completed" if ok else "failed",
+            exit_code=exit_code if isinstance(exit_code, int) else None,
+        )
+    )
+    return out
+
+
+def open_tools_failed(state: TurnState) -> list[ProviderPayload]:
+    """A ``failed`` tool activity for every tool of the turn that never completed (the
+    run is ending); marks them done."""
+    out: list[ProviderPayload] = []
+    for item_id, item in state.items.items():
+        if item.kind == "tool" and not item.done:
+            item.done = True
+            out.append(ToolActivity(item_id, item.name, "failed"))
+    return out
+
+
+def tool_of(item: dict[str, Any]) -> tuple[str, Any, Any] | None:
+    """(name, input, file changes) of a tool-like ``ThreadItem``, else ``None``."""
+    kind = item.get("type")
+    if kind == "commandExecution":
+        return "command", {"command": item.get("command"), "cwd": item.get("cwd")}, None
+    if kind == "fileChange":
+        changes = []
+        for change in item.get("changes") or []:
+            if isinstance(change, dict):
+                change_kind = change.get("kind")
+                changes.append(
+                    {
+                        "path": change.get("path"),
+                        "kind": change_kind.get("type")
+                        if isinstance(change_kind, dict)
+                        else change_kind,
+                        "diff": change.get("diff"),
+                    }
+                )
+        return "fileChange", {"changes": changes}, changes
+    if kind == "mcpToolCall":
+        name = f"mcp:{item.get('server')}/{item.get('tool')}"
+        return name, item.get("arguments"), None
+    if kind == "dynamicToolCall":
+        return str(item.get("tool") or "tool"), item.get("arguments"), None
+    if kind == "webSearch":
+        return "webSearch", {"query": item.get("query")}, None
+    return None
+
+
+# ----------------------------------------------------------------------------- server requests
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_TITLE else text[: _MAX_TITLE - 1] + "…"
+
+
+def _offered(decisions: list[Any] | None) -> set[str] | None:
+    if decisions is None:
+        return None
+    out: set[str] = set()
+    for decision in decisions:
+        if isinstance(decision, str):
+            out.add(decision)
+        elif isinstance(decision, dict):
+            out.update(str(k) for k in decision)
+    return out
+
+
+#: allow/once→accept, allow/session→acceptForSession (when offered), deny→decline
+#: (honoured by Codex even when ``availableDecisions`` does not list it), cancelled→cancel
+#: (Codex ends the turn); expired or withdrawn (Codex resolved the request itself, so it
+#: ignores the reply)→decline, the answer that runs nothing and stops nothing.
+_DECISIONS: Final[dict[Verdict, str]] = {
+    "allow_once": "accept",
+    "allow_session": "acceptForSession",
+    "deny": "decline",
+    "cancelled": "cancel",
+    "unanswered": "decline",
+}
+
+
+def command_approval(params: p.CommandApprovalParams) -> tuple[ApprovalRequest, bool]:
+    """``item/commandExecution/requestApproval`` → the approval to raise, and whether a
+    ``session`` approval can be granted (Codex offers ``acceptForSession``)."""
+    offered = _offered(params.available_decisions)
+    session_ok = (offered is None or "acceptForSession" in offered) and (
+        params.kind != "humanCommand"
+    )
+    actions = params.command_actions or []
+    shown = params.command or ""
+    if len(actions) == 1 and isinstance(actions[0], dict) and actions[0].get("command"):
+        shown = str(actions[0]["command"])
+    tool_input: dict[str, Any] = {"commandActions": actions}
+    if params.reason:
+        tool_input["reason"] = params.reason
+    request = ApprovalRequest(
+        action="command",
+        title=_short(f"Run `{shown}`") if shown else "Run a command",
+        tool_name="command",
+        input=tool_input,
+        command=params.command,
+        cwd=params.cwd,
+        modes=approval_modes(session_ok),
+    )
+    return request, session_ok
+
+
+def command_reply(outcome: InteractionOutcome, *, session_ok: bool) -> dict[str, Any]:
+    """The reply to a command approval (see :data:`_DECISIONS`)."""
+    return {"decision": _DECISIONS[approval_verdict(outcome, session_ok=session_ok)]}
+
+
+def file_change_approval(params: p.FileChangeApprovalParams, changes: Any) -> ApprovalRequest:
+    """``item/fileChange/requestApproval`` → the approval to raise; ``changes`` are the
+    item's file changes as its ``item/started`` reported them (``None`` if unknown)."""
+    tool_input: dict[str, Any] = {"changes": changes or []}
+    if params.reason:
+        tool_input["reason"] = params.reason
+    if params.grant_root:
+        tool_input["grantRoot"] = params.grant_root
+    paths = [c.get("path") for c in changes or [] if isinstance(c, dict)]
+    title = "Apply file changes"
+    if len(paths) == 1 and paths[0]:
+        title = _short(f"Change {paths[0]}")
+    elif paths:
+        title = f"Change {len(paths)} files"
+    return ApprovalRequest(
+        action="fileChange",
+        title=title,
+        tool_name="fileChange",
+        input=tool_input,
+        modes=ONCE_OR_SESSION,
+    )
+
+
+def file_change_reply(outcome: InteractionOutcome) -> dict[str, Any]:
+    """The reply to a file-change approval (``session`` is always offered)."""
+    return command_reply(outcome, session_ok=True)
+
+
+def permissions_approval(params: p.PermissionsApprovalParams) -> ApprovalRequest:
+    """``item/permissions/requestApproval`` → the approval to raise."""
+    tool_input: dict[str, Any] = {"permissions": params.permissions}
+    if params.reason:
+        tool_input["reason"] = params.reason
+    return ApprovalRequest(
+        action="permissions",
+        title="Grant Codex additional permissions",
+        tool_name="permissions",
+        input=tool_input,
+        cwd=params.cwd,
+        modes=ONCE_OR_SESSION,
+    )
+
+
+def permissions_reply(
+    outcome: InteractionOutcome | None, params: p.PermissionsApprovalParams
+) -> dict[str, Any]:
+    """The reply to a permissions request: the permissions asked for, granted for the
+    turn or the session, or none (denied, unanswered, or ``outcome`` ``None``: no run)."""
+    verdict = "unanswered" if outcome is None else approval_verdict(outcome)
+    if is_allow(verdict):
+        scope = "session" if verdict == "allow_session" else "turn"
+        return {"permissions": params.permissions, "scope": scope}
+    return {"permissions": {}, "scope": "turn"}
+
+
+def user_input_request(params: p.UserInputParams) -> InteractionRequest:
+    """``item/tool/requestUserInput`` (at least one question) → a question, or a question
+    set keyed by the questions' ids."""
+    questions = params.questions
+    choices = [
+        tuple(dict.fromkeys(o.label for o in (q.options or []) if o.label)) for q in questions
+    ]
+    if len(questions) == 1:
+        q = questions[0]
+        prompt = q.question or q.header
+        if q.header and q.question:
+            prompt = f"{q.header}: {q.question}"
+        return QuestionRequest(
+            prompt=prompt,
+            choices=tuple(Choice(label, label) for label in choices[0]),
+            allow_free_text=True,  # Codex offers a free-form "Other" itself
+        )
+    return QuestionSetRequest(
+        title=_short(" / ".join(q.header for q in questions if q.header) or "Codex asks"),
+        items=tuple(
+            QuestionItem(q.id, q.question or q.header, tuple(Choice(c, c) for c in cs))
+            for q, cs in zip(questions, choices, strict=True)
+        ),
+    )
+
+
+def user_input_reply(
+    params: p.UserInputParams, outcome: InteractionOutcome | None
+) -> dict[str, Any]:
+    """The reply to ``item/tool/requestUserInput``: question id → ``{"answers": [value]}``
+    for what the host answered (nothing when it did not, or ``outcome`` ``None``)."""
+    values: dict[str, str] = {}
+    if outcome is not None and outcome.status == "responded":
+        answer = outcome.answer
+        if isinstance(answer, QuestionAnswer):
+            value = answer.choice if answer.choice is not None else answer.text
+            if value is not None:
+                values[params.questions[0].id] = value
+        elif isinstance(answer, QuestionSetAnswer):
+            values = dict(answer.answers)
+    return {"answers": {key: {"answers": [value]} for key, value in values.items()}}

@@ -1,0 +1,145 @@
+"""Discovery for ``providers/list`` with ``probe``: where ``codex`` is, which version, and
+whether someone is logged in.
+
+The version comes from ``codex --version`` run by the kit's bounded probe runner
+(:func:`agent_bridge.adapters.kit.probe.run_probe`) with a throwaway ``CODEX_HOME``; the
+login from a short-lived ``codex app-server`` asked ``account/read`` over the project's
+JSON-RPC connection, bounded in time as well.  Nothing here talks to the network.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from typing import Final, Literal
+
+import anyio
+
+from agent_bridge.adapters.codex.launch import INSTALL_HINT, child_env, find_executable
+from agent_bridge.adapters.codex.protocol import AccountReadResponse
+from agent_bridge.adapters.kit.probe import run_probe
+from agent_bridge.processes import ProcessSpec, SpawnError, redact, spawn
+from agent_bridge.rpc.connection import Connection
+from agent_bridge.rpc.errors import RpcError
+from agent_bridge.wire.providers import Availability
+
+__all__ = ["parse_version", "probe_auth", "probe_cli", "probe_version"]
+
+log = logging.getLogger("agent_bridge.codex")
+
+_VERSION: Final = re.compile(r"(\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.\-+]*)?)")
+
+
+def parse_version(text: str) -> str | None:
+    """Return the version in ``codex --version`` output (``codex-cli 0.171.0``) or in an
+    ``initialize`` ``userAgent`` (``name/0.171.0 (...)``)."""
+    match = _VERSION.search(text)
+    return match.group(1) if match else None
+
+
+async def probe_version(
+    executable: str, env: Mapping[str, str], timeout: float = 10.0
+) -> str | None:
+    """Run ``codex --version`` (bounded in time and output) with a throwaway
+    ``CODEX_HOME``, so the probe writes nothing under the user's home; return the
+    version, or ``None`` when it cannot be told."""
+    with tempfile.TemporaryDirectory(prefix="agent-bridge-codex-") as scratch:
+        probe_env = dict(env)
+        probe_env["CODEX_HOME"] = scratch
+        output = await run_probe(
+            (executable, "--version"),
+            env=probe_env,
+            cwd=scratch,
+            timeout=timeout,
+            max_output=4096,
+            name="codex --version",
+        )
+    return None if output is None else parse_version(output)
+
+
+async def probe_auth(
+    executable: str, env: Mapping[str, str], timeout: float = 10.0
+) -> Literal["authenticated", "unauthenticated", "unknown"]:
+    """Ask a short-lived ``codex app-server`` (``initialize`` then ``account/read``)
+    whether someone is logged in, with the user's own ``CODEX_HOME`` (that is where the
+    login lives, so Codex may write its usual helper files there).
+
+    ``authenticated`` when an account is returned; ``unauthenticated`` when none is and
+    the configured provider requires an OpenAI login; ``unknown`` otherwise (a provider
+    that authenticates with a key variable, an old server without ``account/read``, a
+    timeout) — never guessed.
+    """
+    result: Literal["authenticated", "unauthenticated", "unknown"] = "unknown"
+    with tempfile.TemporaryDirectory(prefix="agent-bridge-codex-") as scratch:
+        spec = ProcessSpec(
+            (executable, "app-server"),
+            cwd=scratch,
+            env=dict(env),
+            stderr_tail_bytes=16 * 1024,
+            name="codex app-server (probe)",
+        )
+        async with anyio.create_task_group() as tg:
+            # Inside the group: an error raised here must not come out as an ExceptionGroup.
+            try:
+                child = await spawn(spec, tg)
+            except (SpawnError, OSError) as exc:
+                log.info("codex auth probe failed: %s", type(exc).__name__)
+                return result
+            conn = Connection(
+                child.stdout, child.stdin, framing="newline", jsonrpc=False, name="codex probe"
+            )
+            tg.start_soon(conn.run)
+            try:
+                with anyio.move_on_after(timeout):
+                    await conn.request(
+                        "initialize",
+                        {"clientInfo": {"name": "agent_bridge_probe", "version": "0"}},
+                    )
+                    conn.notify("initialized")
+                    account = await conn.request(
+                        "account/read", {}, result_type=AccountReadResponse
+                    )
+                    if account.account is not None:
+                        result = "authenticated"
+                    elif account.requires_openai_auth:
+                        result = "unauthenticated"
+            except RpcError as exc:
+                log.info("codex auth probe: %s", redact(exc.message))
+            finally:
+                with contextlib.suppress(TimeoutError):
+                    await child.stop(eof_grace=1.0, term_grace=1.0, kill_grace=2.0)
+                conn.close()
+    return result
+
+
+async def probe_cli(environ: Mapping[str, str] | None = None) -> Availability:
+    """Probe the machine for ``codex``: executable, version, authentication."""
+    env = os.environ if environ is None else environ
+    found = find_executable(None, env)
+    if found is None:
+        return Availability(
+            status="unavailable",
+            reason="the codex executable was not found",
+            next_step=INSTALL_HINT,
+        )
+    cli_env = child_env(codex_home=None, parent=env)
+    version = await probe_version(found.path, cli_env)
+    if version is None:
+        return Availability(
+            status="unavailable",
+            executable=found.path,
+            reason="codex did not report its version",
+            next_step="check the installation: run `codex --version`",
+        )
+    auth = await probe_auth(found.path, cli_env)
+    return Availability(
+        status="available",
+        executable=found.path,
+        version=version,
+        authentication=auth,
+        next_step="run `codex login`" if auth == "unauthenticated" else None,
+    )

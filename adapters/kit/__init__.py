@@ -1,0 +1,18 @@
+"""The adapter kit: what every provider adapter needs beside the SPI (:mod:`agent_bridge.spi`).
+
+Each adapter used to hand-roll the same machinery; it lives here once, one job a module:
+
+* :mod:`~agent_bridge.adapters.kit.tasks` — supervised background tasks: started in the
+  session's task group, cancellable together, an exception logged (redacted) and turned
+  into a classified failure instead of escaping into the runtime;
+* :mod:`~agent_bridge.adapters.kit.runs` — a run handle whose outcome is set exactly once;
+* :mod:`~agent_bridge.adapters.kit.resident` — a resident child process per session, its
+  exit watcher and a bounded, shielded stop;
+* :mod:`~agent_bridge.adapters.kit.ndjson` — a bounded NDJSON line reader over a child's
+  stdout (the project's :class:`~agent_bridge.rpc.framing.NewlineFramer`);
+* :mod:`~agent_bridge.adapters.kit.probe` — a bounded probe runner for ``providers/list``;
+* :mod:`~agent_bridge.adapters.kit.approvals` — the bridge's approval answer as a verdict
+  an adapter maps onto its provider's decision.
+
+The package face imports nothing: adapters import the modules they use.
+"""

@@ -1,0 +1,93 @@
+"""The scripted provider: its descriptor and creating or resuming a session.
+
+Options (declared in the descriptor): session ``script`` (inline JSON, see
+:mod:`agent_bridge.adapters.scripted.script`) or ``scriptFile`` (a path to a JSON file);
+run ``script`` overrides the session's for one run.  Its recovery record carries the
+script and the inputs so far, so ``session/resume`` works across bridge processes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from agent_bridge.errors import BridgeError
+from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
+from agent_bridge.wire.providers import (
+    ApprovalCapability,
+    Capabilities,
+    InteractionCapabilities,
+    OptionDescriptor,
+    ProviderDescriptor,
+    QuestionCapability,
+    RecoveryCapability,
+    RunCapabilities,
+)
+
+__all__ = ["VERSION", "ScriptedProvider"]
+
+VERSION: Final = "1.0.0"
+
+OPTIONS: Final = (
+    OptionDescriptor(
+        name="script",
+        scope="session",
+        type="json",
+        description="The script every run follows (see the scripted provider docs).",
+    ),
+    OptionDescriptor(
+        name="scriptFile",
+        scope="session",
+        type="string",
+        description="Path to a JSON file holding the script.",
+    ),
+    OptionDescriptor(
+        name="script",
+        scope="run",
+        type="json",
+        description="A script for this run only.",
+    ),
+)
+
+
+class ScriptedProvider(AgentProvider):
+    """The built-in deterministic provider (id ``scripted``)."""
+
+    id = "scripted"
+
+    def describe(self) -> ProviderDescriptor:
+        return ProviderDescriptor(
+            id=self.id,
+            display_name="Scripted (built-in)",
+            version=VERSION,
+            maturity="verified",
+            capabilities=Capabilities(
+                run=RunCapabilities(interrupt="cooperative", steer=True, max_concurrent_runs=1),
+                interactions=InteractionCapabilities(
+                    approval=ApprovalCapability(supported=True, modes=("once", "session")),
+                    question=QuestionCapability(supported=True, question_set=True),
+                ),
+                recovery=RecoveryCapability(resume=True),
+            ),
+            options=OPTIONS,
+        )
+
+    async def create_session(self, ctx: SessionContext) -> ProviderSession:
+        from agent_bridge.adapters.scripted.script import load_script
+        from agent_bridge.adapters.scripted.session import ScriptedSession
+
+        return ScriptedSession(ctx, load_script(ctx.options), [])
+
+    async def resume_session(self, ctx: SessionContext, opaque: Any) -> ProviderSession:
+        import msgspec
+
+        from agent_bridge.adapters.scripted.script import decode_script, load_script
+        from agent_bridge.adapters.scripted.session import ScriptedSession
+
+        if not isinstance(opaque, dict) or not isinstance(opaque.get("history"), list):
+            raise BridgeError("recovery_invalid")
+        try:
+            script = decode_script(opaque.get("script") or {})
+        except msgspec.ValidationError:
+            raise BridgeError("recovery_invalid") from None
+        history = [str(h) for h in opaque["history"]]
+        return ScriptedSession(ctx, load_script(ctx.options) or script, history)

@@ -1,0 +1,224 @@
+"""A scripted session and its runs: each run follows its script's steps in a supervised
+task of the session's task group.
+
+There are no timers: every wait is on an interaction or an interrupt.  Every payload a
+run emits carries the script step it came from as its raw record (provenance:
+``events/read`` with ``view: "raw"``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import msgspec
+
+from agent_bridge.adapters.kit.approvals import approval_verdict, is_allow
+from agent_bridge.adapters.kit.runs import RunHandle
+from agent_bridge.adapters.kit.tasks import TaskSupervisor
+from agent_bridge.adapters.scripted import mapping
+from agent_bridge.adapters.scripted.script import (
+    ApprovalStep,
+    CompleteWithPendingStep,
+    CrashStep,
+    CyclicStep,
+    DiagnosticStep,
+    EchoStep,
+    FailStep,
+    InvalidStep,
+    PlanStep,
+    QuestionSetStep,
+    QuestionStep,
+    Script,
+    Step,
+    StreamStep,
+    TextStep,
+    ThinkingStep,
+    ToolStep,
+    UsageStep,
+    WaitForInterruptStep,
+    load_script,
+)
+from agent_bridge.errors import BridgeError
+from agent_bridge.spi import (
+    ProviderRun,
+    ProviderSession,
+    RunContext,
+    RunOutcome,
+    SessionContext,
+)
+from agent_bridge.wire.errors import ErrorCode
+from agent_bridge.wire.events import TextDelta, ThinkingDelta, ToolActivity
+from agent_bridge.wire.interactions import (
+    ApprovalRequest,
+    QuestionAnswer,
+    QuestionSetAnswer,
+)
+from agent_bridge.wire.methods import RunInput
+
+__all__ = ["ScriptedRun", "ScriptedSession"]
+
+log = logging.getLogger("agent_bridge.provider.scripted")
+
+_CHECKPOINT_EVERY = 256
+
+
+class _Failed(Exception):
+    def __init__(self, code: ErrorCode) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class _Crash(RuntimeError):
+    """Raised on purpose by the ``crash`` step."""
+
+
+class ScriptedRun(RunHandle):
+    """One scripted run, executed in a task of the session's task group."""
+
+    def __init__(self, steps: Sequence[Step], input: RunInput, ctx: RunContext) -> None:
+        super().__init__()
+        self._steps = steps
+        self._input = input
+        self._ctx = ctx
+        self._scope = anyio.CancelScope()
+        self._ignore_interrupt = False
+        self._steered: list[str] = []
+
+    async def main(self) -> None:
+        """Run the steps and finish with how they ended (``crash`` makes :meth:`wait`
+        raise, on purpose)."""
+        outcome = RunOutcome.completed("end_turn")
+        try:
+            with self._scope:
+                await self._run_steps(self._steps)
+            if self._scope.cancelled_caught:
+                outcome = RunOutcome.interrupted()
+        except _Failed as exc:
+            outcome = RunOutcome.failed(exc.code, "scripted failure")
+        except _Crash as exc:
+            self.finish_with_error(exc)
+        except Exception as exc:
+            # A bug here, not a scripted crash: fail the run; the supervisor logs it.
+            self.finish(RunOutcome.failed("provider_contract", type(exc).__name__))
+            raise
+        finally:
+            self.finish(outcome)
+
+    async def interrupt(self, reason: str) -> None:
+        if not self._ignore_interrupt:
+            self._scope.cancel()
+
+    async def steer(self, input: RunInput) -> None:
+        self._steered.append(input.text)
+        await self._ctx.emit(TextDelta(text=f"[steer] {input.text}"), raw=input)
+
+    async def _honour_interrupt(self) -> None:
+        """Stop here if an interrupt has begun (its delivery may still be on its way)."""
+        if self._ctx.interrupt_requested and not self._ignore_interrupt:
+            self._scope.cancel()
+            await anyio.lowlevel.checkpoint()
+
+    async def _run_steps(self, steps: Sequence[Step]) -> None:
+        ctx = self._ctx
+        for step in steps:
+            await self._honour_interrupt()
+            if isinstance(step, TextStep):
+                for delta in mapping.text_chunks(step):
+                    await ctx.emit(delta, raw=step)
+            elif isinstance(step, StreamStep):
+                delta = TextDelta(text=step.text)
+                for i in range(step.count):
+                    await ctx.emit(delta, raw=step)
+                    if i % _CHECKPOINT_EVERY == 0:
+                        await anyio.lowlevel.checkpoint()
+            elif isinstance(step, EchoStep):
+                await ctx.emit(TextDelta(text=step.prefix + self._input.text), raw=step)
+            elif isinstance(step, ThinkingStep):
+                await ctx.emit(ThinkingDelta(text=step.text), raw=step)
+            elif isinstance(step, ToolStep):
+                for activity in mapping.tool_payloads(step):
+                    await ctx.emit(activity, raw=step)
+            elif isinstance(step, UsageStep):
+                await ctx.emit(mapping.usage_payload(step), raw=step)
+            elif isinstance(step, PlanStep):
+                await ctx.emit(mapping.plan_payload(step), raw=step)
+            elif isinstance(step, DiagnosticStep):
+                await ctx.emit(mapping.diagnostic_payload(step), raw=step)
+            elif isinstance(step, ApprovalStep):
+                await self._approval(step)
+            elif isinstance(step, QuestionStep):
+                await self._question(step)
+            elif isinstance(step, QuestionSetStep):
+                await self._question_set(step)
+            elif isinstance(step, FailStep):
+                raise _Failed(step.code)
+            elif isinstance(step, WaitForInterruptStep):
+                self._ignore_interrupt = step.ignore_interrupt
+                await anyio.sleep_forever()
+            elif isinstance(step, InvalidStep):
+                await ctx.emit(TextDelta(text=12345), raw=step)  # type: ignore[arg-type]
+            elif isinstance(step, CyclicStep):
+                loop: list[Any] = []
+                loop.append(loop)
+                await ctx.emit(ToolActivity("tool_cycle", "cycle", "started", input=loop), raw=step)
+            elif isinstance(step, CompleteWithPendingStep):
+                ctx.open_interaction(ApprovalRequest(action="tool", title="never answered"))
+                return
+            elif isinstance(step, CrashStep):
+                raise _Crash("scripted crash")
+
+    async def _approval(self, step: ApprovalStep) -> None:
+        outcome = await self._ctx.ask(mapping.approval_request(step))
+        allowed = is_allow(approval_verdict(outcome))
+        await self._run_steps(step.on_allow if allowed else step.on_deny)
+
+    async def _question(self, step: QuestionStep) -> None:
+        outcome = await self._ctx.ask(mapping.question_request(step))
+        answer = outcome.answer
+        if not isinstance(answer, QuestionAnswer):
+            await self._run_steps(step.on_cancel)
+        elif answer.choice is not None:
+            await self._run_steps(step.branches.get(answer.choice, []))
+        else:
+            await self._ctx.emit(TextDelta(text=f"Answer: {answer.text}"), raw=step)
+            await self._run_steps(step.on_text)
+
+    async def _question_set(self, step: QuestionSetStep) -> None:
+        outcome = await self._ctx.ask(mapping.question_set_request(step))
+        if isinstance(outcome.answer, QuestionSetAnswer):
+            text = ", ".join(f"{k}={v}" for k, v in sorted(outcome.answer.answers.items()))
+            await self._ctx.emit(TextDelta(text=f"Answers: {text}"), raw=step)
+            await self._run_steps(step.then)
+
+
+class ScriptedSession(ProviderSession):
+    """A scripted conversation: the script plus the inputs seen so far."""
+
+    def __init__(self, ctx: SessionContext, script: Script | None, history: list[str]) -> None:
+        self._ctx = ctx
+        self._script = script or Script()
+        self._history = history
+        self._disposed = False
+        self._tasks = TaskSupervisor(ctx.task_group, log, owner="scripted session")
+
+    async def start_run(
+        self, input: RunInput, options: Mapping[str, Any], ctx: RunContext
+    ) -> ProviderRun:
+        if self._disposed:
+            raise BridgeError("session_closed")
+        override = load_script(options)
+        steps = (override or self._script).for_run(len(self._history))
+        self._history.append(input.text)
+        run = ScriptedRun(steps, input, ctx)
+        self._tasks.start(run.main, name="run")
+        return run
+
+    def export_recovery_record(self) -> Any:
+        return {"script": msgspec.to_builtins(self._script), "history": list(self._history)}
+
+    async def dispose(self) -> None:
+        self._disposed = True

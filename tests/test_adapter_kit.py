@@ -1,0 +1,262 @@
+"""The adapter kit (adapters/kit/): finish-once runs, supervised tasks, the bounded probe
+runner, the NDJSON reader, the resident child and the approval helpers — against real
+tasks and real child processes."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from agent_bridge.adapters.kit.approvals import approval_modes, approval_verdict, is_allow
+from agent_bridge.adapters.kit.ndjson import read_ndjson
+from agent_bridge.adapters.kit.probe import run_probe
+from agent_bridge.adapters.kit.resident import StopGraces, start_resident
+from agent_bridge.adapters.kit.runs import RunHandle
+from agent_bridge.adapters.kit.tasks import TaskSupervisor
+from agent_bridge.errors import BridgeError, ProviderFailure
+from agent_bridge.processes import ProcessSpec, build_child_env
+from agent_bridge.rpc.framing import FramingError
+from agent_bridge.spi import InteractionOutcome, RunOutcome
+from agent_bridge.wire.interactions import ApprovalAnswer
+
+LOG = logging.getLogger("test.adapter_kit")
+
+
+class _Run(RunHandle):
+    async def interrupt(self, reason: str) -> None:
+        self.finish(RunOutcome.interrupted())
+
+
+def _env() -> dict[str, str]:
+    return build_child_env({}, passthrough=())
+
+
+# --------------------------------------------------------------------------- runs
+
+
+async def test_run_handle_first_finish_wins() -> None:
+    run = _Run()
+    assert not run.finished and run.outcome is None
+    assert run.finish(RunOutcome.completed("end_turn")) is True
+    assert run.finish(RunOutcome.failed("provider_crashed")) is False
+    assert run.finish_with_error(RuntimeError("late")) is False
+    await run.interrupt("too late")
+    outcome = await run.wait()
+    assert outcome.state == "completed" and outcome.stop_reason == "end_turn"
+    assert run.finished and run.outcome is outcome
+
+
+async def test_run_handle_wait_blocks_until_finished_and_can_raise() -> None:
+    run = _Run()
+    with anyio.move_on_after(0.05) as scope:
+        await run.wait()
+    assert scope.cancelled_caught
+    run.finish_with_error(ProviderFailure("provider_failed", "log only"))
+    with pytest.raises(ProviderFailure):
+        await run.wait()
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+async def test_a_failing_supervised_task_becomes_the_failure_callback_and_does_not_escape(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    failures: list[tuple[str, str]] = []
+    survivor_done = anyio.Event()
+    caplog.set_level(logging.DEBUG, logger=LOG.name)
+
+    async def boom() -> None:
+        await anyio.sleep(0)
+        raise ValueError("token sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123 leaked")
+
+    async def classified() -> None:
+        raise ProviderFailure("provider_crashed", "gone")
+
+    async def survivor() -> None:
+        await anyio.sleep(0.05)
+        survivor_done.set()
+
+    async with anyio.create_task_group() as tg:
+        tasks = TaskSupervisor(
+            tg, LOG, owner="test session", on_failure=lambda c, d: failures.append((c, d))
+        )
+        tasks.start(survivor)
+        tasks.start(boom, name="reader")
+        tasks.start(classified)
+    # The task group ended normally: nothing escaped, the other task ran to its end.
+    assert survivor_done.is_set()
+    assert sorted(code for code, _ in failures) == ["provider_contract", "provider_crashed"]
+    assert ("provider_contract", "reader failed (ValueError)") in failures
+    assert tasks.active == 0
+    text = caplog.text
+    assert "reader failed (ValueError)" in text
+    assert "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123" not in text  # redacted
+
+
+async def test_a_failure_callback_that_raises_is_contained() -> None:
+    def bad_callback(code: str, detail: str) -> None:
+        raise RuntimeError("callback bug")
+
+    async def boom() -> None:
+        raise KeyError("x")
+
+    async with anyio.create_task_group() as tg:
+        tasks = TaskSupervisor(tg, LOG, owner="t", on_failure=bad_callback)
+        tasks.start(boom)
+
+
+async def test_cancel_all_ends_every_task_and_those_started_later() -> None:
+    ended: list[str] = []
+
+    async def forever(name: str) -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            ended.append(name)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tasks = TaskSupervisor(tg, LOG, owner="t")
+            tasks.start(forever, "a")
+            tasks.start(forever, "b")
+            await anyio.sleep(0.01)
+            assert tasks.active == 2
+            tasks.cancel_all()
+            tasks.start(forever, "late")
+    assert sorted(ended) == ["a", "b", "late"]
+
+
+# --------------------------------------------------------------------------- probe
+
+
+async def test_probe_returns_the_output_of_a_real_child() -> None:
+    out = await run_probe(
+        [sys.executable, "-c", "import sys; print('v1.2.3'); print(sys.stdin.read() == '')"],
+        env=_env(),
+    )
+    assert out == "v1.2.3\nTrue\n"  # stdin was closed: the child read EOF at once
+
+
+async def test_probe_bounds_the_output() -> None:
+    script = "import sys\nwhile True: sys.stdout.write('x' * 65536); sys.stdout.flush()"
+    started = time.monotonic()
+    out = await run_probe([sys.executable, "-c", script], env=_env(), max_output=1000)
+    assert out == "x" * 1000
+    assert time.monotonic() - started < 8
+
+
+async def test_probe_bounds_the_time() -> None:
+    started = time.monotonic()
+    out = await run_probe(
+        [sys.executable, "-c", "import time; print('partial', flush=True); time.sleep(60)"],
+        env=_env(),
+        timeout=0.5,
+    )
+    assert out is None
+    assert time.monotonic() - started < 6
+
+
+async def test_probe_of_a_missing_executable_is_none(tmp_path: Any) -> None:
+    assert await run_probe([str(tmp_path / "no-such-cli"), "--version"], env=_env()) is None
+
+
+async def test_probe_never_takes_a_shell_string() -> None:
+    with pytest.raises(TypeError):
+        await run_probe("echo hi", env=_env())
+
+
+# --------------------------------------------------------------------------- ndjson + resident
+
+
+async def test_resident_child_lines_exit_watcher_and_stop() -> None:
+    script = (
+        "import sys\n"
+        "sys.stdout.write('{\"a\": 1}\\n\\n' + 'y' * 5000 + '\\n{\"b\": 2}\\r\\n{\"cut')\n"
+        "sys.stdout.flush()\n"
+    )
+    frames: list[bytes | FramingError] = []
+    held_open: list[int] = []
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tasks = TaskSupervisor(tg, LOG, owner="t")
+            spec = ProcessSpec((sys.executable, "-c", script), cwd=None, env=_env(), name="kid")
+            resident = await start_resident(
+                spec, tg, log=LOG, label="kid", missing="python", graces=StopGraces(0.5, 0.5, 1)
+            )
+
+            async def handle(frame: bytes | FramingError) -> None:
+                frames.append(frame)
+
+            async def reader() -> None:
+                try:
+                    await read_ndjson(resident.child.stdout, handle, max_line=1024)
+                finally:
+                    resident.mark_output_ended()
+
+            tasks.start(reader)
+            resident.watch_exit(tasks, drain_grace=2.0, on_held_open=held_open.append)
+            await resident.output_ended.wait()
+            assert await resident.stop() == 0
+            assert resident.stopping
+    lines = [f for f in frames if isinstance(f, bytes)]
+    errors = [f for f in frames if isinstance(f, FramingError)]
+    # Blank line skipped, CR dropped, the unterminated last line dropped, the long one
+    # reported as too large.
+    assert lines == [b'{"a": 1}', b'{"b": 2}']
+    assert [e.reason for e in errors] == ["too_large"]
+    assert held_open == []
+
+
+async def test_exit_watcher_ends_output_held_open_by_a_grandchild() -> None:
+    # The child exits at once but leaves a grandchild holding its stdout open.
+    script = (
+        "import subprocess, sys\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+    )
+    held_open: list[int] = []
+    with anyio.fail_after(15):
+        async with anyio.create_task_group() as tg:
+            tasks = TaskSupervisor(tg, LOG, owner="t")
+            spec = ProcessSpec((sys.executable, "-c", script), cwd=None, env=_env(), name="kid")
+            resident = await start_resident(spec, tg, log=LOG, label="kid", missing="python")
+            resident.watch_exit(tasks, drain_grace=0.2, on_held_open=held_open.append)
+            with anyio.move_on_after(5):
+                while not held_open:
+                    await anyio.sleep(0.05)
+            await resident.stop()
+    assert held_open == [0]
+
+
+async def test_start_resident_reports_what_is_missing(tmp_path: Any) -> None:
+    spec = ProcessSpec((str(tmp_path / "absent"),), cwd=None, env=_env(), name="absent")
+    async with anyio.create_task_group() as tg:
+        with pytest.raises(BridgeError) as caught:
+            await start_resident(spec, tg, log=LOG, label="absent", missing="absent cli")
+    assert caught.value.error_code == "provider_unavailable"
+    assert caught.value.info.details == {"missing": "absent cli", "reason": "executable_not_found"}
+
+
+# --------------------------------------------------------------------------- approvals
+
+
+def test_approval_verdicts_and_modes() -> None:
+    def answered(decision: Any, mode: Any = "once") -> InteractionOutcome:
+        return InteractionOutcome("responded", ApprovalAnswer(decision=decision, mode=mode))
+
+    assert approval_verdict(answered("allow")) == "allow_once"
+    assert approval_verdict(answered("allow", "session")) == "allow_session"
+    assert approval_verdict(answered("allow", "session"), session_ok=False) == "allow_once"
+    assert approval_verdict(answered("deny", "session")) == "deny"
+    assert approval_verdict(InteractionOutcome("cancelled")) == "cancelled"
+    assert approval_verdict(InteractionOutcome("expired")) == "unanswered"
+    assert approval_verdict(InteractionOutcome("withdrawn")) == "unanswered"
+    assert is_allow("allow_once") and is_allow("allow_session")
+    assert not is_allow("deny") and not is_allow("cancelled") and not is_allow("unanswered")
+    assert approval_modes(True) == ("once", "session")
+    assert approval_modes(False) == ("once",)
