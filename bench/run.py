@@ -14,6 +14,7 @@ Measurements, per target and repetition:
                after creating 1,000 sessions
 
 Usage:  .venv/bin/python bench/run.py [--quick] [--json OUT] [--targets a,b,...]
+                                     [--baseline-bridge DIR]
 
 Adding a target: see ``build_targets()``. Adjusting to the bridge's protocol: everything
 the harness assumes about it is in ``BridgeProtocol``.
@@ -640,19 +641,32 @@ class Target:
         return statistics.median(vals) if vals else None
 
 
+BEFORE = "bridge-before"  # the --baseline-bridge target
+
+
 def build_targets(
-    bridge_framing: str = "content-length", bridge_argv: list[str] | None = None
+    bridge_framing: str = "content-length",
+    bridge_argv: list[str] | None = None,
+    baseline_bridge: str | None = None,
 ) -> list[Target]:
     """The targets measured. To add one, append a Target here: a name, an argv vector,
     its framing, and drivers for (2) events and optionally (4) per-session RSS.
-    It must answer ``initialize`` and ``bridge/ping {data}`` -> ``{data}``."""
+    It must answer ``initialize`` and ``bridge/ping {data}`` -> ``{data}``.
+
+    ``baseline_bridge`` (``--baseline-bridge DIR``): a checkout of an older tree, where the
+    package was still the top-level ``bridge``, measured as ``bridge-before`` with the
+    same drivers, for a before/after comparison within one invocation."""
     py = sys.executable
     base = HERE / "baselines"
-    # The bridge keeps its journal (the default) in a scratch state directory, never in
-    # the user's: removed when the benchmark ends.
-    state_dir = tempfile.mkdtemp(prefix="bench-state-")
-    atexit.register(shutil.rmtree, state_dir, True)
-    return [
+
+    def scratch_state() -> str:
+        # Every bridge keeps its journal (the default) in a scratch state directory of
+        # its own, never in the user's: removed when the benchmark ends.
+        state_dir = tempfile.mkdtemp(prefix="bench-state-")
+        atexit.register(shutil.rmtree, state_dir, True)
+        return state_dir
+
+    targets = [
         Target("stock-pylsp", [py, str(base / "stock_pylsp_server.py")], events=stream_driver),
         Target("floor", [py, str(base / "floor_server.py")], events=stream_driver),
         Target(
@@ -661,17 +675,32 @@ def build_targets(
             framing="newline",
             events=stream_driver,
         ),
+        # Installed in .venv (scripts/setup.sh, editable): no PYTHONPATH needed.
         Target(
             "bridge",
             bridge_argv or [py, "-m", "agent_bridge", "serve"],
             framing=bridge_framing,
             cwd=str(REPO),
-            env={"PYTHONPATH": str(REPO), "AGENT_BRIDGE_STATE_DIR": state_dir},
+            env={"AGENT_BRIDGE_STATE_DIR": scratch_state()},
             events=bridge_events_driver,
             sessions=bridge_sessions_driver,
             is_subject=True,
         ),
     ]
+    if baseline_bridge is not None:
+        tree = str(Path(baseline_bridge).resolve())
+        targets.append(
+            Target(
+                BEFORE,
+                [py, "-m", "bridge", "serve"],
+                framing=bridge_framing,
+                cwd=tree,
+                env={"PYTHONPATH": tree, "AGENT_BRIDGE_STATE_DIR": scratch_state()},
+                events=bridge_events_driver,
+                sessions=bridge_sessions_driver,
+            )
+        )
+    return targets
 
 
 # =====================================================================================
@@ -1142,6 +1171,10 @@ def render(targets: list[Target], cfg: Config) -> tuple[str, dict[str, Any]]:
                 floor if floor and floor.available else None,
             )
         )
+    before = by_name.get(BEFORE)
+    if before is not None and before.available:
+        for s in subjects:
+            ratio_cols.append((f"{s.name}/before", s, before))
     checks = {s.name: compute_checks(s, by_name) for s in subjects}
 
     header = (
@@ -1282,7 +1315,9 @@ def main(argv: list[str] | None = None) -> int:
         help="sessions in (4) (default %(default)s)",
     )
     ap.add_argument(
-        "--targets", help="comma-separated subset of: " + ", ".join(t.name for t in build_targets())
+        "--targets",
+        help="comma-separated subset of: "
+        + ", ".join([*(t.name for t in build_targets()), f"{BEFORE} (with --baseline-bridge)"]),
     )
     ap.add_argument("--bridge-framing", choices=sorted(FRAMERS), default="content-length")
     ap.add_argument(
@@ -1290,6 +1325,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="ARGS",
         help="run the bridge as these arguments (split like a shell would, never run by one); "
         "default: '<this python> -m agent_bridge serve'",
+    )
+    ap.add_argument(
+        "--baseline-bridge",
+        metavar="DIR",
+        help="also measure the old tree in DIR (where the package was the top-level "
+        f"`bridge`) as target {BEFORE!r}: '<this python> -m bridge serve' with cwd and "
+        "PYTHONPATH set to DIR; adds a bridge/before ratio column",
     )
     ap.add_argument("--json", metavar="OUT", help="also write all samples and medians as JSON")
     args = ap.parse_args(argv)
@@ -1309,12 +1351,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.startup_samples:
         cfg.startup_samples = args.startup_samples
     bridge_argv = shlex.split(args.bridge_argv) if args.bridge_argv else None
-    targets = build_targets(args.bridge_framing, bridge_argv)
+    if args.baseline_bridge and not (Path(args.baseline_bridge) / "bridge").is_dir():
+        ap.error(f"--baseline-bridge {args.baseline_bridge}: no bridge/ folder there")
+    targets = build_targets(args.bridge_framing, bridge_argv, args.baseline_bridge)
     if args.targets:
         wanted = [w.strip() for w in args.targets.split(",") if w.strip()]
         unknown = set(wanted) - {t.name for t in targets}
         if unknown:
-            ap.error(f"unknown targets: {', '.join(sorted(unknown))}")
+            hint = f" ({BEFORE} needs --baseline-bridge DIR)" if BEFORE in unknown else ""
+            ap.error(f"unknown targets: {', '.join(sorted(unknown))}{hint}")
         targets = [t for t in targets if t.name in wanted]
 
     def log(msg: str) -> None:
