@@ -836,8 +836,12 @@ def test_environment_is_allowlisted() -> None:
         "HOME": "/h",
         "ANTHROPIC_API_KEY": "k",
         "CLAUDE_CODE_MAX_RETRIES": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "CLAUDE_CONFIG_DIR": "/cfg",
     }
+    # The bridge's own setting wins over the silent default.
+    parent["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "0"
+    assert launch.child_env(None, parent)["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "0"
 
 
 def test_discovery_order(tmp_path: Path) -> None:

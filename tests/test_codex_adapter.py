@@ -978,6 +978,8 @@ async def test_argv_carries_strict_config_and_overrides(tmp_path: Path) -> None:
         "app-server",
         "--strict-config",
         "-c",
+        "features.plugins=false",
+        "-c",
         'model_reasoning_summary="auto"',
         "-c",
         "a.b=1",

@@ -26,6 +26,7 @@ __all__ = [
     "PASSTHROUGH_ENV",
     "PASSTHROUGH_PREFIXES",
     "PERMISSION_MODES",
+    "SILENT_ENV",
     "Discovery",
     "LaunchConfig",
     "build_argv",
@@ -311,13 +312,21 @@ def passthrough_names(environ: Mapping[str, str]) -> list[str]:
     return names
 
 
+#: Set in every ``claude`` child (probe and session) unless the bridge's own environment
+#: sets it: with it the CLI sends no telemetry, error reports or update checks, and
+#: ``claude auth status`` does not look up the model API host (issue 11, item 8: probes
+#: are silent; a session talks only to its model endpoint).
+SILENT_ENV: Final[dict[str, str]] = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+
+
 def child_env(
     config_dir: str | None, environ: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The complete environment of a ``claude`` child: the bridge allowlist, the declared
-    passthrough, and ``CLAUDE_CONFIG_DIR`` when the session has one."""
+    passthrough, :data:`SILENT_ENV` (unless the bridge's environment overrides it) and
+    ``CLAUDE_CONFIG_DIR`` when the session has one."""
     env = os.environ if environ is None else environ
-    declared: dict[str, str] = {}
+    declared: dict[str, str] = {k: v for k, v in SILENT_ENV.items() if k not in env}
     if config_dir:
         declared["CLAUDE_CONFIG_DIR"] = config_dir
     return build_child_env(declared, passthrough=passthrough_names(env), parent=env)

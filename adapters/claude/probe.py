@@ -3,7 +3,8 @@ whether it is authenticated (``authenticated`` only when the CLI itself reports 
 claude.ai login; a configured API key cannot be checked offline, so it is ``unknown``).
 
 Every probe is an argv vector run by the kit's bounded probe runner
-(:func:`agent_bridge.adapters.kit.probe.run_probe`); nothing here talks to the network.
+(:func:`agent_bridge.adapters.kit.probe.run_probe`) with :data:`PROBE_ENV`; nothing here
+talks to the network but loopback (``tests/test_silent_probes.py`` checks it).
 """
 
 from __future__ import annotations
@@ -23,13 +24,27 @@ from agent_bridge.adapters.claude.launch import (
 from agent_bridge.adapters.kit.probe import run_probe
 from agent_bridge.wire.providers import Availability
 
-__all__ = ["AUTH_STATUS_MIN_VERSION", "parse_auth_status", "parse_version", "probe_cli"]
+__all__ = [
+    "AUTH_STATUS_MIN_VERSION",
+    "PROBE_ENV",
+    "parse_auth_status",
+    "parse_version",
+    "probe_cli",
+]
 
 PROBE_TIMEOUT: Final = 10.0
 PROBE_OUTPUT_LIMIT: Final = 64 * 1024
 #: ``claude auth status --json`` exists (and is offline) in the version this adapter was
 #: verified against; an older CLI might take ``auth`` for a prompt, so it is not asked.
 AUTH_STATUS_MIN_VERSION: Final = (2, 1, 197)
+
+#: Set in the probe's environment on top of the session's (which already has
+#: ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC``): every ``claude`` command warms a
+#: connection to the model API at start-up, so ``claude auth status`` looked up the API
+#: host (issue 11, item 8).  Pointing the base URL at the discard port on loopback keeps
+#: the probe silent and does not change what ``auth status`` reports, which is read from
+#: the local configuration.
+PROBE_ENV: Final[dict[str, str]] = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
 
 _VERSION_RE: Final = re.compile(r"\b(\d+)\.(\d+)\.(\d+)\b")
 
@@ -77,7 +92,7 @@ async def probe_cli(environ: Mapping[str, str] | None = None) -> Availability:
             reason=f"the claude executable was not found (searched: {SEARCHED})",
             next_step=NEXT_STEP,
         )
-    cli_env = child_env(env.get("CLAUDE_CONFIG_DIR") or None, env)
+    cli_env = child_env(env.get("CLAUDE_CONFIG_DIR") or None, env) | PROBE_ENV
     output = await run_probe(
         [found.path, "--version"],
         env=cli_env,

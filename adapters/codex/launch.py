@@ -45,6 +45,7 @@ from agent_bridge.processes import build_child_env
 __all__ = [
     "ENV_EXECUTABLE",
     "INSTALL_HINT",
+    "SILENT_CONFIG",
     "Discovered",
     "Settings",
     "child_env",
@@ -236,6 +237,13 @@ def child_env(
 
 # ----------------------------------------------------------------------------- argv
 
+#: Config given to every ``codex`` child (probe and session) before the session's own
+#: ``config`` entries, which may override it: the plugins feature syncs a curated plugin
+#: catalogue from GitHub (and ChatGPT) at start-up, which makes even an ``account/read``
+#: probe with an empty Codex home look up ``github.com`` (issue 11, item 8).  A session
+#: that wants plugins passes ``config: ["features.plugins=true"]``.
+SILENT_CONFIG: Final[tuple[str, ...]] = ("features.plugins=false",)
+
 
 @dataclass(slots=True)
 class Settings:
@@ -256,10 +264,11 @@ class Settings:
     thread_id: str | None = None
 
     def argv(self) -> tuple[str, ...]:
-        """The argv vector: ``codex app-server [--strict-config] (-c key=value)*``."""
+        """The argv vector: ``codex app-server [--strict-config] (-c key=value)*``, with
+        :data:`SILENT_CONFIG` first."""
         argv = [self.executable, "app-server"]
         if self.strict_config:
             argv.append("--strict-config")
-        for entry in self.config:
+        for entry in (*SILENT_CONFIG, *self.config):
             argv += ["-c", entry]
         return tuple(argv)

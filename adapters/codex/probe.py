@@ -4,7 +4,9 @@ whether someone is logged in.
 The version comes from ``codex --version`` run by the kit's bounded probe runner
 (:func:`agent_bridge.adapters.kit.probe.run_probe`) with a throwaway ``CODEX_HOME``; the
 login from a short-lived ``codex app-server`` asked ``account/read`` over the project's
-JSON-RPC connection, bounded in time as well.  Nothing here talks to the network.
+JSON-RPC connection, bounded in time as well, started with
+:data:`~agent_bridge.adapters.codex.launch.SILENT_CONFIG` (no plugin sync).  Nothing here
+talks to the network (``tests/test_silent_probes.py`` checks it in a network namespace).
 """
 
 from __future__ import annotations
@@ -19,7 +21,12 @@ from typing import Final, Literal
 
 import anyio
 
-from agent_bridge.adapters.codex.launch import INSTALL_HINT, child_env, find_executable
+from agent_bridge.adapters.codex.launch import (
+    INSTALL_HINT,
+    SILENT_CONFIG,
+    child_env,
+    find_executable,
+)
 from agent_bridge.adapters.codex.protocol import AccountReadResponse
 from agent_bridge.adapters.kit.probe import run_probe
 from agent_bridge.processes import ProcessSpec, SpawnError, redact, spawn
@@ -76,7 +83,7 @@ async def probe_auth(
     result: Literal["authenticated", "unauthenticated", "unknown"] = "unknown"
     with tempfile.TemporaryDirectory(prefix="agent-bridge-codex-") as scratch:
         spec = ProcessSpec(
-            (executable, "app-server"),
+            (executable, "app-server", *(a for c in SILENT_CONFIG for a in ("-c", c))),
             cwd=scratch,
             env=dict(env),
             stderr_tail_bytes=16 * 1024,

@@ -1,0 +1,190 @@
+"""Probes and session spawns are silent: no connection but loopback (issue 11, item 8).
+
+The outer test re-runs this module's ``inner_*`` checks in a network namespace that has
+only loopback, with a DNS logger answering on 127.0.0.1:53 (``tests/netns_dns.py``), and
+fails on any lookup at all.  Inside, the real CLIs run with empty homes (an empty
+``CODEX_HOME`` is what made Codex sync plugins from github.com; ``claude auth status``
+looked up the model API host): ``providers/list`` with ``probe``, and one session of each
+CLI against its loopback stand-in, configured without any of the tests' own quieting
+variables, so what keeps them silent is the adapters' launch code.
+
+Needs root (``unshare``), ``ip`` and the real CLIs; skipped loudly otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import running_bridge
+from provider_clis import find_cli, require_cli
+
+from tests.standins.anthropic_server import AnthropicStandIn, Text
+from tests.standins.responses_server import ResponsesStandIn, reply, text
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+
+HERE = Path(__file__).resolve().parent
+INSIDE = os.environ.get("AGENT_BRIDGE_IN_NETNS") == "1"
+
+#: The stand-in Codex config, without the tests' own ``[features]``/``[analytics]``
+#: quieting: only the adapter's launch code may keep the session silent.
+CODEX_CONFIG = """\
+model = "stub-model"
+model_provider = "stub"
+
+[model_providers.stub]
+name = "Stub (loopback stand-in)"
+base_url = "http://127.0.0.1:9/v1"
+wire_api = "responses"
+env_key = "STUB_API_KEY"
+"""
+
+
+def test_probes_and_sessions_make_no_lookup(tmp_path: Path) -> None:
+    if INSIDE:
+        pytest.skip("the outer test, not run inside the namespace")
+    if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None:
+        pytest.skip("LOUD SKIP: needs root, unshare and ip to build a network namespace")
+    require_cli("claude")
+    require_cli("codex")
+    log = tmp_path / "dns.json"
+    env = {**os.environ, "AGENT_BRIDGE_IN_NETNS": "1"}
+    env["AGENT_BRIDGE_CLAUDE_PATH"] = find_cli("claude") or ""
+    env["AGENT_BRIDGE_CODEX_PATH"] = find_cli("codex") or ""
+    for name in (
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+        "CODEX_HOME",
+        "CLAUDE_CONFIG_DIR",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+    ):
+        env.pop(name, None)
+    inner = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        os.environ.get("AGENT_BRIDGE_NETNS_SELECT", "inner_"),
+        str(Path(__file__)),
+        "--rootdir",
+        str(HERE.parent),
+    ]
+    done = subprocess.run(
+        ["unshare", "--net", "--mount", sys.executable, str(HERE / "netns_dns.py"),
+         "--log", str(log), "--", *inner],
+        env=env,
+        cwd=HERE.parent,
+        capture_output=True,
+        text=True,
+        timeout=170,
+        check=False,
+    )
+    assert log.exists(), done.stdout + done.stderr
+    result = json.loads(log.read_text())
+    assert result["rc"] == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and "failed" not in done.stdout, done.stdout[-4000:]
+    assert result["queries"] == [], f"DNS lookups from inside the namespace: {result['queries']}"
+
+
+# --------------------------------------------------------------------- inside
+
+
+inside_only = pytest.mark.skipif(not INSIDE, reason="runs inside the network namespace")
+
+
+def _homes(tmp: Path) -> dict[str, str]:
+    for name in ("home", "tmp", "work", "codex-home", "claude-config"):
+        (tmp / name).mkdir(exist_ok=True)
+    return {
+        "HOME": str(tmp / "home"),
+        "TMPDIR": str(tmp / "tmp"),
+        "AGENT_BRIDGE_CLAUDE_PATH": os.environ.get("AGENT_BRIDGE_CLAUDE_PATH", ""),
+        "AGENT_BRIDGE_CODEX_PATH": os.environ.get("AGENT_BRIDGE_CODEX_PATH", ""),
+    }
+
+
+@pytest.fixture
+def homes(tmp_path: Path) -> Iterator[dict[str, str]]:
+    yield _homes(tmp_path)
+
+
+@inside_only
+async def test_inner_probe(tmp_path: Path, homes: dict[str, str]) -> None:
+    env = {
+        **homes,
+        "CODEX_HOME": str(tmp_path / "codex-home"),  # empty: the shape that synced plugins
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
+    }
+    async with running_bridge("newline", env=env) as bridge:
+        listed = await bridge.result("providers/list", {"probe": True}, timeout=60)
+    by_id: dict[str, Any] = {p["id"]: p["availability"] for p in listed["providers"]}
+    assert by_id["claude-code"]["status"] == "available"
+    assert by_id["codex"]["status"] == "available"
+
+
+@inside_only
+async def test_inner_claude_session(tmp_path: Path, homes: dict[str, str]) -> None:
+    with AnthropicStandIn() as server:
+        server.push(Text("hello"))
+        env = {
+            **homes,
+            "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
+            "ANTHROPIC_BASE_URL": server.base_url,
+            "ANTHROPIC_API_KEY": "dummy",
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+        }
+        async with running_bridge("newline", env=env) as bridge:
+            session = await bridge.result(
+                "session/create",
+                {"provider": "claude-code", "workspace": str(tmp_path / "work")},
+                timeout=60,
+            )
+            sid = session["session"]["sessionId"]
+            run = await bridge.result("run/start", {"sessionId": sid, "input": {"text": "hi"}})
+            await _wait_terminal(bridge, run["runId"])
+            await bridge.result("session/close", {"sessionId": sid}, timeout=30)
+
+
+@inside_only
+async def test_inner_codex_session(tmp_path: Path, homes: dict[str, str]) -> None:
+    (tmp_path / "codex-home" / "config.toml").write_text(CODEX_CONFIG)
+    with ResponsesStandIn() as server:
+        server.script(reply(text("hello", deltas=1)))
+        env = {**homes, "STUB_API_KEY": "dummy"}
+        options = {
+            "codexHome": str(tmp_path / "codex-home"),
+            "config": [f'model_providers.stub.base_url="{server.base_url}"'],
+        }
+        async with running_bridge("newline", env=env) as bridge:
+            session = await bridge.result(
+                "session/create",
+                {"provider": "codex", "workspace": str(tmp_path / "work"), "options": options},
+                timeout=60,
+            )
+            sid = session["session"]["sessionId"]
+            run = await bridge.result("run/start", {"sessionId": sid, "input": {"text": "hi"}})
+            await _wait_terminal(bridge, run["runId"])
+            await bridge.result("session/close", {"sessionId": sid}, timeout=30)
+
+
+async def _wait_terminal(bridge: Any, run_id: str) -> None:
+    terminal = ("run.completed", "run.failed", "run.interrupted")
+    message = await bridge.wait_for(
+        lambda m: m.get("method") == "event"
+        and m["params"].get("runId") == run_id
+        and m["params"]["payload"]["type"] in terminal,
+        timeout=60,
+    )
+    assert message["params"]["payload"]["type"] == "run.completed", message
