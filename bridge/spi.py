@@ -67,6 +67,10 @@ class RunOutcome:
     stop_reason: str | None = None
     error_code: ErrorCode | None = None
     detail: str = ""
+    #: Sent to the host as ``error.details`` after :func:`agent_bridge.wire.errors.
+    #: safe_details` (e.g. ``{"cause": "connection_refused"}``): allowlisted keys and
+    #: values only, never upstream text.
+    details: Mapping[str, str] | None = None
 
     @classmethod
     def completed(cls, stop_reason: str | None = None) -> RunOutcome:
@@ -74,9 +78,12 @@ class RunOutcome:
         return cls("completed", stop_reason=stop_reason)
 
     @classmethod
-    def failed(cls, code: ErrorCode, detail: str = "") -> RunOutcome:
-        """A classified failure; ``detail`` is logged, never sent to a host."""
-        return cls("failed", error_code=code, detail=detail)
+    def failed(
+        cls, code: ErrorCode, detail: str = "", details: Mapping[str, str] | None = None
+    ) -> RunOutcome:
+        """A classified failure; ``detail`` is logged (at WARNING), never sent to a host;
+        ``details`` is the allowlisted classification the host receives."""
+        return cls("failed", error_code=code, detail=detail, details=details)
 
     @classmethod
     def interrupted(cls) -> RunOutcome:

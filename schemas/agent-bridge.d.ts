@@ -364,6 +364,22 @@ export interface ExitNotification {
   params?: Empty;
 }
 
+export type FailureCause =
+  | "auth_missing"
+  | "cli_exited"
+  | "cli_not_found"
+  | "cli_too_old"
+  | "connection_refused"
+  | "connection_reset"
+  | "connection_timeout"
+  | "dns_failure"
+  | "http_status"
+  | "max_turns"
+  | "overloaded"
+  | "rate_limited"
+  | "tls_failure"
+  | "unknown";
+
 /** Any message a host sends: a request or notification of a host->bridge method, a response to a bridge->host request, or an error response. */
 export type HostToBridgeMessage =
   | InitializeRequest

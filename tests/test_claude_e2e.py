@@ -249,3 +249,45 @@ async def test_real_cli_resume_in_a_fresh_bridge(env: Env, standin: AnthropicSta
     assert any("The secret word is pineapple." in t for t in texts)
     assert last_user_text(requests[1].body) == "what was the word?"
     assert requests[1].headers.get("x-claude-code-session-id") == first_session
+
+
+async def test_real_cli_at_a_closed_port_says_why(tmp_path: Path) -> None:
+    """The model server is down: ``run.failed`` carries the classified cause (never the
+    CLI's text) and the bridge logs the failure at WARNING, its default level."""
+    import socket
+
+    cli = require_cli("claude")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for name in ("home", "config", "tmp", "work"):
+        (tmp_path / name).mkdir()
+    env = {
+        "AGENT_BRIDGE_CLAUDE_PATH": cli,
+        "HOME": str(tmp_path / "home"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
+        "ANTHROPIC_API_KEY": "dummy",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }
+    async with running_bridge("newline", env=env) as b:
+        result = await b.result(
+            "session/create",
+            {"provider": "claude-code", "workspace": str(tmp_path / "work")},
+            timeout=30,
+        )
+        session_id = result["session"]["sessionId"]
+        run_id = await run(b, session_id, "hello?")
+        end = await b.wait_for(
+            lambda m: m.get("method") == "event"
+            and m["params"].get("runId") == run_id
+            and m["params"]["payload"]["type"] in ("run.failed", "run.completed"),
+            timeout=90,
+        )
+        error = end["params"]["payload"]["error"]
+        assert error["code"] == "provider_failed"
+        assert error["details"] == {"cause": "connection_refused"}
+        assert "API Error" not in str(end)  # no upstream prose on the wire
+    log = b.stderr.decode("utf-8", "replace")
+    assert "WARNING" in log and "provider_failed" in log and "connection_refused" in log

@@ -10,6 +10,7 @@ carry codes, and ``detail`` strings (log only) are built from field values check
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -17,7 +18,7 @@ from typing import Any, Final, Literal
 from agent_bridge.adapters.claude import protocol
 from agent_bridge.adapters.kit.approvals import approval_modes, approval_verdict, is_allow
 from agent_bridge.spi import InteractionOutcome, RunOutcome
-from agent_bridge.wire.errors import ErrorCode
+from agent_bridge.wire.errors import ErrorCode, FailureCause
 from agent_bridge.wire.events import (
     ContextUsage,
     CumulativeUsage,
@@ -247,6 +248,59 @@ _ASSISTANT_ERRORS: Final[dict[str, ErrorCode]] = {
     "rate_limit": "provider_rate_limited",
 }
 
+#: Tokens of the CLI's synthetic error text (``API Error: Unable to connect to API
+#: (ConnectionRefused)``) and the cause each one names.  Only the cause is sent to the
+#: host; the text itself is upstream prose and goes nowhere but the detail of the log.
+_CONNECTION_TOKENS: Final[dict[str, FailureCause]] = {
+    "ConnectionRefused": "connection_refused",
+    "ECONNREFUSED": "connection_refused",
+    "ConnectionReset": "connection_reset",
+    "ECONNRESET": "connection_reset",
+    "ConnectionClosed": "connection_reset",
+    "EPIPE": "connection_reset",
+    "ETIMEDOUT": "connection_timeout",
+    "Timeout": "connection_timeout",
+    "TimeoutError": "connection_timeout",
+    "ENOTFOUND": "dns_failure",
+    "EAI_AGAIN": "dns_failure",
+    "FailedToOpenSocket": "connection_refused",
+    "UNABLE_TO_VERIFY_LEAF_SIGNATURE": "tls_failure",
+    "CERT_HAS_EXPIRED": "tls_failure",
+    "SELF_SIGNED_CERT_IN_CHAIN": "tls_failure",
+    "DEPTH_ZERO_SELF_SIGNED_CERT": "tls_failure",
+}
+_TOKEN_RE: Final = re.compile(r"[A-Za-z_]+")
+
+
+def failure_details(
+    result: Mapping[str, Any], status: object, assistant_error: str | None
+) -> dict[str, str]:
+    """The allowlisted ``details`` of a failed turn: ``cause`` (and for an HTTP error
+    ``httpStatus`` and ``httpStatusClass``), from the result's status, its subtype, the
+    synthetic message's error kind and the tokens of the CLI's error text."""
+    if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
+        cause: FailureCause = "http_status"
+        if status in (401, 403):
+            cause = "auth_missing"
+        elif status == 429:
+            cause = "rate_limited"
+        elif status == 529:
+            cause = "overloaded"
+        return {"cause": cause, "httpStatus": str(status), "httpStatusClass": f"{status // 100}xx"}
+    if result.get("subtype") == "error_max_turns":
+        return {"cause": "max_turns"}
+    if assistant_error == "authentication_failed":
+        return {"cause": "auth_missing"}
+    if assistant_error == "rate_limit":
+        return {"cause": "rate_limited"}
+    text = result.get("result")
+    if isinstance(text, str):
+        for token in _TOKEN_RE.findall(text[-500:]):
+            found = _CONNECTION_TOKENS.get(token)
+            if found is not None:
+                return {"cause": found}
+    return {"cause": "unknown"}
+
 
 def classify_result(
     result: Mapping[str, Any], *, interrupting: bool, assistant_error: str | None = None
@@ -259,7 +313,7 @@ def classify_result(
     * otherwise failed: ``api_error_status`` 401/403 → ``provider_auth_required``, 429 →
       ``provider_rate_limited``, else (5xx, connection failures, ``error_max_turns`` …)
       ``provider_failed``; without a status, the synthetic assistant message's ``error``
-      kind decides.
+      kind decides.  ``details`` classify the cause (:func:`failure_details`).
     """
     subtype = result.get("subtype")
     is_error = result.get("is_error") is True
@@ -278,7 +332,7 @@ def classify_result(
         f"result subtype={_short(subtype)} api_error_status={_short(status)} "
         f"terminal_reason={_short(terminal)} error_kind={_short(assistant_error)}"
     )
-    return RunOutcome.failed(code, detail)
+    return RunOutcome.failed(code, detail, failure_details(result, status, assistant_error))
 
 
 def _short(value: object) -> str:

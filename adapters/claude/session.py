@@ -25,6 +25,7 @@ current run (or only logged when no run is active), never another run's completi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -381,7 +382,18 @@ class ClaudeSession(ProviderSession):
         run = self._run
         self._withdraw_permissions(None)
         if run is not None and not run.finished:
-            run.finish(RunOutcome.failed("provider_crashed", "claude ended its output"))
+            with anyio.move_on_after(0.5):
+                await resident.child.wait()
+            details = {"cause": "cli_exited"}
+            if resident.returncode is not None:
+                details["exitStatus"] = str(resident.returncode)
+            run.finish(
+                RunOutcome.failed(
+                    "provider_crashed",
+                    f"claude ended its output; stderr tail: {resident.stderr_tail().strip()}",
+                    details,
+                )
+            )
         # It may still be running with its stdout closed: make sure it is gone.
         await resident.stop(eof_grace=0.5)
         resident.log_exit("unexpectedly")
@@ -514,11 +526,16 @@ class ClaudeSession(ProviderSession):
             self._has_transcript = True
         self._withdraw_permissions(run)
         await self._emit(run, mapping.usage_payload(self._usage, run.state, message, self._model))
-        run.finish(
-            mapping.classify_result(
-                message, interrupting=run.interrupting, assistant_error=run.state.assistant_error
-            )
+        outcome = mapping.classify_result(
+            message, interrupting=run.interrupting, assistant_error=run.state.assistant_error
         )
+        if outcome.state == "failed" and self._resident is not None:
+            tail = self._resident.stderr_tail().strip()
+            if tail:
+                outcome = dataclasses.replace(
+                    outcome, detail=f"{outcome.detail}; stderr tail: {tail}"
+                )
+        run.finish(outcome)
 
     # ------------------------------------------------------------------ control
 

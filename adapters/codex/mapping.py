@@ -22,7 +22,7 @@ from agent_bridge.adapters.kit.approvals import (
     is_allow,
 )
 from agent_bridge.spi import InteractionOutcome, RunOutcome
-from agent_bridge.wire.errors import ErrorCode
+from agent_bridge.wire.errors import ErrorCode, FailureCause
 from agent_bridge.wire.events import (
     ContextUsage,
     CumulativeUsage,
@@ -184,6 +184,48 @@ def classify_error(error: p.TurnError | None) -> ErrorCode:
     return "provider_failed"
 
 
+#: ``codexErrorInfo`` strings and the cause each names (only the cause reaches a host).
+_INFO_CAUSES: Final[dict[str, FailureCause]] = {
+    "unauthorized": "auth_missing",
+    "usageLimitExceeded": "rate_limited",
+    "rateLimitExceeded": "rate_limited",
+    "sessionBudgetExceeded": "rate_limited",
+    "serverOverloaded": "overloaded",
+    "contextWindowExceeded": "http_status",
+}
+#: ``codexErrorInfo`` object keys (``{"httpConnectionFailed": {"httpStatusCode": …}}``).
+_INFO_KEY_CAUSES: Final[dict[str, FailureCause]] = {
+    "httpConnectionFailed": "connection_refused",
+    "responseStreamConnectionFailed": "connection_refused",
+    "responseStreamDisconnected": "connection_reset",
+    "responseTooManyFailedAttempts": "http_status",
+}
+
+
+def failure_details(error: p.TurnError | None) -> dict[str, str]:
+    """The allowlisted ``details`` of a failed turn (``cause``, ``httpStatus``,
+    ``httpStatusClass``) from its ``codexErrorInfo``; the message text is never used."""
+    info = None if error is None else error.codex_error_info
+    if isinstance(info, str):
+        return {"cause": _INFO_CAUSES.get(info, "unknown")}
+    if isinstance(info, dict):
+        for key, detail in info.items():
+            status = detail.get("httpStatusCode") if isinstance(detail, dict) else None
+            out: dict[str, str] = {"cause": _INFO_KEY_CAUSES.get(key, "unknown")}
+            if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
+                out["cause"] = (
+                    "auth_missing"
+                    if status in (401, 403)
+                    else "rate_limited"
+                    if status == 429
+                    else "http_status"
+                )
+                out["httpStatus"] = str(status)
+                out["httpStatusClass"] = f"{status // 100}xx"
+            return out
+    return {"cause": "unknown"}
+
+
 def turn_outcome(completed: p.TurnCompleted, last_error: p.TurnError | None) -> RunOutcome | None:
     """The outcome of ``turn/completed``, or ``None`` for a status that does not end the
     run (``inProgress``, or one the adapter does not know)."""
@@ -195,7 +237,9 @@ def turn_outcome(completed: p.TurnCompleted, last_error: p.TurnError | None) -> 
     if status == "failed":
         error = completed.turn.error or last_error
         info = None if error is None else error.codex_error_info
-        return RunOutcome.failed(classify_error(error), f"codex turn failed ({info})")
+        return RunOutcome.failed(
+            classify_error(error), f"codex turn failed ({info})", failure_details(error)
+        )
     return None
 
 

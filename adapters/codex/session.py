@@ -404,11 +404,14 @@ class CodexSession(ProviderSession):
         if proc.resident.stopping or not proc.ready or self._disposed or proc is not self._proc:
             return
         run = self._run
-        if run is not None:
-            run.finish(RunOutcome.failed("provider_crashed", "codex closed its output"))
         code: int | None = None
         with anyio.move_on_after(1):
             code = await proc.resident.child.wait()
+        if run is not None:
+            details = {"cause": "cli_exited"}
+            if code is not None:
+                details["exitStatus"] = str(code)
+            run.finish(RunOutcome.failed("provider_crashed", "codex closed its output", details))
         log.warning(
             "codex app-server closed its output (status %s); stderr tail:\n%s",
             code,

@@ -29,7 +29,7 @@ from agent_bridge.runtime.boundary import provider_call, quietly
 from agent_bridge.runtime.interactions import Interaction
 from agent_bridge.spi import InteractionOutcome, ProviderRun, RunOutcome
 from agent_bridge.states import RUN_TERMINAL, RUN_TRANSITIONS, RunState, transition
-from agent_bridge.wire.errors import ErrorInfo
+from agent_bridge.wire.errors import ErrorInfo, safe_details
 from agent_bridge.wire.events import (
     Diagnostic,
     EventPayload,
@@ -120,8 +120,8 @@ class Run:
                 )
         except BridgeError as exc:
             detail = getattr(exc, "detail", "")
-            log.warning("run %s failed to start: %s (%s)", self.id, exc.error_code, detail)
-            self.finish(RunOutcome.failed(exc.error_code, detail))
+            log.info("run %s could not start: %s", self.id, exc.error_code)
+            self.finish(RunOutcome.failed(exc.error_code, detail, exc.info.details))
             return
         session.save_recovery()
         if self.state == "starting":
@@ -138,7 +138,9 @@ class Run:
             with provider_call(f"run {self.id}: provider wait()"):
                 outcome = await provider_run.wait()
         except BridgeError as exc:
-            outcome = RunOutcome.failed(exc.error_code, getattr(exc, "detail", ""))
+            outcome = RunOutcome.failed(
+                exc.error_code, getattr(exc, "detail", ""), exc.info.details
+            )
         self.finish(outcome)
 
     def finish(self, outcome: RunOutcome, *, forced: bool = False) -> bool:
@@ -162,9 +164,17 @@ class Run:
             payload = RunInterrupted(reason=self.interrupt_reason or "provider", forced=forced)
         else:
             code = outcome.error_code or "provider_failed"
-            if outcome.detail:
-                log.info("run %s failed: %s: %s", self.id, code, outcome.detail)
-            payload = RunFailed(error=ErrorInfo.of(code))
+            details = safe_details(outcome.details)
+            # The one WARNING line per failed run, at the default log level: the code,
+            # the classification the host gets, and the adapter's (redacted) detail.
+            log.warning(
+                "run %s failed: %s %s%s",
+                self.id,
+                code,
+                details or {},
+                f": {outcome.detail}" if outcome.detail else "",
+            )
+            payload = RunFailed(error=ErrorInfo.of(code, details=details))
         self._to(outcome.state)
         self._publish(payload)
         session.services.history.run_ended(

@@ -7,11 +7,20 @@ from upstream prose, so nothing a provider printed reaches a host.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Mapping
 from typing import Final, Literal
 
 from agent_bridge.wire.common import WireStruct
 
-__all__ = ["ERROR_CODES", "ErrorCode", "ErrorInfo", "ErrorSpec"]
+__all__ = [
+    "ERROR_CODES",
+    "ErrorCode",
+    "ErrorInfo",
+    "ErrorSpec",
+    "FailureCause",
+    "safe_details",
+]
 
 ErrorCode = Literal[
     "not_initialized",
@@ -47,6 +56,65 @@ ErrorCode = Literal[
     "history_unavailable",
     "internal",
 ]
+
+
+#: Why a provider failed, as far as the adapter can tell without passing on upstream prose:
+#: ``details.cause`` of a ``provider_*`` error (``run.failed`` or a command's error).
+FailureCause = Literal[
+    "connection_refused",
+    "connection_reset",
+    "connection_timeout",
+    "dns_failure",
+    "tls_failure",
+    "http_status",
+    "auth_missing",
+    "rate_limited",
+    "overloaded",
+    "max_turns",
+    "cli_exited",
+    "cli_too_old",
+    "cli_not_found",
+    "unknown",
+]
+
+_CAUSES: Final = frozenset(FailureCause.__args__)  # type: ignore[attr-defined]
+_HTTP_CLASSES: Final = frozenset({"1xx", "2xx", "3xx", "4xx", "5xx"})
+_SAFE_TEXT: Final = re.compile(r"^[A-Za-z0-9_.:/@+\-]{1,100}$")
+
+#: The keys ``details`` may carry, each with the check its value must pass.  Anything else
+#: (or a value that fails its check) is dropped before it reaches a host.
+_DETAIL_CHECKS: Final[dict[str, Callable[[str], bool]]] = {
+    "cause": lambda v: v in _CAUSES,
+    "httpStatusClass": lambda v: v in _HTTP_CLASSES,
+    "httpStatus": lambda v: v.isdigit() and len(v) == 3,
+    "exitStatus": lambda v: re.fullmatch(r"-?\d{1,4}", v) is not None,
+    "version": lambda v: _SAFE_TEXT.match(v) is not None,
+    "minimumVersion": lambda v: _SAFE_TEXT.match(v) is not None,
+    "field": lambda v: _SAFE_TEXT.match(v) is not None,
+    "option": lambda v: len(v) <= 100,
+    "scope": lambda v: v in ("session", "run"),
+    "provider": lambda v: len(v) <= 100,
+    "missing": lambda v: len(v) <= 200,
+    "searched": lambda v: len(v) <= 300,
+    "variable": lambda v: _SAFE_TEXT.match(v) is not None,
+    "reason": lambda v: len(v) <= 300,
+    "nextStep": lambda v: len(v) <= 300,
+    "supported": lambda v: re.fullmatch(r"\d+(,\d+)*", v) is not None,
+}
+
+
+def safe_details(details: Mapping[str, str] | None) -> dict[str, str] | None:
+    """Keep only the allowlisted keys of ``details`` whose values pass their checks
+    (``None`` when nothing is left).  ``reason``/``nextStep``/``missing`` are the bridge's
+    own sentences (adapter constants), never a provider's output."""
+    if not details:
+        return None
+    out = {
+        k: v
+        for k, v in details.items()
+        if isinstance(v, str) and k in _DETAIL_CHECKS and _DETAIL_CHECKS[k](v)
+    }
+    return out or None
 
 
 class ErrorSpec(WireStruct, frozen=True):
@@ -111,8 +179,10 @@ class ErrorInfo(WireStruct, frozen=True):
     ) -> ErrorInfo:
         """Return the :class:`ErrorInfo` for ``code`` with its table message.
 
-        ``details`` may name what the host sent (an option name, a field); it must
-        never carry upstream text.
+        ``details`` may name what the host sent (an option name, a field) or classify a
+        provider failure (``cause``, ``httpStatusClass``, ``exitStatus`` …); it passes
+        through :func:`safe_details`, so a key or value off the allowlist never reaches
+        a host.
         """
         spec = ERROR_CODES[code]
-        return cls(code, spec.message, spec.retryable, correlation_id, details)
+        return cls(code, spec.message, spec.retryable, correlation_id, safe_details(details))
