@@ -1,4 +1,5 @@
-"""The ``agent-bridge`` command line: ``serve``, ``demo``, ``schema``, ``--version``.
+"""The ``agent-bridge`` command line: ``serve``, ``demo``, ``schema``, ``doctor``,
+``--version``.
 
 Only the standard library is imported at start-up; each subcommand imports what it needs,
 so ``--version`` and argument errors stay instant and ``serve`` pays only for its own
@@ -11,72 +12,210 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Final, NoReturn
 
 from agent_bridge import __version__
 
 __all__ = ["main"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """One-line errors: ``agent-bridge serve: --max-inflight: must be …`` and status 2,
+    with the subcommand's own usage hint, never a traceback."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+_LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _log_level(text: str) -> str:
+    level = text.upper()
+    if level not in _LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(_LOG_LEVELS)}")
+    return level
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError("must be between 0 and 3600 seconds")
+    return value
+
+
+def _writable_file(text: str) -> str:
+    directory = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(directory):
+        raise argparse.ArgumentTypeError(f"no such directory: {directory}")
+    if not os.access(directory, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot write in {directory}")
+    return text
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="agent-bridge",
         description="Drive AI coding agents over one stdio JSON-RPC protocol.",
+        epilog="Run `agent-bridge SUBCOMMAND --help` for a subcommand's options.",
     )
     parser.add_argument("--version", action="version", version=f"agent-bridge {__version__}")
-    sub = parser.add_subparsers(dest="command")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    _add_serve(sub)
+    _add_demo(sub)
+    _add_schema(sub)
+    _add_doctor(sub)
+    return parser
 
-    serve = sub.add_parser("serve", help="speak the protocol on stdin/stdout")
+
+def _add_serve(sub: Any) -> None:
+    serve = sub.add_parser(
+        "serve",
+        help="speak the protocol on stdin/stdout (what a host spawns)",
+        description="Speak the agent-bridge protocol on stdin/stdout; logs go to stderr.",
+        epilog="example: agent-bridge serve --log-level info --state-dir ~/.cache/ab",
+    )
+    serve.add_argument(
+        "--stdio",
+        action="store_true",
+        help="accepted and ignored (the LSP convention; stdio is the only transport)",
+    )
     serve.add_argument(
         "--framing",
         choices=("auto", "content-length", "newline"),
         default="auto",
-        help="input framing (default: detected from the first bytes)",
+        help="input framing (default: auto, detected from the first bytes)",
     )
-    serve.add_argument("--log-file", help="write logs here instead of stderr")
     serve.add_argument(
-        "--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR")
+        "--log-file",
+        type=_writable_file,
+        metavar="PATH",
+        help="append logs to this file instead of stderr",
     )
-    serve.add_argument("--max-message-bytes", type=int, default=16 * 1024 * 1024)
-    serve.add_argument("--max-inflight", type=int, default=256)
-    serve.add_argument("--interrupt-grace", type=float, default=5.0)
+    serve.add_argument(
+        "--log-level",
+        default="WARNING",
+        type=_log_level,
+        metavar="LEVEL",
+        help="debug, info, warning or error, any case (default: warning)",
+    )
+    serve.add_argument(
+        "--max-message-bytes",
+        type=_count(1024),
+        default=16 * 1024 * 1024,
+        metavar="BYTES",
+        help="largest frame accepted, in bytes, at least 1024 (default: 16777216 = 16 MiB)",
+    )
+    serve.add_argument(
+        "--max-inflight",
+        type=_count(1),
+        default=256,
+        metavar="N",
+        help="requests handled at once before -32000 overloaded (default: 256)",
+    )
+    serve.add_argument(
+        "--interrupt-grace",
+        type=_seconds,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long an interrupted provider may take to stop before it is forced "
+        "(default: 5)",
+    )
     serve.add_argument(
         "--state-dir",
         metavar="DIR",
-        help="where the session journal lives (default: $AGENT_BRIDGE_STATE_DIR, else the "
-        "platform's state directory; ':memory:' keeps no journal)",
+        help="where the session journal lives (default: $AGENT_BRIDGE_STATE_DIR, else "
+        "$XDG_STATE_HOME/agent-bridge or ~/.local/state/agent-bridge; ':memory:' keeps none)",
     )
     serve.add_argument(
         "--retain-days",
         type=_positive,
         metavar="DAYS",
-        help="delete closed sessions idle for longer than this",
+        help="delete closed sessions idle for longer than this many days (default: keep all)",
     )
     serve.add_argument(
         "--retain-mb",
         type=_positive,
         metavar="MB",
-        help="delete the least recently active closed sessions while the journal holds more",
+        help="delete the least recently active closed sessions while the journal holds "
+        "more than this many MiB (default: no limit)",
     )
     serve.add_argument(
         "--journal-sync",
         choices=("normal", "full"),
         default="normal",
-        help="normal: commits survive a crash of the bridge; full: also of the machine",
+        help="normal: commits survive a crash of the bridge; full: also of the machine "
+        "(default: normal)",
     )
 
-    demo = sub.add_parser("demo", help="spawn the server and drive a scripted session")
-    demo.add_argument("--framing", choices=("content-length", "newline"), default="content-length")
-    demo.add_argument("--raw", action="store_true", help="print the raw JSON exchanged")
 
-    schema = sub.add_parser("schema", help="write the published wire schemas")
-    schema.add_argument("--out", default="schemas", help="directory to write (default: schemas)")
+def _add_demo(sub: Any) -> None:
+    demo = sub.add_parser(
+        "demo",
+        help="spawn the server and drive a scripted session",
+        description="Spawn `agent-bridge serve` and drive one scripted session over its pipes.",
+        epilog="example: agent-bridge demo --framing newline --raw",
+    )
+    demo.add_argument(
+        "--framing",
+        choices=("content-length", "newline"),
+        default="content-length",
+        help="framing the demo host uses (default: content-length)",
+    )
+    demo.add_argument("--raw", action="store_true", help="print the raw JSON-RPC exchanged")
+
+
+def _add_schema(sub: Any) -> None:
+    schema = sub.add_parser(
+        "schema",
+        help="write the published wire schemas",
+        description="Write agent-bridge.schema.json, methods.json and agent-bridge.d.ts.",
+        epilog="example: agent-bridge schema --out schemas --check",
+    )
+    schema.add_argument(
+        "--out", default="schemas", metavar="DIR", help="directory to write (default: schemas)"
+    )
     schema.add_argument("--check", action="store_true", help="fail if files differ instead")
-    return parser
+
+
+def _add_doctor(sub: Any) -> None:
+    doctor = sub.add_parser(
+        "doctor",
+        help="check providers, the state directory and the journal",
+        description="Probe every provider (no network but loopback, bounded in time) and "
+        "check the state directory and journal (read-only). Exit status 1 when no provider "
+        "is usable.",
+        epilog="example: agent-bridge doctor --provider claude-code --json",
+    )
+    doctor.add_argument("--json", action="store_true", help="print one JSON object")
+    doctor.add_argument("--provider", metavar="ID", help="check only this provider")
+    doctor.add_argument(
+        "--state-dir", metavar="DIR", help="the state directory to check (default: as serve)"
+    )
 
 
 def _positive(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError("must be a positive number")
     return value
@@ -95,10 +234,19 @@ def _configure_logging(level: str, log_file: str | None) -> None:
 def _serve(args: argparse.Namespace) -> int:
     # The protocol owns the real stdout; fd 1 and sys.stdout now point at stderr, so a
     # stray print (ours or a library's) can never corrupt a frame.
+    if os.isatty(0):
+        sys.stderr.write(
+            "agent-bridge serve: waiting for JSON-RPC on stdin (a host spawns this; "
+            "try `agent-bridge demo` or `agent-bridge doctor`; Ctrl-C to stop)\n"
+        )
     protocol_fd = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    _configure_logging(args.log_level, args.log_file)
+    try:
+        _configure_logging(args.log_level, args.log_file)
+    except OSError as exc:
+        sys.stderr.write(f"agent-bridge serve: --log-file: {exc.strerror or exc}\n")
+        return 2
 
     import signal
 
@@ -165,9 +313,20 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from agent_bridge.doctor import run_doctor
+
+    return run_doctor(as_json=args.json, provider=args.provider, state_dir=args.state_dir)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # Named by the subcommand it was given to, not the top-level usage.
+        where = f"agent-bridge {args.command}" if args.command else "agent-bridge"
+        _Parser(prog=where).error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "serve":
         return _serve(args)
     if args.command == "demo":
@@ -178,5 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agent_bridge.schema import write_schemas
 
         return write_schemas(args.out, check=args.check)
+    if args.command == "doctor":
+        return _doctor(args)
     _parser().print_help()
     return 2
