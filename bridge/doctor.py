@@ -5,7 +5,7 @@ the state directory, the journal's health and size (read-only: a missing journal
 reported, never created) and the config file in use (none yet: the bridge reads its
 settings from options and the environment).  Exit status 0 when at least one real provider
 is available (the scripted one counts only with ``--provider scripted``), 1 otherwise.
-A table (coloured on a terminal) or ``--json``.
+A table (status marks on a terminal) or ``--json``.
 """
 
 from __future__ import annotations
@@ -78,13 +78,14 @@ async def _probe_all(only: str | None) -> list[dict[str, Any]]:
 
 
 def _table(report: dict[str, Any], colour: bool) -> str:
+    # No colour escapes: the source tree keeps terminal escape sequences out of its
+    # literals (tests/hardening/test_hard_static_spawn.py); a terminal gets a status
+    # mark instead, a pipe plain words.
     def paint(text: str, status: str) -> str:
         if not colour:
             return text
-        code = {"available": "32", "ok": "32", "unavailable": "31", "damaged": "31"}.get(
-            status, "33"
-        )
-        return f"\033[{code}m{text}\033[0m"
+        mark = {"available": "+", "ok": "+", "unavailable": "x", "damaged": "x"}.get(status, "?")
+        return f"{mark} {text}"
 
     rows = [("provider", "status", "version", "auth", "next step")]
     for p in report["providers"]:

@@ -73,7 +73,7 @@ def test_doctor_json_is_read_only(tmp_path: Path) -> None:
     assert done.returncode == 1
     scripted = cli("doctor", "--provider", "scripted", "--state-dir", str(state))
     assert scripted.returncode == 0 and "scripted" in scripted.stdout
-    assert "\033[" not in scripted.stdout  # plain when piped
+    assert "+ available" not in scripted.stdout  # plain when piped
     assert cli("doctor", "--provider", "nope").returncode == 2
 
 

@@ -75,7 +75,7 @@ DECLARED = {
 }
 #: What each adapter adds on top of the bridge allowlist (docs/hardening.md).
 ADAPTER_NAMES = {
-    "claude": {"CLAUDE_CONFIG_DIR"},
+    "claude": {"CLAUDE_CONFIG_DIR", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"},
     "codex": {"CODEX_HOME", "NO_COLOR"},
 }
 
