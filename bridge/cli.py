@@ -1,4 +1,5 @@
-"""The ``agent-bridge`` command line: ``serve``, ``demo``, ``schema``, ``--version``.
+"""The ``agent-bridge`` command line: ``serve``, ``demo``, ``schema``, ``--version``; ``exec``
+and ``record`` live in :mod:`agent_bridge.harness_cli`.
 
 Only the standard library is imported at start-up; each subcommand imports what it needs,
 so ``--version`` and argument errors stay instant and ``serve`` pays only for its own
@@ -72,7 +73,14 @@ def _parser() -> argparse.ArgumentParser:
     schema = sub.add_parser("schema", help="write the published wire schemas")
     schema.add_argument("--out", default="schemas", help="directory to write (default: schemas)")
     schema.add_argument("--check", action="store_true", help="fail if files differ instead")
+    _add_harness_parsers(sub)
     return parser
+
+
+def _add_harness_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from agent_bridge import harness_cli
+
+    harness_cli.add_parsers(sub)
 
 
 def _positive(text: str) -> float:
@@ -178,5 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agent_bridge.schema import write_schemas
 
         return write_schemas(args.out, check=args.check)
+    if args.command in ("exec", "record"):
+        from agent_bridge import harness_cli
+
+        return harness_cli.run(args)
     _parser().print_help()
     return 2
