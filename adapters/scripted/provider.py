@@ -33,8 +33,7 @@ OPTIONS: Final = (
         name="script",
         scope="session",
         type="json",
-        description="The script every run follows: a JSON object, or the path of a JSON file "
-        "holding one (see the scripted provider docs).",
+        description="The script every run follows (see the scripted provider docs).",
     ),
     OptionDescriptor(
         name="scriptFile",

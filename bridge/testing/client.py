@@ -309,6 +309,12 @@ class AsyncBridgeClient:
         finally:
             self._tg.cancel_scope.cancel()
             await self._tg.__aexit__(None, None, None)
+            self._inbox.close()
+            self._send.close()
+            if self.proc is not None:
+                for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                    if stream is not None:
+                        await stream.aclose()
 
     async def _read(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
