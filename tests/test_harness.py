@@ -227,3 +227,19 @@ def test_the_plugin_in_a_test_project(tmp_path: Path) -> None:
     by_ini = run_project(project, ini + "agent_bridge = true\n")
     assert by_ini.returncode == 0, by_ini.stdout + by_ini.stderr
     assert time.monotonic() - started < 120
+
+
+def test_the_node_host_example_of_the_docs_runs() -> None:
+    import shutil
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    done = subprocess.run(
+        [node, str(ROOT / "docs/examples/node_host_test.mjs"),
+         str(ROOT / "tests/conformance/recorded/codex_approval.json"),
+         sys.executable, "-m", "agent_bridge"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "same events" in done.stdout
