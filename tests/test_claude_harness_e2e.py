@@ -6,16 +6,28 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from provider_clis import require_cli
-from test_claude_e2e import Env, env, standin  # noqa: F401 - fixtures
+from test_claude_e2e import Env
 
 from agent_bridge.testing import BridgeClient, Cassette, normalized, replay_cassette
 from tests.standins.anthropic_server import AnthropicStandIn, Text, ToolUse
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def standin() -> Iterator[AnthropicStandIn]:
+    with AnthropicStandIn() as server:
+        yield server
+
+
+@pytest.fixture
+def env(tmp_path: Path, standin: AnthropicStandIn) -> Env:
+    return Env(tmp_path, standin)
 
 
 def exec_claude(env: Env, state: str, *args: str) -> subprocess.CompletedProcess[str]:
