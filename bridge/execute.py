@@ -313,10 +313,10 @@ class _ExecHost:
         envelope: dict[str, Any] = msgspec.json.decode(body)
         self._output.event(body, envelope)
         payload = envelope["payload"]
-        if payload["type"] in _TERMINAL and envelope.get("runId") is not None:
-            if self.run_id is None or envelope["runId"] == self.run_id:
-                self.terminal = envelope
-                self.ended.set()
+        run_id = envelope.get("runId")
+        if payload["type"] in _TERMINAL and run_id is not None and self.run_id in (None, run_id):
+            self.terminal = envelope
+            self.ended.set()
 
 
 async def _in_daemon_thread(fn: Callable[[Any], Answer | None], arg: Any) -> Answer | None:

@@ -82,7 +82,7 @@ def _record(args: argparse.Namespace) -> int:
 
     from agent_bridge.errors import BridgeError
     from agent_bridge.ids import Clock
-    from agent_bridge.journal import MemoryHistory, JournalError, open_history
+    from agent_bridge.journal import JournalError, MemoryHistory, open_history
     from agent_bridge.recording import record_session
 
     try:

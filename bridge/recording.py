@@ -216,7 +216,8 @@ async def record_session(history: History, session_id: str, recorded_at: str) ->
     raws: dict[int, tuple[list[tuple[int, int]], Any]] = {}
     for lo in range(1, last + 1, _PAGE):
         hi = min(last, lo + _PAGE - 1)
-        envelopes.extend(msgspec.json.decode(b) for b in await history.read_events(session_id, lo, hi))
+        bodies = await history.read_events(session_id, lo, hi)
+        envelopes.extend(msgspec.json.decode(b) for b in bodies)
         for raw in await history.read_raw(session_id, lo, hi):
             value: Any = raw.text if raw.record is None else msgspec.json.decode(bytes(raw.record))
             spans, _ = raws.setdefault(raw.raw_id, ([], value))

@@ -49,7 +49,7 @@ from agent_bridge.wire.errors import ErrorCode
 from agent_bridge.wire.events import ProviderPayload
 from agent_bridge.wire.interactions import Answer, InteractionRequest
 
-__all__ = ["Recording", "RecordedRun", "Script", "Step", "decode_script", "load_script"]
+__all__ = ["RecordedRun", "Recording", "Script", "Step", "decode_script", "load_script"]
 
 
 class _Step(msgspec.Struct, forbid_unknown_fields=True, rename="camel", tag_field="type"):
