@@ -1,5 +1,5 @@
 """The ``agent-bridge`` command line: ``serve``, ``demo``, ``schema``, ``doctor``,
-``--version``.
+``--version``; ``exec`` and ``record`` live in :mod:`agent_bridge.harness_cli`.
 
 Only the standard library is imported at start-up; each subcommand imports what it needs,
 so ``--version`` and argument errors stay instant and ``serve`` pays only for its own
@@ -82,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_demo(sub)
     _add_schema(sub)
     _add_doctor(sub)
+    _add_harness_parsers(sub)
     return parser
 
 
@@ -209,6 +210,12 @@ def _add_doctor(sub: Any) -> None:
     doctor.add_argument(
         "--state-dir", metavar="DIR", help="the state directory to check (default: as serve)"
     )
+
+
+def _add_harness_parsers(sub: Any) -> None:
+    from agent_bridge import harness_cli
+
+    harness_cli.add_parsers(sub)
 
 
 def _positive(text: str) -> float:
@@ -339,5 +346,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return write_schemas(args.out, check=args.check)
     if args.command == "doctor":
         return _doctor(args)
+    if args.command in ("exec", "record"):
+        from agent_bridge import harness_cli
+
+        return harness_cli.run(args)
     _parser().print_help()
     return 2

@@ -18,6 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bridge_client import BridgeProcess
 
+# The package's own pytest plugin (opt-in for everybody else); tests use its fixtures
+# where they fit (tests/test_recorded_sessions.py, tests/test_harness.py).
+pytest_plugins = ("agent_bridge.testing",)
+
 # No test writes to the real home directory: a bridge spawned without a state directory of
 # its own (tests/bridge_client.py and the conformance replayer make one per bridge) uses
 # one under this temporary root, removed when the test session ends.

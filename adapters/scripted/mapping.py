@@ -14,6 +14,7 @@ from agent_bridge.adapters.scripted.script import (
     ToolStep,
     UsageStep,
 )
+from agent_bridge.spi import InteractionOutcome
 from agent_bridge.wire.events import (
     ContextUsage,
     CumulativeUsage,
@@ -25,8 +26,11 @@ from agent_bridge.wire.events import (
 )
 from agent_bridge.wire.events import PlanStep as WirePlanStep
 from agent_bridge.wire.interactions import (
+    Answer,
+    ApprovalAnswer,
     ApprovalRequest,
     Choice,
+    QuestionAnswer,
     QuestionItem,
     QuestionRequest,
     QuestionSetRequest,
@@ -38,6 +42,7 @@ __all__ = [
     "plan_payload",
     "question_request",
     "question_set_request",
+    "takes_recorded_branch",
     "text_chunks",
     "tool_payloads",
     "usage_payload",
@@ -114,3 +119,21 @@ def question_set_request(step: QuestionSetStep) -> QuestionSetRequest:
             for i in step.items
         ),
     )
+
+
+def takes_recorded_branch(recorded: Answer | None, outcome: InteractionOutcome) -> bool:
+    """Whether a live settlement takes the branch a recorded answer took: the same
+    approval decision, the same choice (or free text for free text), any answer to a
+    question set; no answer when none was recorded (cancelled, expired, withdrawn)."""
+    answer = outcome.answer
+    if recorded is None or answer is None:
+        return recorded is None and answer is None
+    if isinstance(recorded, ApprovalAnswer):
+        return isinstance(answer, ApprovalAnswer) and answer.decision == recorded.decision
+    if isinstance(recorded, QuestionAnswer):
+        if not isinstance(answer, QuestionAnswer):
+            return False
+        if recorded.choice is not None:
+            return answer.choice == recorded.choice
+        return answer.choice is None
+    return type(answer) is type(recorded)

@@ -1,7 +1,8 @@
 """The scripted provider: its descriptor and creating or resuming a session.
 
 Options (declared in the descriptor): session ``script`` (inline JSON, see
-:mod:`agent_bridge.adapters.scripted.script`) or ``scriptFile`` (a path to a JSON file);
+:mod:`agent_bridge.adapters.scripted.script`, or a string: the path of a JSON file, such
+as one written by ``agent-bridge record``) or ``scriptFile`` (a path to a JSON file);
 run ``script`` overrides the session's for one run.  Its recovery record carries the
 script and the inputs so far, so ``session/resume`` works across bridge processes.
 """

@@ -23,7 +23,17 @@ Each step is an object with a ``type``:
 ``cyclic``           emit a payload that contains a cycle (contract tests)
 ``completeWithPending`` open an approval and report success without waiting
 ``crash``            raise inside the provider (contract tests)
+``emit``             emit recorded provider ``payloads`` as they are (``raw``: their
+                     recorded raw record, kept as the events' provenance)
+``interaction``      ask a recorded wire ``request``; continue with ``then`` when the
+                     answer takes the branch the recorded ``answer`` took, else
+                     ``otherwise``
+``complete``         end the run as completed with ``stopReason``
 ==================== ==========================================================
+
+``emit``, ``interaction`` and ``complete`` are what ``agent-bridge record`` writes (see
+:mod:`agent_bridge.recording`); a recorded script also carries ``recorded``, what the
+recording saw (provider, inputs, events), for hosts that check a replay against it.
 """
 
 from __future__ import annotations
@@ -36,8 +46,10 @@ import msgspec
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.errors import ErrorCode
+from agent_bridge.wire.events import ProviderPayload
+from agent_bridge.wire.interactions import Answer, InteractionRequest
 
-__all__ = ["Script", "Step", "decode_script", "load_script"]
+__all__ = ["RecordedRun", "Recording", "Script", "Step", "decode_script", "load_script"]
 
 
 class _Step(msgspec.Struct, forbid_unknown_fields=True, rename="camel", tag_field="type"):
@@ -154,6 +166,22 @@ class CrashStep(_Step, tag="crash"):
     pass
 
 
+class EmitStep(_Step, tag="emit"):
+    payloads: list[ProviderPayload]
+    raw: Any = None
+
+
+class InteractionStep(_Step, tag="interaction"):
+    request: InteractionRequest
+    answer: Answer | None = None
+    then: list[Step] = msgspec.field(default_factory=list)
+    otherwise: list[Step] = msgspec.field(default_factory=list)
+
+
+class CompleteStep(_Step, tag="complete"):
+    stop_reason: str | None = None
+
+
 Step = (
     TextStep
     | StreamStep
@@ -172,6 +200,9 @@ Step = (
     | CyclicStep
     | CompleteWithPendingStep
     | CrashStep
+    | EmitStep
+    | InteractionStep
+    | CompleteStep
 )
 
 
@@ -179,11 +210,30 @@ class RunScript(msgspec.Struct, forbid_unknown_fields=True):
     steps: list[Step]
 
 
+class RecordedRun(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
+    """One recorded run: its input and its events' payloads (ids and times aside)."""
+
+    input: str
+    events: list[dict[str, Any]]
+
+
+class Recording(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
+    """What ``agent-bridge record`` saw: the session, its provider and its runs."""
+
+    provider: str
+    session_id: str
+    recorded_at: str
+    runs: list[RecordedRun]
+    provider_version: str | None = None
+
+
 class Script(msgspec.Struct, forbid_unknown_fields=True):
-    """A whole script: ``steps`` for every run, or ``runs`` for run-by-run scripts."""
+    """A whole script: ``steps`` for every run, or ``runs`` for run-by-run scripts;
+    ``recorded`` only in scripts written by ``agent-bridge record`` (not used to run)."""
 
     steps: list[Step] | None = None
     runs: list[RunScript] | None = None
+    recorded: Recording | None = None
 
     def for_run(self, index: int) -> list[Step]:
         """Return the steps of run number ``index`` (0-based)."""
@@ -197,18 +247,28 @@ def decode_script(value: Any) -> Script:
     return msgspec.convert(value, Script)
 
 
+def read_script_file(path: str) -> Script:
+    """The script in the JSON file ``path``; raises ``OSError``, ``ValueError`` or
+    ``msgspec.ValidationError``."""
+    with open(path, "rb") as fh:
+        return decode_script(json.load(fh))
+
+
 def load_script(options: Mapping[str, Any], key: str = "script") -> Script | None:
-    """The script given in ``options``: ``options[key]`` (inline JSON), else for the
-    session key the file named by ``scriptFile``; ``None`` when there is none.  Raises
-    ``invalid_option`` (naming ``key``) for a script that does not validate or a file
-    that cannot be read."""
+    """The script given in ``options``: ``options[key]`` (inline JSON, or a string: the
+    path of a JSON file holding it, relative to the bridge's working directory), else
+    for the session key the file named by ``scriptFile``; ``None`` when there is none.
+    Raises ``invalid_option`` (naming ``key``) for a script that does not validate or a
+    file that cannot be read."""
     try:
-        if key in options and options[key] is not None:
-            return decode_script(options[key])
+        value = options.get(key)
+        if isinstance(value, str):
+            return read_script_file(value)
+        if value is not None:
+            return decode_script(value)
         path = options.get("scriptFile")
         if key == "script" and isinstance(path, str):
-            with open(path, "rb") as fh:
-                return decode_script(json.load(fh))
+            return read_script_file(path)
     except (OSError, ValueError, msgspec.ValidationError):
         raise BridgeError("invalid_option", details={"option": key}) from None
     return None

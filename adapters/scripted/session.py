@@ -22,12 +22,15 @@ from agent_bridge.adapters.kit.tasks import TaskSupervisor
 from agent_bridge.adapters.scripted import mapping
 from agent_bridge.adapters.scripted.script import (
     ApprovalStep,
+    CompleteStep,
     CompleteWithPendingStep,
     CrashStep,
     CyclicStep,
     DiagnosticStep,
     EchoStep,
+    EmitStep,
     FailStep,
+    InteractionStep,
     InvalidStep,
     PlanStep,
     QuestionSetStep,
@@ -72,6 +75,12 @@ class _Failed(Exception):
         self.code = code
 
 
+class _Completed(Exception):
+    def __init__(self, stop_reason: str | None) -> None:
+        super().__init__(stop_reason)
+        self.stop_reason = stop_reason
+
+
 class _Crash(RuntimeError):
     """Raised on purpose by the ``crash`` step."""
 
@@ -97,6 +106,8 @@ class ScriptedRun(RunHandle):
                 await self._run_steps(self._steps)
             if self._scope.cancelled_caught:
                 outcome = RunOutcome.interrupted()
+        except _Completed as exc:
+            outcome = RunOutcome.completed(exc.stop_reason)
         except _Failed as exc:
             outcome = RunOutcome.failed(exc.code, "scripted failure")
         except _Crash as exc:
@@ -170,6 +181,16 @@ class ScriptedRun(RunHandle):
                 return
             elif isinstance(step, CrashStep):
                 raise _Crash("scripted crash")
+            elif isinstance(step, EmitStep):
+                raw = step if step.raw is None else step.raw
+                for payload in step.payloads:
+                    await ctx.emit(payload, raw=raw)
+            elif isinstance(step, InteractionStep):
+                outcome = await ctx.ask(step.request)
+                recorded = mapping.takes_recorded_branch(step.answer, outcome)
+                await self._run_steps(step.then if recorded else step.otherwise)
+            elif isinstance(step, CompleteStep):
+                raise _Completed(step.stop_reason)
 
     async def _approval(self, step: ApprovalStep) -> None:
         outcome = await self._ctx.ask(mapping.approval_request(step))
@@ -218,7 +239,9 @@ class ScriptedSession(ProviderSession):
         return run
 
     def export_recovery_record(self) -> Any:
-        return {"script": msgspec.to_builtins(self._script), "history": list(self._history)}
+        script = msgspec.to_builtins(self._script)
+        del script["recorded"]  # what a recording saw is not needed to go on
+        return {"script": script, "history": list(self._history)}
 
     async def dispose(self) -> None:
         self._disposed = True

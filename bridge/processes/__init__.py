@@ -29,6 +29,9 @@ from agent_bridge.processes.spawning import (
     ProcessSpec,
     SpawnError,
     SpawnErrorReason,
+    WaitTimeout,
+    open_bridge,
+    popen_bridge,
     spawn,
 )
 
@@ -45,7 +48,10 @@ __all__ = [
     "ProcessSpec",
     "SpawnError",
     "SpawnErrorReason",
+    "WaitTimeout",
     "build_child_env",
+    "open_bridge",
+    "popen_bridge",
     "redact",
     "spawn",
 ]

@@ -77,6 +77,9 @@ __all__ = [
     "ProcessSpec",
     "SpawnError",
     "SpawnErrorReason",
+    "WaitTimeout",
+    "open_bridge",
+    "popen_bridge",
     "spawn",
 ]
 
@@ -573,3 +576,48 @@ async def spawn(spec: ProcessSpec, task_group: anyio.abc.TaskGroup) -> ChildProc
         await child.stop(eof_grace=0, term_grace=0)
         raise
     return child
+
+
+#: what :meth:`subprocess.Popen.wait` raises at its timeout (for :func:`popen_bridge`'s callers)
+WaitTimeout = subprocess.TimeoutExpired
+
+
+def popen_bridge(spec: ProcessSpec) -> subprocess.Popen[bytes]:
+    """Start ``spec`` with pipes on stdin, stdout and stderr for a *synchronous* host-side
+    tool (the test plugin's blocking client starting ``agent-bridge serve``); return the
+    :class:`subprocess.Popen`.  The caller owns it: it is not supervised, reaped or
+    signalled by the bridge.  Raises :class:`SpawnError` as :func:`spawn` does."""
+    executable = _resolve_executable(spec.argv[0], spec.env, spec.cwd)
+    try:
+        return subprocess.Popen(
+            list(spec.argv),
+            executable=executable,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=spec.cwd,
+            env=dict(spec.env),
+            close_fds=True,
+        )
+    except FileNotFoundError as exc:
+        raise SpawnError("executable_not_found", spec.argv[0], "executable not found") from exc
+    except PermissionError as exc:
+        raise SpawnError("permission_denied", spec.argv[0], "permission denied") from exc
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SpawnError("spawn_failed", spec.argv[0], type(exc).__name__) from exc
+
+
+async def open_bridge(spec: ProcessSpec) -> anyio.abc.Process:
+    """As :func:`popen_bridge`, for an *asynchronous* host-side tool: an anyio process
+    with piped stdin, stdout and stderr that the caller owns.  Raises :class:`SpawnError`."""
+    executable = _resolve_executable(spec.argv[0], spec.env, spec.cwd)
+    try:
+        return await anyio.open_process(
+            [executable, *spec.argv[1:]], env=dict(spec.env), cwd=spec.cwd
+        )
+    except FileNotFoundError as exc:
+        raise SpawnError("executable_not_found", spec.argv[0], "executable not found") from exc
+    except PermissionError as exc:
+        raise SpawnError("permission_denied", spec.argv[0], "permission denied") from exc
+    except OSError as exc:
+        raise SpawnError("spawn_failed", spec.argv[0], type(exc).__name__) from exc
