@@ -40,6 +40,7 @@ from agent_bridge.rpc.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    PARSE_ERROR,
     SERVER_OVERLOADED,
     ConnectionClosed,
     RpcError,
@@ -429,11 +430,34 @@ class Connection:
         """Replace the per-request gate (``None``: no gate, the fast path)."""
         self._gate = gate
 
+    def _on_framing_error(self, error: FramingError) -> None:
+        """Answer input the framer rejected: with the request's id when the damaged bytes
+        still name one (a lying length), else with id ``null`` (``-32600`` for a message
+        over the limit, ``-32700`` for bytes that are not a frame).  Nothing is answered at
+        EOF (``truncated``): nobody is left to read it."""
+        self.framing_errors += 1
+        log.warning("%s: framing error: %s", self.name, error.detail)
+        if error.reason == "truncated" or self._closed:
+            return
+        id: bytes | None = None
+        code = INVALID_REQUEST if error.reason in ("too_large", "length_mismatch") else PARSE_ERROR
+        if error.body:
+            message = parse_body(error.body, require_jsonrpc=self._jsonrpc)
+            if isinstance(message, Request):
+                id = message.id
+        data = {"reason": error.reason}
+        self._write(
+            encode_error_response(
+                id,
+                {"code": code, "message": "Framing error: " + error.detail, "data": data},
+                jsonrpc=self._jsonrpc,
+            )
+        )
+
     def _dispatch_frame(self, item: bytes | FramingError) -> None:
         if type(item) is not bytes:
             assert isinstance(item, FramingError)
-            self.framing_errors += 1
-            log.warning("%s: framing error: %s", self.name, item.detail)
+            self._on_framing_error(item)
             return
         message = parse_body(item, require_jsonrpc=self._jsonrpc)
         kind = type(message)

@@ -1234,7 +1234,12 @@ async def test_framing_errors_counted_and_stream_continues() -> None:
     limits = Limits(max_message_bytes=64)
     async with serve(limits=limits) as (conn, peer):
         await peer.send_raw(b"Content-Length: abc\r\n\r\n{}" + peer.frame(b'"' + b"a" * 70 + b'"'))
-        assert await peer.until_sync() == []
+        replies = await peer.until_sync()
+        # Each rejected frame is answered (id null), not only logged (issue 11, case 2).
+        assert [(r["id"], r["error"]["code"], r["error"]["data"]["reason"]) for r in replies] == [
+            (None, -32700, "bad_content_length"),
+            (None, -32600, "too_large"),
+        ]
         assert conn.framing_errors == 2
 
 
@@ -1250,7 +1255,8 @@ async def test_max_message_bytes_at_limit_served_and_one_over_dropped() -> None:
     async with serve(methods=_ECHO, limits=limits) as (conn, peer):
         await peer.send(_padded_request(1, 120), _padded_request(2, 121))
         replies = await peer.until_sync()
-        assert [r["id"] for r in replies] == [1]
+        assert [r["id"] for r in replies] == [1, None]
+        assert replies[1]["error"]["data"] == {"reason": "too_large"}
         assert replies[0]["result"]["text"] == json.loads(_padded_request(1, 120))["params"]["text"]
         assert conn.framing_errors == 1
 
