@@ -192,6 +192,8 @@ class Connection:
         self._wake: anyio.Event | None = None
         self._drained: anyio.Event | None = None
         self._closed = False
+        self._finishing = False
+        self._finish_timeout = 30.0
         self._tg: anyio.abc.TaskGroup | None = None
         self.closed_event = anyio.Event()
         self.framing_errors = 0
@@ -420,6 +422,8 @@ class Connection:
             self._frames = frames_encoder(self._out_kind)
         dispatch = self._dispatch_frame
         for item in items:
+            if self._finishing:
+                break  # input after ``finish`` (e.g. after ``exit``) is not served
             try:
                 dispatch(item)
             except Exception:
@@ -472,7 +476,7 @@ class Connection:
         receive = self._receive
         chunk = self._limits.read_chunk_bytes
         high = self._limits.outbound_high_water
-        while not self._closed:
+        while not self._closed and not self._finishing:
             if self._out_bytes > high:
                 await self.drained()
                 continue
@@ -486,6 +490,8 @@ class Connection:
             ):
                 break
             self.feed(data)
+        if self._finishing:
+            return
         for item in self._framer.eof():
             self._dispatch_frame(item)
 
@@ -586,6 +592,18 @@ class Connection:
         """Stop serving: fail pending requests, cancel handlers, stop reading and writing."""
         self._close()
 
+    def finish(self, timeout: float = 30.0) -> None:
+        """Stop reading, let the requests in flight answer (bounded by ``timeout``), write
+        every reply produced, then close (what ``exit`` does: a ``shutdown`` written
+        together with it still gets its reply)."""
+        self._finishing = True
+        self._finish_timeout = timeout
+
+    async def _finish_inflight(self) -> None:
+        with anyio.move_on_after(self._finish_timeout):
+            while self._inflight and not self._closed:
+                await anyio.sleep(0.005)
+
     async def flush(self, timeout: float = 5.0) -> None:
         """Wait (bounded) until everything queued so far has been written."""
         with anyio.move_on_after(timeout):
@@ -604,6 +622,8 @@ class Connection:
                 self._tg = self._glue.task_group = tg
                 tg.start_soon(self._writer)
                 await self._reader()
+                if self._finishing:
+                    await self._finish_inflight()
                 await self.flush()
                 self._close()
         finally:

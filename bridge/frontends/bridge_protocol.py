@@ -237,7 +237,8 @@ class BridgeFrontend:
         return None
 
     def _exit(self, _params: Any) -> None:
-        self.conn.close()
+        # Replies already produced (and a ``shutdown`` still finishing) are written first.
+        self.conn.finish()
 
     # ------------------------------------------------------------------ methods
 
