@@ -125,6 +125,9 @@ class Method:
     handler: Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
     params_type: Any = None
     is_async: bool = False
+    #: whether ``$/cancelRequest`` cancels it while in progress (``False``: the
+    #: cancellation is ignored and the result is sent)
+    cancellable: bool = True
 
 
 class _BatchReplies:
@@ -183,6 +186,11 @@ class Connection:
         self._clock = clock
         self._methods: dict[str, Method] = dict(methods or {})
         self._async_methods = frozenset(m for m, spec in self._methods.items() if spec.is_async)
+        #: raw ids of the in-flight requests whose method is not cancellable
+        self._pinned: set[bytes] = set()
+        self._uncancellable = frozenset(
+            m for m, spec in self._methods.items() if spec.is_async and not spec.cancellable
+        )
         self._notifications: dict[str, Method] = dict(notifications or {})
         self.ledger = Ledger()
         self._waiters: dict[int, anyio.Event] = {}
@@ -211,6 +219,8 @@ class Connection:
     # ----------------------------------------------------------------- output
 
     def _reply(self, id: bytes | None, body: bytes) -> None:
+        if self._pinned and id is not None:
+            self._pinned.discard(id)
         if self._batch_of and id is not None:
             batch = self._batch_of.pop(id, None)
             if batch is not None:
@@ -354,6 +364,8 @@ class Connection:
             return
         if batch is not None:
             self._batch_of[key] = batch
+        if request.method in self._uncancellable:
+            self._pinned.add(key)
         glue = self._glue
         glue.current_id = key
         glue.consume_request(
@@ -384,9 +396,14 @@ class Connection:
         raw = value["id"]
         if isinstance(raw, bool) or not isinstance(raw, int | str):
             return
-        scope = self._inflight.get(_encode(raw))
-        if scope is not None:
-            scope.cancel()
+        key = _encode(raw)
+        scope = self._inflight.get(key)
+        if scope is None:
+            return
+        if key in self._pinned:
+            log.info("%s: ignored $/cancelRequest for an uncancellable request", self.name)
+            return
+        scope.cancel()
 
     def _on_response(self, response: Response) -> None:
         if response.malformed is not None:

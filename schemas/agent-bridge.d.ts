@@ -1196,6 +1196,7 @@ export interface Methods {
     result: PingResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** One event of a session. */
   event: {
@@ -1213,6 +1214,7 @@ export interface Methods {
     result: EventsReadResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Stop the bridge process. */
   exit: {
@@ -1230,6 +1232,7 @@ export interface Methods {
     result: InitializeResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** The host is ready. */
   initialized: {
@@ -1256,6 +1259,7 @@ export interface Methods {
     result: InteractionRespondResult;
     since: 1;
     stability: "stable";
+    cancellable: false;
   };
   /** List providers with their descriptors and availability. */
   "providers/list": {
@@ -1265,6 +1269,7 @@ export interface Methods {
     result: ProvidersListResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Interrupt a run; the terminal event follows. */
   "run/interrupt": {
@@ -1274,6 +1279,7 @@ export interface Methods {
     result: RunInterruptResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Start a run; returns at once, events follow. */
   "run/start": {
@@ -1283,6 +1289,7 @@ export interface Methods {
     result: RunStartResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Give an active run more input (where the provider supports it). */
   "run/steer": {
@@ -1292,6 +1299,7 @@ export interface Methods {
     result: Empty;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Replay a session's events after a sequence, then follow it live. */
   "session/attach": {
@@ -1301,6 +1309,7 @@ export interface Methods {
     result: SessionAttachResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Interrupt the active run and close the session. */
   "session/close": {
@@ -1310,6 +1319,7 @@ export interface Methods {
     result: SessionResult;
     since: 1;
     stability: "stable";
+    cancellable: false;
   };
   /** Create a session on a provider. */
   "session/create": {
@@ -1319,6 +1329,7 @@ export interface Methods {
     result: SessionResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Close a session and delete its history. */
   "session/delete": {
@@ -1328,6 +1339,7 @@ export interface Methods {
     result: SessionDeleteResult;
     since: 1;
     stability: "stable";
+    cancellable: false;
   };
   /** Return the session's recovery record. */
   "session/export": {
@@ -1337,6 +1349,7 @@ export interface Methods {
     result: SessionExportResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** List sessions, newest first. */
   "session/list": {
@@ -1346,6 +1359,7 @@ export interface Methods {
     result: SessionListResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Continue a provider session from a recovery record, or reopen a session by id. */
   "session/resume": {
@@ -1355,6 +1369,7 @@ export interface Methods {
     result: SessionResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Close every session; the host then sends exit. */
   shutdown: {
@@ -1364,6 +1379,7 @@ export interface Methods {
     result: NullResult;
     since: 1;
     stability: "stable";
+    cancellable: false;
   };
 }
 

@@ -334,7 +334,9 @@ class BridgeFrontend:
                 notifications[info.name] = Method(handler)  # params ignored
             else:
                 is_async = inspect.iscoroutinefunction(handler)
-                methods[info.name] = Method(handler, info.params, is_async=is_async)
+                methods[info.name] = Method(
+                    handler, info.params, is_async=is_async, cancellable=info.cancellable
+                )
         return methods, notifications
 
     # ------------------------------------------------------------------ serving

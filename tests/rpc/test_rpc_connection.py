@@ -861,6 +861,22 @@ async def test_case_24_cancel_in_flight_async_request_gets_exactly_one_request_c
         assert await peer.until_sync() == []
 
 
+async def test_cancel_request_for_an_uncancellable_method_is_ignored_and_its_result_sent() -> None:
+    # Issue 11, case 4: a method that cannot stop half way says so (``cancellable``) and
+    # a ``$/cancelRequest`` for it is ignored; the result arrives, never -32800.
+    gate = Gate()
+    pinned = Method(gate, params_type=Any, is_async=True, cancellable=False)
+    async with serve(methods={"close": pinned}) as (_conn, peer):
+        await peer.send(_req("c", "close", [2]))
+        await gate.any_started.wait()
+        await peer.send(_cancel("c"))
+        assert await peer.until_sync() == []
+        gate.release.set()
+        reply = await peer.recv()
+        assert reply == {"jsonrpc": "2.0", "id": "c", "result": {"done": [2]}}
+        assert gate.cancelled == []
+
+
 async def test_case_24_cancel_with_big_integer_id() -> None:
     gate = Gate()
     async with serve(methods={"slow": _slow(gate)}) as (_conn, peer):
