@@ -266,9 +266,9 @@ class Connection:
         return whether the output is now congested."""
         if self._closed:
             return False
-        frames = self._frames(bodies, head, tail)
-        self._out.extend(frames)
-        self._out_bytes += sum(map(len, frames))
+        data = self._frames(bodies, head, tail)
+        self._out.append(data)
+        self._out_bytes += len(data)
         wake = self._wake
         if wake is not None:
             self._wake = None
@@ -364,9 +364,13 @@ class Connection:
             return
         if batch is not None:
             self._batch_of[key] = batch
+        glue = self._glue
+        entry = glue.inline.get(request.method)
+        if entry is not None:
+            glue.answer_inline(key, entry, request.params)
+            return
         if request.method in self._uncancellable:
             self._pinned.add(key)
-        glue = self._glue
         glue.current_id = key
         glue.consume_request(
             {"jsonrpc": "2.0", "id": key, "method": request.method, "params": request.params}

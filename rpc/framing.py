@@ -21,6 +21,8 @@ for a framing, which the connection picks once (not per message) on its hot path
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 from collections.abc import Callable
 from typing import Final, Literal, Protocol
@@ -188,6 +190,10 @@ class ContentLengthFramer:
                 body = buf[pos : pos + need]
                 pos += need
                 self._need = None
+                last = body[-1] if need else 0
+                if (last == 125 or last == 93) and _HEADER_END not in body:  # "}" or "]"
+                    out.append(body)
+                    continue
                 rest = self._check_body(body, out)
                 if rest is not None:
                     buf = rest + buf[pos:]
@@ -458,18 +464,28 @@ def _content_length_frame(body: bytes) -> bytes:
     return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
 
 
-def _newline_frames(bodies: list[bytes], head: bytes = b"", tail: bytes = b"") -> list[bytes]:
-    return [b"%s%s%s\n" % (head, body, tail) for body in bodies]
+def _newline_frames(bodies: list[bytes], head: bytes = b"", tail: bytes = b"") -> bytes:
+    # One join, no Python-level work per body.
+    if not bodies:
+        return b""
+    return b"%s%s%s\n" % (head, (tail + b"\n" + head).join(bodies), tail)
 
 
-def _content_length_frames(
-    bodies: list[bytes], head: bytes = b"", tail: bytes = b""
-) -> list[bytes]:
+@functools.lru_cache(maxsize=4096)
+def _length_header(length: int) -> bytes:
+    return b"Content-Length: %d\r\n\r\n" % length
+
+
+def _content_length_frames(bodies: list[bytes], head: bytes = b"", tail: bytes = b"") -> bytes:
+    # Every step is a C-level iterator (header lengths repeat, so their bytes are cached):
+    # no Python bytecode runs per body.
     extra = len(head) + len(tail)
-    return [
-        b"Content-Length: %d\r\n\r\n%s%s%s" % (len(body) + extra, head, body, tail)
-        for body in bodies
-    ]
+    headers = map(_length_header, map(extra.__add__, map(len, bodies)))
+    return b"".join(
+        itertools.chain.from_iterable(
+            zip(headers, itertools.repeat(head), bodies, itertools.repeat(tail))
+        )
+    )
 
 
 def frame_encoder(kind: FramingKind) -> Callable[[bytes], bytes]:
@@ -478,10 +494,11 @@ def frame_encoder(kind: FramingKind) -> Callable[[bytes], bytes]:
     return _newline_frame if kind == "newline" else _content_length_frame
 
 
-def frames_encoder(kind: FramingKind) -> Callable[[list[bytes], bytes, bytes], list[bytes]]:
+def frames_encoder(kind: FramingKind) -> Callable[[list[bytes], bytes, bytes], bytes]:
     """Return the function that frames many bodies for ``kind`` in one call:
-    ``encode(bodies, head, tail)`` returns one frame per body, each framing
-    ``head + body + tail`` without building that concatenation first; never raises."""
+    ``encode(bodies, head, tail)`` returns the bytes of one frame per body, each framing
+    ``head + body + tail``, joined, without building any concatenation per body; never
+    raises."""
     return _newline_frames if kind == "newline" else _content_length_frames
 
 

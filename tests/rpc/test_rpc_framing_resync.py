@@ -154,3 +154,19 @@ def _copied_feeding(size: int, chunk: int) -> int:
 def test_framing_cost_is_linear_in_message_size(size: int, chunk: int) -> None:
     # Before: every read rebuilt the buffer (tail + data), ~size**2 / (2 * chunk) bytes.
     assert _copied_feeding(size, chunk) <= 2 * size + 16 * 1024
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    bodies=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=20),
+    head=st.sampled_from([b"", b'{"e":']),
+    tail=st.sampled_from([b"", b"}"]),
+)
+def test_frames_encoder_output_equals_one_frame_per_body(
+    bodies: list[bytes], head: bytes, tail: bytes
+) -> None:
+    from agent_bridge.rpc.framing import frames_encoder
+
+    for kind in ("content-length", "newline"):
+        expected = b"".join(encode_frame(kind, head + b + tail) for b in bodies)  # type: ignore[arg-type]
+        assert frames_encoder(kind)(bodies, head, tail) == expected  # type: ignore[arg-type]
