@@ -604,6 +604,10 @@ class Config:
     events: int = 100_000
     event_size: int = 200
     sessions: int = 1_000
+    small_window: int = 64  # (1b) pipelined with few in flight
+    big_bytes: int = 10 * 1024 * 1024  # (5) one large request round trip
+    big_samples: int = 3
+    memory_history_mb: int = 8  # the subject's budget in the :memory: run (2m)
     settle: float = 0.3
     init_timeout: float = 20.0
     timeout: float = 120.0
@@ -625,7 +629,11 @@ class Target:
     )
     events: EventsDriver | None = None  # measurement (2)
     sessions: SessionsDriver | None = None  # measurement (4), per-session part
+    #: (2m) the same events driver on a fresh process started with these extra arguments
+    #: (the bridge without its journal); ``None``: not measured
+    memory_args: list[str] | None = None
     is_subject: bool = False  # the thing under test (gets ratios and target checks)
+    before: str | None = None  # the name of its bridge-before target (subjects only)
     # filled in at run time
     available: bool = True
     reason: str = ""
@@ -666,6 +674,8 @@ def build_targets(
         atexit.register(shutil.rmtree, state_dir, True)
         return state_dir
 
+    other = "newline" if bridge_framing == "content-length" else "content-length"
+    suffix = {"content-length": "", "newline": "-nl"}
     targets = [
         Target("stock-pylsp", [py, str(base / "stock_pylsp_server.py")], events=stream_driver),
         Target("floor", [py, str(base / "floor_server.py")], events=stream_driver),
@@ -675,32 +685,67 @@ def build_targets(
             framing="newline",
             events=stream_driver,
         ),
-        # Installed in .venv (scripts/setup.sh, editable): no PYTHONPATH needed.
-        Target(
-            "bridge",
-            bridge_argv or [py, "-m", "agent_bridge", "serve"],
-            framing=bridge_framing,
-            cwd=str(REPO),
-            env={"AGENT_BRIDGE_STATE_DIR": scratch_state()},
-            events=bridge_events_driver,
-            sessions=bridge_sessions_driver,
-            is_subject=True,
-        ),
     ]
-    if baseline_bridge is not None:
-        tree = str(Path(baseline_bridge).resolve())
+    # The bridge in both framings (the per-session part only in the first), each with its
+    # journal on and, in a second process, off.  Installed in .venv (scripts/setup.sh,
+    # editable): no PYTHONPATH needed.
+    argv = bridge_argv or [py, "-m", "agent_bridge", "serve"]
+    for framing in (bridge_framing, other):
+        name = "bridge" + ("" if framing == bridge_framing else suffix[framing] or "-cl")
         targets.append(
             Target(
-                BEFORE,
-                [py, "-m", "bridge", "serve"],
-                framing=bridge_framing,
-                cwd=tree,
-                env={"PYTHONPATH": tree, "AGENT_BRIDGE_STATE_DIR": scratch_state()},
+                name,
+                [*argv, "--framing", framing],
+                framing=framing,
+                cwd=str(REPO),
+                env={"AGENT_BRIDGE_STATE_DIR": scratch_state()},
                 events=bridge_events_driver,
-                sessions=bridge_sessions_driver,
+                sessions=bridge_sessions_driver if framing == bridge_framing else None,
+                memory_args=["--state-dir", ":memory:", "--memory-history-mb", "8"],
+                is_subject=True,
+                before=None if baseline_bridge is None else BEFORE + name[len("bridge") :],
             )
         )
+    if baseline_bridge is not None:
+        tree = Path(baseline_bridge).resolve()
+        if (tree / "rpc").is_dir():
+            # After the rename: bridge/ is agent_bridge, rpc/ and adapters/ its subpackages
+            # (setuptools package-dir), so run it from a link tree of its own.
+            old_argv = [py, "-m", "agent_bridge", "serve"]
+            path = str(_link_tree(tree))
+        else:
+            old_argv = [py, "-m", "bridge", "serve"]
+            path = str(tree)
+        for t in [t for t in targets if t.is_subject]:
+            targets.append(
+                Target(
+                    t.before or BEFORE,
+                    [*old_argv, "--framing", t.framing],
+                    framing=t.framing,
+                    cwd=str(tree),
+                    env={"PYTHONPATH": path, "AGENT_BRIDGE_STATE_DIR": scratch_state()},
+                    events=bridge_events_driver,
+                    sessions=t.sessions,
+                    memory_args=["--state-dir", ":memory:"],
+                )
+            )
     return targets
+
+
+def _link_tree(tree: Path) -> Path:
+    """A temporary import root where ``agent_bridge`` is ``tree``'s bridge/ folder with
+    its rpc/ and adapters/ folders as subpackages (what the editable install builds)."""
+    root = Path(tempfile.mkdtemp(prefix="bench-before-"))
+    atexit.register(shutil.rmtree, str(root), True)
+    pkg = root / "agent_bridge"
+    pkg.mkdir()
+    for entry in (tree / "bridge").iterdir():
+        if entry.name != "__pycache__":
+            (pkg / entry.name).symlink_to(entry)
+    for sub in ("rpc", "adapters"):
+        if (tree / sub).is_dir() and not (pkg / sub).exists():
+            (pkg / sub).symlink_to(tree / sub)
+    return root
 
 
 # =====================================================================================
@@ -746,9 +791,10 @@ class _Timed:
         gc.enable()
 
 
-async def bench_ping(peer: Peer, cfg: Config) -> dict[str, Any]:
+async def bench_ping(peer: Peer, cfg: Config, window: int | None = None) -> dict[str, Any]:
     """(1) N pipelined bridge/ping requests, at most `window` in flight."""
-    n, window, batch = cfg.pings, cfg.window, cfg.batch
+    n, window = cfg.pings, window or cfg.window
+    batch = min(cfg.batch, window)
     data = "ping"
     first = peer.alloc_ids(n)
     frames: list[bytes] = []
@@ -821,6 +867,77 @@ async def bench_ping(peer: Peer, cfg: Config) -> dict[str, Any]:
         "client_cpu_frac": tm.client / tm.wall,
         "server_cpu_frac": tm.server_ns / 1e9 / tm.wall,
     }
+
+
+async def bench_ping_small_window(peer: Peer, cfg: Config) -> dict[str, Any]:
+    """(1b) the same pings with only `cfg.small_window` in flight."""
+    return await bench_ping(peer, cfg, cfg.small_window)
+
+
+async def bench_big(peer: Peer, cfg: Config) -> dict[str, Any]:
+    """(5) one `bridge/ping` of `cfg.big_bytes` round trip, write to reply (median of
+    `cfg.big_samples`)."""
+    data = "b" * (cfg.big_bytes - 64)
+    walls: list[float] = []
+    server_ns = 0
+    for _ in range(cfg.big_samples):
+        msg_id = peer.alloc_ids(1)
+        frame = peer.encode_frame(
+            _ENCODER.encode(
+                {
+                    "jsonrpc": "2.0",
+                    "id": msg_id,
+                    "method": BridgeProtocol.PING,
+                    "params": {"data": data},
+                }
+            )
+        )
+        fut: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
+        peer._pending[msg_id] = fut
+        with _Timed(peer) as tm:
+            peer.write(frame)
+            await peer.drain()
+            env = await peer.wait(fut, cfg.timeout, "10 MiB ping")
+            tm.stop()
+        if _has_error(env):
+            raise BenchError(f"large ping answered with an error: {bytes(env.error)[:120]!r}")
+        if env.result is None or len(env.result) < len(data):
+            raise BenchError("large ping did not echo its data")
+        walls.append(tm.wall)
+        server_ns += tm.server_ns
+    return {
+        "rate": 1.0 / statistics.median(walls),
+        "ms": statistics.median(walls) * 1000.0,
+        "server_cpu_us": server_ns / cfg.big_samples / 1000.0,
+        "client_cpu_frac": 0.0,
+        "server_cpu_frac": 0.0,
+    }
+
+
+async def memory_events(target: Target, cfg: Config) -> dict[str, Any]:
+    """(2m) the events driver on a fresh process with `target.memory_args` (the journal
+    off), and that process's RSS growth over the stream."""
+    assert target.events is not None and target.memory_args is not None
+    args = list(target.memory_args)
+    if target.is_subject and "--memory-history-mb" in args:
+        args[args.index("--memory-history-mb") + 1] = str(cfg.memory_history_mb)
+    mem = Target(
+        target.name + ":memory:",
+        [*target.argv, *args],
+        framing=target.framing,
+        cwd=target.cwd,
+        env=dict(target.env),
+    )
+    peer, _ = await start_peer(mem, cfg)
+    try:
+        await asyncio.sleep(cfg.settle)
+        before = peer.rss_kb()
+        res = await target.events(peer, cfg)
+        await asyncio.sleep(cfg.settle)
+        res["rss_growth_mb"] = (peer.rss_kb() - before) / 1024.0
+    finally:
+        await peer.close()
+    return res
 
 
 async def stream_driver(peer: Peer, cfg: Config) -> dict[str, Any]:
@@ -1020,7 +1137,12 @@ async def measure_once(target: Target, cfg: Config) -> None:
     try:
         await asyncio.sleep(cfg.settle)
         target.add("idle_rss_mb", peer.rss_kb() / 1024.0)
-        for metric, run in (("ping", bench_ping), ("events", target.events)):
+        for metric, run in (
+            ("ping", bench_ping),
+            ("ping64", bench_ping_small_window),
+            ("events", target.events),
+            ("big", bench_big),
+        ):
             if run is None:
                 continue
             try:
@@ -1032,9 +1154,22 @@ async def measure_once(target: Target, cfg: Config) -> None:
                 continue
             target.add(f"{metric}_rate", res["rate"])
             target.add(f"{metric}_server_cpu_us", res["server_cpu_us"])
+            if "ms" in res:
+                target.add(f"{metric}_ms", res["ms"])
             target.extra.setdefault(metric, []).append(res)
     finally:
         await peer.close()
+
+    # (2m) the journal off, in a fresh process
+    if target.memory_args is not None and target.events is not None:
+        try:
+            res = await memory_events(target, cfg)
+            target.add("mem_events_rate", res["rate"])
+            target.add("mem_events_server_cpu_us", res["server_cpu_us"])
+            target.add("mem_rss_growth_mb", res["rss_growth_mb"])
+            target.extra.setdefault("mem_events", []).append(res)
+        except Exception as exc:
+            _note_error(target, "mem_events", exc)
 
     # (4) per idle session, in a fresh process (its start-up counts as a sample too)
     extra_starts = cfg.startup_samples - 1
@@ -1080,21 +1215,46 @@ class Row:
     label: str
     unit: str  # "rate" | "ms" | "mb" | "kb" | "us"
     check: str = ""
+    #: the baselines' metric this row is compared with (default: the same key)
+    base_key: str | None = None
 
 
 ROWS = [
-    Row("ping_rate", "(1) pipelined bridge/ping, req/s", "rate", "bridge >= 2x stock"),
-    Row("ping_server_cpu_us", "    server CPU per ping, us", "us"),
     Row(
-        "events_rate",
-        "(2) notifications/events streamed, /s",
+        "ping_rate",
+        "(1) pipelined bridge/ping, all written at once, req/s",
         "rate",
-        ">= 150k/s and >= 0.25x floor",
+        ">= 0.75x floor",
     ),
+    Row("ping_server_cpu_us", "    server CPU per ping, us", "us"),
+    Row("ping64_rate", "(1b) pipelined bridge/ping, 64 in flight, req/s", "rate", ">= 2.5x stock"),
+    Row("ping64_server_cpu_us", "    server CPU per ping, us", "us"),
+    Row("events_rate", "(2) events streamed, journal on, /s", "rate", ">= 0.5x floor, >= 1x stock"),
     Row("events_server_cpu_us", "    server CPU per event, us", "us"),
-    Row("startup_ms", "(3) spawn -> initialize reply, ms", "ms", "<= 150 ms"),
+    Row(
+        "mem_events_rate",
+        "(2m) events streamed, --state-dir :memory:, /s",
+        "rate",
+        ">= 0.7x floor",
+        base_key="events_rate",
+    ),
+    Row(
+        "mem_events_server_cpu_us",
+        "    server CPU per event, us",
+        "us",
+        base_key="events_server_cpu_us",
+    ),
+    Row(
+        "mem_rss_growth_mb",
+        "    RSS growth over the :memory: stream, MB",
+        "mb",
+        "<= budget + 16 MB",
+    ),
+    Row("big_ms", "(5) one 10 MiB request round trip, ms", "ms", "<= 1.0x floor"),
+    Row("big_server_cpu_us", "    server CPU per 10 MiB round trip, us", "us"),
+    Row("startup_ms", "(3) spawn -> initialize reply, ms", "ms", "<= 1.0x floor"),
     Row("idle_rss_mb", "(4) idle RSS after initialize, MB", "mb", "<= 40 MB"),
-    Row("session_rss_kb", "    RSS per idle session, KB", "kb", "<= 30 KB"),
+    Row("session_rss_kb", "    RSS per idle session, KB", "kb", "<= 5 KB"),
 ]
 
 
@@ -1117,40 +1277,47 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 def compute_checks(subject: Target, by_name: dict[str, Target]) -> dict[str, dict[str, Any]]:
+    """The targets of issue 17, each as a ratio to its baseline in this run."""
     stock = by_name.get("stock-pylsp")
     floor = by_name.get("floor-nl" if subject.framing == "newline" else "floor")
     m = subject.median
     checks: dict[str, dict[str, Any]] = {}
 
-    def put(key: str, ok: bool | None, detail: str) -> None:
-        checks[key] = {"pass": ok, "detail": detail}
+    def base(t: Target | None, key: str) -> float | None:
+        return t.median(key) if t is not None and t.available else None
 
-    r1 = _ratio(m("ping_rate"), stock.median("ping_rate") if stock else None)
-    put(
-        "ping_rate",
-        None if r1 is None else r1 >= 2.0,
-        f"{r1:.2f}x stock" if r1 is not None else "no data",
-    )
-    ev = m("events_rate")
-    r2 = _ratio(ev, floor.median("events_rate") if floor else None)
-    put(
-        "events_rate",
-        None if ev is None or r2 is None else (ev >= 150_000 and r2 >= 0.25),
-        f"{_fmt(ev, 'rate')}/s, {r2:.2f}x floor"
-        if ev is not None and r2 is not None
+    def ratio_check(
+        key: str, to: Target | None, base_key: str, ok: Callable[[float], bool], name: str
+    ) -> None:
+        r = _ratio(m(key), base(to, base_key))
+        checks[key] = {
+            "pass": None if r is None else ok(r),
+            "detail": f"{r:.2f}x {name}" if r is not None else "no data",
+        }
+
+    ratio_check("ping_rate", floor, "ping_rate", lambda r: r >= 0.75, "floor")
+    ratio_check("ping64_rate", stock, "ping64_rate", lambda r: r >= 2.5, "stock")
+    ratio_check("mem_events_rate", floor, "events_rate", lambda r: r >= 0.7, "floor")
+    ratio_check("big_ms", floor, "big_ms", lambda r: r <= 1.0, "floor")
+    ratio_check("startup_ms", floor, "startup_ms", lambda r: r <= 1.0, "floor")
+    r_floor = _ratio(m("events_rate"), base(floor, "events_rate"))
+    r_stock = _ratio(m("events_rate"), base(stock, "events_rate"))
+    checks["events_rate"] = {
+        "pass": None if r_floor is None or r_stock is None else r_floor >= 0.5 and r_stock >= 1.0,
+        "detail": f"{r_floor:.2f}x floor, {r_stock:.2f}x stock"
+        if r_floor is not None and r_stock is not None
         else "no data",
-    )
+    }
     for key, limit, unit in (
-        ("startup_ms", 150.0, "ms"),
         ("idle_rss_mb", 40.0, "MB"),
-        ("session_rss_kb", 30.0, "KB"),
+        ("session_rss_kb", 5.0, "KB"),
+        ("mem_rss_growth_mb", 8.0 + 16.0, "MB"),
     ):
         v = m(key)
-        put(
-            key,
-            None if v is None else v <= limit,
-            f"{v:.1f} {unit}" if v is not None else "no data",
-        )
+        checks[key] = {
+            "pass": None if v is None else v <= limit,
+            "detail": f"{v:.1f} {unit}" if v is not None else "no data",
+        }
     return checks
 
 
@@ -1171,9 +1338,9 @@ def render(targets: list[Target], cfg: Config) -> tuple[str, dict[str, Any]]:
                 floor if floor and floor.available else None,
             )
         )
-    before = by_name.get(BEFORE)
-    if before is not None and before.available:
-        for s in subjects:
+    for s in subjects:
+        before = by_name.get(s.before or "")
+        if before is not None and before.available:
             ratio_cols.append((f"{s.name}/before", s, before))
     checks = {s.name: compute_checks(s, by_name) for s in subjects}
 
@@ -1181,22 +1348,28 @@ def render(targets: list[Target], cfg: Config) -> tuple[str, dict[str, Any]]:
         ["metric (median)"]
         + cols
         + [c[0] for c in ratio_cols]
-        + (["target", "verdict"] if subjects else [])
+        + (["target", *(f"{t.name}" for t in subjects)] if subjects else [])
     )
     table: list[list[str]] = []
     for row in ROWS:
         line = [row.label] + [_fmt(t.median(row.key), row.unit) for t in live]
         for _, s, base in ratio_cols:
-            r = _ratio(s.median(row.key), base.median(row.key) if base else None)
+            key = (
+                row.key
+                if base is not None and base.name.startswith(BEFORE)
+                else (row.base_key or row.key)
+            )
+            r = _ratio(s.median(row.key), base.median(key) if base else None)
             line.append(f"{r:.2f}x" if r is not None else "-")
         if subjects:
-            c = checks[subjects[0].name].get(row.key)
             line.append(row.check)
-            line.append(
-                ""
-                if c is None
-                else ("PASS" if c["pass"] else "FAIL" if c["pass"] is False else "n/a")
-            )
+            for subject in subjects:
+                c = checks[subject.name].get(row.key)
+                line.append(
+                    ""
+                    if c is None
+                    else ("PASS" if c["pass"] else "FAIL" if c["pass"] is False else "n/a")
+                )
         table.append(line)
     widths = [max(len(r[i]) for r in [header, *table]) for i in range(len(header))]
 
@@ -1217,7 +1390,7 @@ def render(targets: list[Target], cfg: Config) -> tuple[str, dict[str, Any]]:
             lo, hi = min(n_samples.values()), max(n_samples.values())
             if lo < cfg.reps:
                 notes.append(f"{t.name}: only {lo}..{hi} samples per metric")
-        for metric in ("ping", "events"):
+        for metric in ("ping", "ping64", "events"):
             runs = t.extra.get(metric, [])
             if not runs:
                 continue
@@ -1252,7 +1425,14 @@ def render(targets: list[Target], cfg: Config) -> tuple[str, dict[str, Any]]:
         },
         "ratios": {
             name: {
-                row.key: _ratio(s.median(row.key), base.median(row.key) if base else None)
+                row.key: _ratio(
+                    s.median(row.key),
+                    base.median(
+                        row.key if base.name.startswith(BEFORE) else (row.base_key or row.key)
+                    )
+                    if base
+                    else None,
+                )
                 for row in ROWS
             }
             for name, s, base in ratio_cols
@@ -1351,7 +1531,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.startup_samples:
         cfg.startup_samples = args.startup_samples
     bridge_argv = shlex.split(args.bridge_argv) if args.bridge_argv else None
-    if args.baseline_bridge and not (Path(args.baseline_bridge) / "bridge").is_dir():
+    cfg_checks = args.baseline_bridge and not (Path(args.baseline_bridge) / "bridge").is_dir()
+    if cfg_checks:
         ap.error(f"--baseline-bridge {args.baseline_bridge}: no bridge/ folder there")
     targets = build_targets(args.bridge_framing, bridge_argv, args.baseline_bridge)
     if args.targets:

@@ -143,7 +143,17 @@ def _add_serve(sub: Any) -> None:
         "--state-dir",
         metavar="DIR",
         help="where the session journal lives (default: $AGENT_BRIDGE_STATE_DIR, else "
-        "$XDG_STATE_HOME/agent-bridge or ~/.local/state/agent-bridge; ':memory:' keeps none)",
+        "$XDG_STATE_HOME/agent-bridge or ~/.local/state/agent-bridge; ':memory:' keeps no "
+        "journal, only the newest events within --memory-history-mb)",
+    )
+    serve.add_argument(
+        "--memory-history-mb",
+        type=_positive,
+        default=64,
+        metavar="MB",
+        help="with --state-dir :memory:, the events (and raw records) kept for all sessions "
+        "together; past it each appending session drops its oldest events, a ring "
+        "(default: 64)",
     )
     serve.add_argument(
         "--retain-days",
@@ -271,7 +281,12 @@ def _serve(args: argparse.Namespace) -> int:
         max_bytes=None if args.retain_mb is None else int(args.retain_mb * 1024 * 1024),
     )
     try:
-        history = open_history(args.state_dir, retention=retention, sync=args.journal_sync)
+        history = open_history(
+            args.state_dir,
+            retention=retention,
+            sync=args.journal_sync,
+            memory_bytes=int(args.memory_history_mb * 1024 * 1024),
+        )
     except JournalError as exc:
         sys.stderr.write(f"agent-bridge: {exc}\n")
         sys.stderr.flush()

@@ -501,6 +501,8 @@ def _build() -> _Contract:
             "summary": m.summary,
             "params": ref(name_of(m.params)),
         }
+        if m.kind == "request" and m.direction == "host->bridge":
+            entry["cancellable"] = m.cancellable
         for role, struct in messages[m.name]:
             entry[role] = ref(name_of(struct))
         if m.kind == "request":
@@ -695,6 +697,8 @@ def _typescript(defs: JsonObject, methods: list[MethodInfo], method_map: JsonObj
             out.append(f"    result: {entry['result']['$ref'].rsplit('/', 1)[-1]};")
         out.append(f"    since: {m.since};")
         out.append(f"    stability: {_ts_literal(m.stability)};")
+        if "cancellable" in entry:
+            out.append(f"    cancellable: {'true' if m.cancellable else 'false'};")
         out.append("  };")
     out += [
         "}",

@@ -40,6 +40,7 @@ from agent_bridge.rpc.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    PARSE_ERROR,
     SERVER_OVERLOADED,
     ConnectionClosed,
     RpcError,
@@ -124,6 +125,9 @@ class Method:
     handler: Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
     params_type: Any = None
     is_async: bool = False
+    #: whether ``$/cancelRequest`` cancels it while in progress (``False``: the
+    #: cancellation is ignored and the result is sent)
+    cancellable: bool = True
 
 
 class _BatchReplies:
@@ -182,6 +186,11 @@ class Connection:
         self._clock = clock
         self._methods: dict[str, Method] = dict(methods or {})
         self._async_methods = frozenset(m for m, spec in self._methods.items() if spec.is_async)
+        #: raw ids of the in-flight requests whose method is not cancellable
+        self._pinned: set[bytes] = set()
+        self._uncancellable = frozenset(
+            m for m, spec in self._methods.items() if spec.is_async and not spec.cancellable
+        )
         self._notifications: dict[str, Method] = dict(notifications or {})
         self.ledger = Ledger()
         self._waiters: dict[int, anyio.Event] = {}
@@ -191,6 +200,8 @@ class Connection:
         self._wake: anyio.Event | None = None
         self._drained: anyio.Event | None = None
         self._closed = False
+        self._finishing = False
+        self._finish_timeout = 30.0
         self._tg: anyio.abc.TaskGroup | None = None
         self.closed_event = anyio.Event()
         self.framing_errors = 0
@@ -208,6 +219,8 @@ class Connection:
     # ----------------------------------------------------------------- output
 
     def _reply(self, id: bytes | None, body: bytes) -> None:
+        if self._pinned and id is not None:
+            self._pinned.discard(id)
         if self._batch_of and id is not None:
             batch = self._batch_of.pop(id, None)
             if batch is not None:
@@ -253,9 +266,9 @@ class Connection:
         return whether the output is now congested."""
         if self._closed:
             return False
-        frames = self._frames(bodies, head, tail)
-        self._out.extend(frames)
-        self._out_bytes += sum(map(len, frames))
+        data = self._frames(bodies, head, tail)
+        self._out.append(data)
+        self._out_bytes += len(data)
         wake = self._wake
         if wake is not None:
             self._wake = None
@@ -352,6 +365,12 @@ class Connection:
         if batch is not None:
             self._batch_of[key] = batch
         glue = self._glue
+        entry = glue.inline.get(request.method)
+        if entry is not None:
+            glue.answer_inline(key, entry, request.params)
+            return
+        if request.method in self._uncancellable:
+            self._pinned.add(key)
         glue.current_id = key
         glue.consume_request(
             {"jsonrpc": "2.0", "id": key, "method": request.method, "params": request.params}
@@ -381,9 +400,14 @@ class Connection:
         raw = value["id"]
         if isinstance(raw, bool) or not isinstance(raw, int | str):
             return
-        scope = self._inflight.get(_encode(raw))
-        if scope is not None:
-            scope.cancel()
+        key = _encode(raw)
+        scope = self._inflight.get(key)
+        if scope is None:
+            return
+        if key in self._pinned:
+            log.info("%s: ignored $/cancelRequest for an uncancellable request", self.name)
+            return
+        scope.cancel()
 
     def _on_response(self, response: Response) -> None:
         if response.malformed is not None:
@@ -419,6 +443,8 @@ class Connection:
             self._frames = frames_encoder(self._out_kind)
         dispatch = self._dispatch_frame
         for item in items:
+            if self._finishing:
+                break  # input after ``finish`` (e.g. after ``exit``) is not served
             try:
                 dispatch(item)
             except Exception:
@@ -429,11 +455,34 @@ class Connection:
         """Replace the per-request gate (``None``: no gate, the fast path)."""
         self._gate = gate
 
+    def _on_framing_error(self, error: FramingError) -> None:
+        """Answer input the framer rejected: with the request's id when the damaged bytes
+        still name one (a lying length), else with id ``null`` (``-32600`` for a message
+        over the limit, ``-32700`` for bytes that are not a frame).  Nothing is answered at
+        EOF (``truncated``): nobody is left to read it."""
+        self.framing_errors += 1
+        log.warning("%s: framing error: %s", self.name, error.detail)
+        if error.reason == "truncated" or self._closed:
+            return
+        id: bytes | None = None
+        code = INVALID_REQUEST if error.reason in ("too_large", "length_mismatch") else PARSE_ERROR
+        if error.body:
+            message = parse_body(error.body, require_jsonrpc=self._jsonrpc)
+            if isinstance(message, Request):
+                id = message.id
+        data = {"reason": error.reason}
+        self._write(
+            encode_error_response(
+                id,
+                {"code": code, "message": "Framing error: " + error.detail, "data": data},
+                jsonrpc=self._jsonrpc,
+            )
+        )
+
     def _dispatch_frame(self, item: bytes | FramingError) -> None:
         if type(item) is not bytes:
             assert isinstance(item, FramingError)
-            self.framing_errors += 1
-            log.warning("%s: framing error: %s", self.name, item.detail)
+            self._on_framing_error(item)
             return
         message = parse_body(item, require_jsonrpc=self._jsonrpc)
         kind = type(message)
@@ -448,7 +497,7 @@ class Connection:
         receive = self._receive
         chunk = self._limits.read_chunk_bytes
         high = self._limits.outbound_high_water
-        while not self._closed:
+        while not self._closed and not self._finishing:
             if self._out_bytes > high:
                 await self.drained()
                 continue
@@ -462,6 +511,8 @@ class Connection:
             ):
                 break
             self.feed(data)
+        if self._finishing:
+            return
         for item in self._framer.eof():
             self._dispatch_frame(item)
 
@@ -562,6 +613,18 @@ class Connection:
         """Stop serving: fail pending requests, cancel handlers, stop reading and writing."""
         self._close()
 
+    def finish(self, timeout: float = 30.0) -> None:
+        """Stop reading, let the requests in flight answer (bounded by ``timeout``), write
+        every reply produced, then close (what ``exit`` does: a ``shutdown`` written
+        together with it still gets its reply)."""
+        self._finishing = True
+        self._finish_timeout = timeout
+
+    async def _finish_inflight(self) -> None:
+        with anyio.move_on_after(self._finish_timeout):
+            while self._inflight and not self._closed:
+                await anyio.sleep(0.005)
+
     async def flush(self, timeout: float = 5.0) -> None:
         """Wait (bounded) until everything queued so far has been written."""
         with anyio.move_on_after(timeout):
@@ -580,6 +643,8 @@ class Connection:
                 self._tg = self._glue.task_group = tg
                 tg.start_soon(self._writer)
                 await self._reader()
+                if self._finishing:
+                    await self._finish_inflight()
                 await self.flush()
                 self._close()
         finally:

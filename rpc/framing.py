@@ -21,6 +21,8 @@ for a framing, which the connection picks once (not per message) on its hot path
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 from collections.abc import Callable
 from typing import Final, Literal, Protocol
@@ -53,6 +55,20 @@ _DIGITS = re.compile(rb"[0-9]{1,%d}" % _MAX_LENGTH_DIGITS)
 # outcome never depends on how the input was chunked.
 _RESYNC = re.compile(rb"content-length[ \t]{0,16}:", re.IGNORECASE)
 _RESYNC_KEEP: Final = len(b"content-length") + 16
+# How a compact JSON body ends (a lying Content-Length leaves other bytes at its end).
+_BODY_ENDS: Final = (b"}", b"]")
+# A well-formed length header inside a body: no JSON text can hold one (outside a string
+# the name is not JSON; inside one a raw CR is not allowed), so a body that does was cut
+# by a lying length.
+# The start of a length header, cut anywhere (the overrun ended inside it).
+_PARTIAL_HEADER = re.compile(
+    rb"c(?:o(?:n(?:t(?:e(?:n(?:t(?:-(?:l(?:e(?:n(?:g(?:t(?:h"
+    rb"(?:[ \t]{0,16}(?::[ \t]*[0-9]{0,12}[ \t]*(?:\r(?:\n\r?)?)?)?)?"
+    rb")?)?)?)?)?)?)?)?)?)?)?)?)?",
+    re.IGNORECASE,
+)
+_PARTIAL_KEEP: Final = 64
+_INNER_HEADER = re.compile(rb"content-length[ \t]{0,16}:[ \t]*[0-9]{1,12}[ \t]*\r\n", re.IGNORECASE)
 
 
 class FramingError:
@@ -60,15 +76,17 @@ class FramingError:
 
     ``reason`` is a short machine-readable tag (``missing_content_length``,
     ``bad_content_length``, ``too_large``, ``bad_header``, ``header_too_large``,
-    ``truncated``); ``detail`` is a human-readable sentence that never contains body
-    bytes.
+    ``length_mismatch``, ``truncated``); ``detail`` is a human-readable sentence that
+    never contains body bytes.  ``body`` is, for ``length_mismatch``, the bytes of the
+    damaged message (so its id can be answered), else empty; it is not compared.
     """
 
-    __slots__ = ("detail", "reason")
+    __slots__ = ("body", "detail", "reason")
 
-    def __init__(self, reason: str, detail: str) -> None:
+    def __init__(self, reason: str, detail: str, body: bytes = b"") -> None:
         self.reason = reason
         self.detail = detail
+        self.body = body
 
     def __repr__(self) -> str:
         return f"FramingError({self.reason!r}, {self.detail!r})"
@@ -107,29 +125,56 @@ class ContentLengthFramer:
     Header names are case-insensitive and headers other than ``Content-Length`` (such
     as ``Content-Type``) are accepted and ignored.  The length must be plain decimal
     digits; signs, hex, an over-long number, two different values or a value above the
-    limit are framing errors.  After a bad header block the framer skips ahead to the
-    next ``Content-Length`` header, so a later valid message is still delivered.
+    limit are framing errors.
+
+    The framer never goes deaf.  After any bad header block, and after a declared length
+    over the limit (which may be a lie: the body may never come), it searches the input
+    for the next ``Content-Length`` header, keeping at most a few bytes between reads, so
+    an oversized body is scanned, never buffered, and a lying one costs nothing that
+    follows.  Junk glued to a header on its line (``xyzContent-Length: 5``) costs only the
+    junk: the search restarts inside that line.  A body whose declared
+    length overran the next frame (it does not end like a JSON value, or it holds a raw
+    ``CRLF CRLF``, which compact JSON never does) and that holds a well-formed length
+    header (which no JSON text can: see ``_INNER_HEADER``) is cut at that header:
+    the part before it is reported as ``length_mismatch`` (with those bytes, so the
+    connection can answer with the request's id) and framing restarts at that header.
+
+    Buffering is linear: while a body accumulates, reads are kept as a list of chunks and
+    joined once, when the body is complete; no read copies what came before it.
     """
 
     kind: FramingKind = "content-length"
 
     def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         self._max = max_message_bytes
-        self._tail = b""  # unconsumed input carried over to the next feed
+        self._tail = b""  # unconsumed header bytes carried over to the next feed
         self._need: int | None = None  # body length expected, once headers are parsed
-        self._skip = 0  # bytes of an oversized body still to discard
+        self._parts: list[bytes] = []  # the pending body's bytes so far, while it accumulates
+        self._have = 0  # len of the bytes in _parts
         self._resync = False
+        self._owed = 0  # bytes an oversized body declared that have not arrived yet
 
     def feed(self, data: bytes) -> list[bytes | FramingError]:
-        # Work on one immutable buffer with a moving offset: every byte is copied at most
-        # once more (into the body it belongs to, or into the tail kept for next time).
         out: list[bytes | FramingError] = []
-        if self._skip:
-            if len(data) <= self._skip:
-                self._skip -= len(data)
+        if self._owed:
+            self._owed = max(0, self._owed - len(data))
+        need = self._need
+        if need is not None and self._parts:
+            missing = need - self._have
+            if len(data) < missing:
+                self._parts.append(data)
+                self._have += len(data)
                 return out
-            data = data[self._skip :]
-            self._skip = 0
+            parts = self._parts
+            parts.append(data[:missing])
+            self._parts = []
+            self._have = 0
+            self._need = None
+            data = data[missing:]
+            body = b"".join(parts)
+            rest = self._check_body(body, out)
+            if rest is not None:
+                data = rest + data
         buf = self._tail + data if self._tail else data
         pos = 0
         size = len(buf)
@@ -137,10 +182,23 @@ class ContentLengthFramer:
             need = self._need
             if need is not None:
                 if size - pos < need:
+                    if pos < size:
+                        self._parts = [buf[pos:]]
+                        self._have = size - pos
+                    pos = size
                     break
-                out.append(buf[pos : pos + need])
+                body = buf[pos : pos + need]
                 pos += need
                 self._need = None
+                last = body[-1] if need else 0
+                if (last == 125 or last == 93) and _HEADER_END not in body:  # "}" or "]"
+                    out.append(body)
+                    continue
+                rest = self._check_body(body, out)
+                if rest is not None:
+                    buf = rest + buf[pos:]
+                    pos = 0
+                    size = len(buf)
                 continue
             if self._resync:
                 match = _RESYNC.search(buf, pos)
@@ -149,13 +207,13 @@ class ContentLengthFramer:
                     break
                 pos = match.start()
                 self._resync = False
+                self._owed = 0
             if pos == size:
                 break
             end = buf.find(_HEADER_END, pos)
             # The block is too large when its terminator does not start within the limit,
             # decided the same way whether the block arrived in one read or in many (so
-            # the outcome never depends on chunking), and resynchronised from the same
-            # point: just past the limit.
+            # the outcome never depends on chunking).
             if end < 0 or end - pos > MAX_HEADER_BLOCK_BYTES:
                 if end < 0 and size - pos < MAX_HEADER_BLOCK_BYTES + len(_HEADER_END):
                     break
@@ -170,9 +228,16 @@ class ContentLengthFramer:
                     length = int(value)
             if length is None:
                 length = self._parse_header(buf[pos:end], out)
-            pos = end + 4
             if length is None:
-                self._resync = True
+                # Junk glued to a header (no line break between them) costs only the junk:
+                # a header name later in the block's first line starts the next attempt.
+                line_end = buf.find(b"\r\n", pos, end)
+                match = _RESYNC.search(buf, pos + 1, end if line_end < 0 else line_end)
+                if match is not None:
+                    pos = match.start()
+                else:
+                    pos = end + 4
+                    self._resync = True
                 continue
             if length > self._max:
                 out.append(
@@ -181,16 +246,46 @@ class ContentLengthFramer:
                         f"message of {length} bytes exceeds the limit of {self._max} bytes",
                     )
                 )
-                if size - pos >= length:
-                    pos += length
-                else:
-                    self._skip = length - (size - pos)
-                    pos = size
-                    break
+                # The length may be a lie: scan for the next header instead of skipping.
+                pos = end + 4
+                self._owed = max(0, length - (size - pos))
+                self._resync = True
                 continue
+            pos = end + 4
             self._need = length
         self._tail = buf[pos:] if pos < size else b""
         return out
+
+    def _check_body(self, body: bytes, out: list[bytes | FramingError]) -> bytes | None:
+        """Append ``body`` to ``out``, or, when its declared length overran the next frame,
+        the ``length_mismatch`` error for the part before that frame's header; return the
+        bytes to frame again from that header (``None`` when the body is sound)."""
+        last = body[-1:]
+        if last in _BODY_ENDS and _HEADER_END not in body:
+            out.append(body)
+            return None
+        match = _INNER_HEADER.search(body)
+        if match is not None and body.find(_HEADER_END, match.start()) >= 0:
+            cut = match.start()
+        else:
+            # The overrun may have stopped inside the next header: ``{...}Content-Le``.
+            close = max(body.rfind(b"}"), body.rfind(b"]"))
+            if (
+                close < 0
+                or len(body) - close > _PARTIAL_KEEP
+                or not _PARTIAL_HEADER.fullmatch(body, close + 1)
+            ):
+                out.append(body)  # not framing damage that can be seen; the parser decides
+                return None
+            cut = close + 1
+        out.append(
+            FramingError(
+                "length_mismatch",
+                "Content-Length is larger than the body before the next header",
+                body[:cut],
+            )
+        )
+        return body[cut:]
 
     def _parse_header(self, header: bytes, out: list[bytes | FramingError]) -> int | None:
         """Return the body length declared by ``header``, or ``None`` after reporting why not."""
@@ -228,10 +323,18 @@ class ContentLengthFramer:
         return length
 
     def eof(self) -> list[bytes | FramingError]:
-        pending = self._need is not None or self._skip or bool(self._tail.strip())
+        # While resynchronising, what is left is junk already reported.
+        pending = (
+            self._need is not None
+            or self._owed > 0
+            or (not self._resync and bool(self._tail.strip()))
+        )
         self._tail = b""
         self._need = None
-        self._skip = 0
+        self._parts = []
+        self._have = 0
+        self._resync = False
+        self._owed = 0
         if pending:
             return [FramingError("truncated", "stream ended inside a message")]
         return []
@@ -361,18 +464,28 @@ def _content_length_frame(body: bytes) -> bytes:
     return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
 
 
-def _newline_frames(bodies: list[bytes], head: bytes = b"", tail: bytes = b"") -> list[bytes]:
-    return [b"%s%s%s\n" % (head, body, tail) for body in bodies]
+def _newline_frames(bodies: list[bytes], head: bytes = b"", tail: bytes = b"") -> bytes:
+    # One join, no Python-level work per body.
+    if not bodies:
+        return b""
+    return b"%s%s%s\n" % (head, (tail + b"\n" + head).join(bodies), tail)
 
 
-def _content_length_frames(
-    bodies: list[bytes], head: bytes = b"", tail: bytes = b""
-) -> list[bytes]:
+@functools.lru_cache(maxsize=4096)
+def _length_header(length: int) -> bytes:
+    return b"Content-Length: %d\r\n\r\n" % length
+
+
+def _content_length_frames(bodies: list[bytes], head: bytes = b"", tail: bytes = b"") -> bytes:
+    # Every step is a C-level iterator (header lengths repeat, so their bytes are cached):
+    # no Python bytecode runs per body.
     extra = len(head) + len(tail)
-    return [
-        b"Content-Length: %d\r\n\r\n%s%s%s" % (len(body) + extra, head, body, tail)
-        for body in bodies
-    ]
+    headers = map(_length_header, map(extra.__add__, map(len, bodies)))
+    return b"".join(
+        itertools.chain.from_iterable(
+            zip(headers, itertools.repeat(head), bodies, itertools.repeat(tail))
+        )
+    )
 
 
 def frame_encoder(kind: FramingKind) -> Callable[[bytes], bytes]:
@@ -381,10 +494,11 @@ def frame_encoder(kind: FramingKind) -> Callable[[bytes], bytes]:
     return _newline_frame if kind == "newline" else _content_length_frame
 
 
-def frames_encoder(kind: FramingKind) -> Callable[[list[bytes], bytes, bytes], list[bytes]]:
+def frames_encoder(kind: FramingKind) -> Callable[[list[bytes], bytes, bytes], bytes]:
     """Return the function that frames many bodies for ``kind`` in one call:
-    ``encode(bodies, head, tail)`` returns one frame per body, each framing
-    ``head + body + tail`` without building that concatenation first; never raises."""
+    ``encode(bodies, head, tail)`` returns the bytes of one frame per body, each framing
+    ``head + body + tail``, joined, without building any concatenation per body; never
+    raises."""
     return _newline_frames if kind == "newline" else _content_length_frames
 
 

@@ -1212,6 +1212,7 @@ export interface Methods {
     result: PingResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** One event of a session. */
   event: {
@@ -1229,6 +1230,7 @@ export interface Methods {
     result: EventsReadResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Stop the bridge process. */
   exit: {
@@ -1246,6 +1248,7 @@ export interface Methods {
     result: InitializeResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** The host is ready. */
   initialized: {
@@ -1272,6 +1275,7 @@ export interface Methods {
     result: InteractionRespondResult;
     since: 1;
     stability: "stable";
+    cancellable: false;
   };
   /** List providers with their descriptors and availability. */
   "providers/list": {
@@ -1281,6 +1285,7 @@ export interface Methods {
     result: ProvidersListResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Interrupt a run; the terminal event follows. */
   "run/interrupt": {
@@ -1290,6 +1295,7 @@ export interface Methods {
     result: RunInterruptResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Start a run; returns at once, events follow. */
   "run/start": {
@@ -1299,6 +1305,7 @@ export interface Methods {
     result: RunStartResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Give an active run more input (where the provider supports it). */
   "run/steer": {
@@ -1308,6 +1315,7 @@ export interface Methods {
     result: Empty;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Replay a session's events after a sequence, then follow it live. */
   "session/attach": {
@@ -1317,6 +1325,7 @@ export interface Methods {
     result: SessionAttachResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Interrupt the active run and close the session. */
   "session/close": {
@@ -1326,6 +1335,7 @@ export interface Methods {
     result: SessionResult;
     since: 1;
     stability: "stable";
+    cancellable: false;
   };
   /** Create a session on a provider. */
   "session/create": {
@@ -1335,6 +1345,7 @@ export interface Methods {
     result: SessionResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Close a session and delete its history. */
   "session/delete": {
@@ -1344,6 +1355,7 @@ export interface Methods {
     result: SessionDeleteResult;
     since: 1;
     stability: "stable";
+    cancellable: false;
   };
   /** Return the session's recovery record. */
   "session/export": {
@@ -1353,6 +1365,7 @@ export interface Methods {
     result: SessionExportResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** List sessions, newest first. */
   "session/list": {
@@ -1362,6 +1375,7 @@ export interface Methods {
     result: SessionListResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Continue a provider session from a recovery record, or reopen a session by id. */
   "session/resume": {
@@ -1371,6 +1385,7 @@ export interface Methods {
     result: SessionResult;
     since: 1;
     stability: "stable";
+    cancellable: true;
   };
   /** Close every session; the host then sends exit. */
   shutdown: {
@@ -1380,6 +1395,7 @@ export interface Methods {
     result: NullResult;
     since: 1;
     stability: "stable";
+    cancellable: false;
   };
 }
 

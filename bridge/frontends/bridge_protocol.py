@@ -237,7 +237,8 @@ class BridgeFrontend:
         return None
 
     def _exit(self, _params: Any) -> None:
-        self.conn.close()
+        # Replies already produced (and a ``shutdown`` still finishing) are written first.
+        self.conn.finish()
 
     # ------------------------------------------------------------------ methods
 
@@ -333,7 +334,9 @@ class BridgeFrontend:
                 notifications[info.name] = Method(handler)  # params ignored
             else:
                 is_async = inspect.iscoroutinefunction(handler)
-                methods[info.name] = Method(handler, info.params, is_async=is_async)
+                methods[info.name] = Method(
+                    handler, info.params, is_async=is_async, cancellable=info.cancellable
+                )
         return methods, notifications
 
     # ------------------------------------------------------------------ serving

@@ -11,7 +11,7 @@ from __future__ import annotations
 from agent_bridge.journal.base import History, SessionRecord
 from agent_bridge.journal.blocks import TYPE_CODES
 from agent_bridge.journal.errors import JournalError
-from agent_bridge.journal.memory import MemoryHistory
+from agent_bridge.journal.memory import DEFAULT_MEMORY_HISTORY_MB, MemoryHistory
 from agent_bridge.journal.paging import page_range
 from agent_bridge.journal.paths import MEMORY, resolve_state_dir
 from agent_bridge.journal.raw import encode_raw
@@ -39,13 +39,15 @@ def open_history(
     *,
     retention: Retention = Retention(),  # noqa: B008 - frozen
     sync: Sync = "normal",
+    memory_bytes: int = DEFAULT_MEMORY_HISTORY_MB * 1024 * 1024,
 ) -> History:
     """Return the history for ``state_dir`` (the ``--state-dir`` value, or ``None`` for
     the environment or platform default): :class:`MemoryHistory` for ``:memory:``, else
-    the opened journal.  Raises :class:`JournalError`."""
+    the opened journal; ``memory_bytes`` bounds the memory history.  Raises
+    :class:`JournalError`."""
     resolved = resolve_state_dir(state_dir)
     if resolved == MEMORY:
-        return MemoryHistory()
+        return MemoryHistory(memory_bytes)
     from agent_bridge.journal.journal import Journal
 
     return Journal.open(resolved, retention=retention, sync=sync)

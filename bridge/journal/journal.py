@@ -27,7 +27,6 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-import anyio.to_thread
 import msgspec
 
 from agent_bridge.ids import Clock
@@ -59,6 +58,7 @@ from agent_bridge.journal.writer import (
     Writer,
 )
 from agent_bridge.wire.methods import RawRecord
+from agent_bridge.workers import run_sync
 
 __all__ = ["Journal"]
 
@@ -180,8 +180,8 @@ class Journal:
             if self._started:
                 await self.committed_through(self.mark())
                 self._writer.stop()
-                await anyio.to_thread.run_sync(self._writer.join)
-            await anyio.to_thread.run_sync(self._close_sync)
+                await run_sync(self._writer.join)
+            await run_sync(self._close_sync)
 
     def _close_sync(self) -> None:
         with self._control_lock:
@@ -356,12 +356,12 @@ class Journal:
     async def find_receipt(self, command_id: str) -> tuple[bytes, bytes] | None:
         """Return ``(payload, result)`` of the first use of ``command_id``, if stored."""
         self._check()
-        return await anyio.to_thread.run_sync(self._reader.receipt, command_id)
+        return await run_sync(self._reader.receipt, command_id)
 
     async def load_session(self, session_id: str) -> SessionRecord | None:
         """Return the stored session, or ``None``."""
         self._check()
-        return await anyio.to_thread.run_sync(self._reader.session, session_id)
+        return await run_sync(self._reader.session, session_id)
 
     async def list_sessions(
         self, provider: str | None, workspace: str | None, cursor: str | None, limit: int
@@ -372,7 +372,7 @@ class Journal:
             after = int(cursor) if cursor is not None else None
         except ValueError:
             after = 0
-        records, more = await anyio.to_thread.run_sync(
+        records, more = await run_sync(
             self._reader.sessions, provider, workspace, after, limit
         )
         return records, None if more is None else str(more)
@@ -380,12 +380,12 @@ class Journal:
     async def read_events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
         """Return the stored envelopes of sequences ``lo``..``hi``."""
         self._check()
-        return await anyio.to_thread.run_sync(self._reader.events, session_id, lo, hi)
+        return await run_sync(self._reader.events, session_id, lo, hi)
 
     async def read_raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
         """Return the raw records events ``lo``..``hi`` were projected from."""
         self._check()
-        return await anyio.to_thread.run_sync(self._reader.raw, session_id, lo, hi)
+        return await run_sync(self._reader.raw, session_id, lo, hi)
 
     # ------------------------------------------------------------------ ownership
 
@@ -394,7 +394,7 @@ class Journal:
         first if its owner crashed); return the status and, when claimed, the record."""
         self._check()
         await self.committed_through(self.mark())
-        return await anyio.to_thread.run_sync(self._claim_sync, session_id)
+        return await run_sync(self._claim_sync, session_id)
 
     def _take_from_dead_owner(self, owner: str) -> bool:
         """Recover ``owner``'s sessions if it is gone; return whether it was gone."""
@@ -433,7 +433,7 @@ class Journal:
         """Delete everything stored about a session that no other live process has open."""
         self._check()
         await self.committed_through(self.mark())
-        status = await anyio.to_thread.run_sync(self._delete_sync, session_id)
+        status = await run_sync(self._delete_sync, session_id)
         if status == "deleted":
             self._writer.forget(session_id)
         return status

@@ -2,40 +2,92 @@
 
 Everything lives in this process and is gone when it ends; every write is "committed" at
 once, so the runtime sends events to the host without waiting.
+
+It is bounded: the events of all sessions (and the raw provider records they came from)
+share a budget of ``max_bytes`` (``--memory-history-mb``, :data:`DEFAULT_MEMORY_HISTORY_MB`
+MiB by default).  Each session's events are a ring: when an append takes the total over
+the budget, the appending session's oldest events (and raw records no longer referenced)
+are dropped until the total fits again with a slack of 1/32 of the budget (so drops come
+in batches), always keeping that session's newest event.  So
+a quiet session keeps its history while a busy one keeps its recent past, and the total
+never exceeds the budget by more than one event.  Sequences stay gapless and are never
+reused; reading events that were dropped answers ``history_unavailable``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
-from agent_bridge.eventlog import EventLog
 from agent_bridge.journal.base import ClaimStatus, DeleteStatus, SessionRecord
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.wire.methods import RawRecord
 
-__all__ = ["MemoryHistory"]
+__all__ = ["DEFAULT_MEMORY_HISTORY_MB", "MemoryHistory"]
+
+DEFAULT_MEMORY_HISTORY_MB: Final = 64
+#: what one kept envelope costs besides its bytes (the bytes object and its deque slot)
+_OVERHEAD: Final = 48
 
 
 class _Stored:
-    __slots__ = ("changes", "log", "raw", "raw_id", "record")
+    __slots__ = ("bodies", "changes", "first", "raw", "raw_id", "record", "size")
 
     def __init__(self, record: SessionRecord) -> None:
         self.record = record
-        self.log = EventLog()
+        #: the kept envelopes, oldest first; ``bodies[0]`` is sequence ``first`` (a list,
+        #: not a deque: an empty deque costs ~600 bytes per session, an empty list 56)
+        self.bodies: list[bytes] = []
+        self.first = 1
+        #: bytes this session holds against the budget
+        self.size = 0
         self.raw: dict[int, bytes] = {}
         #: the latest event's raw record (0: none), and ``(sequence, raw_id)`` where it changed
         self.raw_id = 0
         self.changes: list[tuple[int, int]] = []
 
+    @property
+    def last_sequence(self) -> int:
+        return self.first + len(self.bodies) - 1
+
+    def page(self, lo: int, hi: int) -> list[bytes]:
+        """The kept envelopes of sequences ``lo``..``hi`` (fewer when some were dropped)."""
+        start = max(lo, self.first) - self.first
+        stop = min(hi, self.last_sequence) - self.first + 1
+        if stop <= start:
+            return []
+        return self.bodies[start:stop]
+
+    def evict(self, need: int) -> int:
+        """Drop the oldest envelopes (keeping the newest) until ``need`` bytes are freed or
+        only one is left; return the bytes freed.  Callers ask for a slack beyond what
+        they must free, so the one ``del`` of a list prefix is amortised over many appends."""
+        bodies = self.bodies
+        freed = 0
+        count = 0
+        keep = len(bodies) - 1
+        while freed < need and count < keep:
+            freed += len(bodies[count]) + _OVERHEAD
+            count += 1
+        del bodies[:count]
+        self.first += count
+        changes = self.changes
+        while len(changes) > 1 and changes[1][0] <= self.first:
+            _, raw_id = changes.pop(0)
+            record = self.raw.pop(raw_id, None)
+            if record is not None:
+                freed += len(record)
+        self.size -= freed
+        return freed
+
     def links(self) -> list[tuple[int, int, int]]:
         """The ``(first_seq, last_seq, raw_id)`` spans of events that came from a raw record."""
         if not self.changes:
             return []
-        bounds = [seq for seq, _ in self.changes[1:]] + [self.log.last_sequence + 1]
+        bounds = [seq for seq, _ in self.changes[1:]] + [self.last_sequence + 1]
         return [
             (seq, stop - 1, raw_id)
             for (seq, raw_id), stop in zip(self.changes, bounds, strict=True)
@@ -44,11 +96,15 @@ class _Stored:
 
 
 class MemoryHistory:
-    """:class:`~bridge.journal.base.History` kept in this process only."""
+    """:class:`~bridge.journal.base.History` kept in this process only, within
+    ``max_bytes`` (see the module docstring)."""
 
     durable = False
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int = DEFAULT_MEMORY_HISTORY_MB * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        #: bytes held by every session's kept events and raw records
+        self.size = 0
         self.appended = 0
         self.committed = 0
         self._sessions: dict[str, _Stored] = {}
@@ -81,16 +137,24 @@ class MemoryHistory:
     def append(self, session_id: str, sequence: int, code: int, body: bytes, raw_id: int) -> None:
         """Append the event at ``sequence``."""
         stored = self._sessions[session_id]
-        stored.log.append(body)
+        stored.bodies.append(body)
+        cost = len(body) + _OVERHEAD
+        stored.size += cost
+        self.size += cost
         self.appended += 1
         self.committed += 1
         if raw_id != stored.raw_id:
             stored.changes.append((sequence, raw_id))
             stored.raw_id = raw_id
+        if self.size > self.max_bytes:
+            self.size -= stored.evict(self.size - self.max_bytes + (self.max_bytes >> 5))
 
     def add_raw(self, session_id: str, raw_id: int, record: bytes) -> None:
         """Keep a raw provider record."""
-        self._sessions[session_id].raw[raw_id] = record
+        stored = self._sessions[session_id]
+        stored.raw[raw_id] = record
+        stored.size += len(record)
+        self.size += len(record)
 
     def run_started(self, session_id: str, run_id: str, sequence: int) -> None:
         """Runs are only in the runtime's memory."""
@@ -128,7 +192,7 @@ class MemoryHistory:
         return self._receipts.get(command_id)
 
     def _record(self, stored: _Stored) -> SessionRecord:
-        return dataclasses.replace(stored.record, last_sequence=stored.log.last_sequence)
+        return dataclasses.replace(stored.record, last_sequence=stored.last_sequence)
 
     async def load_session(self, session_id: str) -> SessionRecord | None:
         """Return the session, or ``None``."""
@@ -158,8 +222,7 @@ class MemoryHistory:
         stored = self._sessions.get(session_id)
         if stored is None or hi < lo:
             return []
-        page, _ = stored.log.page(after=lo - 1, limit=hi - lo + 1)
-        return page
+        return stored.page(lo, hi)
 
     async def read_raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
         """Return the raw records events ``lo``..``hi`` were projected from."""
@@ -182,8 +245,10 @@ class MemoryHistory:
 
     async def delete(self, session_id: str) -> DeleteStatus:
         """Forget a session."""
-        if self._sessions.pop(session_id, None) is None:
+        stored = self._sessions.pop(session_id, None)
+        if stored is None:
             return "not_found"
+        self.size -= stored.size
         self._receipts = {
             k: v for k, v in self._receipts.items() if not _for_session(v[0], session_id)
         }

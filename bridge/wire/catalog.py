@@ -58,6 +58,10 @@ class MethodInfo:
     since: int
     stability: Literal["stable", "experimental"]
     summary: str
+    #: whether ``$/cancelRequest`` stops it while in progress (answered ``-32800``); a
+    #: method whose work cannot stop half way (a close, a delete, an applied answer)
+    #: ignores the cancellation and answers with its result
+    cancellable: bool = True
 
 
 def handler_name(method: str) -> str:
@@ -67,9 +71,25 @@ def handler_name(method: str) -> str:
 
 
 def _req(
-    name: str, params: Any, result: Any, summary: str, stability: str = "stable"
+    name: str,
+    params: Any,
+    result: Any,
+    summary: str,
+    stability: str = "stable",
+    *,
+    cancellable: bool = True,
 ) -> MethodInfo:
-    return MethodInfo(name, "host->bridge", "request", params, result, 1, stability, summary)  # type: ignore[arg-type]
+    return MethodInfo(
+        name,
+        "host->bridge",
+        "request",
+        params,
+        result,
+        1,
+        stability,  # type: ignore[arg-type]
+        summary,
+        cancellable,
+    )
 
 
 CATALOG: Final[tuple[MethodInfo, ...]] = (
@@ -89,7 +109,13 @@ CATALOG: Final[tuple[MethodInfo, ...]] = (
         "stable",
         "The host is ready.",
     ),
-    _req("shutdown", Empty, None, "Close every session; the host then sends exit."),
+    _req(
+        "shutdown",
+        Empty,
+        None,
+        "Close every session; the host then sends exit.",
+        cancellable=False,
+    ),
     MethodInfo(
         "exit", "host->bridge", "notification", Empty, None, 1, "stable", "Stop the bridge process."
     ),
@@ -107,6 +133,7 @@ CATALOG: Final[tuple[MethodInfo, ...]] = (
         SessionRef,
         SessionResult,
         "Interrupt the active run and close the session.",
+        cancellable=False,
     ),
     _req(
         "session/export", SessionRef, SessionExportResult, "Return the session's recovery record."
@@ -128,6 +155,7 @@ CATALOG: Final[tuple[MethodInfo, ...]] = (
         SessionRef,
         SessionDeleteResult,
         "Close a session and delete its history.",
+        cancellable=False,
     ),
     _req(
         "run/start", RunStartParams, RunStartResult, "Start a run; returns at once, events follow."
@@ -149,6 +177,7 @@ CATALOG: Final[tuple[MethodInfo, ...]] = (
         InteractionRespondParams,
         InteractionRespondResult,
         "Answer an interaction by id.",
+        cancellable=False,
     ),
     _req("events/read", EventsReadParams, EventsReadResult, "Read a page of a session's events."),
     MethodInfo(

@@ -49,6 +49,7 @@ FRAMING_REASONS = {
     "too_large",
     "bad_header",
     "header_too_large",
+    "length_mismatch",
     "truncated",
 }
 #: Every code a connection may answer bad input with.

@@ -861,6 +861,22 @@ async def test_case_24_cancel_in_flight_async_request_gets_exactly_one_request_c
         assert await peer.until_sync() == []
 
 
+async def test_cancel_request_for_an_uncancellable_method_is_ignored_and_its_result_sent() -> None:
+    # Issue 11, case 4: a method that cannot stop half way says so (``cancellable``) and
+    # a ``$/cancelRequest`` for it is ignored; the result arrives, never -32800.
+    gate = Gate()
+    pinned = Method(gate, params_type=Any, is_async=True, cancellable=False)
+    async with serve(methods={"close": pinned}) as (_conn, peer):
+        await peer.send(_req("c", "close", [2]))
+        await gate.any_started.wait()
+        await peer.send(_cancel("c"))
+        assert await peer.until_sync() == []
+        gate.release.set()
+        reply = await peer.recv()
+        assert reply == {"jsonrpc": "2.0", "id": "c", "result": {"done": [2]}}
+        assert gate.cancelled == []
+
+
 async def test_case_24_cancel_with_big_integer_id() -> None:
     gate = Gate()
     async with serve(methods={"slow": _slow(gate)}) as (_conn, peer):
@@ -1234,7 +1250,12 @@ async def test_framing_errors_counted_and_stream_continues() -> None:
     limits = Limits(max_message_bytes=64)
     async with serve(limits=limits) as (conn, peer):
         await peer.send_raw(b"Content-Length: abc\r\n\r\n{}" + peer.frame(b'"' + b"a" * 70 + b'"'))
-        assert await peer.until_sync() == []
+        replies = await peer.until_sync()
+        # Each rejected frame is answered (id null), not only logged (issue 11, case 2).
+        assert [(r["id"], r["error"]["code"], r["error"]["data"]["reason"]) for r in replies] == [
+            (None, -32700, "bad_content_length"),
+            (None, -32600, "too_large"),
+        ]
         assert conn.framing_errors == 2
 
 
@@ -1250,7 +1271,8 @@ async def test_max_message_bytes_at_limit_served_and_one_over_dropped() -> None:
     async with serve(methods=_ECHO, limits=limits) as (conn, peer):
         await peer.send(_padded_request(1, 120), _padded_request(2, 121))
         replies = await peer.until_sync()
-        assert [r["id"] for r in replies] == [1]
+        assert [r["id"] for r in replies] == [1, None]
+        assert replies[1]["error"]["data"] == {"reason": "too_large"}
         assert replies[0]["result"]["text"] == json.loads(_padded_request(1, 120))["params"]["text"]
         assert conn.framing_errors == 1
 

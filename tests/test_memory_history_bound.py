@@ -1,0 +1,73 @@
+"""``--state-dir :memory:`` history is bounded: a ring per session under one budget (issue 17).
+
+Before: it kept every event (546 MB after 1.1M events).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import anyio
+
+from agent_bridge.journal import open_history
+from agent_bridge.journal.base import SessionRecord
+from agent_bridge.journal.memory import MemoryHistory
+
+
+def _record(session_id: str) -> SessionRecord:
+    import dataclasses
+
+    fields = {f.name for f in dataclasses.fields(SessionRecord)}
+    values: dict[str, object] = {
+        "session_id": session_id,
+        "provider_id": "scripted",
+        "state": "active",
+        "created_at": "2026-01-01T00:00:00.000Z",
+        "updated_at": "2026-01-01T00:00:00.000Z",
+        "provider_version": None,
+        "workspace": None,
+        "title": None,
+    }
+    return SessionRecord(**{k: v for k, v in values.items() if k in fields})  # type: ignore[arg-type]
+
+
+def test_memory_history_keeps_the_newest_events_within_its_budget() -> None:
+    budget = 64 * 1024
+    history = MemoryHistory(max_bytes=budget)
+    history.add_session(_record("quiet"))
+    history.add_session(_record("busy"))
+    for seq in range(1, 11):
+        history.append("quiet", seq, 1, b'{"q":%d}' % seq, 0)
+    body = b"x" * 500
+    for seq in range(1, 10_001):
+        history.add_raw("busy", seq, b"r" * 100) if seq % 100 == 1 else None
+        history.append("busy", seq, 1, body + b"%d" % seq, seq - (seq - 1) % 100)
+        assert history.size <= budget + len(body) + 200
+    assert history.size <= budget
+
+    async def read() -> tuple[list[bytes], list[bytes], list[bytes], object]:
+        quiet = await history.read_events("quiet", 1, 10)
+        newest = await history.read_events("busy", 9_991, 10_000)
+        oldest = await history.read_events("busy", 1, 10)
+        record = await history.load_session("busy")
+        return quiet, newest, oldest, record
+
+    quiet, newest, oldest, record = anyio.run(read)
+    assert len(quiet) == 10  # a quiet session keeps its history
+    assert newest == [body + b"%d" % s for s in range(9_991, 10_001)]
+    assert oldest == []  # dropped: the runtime answers history_unavailable
+    assert record.last_sequence == 10_000  # type: ignore[attr-defined]
+    assert len(history._sessions["busy"].raw) <= 2  # raw records follow their events out
+
+
+def test_open_history_memory_takes_the_budget_and_serve_help_states_it() -> None:
+    history = open_history(":memory:", memory_bytes=1234)
+    assert isinstance(history, MemoryHistory) and history.max_bytes == 1234
+    text = subprocess.run(
+        [sys.executable, "-m", "agent_bridge", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "--memory-history-mb" in text and "ring" in text
