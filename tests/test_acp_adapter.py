@@ -428,6 +428,7 @@ async def test_approval_allowed_and_denied(fake: Fake) -> None:
         assert [t["status"] for t in tools] == ["started", "completed"]
         assert tools[0]["name"] == "execute"
         assert text_of(payloads) == "Tool finished."
+        assert not codes(payloads) & {"acp_unknown_update"}
 
         payloads = await run_text(bridge, session_id, "TOOL:touch denied.txt", deny)
         assert not (fake.work / "denied.txt").exists()
@@ -495,6 +496,27 @@ async def test_updates_map_to_events_and_unknown_keeps_raw(fake: Fake) -> None:
         raws = [r for r in page["raw"] if r["spans"][0][0] == unknown[0]]
         assert raws[0]["record"]["update"] == {"sessionUpdate": "_fake_weather", "sunny": True}
     fake.check_schema(off_schema="_fake_weather")
+
+
+async def test_tool_calls_carry_the_tool_model_and_edits(fake: Fake) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        path = str(fake.work / "a.txt")
+        tools = of_type(await run_text(bridge, session_id, f"EDIT:{path}"), "tool.activity")
+        assert tools[0] == {
+            "type": "tool.activity", "toolCallId": "edit_1", "name": "edit",
+            "status": "started", "input": {"file_path": path}, "kind": "edit",
+            "title": "Edit a.txt", "locations": [{"path": path, "line": 1}],
+        }
+        assert tools[1]["status"] == "completed"
+        assert tools[1]["content"] == [
+            {"type": "edit", "path": path, "oldText": "a\n", "newText": "b\n"}
+        ]
+        allowed = of_type(await run_text(bridge, session_id, "TOOL:touch t.txt", allow()),
+                          "tool.activity")
+        assert allowed[0]["kind"] == "execute" and allowed[0]["title"] == "touch t.txt"
+        assert allowed[0]["content"][0]["type"] == "text"
+    fake.check_schema()
 
 
 async def test_fs_callbacks_only_when_enabled_and_confined(fake: Fake, tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ from agent_bridge.wire.interactions import (
     QuestionSetAnswer,
     QuestionSetRequest,
 )
+from agent_bridge.wire.tools import ToolContent, ToolEdit, ToolKind, ToolLocation, ToolText
 
 __all__ = [
     "Permission",
@@ -112,13 +113,76 @@ def tool_output(content: Any) -> str | None:
 
 
 def tool_name(call: Mapping[str, Any]) -> str:
-    """The name a tool call is reported under: ACP's ``kind`` (``execute``, ``edit`` …),
-    else ``other``."""
+    """The name a tool call is reported under: the agent's tool name (ACP's optional
+    ``name``), else its ``kind`` (``execute``, ``edit`` …), else ``other``."""
+    for key in ("name", "kind"):
+        value = call.get(key)
+        if isinstance(value, str) and value:
+            return value[:200]
+    return "other"
+
+
+_KINDS: Final[frozenset[str]] = frozenset(
+    ("read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other")
+)
+#: At most this many content items and locations per event.
+MAX_ITEMS: Final = 64
+
+
+def tool_kind(call: Mapping[str, Any]) -> ToolKind:
+    """ACP's tool kind (``switch_mode`` and unknown kinds are ``other``)."""
     kind = call.get("kind")
-    return kind if isinstance(kind, str) and kind else "other"
+    return kind if isinstance(kind, str) and kind in _KINDS else "other"  # type: ignore[return-value]
 
 
-def _tool_payloads(state: TurnState, call: Mapping[str, Any]) -> list[ProviderPayload]:
+def tool_locations(value: Any) -> tuple[ToolLocation, ...]:
+    """ACP ``locations`` → the bridge's."""
+    out: list[ToolLocation] = []
+    for loc in objs(value)[:MAX_ITEMS]:
+        if isinstance(loc.get("path"), str):
+            line = loc.get("line")
+            out.append(ToolLocation(loc["path"], line if isinstance(line, int) else None))
+    return tuple(out)
+
+
+def tool_content(value: Any) -> tuple[ToolContent, ...]:
+    """ACP tool-call ``content`` → text items and structured edits (a ``diff``); a
+    ``terminal`` item has nothing to show here and is skipped."""
+    out: list[ToolContent] = []
+    for item in objs(value)[:MAX_ITEMS]:
+        if item.get("type") == "content":
+            text = _text_of(item.get("content"))
+            if text:
+                out.append(ToolText(text[:MAX_OUTPUT_CHARS]))
+        elif item.get("type") == "diff" and isinstance(item.get("path"), str):
+            new, old = item.get("newText"), item.get("oldText")
+            out.append(
+                ToolEdit(
+                    path=item["path"],
+                    new_text=new if isinstance(new, str) else "",
+                    old_text=old if isinstance(old, str) else None,
+                )
+            )
+    return tuple(out)
+
+
+def _view(call: Mapping[str, Any], *, first: bool) -> dict[str, Any]:
+    """The tool-call model fields of ``call`` that it carries (all of them on the first
+    event of a call)."""
+    view: dict[str, Any] = {}
+    if first or "kind" in call:
+        view["kind"] = tool_kind(call)
+    title = call.get("title")
+    if isinstance(title, str) and title:
+        view["title"] = title[:500]
+    if "locations" in call:
+        view["locations"] = tool_locations(call.get("locations"))
+    if "content" in call:
+        view["content"] = tool_content(call.get("content"))
+    return view
+
+
+def tool_payloads(state: TurnState, call: Mapping[str, Any]) -> list[ProviderPayload]:
     tool_id = call.get("toolCallId")
     if not isinstance(tool_id, str):
         return []
@@ -128,17 +192,24 @@ def _tool_payloads(state: TurnState, call: Mapping[str, Any]) -> list[ProviderPa
     if name is None:
         name = tool_name(call)
         state.tools[tool_id] = name
-        out.append(ToolActivity(tool_id, name, "started", input=call.get("rawInput")))
+        view = _view(call, first=True)
+        out.append(ToolActivity(tool_id, name, "started", input=call.get("rawInput"), **view))
         if status == "started":
             return out
+        # Gemini reports a call only when it ends: its content goes with the end.
     if tool_id in state.finished_tools:
         return out
     output = tool_output(call.get("content"))
+    view = _view(call, first=False)
+    if not view.get("content"):
+        view.pop("content", None)
+    if not view.get("locations"):
+        view.pop("locations", None)
     if status in ("completed", "failed"):
         state.finished_tools.add(tool_id)
-        out.append(ToolActivity(tool_id, name, status, output=output))
-    elif output is not None:
-        out.append(ToolActivity(tool_id, name, "output", output=output))
+        out.append(ToolActivity(tool_id, name, status, output=output, **view))
+    elif output is not None or "content" in view or "locations" in view:
+        out.append(ToolActivity(tool_id, name, "output", output=output, **view))
     return out
 
 
@@ -189,7 +260,7 @@ def update_payloads(state: TurnState, update: Mapping[str, Any]) -> list[Provide
         text = _text_of(update.get("content"))
         return [ThinkingDelta(text)] if text else []
     if kind in ("tool_call", "tool_call_update"):
-        return _tool_payloads(state, update)
+        return tool_payloads(state, update)
     if kind == "plan":
         return [_plan(update)]
     if kind == "usage_update":
@@ -269,7 +340,7 @@ def permission_request(params: Mapping[str, Any], cwd: str | None) -> Permission
         if isinstance(kind, str) and isinstance(option_id, str):
             by_kind.setdefault(kind, option_id)
     call = obj(params.get("toolCall"))
-    kind = tool_name(call)
+    kind = tool_kind(call)
     title = call.get("title")
     title = title if isinstance(title, str) and title else f"Run a {kind} tool"
     modes: list[ApprovalMode] = []
@@ -281,7 +352,7 @@ def permission_request(params: Mapping[str, Any], cwd: str | None) -> Permission
     request = ApprovalRequest(
         action=action,
         title=title[:500],
-        tool_name=kind,
+        tool_name=tool_name(call),
         input=call.get("rawInput"),
         command=title[:2000] if action == "command" else None,
         cwd=cwd if action == "command" else None,

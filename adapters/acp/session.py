@@ -421,7 +421,7 @@ class AcpSession(ProviderSession):
         permission = mapping.permission_request(params, self.settings.cwd)
         call = p.obj(params.get("toolCall"))
         if isinstance(call.get("toolCallId"), str):
-            for payload in mapping.update_payloads(run.state, {**call, "status": "pending"}):
+            for payload in mapping.tool_payloads(run.state, {**call, "status": "pending"}):
                 run.emit(payload, raw=bytes(raw))
         handle = run.ctx.open_interaction(permission.request)
         run.pending.add(handle)
