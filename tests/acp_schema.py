@@ -22,7 +22,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = ROOT / ".tools/npm/node_modules/@agentclientprotocol/sdk/schema/v1/schema.json"
+TOOLS_DIR = Path(os.environ.get("AGENT_BRIDGE_TOOLS_DIR") or ROOT / ".tools" / "npm")
+DEFAULT = TOOLS_DIR / "node_modules/@agentclientprotocol/sdk/schema/v1/schema.json"
 
 Msg = dict[str, Any]
 
