@@ -236,6 +236,9 @@ def test_mapping_the_transcript() -> None:
     assert mapping.prompt_outcome({"stopReason": "cancelled"}, interrupt_requested=True).state == (
         "interrupted"
     )
+    # An agent ending a turn "cancelled" by itself (codex-acp after a rejection): completed.
+    unasked = mapping.prompt_outcome({"stopReason": "cancelled"}, interrupt_requested=False)
+    assert (unasked.state, unasked.stop_reason) == ("completed", "cancelled")
 
 
 # --------------------------------------------------------------------------- units
@@ -280,7 +283,7 @@ def test_config_entries() -> None:
 
 def test_gemini_descriptor_declares_its_resume_defect() -> None:
     d = gemini_provider().describe()
-    assert d.id == "gemini" and d.display_name == "Gemini CLI"
+    assert d.id == "gemini" and d.display_name == "Gemini CLI" and d.maturity == "verified"
     assert d.capabilities.recovery.resume is False
     assert d.capabilities.run.interrupt == "cooperative"
     names = {o.name for o in d.options}

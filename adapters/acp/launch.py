@@ -56,12 +56,17 @@ class Hints:
     ``resume``: whether a session can be continued in a *new* agent process (``None``:
     trust what the agent advertises; ``False``: it cannot, whatever it advertises — an
     upstream defect, named in ``resume_defect``).  ``auth_method``: the ``authenticate``
-    method to call when the session's options name none.
+    method to call when the session's options name none.  ``restart_after_cancel``: the
+    agent is not usable after a cancelled prompt (claude-agent-acp 0.23: the turns shift
+    by one), so after an interrupted run the adapter starts a new agent process and
+    continues the session there (``session/resume`` or ``session/load``) before the next
+    run.
     """
 
     resume: bool | None = None
     resume_defect: str | None = None
     auth_method: str | None = None
+    restart_after_cancel: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +117,8 @@ GEMINI: Final = AgentSpec(
             '"No previous sessions found for this project"'
         ),
     ),
-    maturity="experimental",
+    # Proven end to end (tests/test_acp_e2e.py, in CI with the pinned version).
+    maturity="verified",
     executable_env="AGENT_BRIDGE_GEMINI_PATH",
     install_hint="install the Gemini CLI (npm package @google/gemini-cli)",
 )
@@ -153,7 +159,7 @@ def _names(value: Any, what: str) -> tuple[str, ...]:
 def spec_from_entry(agent_id: str, entry: Mapping[str, Any]) -> AgentSpec:
     """An agent entry (a table of the configuration file, or the ``agent`` option) →
     :class:`AgentSpec`.  Keys: ``command`` (argv, required), ``displayName``, ``env``,
-    ``passEnv``, ``authMethod``, ``resume`` (bool)."""
+    ``passEnv``, ``authMethod``, ``resume`` and ``restartAfterCancel`` (bools)."""
     if not _ID.fullmatch(agent_id):
         raise ConfigEntryError("the agent id must be lower-case letters, digits, '-', '_', '.'")
     argv = _strings(entry.get("command"), "command")
@@ -168,13 +174,16 @@ def spec_from_entry(agent_id: str, entry: Mapping[str, Any]) -> AgentSpec:
     resume = entry.get("resume")
     if resume is not None and not isinstance(resume, bool):
         raise ConfigEntryError("resume must be true or false")
+    restart = entry.get("restartAfterCancel", False)
+    if not isinstance(restart, bool):
+        raise ConfigEntryError("restartAfterCancel must be true or false")
     return AgentSpec(
         id=agent_id,
         display_name=name[:200],
         argv=argv,
         env=_env_table(entry.get("env"), "env"),
         pass_env=_names(entry.get("passEnv"), "passEnv"),
-        hints=Hints(resume=resume, auth_method=auth),
+        hints=Hints(resume=resume, auth_method=auth, restart_after_cancel=restart),
     )
 
 

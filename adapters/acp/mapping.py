@@ -288,11 +288,12 @@ def update_payloads(state: TurnState, update: Mapping[str, Any]) -> list[Provide
 
 
 def prompt_outcome(result: Any, *, interrupt_requested: bool) -> RunOutcome:
-    """A ``session/prompt`` result → how the run ended: ``cancelled`` is interrupted,
-    other stop reasons are completed with that reason; a missing or unknown one is a
-    contract violation."""
+    """A ``session/prompt`` result → how the run ended: ``cancelled`` after an interrupt
+    is interrupted; other stop reasons — and ``cancelled`` the agent chose itself (codex-acp
+    ends the turn so when a command is rejected) — are completed with that reason; a
+    missing or unknown one is a contract violation."""
     stop = obj(result).get("stopReason")
-    if stop == "cancelled":
+    if stop == "cancelled" and interrupt_requested:
         return RunOutcome.interrupted()
     if isinstance(stop, str) and stop in STOP_REASONS:
         return RunOutcome.completed(stop)

@@ -150,6 +150,9 @@ class AcpSession(ProviderSession):
         self._run: AcpRun | None = None
         self._disposed = False
         self._loading = False
+        #: The last run was cancelled and the agent must be restarted before the next
+        #: (hint ``restart_after_cancel``).
+        self._restart = False
         self.info: p.AgentInfo | None = None
         self.callbacks = Callbacks(
             workspace=settings.workspace,
@@ -348,6 +351,8 @@ class AcpSession(ProviderSession):
             raise BridgeError("session_closed")
         if self._run is not None:
             raise BridgeError("run_active")
+        if self._restart:
+            await self._restart_agent()
         proc = self._proc
         if proc is None or proc.closed:
             raise ProviderFailure("provider_crashed", "the agent is no longer running")
@@ -375,6 +380,27 @@ class AcpSession(ProviderSession):
     def run_finished(self, run: AcpRun) -> None:
         if self._run is run:
             self._run = None
+        outcome = run.outcome
+        if (
+            self.settings.spec.hints.restart_after_cancel
+            and outcome is not None
+            and outcome.state == "interrupted"
+        ):
+            self._restart = True
+
+    async def _restart_agent(self) -> None:
+        """Stop the agent and continue the session in a new process (the workaround for
+        an agent that is not usable after a cancel)."""
+        self._restart = False
+        proc, self._proc = self._proc, None
+        log.info("acp %s: restarting the agent after a cancelled run", self.settings.spec.id)
+        if proc is not None:
+            with anyio.CancelScope(shield=True):
+                await proc.stop()
+        info = self.info
+        if info is None or not info.can_resume or self.settings.acp_session_id is None:
+            raise ProviderFailure("provider_failed", "the agent cannot continue the session")
+        await self.open(resume=True)
 
     def send_cancel(self, run: AcpRun) -> None:
         """``session/cancel`` (once), and every pending permission answered cancelled."""
