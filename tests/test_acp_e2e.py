@@ -102,7 +102,8 @@ def gemini(tmp_path: Path) -> Iterator[Gemini]:
         yield g
         # Only the model endpoints were asked, only through the stand-in.
         assert not server.of_kind("other"), [r.path for r in server.of_kind("other")]
-        check_schema(g.log)
+        if g.log.exists():  # (a test skipped before starting the agent logged nothing)
+            check_schema(g.log)
 
 
 async def _create(bridge: Any, g: Gemini, provider: str = "gemini", **options: Any) -> str:

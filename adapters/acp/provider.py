@@ -114,7 +114,7 @@ class AcpProvider(AgentProvider):
             _option("passEnv", "stringList", "Names of further environment variables of the "
                     "bridge to pass to the agent."),
             _option("mcpServers", "json", "MCP servers for session/new, in ACP's shape (an "
-                    "array of McpServer objects)."),
+                    f"array of McpServer objects). {self._mcp_note()}"),
             _option("clientFs", "boolean", "Serve the agent's fs/read_text_file and "
                     "fs/write_text_file, confined to the workspace.", default=False),
             _option("clientTerminal", "boolean", "Serve the agent's terminal/* requests "
@@ -140,6 +140,16 @@ class AcpProvider(AgentProvider):
             else:
                 out.append(_option(name, "string", text))
         return tuple(out)
+
+    def _mcp_note(self) -> str:
+        """Which MCP transports the agent takes (stdio is every agent's baseline)."""
+        info = self.info
+        if info is None:
+            return "Transports: stdio; http and sse if the agent advertises them."
+        transports = ["stdio"] + [
+            name for name, ok in (("http", info.mcp_http), ("sse", info.mcp_sse)) if ok
+        ]
+        return "Transports the agent takes: " + ", ".join(transports) + "."
 
     def can_resume(self) -> bool:
         """Whether a session can be continued in a new agent process."""
