@@ -26,7 +26,13 @@ BUILTIN_PROVIDERS: dict[str, str] = {
     "scripted": "agent_bridge.adapters.scripted:ScriptedProvider",
     "claude-code": "agent_bridge.adapters.claude:ClaudeCodeProvider",
     "codex": "agent_bridge.adapters.codex:CodexProvider",
+    "gemini": "agent_bridge.adapters.acp:gemini_provider",
+    "acp": "agent_bridge.adapters.acp:generic_provider",
 }
+
+#: Providers configured in the bridge's configuration file (``[acp.agents.<id>]``):
+#: a zero-argument callable returning a list of providers.
+CONFIGURED_PROVIDERS = "agent_bridge.adapters.acp:configured_providers"
 
 
 def _load(target: str) -> AgentProvider | None:
@@ -51,17 +57,39 @@ class ProviderRegistry:
         *,
         builtins: dict[str, str] | None = None,
         load_entry_points: bool = True,
+        configured: str | None = None,
     ) -> None:
         self._providers: dict[str, AgentProvider] = {p.id: p for p in providers}
         self._lazy: dict[str, str] = {
             k: v for k, v in (builtins or {}).items() if k not in self._providers
         }
         self._loaded = not load_entry_points
+        self._configured = configured
 
     @classmethod
     def default(cls) -> ProviderRegistry:
-        """The registry ``agent-bridge serve`` uses: built-ins plus entry points."""
-        return cls(builtins=BUILTIN_PROVIDERS)
+        """The registry ``agent-bridge serve`` uses: built-ins, the agents of the
+        configuration file, then entry points."""
+        return cls(builtins=BUILTIN_PROVIDERS, configured=CONFIGURED_PROVIDERS)
+
+    def _load_configured(self) -> None:
+        """Add the providers of the configuration file (once); a configured id replaces
+        a built-in of the same id."""
+        target, self._configured = self._configured, None
+        if target is None:
+            return
+        module_name, _, attribute = target.partition(":")
+        try:
+            from importlib import import_module
+
+            providers = getattr(import_module(module_name), attribute)()
+        except Exception:
+            log.exception("configured providers (%s) failed to load", target)
+            return
+        for provider in providers:
+            if isinstance(provider, AgentProvider):
+                self._lazy.pop(provider.id, None)
+                self._providers[provider.id] = provider
 
     def _resolve_lazy(self, provider_id: str) -> None:
         target = self._lazy.pop(provider_id, None)
@@ -94,6 +122,7 @@ class ProviderRegistry:
 
     def get(self, provider_id: str) -> AgentProvider:
         """Return the provider; raise ``BridgeError("provider_not_found")``."""
+        self._load_configured()
         provider = self._providers.get(provider_id)
         if provider is None:
             self._resolve_lazy(provider_id)
@@ -107,6 +136,7 @@ class ProviderRegistry:
 
     def all(self) -> list[AgentProvider]:
         """Return every provider, built-in first."""
+        self._load_configured()
         for provider_id in list(self._lazy):
             self._resolve_lazy(provider_id)
         self._ensure_loaded()

@@ -1176,7 +1176,15 @@ export interface ThinkingDelta {
   text: string;
 }
 
-/** A tool call's progress: `started` → (`output` deltas) → `completed`/`failed`. */
+/**
+ * A tool call's progress: `started` → (`output` deltas) → `completed`/`failed`.
+ *
+ * `name` is the provider's own tool name; `kind`, `title`, `locations` and
+ * `content` describe the call the same way for every provider (ACP's tool-call
+ * model): every file edit arrives as a `ToolEdit` item whatever the provider.
+ * They appear when known, usually on `started` (and on later events when they
+ * change).
+ */
 export interface ToolActivity {
   type: "tool.activity";
   toolCallId: string;
@@ -1185,6 +1193,51 @@ export interface ToolActivity {
   input?: unknown;
   output?: string | null;
   exitCode?: number | null;
+  kind?: ToolKind | null;
+  title?: string | null;
+  /** @defaultValue `[]` */
+  locations?: ToolLocation[];
+  /** @defaultValue `[]` */
+  content?: ToolContent[];
+}
+
+/** One of ToolText, ToolEdit. */
+export type ToolContent = ToolText | ToolEdit;
+
+/**
+ * A structured edit of one file, for a diff view: `oldText` is replaced by
+ * `newText`.  Either is the whole file or the changed fragment (with context) as the
+ * provider reports it; `oldText` absent means a new file (or content not known),
+ * `newText` empty with `oldText` set means the text was deleted.
+ */
+export interface ToolEdit {
+  type: "edit";
+  path: string;
+  newText: string;
+  oldText?: string | null;
+}
+
+export type ToolKind =
+  | "delete"
+  | "edit"
+  | "execute"
+  | "fetch"
+  | "move"
+  | "other"
+  | "read"
+  | "search"
+  | "think";
+
+/** A file a tool call touches (`line` from 1 when known). */
+export interface ToolLocation {
+  path: string;
+  line?: number | null;
+}
+
+/** Text a tool call shows (a description, its result). */
+export interface ToolText {
+  type: "text";
+  text: string;
 }
 
 /** Token usage: context occupancy and cumulative spend, kept apart. */

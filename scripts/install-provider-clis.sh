@@ -5,11 +5,16 @@
 # Idempotent: when every pinned CLI is already there at its version, nothing
 # is fetched.
 #
-# Usage: scripts/install-provider-clis.sh
-# Binaries afterwards: $ROOT/.tools/npm/node_modules/.bin/<bin>
+# Usage: scripts/install-provider-clis.sh            # the pinned versions (what CI runs)
+#        scripts/install-provider-clis.sh --latest   # the newest published versions,
+#                                                    # into $ROOT/.tools/npm-latest
+# Binaries afterwards: $ROOT/.tools/npm/node_modules/.bin/<bin> (or npm-latest/...).
+# scripts/test-latest-clis.sh installs the latest set and runs every real-CLI
+# end-to-end test against it.
 #
 # To add a CLI, add one line to PROVIDERS (name, npm package, pinned version,
-# executable name in node_modules/.bin).
+# executable name in node_modules/.bin or "-" for a package without one, and the
+# argument that makes it print something and exit: --version, --help).
 #
 # Why one npm call for everything: `npm install --no-save` into a prefix that
 # has no package.json prunes every package it was not asked for, so installing
@@ -19,13 +24,19 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PREFIX="$ROOT/.tools/npm"
+LATEST=0
+[[ "${1:-}" == "--latest" ]] && LATEST=1
+if [[ $LATEST == 1 ]]; then PREFIX="$ROOT/.tools/npm-latest"; else PREFIX="$ROOT/.tools/npm"; fi
 
-# name            npm package                   version    bin
+# name        npm package                       version  bin               check
 PROVIDERS=(
-  "claude         @anthropic-ai/claude-code     2.1.197    claude"
-  "codex          @openai/codex                 0.171.0    codex"
-  "typescript     typescript                    5.9.3      tsc"
+  "claude       @anthropic-ai/claude-code         2.1.197  claude            --version"
+  "codex        @openai/codex                     0.171.0  codex             --version"
+  "gemini       @google/gemini-cli                0.61.0   gemini            --version"
+  "claude-acp   @zed-industries/claude-agent-acp  0.23.1   claude-agent-acp  -"
+  "codex-acp    @zed-industries/codex-acp         0.16.0   codex-acp         --help"
+  "acp-schema   @agentclientprotocol/sdk          2.4.0    -                 -"
+  "typescript   typescript                        5.9.3    tsc               --version"
 )
 
 log() { printf '[install-provider-clis] %s\n' "$*" >&2; }
@@ -45,17 +56,28 @@ installed_version() {
   node -e 'process.stdout.write(String(require(process.argv[1]).version || ""))' "$pkg_json"
 }
 
-is_ok() {  # name pkg version bin: pinned version installed and runnable?
-  [[ "$(installed_version "$2")" == "$3" ]] || return 1
+is_ok() {  # name pkg version bin check: pinned version installed and runnable?
+  local have
+  have="$(installed_version "$2")"
+  [[ -n "$have" ]] || return 1
+  [[ $LATEST == 1 || "$have" == "$3" ]] || return 1
+  [[ "$4" == "-" ]] && return 0
   [[ -x "$PREFIX/node_modules/.bin/$4" ]] || return 1
-  run_tool "$PREFIX/node_modules/.bin/$4" --version >/dev/null 2>&1
+  # claude-agent-acp has no --version: it is an ACP server; check that it starts and
+  # ends at stdin EOF.
+  if [[ "$5" == "-" ]]; then
+    run_tool timeout 20 "$PREFIX/node_modules/.bin/$4" </dev/null >/dev/null 2>&1
+  else
+    run_tool timeout 20 "$PREFIX/node_modules/.bin/$4" "$5" </dev/null >/dev/null 2>&1
+  fi
 }
 
 all_ok() {
-  local line name pkg version bin
+  [[ $LATEST == 1 ]] && return 1  # always ask the registry for the newest
+  local line name pkg version bin check
   for line in "${PROVIDERS[@]}"; do
-    read -r name pkg version bin <<<"$line"
-    is_ok "$name" "$pkg" "$version" "$bin" || return 1
+    read -r name pkg version bin check <<<"$line"
+    is_ok "$name" "$pkg" "$version" "$bin" "$check" || return 1
   done
 }
 
@@ -90,7 +112,7 @@ flock 9
 
 if all_ok; then
   for line in "${PROVIDERS[@]}"; do
-    read -r name pkg version bin <<<"$line"
+    read -r name pkg version bin check <<<"$line"
     log "$name: $pkg@$version already installed"
   done
   exit 0
@@ -99,9 +121,9 @@ fi
 declare -A pinned=()
 specs=()
 for line in "${PROVIDERS[@]}"; do
-  read -r name pkg version bin <<<"$line"
+  read -r name pkg version bin check <<<"$line"
   pinned[$pkg]=1
-  specs+=("$pkg@$version")
+  if [[ $LATEST == 1 ]]; then specs+=("$pkg@latest"); else specs+=("$pkg@$version"); fi
 done
 while read -r spec; do
   [[ -n "$spec" ]] || continue
@@ -118,10 +140,10 @@ npm install --prefix "$PREFIX" --no-package-lock --no-save --no-audit --no-fund 
   --include=optional --loglevel=error "${specs[@]}" >&2
 
 for line in "${PROVIDERS[@]}"; do
-  read -r name pkg version bin <<<"$line"
-  if ! is_ok "$name" "$pkg" "$version" "$bin"; then
+  read -r name pkg version bin check <<<"$line"
+  if ! is_ok "$name" "$pkg" "$version" "$bin" "$check"; then
     log "$name: $pkg@$version did not install or does not run"
     exit 1
   fi
-  log "$name: $(run_tool "$PREFIX/node_modules/.bin/$bin" --version 2>/dev/null | head -n1)"
+  log "$name: $pkg@$(installed_version "$pkg")"
 done

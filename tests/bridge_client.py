@@ -76,6 +76,8 @@ class BridgeProcess:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "PYTHONPATH": str(ROOT),
             "HOME": os.environ.get("HOME", "/tmp"),
+            # Never the developer's ~/.config/agent-bridge/config.toml (conftest sets "").
+            "AGENT_BRIDGE_CONFIG": os.environ.get("AGENT_BRIDGE_CONFIG", ""),
             **self.extra_env,
         }
         if "AGENT_BRIDGE_STATE_DIR" not in self.extra_env and "--state-dir" not in self.args:

@@ -29,6 +29,9 @@ _STATE_ROOT = tempfile.mkdtemp(prefix="agent-bridge-tests-")
 os.environ["AGENT_BRIDGE_STATE_DIR"] = os.path.join(_STATE_ROOT, "state")
 os.environ["XDG_STATE_HOME"] = os.path.join(_STATE_ROOT, "xdg")
 atexit.register(shutil.rmtree, _STATE_ROOT, True)
+# Nor does a bridge read the developer's configuration file (~/.config/agent-bridge):
+# a test that wants one points AGENT_BRIDGE_CONFIG at its own.
+os.environ["AGENT_BRIDGE_CONFIG"] = ""
 
 
 @pytest.fixture(params=["content-length", "newline"])

@@ -15,9 +15,27 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TOOLS_BIN = ROOT / ".tools" / "npm" / "node_modules" / ".bin"
+#: The npm prefix the CLIs are installed in: ``.tools/npm`` (the pinned set), or the one
+#: ``AGENT_BRIDGE_TOOLS_DIR`` names (``scripts/test-latest-clis.sh`` points it at
+#: ``.tools/npm-latest``, the newest published versions).
+TOOLS_DIR = Path(os.environ.get("AGENT_BRIDGE_TOOLS_DIR") or ROOT / ".tools" / "npm")
+TOOLS_BIN = TOOLS_DIR / "node_modules" / ".bin"
+#: Running against the newest published CLIs instead of the pinned ones.
+LATEST = os.environ.get("AGENT_BRIDGE_LATEST_CLIS") == "1"
 
-_ENV_NAMES = {"claude": "AGENT_BRIDGE_CLAUDE_PATH", "codex": "AGENT_BRIDGE_CODEX_PATH"}
+
+def pinned(version: str) -> str | None:
+    """``version`` (the pinned one a test expects), or ``None`` against the latest CLIs,
+    where any version is accepted."""
+    return None if LATEST else version
+
+_ENV_NAMES = {
+    "claude": "AGENT_BRIDGE_CLAUDE_PATH",
+    "codex": "AGENT_BRIDGE_CODEX_PATH",
+    "gemini": "AGENT_BRIDGE_GEMINI_PATH",
+    "claude-agent-acp": "AGENT_BRIDGE_ACP_CLAUDE_ACP_PATH",
+    "codex-acp": "AGENT_BRIDGE_ACP_CODEX_ACP_PATH",
+}
 
 
 def find_cli(name: str) -> str | None:
@@ -40,6 +58,6 @@ def require_cli(name: str) -> str:
         f"the real `{name}` CLI is not installed: run scripts/install-provider-clis.sh "
         f"(or set {_ENV_NAMES.get(name, 'its path')}) to run the end-to-end tests"
     )
-    if os.environ.get("AGENT_BRIDGE_REQUIRE_CLIS") == "1":
+    if os.environ.get("AGENT_BRIDGE_REQUIRE_CLIS") == "1" or os.environ.get("CI") == "true":
         pytest.fail(reason)
     pytest.skip("LOUD SKIP: " + reason)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import running_bridge
-from provider_clis import require_cli
+from provider_clis import pinned, require_cli
 from test_codex_adapter import allow, deny, drive, of_type, start, text_of
 
 from tests.standins.responses_server import (
@@ -85,7 +85,8 @@ async def test_real_codex_streams_text_and_reports_itself(setup: Setup) -> None:
         listed = await bridge.result("providers/list", {"probe": True}, timeout=30)
         codex = next(p for p in listed["providers"] if p["id"] == "codex")
         assert codex["availability"]["status"] == "available"
-        assert codex["availability"]["version"] == "0.171.0"
+        version = codex["availability"]["version"]
+        assert version == (pinned("0.171.0") or version)
         # The stub provider needs no OpenAI login and has no account: not guessed.
         assert codex["availability"].get("authentication", "unknown") == "unknown"
         s.server.script(reply(text("Hello from the script", deltas=3)))

@@ -40,6 +40,7 @@ from agent_bridge.wire.interactions import (
     QuestionSetAnswer,
     QuestionSetRequest,
 )
+from agent_bridge.wire.tools import ToolContent, ToolEdit, ToolKind, ToolLocation
 
 __all__ = [
     "DECLINED",
@@ -490,7 +491,12 @@ def assistant_payloads(state: TurnState, message: Mapping[str, Any]) -> list[Pro
             if isinstance(tool_id, str) and tool_id not in state.tools:
                 name = name if isinstance(name, str) and name else "tool"
                 state.tools[tool_id] = name
-                out.append(ToolActivity(tool_id, name, "started", input=block.get("input")))
+                tool_input = block.get("input")
+                out.append(
+                    ToolActivity(
+                        tool_id, name, "started", input=tool_input, **tool_view(name, tool_input)
+                    )
+                )
         elif synthetic or streamed or not main_thread:
             continue
         elif kind == "text" and _nonempty(block.get("text")):
@@ -498,6 +504,62 @@ def assistant_payloads(state: TurnState, message: Mapping[str, Any]) -> list[Pro
         elif kind == "thinking" and _nonempty(block.get("thinking")):
             out.append(ThinkingDelta(text=block["thinking"]))
     return out
+
+
+#: Claude Code's tools by what they do (ACP's tool kinds); others are ``other``.
+_TOOL_KINDS: Final[dict[str, ToolKind]] = {
+    "Read": "read",
+    "Edit": "edit",
+    "MultiEdit": "edit",
+    "Write": "edit",
+    "NotebookEdit": "edit",
+    "Bash": "execute",
+    "BashOutput": "execute",
+    "KillShell": "execute",
+    "Grep": "search",
+    "Glob": "search",
+    "LS": "search",
+    "WebFetch": "fetch",
+    "WebSearch": "fetch",
+    "TodoWrite": "think",
+}
+
+
+def _edit(path: str, old: object, new: object) -> ToolEdit | None:
+    if not isinstance(new, str):
+        return None
+    return ToolEdit(path=path, new_text=new, old_text=old if isinstance(old, str) else None)
+
+
+def tool_view(name: str, tool_input: object) -> dict[str, Any]:
+    """The tool-call model of a ``tool_use`` (kind, title, locations, and for ``Edit``,
+    ``MultiEdit`` and ``Write`` the structured edits): ``ToolActivity`` keyword
+    arguments.  ``Write`` has no old text (a new file, or content the CLI replaces
+    whole)."""
+    view: dict[str, Any] = {"kind": _TOOL_KINDS.get(name, "other")}
+    args = tool_input if isinstance(tool_input, dict) else {}
+    path = args.get("file_path") or args.get("notebook_path") or args.get("path")
+    if isinstance(path, str) and path:
+        view["locations"] = (ToolLocation(path),)
+        view["title"] = f"{name} {path}"[:500]
+    elif name == "Bash" and isinstance(args.get("command"), str):
+        view["title"] = args["command"][:500]
+    content: list[ToolContent] = []
+    if isinstance(path, str) and path:
+        if name == "Edit":
+            edit = _edit(path, args.get("old_string"), args.get("new_string"))
+            content += [edit] if edit is not None else []
+        elif name == "Write":
+            edit = _edit(path, None, args.get("content"))
+            content += [edit] if edit is not None else []
+        elif name == "MultiEdit":
+            for item in args.get("edits") or []:
+                if isinstance(item, dict):
+                    edit = _edit(path, item.get("old_string"), item.get("new_string"))
+                    content += [edit] if edit is not None else []
+    if content:
+        view["content"] = tuple(content)
+    return view
 
 
 def tool_result_payloads(state: TurnState, message: Mapping[str, Any]) -> list[ProviderPayload]:

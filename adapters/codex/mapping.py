@@ -45,6 +45,7 @@ from agent_bridge.wire.interactions import (
     QuestionSetAnswer,
     QuestionSetRequest,
 )
+from agent_bridge.wire.tools import ToolContent, ToolEdit, ToolKind, ToolLocation, ToolText
 
 __all__ = [
     "DECLINE",
@@ -384,7 +385,7 @@ def item_started(state: TurnState, item: dict[str, Any]) -> list[ProviderPayload
     if tool is not None and item_id not in state.items:
         name, tool_input, changes = tool
         state.items[item_id] = Item("tool", name, changes=changes)
-        return [ToolActivity(item_id, name, "started", input=tool_input)]
+        return [ToolActivity(item_id, name, "started", input=tool_input, **tool_view(item))]
     if tool is None and kind not in _QUIET_ITEMS:
         shown = kind if isinstance(kind, str) and _IDENTIFIER.fullmatch(kind) else "?"
         return once(
@@ -483,6 +484,91 @@ def tool_of(item: dict[str, Any]) -> tuple[str, Any, Any] | None:
     if kind == "webSearch":
         return "webSearch", {"query": item.get("query")}, None
     return None
+
+
+def hunk_edits(path: str, diff: str) -> list[ToolEdit]:
+    """A unified diff → one structured edit per hunk (old text: context and removed
+    lines; new text: context and added lines)."""
+    edits: list[ToolEdit] = []
+    old: list[str] | None = None
+    new: list[str] = []
+
+    def close() -> None:
+        if old is not None:
+            edits.append(ToolEdit(path=path, old_text="".join(old), new_text="".join(new)))
+
+    for line in diff.splitlines(keepends=True):
+        if line.startswith("@@"):
+            close()
+            old, new = [], []
+        elif old is None or line.startswith(("---", "+++", "\\")):
+            continue
+        elif line.startswith("-"):
+            old.append(line[1:])
+        elif line.startswith("+"):
+            new.append(line[1:])
+        else:
+            text = line[1:] if line.startswith(" ") else line
+            old.append(text)
+            new.append(text)
+    close()
+    return edits
+
+
+def _change_edits(change: dict[str, Any]) -> list[ToolEdit]:
+    path, kind, diff = change.get("path"), change.get("kind"), change.get("diff")
+    if not isinstance(path, str) or not isinstance(diff, str):
+        return []
+    if kind == "add":
+        return [ToolEdit(path=path, new_text=diff)]
+    if kind == "delete":
+        return [ToolEdit(path=path, old_text=diff, new_text="")]
+    return hunk_edits(path, diff)
+
+
+def tool_view(item: dict[str, Any]) -> dict[str, Any]:
+    """The tool-call model of a tool-like ``ThreadItem`` (kind, title, locations, and for
+    a ``fileChange`` one structured edit per added or deleted file and per hunk of an
+    updated one): ``ToolActivity`` keyword arguments."""
+    kind = item.get("type")
+    view: dict[str, Any] = {}
+    if kind == "commandExecution":
+        view["kind"] = "execute"
+        if isinstance(item.get("command"), str):
+            view["title"] = _short(item["command"])
+    elif kind == "fileChange":
+        changes = [c for c in item.get("changes") or [] if isinstance(c, dict)]
+        kinds: set[Any] = set()
+        locations: list[ToolLocation] = []
+        content: list[ToolContent] = []
+        for change in changes:
+            raw_kind = change.get("kind")
+            change_kind = raw_kind.get("type") if isinstance(raw_kind, dict) else raw_kind
+            moved = raw_kind.get("move_path") if isinstance(raw_kind, dict) else None
+            kinds.add("move" if moved else change_kind)
+            if isinstance(change.get("path"), str):
+                locations.append(ToolLocation(change["path"]))
+            content += _change_edits({**change, "kind": change_kind})
+        tool_kind: ToolKind = "edit"
+        if kinds == {"delete"}:
+            tool_kind = "delete"
+        elif kinds == {"move"}:
+            tool_kind = "move"
+        view["kind"] = tool_kind
+        paths = [loc.path for loc in locations]
+        view["title"] = _short("Edit " + ", ".join(paths)) if paths else "Apply file changes"
+        if locations:
+            view["locations"] = tuple(locations)
+        if content:
+            view["content"] = tuple(content)
+    elif kind == "webSearch":
+        view["kind"] = "fetch"
+        if isinstance(item.get("query"), str):
+            view["title"] = _short(item["query"])
+            view["content"] = (ToolText(item["query"]),)
+    elif kind in ("mcpToolCall", "dynamicToolCall"):
+        view["kind"] = "other"
+    return view
 
 
 # ----------------------------------------------------------------------------- server requests

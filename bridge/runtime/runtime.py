@@ -151,16 +151,19 @@ class Runtime:
         bounded; a probe that fails leaves the availability unknown)."""
         out: list[ProviderDescriptor] = []
         for provider in self.registry.all():
+            if not probe:
+                out.append(provider.describe())
+                continue
+            try:
+                with anyio.fail_after(PROBE_TIMEOUT):
+                    availability = await provider.probe()
+            except Exception:
+                log.exception("probe of %s failed", provider.id)
+                availability = None
+            # Described after the probe: a provider may learn its descriptor from it
+            # (an ACP agent's initialize).
             descriptor = provider.describe()
-            if probe:
-                try:
-                    with anyio.fail_after(PROBE_TIMEOUT):
-                        availability = await provider.probe()
-                except Exception:
-                    log.exception("probe of %s failed", provider.id)
-                    availability = None
-                descriptor = msgspec.structs.replace(descriptor, availability=availability)
-            out.append(descriptor)
+            out.append(msgspec.structs.replace(descriptor, availability=availability))
         return out
 
     # ------------------------------------------------------------------ the directory

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from agent_bridge.wire.common import WireStruct
 from agent_bridge.wire.errors import ErrorInfo
 from agent_bridge.wire.interactions import Answer, InteractionRequest, SettledStatus
+from agent_bridge.wire.tools import ToolContent, ToolKind, ToolLocation
 
 __all__ = [
     "ContextUsage",
@@ -51,7 +52,13 @@ class ThinkingDelta(WireStruct, frozen=True, tag="thinking.delta", tag_field="ty
 
 
 class ToolActivity(WireStruct, frozen=True, tag="tool.activity", tag_field="type"):
-    """A tool call's progress: ``started`` → (``output`` deltas) → ``completed``/``failed``."""
+    """A tool call's progress: ``started`` → (``output`` deltas) → ``completed``/``failed``.
+
+    ``name`` is the provider's own tool name; ``kind``, ``title``, ``locations`` and
+    ``content`` describe the call the same way for every provider (ACP's tool-call
+    model): every file edit arrives as a ``ToolEdit`` item whatever the provider.
+    They appear when known, usually on ``started`` (and on later events when they
+    change)."""
 
     tool_call_id: str
     name: str
@@ -59,6 +66,10 @@ class ToolActivity(WireStruct, frozen=True, tag="tool.activity", tag_field="type
     input: Any = None
     output: str | None = None
     exit_code: int | None = None
+    kind: ToolKind | None = None
+    title: str | None = None
+    locations: tuple[ToolLocation, ...] = ()
+    content: tuple[ToolContent, ...] = ()
 
 
 class PlanStep(WireStruct, frozen=True):

@@ -1,0 +1,28 @@
+"""Agent Client Protocol agents as providers: the built-in ``gemini`` (``gemini --acp``),
+the generic ``acp`` (any agent named by the ``command`` option) and every agent of the
+``[acp.agents.<id>]`` tables of the bridge's configuration file.
+
+* :mod:`~agent_bridge.adapters.acp.provider` — descriptors (from the agent's own
+  ``initialize`` and ``session/new``), options, create/resume;
+* :mod:`~agent_bridge.adapters.acp.launch` — agent entries, executable, environment;
+* :mod:`~agent_bridge.adapters.acp.probe` — the bounded, silent ``initialize`` probe;
+* :mod:`~agent_bridge.adapters.acp.protocol` — ACP's wire shapes;
+* :mod:`~agent_bridge.adapters.acp.mapping` — pure functions from ACP records to the
+  bridge's payloads, interactions, replies and outcomes;
+* :mod:`~agent_bridge.adapters.acp.callbacks` — ``fs/*`` and ``terminal/*`` served by the
+  bridge (only when enabled);
+* :mod:`~agent_bridge.adapters.acp.session` — the session and its runs on the kit.
+
+See ``docs/providers/acp.md``.
+"""
+
+from __future__ import annotations
+
+from agent_bridge.adapters.acp.provider import (
+    AcpProvider,
+    configured_providers,
+    gemini_provider,
+    generic_provider,
+)
+
+__all__ = ["AcpProvider", "configured_providers", "gemini_provider", "generic_provider"]

@@ -1,0 +1,75 @@
+"""Discovery for ``providers/list`` with ``probe``: is the agent there, and what does its
+own ``initialize`` advertise.
+
+The probe starts the agent with a throwaway ``HOME`` and ``TMPDIR`` (unless the entry
+sets them), sends one ``initialize`` over the project's JSON-RPC connection, reads the
+answer and stops the agent: bounded in time, silent (nothing but ``initialize`` is asked,
+so an agent has no reason to touch the network), and nothing is written under the user's
+home.  The answer feeds the provider's descriptor (:mod:`~agent_bridge.adapters.acp.provider`).
+ACP has no way to ask whether someone is logged in, so authentication stays ``unknown``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import tempfile
+from collections.abc import Mapping
+
+import anyio
+
+from agent_bridge import __version__ as BRIDGE_VERSION
+from agent_bridge.adapters.acp import protocol as p
+from agent_bridge.processes import ProcessSpec, SpawnError, redact, spawn
+from agent_bridge.rpc.connection import Connection
+from agent_bridge.rpc.errors import RpcError
+
+__all__ = ["PROBE_TIMEOUT", "probe_initialize"]
+
+log = logging.getLogger("agent_bridge.acp")
+
+PROBE_TIMEOUT = 10.0
+
+
+async def probe_initialize(
+    argv: tuple[str, ...],
+    env: Mapping[str, str],
+    *,
+    private_home: bool = True,
+    timeout: float = PROBE_TIMEOUT,
+) -> p.AgentInfo | None:
+    """Run the agent, ask ``initialize``, stop it; the advertised info or ``None``.
+    With ``private_home`` the agent gets a throwaway ``HOME`` and ``TMPDIR``."""
+    info: p.AgentInfo | None = None
+    with tempfile.TemporaryDirectory(prefix="agent-bridge-acp-") as scratch:
+        probe_env = dict(env)
+        if private_home:
+            probe_env["HOME"] = probe_env["TMPDIR"] = scratch
+        spec = ProcessSpec(argv, cwd=scratch, env=probe_env, name=f"{argv[0]} (probe)")
+        async with anyio.create_task_group() as tg:
+            try:
+                child = await spawn(spec, tg)
+            except (SpawnError, OSError) as exc:
+                log.info("acp probe of %s could not start: %s", argv[0], type(exc).__name__)
+                return None
+            conn = Connection(
+                child.stdout, child.stdin, framing="newline", jsonrpc=True, name="acp probe"
+            )
+            tg.start_soon(conn.run)
+            try:
+                with anyio.move_on_after(timeout):
+                    result = await conn.request(
+                        "initialize",
+                        p.initialize_params(
+                            BRIDGE_VERSION,
+                            p.client_capabilities(fs=False, terminal=False, elicitation=False),
+                        ),
+                    )
+                    info = p.AgentInfo.from_result(result)
+            except RpcError as exc:
+                log.info("acp probe of %s: initialize failed: %s", argv[0], redact(exc.message))
+            finally:
+                with contextlib.suppress(TimeoutError):
+                    await child.stop(eof_grace=1.0, term_grace=1.0, kill_grace=2.0)
+                conn.close()
+    return info

@@ -1,0 +1,172 @@
+"""The Agent Client Protocol's wire shapes, as far as the adapter uses them.
+
+ACP is JSON-RPC 2.0 over the agent's stdio, one JSON object a line (``"jsonrpc":"2.0"``
+on every message).  The client (the bridge) sends ``initialize``, ``authenticate``,
+``session/new`` / ``session/load`` / ``session/resume``, ``session/prompt`` and
+``session/set_mode`` requests and the ``session/cancel`` notification; the agent sends
+``session/update`` notifications and may call back: ``session/request_permission``,
+``fs/read_text_file``, ``fs/write_text_file``, ``terminal/*`` and ``elicitation/create``.
+
+Messages are read as plain JSON objects and looked at through the small readers here
+(:class:`AgentInfo` for ``initialize``), leniently: ACP marks most fields "default on
+error", so an odd value becomes its default instead of failing the session.  The shapes
+follow ACP's published ``schema.json`` (protocol version 1); the tests validate every
+message both ways against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = [
+    "AUTH_REQUIRED",
+    "CLIENT_CALLBACKS",
+    "PROTOCOL_VERSION",
+    "RESOURCE_NOT_FOUND",
+    "AgentInfo",
+    "client_capabilities",
+    "initialize_params",
+    "obj",
+    "objs",
+    "text_prompt",
+]
+
+PROTOCOL_VERSION: Final = 1
+#: ACP's error code for "authentication required".
+AUTH_REQUIRED: Final = -32000
+#: ACP's error code for "resource not found".
+RESOURCE_NOT_FOUND: Final = -32002
+
+#: The agent→client requests the adapter can answer (when enabled for the session).
+CLIENT_CALLBACKS: Final = (
+    "session/request_permission",
+    "fs/read_text_file",
+    "fs/write_text_file",
+    "terminal/create",
+    "terminal/output",
+    "terminal/wait_for_exit",
+    "terminal/kill",
+    "terminal/release",
+    "elicitation/create",
+)
+
+
+def obj(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def objs(value: Any) -> list[Mapping[str, Any]]:
+    """The JSON objects in ``value`` if it is an array (other items skipped)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def client_capabilities(*, fs: bool, terminal: bool, elicitation: bool) -> dict[str, Any]:
+    """The ``clientCapabilities`` the bridge advertises for one session."""
+    caps: dict[str, Any] = {
+        "fs": {"readTextFile": fs, "writeTextFile": fs},
+        "terminal": terminal,
+    }
+    if elicitation:
+        caps["elicitation"] = {"form": {}}
+    return caps
+
+
+def initialize_params(version: str, capabilities: Mapping[str, Any]) -> dict[str, Any]:
+    """``initialize`` params."""
+    return {
+        "protocolVersion": PROTOCOL_VERSION,
+        "clientCapabilities": dict(capabilities),
+        "clientInfo": {"name": "agent-bridge", "title": "agent-bridge", "version": version},
+    }
+
+
+def text_prompt(text: str) -> list[dict[str, Any]]:
+    """A prompt of one text block."""
+    return [{"type": "text", "text": text}]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentInfo:
+    """What an agent advertised in its ``initialize`` result."""
+
+    protocol_version: int = PROTOCOL_VERSION
+    name: str | None = None
+    title: str | None = None
+    version: str | None = None
+    load_session: bool = False
+    session_list: bool = False
+    session_resume: bool = False
+    session_close: bool = False
+    prompt_image: bool = False
+    prompt_audio: bool = False
+    prompt_embedded_context: bool = False
+    mcp_http: bool = False
+    mcp_sse: bool = False
+    auth_methods: tuple[str, ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_result(cls, result: Any) -> AgentInfo:
+        """Read an ``initialize`` result (leniently)."""
+        r = obj(result)
+        caps = obj(r.get("agentCapabilities"))
+        session = obj(caps.get("sessionCapabilities"))
+        prompt = obj(caps.get("promptCapabilities"))
+        mcp = obj(caps.get("mcpCapabilities"))
+        info = obj(r.get("agentInfo"))
+        version = r.get("protocolVersion")
+        return cls(
+            protocol_version=version if isinstance(version, int) else PROTOCOL_VERSION,
+            name=_str(info.get("name")),
+            title=_str(info.get("title")),
+            version=_str(info.get("version")),
+            load_session=caps.get("loadSession") is True,
+            session_list=isinstance(session.get("list"), dict),
+            session_resume=isinstance(session.get("resume"), dict),
+            session_close=isinstance(session.get("close"), dict),
+            prompt_image=prompt.get("image") is True,
+            prompt_audio=prompt.get("audio") is True,
+            prompt_embedded_context=prompt.get("embeddedContext") is True,
+            mcp_http=mcp.get("http") is True,
+            mcp_sse=mcp.get("sse") is True,
+            auth_methods=tuple(
+                m["id"] for m in objs(r.get("authMethods")) if isinstance(m.get("id"), str)
+            ),
+            raw=r,
+        )
+
+    @property
+    def can_resume(self) -> bool:
+        """Whether the agent advertises a way to continue a session (resume or load)."""
+        return self.session_resume or self.load_session
+
+
+def mode_ids(modes: Any) -> tuple[str, ...]:
+    """The ids of a ``SessionModeState``'s ``availableModes``."""
+    return tuple(
+        m["id"] for m in objs(obj(modes).get("availableModes")) if isinstance(m.get("id"), str)
+    )
+
+
+def select_values(option: Mapping[str, Any]) -> tuple[str, ...]:
+    """The value ids of a ``select`` config option (flat or grouped)."""
+    out: list[str] = []
+    for entry in objs(option.get("options")):
+        if isinstance(entry.get("value"), str):
+            out.append(entry["value"])
+        for sub in objs(entry.get("options")):
+            if isinstance(sub.get("value"), str):
+                out.append(sub["value"])
+    return tuple(out)
+
+
+def config_options(value: Any) -> Sequence[Mapping[str, Any]]:
+    """A ``configOptions`` array."""
+    return objs(value)

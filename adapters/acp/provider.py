@@ -1,0 +1,296 @@
+"""ACP agents as providers: one :class:`AcpProvider` per configured agent.
+
+The providers are the built-in ``gemini`` (``gemini --acp``), the generic ``acp`` (any
+agent, named per session by the ``command`` option), and one per ``[acp.agents.<id>]``
+table of the bridge's configuration file (:func:`configured_providers`, see
+``docs/providers/acp.md``).
+
+The descriptor comes from the agent itself: what its ``initialize`` advertised (learned by
+the probe, or by any session started) decides whether sessions can be resumed and which
+``authMethod`` values exist; what its ``session/new`` offered (modes, model and thought
+level config options) becomes the allowed values of the ``mode``, ``model`` and
+``thoughtLevel`` options.  What the agent does not advertise is declared unsupported.
+Until the agent has been asked, the declared options are free strings and resume is
+whatever the entry's hints say (trusting the agent when they say nothing).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any, Final
+
+from agent_bridge.adapters.acp import protocol as p
+from agent_bridge.adapters.acp.launch import (
+    BUILTIN_AGENTS,
+    AgentSpec,
+    ConfigEntryError,
+    agents_from_config,
+    argv_for,
+    child_env,
+    find_executable,
+    spec_from_entry,
+    with_session_overrides,
+)
+from agent_bridge.config import Config, load_config
+from agent_bridge.errors import BridgeError
+from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
+from agent_bridge.wire.providers import (
+    ApprovalCapability,
+    Availability,
+    Capabilities,
+    InteractionCapabilities,
+    OptionDescriptor,
+    ProviderDescriptor,
+    QuestionCapability,
+    RecoveryCapability,
+    RunCapabilities,
+)
+
+__all__ = ["ADAPTER_VERSION", "AcpProvider", "configured_providers", "generic_provider"]
+
+log = logging.getLogger("agent_bridge.acp")
+
+ADAPTER_VERSION: Final = "0.1.0"
+GENERIC_ID: Final = "acp"
+#: Config option categories the adapter exposes as session options.
+CONFIG_CATEGORIES: Final = {"model": "model", "thoughtLevel": "thought_level"}
+
+
+def _option(name: str, type_: Any, description: str, **kw: Any) -> OptionDescriptor:
+    return OptionDescriptor(name=name, scope="session", type=type_, description=description, **kw)
+
+
+class AcpProvider(AgentProvider):
+    """One ACP agent (id from its entry)."""
+
+    def __init__(self, spec: AgentSpec, *, generic: bool = False) -> None:
+        self.id = spec.id
+        self.spec = spec
+        self.generic = generic
+        self.info: p.AgentInfo | None = None
+        self.modes: tuple[str, ...] = ()
+        self.config_values: dict[str, tuple[str, ...]] = {}
+
+    # ------------------------------------------------------------------ learning
+
+    def learned(self, info: p.AgentInfo) -> None:
+        """Record what the agent advertised in ``initialize``."""
+        if not self.generic:
+            self.info = info
+
+    def learned_session(self, result: Mapping[str, Any]) -> None:
+        """Record the modes and config options a ``session/new`` (or load) offered."""
+        if self.generic:
+            return
+        modes = p.mode_ids(result.get("modes"))
+        if modes:
+            self.modes = modes
+        for option in p.config_options(result.get("configOptions")):
+            for name, category in CONFIG_CATEGORIES.items():
+                if option.get("category") == category and option.get("type") == "select":
+                    values = p.select_values(option)
+                    if values:
+                        self.config_values[name] = values
+
+    # ------------------------------------------------------------------ descriptor
+
+    def _options(self) -> tuple[OptionDescriptor, ...]:
+        info = self.info
+        out: list[OptionDescriptor] = []
+        if self.generic:
+            out.append(
+                _option("command", "stringList", "The agent's argv (required): executable, "
+                        "then arguments, e.g. [\"my-agent\", \"--acp\"].")
+            )
+        out += [
+            _option("executable", "string", "The agent's executable (a path, or a name looked "
+                    f"up on PATH). Default: {self.spec.env_var}, then {self.spec.argv[0]} "
+                    "on PATH."),
+            _option("args", "stringList", "Further arguments after the configured ones."),
+            _option("env", "json", "Further environment variables for the agent, as an "
+                    "object of strings."),
+            _option("passEnv", "stringList", "Names of further environment variables of the "
+                    "bridge to pass to the agent."),
+            _option("mcpServers", "json", "MCP servers for session/new, in ACP's shape (an "
+                    f"array of McpServer objects). {self._mcp_note()}"),
+            _option("clientFs", "boolean", "Serve the agent's fs/read_text_file and "
+                    "fs/write_text_file, confined to the workspace.", default=False),
+            _option("clientTerminal", "boolean", "Serve the agent's terminal/* requests "
+                    "(commands run as argv in the workspace).", default=False),
+        ]
+        if info is not None and info.auth_methods:
+            out.append(_option("authMethod", "enum", "Call authenticate with this method "
+                               "before the session starts.", values=info.auth_methods))
+        else:
+            out.append(_option("authMethod", "string", "Call authenticate with this method "
+                               "(one of the agent's authMethods) before the session starts."))
+        if self.modes:
+            out.append(_option("mode", "enum", "The session mode to switch to.",
+                               values=self.modes))
+        else:
+            out.append(_option("mode", "string", "The session mode to switch to (one the "
+                               "agent offers)."))
+        for name, category in CONFIG_CATEGORIES.items():
+            values = self.config_values.get(name)
+            text = f"The agent's {category.replace('_', ' ')} config option."
+            if values:
+                out.append(_option(name, "enum", text, values=values))
+            else:
+                out.append(_option(name, "string", text))
+        return tuple(out)
+
+    def _mcp_note(self) -> str:
+        """Which MCP transports the agent takes (stdio is every agent's baseline)."""
+        info = self.info
+        if info is None:
+            return "Transports: stdio; http and sse if the agent advertises them."
+        transports = ["stdio"] + [
+            name for name, ok in (("http", info.mcp_http), ("sse", info.mcp_sse)) if ok
+        ]
+        return "Transports the agent takes: " + ", ".join(transports) + "."
+
+    def can_resume(self) -> bool:
+        """Whether a session can be continued in a new agent process."""
+        hint = self.spec.hints.resume
+        if hint is not None:
+            return hint
+        return True if self.info is None else self.info.can_resume
+
+    def describe(self) -> ProviderDescriptor:
+        return ProviderDescriptor(
+            id=self.id,
+            display_name=self.spec.display_name,
+            version=ADAPTER_VERSION,
+            maturity=self.spec.maturity,
+            capabilities=Capabilities(
+                run=RunCapabilities(interrupt="cooperative", steer=False, max_concurrent_runs=1),
+                interactions=InteractionCapabilities(
+                    approval=ApprovalCapability(supported=True, modes=("once", "session")),
+                    question=QuestionCapability(supported=True, question_set=True),
+                ),
+                recovery=RecoveryCapability(resume=self.can_resume()),
+            ),
+            options=self._options(),
+        )
+
+    async def probe(self) -> Availability:
+        from agent_bridge.adapters.acp.probe import probe_initialize
+
+        if self.generic:
+            return Availability(
+                status="unknown", reason="the agent is named per session (option command)"
+            )
+        found = find_executable(self.spec)
+        if found is None:
+            return Availability(
+                status="unavailable",
+                reason=f"the {self.spec.argv[0]} executable was not found",
+                next_step=self.spec.install_hint
+                or f"install the agent, or point {self.spec.env_var} at it",
+            )
+        info = await probe_initialize(
+            argv_for(self.spec, found),
+            child_env(self.spec),
+            private_home="HOME" not in self.spec.env,
+        )
+        if info is None:
+            return Availability(
+                status="unavailable",
+                executable=found,
+                reason="the agent did not answer initialize",
+                next_step=f"check the installation: run {self.spec.argv[0]} by hand",
+            )
+        self.learned(info)
+        return Availability(
+            status="available", executable=found, version=info.version, authentication="unknown"
+        )
+
+    # ------------------------------------------------------------------ sessions
+
+    def _settings(self, ctx: SessionContext, record: Mapping[str, Any] | None = None) -> Any:
+        from agent_bridge.adapters.acp.session import Settings, default_cwd
+
+        options = ctx.options
+        spec = self.spec
+        try:
+            if self.generic:
+                spec = spec_from_entry(GENERIC_ID, {"command": options.get("command")})
+            spec = with_session_overrides(spec, options)
+        except ConfigEntryError:
+            raise BridgeError("invalid_option", details={"option": "command"}) from None
+        found = find_executable(spec, options.get("executable"))
+        if found is None:
+            raise BridgeError(
+                "provider_unavailable",
+                details={"missing": spec.argv[0][:200], "nextStep": spec.install_hint
+                         or f"install the agent, or point {spec.env_var} at it"},
+            )
+        mcp = options.get("mcpServers")
+        if mcp is not None and not isinstance(mcp, list):
+            raise BridgeError("invalid_option", details={"option": "mcpServers"})
+        cwd = ctx.workspace
+        if cwd is None and record is not None and isinstance(record.get("cwd"), str):
+            cwd = record["cwd"] if os.path.isdir(record["cwd"]) else None
+        return Settings(
+            spec=spec,
+            executable=found,
+            argv=argv_for(spec, found),
+            cwd=default_cwd(cwd),
+            env=child_env(spec),
+            workspace=ctx.workspace,
+            fs=bool(options.get("clientFs", False)),
+            terminal=bool(options.get("clientTerminal", False)),
+            auth_method=options.get("authMethod") or spec.hints.auth_method,
+            mcp_servers=list(mcp or []),
+            mode=options.get("mode"),
+            config={k: options[k] for k in CONFIG_CATEGORIES if options.get(k) is not None},
+        )
+
+    async def create_session(self, ctx: SessionContext) -> ProviderSession:
+        from agent_bridge.adapters.acp.session import AcpSession
+
+        session = AcpSession(ctx, self._settings(ctx), self)
+        await session.open(resume=False)
+        return session
+
+    async def resume_session(self, ctx: SessionContext, opaque: Any) -> ProviderSession:
+        from agent_bridge.adapters.acp.session import AcpSession
+
+        if not isinstance(opaque, dict) or not isinstance(opaque.get("sessionId"), str):
+            raise BridgeError("recovery_invalid")
+        if not self.can_resume():
+            raise BridgeError("unsupported")
+        settings = self._settings(ctx, opaque)
+        settings.acp_session_id = opaque["sessionId"]
+        session = AcpSession(ctx, settings, self)
+        await session.open(resume=True)
+        return session
+
+
+def builtin_provider(agent_id: str) -> AcpProvider:
+    """The built-in agent ``agent_id``."""
+    return AcpProvider(BUILTIN_AGENTS[agent_id])
+
+
+def gemini_provider() -> AcpProvider:
+    """The built-in ``gemini`` provider (registry factory)."""
+    return builtin_provider("gemini")
+
+
+def generic_provider() -> AcpProvider:
+    """The ``acp`` provider: any agent, named by the ``command`` session option."""
+    spec = AgentSpec(
+        id=GENERIC_ID,
+        display_name="ACP agent (command from options)",
+        argv=("acp-agent",),
+        executable_env="AGENT_BRIDGE_ACP_PATH",
+    )
+    return AcpProvider(spec, generic=True)
+
+
+def configured_providers(config: Config | None = None) -> list[AcpProvider]:
+    """One provider per ``[acp.agents.<id>]`` entry of the configuration file."""
+    config = load_config() if config is None else config
+    return [AcpProvider(spec) for spec in agents_from_config(config, log)]

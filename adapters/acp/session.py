@@ -1,0 +1,493 @@
+"""One ACP session: a resident agent process and one ACP session in it.
+
+The agent speaks JSON-RPC 2.0, one object a line.  The adapter drives it with the
+project's own :class:`~agent_bridge.rpc.connection.Connection`: the requests it sends
+(``initialize``, ``authenticate``, ``session/new``/``load``/``resume``, ``session/prompt``,
+``session/set_mode``) are in the request-ID ledger and all fail at once at EOF; the
+agent's callbacks that the session enabled are served, every other one is answered
+``-32601`` by the connection (so an agent that calls an unadvertised method learns it at
+once).  ``session/update`` notifications become events through
+:func:`~agent_bridge.adapters.acp.mapping.update_payloads`, each with its ACP record kept
+as the raw record; updates while a ``session/load`` replays history are not re-emitted.
+
+A run is one ``session/prompt``; interrupt sends ``session/cancel`` (and every pending
+permission request is answered ``cancelled``, as ACP requires); the run ends when the
+prompt returns, ``interrupted`` for ``stopReason: cancelled``.  The runtime bounds the
+wait by its grace.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import msgspec
+
+from agent_bridge import __version__ as BRIDGE_VERSION
+from agent_bridge.adapters.acp import mapping
+from agent_bridge.adapters.acp import protocol as p
+from agent_bridge.adapters.acp.callbacks import Callbacks
+from agent_bridge.adapters.acp.launch import AgentSpec
+from agent_bridge.adapters.kit.resident import ResidentChild, StopGraces, start_resident
+from agent_bridge.adapters.kit.runs import RunHandle
+from agent_bridge.adapters.kit.tasks import TaskSupervisor
+from agent_bridge.errors import BridgeError, ProviderFailure
+from agent_bridge.processes import ProcessSpec, redact
+from agent_bridge.rpc.connection import Connection, Method
+from agent_bridge.rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
+from agent_bridge.rpc.ledger import LedgerEntry
+from agent_bridge.spi import (
+    InteractionHandle,
+    ProviderRun,
+    ProviderSession,
+    RunContext,
+    RunOutcome,
+    SessionContext,
+)
+from agent_bridge.wire.events import Diagnostic, ProviderPayload
+from agent_bridge.wire.methods import RunInput
+
+if TYPE_CHECKING:
+    from agent_bridge.adapters.acp.provider import AcpProvider
+
+__all__ = ["AcpRun", "AcpSession", "Settings"]
+
+log = logging.getLogger("agent_bridge.acp")
+
+STARTUP_TIMEOUT: Final = 60.0
+REQUEST_TIMEOUT: Final = 60.0
+EXIT_DRAIN_GRACE: Final = 0.5
+STOP_GRACES: Final = StopGraces(eof=1.0, term=1.5, kill=3.0)
+
+
+@dataclass(slots=True)
+class Settings:
+    """Everything needed to start the agent and open its session."""
+
+    spec: AgentSpec
+    executable: str
+    argv: tuple[str, ...]
+    cwd: str
+    env: dict[str, str]
+    workspace: str | None
+    fs: bool = False
+    terminal: bool = False
+    elicitation: bool = True
+    auth_method: str | None = None
+    mcp_servers: list[Any] = field(default_factory=list)
+    mode: str | None = None
+    #: ``model`` / ``thoughtLevel`` options → the values to set.
+    config: dict[str, str] = field(default_factory=dict)
+    acp_session_id: str | None = None
+
+
+class AcpRun(RunHandle):
+    """One ``session/prompt``."""
+
+    def __init__(self, session: AcpSession, ctx: RunContext) -> None:
+        super().__init__()
+        self._session = session
+        self.ctx = ctx
+        self.state = mapping.TurnState()
+        self.pending: set[InteractionHandle] = set()
+        self.interrupt_wanted = False
+        self.cancel_sent = False
+
+    async def interrupt(self, reason: str) -> None:
+        self.interrupt_wanted = True
+        self._session.send_cancel(self)
+
+    def emit(self, payload: ProviderPayload, raw: Any = None) -> None:
+        if self.finished:
+            return
+        try:
+            self.ctx.emit_nowait(payload, raw=raw)
+        except Exception:
+            log.exception("acp: emit failed")
+
+    def finish(self, outcome: RunOutcome, *, emit: bool = True) -> bool:
+        if self.finished:
+            return False
+        if emit:
+            for payload in mapping.open_tools_failed(self.state):
+                self.emit(payload)
+        super().finish(outcome)
+        self._session.run_finished(self)
+        return True
+
+
+class _Proc:
+    def __init__(self, resident: ResidentChild, conn: Connection) -> None:
+        self.resident = resident
+        self.conn = conn
+
+    @property
+    def closed(self) -> bool:
+        return self.resident.output_ended.is_set() or self.conn.closed
+
+    async def stop(self) -> None:
+        await self.resident.stop()
+        self.conn.close()
+
+
+class AcpSession(ProviderSession):
+    """A resident ACP agent and one session in it."""
+
+    def __init__(self, ctx: SessionContext, settings: Settings, provider: AcpProvider) -> None:
+        self._ctx = ctx
+        self.settings = settings
+        self._provider = provider
+        self._label = f"acp agent {settings.spec.id}"
+        self._tasks = TaskSupervisor(
+            ctx.task_group, log, owner=f"acp session ({settings.spec.id})",
+            on_failure=self._task_failed,
+        )
+        self._proc: _Proc | None = None
+        self._run: AcpRun | None = None
+        self._disposed = False
+        self._loading = False
+        #: The last run was cancelled and the agent must be restarted before the next
+        #: (hint ``restart_after_cancel``).
+        self._restart = False
+        self.info: p.AgentInfo | None = None
+        self.callbacks = Callbacks(
+            workspace=settings.workspace,
+            session_id=lambda: self.settings.acp_session_id,
+            task_group=ctx.task_group,
+            log=log,
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _methods(self) -> dict[str, Method]:
+        s = self.settings
+        methods: dict[str, Method] = {
+            "session/request_permission": Method(self._on_permission, msgspec.Raw, is_async=True),
+        }
+        if s.elicitation:
+            methods["elicitation/create"] = Method(self._on_elicitation, msgspec.Raw, is_async=True)
+        if s.fs:
+            methods.update(self.callbacks.fs_methods())
+        if s.terminal:
+            methods.update(self.callbacks.terminal_methods())
+        return methods
+
+    async def open(self, *, resume: bool) -> None:
+        """Start the agent, initialize, authenticate if asked, and open (or continue) the
+        session.  Raises classified errors; the agent is stopped first."""
+        proc = await self._spawn()
+        try:
+            await self._handshake(proc, resume=resume)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await proc.stop()
+            self._proc = None
+            raise
+
+    async def _spawn(self) -> _Proc:
+        s = self.settings
+        try:
+            spec = ProcessSpec(s.argv, cwd=s.cwd, env=s.env, name=s.spec.id)
+        except (TypeError, ValueError):
+            raise BridgeError("invalid_option", details={"option": "args"}) from None
+        resident = await start_resident(
+            spec, self._ctx.task_group, log=log, label=self._label, missing=s.spec.argv[0],
+            graces=STOP_GRACES,
+        )
+        conn = Connection(
+            resident.child.stdout,
+            resident.child.stdin,
+            methods=self._methods(),
+            notifications={"session/update": Method(self._on_update, msgspec.Raw)},
+            framing="newline",
+            jsonrpc=True,
+            name=s.spec.id,
+        )
+        proc = _Proc(resident, conn)
+        self._proc = proc
+        self._tasks.start(self._serve, proc, name="connection")
+        resident.watch_exit(
+            self._tasks, drain_grace=EXIT_DRAIN_GRACE, on_held_open=lambda _c: conn.close()
+        )
+        return proc
+
+    async def _serve(self, proc: _Proc) -> None:
+        try:
+            await proc.conn.run()
+        finally:
+            proc.resident.mark_output_ended()
+            run = self._run
+            if not self._disposed and not proc.resident.stopping:
+                proc.resident.log_exit("unexpectedly")
+                if run is not None:
+                    run.finish(RunOutcome.failed("provider_crashed", "the agent exited"))
+
+    def _task_failed(self, code: Any, detail: str) -> None:
+        run = self._run
+        if run is not None:
+            run.finish(RunOutcome.failed(code, detail))
+
+    async def _call(self, proc: _Proc, method: str, params: Any, timeout: float) -> Any:
+        entry: LedgerEntry[Any] = proc.conn.open_request(method, params, timeout=timeout)
+        try:
+            return await proc.conn.wait(entry)
+        except anyio.get_cancelled_exc_class():
+            proc.conn.cancel_request(entry, notify_peer=False)
+            raise
+        except RpcError as exc:
+            raise await self._failure(proc, exc, method) from None
+
+    async def _failure(self, proc: _Proc, exc: RpcError, method: str) -> BridgeError:
+        """Classify a failed request; what the agent said goes to the log only."""
+        if isinstance(exc, RequestTimedOut):
+            log.warning("acp %s: %s timed out", self.settings.spec.id, method)
+            return ProviderFailure("provider_timeout", f"{method} timed out")
+        if isinstance(exc, ConnectionClosed):
+            code: int | None = None
+            with anyio.move_on_after(2):
+                code = await proc.resident.child.wait()
+            proc.resident.log_exit(f"during {method}")
+            if method == "initialize" and code not in (None, 0):
+                return ProviderFailure("provider_unavailable", f"agent exited with {code}")
+            return ProviderFailure("provider_crashed", f"the agent exited during {method}")
+        log.warning(
+            "acp %s: %s failed (%d): %s", self.settings.spec.id, method, exc.code,
+            redact(exc.message)[:2000],
+        )
+        classified = mapping.classify_rpc_error(exc.code, method)
+        if classified in ("recovery_invalid", "unsupported"):
+            return BridgeError(classified)
+        return ProviderFailure(classified, f"{method} failed ({exc.code})")
+
+    async def _handshake(self, proc: _Proc, *, resume: bool) -> None:
+        s = self.settings
+        caps = p.client_capabilities(fs=s.fs, terminal=s.terminal, elicitation=s.elicitation)
+        result = await self._call(
+            proc, "initialize", p.initialize_params(BRIDGE_VERSION, caps), STARTUP_TIMEOUT
+        )
+        info = self.info = p.AgentInfo.from_result(result)
+        self._provider.learned(info)
+        if info.protocol_version != p.PROTOCOL_VERSION:
+            log.warning("acp %s speaks protocol %d", s.spec.id, info.protocol_version)
+            raise ProviderFailure("provider_unavailable", "unsupported ACP protocol version")
+        method = s.auth_method
+        if method is not None:
+            if method not in info.auth_methods:
+                raise BridgeError("invalid_option", details={"option": "authMethod"})
+            await self._call(proc, "authenticate", {"methodId": method}, STARTUP_TIMEOUT)
+        base = {"cwd": s.cwd, "mcpServers": list(s.mcp_servers)}
+        if resume:
+            assert s.acp_session_id is not None
+            params = {**base, "sessionId": s.acp_session_id}
+            if s.spec.hints.resume is False:
+                raise BridgeError("unsupported", details={"reason": "resume_defect"})
+            if info.session_resume:
+                result = await self._call(proc, "session/resume", params, STARTUP_TIMEOUT)
+            elif info.load_session:
+                self._loading = True
+                try:
+                    result = await self._call(proc, "session/load", params, STARTUP_TIMEOUT)
+                finally:
+                    self._loading = False
+            else:
+                raise BridgeError("unsupported", details={"reason": "agent_cannot_resume"})
+        else:
+            result = await self._call(proc, "session/new", base, STARTUP_TIMEOUT)
+            session_id = p.obj(result).get("sessionId")
+            if not isinstance(session_id, str) or not session_id:
+                raise ProviderFailure("provider_contract", "session/new returned no sessionId")
+            s.acp_session_id = session_id
+        self._provider.learned_session(p.obj(result))
+        if s.mode is not None:
+            if s.mode not in p.mode_ids(p.obj(result).get("modes")):
+                raise BridgeError("invalid_option", details={"option": "mode"})
+            await self._call(
+                proc, "session/set_mode",
+                {"sessionId": s.acp_session_id, "modeId": s.mode}, REQUEST_TIMEOUT,
+            )
+        from agent_bridge.adapters.acp.provider import CONFIG_CATEGORIES
+
+        offered = p.config_options(p.obj(result).get("configOptions"))
+        for name, value in s.config.items():
+            option = next(
+                (o for o in offered if o.get("category") == CONFIG_CATEGORIES[name]), None
+            )
+            if option is None or value not in p.select_values(option):
+                raise BridgeError("invalid_option", details={"option": name})
+            await self._call(
+                proc, "session/set_config_option",
+                {"sessionId": s.acp_session_id, "configId": option.get("id"), "value": value},
+                REQUEST_TIMEOUT,
+            )
+
+    def export_recovery_record(self) -> Any:
+        s = self.settings
+        if s.acp_session_id is None or s.spec.hints.resume is False:
+            return None
+        return {"agent": s.spec.id, "sessionId": s.acp_session_id, "cwd": s.cwd}
+
+    async def dispose(self) -> None:
+        self._disposed = True
+        run = self._run
+        if run is not None:
+            run.finish(RunOutcome.interrupted(), emit=False)
+        proc, self._proc = self._proc, None
+        with anyio.CancelScope(shield=True):
+            await self.callbacks.close()
+            if proc is not None:
+                await proc.stop()
+        self._tasks.cancel_all()
+
+    # ------------------------------------------------------------------ runs
+
+    async def start_run(
+        self, input: RunInput, options: Mapping[str, Any], ctx: RunContext
+    ) -> ProviderRun:
+        if self._disposed:
+            raise BridgeError("session_closed")
+        if self._run is not None:
+            raise BridgeError("run_active")
+        if self._restart:
+            await self._restart_agent()
+        proc = self._proc
+        if proc is None or proc.closed:
+            raise ProviderFailure("provider_crashed", "the agent is no longer running")
+        run = AcpRun(self, ctx)
+        self._run = run
+        entry = proc.conn.open_request(
+            "session/prompt",
+            {"sessionId": self.settings.acp_session_id, "prompt": p.text_prompt(input.text)},
+        )
+        self._tasks.start(self._await_prompt, proc, run, entry, name="session/prompt")
+        return run
+
+    async def _await_prompt(self, proc: _Proc, run: AcpRun, entry: LedgerEntry[Any]) -> None:
+        try:
+            result = await proc.conn.wait(entry)
+        except RpcError as exc:
+            if run.finished:
+                return
+            failure = await self._failure(proc, exc, "session/prompt")
+            code = failure.error_code
+            run.finish(RunOutcome.failed(code if code != "unsupported" else "provider_failed"))
+            return
+        run.finish(mapping.prompt_outcome(result, interrupt_requested=run.interrupt_wanted))
+
+    def run_finished(self, run: AcpRun) -> None:
+        if self._run is run:
+            self._run = None
+        outcome = run.outcome
+        if (
+            self.settings.spec.hints.restart_after_cancel
+            and outcome is not None
+            and outcome.state == "interrupted"
+        ):
+            self._restart = True
+
+    async def _restart_agent(self) -> None:
+        """Stop the agent and continue the session in a new process (the workaround for
+        an agent that is not usable after a cancel)."""
+        self._restart = False
+        proc, self._proc = self._proc, None
+        log.info("acp %s: restarting the agent after a cancelled run", self.settings.spec.id)
+        if proc is not None:
+            with anyio.CancelScope(shield=True):
+                await proc.stop()
+        info = self.info
+        if info is None or not info.can_resume or self.settings.acp_session_id is None:
+            raise ProviderFailure("provider_failed", "the agent cannot continue the session")
+        await self.open(resume=True)
+
+    def send_cancel(self, run: AcpRun) -> None:
+        """``session/cancel`` (once), and every pending permission answered cancelled."""
+        proc = self._proc
+        if run.finished or run.cancel_sent or proc is None:
+            return
+        run.cancel_sent = True
+        proc.conn.notify("session/cancel", {"sessionId": self.settings.acp_session_id})
+        for handle in list(run.pending):
+            handle.withdraw()
+
+    # ------------------------------------------------------------------ agent → client
+
+    def _decode(self, raw: msgspec.Raw) -> Mapping[str, Any]:
+        try:
+            return p.obj(msgspec.json.decode(bytes(raw)))
+        except msgspec.DecodeError:
+            return {}
+
+    def _current(self, params: Mapping[str, Any]) -> AcpRun | None:
+        run = self._run
+        if run is None or run.finished or params.get("sessionId") != self.settings.acp_session_id:
+            return None
+        return run
+
+    def _on_update(self, raw: msgspec.Raw) -> None:
+        params = self._decode(raw)
+        if self._loading:
+            return  # history replayed by session/load: already in the journal
+        update = p.obj(params.get("update"))
+        run = self._current(params)
+        if run is None:
+            log.debug("acp: update %r outside a run ignored", update.get("sessionUpdate"))
+            return
+        record = bytes(raw)
+        for payload in mapping.update_payloads(run.state, update):
+            run.emit(payload, raw=record)
+
+    async def _on_permission(self, raw: msgspec.Raw) -> dict[str, Any]:
+        params = self._decode(raw)
+        run = self._current(params)
+        if run is None or run.interrupt_wanted:
+            return dict(mapping.CANCELLED)
+        permission = mapping.permission_request(params, self.settings.cwd)
+        call = p.obj(params.get("toolCall"))
+        if isinstance(call.get("toolCallId"), str):
+            for payload in mapping.tool_payloads(run.state, {**call, "status": "pending"}):
+                run.emit(payload, raw=bytes(raw))
+        handle = run.ctx.open_interaction(permission.request)
+        run.pending.add(handle)
+        try:
+            outcome = await handle.wait()
+        finally:
+            run.pending.discard(handle)
+        return mapping.permission_reply(permission, outcome, cancelling=run.interrupt_wanted)
+
+    async def _on_elicitation(self, raw: msgspec.Raw) -> dict[str, Any]:
+        params = self._decode(raw)
+        run = self._current(params)
+        if run is None or run.interrupt_wanted:
+            return {"action": "cancel"}
+        asked = mapping.elicitation_request(params)
+        if asked is None:
+            for payload in mapping.once(
+                run.state,
+                ("elicitation", params.get("mode")),
+                Diagnostic(
+                    level="warning",
+                    code="acp_elicitation_unsupported",
+                    message="The agent asked for input in a form the bridge cannot ask "
+                    "(URL mode or an unsupported field); it was declined",
+                ),
+            ):
+                run.emit(payload, raw=bytes(raw))
+            return {"action": "decline"}
+        request, fields = asked
+        handle = run.ctx.open_interaction(request)
+        run.pending.add(handle)
+        try:
+            outcome = await handle.wait()
+        finally:
+            run.pending.discard(handle)
+        if run.interrupt_wanted:
+            return {"action": "cancel"}
+        return mapping.elicitation_reply(fields, outcome)
+
+
+def default_cwd(workspace: str | None) -> str:
+    """ACP needs an absolute ``cwd``: the workspace, else the bridge's own directory."""
+    return workspace if workspace is not None else os.getcwd()

@@ -1,0 +1,414 @@
+#!/usr/bin/env python3
+"""A small ACP agent of the project's own, shaped after Gemini CLI 0.61.0 in ACP mode
+(``gemini --acp``; the captured transcript is tests/data/acp/gemini_0.61.0_transcript.jsonl
+and tests/test_acp_adapter.py keeps the two in step).
+
+JSON-RPC 2.0 over stdio, one object a line.  What it does:
+
+- ``initialize`` -> Gemini's result (protocolVersion 1, authMethods, agentInfo,
+  agentCapabilities); the script's ``capabilities`` replaces agentCapabilities.
+- ``authenticate {methodId}`` -> ``{}`` for an advertised method, else ``-32602``; with
+  ``"auth_required": true`` in the script ``session/new`` fails ``-32000`` until then.
+- ``session/new {cwd, mcpServers}`` -> ``{sessionId, modes, configOptions}``; sessions are
+  remembered in the script's ``state_dir`` so a fresh process can ``session/load`` (the
+  history is replayed as ``user_message_chunk``/``agent_message_chunk`` updates first) or
+  ``session/resume`` (nothing replayed) them, when advertised.  ``"load_defect": true``
+  makes a load in a fresh process fail like Gemini 0.61.0 (``-32603``).
+- ``session/set_mode``, ``session/set_config_option`` -> ``{}`` / ``{configOptions}``.
+- ``session/prompt`` streams ``session/update`` notifications and returns
+  ``{stopReason}``.  By the prompt's text:
+  ``TOOL:<cmd>`` asks ``session/request_permission`` (Gemini's three options) for an
+  ``execute`` tool; when allowed and ``cmd`` is ``touch NAME`` it creates NAME in the
+  session's cwd; then reports the tool and some text.  ``SLOW`` streams ``word0 word1
+  ...`` until ``session/cancel`` -> ``stopReason: cancelled``.  ``EDIT:<path>`` reports an
+  ``edit`` tool call with a diff.  ``THINK`` a thought chunk; ``PLAN`` a plan;
+  ``USAGE`` a usage update; ``MODE`` a current_mode_update; ``CONFIG`` a
+  config_option_update; ``UNKNOWN`` an update kind ACP does not have.  ``READ:<path>`` /
+  ``WRITE:<path>`` call ``fs/read_text_file`` / ``fs/write_text_file`` and say what
+  came back; ``TERM:<cmd> <args>`` runs a terminal (create, wait_for_exit, output,
+  release); ``ASK`` sends a form ``elicitation/create``; ``ASKURL`` a URL one;
+  ``CALL:<method>`` calls any client method and reports the error code; ``REFUSE``
+  ends with ``refusal``; ``CRASH`` exits.  Anything else: ``Hi! I am the stand-in
+  model.`` in Gemini's chunks.  The first prompt of a session starts with
+  ``available_commands_update`` as Gemini does.
+- ``session/cancel`` notification: the running prompt ends ``cancelled``; a pending
+  permission request keeps waiting for the client's ``cancelled`` answer.
+- Unknown methods: ``-32601``.  stdin EOF: exit 0.
+
+Script: a JSON object from ``--script PATH`` (other arguments are ignored, so the
+adapter's argv, e.g. ``--acp``, works).  Keys: ``log`` (every message in and out, one
+``{"dir": "->"|"<-", "msg": ...}`` a line; ``->`` is what the client sent, as in the
+captured transcript), ``state_dir``, ``capabilities``, ``auth_required``,
+``load_defect``, ``delay`` (seconds between chunks), ``slow_delay``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from typing import Any
+
+HELLO = ["Hi!", " I", " am", " the", " stand-in", " model."]
+GEMINI_CAPS: dict[str, Any] = {
+    "loadSession": True,
+    "promptCapabilities": {"image": True, "audio": True, "embeddedContext": True},
+    "mcpCapabilities": {"http": True, "sse": True},
+}
+AUTH_METHODS = [
+    {"id": "oauth-personal", "name": "Log in with Google", "description": "Log in"},
+    {"id": "gemini-api-key", "name": "Gemini API key", "description": "Use an API key"},
+]
+MODES = {
+    "availableModes": [
+        {"id": "default", "name": "Default", "description": "Prompts for approval"},
+        {"id": "yolo", "name": "YOLO", "description": "Auto-approves all tools"},
+    ],
+    "currentModeId": "default",
+}
+CONFIG_OPTIONS = [
+    {
+        "id": "model",
+        "name": "Model",
+        "category": "model",
+        "type": "select",
+        "currentValue": "auto",
+        "options": [{"value": "auto", "name": "Auto"}, {"value": "fast", "name": "Fast"}],
+    }
+]
+PERMISSION_OPTIONS = [
+    {"optionId": "proceed_always", "name": "Allow for this session", "kind": "allow_always"},
+    {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
+]
+
+
+class Agent:
+    def __init__(self, script: dict[str, Any]) -> None:
+        self.script = script
+        self.lock = threading.Lock()
+        self.log_path = script.get("log")
+        self.state_dir = script.get("state_dir")
+        self.next_id = 0
+        self.waiting: dict[int, dict[str, Any]] = {}
+        self.replies: dict[int, Any] = {}
+        self.cond = threading.Condition()
+        self.sessions: dict[str, dict[str, Any]] = {}
+        self.cancelled: set[str] = set()
+        self.authenticated = False
+        self.fresh = True  # no session created by this process yet
+
+    # -- io
+
+    def log(self, direction: str, msg: Any) -> None:
+        if self.log_path:
+            with open(self.log_path, "a") as fh:
+                fh.write(json.dumps({"dir": direction, "msg": msg}) + "\n")
+
+    def send(self, msg: dict[str, Any]) -> None:
+        msg = {"jsonrpc": "2.0", **msg}
+        with self.lock:
+            self.log("<-", msg)
+            sys.stdout.write(json.dumps(msg) + "\n")
+            sys.stdout.flush()
+
+    def result(self, id: Any, result: Any) -> None:
+        self.send({"id": id, "result": result})
+
+    def error(self, id: Any, code: int, message: str) -> None:
+        self.send({"id": id, "error": {"code": code, "message": message}})
+
+    def update(self, session_id: str, update: dict[str, Any]) -> None:
+        self.send(
+            {"method": "session/update", "params": {"sessionId": session_id, "update": update}}
+        )
+
+    def call(self, method: str, params: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
+        """Send a request to the client and wait for its reply message."""
+        with self.cond:
+            rid = self.next_id
+            self.next_id += 1
+        self.send({"id": rid, "method": method, "params": params})
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while rid not in self.replies:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return {"error": {"code": -1, "message": "timeout"}}
+                self.cond.wait(left)
+            reply: dict[str, Any] = self.replies.pop(rid)
+            return reply
+
+    # -- state
+
+    def _state_file(self) -> str | None:
+        return os.path.join(self.state_dir, "fake_acp_sessions.json") if self.state_dir else None
+
+    def save(self) -> None:
+        path = self._state_file()
+        if path:
+            with open(path, "w") as fh:
+                json.dump(self.sessions, fh)
+
+    def load_saved(self) -> dict[str, Any]:
+        path = self._state_file()
+        if path and os.path.exists(path):
+            with open(path) as fh:
+                data: dict[str, Any] = json.load(fh)
+                return data
+        return {}
+
+    # -- dispatch
+
+    def handle(self, msg: dict[str, Any]) -> None:
+        if "method" not in msg:
+            with self.cond:
+                self.replies[msg.get("id")] = msg
+                self.cond.notify_all()
+            return
+        method, params, id = msg["method"], msg.get("params") or {}, msg.get("id")
+        if id is None:
+            if method == "session/cancel":
+                self.cancelled.add(params.get("sessionId"))
+            return
+        handler = getattr(self, "on_" + method.replace("/", "_"), None)
+        if handler is None:
+            self.error(id, -32601, f"Method not found: {method}")
+            return
+        if method == "session/prompt":
+            threading.Thread(target=handler, args=(id, params), daemon=True).start()
+        else:
+            handler(id, params)
+
+    def on_initialize(self, id: Any, params: dict[str, Any]) -> None:
+        self.client_caps = params.get("clientCapabilities") or {}
+        self.result(
+            id,
+            {
+                "protocolVersion": 1,
+                "authMethods": AUTH_METHODS,
+                "agentInfo": {"name": "fake-acp", "title": "Fake ACP", "version": "0.61.0"},
+                "agentCapabilities": self.script.get("capabilities", GEMINI_CAPS),
+            },
+        )
+
+    def on_authenticate(self, id: Any, params: dict[str, Any]) -> None:
+        if params.get("methodId") not in [m["id"] for m in AUTH_METHODS]:
+            self.error(id, -32602, "Invalid auth method")
+            return
+        self.authenticated = True
+        self.result(id, {})
+
+    def on_session_new(self, id: Any, params: dict[str, Any]) -> None:
+        if self.script.get("auth_required") and not self.authenticated:
+            self.error(id, -32000, "Authentication required")
+            return
+        sid = str(uuid.uuid4())
+        self.sessions[sid] = {"cwd": params["cwd"], "history": [], "prompts": 0}
+        self.fresh = False
+        self.save()
+        self.result(id, {"sessionId": sid, "modes": MODES, "configOptions": CONFIG_OPTIONS})
+
+    def _restore(self, id: Any, params: dict[str, Any]) -> dict[str, Any] | None:
+        saved = self.load_saved().get(params.get("sessionId", ""))
+        if saved is None:
+            self.error(id, -32002, "Resource not found")
+            return None
+        self.sessions[params["sessionId"]] = saved
+        return saved
+
+    def on_session_load(self, id: Any, params: dict[str, Any]) -> None:
+        caps = self.script.get("capabilities", GEMINI_CAPS)
+        if not caps.get("loadSession"):
+            self.error(id, -32601, "Method not found: session/load")
+            return
+        if self.script.get("load_defect") and self.fresh:
+            self.error(id, -32603, "Internal error: No previous sessions found for this project.")
+            return
+        saved = self._restore(id, params)
+        if saved is None:
+            return
+        for role, text in saved["history"]:
+            kind = "user_message_chunk" if role == "user" else "agent_message_chunk"
+            self.update(params["sessionId"], {"sessionUpdate": kind,
+                                              "content": {"type": "text", "text": text}})
+        self.result(id, {"modes": MODES})
+
+    def on_session_resume(self, id: Any, params: dict[str, Any]) -> None:
+        caps = self.script.get("capabilities", GEMINI_CAPS)
+        if "resume" not in (caps.get("sessionCapabilities") or {}):
+            self.error(id, -32601, "Method not found: session/resume")
+            return
+        if self._restore(id, params) is not None:
+            self.result(id, {"modes": MODES})
+
+    def on_session_set_mode(self, id: Any, params: dict[str, Any]) -> None:
+        self.result(id, {})
+
+    def on_session_set_config_option(self, id: Any, params: dict[str, Any]) -> None:
+        self.result(id, {"configOptions": CONFIG_OPTIONS})
+
+    # -- prompts
+
+    def text(self, sid: str, parts: list[str]) -> None:
+        for part in parts:
+            time.sleep(float(self.script.get("delay", 0.0)))
+            self.update(sid, {"sessionUpdate": "agent_message_chunk",
+                              "content": {"type": "text", "text": part}})
+
+    def on_session_prompt(self, id: Any, params: dict[str, Any]) -> None:
+        sid = params.get("sessionId")
+        session = self.sessions.get(sid or "")
+        if session is None:
+            self.error(id, -32602, "Session not found")
+            return
+        self.cancelled.discard(sid)
+        blocks = params.get("prompt") or []
+        text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+        if session["prompts"] == 0:
+            self.update(sid, {"sessionUpdate": "available_commands_update",
+                              "availableCommands": [{"name": "help", "description": "Help"}]})
+        session["prompts"] += 1
+        stop = self.turn(sid, session, text)
+        reply = "".join(HELLO) if stop == "end_turn" else ""
+        session["history"] += [["user", text], ["agent", reply]]
+        self.save()
+        self.result(id, {"stopReason": stop})
+
+    def turn(self, sid: str, session: dict[str, Any], text: str) -> str:
+        if text.startswith("TOOL:"):
+            return self.tool(sid, session, text[5:])
+        if "SLOW" in text:
+            for i in range(1000):
+                if sid in self.cancelled:
+                    return "cancelled"
+                self.text(sid, [f"word{i}" if i == 0 else f" word{i}"])
+                time.sleep(float(self.script.get("slow_delay", 0.1)))
+            return "end_turn"
+        if text.startswith("EDIT:"):
+            path = text[5:]
+            call_id = "edit_1"
+            self.update(sid, {"sessionUpdate": "tool_call", "toolCallId": call_id,
+                              "title": f"Edit {os.path.basename(path)}", "kind": "edit",
+                              "status": "pending", "locations": [{"path": path, "line": 1}],
+                              "rawInput": {"file_path": path}})
+            self.update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                              "status": "completed",
+                              "content": [{"type": "diff", "path": path, "oldText": "a\n",
+                                           "newText": "b\n"}]})
+            return "end_turn"
+        if text == "THINK":
+            self.update(sid, {"sessionUpdate": "agent_thought_chunk",
+                              "content": {"type": "text", "text": "pondering"}})
+        elif text == "PLAN":
+            self.update(sid, {"sessionUpdate": "plan", "entries": [
+                {"content": "look", "priority": "high", "status": "completed"},
+                {"content": "fix", "priority": "medium", "status": "in_progress"},
+                {"content": "test", "priority": "low", "status": "pending"}]})
+        elif text == "USAGE":
+            self.update(sid, {"sessionUpdate": "usage_update", "used": 1200, "size": 200000,
+                              "cost": {"amount": 0.25, "currency": "USD"}})
+        elif text == "MODE":
+            self.update(sid, {"sessionUpdate": "current_mode_update", "currentModeId": "yolo"})
+        elif text == "CONFIG":
+            self.update(sid, {"sessionUpdate": "config_option_update",
+                              "configOptions": CONFIG_OPTIONS})
+        elif text == "UNKNOWN":
+            self.update(sid, {"sessionUpdate": "_fake_weather", "sunny": True})
+        elif text.startswith("READ:"):
+            reply = self.call("fs/read_text_file", {"sessionId": sid, "path": text[5:]})
+            if "error" in reply:
+                self.text(sid, [f"error {reply['error']['code']}"])
+            else:
+                self.text(sid, ["read: " + reply["result"]["content"]])
+        elif text.startswith("WRITE:"):
+            reply = self.call("fs/write_text_file",
+                              {"sessionId": sid, "path": text[6:], "content": "written\n"})
+            self.text(sid, [f"error {reply['error']['code']}" if "error" in reply else "wrote"])
+        elif text.startswith("TERM:"):
+            argv = text[5:].split()
+            made = self.call("terminal/create", {"sessionId": sid, "command": argv[0],
+                                                 "args": argv[1:], "outputByteLimit": 1000})
+            if "error" in made:
+                self.text(sid, [f"error {made['error']['code']}"])
+                return "end_turn"
+            tid = made["result"]["terminalId"]
+            waited = self.call("terminal/wait_for_exit", {"sessionId": sid, "terminalId": tid})
+            out = self.call("terminal/output", {"sessionId": sid, "terminalId": tid})
+            self.call("terminal/release", {"sessionId": sid, "terminalId": tid})
+            self.text(sid, [f"exit {waited['result'].get('exitCode')}: "
+                            + out["result"]["output"].strip()])
+        elif text == "ASK":
+            reply = self.call("elicitation/create", {
+                "sessionId": sid, "mode": "form", "message": "Which colour?",
+                "requestedSchema": {"type": "object", "properties": {
+                    "colour": {"type": "string", "enum": ["red", "blue"]}},
+                    "required": ["colour"]}})
+            self.text(sid, ["answer: " + json.dumps(reply.get("result"))])
+        elif text == "ASKURL":
+            reply = self.call("elicitation/create", {
+                "sessionId": sid, "mode": "url", "message": "Log in",
+                "url": "https://example.invalid/login", "elicitationId": "e1"})
+            self.text(sid, ["answer: " + json.dumps(reply.get("result"))])
+        elif text.startswith("CALL:"):
+            reply = self.call(text[5:], {"sessionId": sid, "path": "/x", "command": "true"})
+            self.text(sid, [f"error {reply['error']['code']}" if "error" in reply else "ok"])
+        elif text == "REFUSE":
+            return "refusal"
+        elif text == "CRASH":
+            os._exit(3)
+        else:
+            self.text(sid, HELLO)
+        return "end_turn"
+
+    def tool(self, sid: str, session: dict[str, Any], cmd: str) -> str:
+        call_id = f"run_shell_command__{int(time.time() * 1000)}_0"
+        call = {"toolCallId": call_id, "status": "pending", "title": cmd,
+                "content": [{"type": "content", "content": {
+                    "type": "text", "text": f"[current working directory {session['cwd']}]"}}],
+                "locations": [], "kind": "execute"}
+        reply = self.call("session/request_permission",
+                          {"sessionId": sid, "options": PERMISSION_OPTIONS, "toolCall": call},
+                          timeout=300)
+        outcome = (reply.get("result") or {}).get("outcome") or {}
+        if outcome.get("outcome") == "cancelled" or sid in self.cancelled:
+            return "cancelled"
+        if outcome.get("optionId") in ("proceed_once", "proceed_always"):
+            words = cmd.split()
+            if len(words) == 2 and words[0] == "touch":
+                with open(os.path.join(session["cwd"], os.path.basename(words[1])), "w"):
+                    pass
+            self.update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                              "status": "completed", "title": cmd, "content": [],
+                              "locations": [], "kind": "execute"})
+            self.text(sid, ["Tool", " finished."])
+        else:
+            self.text(sid, ["Tool", " was", " canceled", " by", " the", " user."])
+        return "end_turn"
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    script: dict[str, Any] = {}
+    if "--script" in args:
+        with open(args[args.index("--script") + 1]) as fh:
+            script = json.load(fh)
+    agent = Agent(script)
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            msg = json.loads(line)
+        except json.JSONDecodeError:
+            print("fake_acp: not JSON", file=sys.stderr)
+            continue
+        agent.log("->", msg)
+        agent.handle(msg)
+
+
+if __name__ == "__main__":
+    main()

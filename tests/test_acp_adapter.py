@@ -1,0 +1,710 @@
+"""The ACP adapter against the project's ACP agent stand-in (tests/standins/fake_acp.py),
+through the real bridge: a `python -m agent_bridge serve` child whose configuration file
+names the stand-in as an agent.
+
+Every message the bridge and the stand-in exchanged is validated against ACP's published
+schema.json (tests/acp_schema.py) at the end of each test, and the stand-in is kept in
+step with the captured Gemini CLI transcript (tests/data/acp/).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from acp_schema import AcpSchema, read_transcript
+from conftest import running_bridge
+
+from agent_bridge.adapters.acp import mapping
+from agent_bridge.adapters.acp import protocol as p
+from agent_bridge.adapters.acp.launch import (
+    ConfigEntryError,
+    agents_from_config,
+    child_env,
+    spec_from_entry,
+)
+from agent_bridge.adapters.acp.provider import AcpProvider, gemini_provider
+from agent_bridge.config import Config, config_path, load_config
+from agent_bridge.spi import InteractionOutcome
+from agent_bridge.wire.interactions import (
+    ApprovalAnswer,
+    QuestionAnswer,
+    QuestionRequest,
+    QuestionSetRequest,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE = ROOT / "tests" / "standins" / "fake_acp.py"
+TRANSCRIPT = ROOT / "tests" / "data" / "acp" / "gemini_0.61.0_transcript.jsonl"
+HELLO = "Hi! I am the stand-in model."
+TERMINAL = ("run.completed", "run.failed", "run.interrupted")
+
+pytestmark = pytest.mark.timeout(60)
+
+Msg = dict[str, Any]
+
+
+class Fake:
+    """The stand-in as a configured agent: its script, its log, a workspace, the
+    bridge's configuration file naming it."""
+
+    def __init__(self, tmp: Path, agent_id: str = "fake", **script: Any) -> None:
+        self.tmp = tmp
+        self.work = tmp / "work"
+        self.work.mkdir(exist_ok=True)
+        self.state = tmp / "agent-state"
+        self.state.mkdir(exist_ok=True)
+        self.log = tmp / "acp.log"
+        self.script_path = tmp / "script.json"
+        self.agent_id = agent_id
+        self.write(**script)
+        self.config = tmp / "config.toml"
+        command = [sys.executable, str(FAKE), "--script", str(self.script_path)]
+        self.config.write_text(
+            f"[acp.agents.{agent_id}]\n"
+            f'displayName = "Fake agent"\n'
+            f"command = {json.dumps(command)}\n"
+            'env = { FAKE_ACP = "1" }\n'
+        )
+
+    def write(self, **script: Any) -> None:
+        self.script_path.write_text(
+            json.dumps({"log": str(self.log), "state_dir": str(self.state), **script})
+        )
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"AGENT_BRIDGE_CONFIG": str(self.config)}
+
+    def records(self) -> list[Msg]:
+        return read_transcript(self.log) if self.log.exists() else []
+
+    def sent_by_bridge(self, method: str) -> list[Msg]:
+        return [r["msg"] for r in self.records() if r["dir"] == "->"
+                and r["msg"].get("method") == method]
+
+    def replies_of_bridge(self) -> list[Msg]:
+        return [r["msg"] for r in self.records() if r["dir"] == "->" and "method" not in r["msg"]]
+
+    def check_schema(self, off_schema: str | None = None) -> None:
+        """Every message both ways fits ACP's schema; ``off_schema`` names a record the
+        stand-in sent off the schema on purpose (an unknown update kind)."""
+        records = [r for r in self.records()
+                   if off_schema is None or off_schema not in json.dumps(r["msg"])]
+        problems = AcpSchema().check_transcript(records)
+        assert problems == [], problems
+
+    def params(self, **options: Any) -> Msg:
+        return {"provider": self.agent_id, "workspace": str(self.work), "options": options}
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Fake:
+    return Fake(tmp_path)
+
+
+async def create(bridge: Any, fake: Fake, **options: Any) -> str:
+    result = await bridge.result("session/create", fake.params(**options), timeout=30)
+    session_id: str = result["session"]["sessionId"]
+    return session_id
+
+
+async def start(bridge: Any, session_id: str, text: str) -> str:
+    result = await bridge.result("run/start", {"sessionId": session_id, "input": {"text": text}})
+    run_id: str = result["runId"]
+    return run_id
+
+
+Answer = Callable[[Msg], Any]
+
+
+async def drive(
+    bridge: Any,
+    run_id: str,
+    answer: Answer | None = None,
+    on_event: Callable[[Msg], Any] | None = None,
+    timeout: float = 20,
+) -> list[Msg]:
+    payloads: list[Msg] = []
+    with anyio.fail_after(timeout):
+        while True:
+            message = await bridge.next_message(timeout)
+            if message.get("method") == "interaction/request":
+                reply = answer(message["params"]) if answer is not None else None
+                if reply is not None:
+                    await bridge.send({"jsonrpc": "2.0", "id": message["id"], "result": reply})
+                continue
+            if message.get("method") != "event" or message["params"].get("runId") != run_id:
+                continue
+            payload = message["params"]["payload"]
+            payloads.append(payload)
+            if on_event is not None:
+                await on_event(payload)
+            if payload["type"] in TERMINAL:
+                return payloads
+
+
+def text_of(payloads: list[Msg]) -> str:
+    return "".join(x["text"] for x in payloads if x["type"] == "text.delta")
+
+
+def of_type(payloads: list[Msg], kind: str) -> list[Msg]:
+    return [x for x in payloads if x["type"] == kind]
+
+
+def codes(payloads: list[Msg]) -> set[str]:
+    return {x["code"] for x in payloads if x["type"] == "diagnostic"}
+
+
+async def run_text(bridge: Any, session_id: str, text: str, answer: Answer | None = None,
+                   timeout: float = 20) -> list[Msg]:
+    return await drive(bridge, await start(bridge, session_id, text), answer, timeout=timeout)
+
+
+def allow(mode: str = "once") -> Answer:
+    return lambda _params: {"kind": "approval", "decision": "allow", "mode": mode}
+
+
+def deny(_params: Msg) -> Msg:
+    return {"kind": "approval", "decision": "deny"}
+
+
+# --------------------------------------------------------------------------- the transcript
+
+
+def test_captured_gemini_transcript_fits_acp_schema() -> None:
+    assert AcpSchema().check_transcript(read_transcript(TRANSCRIPT)) == []
+
+
+def _transcript() -> list[Msg]:
+    return [r["msg"] for r in read_transcript(TRANSCRIPT) if r["dir"] in ("->", "<-")]
+
+
+def test_standin_matches_the_transcript_shapes(tmp_path: Path) -> None:
+    """The stand-in answers initialize, session/new and asks permission in the shapes
+    Gemini CLI 0.61.0 used (same keys, same option kinds, same tool kinds)."""
+    real = _transcript()
+    init = next(m for m in real if m.get("id") == 0 and "result" in m)["result"]
+    new = next(m for m in real if m.get("id") == 2 and "result" in m)["result"]
+    ask = next(m for m in real if m.get("method") == "session/request_permission")["params"]
+    sys.path.insert(0, str(FAKE.parent))
+    import fake_acp
+
+    assert set(init) == {"protocolVersion", "authMethods", "agentInfo", "agentCapabilities"}
+    assert init["agentCapabilities"] == fake_acp.GEMINI_CAPS
+    assert [m["kind"] for m in ask["options"]] == [m["kind"] for m in fake_acp.PERMISSION_OPTIONS]
+    assert [m["optionId"] for m in ask["options"]] == [
+        m["optionId"] for m in fake_acp.PERMISSION_OPTIONS
+    ]
+    assert set(ask["toolCall"]) == {"toolCallId", "status", "title", "content", "locations", "kind"}
+    assert {m["id"] for m in new["modes"]["availableModes"]} >= {
+        m["id"] for m in fake_acp.MODES["availableModes"]
+    }
+    # The updates Gemini sent are the ones the stand-in sends for the same prompts.
+    kinds = {m["params"]["update"]["sessionUpdate"] for m in real
+             if m.get("method") == "session/update"}
+    assert kinds == {"available_commands_update", "agent_message_chunk", "tool_call_update"}
+    texts = "".join(m["params"]["update"]["content"]["text"] for m in real[:20]
+                    if m.get("method") == "session/update"
+                    and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+    assert texts.startswith(HELLO)
+
+
+def test_mapping_the_transcript() -> None:
+    """Every update of the captured transcript maps to payloads (none unknown); its
+    permission request maps to an approval with both modes; its stop reasons map."""
+    state = mapping.TurnState()
+    payloads: list[Any] = []
+    for m in _transcript():
+        if m.get("method") == "session/update":
+            payloads += mapping.update_payloads(state, m["params"]["update"])
+        if m.get("method") == "session/request_permission":
+            permission = mapping.permission_request(m["params"], "/w")
+            assert permission.request.modes == ("once", "session")
+            assert permission.request.action == "command"
+            assert permission.request.command == m["params"]["toolCall"]["title"]
+    assert not [x for x in payloads if getattr(x, "code", "") == "acp_unknown_update"]
+    assert any(getattr(x, "text", "") == "Hi!" for x in payloads)
+    tools = [x for x in payloads if type(x).__name__ == "ToolActivity"]
+    assert [t.status for t in tools][:2] == ["started", "completed"]
+    assert mapping.prompt_outcome({"stopReason": "cancelled"}, interrupt_requested=True).state == (
+        "interrupted"
+    )
+    # An agent ending a turn "cancelled" by itself (codex-acp after a rejection): completed.
+    unasked = mapping.prompt_outcome({"stopReason": "cancelled"}, interrupt_requested=False)
+    assert (unasked.state, unasked.stop_reason) == ("completed", "cancelled")
+
+
+# --------------------------------------------------------------------------- units
+
+
+def test_config_file_location(tmp_path: Path) -> None:
+    assert config_path({"AGENT_BRIDGE_CONFIG": "/x/c.toml"}) == Path("/x/c.toml")
+    assert config_path({"AGENT_BRIDGE_CONFIG": ""}) is None
+    assert config_path({"XDG_CONFIG_HOME": "/xdg", "HOME": "/h"}) == Path(
+        "/xdg/agent-bridge/config.toml"
+    )
+    assert config_path({"HOME": "/h"}) == Path("/h/.config/agent-bridge/config.toml")
+    assert load_config({"AGENT_BRIDGE_CONFIG": str(tmp_path / "none.toml")}).data == {}
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[acp\n")
+    assert load_config({"AGENT_BRIDGE_CONFIG": str(bad)}).data == {}
+
+
+def test_config_entries() -> None:
+    config = Config(
+        {
+            "acp": {
+                "agents": {
+                    "good": {"command": ["a", "--acp"], "displayName": "A", "passEnv": ["K"]},
+                    "nocommand": {"displayName": "B"},
+                    "BadId": {"command": ["x"]},
+                    "badenv": {"command": ["x"], "env": {"A": 1}},
+                }
+            }
+        }
+    )
+    agents = agents_from_config(config)
+    assert [a.id for a in agents] == ["good"]
+    assert agents[0].argv == ("a", "--acp") and agents[0].maturity == "experimental"
+    assert agents[0].env_var == "AGENT_BRIDGE_ACP_GOOD_PATH"
+    with pytest.raises(ConfigEntryError):
+        spec_from_entry("x", {"command": "a --acp"})  # a string, not argv
+    env = child_env(spec_from_entry("x", {"command": ["a"], "env": {"E": "1"}, "passEnv": ["K"]}),
+                    parent={"PATH": "/bin", "K": "k", "SECRET_TOKEN": "s"})
+    assert env["E"] == "1" and env["K"] == "k" and "SECRET_TOKEN" not in env
+
+
+def test_gemini_descriptor_declares_its_resume_defect() -> None:
+    d = gemini_provider().describe()
+    assert d.id == "gemini" and d.display_name == "Gemini CLI" and d.maturity == "verified"
+    assert d.capabilities.recovery.resume is False
+    assert d.capabilities.run.interrupt == "cooperative"
+    names = {o.name for o in d.options}
+    assert {"authMethod", "mode", "model", "clientFs", "clientTerminal", "mcpServers"} <= names
+
+
+def test_descriptor_follows_initialize() -> None:
+    provider = AcpProvider(spec_from_entry("x", {"command": ["a"]}))
+    assert provider.describe().capabilities.recovery.resume is True  # not asked yet
+    provider.learned(p.AgentInfo.from_result({"agentCapabilities": {}, "authMethods": []}))
+    assert provider.describe().capabilities.recovery.resume is False
+    provider.learned(p.AgentInfo.from_result({
+        "agentCapabilities": {"sessionCapabilities": {"resume": {}}},
+        "authMethods": [{"id": "key", "name": "Key"}],
+    }))
+    d = provider.describe()
+    assert d.capabilities.recovery.resume is True
+    auth = next(o for o in d.options if o.name == "authMethod")
+    assert auth.type == "enum" and auth.values == ("key",)
+    provider.learned_session({"modes": {"availableModes": [{"id": "plan", "name": "Plan"}]},
+                              "configOptions": [{"id": "m", "name": "M", "category": "model",
+                                                 "type": "select", "currentValue": "a",
+                                                 "options": [{"value": "a", "name": "A"}]}]})
+    options = {o.name: o for o in provider.describe().options}
+    assert options["mode"].values == ("plan",) and options["model"].values == ("a",)
+
+
+def test_permission_replies() -> None:
+    params = {"options": [
+        {"optionId": "a1", "kind": "allow_once", "name": "Allow"},
+        {"optionId": "aa", "kind": "allow_always", "name": "Always"},
+        {"optionId": "r1", "kind": "reject_once", "name": "Reject"},
+        {"optionId": "ra", "kind": "reject_always", "name": "Never"},
+    ], "toolCall": {"toolCallId": "t", "title": "rm x", "kind": "delete"}}
+    perm = mapping.permission_request(params, "/w")
+    assert perm.request.action == "fileChange" and perm.request.modes == ("once", "session")
+
+    def reply(outcome: InteractionOutcome, cancelling: bool = False) -> Any:
+        return mapping.permission_reply(perm, outcome, cancelling=cancelling)["outcome"]
+
+    def answered(decision: Any, mode: Any = "once") -> InteractionOutcome:
+        return InteractionOutcome("responded", ApprovalAnswer(decision=decision, mode=mode))
+
+    assert reply(answered("allow"))["optionId"] == "a1"
+    assert reply(answered("allow", "session"))["optionId"] == "aa"
+    assert reply(answered("deny"))["optionId"] == "r1"
+    assert reply(answered("deny", "session"))["optionId"] == "ra"
+    assert reply(InteractionOutcome("cancelled")) == {"outcome": "cancelled"}
+    assert reply(InteractionOutcome("expired"))["optionId"] == "r1"
+    assert reply(answered("allow"), cancelling=True) == {"outcome": "cancelled"}
+
+
+def test_elicitation_mapping() -> None:
+    asked = mapping.elicitation_request({"mode": "form", "message": "Pick", "requestedSchema": {
+        "type": "object", "properties": {"c": {"type": "string", "enum": ["r", "b"]}}}})
+    assert asked is not None
+    request, fields = asked
+    assert isinstance(request, QuestionRequest) and [c.id for c in request.choices] == ["r", "b"]
+    assert mapping.elicitation_reply(
+        fields, InteractionOutcome("responded", QuestionAnswer(choice="b"))
+    ) == {"action": "accept", "content": {"c": "b"}}
+    assert mapping.elicitation_reply(fields, InteractionOutcome("cancelled")) == {
+        "action": "cancel"}
+    two = mapping.elicitation_request({"mode": "form", "message": "M", "requestedSchema": {
+        "properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"}}}})
+    assert two is not None and isinstance(two[0], QuestionSetRequest)
+    assert mapping.elicitation_request({"mode": "url", "url": "u", "message": "m"}) is None
+
+
+def test_classify_rpc_errors() -> None:
+    assert mapping.classify_rpc_error(-32000, "session/new") == "provider_auth_required"
+    assert mapping.classify_rpc_error(-32603, "session/load") == "recovery_invalid"
+    assert mapping.classify_rpc_error(-32603, "session/prompt") == "provider_failed"
+    assert mapping.classify_rpc_error(-32601, "session/resume") == "unsupported"
+
+
+# --------------------------------------------------------------------------- through the bridge
+
+
+async def test_providers_list_probes_the_agent(fake: Fake) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        listed = await bridge.result("providers/list", {"probe": True}, timeout=40)
+        by_id = {d["id"]: d for d in listed["providers"]}
+        assert {"gemini", "acp", "fake"} <= set(by_id)
+        d = by_id["fake"]
+        assert d["displayName"] == "Fake agent" and d["maturity"] == "experimental"
+        assert d["availability"]["status"] == "available"
+        assert d["availability"]["version"] == "0.61.0"
+        assert d["capabilities"]["recovery"]["resume"] is True  # loadSession advertised
+        auth = next(o for o in d["options"] if o["name"] == "authMethod")
+        assert auth["values"] == ["oauth-personal", "gemini-api-key"]
+    # The probe asked initialize only, with no client capabilities.
+    assert [m.get("method") for m in fake.sent_by_bridge("initialize")] == ["initialize"]
+    assert not fake.sent_by_bridge("session/new")
+    fake.check_schema()
+
+
+async def test_text_run(fake: Fake) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        payloads = await run_text(bridge, session_id, "say hi")
+        assert text_of(payloads) == HELLO
+        assert payloads[-1] == {"type": "run.completed", "stopReason": "end_turn"}
+        assert "acp_commands_updated" in codes(payloads)
+        again = await run_text(bridge, session_id, "REFUSE")
+        assert again[-1] == {"type": "run.completed", "stopReason": "refusal"}
+    new = fake.sent_by_bridge("session/new")[0]["params"]
+    assert new == {"cwd": str(fake.work.resolve()), "mcpServers": []}
+    init = fake.sent_by_bridge("initialize")[0]["params"]
+    assert init["clientCapabilities"]["fs"] == {"readTextFile": False, "writeTextFile": False}
+    assert init["clientCapabilities"]["terminal"] is False
+    fake.check_schema()
+
+
+async def test_generic_acp_provider_from_options(fake: Fake) -> None:
+    async with running_bridge("newline") as bridge:
+        command = [sys.executable, str(FAKE), "--script", str(fake.script_path)]
+        result = await bridge.result(
+            "session/create",
+            {"provider": "acp", "workspace": str(fake.work), "options": {"command": command}},
+            timeout=30,
+        )
+        payloads = await run_text(bridge, result["session"]["sessionId"], "hi")
+        assert text_of(payloads) == HELLO
+        reply = await bridge.call("session/create", {"provider": "acp", "options": {}})
+        assert reply["error"]["data"]["code"] == "invalid_option"
+    fake.check_schema()
+
+
+async def test_approval_allowed_and_denied(fake: Fake) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        asked: list[Msg] = []
+
+        def answer(params: Msg) -> Msg:
+            asked.append(params["request"])
+            return allow()(params)
+
+        payloads = await run_text(bridge, session_id, "TOOL:touch approved.txt", answer)
+        assert (fake.work / "approved.txt").exists()
+        assert asked[0]["kind"] == "approval" and asked[0]["action"] == "command"
+        assert asked[0]["command"] == "touch approved.txt"
+        assert asked[0]["modes"] == ["once", "session"]
+        tools = of_type(payloads, "tool.activity")
+        assert [t["status"] for t in tools] == ["started", "completed"]
+        assert tools[0]["name"] == "execute"
+        assert text_of(payloads) == "Tool finished."
+        assert not codes(payloads) & {"acp_unknown_update"}
+
+        payloads = await run_text(bridge, session_id, "TOOL:touch denied.txt", deny)
+        assert not (fake.work / "denied.txt").exists()
+        assert "canceled by the user" in text_of(payloads)
+        payloads = await run_text(bridge, session_id, "TOOL:touch always.txt", allow("session"))
+        assert (fake.work / "always.txt").exists()
+    chosen = [r["result"]["outcome"].get("optionId") for r in fake.replies_of_bridge()
+              if "outcome" in (r.get("result") or {})]
+    assert chosen == ["proceed_once", "cancel", "proceed_always"]
+    fake.check_schema()
+
+
+async def test_interrupt_slow_stream(fake: Fake) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        run_id = await start(bridge, session_id, "SLOW")
+        await bridge.event("text.delta", timeout=10)
+        await bridge.result("run/interrupt", {"runId": run_id})
+        payloads = await drive(bridge, run_id)
+        assert payloads[-1]["type"] == "run.interrupted"
+        assert payloads[-1].get("forced", False) is False
+        # The session goes on.
+        assert text_of(await run_text(bridge, session_id, "hi")) == HELLO
+    assert len(fake.sent_by_bridge("session/cancel")) == 1
+    fake.check_schema()
+
+
+async def test_interrupt_answers_pending_permission_cancelled(fake: Fake) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        run_id = await start(bridge, session_id, "TOOL:touch never.txt")
+        await bridge.wait_for(lambda m: m.get("method") == "interaction/request", timeout=15)
+        await bridge.result("run/interrupt", {"runId": run_id})
+        payloads = await drive(bridge, run_id)
+        assert payloads[-1]["type"] == "run.interrupted"
+        settled = of_type(payloads, "interaction.settled")
+        assert settled and settled[0]["status"] == "cancelled"
+    assert not (fake.work / "never.txt").exists()
+    outcomes = [r["result"]["outcome"] for r in fake.replies_of_bridge()
+                if "outcome" in (r.get("result") or {})]
+    assert outcomes == [{"outcome": "cancelled"}]
+    fake.check_schema()
+
+
+async def test_updates_map_to_events_and_unknown_keeps_raw(fake: Fake) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        assert of_type(await run_text(bridge, session_id, "THINK"), "thinking.delta")[0][
+            "text"] == "pondering"
+        plan = of_type(await run_text(bridge, session_id, "PLAN"), "plan.updated")[0]
+        assert [s["status"] for s in plan["steps"]] == ["completed", "inProgress", "pending"]
+        usage = of_type(await run_text(bridge, session_id, "USAGE"), "usage")[0]
+        assert usage["context"] == {"usedTokens": 1200, "maxTokens": 200000}
+        assert usage["cumulative"]["costUsd"] == 0.25
+        assert "acp_mode_changed" in codes(await run_text(bridge, session_id, "MODE"))
+        assert "acp_config_updated" in codes(await run_text(bridge, session_id, "CONFIG"))
+        unknown_run = await start(bridge, session_id, "UNKNOWN")
+        payloads = await drive(bridge, unknown_run)
+        assert "acp_unknown_update" in codes(payloads)
+        page = await bridge.result(
+            "events/read", {"sessionId": session_id, "view": "raw", "limit": 1000}
+        )
+        unknown = [e["sequence"] for e in page["events"]
+                   if e["payload"].get("code") == "acp_unknown_update"]
+        raws = [r for r in page["raw"] if r["spans"][0][0] == unknown[0]]
+        assert raws[0]["record"]["update"] == {"sessionUpdate": "_fake_weather", "sunny": True}
+    fake.check_schema(off_schema="_fake_weather")
+
+
+async def test_tool_calls_carry_the_tool_model_and_edits(fake: Fake) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        path = str(fake.work / "a.txt")
+        tools = of_type(await run_text(bridge, session_id, f"EDIT:{path}"), "tool.activity")
+        assert tools[0] == {
+            "type": "tool.activity", "toolCallId": "edit_1", "name": "edit",
+            "status": "started", "input": {"file_path": path}, "kind": "edit",
+            "title": "Edit a.txt", "locations": [{"path": path, "line": 1}],
+        }
+        assert tools[1]["status"] == "completed"
+        assert tools[1]["content"] == [
+            {"type": "edit", "path": path, "oldText": "a\n", "newText": "b\n"}
+        ]
+        allowed = of_type(await run_text(bridge, session_id, "TOOL:touch t.txt", allow()),
+                          "tool.activity")
+        assert allowed[0]["kind"] == "execute" and allowed[0]["title"] == "touch t.txt"
+        assert allowed[0]["content"][0]["type"] == "text"
+    fake.check_schema()
+
+
+async def test_fs_callbacks_only_when_enabled_and_confined(fake: Fake, tmp_path: Path) -> None:
+    (fake.work / "in.txt").write_text("inside\n")
+    (tmp_path / "secret.txt").write_text("outside\n")
+    (fake.work / "link").symlink_to(tmp_path / "secret.txt")
+    work = fake.work.resolve()
+    async with running_bridge("newline", env=fake.env) as bridge:
+        off = await create(bridge, fake)
+        assert "error -32601" in text_of(await run_text(bridge, off, f"READ:{work}/in.txt"))
+        on = await create(bridge, fake, clientFs=True)
+        assert text_of(await run_text(bridge, on, f"READ:{work}/in.txt")) == "read: inside\n"
+        assert "error -32602" in text_of(await run_text(bridge, on, f"READ:{work}/../secret.txt"))
+        assert "error -32602" in text_of(await run_text(bridge, on, f"READ:{work}/link"))
+        assert "error -32602" in text_of(await run_text(bridge, on, "READ:in.txt"))
+        assert text_of(await run_text(bridge, on, f"WRITE:{work}/out.txt")) == "wrote"
+        assert (fake.work / "out.txt").read_text() == "written\n"
+        assert "error" in text_of(await run_text(bridge, on, f"WRITE:{tmp_path}/escape.txt"))
+    assert not (tmp_path / "escape.txt").exists()
+    caps = [m["params"]["clientCapabilities"] for m in fake.sent_by_bridge("initialize")]
+    assert caps[-1]["fs"] == {"readTextFile": True, "writeTextFile": True}
+    fake.check_schema()
+
+
+async def test_terminal_callbacks(fake: Fake) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        off = await create(bridge, fake)
+        assert "error -32601" in text_of(await run_text(bridge, off, "TERM:echo hi"))
+        on = await create(bridge, fake, clientTerminal=True)
+        assert text_of(await run_text(bridge, on, "TERM:echo hello there")) == (
+            "exit 0: hello there")
+        assert text_of(await run_text(bridge, on, "TERM:false")) .strip() == "exit 1:"
+    fake.check_schema()
+
+
+async def test_unadvertised_callback_gets_method_not_found(fake: Fake) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        payloads = await run_text(bridge, session_id, "CALL:fs/write_text_file")
+        assert text_of(payloads) == "error -32601"
+        payloads = await run_text(bridge, session_id, "CALL:_vendor/thing")
+        assert text_of(payloads) == "error -32601"
+
+
+async def test_elicitation_form_and_url(fake: Fake) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        asked: list[Msg] = []
+
+        def answer(params: Msg) -> Msg:
+            asked.append(params["request"])
+            return {"kind": "question", "choice": "blue"}
+
+        payloads = await run_text(bridge, session_id, "ASK", answer)
+        assert asked[0]["kind"] == "question" and asked[0]["prompt"] == "Which colour?"
+        assert [c["id"] for c in asked[0]["choices"]] == ["red", "blue"]
+        assert '"colour": "blue"' in text_of(payloads)
+        payloads = await run_text(bridge, session_id, "ASKURL")
+        assert "acp_elicitation_unsupported" in codes(payloads)
+        assert '"decline"' in text_of(payloads)
+    caps = fake.sent_by_bridge("initialize")[0]["params"]["clientCapabilities"]
+    assert caps["elicitation"] == {"form": {}}
+    fake.check_schema()
+
+
+async def test_authenticate_and_auth_required(fake: Fake) -> None:
+    fake.write(auth_required=True)
+    async with running_bridge("newline", env=fake.env) as bridge:
+        reply = await bridge.call("session/create", fake.params(), timeout=30)
+        assert reply["error"]["data"]["code"] == "provider_auth_required"
+        reply = await bridge.call("session/create", fake.params(authMethod="nope"), timeout=30)
+        assert reply["error"]["data"]["code"] == "invalid_option"
+        session_id = await create(bridge, fake, authMethod="gemini-api-key")
+        assert text_of(await run_text(bridge, session_id, "hi")) == HELLO
+    assert fake.sent_by_bridge("authenticate")[0]["params"] == {"methodId": "gemini-api-key"}
+    fake.check_schema()
+
+
+async def test_mode_and_model_options(fake: Fake) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake, mode="yolo", model="fast")
+        assert text_of(await run_text(bridge, session_id, "hi")) == HELLO
+        reply = await bridge.call("session/create", fake.params(mode="nosuch"), timeout=30)
+        assert reply["error"]["data"]["code"] == "invalid_option"
+    assert fake.sent_by_bridge("session/set_mode")[0]["params"]["modeId"] == "yolo"
+    assert fake.sent_by_bridge("session/set_config_option")[0]["params"]["value"] == "fast"
+    fake.check_schema()
+
+
+async def test_agent_crash_fails_the_run(fake: Fake) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        payloads = await run_text(bridge, session_id, "CRASH")
+        assert payloads[-1]["type"] == "run.failed"
+        assert payloads[-1]["error"]["code"] == "provider_crashed"
+
+
+async def test_missing_executable_is_unavailable(fake: Fake, tmp_path: Path) -> None:
+    config = tmp_path / "missing.toml"
+    config.write_text('[acp.agents.gone]\ncommand = ["/nonexistent/agent"]\n')
+    async with running_bridge("newline", env={"AGENT_BRIDGE_CONFIG": str(config)}) as bridge:
+        reply = await bridge.call("session/create", {"provider": "gone"}, timeout=30)
+        assert reply["error"]["data"]["code"] == "provider_unavailable"
+        listed = await bridge.result("providers/list", {"probe": True}, timeout=40)
+        gone = next(d for d in listed["providers"] if d["id"] == "gone")
+        assert gone["availability"]["status"] == "unavailable"
+
+
+async def test_resume_in_a_fresh_bridge_with_load(fake: Fake, tmp_path: Path) -> None:
+    state = tmp_path / "bridge-state"
+    args = ("--state-dir", str(state))
+    async with running_bridge("newline", *args, env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        assert text_of(await run_text(bridge, session_id, "first")) == HELLO
+        await bridge.result("session/close", {"sessionId": session_id})
+    async with running_bridge("newline", *args, env=fake.env) as bridge:
+        await bridge.result("session/resume", {"sessionId": session_id}, timeout=30)
+        payloads = await run_text(bridge, session_id, "second")
+        # The load replayed the first turn; none of it came back as new events.
+        assert text_of(payloads) == HELLO
+    loads = fake.sent_by_bridge("session/load")
+    assert len(loads) == 1 and loads[0]["params"]["cwd"] == str(fake.work.resolve())
+    fake.check_schema()
+
+
+async def test_resume_prefers_session_resume(fake: Fake, tmp_path: Path) -> None:
+    fake.write(capabilities={"loadSession": True, "sessionCapabilities": {"resume": {}}})
+    state = tmp_path / "bridge-state"
+    args = ("--state-dir", str(state))
+    async with running_bridge("newline", *args, env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        await run_text(bridge, session_id, "first")
+        await bridge.result("session/close", {"sessionId": session_id})
+    async with running_bridge("newline", *args, env=fake.env) as bridge:
+        await bridge.result("session/resume", {"sessionId": session_id}, timeout=30)
+        assert text_of(await run_text(bridge, session_id, "second")) == HELLO
+    assert fake.sent_by_bridge("session/resume") and not fake.sent_by_bridge("session/load")
+    fake.check_schema()
+
+
+async def test_resume_refused_when_the_agent_cannot(fake: Fake, tmp_path: Path) -> None:
+    """An agent advertising neither load nor resume: known after the first session, the
+    descriptor says so and a resume is refused ``unsupported``."""
+    fake.write(capabilities={"loadSession": False})
+    state = tmp_path / "bridge-state"
+    args = ("--state-dir", str(state))
+    async with running_bridge("newline", *args, env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        await bridge.result("session/close", {"sessionId": session_id})
+        listed = await bridge.result("providers/list", {"probe": False})
+        d = next(x for x in listed["providers"] if x["id"] == "fake")
+        assert d["capabilities"]["recovery"]["resume"] is False
+        reply = await bridge.call("session/resume", {"sessionId": session_id}, timeout=30)
+        assert reply["error"]["data"]["code"] == "unsupported"
+
+
+async def test_gemini_like_load_defect_is_classified(fake: Fake, tmp_path: Path) -> None:
+    """The stand-in's emulation of Gemini 0.61.0's fresh-process load defect: a configured
+    agent that claims loadSession but fails the load gets ``recovery_invalid``."""
+    fake.write(load_defect=True)
+    state = tmp_path / "bridge-state"
+    args = ("--state-dir", str(state))
+    async with running_bridge("newline", *args, env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        await bridge.result("session/close", {"sessionId": session_id})
+    async with running_bridge("newline", *args, env=fake.env) as bridge:
+        reply = await bridge.call("session/resume", {"sessionId": session_id}, timeout=30)
+        assert reply["error"]["data"]["code"] == "recovery_invalid"
+
+
+async def test_gemini_resume_is_refused_by_descriptor(tmp_path: Path) -> None:
+    """The built-in gemini declares resume unsupported (its upstream defect): a closed
+    gemini session cannot be resumed and the refusal is classified."""
+    fake = Fake(tmp_path, agent_id="x")
+    exe = tmp_path / "gemini"
+    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} --script {fake.script_path} \"$@\"\n")
+    exe.chmod(0o755)
+    env = {"AGENT_BRIDGE_GEMINI_PATH": str(exe)}
+    async with running_bridge("newline", env=env) as bridge:
+        result = await bridge.result(
+            "session/create", {"provider": "gemini", "workspace": str(fake.work)}, timeout=30
+        )
+        session_id = result["session"]["sessionId"]
+        assert text_of(await run_text(bridge, session_id, "hi")) == HELLO
+        await bridge.result("session/close", {"sessionId": session_id})
+        reply = await bridge.call("session/resume", {"sessionId": session_id}, timeout=30)
+        assert reply["error"]["data"]["code"] == "unsupported"
+    assert os.path.exists(fake.log)
