@@ -65,6 +65,17 @@ def _parser() -> argparse.ArgumentParser:
         help="normal: commits survive a crash of the bridge; full: also of the machine",
     )
 
+    serve.add_argument(
+        "--daemon",
+        choices=("off", "auto"),
+        default="off",
+        help="auto: relay to the per-user daemon (started if none runs) instead of serving "
+        "in this process, as `agent-bridge connect` does (default: off)",
+    )
+    from agent_bridge.daemon.commands import add_parsers
+
+    add_parsers(sub)
+
     demo = sub.add_parser("demo", help="spawn the server and drive a scripted session")
     demo.add_argument("--framing", choices=("content-length", "newline"), default="content-length")
     demo.add_argument("--raw", action="store_true", help="print the raw JSON exchanged")
@@ -93,6 +104,10 @@ def _configure_logging(level: str, log_file: str | None) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    if args.daemon == "auto":
+        from agent_bridge.daemon.commands import connect_command
+
+        return connect_command(args.state_dir, autostart=True)
     # The protocol owns the real stdout; fd 1 and sys.stdout now point at stderr, so a
     # stray print (ours or a library's) can never corrupt a frame.
     protocol_fd = os.dup(1)
@@ -170,6 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command in ("daemon", "connect"):
+        from agent_bridge.daemon.commands import run_command
+
+        return run_command(args)
     if args.command == "demo":
         from agent_bridge.demo import run_demo
 

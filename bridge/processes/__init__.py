@@ -30,6 +30,7 @@ from agent_bridge.processes.spawning import (
     SpawnError,
     SpawnErrorReason,
     spawn,
+    spawn_detached,
 )
 
 # Private names tests reach for (the reaper's state; patch _pdeathsig_preexec in
@@ -48,4 +49,5 @@ __all__ = [
     "build_child_env",
     "redact",
     "spawn",
+    "spawn_detached",
 ]
