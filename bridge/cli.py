@@ -83,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     _add_schema(sub)
     _add_doctor(sub)
     _add_harness_parsers(sub)
+    from agent_bridge.daemon.commands import add_parsers
+
+    add_parsers(sub)
     return parser
 
 
@@ -176,6 +179,14 @@ def _add_serve(sub: Any) -> None:
         "(default: normal)",
     )
 
+    serve.add_argument(
+        "--daemon",
+        choices=("off", "auto"),
+        default="off",
+        help="auto: relay to the per-user daemon (started if none runs) instead of serving "
+        "in this process, as `agent-bridge connect` does (default: off)",
+    )
+
 
 def _add_demo(sub: Any) -> None:
     demo = sub.add_parser(
@@ -249,6 +260,10 @@ def _configure_logging(level: str, log_file: str | None) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    if args.daemon == "auto":
+        from agent_bridge.daemon.commands import connect_command
+
+        return connect_command(args.state_dir, autostart=True)
     # The protocol owns the real stdout; fd 1 and sys.stdout now point at stderr, so a
     # stray print (ours or a library's) can never corrupt a frame.
     if os.isatty(0):
@@ -351,6 +366,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _Parser(prog=where).error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "serve":
         return _serve(args)
+    if args.command in ("daemon", "connect"):
+        from agent_bridge.daemon.commands import run_command
+
+        return run_command(args)
     if args.command == "demo":
         from agent_bridge.demo import run_demo
 

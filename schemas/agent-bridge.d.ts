@@ -1057,6 +1057,10 @@ export interface SessionInfo {
   /** @defaultValue `0` */
   lastSequence?: number;
   updatedAt?: string | null;
+  /** @defaultValue `0` */
+  attachedHosts?: number;
+  /** @defaultValue `0` */
+  pendingInteractions?: number;
 }
 
 /**

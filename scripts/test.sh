@@ -26,6 +26,18 @@ else
   echo "WARNING: npm not found: the real-CLI end-to-end tests will be skipped" >&2
 fi
 
+# A real OpenSSH server for the remote-use tests (`connect` through ssh on 127.0.0.1).
+if [[ ! -x /usr/sbin/sshd ]]; then
+  if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing openssh-server (for the ssh transport tests)"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      openssh-server openssh-client >/dev/null
+  else
+    echo "WARNING: no sshd and no root apt-get: the ssh transport tests will be skipped" >&2
+  fi
+fi
+
 PY="$ROOT/.venv/bin/python"
 echo "== ruff"
 "$PY" -m ruff check bridge rpc adapters tests bench

@@ -153,6 +153,11 @@ class BridgeFrontend:
         try:
             answer = await self.conn.wait(entry)
         except RpcError as exc:
+            if self.conn.closed:
+                # The host went away without answering: that withdraws only its offer.
+                # The interaction stays pending for the other hosts, and the next one to
+                # attach (or, over stdio, the shutdown that follows cancels it).
+                return
             if interaction.pending:
                 log.info(
                     "interaction %s: host answered with an error (%s); cancelled",
@@ -232,6 +237,8 @@ class BridgeFrontend:
         self.conn.set_gate(self._gate)
         if self.owns_runtime:
             await self.runtime.shutdown()
+        # else (a daemon connection): shutdown ends this host's connection only; its
+        # sessions go on for the other hosts and the next attach
 
     def _initialized(self, _params: Any) -> None:
         return None

@@ -33,6 +33,7 @@ from agent_bridge.processes.spawning import (
     open_bridge,
     popen_bridge,
     spawn,
+    spawn_detached,
 )
 
 # Private names tests reach for (the reaper's state; patch _pdeathsig_preexec in
@@ -54,4 +55,5 @@ __all__ = [
     "popen_bridge",
     "redact",
     "spawn",
+    "spawn_detached",
 ]

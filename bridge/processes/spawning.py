@@ -81,6 +81,7 @@ __all__ = [
     "open_bridge",
     "popen_bridge",
     "spawn",
+    "spawn_detached",
 ]
 
 logger = logging.getLogger("agent_bridge.processes")
@@ -621,3 +622,43 @@ async def open_bridge(spec: ProcessSpec) -> anyio.abc.Process:
         raise SpawnError("permission_denied", spec.argv[0], "permission denied") from exc
     except OSError as exc:
         raise SpawnError("spawn_failed", spec.argv[0], type(exc).__name__) from exc
+
+
+def spawn_detached(spec: ProcessSpec, log_path: str | None = None) -> int:
+    """Start ``spec`` as a process that outlives the bridge (the per-user daemon) and
+    return its pid.
+
+    Unlike :func:`spawn` the process is not a child the bridge supervises: it gets its
+    own session, no parent-death signal and no reaper registration; stdin and stdout are
+    ``/dev/null`` and stderr goes to ``log_path`` (appended; ``/dev/null`` when ``None``).
+    It is reaped in a background thread so no zombie is left behind.
+
+    Raises :class:`SpawnError` as :func:`spawn` does.
+    """
+    executable = _resolve_executable(spec.argv[0], spec.env, spec.cwd)
+    argv0 = spec.argv[0]
+    err = os.open(log_path or os.devnull, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        proc = subprocess.Popen(
+            list(spec.argv),
+            executable=executable,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            cwd=spec.cwd,
+            env=dict(spec.env),
+            close_fds=True,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise SpawnError("executable_not_found", argv0, "executable not found") from exc
+    except PermissionError as exc:
+        raise SpawnError("permission_denied", argv0, "permission denied") from exc
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SpawnError("spawn_failed", argv0, type(exc).__name__) from exc
+    finally:
+        os.close(err)
+    import threading
+
+    threading.Thread(target=proc.wait, name="detached-reaper", daemon=True).start()
+    return proc.pid

@@ -280,6 +280,8 @@ class Run:
         interaction.on_settle.append(self._on_settled)
         if session.offer(interaction):
             return interaction
+        if services.hold_unanswerable and not session.stream.subscriptions:
+            return interaction  # nobody attached: it waits for the next attach
         if interaction.kind == "approval":
             self._publish(
                 Diagnostic(

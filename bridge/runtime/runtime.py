@@ -83,6 +83,7 @@ class Runtime:
         interrupt_grace: float = 5.0,
         dispose_timeout: float = 10.0,
         history: History | None = None,
+        hold_unanswerable: bool = False,
     ) -> None:
         self.registry = registry
         self.history: History = history if history is not None else MemoryHistory()
@@ -92,6 +93,7 @@ class Runtime:
             clock=clock or Clock(),
             interrupt_grace=interrupt_grace,
             dispose_timeout=dispose_timeout,
+            hold_unanswerable=hold_unanswerable,
         )
         self.sessions: dict[str, Session] = {}
         self.runs: dict[str, Run] = {}
@@ -482,7 +484,9 @@ class Runtime:
             self.history.list_sessions(provider, workspace, cursor, limit)
         )
         out = [
-            self.sessions[r.session_id].info() if r.session_id in self.sessions else record_info(r)
+            self.sessions[r.session_id].info(counts=True)
+            if r.session_id in self.sessions
+            else record_info(r)
             for r in records
         ]
         return out, next_cursor

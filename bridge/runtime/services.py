@@ -28,6 +28,7 @@ class Services:
         "delivery",
         "dispose_timeout",
         "history",
+        "hold_unanswerable",
         "ids",
         "interactions",
         "interrupt_grace",
@@ -42,12 +43,17 @@ class Services:
         clock: Clock,
         interrupt_grace: float,
         dispose_timeout: float,
+        hold_unanswerable: bool = False,
     ) -> None:
         self.history = history
         self.ids = ids
         self.clock = clock
         self.interrupt_grace = interrupt_grace
         self.dispose_timeout = dispose_timeout
+        #: an interaction raised while no client at all is attached waits for the next
+        #: attach (the daemon) instead of being denied or cancelled at once; attached
+        #: clients that cannot answer its kind still get it denied, visibly
+        self.hold_unanswerable = hold_unanswerable
         self.delivery = Delivery(history)
         #: every interaction by id: open ones, and the settled records of ended runs'
         self.interactions: dict[str, Interaction | SettledInteraction] = {}

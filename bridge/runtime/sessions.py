@@ -111,8 +111,13 @@ class Session:
         self.closed = anyio.Event()
         self.finished = anyio.Event()
 
-    def info(self) -> SessionInfo:
-        """Return the wire view of this session."""
+    def info(self, *, counts: bool = False) -> SessionInfo:
+        """Return the wire view of this session; with ``counts``, how many clients are
+        attached and how many interactions wait (``session/list``)."""
+        attached = pending = 0
+        if counts:
+            attached = len(self.stream.subscriptions)
+            pending = sum(len(run.pending) for run in self.active_runs.values())
         return SessionInfo(
             session_id=self.id,
             provider_id=self.provider.id,
@@ -123,6 +128,8 @@ class Session:
             active_run_id=next(iter(self.active_runs), None),
             last_sequence=self.stream.last_sequence,
             updated_at=self.updated_at,
+            attached_hosts=attached,
+            pending_interactions=pending,
         )
 
     def touch(self) -> None:

@@ -144,6 +144,10 @@ class SessionInfo(WireStruct, frozen=True):
     active_run_id: str | None = None
     last_sequence: int = 0
     updated_at: str | None = None
+    #: ``session/list`` only, for a session open in this bridge: the hosts attached to it
+    attached_hosts: int = 0
+    #: ``session/list`` only: interactions of its active run waiting for an answer
+    pending_interactions: int = 0
 
 
 class SessionCreateParams(WireStruct, frozen=True):

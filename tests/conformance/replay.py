@@ -43,6 +43,7 @@ _TESTS = Path(__file__).resolve().parent.parent
 if str(_TESTS) not in sys.path:
     sys.path.insert(0, str(_TESTS))
 
+from transports import STDIO, Transport, start_daemon, stop_daemon  # noqa: E402
 from wire_validation import WireValidator  # noqa: E402
 
 __all__ = [
@@ -239,14 +240,35 @@ class BridgeProcess:
     """
 
     def __init__(
-        self, framing: Framing, args: tuple[str, ...] = (), state_dir: str | None = None
+        self,
+        framing: Framing,
+        args: tuple[str, ...] = (),
+        state_dir: str | None = None,
+        transport: Transport = STDIO,
     ) -> None:
         self.framing = framing
+        self.transport = transport
         env = dict(os.environ)
         if state_dir is not None:
             env["AGENT_BRIDGE_STATE_DIR"] = state_dir
+        self._daemon_env: dict[str, str] | None = None
+        self._daemon: subprocess.Popen[bytes] | None = None
+        if transport.name == "stdio":
+            argv = [sys.executable, "-m", "agent_bridge", "serve", *args]
+        else:
+            # The same exchange through the per-user daemon: a daemon with the
+            # transcript's arguments, reached through `agent-bridge connect` (over ssh
+            # for the ssh transport).  Ended with the connection, like a serve process.
+            assert state_dir is not None, "the daemon transports need a state directory"
+            env["XDG_RUNTIME_DIR"] = os.path.join(state_dir, "xdg")
+            os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
+            self._daemon_env = env
+            self._state_dir = state_dir
+            self._daemon = start_daemon(env, state_dir, args)
+            connect = [sys.executable, "-m", "agent_bridge", "connect", "--state-dir", state_dir]
+            argv = connect if transport.ssh is None else transport.ssh.command(connect, env)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agent_bridge", "serve", *args],
+            argv,
             env=env,
             cwd=REPO_ROOT,
             stdin=subprocess.PIPE,
@@ -356,13 +378,26 @@ class BridgeProcess:
         except subprocess.TimeoutExpired:
             self.kill()
             raise AssertionError("the bridge did not exit after EOF") from None
+        self._stop_daemon()
         return leftovers, code
 
+    def _stop_daemon(self) -> None:
+        daemon, self._daemon = self._daemon, None
+        if daemon is None or self._daemon_env is None:
+            return
+        stop_daemon(self._daemon_env, self._state_dir)
+        try:
+            daemon.wait(10)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait(5)
+
     def kill(self) -> None:
-        """Stop the process (this one only) if it still runs."""
+        """Stop the process (this one only, and the daemon it reached) if it still runs."""
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(5)
+        self._stop_daemon()
         for thread in (self._reader, self._drain):
             thread.join(5)
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
@@ -483,16 +518,19 @@ def _label(message: Any) -> str:
 
 
 class _Replay:
-    def __init__(self, transcript: Transcript, framing: Framing, timeout: float) -> None:
+    def __init__(
+        self, transcript: Transcript, framing: Framing, timeout: float, transport: Transport
+    ) -> None:
         self.transcript = transcript
         self.framing = framing
+        self.transport = transport
         self.timeout = timeout
         self.bindings = Bindings()
         self.validator = WireValidator()
         # One journal per transcript, kept across its restarts (a restart is a new bridge
         # process on the same machine).
         self.state_dir = tempfile.mkdtemp(prefix="bridge-replay-")
-        self.bridge = BridgeProcess(framing, transcript.args, self.state_dir)
+        self.bridge = BridgeProcess(framing, transcript.args, self.state_dir, transport)
         self.log: list[str] = []
 
     def fail(self, problem: str) -> AssertionError:
@@ -562,7 +600,9 @@ class _Replay:
                 group = []
                 if step.dir == "restart":
                     self.end()
-                    self.bridge = BridgeProcess(self.framing, self.transcript.args, self.state_dir)
+                    self.bridge = BridgeProcess(
+                        self.framing, self.transcript.args, self.state_dir, self.transport
+                    )
                     self.validator = WireValidator()
                 elif step.raw is not None:
                     self.log.append(">~ " + step.raw)
@@ -598,7 +638,12 @@ class _Replay:
 
 
 def replay(
-    transcript: Transcript, framing: Framing = "newline", *, timeout: float = GROUP_TIMEOUT
+    transcript: Transcript,
+    framing: Framing = "newline",
+    *,
+    timeout: float = GROUP_TIMEOUT,
+    transport: Transport = STDIO,
 ) -> None:
-    """Replay ``transcript`` against a fresh bridge; raise AssertionError on a difference."""
-    _Replay(transcript, framing, timeout).run()
+    """Replay ``transcript`` against a fresh bridge reached over ``transport``; raise
+    AssertionError on a difference."""
+    _Replay(transcript, framing, timeout, transport).run()

@@ -1,0 +1,166 @@
+"""The ``daemon`` and ``connect`` subcommands of the command line.
+
+Kept apart from :mod:`agent_bridge.cli` so the daemon's imports stay off every other
+command's start path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+__all__ = ["add_parsers", "connect_command", "run_command"]
+
+
+def add_parsers(sub: Any) -> None:
+    """Add ``daemon`` and ``connect`` to the subcommand parsers ``sub``."""
+    daemon = sub.add_parser(
+        "daemon",
+        help="serve one shared runtime on a Unix socket (see docs/daemon.md)",
+        description="Serve one runtime per user and state directory on a Unix domain socket; "
+        "hosts attach with `agent-bridge connect` (locally, or as `ssh HOST agent-bridge "
+        "connect`).  Example: agent-bridge daemon --idle-timeout 0",
+    )
+    daemon.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="the session journal (default: $AGENT_BRIDGE_STATE_DIR, else the platform's "
+        "state directory; ':memory:' keeps none)",
+    )
+    daemon.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="exit after this long with no host and no active run; 0: never (default: 600)",
+    )
+    daemon.add_argument(
+        "--interrupt-grace",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long a run may take to stop after an interrupt (default: 5)",
+    )
+    daemon.add_argument(
+        "--journal-sync", choices=("normal", "full"), default="normal", help="as for serve"
+    )
+    daemon.add_argument("--log-file", metavar="FILE", help="log here (default: stderr)")
+    daemon.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="default: INFO",
+    )
+    action = daemon.add_mutually_exclusive_group()
+    action.add_argument(
+        "--stop", action="store_true", help="stop the daemon of this state directory"
+    )
+    action.add_argument(
+        "--status",
+        action="store_true",
+        help="print the daemon's socket and pid; exit 0 when one runs, 3 when none",
+    )
+    connect = sub.add_parser(
+        "connect",
+        help="relay stdin/stdout to the per-user daemon, starting it if none runs",
+        description="Relay this process's stdin and stdout to the daemon's socket, byte for "
+        "byte.  Example: ssh devbox agent-bridge connect",
+    )
+    connect.add_argument("--state-dir", metavar="DIR", help="the daemon's state directory")
+    connect.add_argument(
+        "--no-start", action="store_true", help="fail instead of starting a daemon"
+    )
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run ``daemon`` or ``connect``; return the exit code."""
+    if args.command == "connect":
+        return connect_command(args.state_dir, autostart=not args.no_start)
+    return _daemon(args)
+
+
+def _paths(state_dir: str | None) -> Any:
+    from agent_bridge.daemon.paths import PathError, daemon_paths
+
+    try:
+        return daemon_paths(state_dir)
+    except PathError as exc:
+        sys.stderr.write(f"agent-bridge: {exc}\n")
+        return None
+
+
+def connect_command(state_dir: str | None, *, autostart: bool) -> int:
+    """Relay stdio to the daemon of ``state_dir``; return the exit code (1 with one line
+    on stderr when it cannot be reached)."""
+    import anyio
+
+    from agent_bridge.daemon.paths import PathError
+    from agent_bridge.daemon.relay import ConnectError, connect, relay
+
+    paths = _paths(state_dir)
+    if paths is None:
+        return 1
+
+    async def run() -> None:
+        stream = await connect(paths, autostart=autostart)
+        await relay(stream)
+
+    try:
+        anyio.run(run)
+    except (ConnectError, PathError, OSError) as exc:
+        sys.stderr.write(f"agent-bridge: {exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def _daemon(args: argparse.Namespace) -> int:
+    from agent_bridge.daemon.server import main, read_pid
+
+    paths = _paths(args.state_dir)
+    if paths is None:
+        return 1
+    if args.status or args.stop:
+        pid = read_pid(paths)
+        if args.status:
+            print(f"socket {paths.socket}: " + (f"pid {pid}" if pid else "no daemon"))
+            return 0 if pid else 3
+        if pid is None:
+            return 0
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while read_pid(paths) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return 0 if read_pid(paths) is None else 1
+    handler: logging.Handler = (
+        logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler()
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
+    logging.getLogger().setLevel(args.log_level)
+
+    from agent_bridge.journal import JournalError, open_history
+    from agent_bridge.registry import ProviderRegistry
+    from agent_bridge.runtime import Runtime
+
+    def runtime() -> Runtime:
+        history = open_history(paths.state_dir, sync=args.journal_sync)
+        return Runtime(
+            ProviderRegistry.default(),
+            interrupt_grace=args.interrupt_grace,
+            history=history,
+            hold_unanswerable=True,
+        )
+
+    try:
+        return main(paths, runtime, idle_timeout=args.idle_timeout, frontend_options={})
+    except JournalError as exc:
+        sys.stderr.write(f"agent-bridge: {exc}\n")
+        return 1

@@ -1,0 +1,79 @@
+"""Where a daemon's socket, lock and log live, for one user and state directory.
+
+The socket directory is ``$XDG_RUNTIME_DIR/agent-bridge`` when that variable names an
+absolute directory, else ``<state dir>/run`` (for a ``:memory:`` state, a per-uid folder
+in the temporary directory).  It is created with mode 0700 and refused when another user
+owns it or others can enter it.  Names carry a short hash of the state directory, so each
+state directory has its own daemon: ``daemon-<hash>.sock``, ``daemon-<hash>.lock`` (an
+``flock`` held for the daemon's lifetime, holding its pid) and ``daemon-<hash>.log``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from agent_bridge.journal.paths import MEMORY, resolve_state_dir
+
+__all__ = ["DaemonPaths", "PathError", "daemon_paths", "prepare_dir"]
+
+#: sockaddr_un's sun_path is 108 bytes on Linux, including the terminating NUL
+_MAX_SOCKET_PATH = 107
+
+
+class PathError(Exception):
+    """The socket directory cannot be used safely; the message says why, in one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonPaths:
+    """The files of one daemon."""
+
+    state_dir: str
+    directory: str
+    socket: str
+    lock: str
+    log: str
+
+
+def daemon_paths(state_dir: str | None, environ: Mapping[str, str] = os.environ) -> DaemonPaths:
+    """Return the paths of the daemon for ``state_dir`` (the ``--state-dir`` value, or
+    ``None`` for the environment or platform default).  Raises :class:`PathError` when
+    the socket path would be too long."""
+    resolved = resolve_state_dir(state_dir, environ)
+    runtime_dir = environ.get("XDG_RUNTIME_DIR", "")
+    if runtime_dir and os.path.isabs(runtime_dir):
+        directory = os.path.join(runtime_dir, "agent-bridge")
+    elif resolved == MEMORY:
+        directory = os.path.join(tempfile.gettempdir(), f"agent-bridge-{os.getuid()}")
+    else:
+        directory = os.path.join(resolved, "run")
+    tag = hashlib.sha256(resolved.encode()).hexdigest()[:16]
+    socket = os.path.join(directory, f"daemon-{tag}.sock")
+    if len(os.fsencode(socket)) > _MAX_SOCKET_PATH:
+        raise PathError(f"the daemon socket path is too long ({socket}); set XDG_RUNTIME_DIR")
+    return DaemonPaths(
+        resolved,
+        directory,
+        socket,
+        os.path.join(directory, f"daemon-{tag}.lock"),
+        os.path.join(directory, f"daemon-{tag}.log"),
+    )
+
+
+def prepare_dir(directory: str) -> None:
+    """Create ``directory`` with mode 0700 (parents as needed), or check an existing one:
+    it must be a directory owned by this user that no one else can enter.  Raises
+    :class:`PathError`."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    info = os.lstat(directory)
+    if not stat.S_ISDIR(info.st_mode):
+        raise PathError(f"{directory} is not a directory")
+    if info.st_uid != os.getuid():
+        raise PathError(f"{directory} belongs to another user")
+    if info.st_mode & 0o077:
+        os.chmod(directory, 0o700)

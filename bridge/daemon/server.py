@@ -1,0 +1,230 @@
+"""``agent-bridge daemon``: one runtime per user and state directory, on a Unix socket.
+
+Every connection gets its own bridge-protocol front-end over the same runtime, so several
+hosts can attach to one live session: each has its own event cursor and backpressure,
+every interaction is offered to each host that can answer its kind and settled by the
+first valid answer (the others' requests are withdrawn).  A host that disconnects — or
+sends ``shutdown`` and ``exit`` — detaches: its sessions go on; ``session/close`` closes a
+session for everyone.  Interactions that no attached host can answer wait and are offered
+again when a host attaches.
+
+Safety: the socket lives in a 0700 directory (:mod:`~agent_bridge.daemon.paths`) with mode
+0600, and each peer's uid is checked with ``SO_PEERCRED``; another user's connection is
+closed at once.  One daemon per state directory: an ``flock`` on the lock file; a socket
+file left by a dead daemon is replaced.  The daemon exits after ``idle_timeout`` seconds
+with no host and no active run, and on SIGTERM/SIGINT (closing every session, as
+``serve`` does at its host's EOF).  A crash is recovered from the journal by the next one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import logging
+import os
+import signal
+import socket
+import struct
+import sys
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.abc import SocketAttribute
+
+from agent_bridge.daemon.paths import DaemonPaths, PathError, prepare_dir
+
+__all__ = ["DaemonRunning", "LockedDaemon", "read_pid", "run_daemon"]
+
+log = logging.getLogger("agent_bridge.daemon")
+
+_PEERCRED = struct.Struct("3i")  # pid, uid, gid
+
+
+class DaemonRunning(Exception):
+    """Another daemon holds the lock for this state directory."""
+
+
+class LockedDaemon:
+    """The single-instance lock, held for the daemon's lifetime (the file holds its pid)."""
+
+    def __init__(self, paths: DaemonPaths) -> None:
+        prepare_dir(paths.directory)
+        self._fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(self._fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise DaemonRunning(paths.lock) from None
+            raise
+        os.ftruncate(self._fd, 0)
+        os.write(self._fd, str(os.getpid()).encode())
+
+    def release(self) -> None:
+        """Give the lock up (closing the file)."""
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, 0)
+        os.close(self._fd)
+
+
+def read_pid(paths: DaemonPaths) -> int | None:
+    """The pid of the daemon holding the lock, or ``None`` when none runs."""
+    try:
+        fd = os.open(paths.lock, os.O_RDWR)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def peer_uid(stream: anyio.abc.SocketStream) -> int | None:
+    """The uid of the process at the other end of a Unix socket (``SO_PEERCRED``)."""
+    raw: socket.socket = stream.extra(SocketAttribute.raw_socket)  # noqa: S610 - anyio, not SQL
+    try:
+        data = raw.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
+    except (OSError, AttributeError):
+        return None
+    return int(_PEERCRED.unpack(data)[1])
+
+
+async def _listen(paths: DaemonPaths) -> anyio.abc.SocketListener:
+    """Bind the socket (replacing a stale one: we hold the lock, so no daemon owns it)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(paths.socket)
+    old = os.umask(0o177)
+    try:
+        listener = await anyio.create_unix_listener(paths.socket)
+    finally:
+        os.umask(old)
+    os.chmod(paths.socket, 0o600)
+    return listener
+
+
+class _Daemon:
+    """The accept loop, the per-connection front-ends and the idle timer."""
+
+    def __init__(self, runtime: Any, frontend_options: dict[str, Any], idle_timeout: float):
+        self.runtime = runtime
+        self.frontend_options = frontend_options
+        self.idle_timeout = idle_timeout
+        self.connections = 0
+        self.activity = anyio.Event()
+
+    async def handle(self, stream: anyio.abc.SocketStream) -> None:
+        from agent_bridge.frontends.bridge_protocol import BridgeFrontend
+
+        uid = peer_uid(stream)
+        if uid != os.getuid():
+            log.warning("refused a connection from uid %s", uid)
+            await stream.aclose()
+            return
+        self.connections += 1
+        self._poke()
+        try:
+            frontend = BridgeFrontend(
+                self.runtime, stream, stream, owns_runtime=False, **self.frontend_options
+            )
+            await frontend.serve()
+        finally:
+            self.connections -= 1
+            self._poke()
+            with contextlib.suppress(Exception):
+                await stream.aclose()
+
+    def _poke(self) -> None:
+        self.activity.set()
+        self.activity = anyio.Event()
+
+    def idle(self) -> bool:
+        if self.connections:
+            return False
+        return not any(s.active_runs for s in self.runtime.sessions.values())
+
+    async def exit_when_idle(self, scope: anyio.CancelScope) -> None:
+        if self.idle_timeout <= 0:
+            return
+        while True:
+            if self.idle():
+                with anyio.move_on_after(self.idle_timeout) as waited:
+                    await self.activity.wait()
+                if waited.cancelled_caught and self.idle():
+                    log.info("idle for %.0f s: exiting", self.idle_timeout)
+                    scope.cancel()
+                    return
+            else:
+                with anyio.move_on_after(1.0):
+                    await self.activity.wait()
+
+
+async def run_daemon(
+    paths: DaemonPaths,
+    runtime: Any,
+    *,
+    idle_timeout: float,
+    frontend_options: dict[str, Any],
+    ready: Any = None,
+) -> None:
+    """Serve ``runtime`` on the daemon socket until SIGTERM/SIGINT or idle exit; the
+    caller holds the :class:`LockedDaemon`.  Raises :class:`PathError`."""
+    listener = await _listen(paths)
+    daemon = _Daemon(runtime, frontend_options, idle_timeout)
+    try:
+        async with runtime, anyio.create_task_group() as tg:
+
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for _ in signals:
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(stop_on_signal)
+            tg.start_soon(daemon.exit_when_idle, tg.cancel_scope)
+            if ready is not None:
+                ready()
+            await listener.serve(daemon.handle)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(paths.socket)
+        with anyio.CancelScope(shield=True):
+            await listener.aclose()
+
+
+def main(
+    paths: DaemonPaths,
+    runtime_factory: Any,
+    *,
+    idle_timeout: float,
+    frontend_options: dict[str, Any],
+) -> int:
+    """Take the lock and serve; return the exit code (0; 1 with one line on stderr when
+    the directory is unsafe; 0 with a note when a daemon already runs)."""
+    try:
+        lock = LockedDaemon(paths)
+    except DaemonRunning:
+        sys.stderr.write(f"agent-bridge: a daemon already serves {paths.socket}\n")
+        return 0
+    except (PathError, OSError) as exc:
+        sys.stderr.write(f"agent-bridge: cannot start the daemon: {exc}\n")
+        return 1
+    try:
+        runtime = runtime_factory()
+        anyio.run(
+            lambda: run_daemon(
+                paths, runtime, idle_timeout=idle_timeout, frontend_options=frontend_options
+            )
+        )
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        lock.release()
+    return 0
