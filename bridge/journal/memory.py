@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -47,6 +47,9 @@ class MemoryHistory:
     """:class:`~bridge.journal.base.History` kept in this process only."""
 
     durable = False
+    health: Literal["ok", "failing", "corrupt"] = "ok"
+    fault: Literal["disk_full", "io_error", "read_only", "damaged", "other"] | None = None
+    failing_since: float | None = None
 
     def __init__(self) -> None:
         self.appended = 0
