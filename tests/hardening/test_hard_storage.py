@@ -165,15 +165,24 @@ async def test_damaged_flipped_bytes_in_an_event_block_answer_history_corrupt(
     session = await _history(state)
     path = state / "journal.sqlite3"
     conn = sqlite3.connect(path)
-    (blob,) = conn.execute(
-        "SELECT bodies FROM event_blocks ORDER BY length(bodies) DESC LIMIT 1"
-    ).fetchone()
+    blobs = [
+        bytes(row[0])
+        for row in conn.execute("SELECT bodies FROM event_blocks WHERE codec = 1")
+        if len(row[0]) >= 64
+    ]
     conn.close()
     data = bytearray(path.read_bytes())
-    at = data.find(blob[:64])
-    assert at > 0
-    for offset in range(at + 16, at + 48):
-        data[offset] ^= 0x5A
+    # every copy the file holds (a stale one may sit in a free page): damage them all
+    copies = []
+    for blob in blobs:  # every compressed block: whichever the read meets is damaged
+        at = data.find(blob[:64])
+        while at > 0:
+            copies.append(at)
+            at = data.find(blob[:64], at + 1)
+    assert copies
+    for at in copies:
+        for offset in range(at + 16, at + 48):
+            data[offset] ^= 0x5A  # inside a compressed stream: zlib cannot inflate it
     path.write_bytes(bytes(data))
     async with bridge_on(state) as bridge:
         reply = await bridge.call("events/read", {"sessionId": session, "after": 0, "limit": 1000})
