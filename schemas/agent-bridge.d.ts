@@ -102,7 +102,7 @@ export type BridgeJsonRpcError =
     code: -32000;
     message: string;
     data: ErrorInfo & {
-      code?: "already_initialized" | "bridge_crashed" | "command_conflict" | "history_unavailable" | "interaction_already_settled" | "interaction_not_found" | "interaction_not_pending" | "internal" | "invalid_answer" | "invalid_option" | "invalid_params" | "provider_auth_required" | "provider_contract" | "provider_crashed" | "provider_failed" | "provider_not_found" | "provider_rate_limited" | "provider_timeout" | "provider_unavailable" | "recovery_invalid" | "run_active" | "run_not_active" | "run_not_found" | "session_closed" | "session_in_use" | "session_not_found" | "shutting_down" | "unsupported" | "unsupported_protocol_version" | "workspace_invalid";
+      code?: "already_initialized" | "bridge_crashed" | "command_conflict" | "history_corrupt" | "history_unavailable" | "interaction_already_settled" | "interaction_not_found" | "interaction_not_pending" | "internal" | "invalid_answer" | "invalid_option" | "invalid_params" | "journal_failing" | "provider_auth_required" | "provider_contract" | "provider_crashed" | "provider_failed" | "provider_not_found" | "provider_rate_limited" | "provider_timeout" | "provider_unavailable" | "recovery_invalid" | "run_active" | "run_not_active" | "run_not_found" | "session_closed" | "session_in_use" | "session_not_found" | "shutting_down" | "unsupported" | "unsupported_protocol_version" | "workspace_invalid";
     };
   };
 
@@ -140,6 +140,7 @@ export type BridgeToHostMessage =
   | InteractionRespondResponse
   | EventsReadResponse
   | EventNotification
+  | JournalStatusNotification
   | InteractionRequestRequest
   | CancelRequestNotification
   | JsonRpcErrorResponse;
@@ -221,6 +222,7 @@ export type ErrorCode =
   | "already_initialized"
   | "bridge_crashed"
   | "command_conflict"
+  | "history_corrupt"
   | "history_unavailable"
   | "interaction_already_settled"
   | "interaction_not_found"
@@ -229,6 +231,7 @@ export type ErrorCode =
   | "invalid_answer"
   | "invalid_option"
   | "invalid_params"
+  | "journal_failing"
   | "not_initialized"
   | "overloaded"
   | "provider_auth_required"
@@ -549,6 +552,32 @@ export interface InternalErrorData {
 /** `data` of a -32602 error: where in `params` the first problem is. */
 export interface InvalidParamsData {
   path: string;
+}
+
+export type JournalFault = "damaged" | "disk_full" | "io_error" | "other" | "read_only";
+
+export type JournalState = "corrupt" | "failing" | "ok";
+
+/** The `journal/status` notification (bridge->host): The journal's health changed (no sequence: out of band); see JournalStatusParams. */
+export interface JournalStatusNotification {
+  jsonrpc: "2.0";
+  method: "journal/status";
+  params: JournalStatusParams;
+}
+
+/**
+ * The journal's health, sent to every attached host when it changes (`journal/status`;
+ * out of band: no session, no sequence).  `failing`: commits fail (`reason`) and are
+ * retried; events and command replies wait, new sessions and runs are refused
+ * (`journal_failing`) until `ok` again.  `corrupt`: the file is damaged and is no
+ * longer written to (`history_corrupt`).  `retryingForMs`: how long commits have been
+ * failing.
+ */
+export interface JournalStatusParams {
+  state: JournalState;
+  reason?: JournalFault | null;
+  /** @defaultValue `0` */
+  retryingForMs?: number;
 }
 
 /** A JSON-RPC 2.0 error object, as either peer may send it. */
@@ -1333,6 +1362,14 @@ export interface Methods {
     since: 1;
     stability: "stable";
     cancellable: false;
+  };
+  /** The journal's health changed (no sequence: out of band); see JournalStatusParams. */
+  "journal/status": {
+    direction: "bridge->host";
+    kind: "notification";
+    params: JournalStatusParams;
+    since: 1;
+    stability: "stable";
   };
   /** List providers with their descriptors and availability. */
   "providers/list": {

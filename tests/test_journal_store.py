@@ -251,18 +251,48 @@ def test_retention_deletes_only_closed_sessions(tmp_path: Path) -> None:
 # --------------------------------------------------------------------- failure
 
 
-async def test_a_journal_that_fails_stops_recording_but_not_the_stream(tmp_path: Path) -> None:
+async def test_a_journal_whose_commits_fail_holds_the_stream_refuses_work_and_resumes(
+    tmp_path: Path,
+) -> None:
     async with journaled(tmp_path) as (runtime, host):
         info = await runtime.create_session("scripted", options=stream(10), subscriber=host)
         journal = runtime.history
         assert isinstance(journal, Journal)
-        journal._writer._conn.close()  # the disk is gone, say
-        started = await runtime.start_run(RunStartParams(info.session_id, RunInput("x")))
-        await runtime.runs[started.run_id].done.wait()
+        real = journal._writer._conn
+
+        class Full:
+            """The writer's connection on a full disk, until ``failing`` is cleared."""
+
+            failing = True
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(real, name)
+
+            def execute(self, sql: str, *args: Any) -> Any:
+                if self.failing and sql.startswith("BEGIN"):
+                    raise sqlite3.OperationalError("database or disk is full")
+                return real.execute(sql, *args)
+
+        full = Full()
+        journal._writer._conn = full  # type: ignore[assignment]
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(runtime.start_run, RunStartParams(info.session_id, RunInput("x")))
+            with anyio.fail_after(10):
+                while journal.health != "failing":
+                    await anyio.sleep(0.01)
+            assert journal.fault == "disk_full" and journal.durable
+            await anyio.sleep(0.3)
+            assert host.of(info.session_id) == []  # nothing unjournaled reaches the host
+            with pytest.raises(BridgeError) as err:
+                await runtime.create_session("scripted", options=stream(1))
+            assert err.value.error_code == "journal_failing" and err.value.info.retryable
+            full.failing = False
+        run = next(iter(runtime.runs.values()))
+        await run.done.wait()
         await runtime.flush()
-        assert journal.failed and not journal.durable
+        assert journal.health == "ok"
         kinds = [e["payload"]["type"] for e in host.of(info.session_id)]
         assert kinds == ["run.started"] + ["text.delta"] * 10 + ["run.completed"]
-        with pytest.raises(BridgeError) as err:
-            await runtime.read_events(EventsReadParams(info.session_id))
-        assert err.value.error_code == "history_unavailable"
+        raw = await runtime.read_events(EventsReadParams(info.session_id))
+        page = msgspec.json.decode(bytes(raw))
+        assert [e["sequence"] for e in page["events"]] == list(range(1, 13))

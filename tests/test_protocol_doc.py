@@ -67,7 +67,14 @@ def test_every_method_has_an_example() -> None:
     sent = {m["method"] for m in _messages("send") if isinstance(m, dict) and "method" in m}
     received = {m["method"] for m in _messages("recv") if isinstance(m, dict) and "method" in m}
     shown = {"host->bridge": sent, "bridge->host": received, "both": sent | received}
-    missing = [name for name, spec in contract.methods.items() if name not in shown[spec.direction]]
+    # journal/status needs a failing disk: described in prose, driven on a real full
+    # filesystem by tests/hardening/test_hard_storage.py
+    unrecordable = {"journal/status"}
+    missing = [
+        name
+        for name, spec in contract.methods.items()
+        if name not in shown[spec.direction] and name not in unrecordable
+    ]
     assert not missing, f"methods without an example in docs/protocol.md: {missing}"
     # and every request shown is answered in its example
     for transcript in EXAMPLES:

@@ -8,6 +8,8 @@ method table) and the host's side of the runtime (it is the host's
 ``exit`` is accepted.  When the host closes its end (or writing to it fails)
 :meth:`BridgeFrontend.serve` detaches the host from the runtime and returns; the sessions
 go on for as long as the runtime runs (``agent-bridge serve`` then shuts it down).
+While it serves, the host is told every change of the journal's health
+(``journal/status``, out of band).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from agent_bridge.wire.methods import (
     InteractionRequestParams,
     InteractionRespondParams,
     InteractionRespondResult,
+    JournalStatusParams,
     PingParams,
     PingResult,
     ProvidersListParams,
@@ -128,6 +131,10 @@ class BridgeFrontend:
     async def drained(self) -> None:
         """Wait until the host has caught up."""
         await self.conn.drained()
+
+    def journal_status(self, status: JournalStatusParams) -> None:
+        """Tell the host the journal's health changed (``journal/status``, no sequence)."""
+        self.conn.notify("journal/status", status)
 
     def can_answer(self, kind: str) -> bool:
         """Whether the host declared it can answer interactions of ``kind``."""
@@ -351,7 +358,9 @@ class BridgeFrontend:
     async def serve(self) -> None:
         """Serve until the host's EOF, ``exit`` or a write failure; then detach the host
         from the runtime and return."""
+        self.runtime.watch(self)
         try:
             await self.conn.run()
         finally:
+            self.runtime.unwatch(self)
             self.runtime.detach(self)

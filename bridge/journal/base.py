@@ -48,13 +48,20 @@ class History(Protocol):
     appended events are durable.
     """
 
-    #: Whether writes survive the process (a journal that has not failed).
+    #: Whether writes survive the process (a journal, not memory).
     durable: bool
     appended: int
     committed: int
+    #: ``ok``; ``failing`` while commits fail and are retried (:attr:`fault` says why,
+    #: :attr:`failing_since` since when, ``time.monotonic()``); ``corrupt`` once the file
+    #: is found damaged (never written again).  ``on_commit`` also runs when it changes.
+    health: Literal["ok", "failing", "corrupt"]
+    fault: Literal["disk_full", "io_error", "read_only", "damaged", "other"] | None
+    failing_since: float | None
 
     async def start(self, on_commit: Callable[[], None]) -> None:
-        """Start recording; ``on_commit`` is called (in the event loop) after each commit."""
+        """Start recording; ``on_commit`` is called (in the event loop) after each commit
+        and whenever :attr:`health` changes."""
         ...
 
     async def aclose(self) -> None:
@@ -113,7 +120,8 @@ class History(Protocol):
         ...
 
     async def committed_through(self, ticket: int) -> None:
-        """Wait until the writes covered by ``ticket`` are durable (or recording failed)."""
+        """Wait until the writes covered by ``ticket`` are durable (while failing: until
+        commits succeed again); raises ``JournalCorrupt`` when the journal is damaged."""
         ...
 
     # ------------------------------------------------------------ reads

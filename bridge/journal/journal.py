@@ -10,9 +10,17 @@ sessions, crash recovery, retention at start-up).
 The event loop only queues writes and awaits tickets.  Commits are reported back to it
 with ``call_soon_threadsafe``; the journal then advances ``committed``, calls the
 runtime's ``on_commit`` (which releases the events now durable to the host) and wakes
-whoever waits for a ticket.  If a commit fails the journal stops recording, says so once
-in the log, and from then on behaves as not durable (events flow to the host unjournaled;
-reads of history answer ``history_unavailable``).
+whoever waits for a ticket.
+
+Storage faults never make it fall back to unjournaled delivery.  A commit that fails
+(no space, an I/O error, a read-only remount) is retried by the writer, keeping the
+operations; meanwhile :attr:`Journal.health` is ``failing`` (with :attr:`Journal.fault`),
+nothing new is committed, so nothing new reaches a host and tickets wait, and the
+runtime (told through ``on_commit``, which also runs on every change of health) holds
+providers back and refuses new work.  The first commit that succeeds makes it ``ok``
+again.  A damaged file (found by a commit, by a read, or at open) makes it ``corrupt``:
+the writer stops, nothing is written to the file again, and waits and reads raise
+:class:`~bridge.journal.errors.JournalCorrupt`.
 """
 
 from __future__ import annotations
@@ -23,15 +31,16 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final, Literal, TypeVar
 
 import anyio
 import msgspec
 
 from agent_bridge.ids import Clock
 from agent_bridge.journal.base import ClaimStatus, DeleteStatus, SessionRecord
-from agent_bridge.journal.errors import JournalError
+from agent_bridge.journal.errors import DAMAGE, Fault, JournalCorrupt, JournalError, classify
 from agent_bridge.journal.owners import OwnerLock, dead_owner, owner_alive
 from agent_bridge.journal.reader import Reader
 from agent_bridge.journal.recovery import recover_dead_owners, recover_owner
@@ -66,6 +75,13 @@ log = logging.getLogger("agent_bridge.journal")
 
 _encode = msgspec.json.encode
 
+T = TypeVar("T")
+
+Health = Literal["ok", "failing", "corrupt"]
+
+#: How long :meth:`Journal.aclose` waits for a failing journal to commit what is queued.
+CLOSE_WAIT_FAILING: Final = 5.0
+
 
 class Journal:
     """Durable history; make one with :meth:`open`."""
@@ -83,8 +99,14 @@ class Journal:
     ) -> None:
         self.state_dir = state_dir
         self.path = database_path(state_dir)
+        #: Always true: events are released only once committed, whatever happens.
         self.durable = True
-        self.failed = False
+        #: ``ok``, ``failing`` (commits fail and are retried) or ``corrupt`` (see the
+        #: module docstring); :attr:`fault` names the latest failure, :attr:`failing_since`
+        #: when commits began to fail (``time.monotonic()``)
+        self.health: Health = "ok"
+        self.fault: Fault | None = None
+        self.failing_since: float | None = None
         self.appended = 0
         self.committed = 0
         #: Sessions closed by crash recovery when the journal was opened.
@@ -178,7 +200,14 @@ class Journal:
         self._closed = True
         with anyio.CancelScope(shield=True):
             if self._started:
-                await self.committed_through(self.mark())
+                # A failing journal gets a bounded chance to commit what is queued; what
+                # it cannot commit was never acknowledged to anyone.
+                with contextlib.suppress(JournalError), anyio.move_on_after(
+                    CLOSE_WAIT_FAILING if self.health == "failing" else None
+                ) as scope:
+                    await self.committed_through(self.mark())
+                if scope.cancelled_caught:
+                    log.error("journal %s: closing with uncommitted writes", self.path)
                 self._writer.stop()
                 await run_sync(self._writer.join)
             await run_sync(self._close_sync)
@@ -197,35 +226,65 @@ class Journal:
 
     # ------------------------------------------------------------------ commits
 
-    def _notify(self, ops_done: int, events_done: int, error: str | None) -> None:
-        """Called by the writer thread after each commit (or its failure)."""
+    def _notify(self, ops_done: int, events_done: int, fault: Fault | None) -> None:
+        """Called by the writer thread after each commit (or failure to commit)."""
         loop = self._loop
         if loop is None:
             return
         # RuntimeError: the loop is closed, so nobody is waiting any more
         with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(self._committed, ops_done, events_done, error)
+            loop.call_soon_threadsafe(self._committed, ops_done, events_done, fault)
 
-    def _committed(self, ops_done: int, events_done: int, error: str | None) -> None:
-        if error is not None:
-            log.error("journal %s failed (%s); history is no longer recorded", self.path, error)
-            self.failed = True
-            self.durable = False
-            self._open = {}
-            ops_done, events_done = self._ops, self.appended
-        self._ops_committed = max(self._ops_committed, ops_done)
-        self.committed = max(self.committed, events_done)
+    def _committed(self, ops_done: int, events_done: int, fault: Fault | None) -> None:
+        if fault == "damaged":
+            self._set_corrupt()
+        elif fault is not None:
+            if self.health == "ok":
+                log.error(
+                    "journal %s: commits fail (%s); retrying, events and replies wait",
+                    self.path,
+                    fault,
+                )
+                self.health = "failing"
+                self.failing_since = time.monotonic()
+            self.fault = fault
+        else:
+            if self.health == "failing":
+                log.warning("journal %s: commits succeed again", self.path)
+                self.health = "ok"
+                self.fault = None
+                self.failing_since = None
+            self._ops_committed = max(self._ops_committed, ops_done)
+            self.committed = max(self.committed, events_done)
         if self._on_commit is not None:
             self._on_commit()
         if self._waiters:
             done = self._ops_committed
+            woken = self.health == "corrupt"
             keep: list[tuple[int, anyio.Event]] = []
             for ticket, event in self._waiters:
-                if ticket <= done:
+                if woken or ticket <= done:
                     event.set()
                 else:
                     keep.append((ticket, event))
             self._waiters = keep
+
+    def _set_corrupt(self) -> None:
+        """Mark the journal damaged: the writer stops and nothing is written again."""
+        if self.health == "corrupt":
+            return
+        log.error(
+            "journal %s is damaged; it is no longer written to (restart with another "
+            "--state-dir; keep the file to recover it)",
+            self.path,
+        )
+        self.health = "corrupt"
+        self.fault = "damaged"
+        self._open = {}
+        self._writer.halt()
+
+    def _corrupt_error(self) -> JournalCorrupt:
+        return JournalCorrupt(f"the journal {self.path} is damaged")
 
     def mark(self) -> int:
         """Return a ticket covering every write made so far."""
@@ -233,15 +292,21 @@ class Journal:
         return self._ops
 
     async def committed_through(self, ticket: int) -> None:
-        """Wait until the writes covered by ``ticket`` are committed (or recording failed)."""
-        if self._ops_committed >= ticket or self.failed or not self._started:
+        """Wait until the writes covered by ``ticket`` are committed (while the journal is
+        failing, until commits succeed again); raises :class:`JournalCorrupt` once the
+        journal is damaged."""
+        if self._ops_committed >= ticket or not self._started:
             return
+        if self.health == "corrupt":
+            raise self._corrupt_error()
         event = anyio.Event()
         self._waiters.append((ticket, event))
         await event.wait()
+        if self._ops_committed < ticket:
+            raise self._corrupt_error()
 
     def _submit(self, op: tuple[Any, ...]) -> None:
-        if self.failed:
+        if self.health == "corrupt":
             return
         self._seal()  # the events before this operation go first
         self._queue.append(op)
@@ -264,7 +329,7 @@ class Journal:
     def _batch(self, session_id: str, first: int) -> EventBatch | None:
         """Open a batch for ``session_id`` (its first event at ``first``); the open batches
         are handed over at the end of this iteration of the event loop."""
-        if self.failed:
+        if self.health == "corrupt":
             return None
         if not self._open and self._loop is not None:
             self._loop.call_soon(self._seal)
@@ -350,42 +415,51 @@ class Journal:
     # ------------------------------------------------------------------ reads
 
     def _check(self) -> None:
-        if self.failed:
-            raise JournalError(f"the journal {self.path} failed")
+        if self.health == "corrupt":
+            raise self._corrupt_error()
+
+    async def _read(self, read: Callable[..., T], *args: Any) -> T:
+        """Run a read in a worker thread; return its result.  Raises
+        :class:`JournalCorrupt` (and marks the journal damaged) when what it reads is
+        damaged, :class:`JournalError` for another failure to read."""
+        self._check()
+        try:
+            return await run_sync(read, *args)
+        except (sqlite3.Error, *DAMAGE) as exc:
+            if classify(exc) == "damaged":
+                log.error("journal %s: a read found damage (%s)", self.path, exc)
+                self._set_corrupt()
+                if self._on_commit is not None:
+                    self._on_commit()
+                raise self._corrupt_error() from None
+            raise JournalError(f"cannot read the journal {self.path}: {exc}") from None
 
     async def find_receipt(self, command_id: str) -> tuple[bytes, bytes] | None:
         """Return ``(payload, result)`` of the first use of ``command_id``, if stored."""
-        self._check()
-        return await run_sync(self._reader.receipt, command_id)
+        return await self._read(self._reader.receipt, command_id)
 
     async def load_session(self, session_id: str) -> SessionRecord | None:
         """Return the stored session, or ``None``."""
-        self._check()
-        return await run_sync(self._reader.session, session_id)
+        return await self._read(self._reader.session, session_id)
 
     async def list_sessions(
         self, provider: str | None, workspace: str | None, cursor: str | None, limit: int
     ) -> tuple[list[SessionRecord], str | None]:
         """Return up to ``limit`` sessions, newest first, and the next page's cursor."""
-        self._check()
         try:
             after = int(cursor) if cursor is not None else None
         except ValueError:
             after = 0
-        records, more = await run_sync(
-            self._reader.sessions, provider, workspace, after, limit
-        )
+        records, more = await self._read(self._reader.sessions, provider, workspace, after, limit)
         return records, None if more is None else str(more)
 
     async def read_events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
         """Return the stored envelopes of sequences ``lo``..``hi``."""
-        self._check()
-        return await run_sync(self._reader.events, session_id, lo, hi)
+        return await self._read(self._reader.events, session_id, lo, hi)
 
     async def read_raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
         """Return the raw records events ``lo``..``hi`` were projected from."""
-        self._check()
-        return await run_sync(self._reader.raw, session_id, lo, hi)
+        return await self._read(self._reader.raw, session_id, lo, hi)
 
     # ------------------------------------------------------------------ ownership
 
@@ -394,7 +468,7 @@ class Journal:
         first if its owner crashed); return the status and, when claimed, the record."""
         self._check()
         await self.committed_through(self.mark())
-        return await run_sync(self._claim_sync, session_id)
+        return await self._read(self._claim_sync, session_id)
 
     def _take_from_dead_owner(self, owner: str) -> bool:
         """Recover ``owner``'s sessions if it is gone; return whether it was gone."""
@@ -433,7 +507,7 @@ class Journal:
         """Delete everything stored about a session that no other live process has open."""
         self._check()
         await self.committed_through(self.mark())
-        status = await run_sync(self._delete_sync, session_id)
+        status = await self._read(self._delete_sync, session_id)
         if status == "deleted":
             self._writer.forget(session_id)
         return status

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -100,6 +100,9 @@ class MemoryHistory:
     ``max_bytes`` (see the module docstring)."""
 
     durable = False
+    health: Literal["ok", "failing", "corrupt"] = "ok"
+    fault: Literal["disk_full", "io_error", "read_only", "damaged", "other"] | None = None
+    failing_since: float | None = None
 
     def __init__(self, max_bytes: int = DEFAULT_MEMORY_HISTORY_MB * 1024 * 1024) -> None:
         self.max_bytes = max_bytes

@@ -9,18 +9,32 @@ as an agent-bridge journal.  Opening:
   refuses the file as newer, it never misreads it;
 * a newer version: refused before anything is written (the file is left as it was);
 * a file that is not SQLite, or SQLite that is not ours, or a damaged one: refused;
-* a file another program keeps locked past the busy timeout: refused.
+* a file another program keeps locked past the busy timeout: refused;
+* a 0-byte file in a state directory that held a journal (the marker file
+  ``journal.created``, written once the schema is first committed, is there): refused as
+  truncated.  A 0-byte file without the marker is a journal another bridge has just
+  begun to create, or a new one: created.  A missing file is a new journal (the user
+  moved the old one away), marker or not;
+* a file whose pages SQLite finds damaged (``PRAGMA quick_check``): refused;
+* a ``-shm`` file without its ``-wal`` (the log of committed transactions was lost):
+  refused, before SQLite would silently open the older state.
 
-Every refusal is a :class:`JournalError` with a one-line message.
+Every refusal is a :class:`JournalError` (:class:`JournalCorrupt` for damage) with a
+one-line message.  The checks, the creation and the upgrade run holding an exclusive
+``flock`` on ``journal.open.lock``, so two bridges opening a fresh state directory at
+once never see each other's half-created file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+import time
+from collections.abc import Iterator
 from typing import Final, Literal
 
-from agent_bridge.journal.errors import JournalError
+from agent_bridge.journal.errors import JournalCorrupt, JournalError
 from agent_bridge.journal.transactions import transaction
 
 __all__ = [
@@ -35,6 +49,15 @@ __all__ = [
 ]
 
 APPLICATION_ID: Final = 0x41425247  # "ABRG"
+#: Next to the journal: created once its schema is first committed ("this directory has
+#: held a journal"), so a 0-byte journal is told apart from a new one.
+MARKER_FILE: Final = "journal.created"
+#: Held (``flock``) while a journal is checked, created or upgraded.
+OPEN_LOCK_FILE: Final = "journal.open.lock"
+_DAMAGED_ADVICE: Final = (
+    "keep a copy, then restore it from a backup or recover it "
+    "(sqlite3 FILE .recover), or choose another --state-dir"
+)
 _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
 
 #: Version 1: sessions, event blocks, raw provider records and their links to events,
@@ -161,11 +184,49 @@ def _check_header(path: str) -> None:
         return
     except OSError as exc:
         raise JournalError(f"cannot read the journal {path}: {exc.strerror}") from None
+    if not head and os.path.exists(_marker(path)):
+        raise JournalCorrupt(
+            f"the journal {path} is empty, but this state directory held a journal "
+            f"(truncated?); {_DAMAGED_ADVICE.replace('FILE', path)} — or delete it and "
+            f"{_marker(path)} to start a new one"
+        )
     if head and (len(head) < 100 or not head.startswith(_SQLITE_MAGIC)):
         raise JournalError(
             f"the journal {path} is not a SQLite database (damaged?); "
             "move it away or choose another --state-dir"
         )
+    if os.path.exists(path + "-shm") and not os.path.exists(path + "-wal"):
+        time.sleep(0.1)  # another bridge closing the journal deletes the -wal first
+        if os.path.exists(path + "-shm") and not os.path.exists(path + "-wal"):
+            raise JournalCorrupt(
+                f"the journal {path} lost its write-ahead log ({path}-wal is missing, "
+                f"{path}-shm is there): committed history may be gone; restore the -wal "
+                f"file, or {_DAMAGED_ADVICE.replace('FILE', path)}"
+            )
+
+
+def _marker(path: str) -> str:
+    return os.path.join(os.path.dirname(path), MARKER_FILE)
+
+
+@contextlib.contextmanager
+def _open_lock(path: str) -> Iterator[None]:
+    """Hold the exclusive lock on the state directory's ``journal.open.lock``."""
+    lock = os.path.join(os.path.dirname(path), OPEN_LOCK_FILE)
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise JournalError(f"cannot create {lock}: {exc.strerror}") from None
+    try:
+        try:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - Windows
+            pass
+        yield
+    finally:
+        os.close(fd)  # drops the lock
 
 
 def _create_private(path: str) -> None:
@@ -189,8 +250,8 @@ def explain(path: str, exc: sqlite3.Error) -> JournalError:
             "close it or choose another --state-dir"
         )
     if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
-        return JournalError(
-            f"the journal {path} is damaged ({text}); move it away or choose another --state-dir"
+        return JournalCorrupt(
+            f"the journal {path} is damaged ({text}); {_DAMAGED_ADVICE.replace('FILE', path)}"
         )
     return JournalError(f"cannot use the journal {path}: {text}")
 
@@ -200,11 +261,19 @@ def open_journal_db(
 ) -> sqlite3.Connection:
     """Open (creating or upgrading) the journal at ``path`` and return a connection to it
     in WAL mode; raises :class:`JournalError` for a newer, foreign, damaged or locked
-    file (which is then left untouched)."""
+    file (which is then left untouched), :class:`JournalCorrupt` when it is damaged."""
+    with _open_lock(path):
+        return _open_locked(path, busy_timeout, sync)
+
+
+def _open_locked(path: str, busy_timeout: float, sync: Sync) -> sqlite3.Connection:
     _check_header(path)
+    existed = os.path.exists(path) and os.path.getsize(path) > 0
     _create_private(path)
     conn = connect(path, busy_timeout=busy_timeout)
     try:
+        if existed:
+            _quick_check(path, conn)
         version, app_id = _identify(path, conn)
         if version == 0 and app_id == 0:
             conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
@@ -221,6 +290,12 @@ def open_journal_db(
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         configure(conn, sync)
+        if not os.path.exists(_marker(path)):
+            with open(_marker(path), "wb"):
+                pass
+    except OSError as exc:
+        conn.close()
+        raise JournalError(f"cannot create {_marker(path)}: {exc.strerror}") from None
     except JournalError:
         conn.close()
         raise
@@ -228,6 +303,24 @@ def open_journal_db(
         conn.close()
         raise explain(path, exc) from None
     return conn
+
+
+def _quick_check(path: str, conn: sqlite3.Connection) -> None:
+    """Raise :class:`JournalCorrupt` if SQLite finds the file's pages damaged."""
+    try:
+        row = conn.execute("PRAGMA quick_check(1)").fetchone()
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            return  # checked by the opening transaction below
+        raise JournalCorrupt(
+            f"the journal {path} is damaged ({' '.join(str(exc).split())}); "
+            f"{_DAMAGED_ADVICE.replace('FILE', path)}"
+        ) from None
+    if row is None or row[0] != "ok":
+        detail = "?" if row is None else " ".join(str(row[0]).split())[:80]
+        raise JournalCorrupt(
+            f"the journal {path} is damaged ({detail}); {_DAMAGED_ADVICE.replace('FILE', path)}"
+        )
 
 
 def _identify(path: str, conn: sqlite3.Connection) -> tuple[int, int]:

@@ -16,8 +16,14 @@ transaction commits entirely or not at all.
 A session's batches within a transaction are stored as blocks
 (:mod:`bridge.journal.blocks`) at its end, built by C loops; every other operation is a
 row insert or update.  ``SQLITE_BUSY`` (another
-bridge on the same journal holding the write lock past the busy timeout) is retried; any
-other error stops the writer and is reported once through ``notify``.
+bridge on the same journal holding the write lock past the busy timeout) is retried.
+A commit that fails otherwise is rolled back and its operations are *kept*: the fault is
+reported once through ``notify`` (classified by :func:`~bridge.journal.errors.classify`),
+and the same operations (with whatever was queued since) are tried again with a bounded
+backoff (:data:`RETRY_MIN` doubling to :data:`RETRY_MAX`) until a commit succeeds, which
+is reported as usual.  So a full disk, an I/O error or a read-only remount delays
+commits and never loses or reorders one.  Damage (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``)
+is reported and ends the thread: a damaged file is never written to.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
+from agent_bridge.journal.errors import Fault, classify
 from agent_bridge.journal.retention import Retention, RetentionClock, apply_retention
 from agent_bridge.journal.rows import insert_events, last_sequence, session_key
 from agent_bridge.journal.transactions import begin_immediate, transaction
@@ -68,7 +75,13 @@ _UPDATABLE: Final = frozenset(
     {"state", "owner", "updated_at", "title", "workspace", "options", "recovery"}
 )
 
-Notify = Callable[[int, int, "str | None"], None]
+#: ``notify(operations committed, events committed, fault)``: ``fault`` is ``None`` after
+#: a commit, else what made the latest attempt fail
+Notify = Callable[[int, int, "Fault | None"], None]
+
+#: The first and the longest wait between two attempts at a failed commit, in seconds.
+RETRY_MIN: Final = 0.05
+RETRY_MAX: Final = 2.0
 
 
 class EventBatch:
@@ -142,6 +155,7 @@ class Writer:
         self._retention = RetentionClock(retention)
         self._policy = retention
         self._stopping = False
+        self._halted = False
         self._skeys: dict[str, int] = {}
         self._last: dict[int, int] = {}
         self._ops_done = 0
@@ -159,6 +173,11 @@ class Writer:
         self._stopping = True
         self.wake.set()
 
+    def halt(self) -> None:
+        """Stop the thread without committing anything more (the file is damaged)."""
+        self._halted = True
+        self.stop()
+
     def join(self, timeout: float | None = None) -> None:
         """Wait for the thread to end."""
         self._thread.join(timeout)
@@ -173,25 +192,39 @@ class Writer:
 
     def _main(self) -> None:
         queue = self.queue
+        failed: list[tuple[Any, ...]] = []  # operations of a failed commit, kept in order
+        delay = RETRY_MIN
         while True:
-            self.idle = True
-            if not queue:
+            self.idle = not failed
+            if not queue and not failed:
                 if self._stopping:
                     return
                 self.wake.wait()
                 self.wake.clear()
                 continue
             self.idle = False
+            if self._halted:
+                return
             n = len(queue)
-            ops = [queue.popleft() for _ in range(n)]
+            ops = failed + [queue.popleft() for _ in range(n)]
             try:
                 events, nbytes = self._commit(ops)
             except Exception as exc:
-                log.exception("journal: a commit failed; history is no longer being recorded")
-                self._notify(self._ops_done, self._events_done, f"{type(exc).__name__}: {exc}")
-                queue.clear()
-                return
-            self._ops_done += n
+                fault = classify(exc)
+                if not failed or fault == "damaged":
+                    log.error("journal: a commit failed (%s: %s)", fault, exc)
+                    self._notify(self._ops_done, self._events_done, fault)
+                if fault == "damaged" or self._stopping:
+                    return  # never written to again / nothing acknowledged is lost
+                failed = ops
+                self._sleep(delay)
+                delay = min(delay * 2, RETRY_MAX)
+                continue
+            if failed:
+                log.warning("journal: commits succeed again")
+            failed = []
+            delay = RETRY_MIN
+            self._ops_done += len(ops)
             self._events_done += events
             self._notify(self._ops_done, self._events_done, None)
             if self._retention.wrote(nbytes):
@@ -203,13 +236,24 @@ class Writer:
                     for session_id in deleted:
                         self.forget(session_id)
 
+    def _sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` before the next attempt, less if asked to stop."""
+        end = time.monotonic() + seconds
+        while not self._stopping and (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, 0.05))
+
     def _commit(self, ops: list[tuple[Any, ...]]) -> tuple[int, int]:
         """Apply ``ops`` in one transaction, retrying while the journal is busy; return
         ``(events, bytes)`` committed.  Raises what applying or committing raised (after
         the rollback), or a ``BEGIN`` error other than busy."""
-        # On failure the block caches may be ahead of what is stored: drop them.
-        with transaction(self._conn, begin=_begin_retrying, on_abort=self._last.clear):
+        # On failure the caches may be ahead of what is stored (a session key assigned in
+        # the rolled-back transaction, a block's last sequence): drop them.
+        with transaction(self._conn, begin=_begin_retrying, on_abort=self._forget_all):
             return self._apply(ops)
+
+    def _forget_all(self) -> None:
+        self._last.clear()
+        self._skeys.clear()
 
     def _skey(self, session_id: str) -> int | None:
         skey = self._skeys.get(session_id)

@@ -19,7 +19,7 @@ One :class:`Runtime` owns every session of a bridge process; front-ends
 from __future__ import annotations
 
 from agent_bridge.runtime.interactions import Interaction
-from agent_bridge.runtime.runtime import Runtime
+from agent_bridge.runtime.runtime import HealthWatcher, Runtime
 from agent_bridge.runtime.stream import Subscriber
 
-__all__ = ["Interaction", "Runtime", "Subscriber"]
+__all__ = ["HealthWatcher", "Interaction", "Runtime", "Subscriber"]

@@ -9,7 +9,10 @@ subscribers and this class is not involved.
 
 Backpressure on the journal: :meth:`Delivery.hold` reports congestion when more than
 ``high_water`` events wait for a commit, and :meth:`Delivery.drained` waits until half of
-them are committed.  Each subscriber's own backpressure is the stream's
+them are committed.  While the journal fails to commit, :meth:`Delivery.pause` lowers
+the high water to zero, so every producer waits in :meth:`Delivery.drained` until
+commits succeed again (:meth:`Delivery.resume`): the provider is held back at no cost
+per event.  Each subscriber's own backpressure is the stream's
 (:meth:`~agent_bridge.runtime.stream.EventStream.drained`).
 """
 
@@ -34,11 +37,12 @@ class _Counts(Protocol):
 class Delivery:
     """See the module docstring."""
 
-    __slots__ = ("_history", "_holding", "_space", "high_water")
+    __slots__ = ("_history", "_holding", "_normal", "_space", "high_water")
 
     def __init__(self, history: _Counts, high_water: int = 8192) -> None:
         self._history = history
         self.high_water = high_water
+        self._normal = high_water
         self._holding: dict[EventStream, None] = {}
         self._space: anyio.Event | None = None
 
@@ -78,6 +82,16 @@ class Delivery:
         if space is not None and self._backlog() <= self.high_water // 2:
             self._space = None
             space.set()
+
+    def pause(self) -> None:
+        """Hold producers back until :meth:`resume` (the journal cannot commit): every
+        event makes :meth:`hold` report congestion and :meth:`drained` wait."""
+        self.high_water = 0
+
+    def resume(self) -> None:
+        """End :meth:`pause`; producers go on once the backlog is back under the usual
+        high water (at the next :meth:`release`)."""
+        self.high_water = self._normal
 
     def _backlog(self) -> int:
         return self._history.appended - self._history.committed

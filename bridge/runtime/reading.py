@@ -1,7 +1,8 @@
 """Reading history: pages of a session's events, and replays to an attaching subscriber.
 
 A page is always exact about what it covers: a source that cannot be read now is
-``history_unavailable``, never an empty page presented as authoritative.
+``history_unavailable`` (``history_corrupt`` when it is damaged), never an empty page
+presented as authoritative.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Final, TypeVar
 import msgspec
 
 from agent_bridge.errors import BridgeError
-from agent_bridge.journal import History, JournalError, page_range, settle
+from agent_bridge.journal import History, JournalCorrupt, JournalError, page_range, settle
 from agent_bridge.runtime.stream import Subscription
 from agent_bridge.wire.methods import EventsReadParams
 
@@ -26,9 +27,12 @@ T = TypeVar("T")
 
 
 async def guard(read: Awaitable[T]) -> T:
-    """Await a history read; raises ``history_unavailable`` when the journal fails."""
+    """Await a history read; raises ``history_corrupt`` when the journal is damaged,
+    ``history_unavailable`` when it cannot be read now."""
     try:
         return await read
+    except JournalCorrupt:
+        raise BridgeError("history_corrupt") from None
     except JournalError:
         raise BridgeError("history_unavailable") from None
 

@@ -29,7 +29,7 @@ from agent_bridge.runtime.boundary import provider_call, quietly
 from agent_bridge.runtime.interactions import Interaction
 from agent_bridge.spi import InteractionOutcome, ProviderRun, RunOutcome
 from agent_bridge.states import RUN_TERMINAL, RUN_TRANSITIONS, RunState, transition
-from agent_bridge.wire.errors import ErrorInfo, safe_details
+from agent_bridge.wire.errors import ErrorCode, ErrorInfo, safe_details
 from agent_bridge.wire.events import (
     Diagnostic,
     EventPayload,
@@ -192,6 +192,17 @@ class Run:
         self.interactions = []
         self.done.set()
         return True
+
+    async def abandon(self, code: ErrorCode) -> None:
+        """End the run as failed with ``code`` because the bridge cannot keep it (the
+        journal failed past its limit) and stop the provider session (the next run
+        revives it); the ``run.failed`` reaches hosts once it is committed.  Nothing
+        happens to a run that already ended."""
+        if self.terminal:
+            return
+        log.warning("run %s: ended (%s)", self.id, code)
+        self.finish(RunOutcome.failed(code))
+        await self.session.dispose_provider()
 
     # ------------------------------------------------------------------ interrupt, steer
 

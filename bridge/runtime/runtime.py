@@ -18,15 +18,21 @@ records refreshed after each commit).  Sessions own their lifetime
 Everything it decides is recorded in its :class:`~agent_bridge.journal.History`: the
 journal on disk (see ``docs/journal.md``) or memory.  With a journal an event reaches a
 subscriber only once it is committed, and a command returns only after what it changed is
-committed.
+committed.  While the journal cannot commit (``History.health``: ``failing``) the runtime
+holds providers back (:meth:`Delivery.pause`), tells every :class:`HealthWatcher`
+(each host connection) out of band, refuses new sessions and runs (``journal_failing``),
+and after :data:`JOURNAL_FAULT_LIMIT` seconds ends the running runs with
+``journal_failing`` (their ``run.failed`` is delivered once it is committed).  When
+commits succeed again everything resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import anyio
 import anyio.abc
@@ -47,6 +53,7 @@ from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
 from agent_bridge.wire.events import SessionResumed
 from agent_bridge.wire.methods import (
     EventsReadParams,
+    JournalStatusParams,
     RecoveryRecord,
     RunInput,
     RunInterruptResult,
@@ -59,12 +66,22 @@ from agent_bridge.wire.methods import (
 from agent_bridge.wire.providers import ProviderDescriptor
 from agent_bridge.workspace import resolve_workspace
 
-__all__ = ["Runtime"]
+__all__ = ["JOURNAL_FAULT_LIMIT", "HealthWatcher", "Runtime"]
 
 log = logging.getLogger("agent_bridge.runtime")
 
 WIRE_VERSION: Final = 1
 PROBE_TIMEOUT: Final = 15.0
+#: Seconds a journal may fail to commit before the running runs are ended.
+JOURNAL_FAULT_LIMIT: Final = 60.0
+
+
+class HealthWatcher(Protocol):
+    """A client told when the journal's health changes (a front-end's host connection)."""
+
+    def journal_status(self, status: JournalStatusParams) -> None:
+        """Send ``status`` to the client out of band (never blocks)."""
+        ...
 
 
 class Runtime:
@@ -84,6 +101,7 @@ class Runtime:
         dispose_timeout: float = 10.0,
         history: History | None = None,
         hold_unanswerable: bool = False,
+        journal_fault_limit: float = JOURNAL_FAULT_LIMIT,
     ) -> None:
         self.registry = registry
         self.history: History = history if history is not None else MemoryHistory()
@@ -100,6 +118,11 @@ class Runtime:
         self._receipts = Receipts(self.history)
         self._tg: anyio.abc.TaskGroup | None = None
         self._tg_cm: Any = None
+        #: the clients told of the journal's health, and the health they were last told
+        self.watchers: dict[HealthWatcher, None] = {}
+        self._health: str = "ok"
+        self._fault_limit = journal_fault_limit
+        self._fault_episode = 0
 
     @property
     def interactions(self) -> dict[str, Any]:
@@ -130,9 +153,64 @@ class Runtime:
         run, e.g. once the provider has named its conversation), so the record a crash
         leaves is never older than the events committed before it."""
         services = self.services
+        if self.history.health != self._health:
+            self._health_changed()
         services.delivery.release()
         for session in list(services.running):
             session.save_recovery()
+
+    # ------------------------------------------------------------------ journal health
+
+    def journal_status(self) -> JournalStatusParams:
+        """The journal's health as sent to watchers."""
+        history = self.history
+        since = history.failing_since
+        return JournalStatusParams(
+            history.health,
+            history.fault if history.health != "ok" else None,
+            0 if since is None else int((time.monotonic() - since) * 1000),
+        )
+
+    def watch(self, watcher: HealthWatcher) -> None:
+        """Tell ``watcher`` of every change of the journal's health (and now, if it is not
+        ``ok``) until :meth:`unwatch`."""
+        self.watchers[watcher] = None
+        if self.history.health != "ok":
+            watcher.journal_status(self.journal_status())
+
+    def unwatch(self, watcher: HealthWatcher) -> None:
+        """Stop telling ``watcher``."""
+        self.watchers.pop(watcher, None)
+
+    def _health_changed(self) -> None:
+        """Hold providers back while the journal is not ``ok`` (resume them when it is),
+        tell the watchers, and start the fault limit's clock."""
+        self._health = health = self.history.health
+        delivery = self.services.delivery
+        if health == "ok":
+            delivery.resume()
+        else:
+            delivery.pause()
+        status = self.journal_status()
+        for watcher in list(self.watchers):
+            try:
+                watcher.journal_status(status)
+            except Exception:
+                log.exception("a client could not be told the journal's status")
+        self._fault_episode += 1
+        if health == "failing" and self._tg is not None:
+            self._tg.start_soon(self._fault_limit_passed, self._fault_episode)
+
+    async def _fault_limit_passed(self, episode: int) -> None:
+        """After the fault limit, end the running runs if the same fault goes on."""
+        await anyio.sleep(self._fault_limit)
+        if episode != self._fault_episode or self.history.health == "ok":
+            return
+        log.error("journal failing for %.0f s: ending the running runs", self._fault_limit)
+        assert self._tg is not None
+        for session in list(self.services.running):
+            for run in list(session.active_runs.values()):
+                self._tg.start_soon(run.abandon, "journal_failing")
 
     async def flush(self) -> None:
         """Wait until everything recorded so far is durable."""
@@ -232,6 +310,7 @@ class Runtime:
         start: ProviderStart,
         subscriber: Subscriber | None,
     ) -> SessionInfo:
+        self.services.check_writable()
         provider = self.registry.get(provider_id)
         descriptor = provider.describe()
         resolved = resolve_options(descriptor.options, options, "session")
@@ -340,6 +419,7 @@ class Runtime:
                 else:
                     live.stream.subscribe(subscriber)
             return live.info()
+        self.services.check_writable()
         await self.flush()
         status, record = await guard(self.history.claim(session_id))
         if status == "not_found" or record is None:
@@ -566,6 +646,7 @@ class Runtime:
         session = await self._open_here(params.session_id)
         if session.state != "active":
             raise BridgeError("session_closed")
+        self.services.check_writable()
         limit = session.descriptor.capabilities.run.max_concurrent_runs
         if len(session.active_runs) >= limit:
             raise BridgeError("run_active")
@@ -619,7 +700,8 @@ class Runtime:
         check_page(params)
         session = self.sessions.get(params.session_id)
         if session is not None and session.state != "closed":
-            await self.flush()
+            if self.history.health == "ok":  # failing: what is committed, without waiting
+                await self.flush()
             last = session.stream.committed_sequence()
         else:  # closed here (and committed), or not open in this process
             last = (await self._stored(params.session_id)).last_sequence

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agent_bridge.errors import BridgeError
 from agent_bridge.ids import Clock, IdFactory
-from agent_bridge.journal import History
+from agent_bridge.journal import History, JournalCorrupt
 from agent_bridge.runtime.delivery import Delivery
 from agent_bridge.runtime.interactions import Interaction, SettledInteraction
 
@@ -61,6 +62,17 @@ class Services:
         self.running: dict[Session, None] = {}
 
     async def flush(self) -> None:
-        """Wait until everything recorded so far is durable."""
+        """Wait until everything recorded so far is durable (while the journal is failing,
+        until it commits again); raises ``history_corrupt`` once it is damaged."""
         history = self.history
-        await history.committed_through(history.mark())
+        try:
+            await history.committed_through(history.mark())
+        except JournalCorrupt:
+            raise BridgeError("history_corrupt") from None
+
+    def check_writable(self) -> None:
+        """Raise ``journal_failing`` (retryable) while the journal cannot commit, and
+        ``history_corrupt`` once it is damaged: new sessions and runs are refused then."""
+        health = self.history.health
+        if health != "ok":
+            raise BridgeError("journal_failing" if health == "failing" else "history_corrupt")

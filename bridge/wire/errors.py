@@ -54,6 +54,8 @@ ErrorCode = Literal[
     "bridge_crashed",
     "session_in_use",
     "history_unavailable",
+    "journal_failing",
+    "history_corrupt",
     "internal",
 ]
 
@@ -156,6 +158,14 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorSpec]] = {
     "bridge_crashed": ErrorSpec("the bridge process ended while the run was active", True),
     "session_in_use": ErrorSpec("the session is open in another bridge process", True),
     "history_unavailable": ErrorSpec("the session's history cannot be read now", True),
+    "journal_failing": ErrorSpec(
+        "the journal cannot record now (storage full or failing); retry once it recovers", True
+    ),
+    "history_corrupt": ErrorSpec(
+        "the journal is damaged and is no longer written to; restart the bridge with "
+        "another --state-dir (keep the damaged file to recover it)",
+        False,
+    ),
     "internal": ErrorSpec("internal error", False),
 }
 

@@ -14,6 +14,9 @@ __all__ = [
     "ClientInfo",
     "InitializeParams",
     "InitializeResult",
+    "JournalFault",
+    "JournalState",
+    "JournalStatusParams",
     "RecoveryRecord",
     "RunInput",
     "ServerCapabilities",
@@ -75,6 +78,23 @@ class ServerCapabilities(WireStruct, frozen=True):
     experimental: tuple[str, ...] = ()
     events_read_max_limit: int = 1000
     durable_history: bool = False
+
+
+JournalState = Literal["ok", "failing", "corrupt"]
+JournalFault = Literal["disk_full", "io_error", "read_only", "damaged", "other"]
+
+
+class JournalStatusParams(WireStruct, frozen=True):
+    """The journal's health, sent to every attached host when it changes (``journal/status``;
+    out of band: no session, no sequence).  ``failing``: commits fail (``reason``) and are
+    retried; events and command replies wait, new sessions and runs are refused
+    (``journal_failing``) until ``ok`` again.  ``corrupt``: the file is damaged and is no
+    longer written to (``history_corrupt``).  ``retryingForMs``: how long commits have been
+    failing."""
+
+    state: JournalState
+    reason: JournalFault | None = None
+    retrying_for_ms: int = 0
 
 
 class InitializeResult(WireStruct, frozen=True):
