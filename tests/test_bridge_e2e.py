@@ -176,7 +176,7 @@ async def test_requests_before_initialize_are_refused(framing: str) -> None:
             "initialize", {"protocolVersion": 99, "clientInfo": {"name": "x"}}, check=False
         )
         assert bad["error"]["data"]["code"] == "unsupported_protocol_version"
-        assert bad["error"]["data"]["details"] == {"supported": "1"}
+        assert bad["error"]["data"]["details"] == {"supported": [1]}
         await bridge.initialize()
         twice = await bridge.call("initialize", {"protocolVersion": 1, "clientInfo": {"name": "x"}})
         assert twice["error"]["data"]["code"] == "already_initialized"
