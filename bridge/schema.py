@@ -964,8 +964,8 @@ def _provider_options() -> list[tuple[str, str, list[Any]]]:
 def _ts_extras(defs: JsonObject) -> str:
     known = _known_event_types(defs)
     out = [
-        "/** The event types this version knows: narrow an incoming payload with",
-        " * `isKnownEvent(p): p is EventPayload` (`KNOWN_EVENT_TYPES.includes(p.type)`) before",
+        "/** The event types this version knows.  Narrow an incoming payload with a guard",
+        " * `(p): p is EventPayload` (is `p.type` in your list of KnownEventType?) before",
         " * switching on `type`; anything else is an UnknownEventPayload to skip. */",
         "export type KnownEventType = " + _ts_union([_ts_literal(t) for t in known]) + ";",
         "",

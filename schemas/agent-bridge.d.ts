@@ -1593,8 +1593,8 @@ export type BridgeNotificationMethod = MethodName<"bridge->host", "notification"
 export type ParamsOf<M extends keyof Methods> = Methods[M]["params"];
 /** The result type of request method `M`. */
 export type ResultOf<M extends keyof Methods> = Methods[M] extends { result: infer R } ? R : never;
-/** The event types this version knows: narrow an incoming payload with
- * `isKnownEvent(p): p is EventPayload` (`KNOWN_EVENT_TYPES.includes(p.type)`) before
+/** The event types this version knows.  Narrow an incoming payload with a guard
+ * `(p): p is EventPayload` (is `p.type` in your list of KnownEventType?) before
  * switching on `type`; anything else is an UnknownEventPayload to skip. */
 export type KnownEventType = "diagnostic" | "interaction.requested" | "interaction.settled" | "plan.updated" | "run.completed" | "run.failed" | "run.interrupted" | "run.started" | "session.closed" | "session.resumed" | "text.delta" | "thinking.delta" | "tool.activity" | "usage";
 
