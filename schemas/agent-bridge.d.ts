@@ -1826,7 +1826,7 @@ export interface ScriptedWaitForInterruptStep {
 
 /** The `scripted` provider's session options (`providers/list`). */
 export interface ScriptedSessionOptions {
-  /** The script every run follows (see the scripted provider docs). */
+  /** The script every run follows (see docs/scripted.md). */
   script?: ScriptedScript | string;
   /** Path to a JSON file holding the script. */
   scriptFile?: string;
