@@ -3,8 +3,10 @@
 It is a host like any other: it speaks the protocol over the child's stdin/stdout with
 the project's own JSON-RPC engine, answers the approval the run asks for, interrupts the
 run while it waits, closes the session and shuts the bridge down, printing the exchange
-as it goes.  No credentials and no network are involved: the provider is the built-in
-scripted one.
+as it goes: a readable summary, or with ``--raw`` every JSON-RPC message exactly as it
+crossed the pipes (``>`` host to bridge, ``<`` bridge to host, one JSON body a line, the
+notation of docs/protocol.md's examples).  No credentials and no network are involved:
+the provider is the built-in scripted one.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import anyio
 import anyio.abc
 
 from agent_bridge.processes import ProcessSpec, build_child_env, spawn
-from agent_bridge.rpc.connection import Connection, Method
+from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Method
+from agent_bridge.rpc.framing import FramingKind, make_framer
 
 __all__ = ["DEMO_SCRIPT", "run_demo"]
 
@@ -58,9 +61,15 @@ DEMO_SCRIPT: Final[dict[str, Any]] = {
 
 
 class _Printer:
+    """Prints the exchange: a summary, or (``raw``) only the frames the taps see."""
+
     def __init__(self, raw: bool) -> None:
         self.raw = raw
         self._line_open = False
+
+    def frame(self, arrow: str, body: bytes) -> None:
+        """One raw message body (``raw`` only): ``> {...}`` or ``< {...}``."""
+        self.out(f"{arrow} {body.decode('utf-8', 'replace')}")
 
     def _close_line(self) -> None:
         if self._line_open:
@@ -71,19 +80,21 @@ class _Printer:
         self._close_line()
         print(text, flush=True)
 
+    def note(self, text: str) -> None:
+        """A summary line (not shown with ``raw``)."""
+        if not self.raw:
+            self.out(text)
+
     def request(self, method: str, params: Any) -> None:
-        shown = json.dumps(params, separators=(",", ":")) if self.raw else _brief(params)
-        self.out(f"→ {method} {shown}")
+        self.note(f"→ {method} {_brief(params)}")
 
     def reply(self, method: str, result: Any) -> None:
-        shown = json.dumps(result, separators=(",", ":")) if self.raw else _brief(result)
-        self.out(f"← {method}: {shown}")
+        self.note(f"← {method}: {_brief(result)}")
 
     def event(self, envelope: dict[str, Any]) -> None:
         payload = envelope["payload"]
         kind = payload["type"]
         if self.raw:
-            self.out(f"⇠ event {json.dumps(envelope, separators=(',', ':'))}")
             return
         if kind in ("text.delta", "thinking.delta"):
             if not self._line_open:
@@ -94,6 +105,37 @@ class _Printer:
             return
         details = {k: v for k, v in payload.items() if k != "type"}
         self.out(f"⇠ #{envelope['sequence']:<3} {kind} {_brief(details)}")
+
+
+class _TapReceive:
+    """A receive stream that shows every frame it passes on (bridge → host)."""
+
+    def __init__(self, inner: ByteReceiver, framing: FramingKind, printer: _Printer) -> None:
+        self._inner = inner
+        self._framer = make_framer(framing, 1 << 30)
+        self._printer = printer
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        data = await self._inner.receive(max_bytes)
+        for body in self._framer.feed(data):
+            if isinstance(body, bytes):
+                self._printer.frame("<", body)
+        return data
+
+
+class _TapSend:
+    """A send stream that shows every frame it passes on (host → bridge)."""
+
+    def __init__(self, inner: ByteSender, framing: FramingKind, printer: _Printer) -> None:
+        self._inner = inner
+        self._framer = make_framer(framing, 1 << 30)
+        self._printer = printer
+
+    async def send(self, item: bytes) -> None:
+        for body in self._framer.feed(item):
+            if isinstance(body, bytes):
+                self._printer.frame(">", body)
+        await self._inner.send(item)
 
 
 def _brief(value: Any, limit: int = 160) -> str:
@@ -135,17 +177,22 @@ async def _demo(framing: str, printer: _Printer) -> int:
             finished.set()
 
     async def on_interaction(params: dict[str, Any]) -> dict[str, Any]:
-        printer.out(f"⇠ interaction/request {_brief(params['request'])}")
+        printer.note(f"⇠ interaction/request {_brief(params['request'])}")
         answer = {"kind": "approval", "decision": "allow", "mode": "once"}
-        printer.out(f"→ (reply) {_brief(answer)}")
+        printer.note(f"→ (reply) {_brief(answer)}")
         return answer
 
     async with anyio.create_task_group() as tg:
         child = await spawn(spec, tg)
         assert child.stdin is not None and child.stdout is not None
+        receive: ByteReceiver = child.stdout
+        send: ByteSender = child.stdin
+        if printer.raw:
+            kind: FramingKind = framing  # type: ignore[assignment]
+            receive, send = _TapReceive(receive, kind, printer), _TapSend(send, kind, printer)
         conn = Connection(
-            child.stdout,
-            child.stdin,
+            receive,
+            send,
             methods={"interaction/request": Method(on_interaction, dict, is_async=True)},
             notifications={"event": Method(on_event, dict)},
             framing=framing,  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ from agent_bridge.rpc.errors import (
     SERVER_OVERLOADED,
     RpcError,
 )
-from agent_bridge.wire.errors import ErrorCode, ErrorInfo
+from agent_bridge.wire.errors import ErrorCode, ErrorDetailValue, ErrorInfo
 
 __all__ = ["RPC_CODES", "BridgeError", "ProviderFailure", "rpc_code"]
 
@@ -46,7 +46,7 @@ class BridgeError(RpcError):
         self,
         code: ErrorCode,
         correlation_id: str | None = None,
-        details: dict[str, str] | None = None,
+        details: Mapping[str, ErrorDetailValue] | None = None,
     ) -> None:
         self.info = ErrorInfo.of(code, correlation_id, details)
         super().__init__(rpc_code(code), self.info.message, msgspec.to_builtins(self.info))
@@ -66,7 +66,11 @@ class ProviderFailure(BridgeError):
     """
 
     def __init__(
-        self, code: ErrorCode, detail: str = "", *, details: dict[str, str] | None = None
+        self,
+        code: ErrorCode,
+        detail: str = "",
+        *,
+        details: Mapping[str, ErrorDetailValue] | None = None,
     ) -> None:
         super().__init__(code, details=details)
         self.detail = detail

@@ -58,7 +58,7 @@ from agent_bridge.rpc.errors import (
 )
 from agent_bridge.wire.catalog import CATALOG, MethodInfo
 from agent_bridge.wire.common import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
-from agent_bridge.wire.errors import ERROR_CODES, ErrorInfo
+from agent_bridge.wire.errors import DETAIL_TYPES, ERROR_CODES, ErrorInfo
 from agent_bridge.wire.events import EventEnvelope
 from agent_bridge.wire.jsonrpc import (
     CancelParams,
@@ -330,7 +330,12 @@ def _error_branch(
     if data_ref is not None:
         data: JsonObject = {"$ref": _DEFS + data_ref}
         if bridge_codes:
-            data = {"allOf": [data, {"properties": {"code": {"enum": bridge_codes}}}]}
+            data = {
+                "allOf": [
+                    data,
+                    {"properties": {"code": {"enum": bridge_codes}}, "required": ["code"]},
+                ]
+            }
             required.append("data")
         props["data"] = data
     return {
@@ -351,6 +356,135 @@ def _bridge_rpc_codes() -> dict[int, list[str]]:
     if unknown:
         raise ValueError(f"bridge errors use unpublished JSON-RPC codes {sorted(unknown)}")
     return {k: sorted(v) for k, v in by_rpc.items()}
+
+
+# --------------------------------------------------------------------- growth
+
+#: Members whose name ends like this and whose value is a string are RFC 3339 times.
+_TIME_SUFFIX: Final = "At"
+
+
+def _date_time(node: JsonObject) -> JsonObject:
+    """Give ``format: date-time`` to the string (or nullable string) members named ``…At``."""
+    props = node.get("properties")
+    if not isinstance(props, dict):
+        return node
+    out = {}
+    for name, prop in props.items():
+        if name.endswith(_TIME_SUFFIX) and isinstance(prop, dict):
+            if prop.get("type") == "string":
+                prop = dict(prop, format="date-time")
+            elif isinstance(prop.get("anyOf"), list):
+                prop = dict(
+                    prop,
+                    anyOf=[
+                        dict(m, format="date-time")
+                        if isinstance(m, dict) and m.get("type") == "string"
+                        else m
+                        for m in prop["anyOf"]
+                    ],
+                )
+        out[name] = prop
+    return dict(node, properties=out)
+
+
+def _error_details() -> JsonObject:
+    """``ErrorInfo.details`` typed: every allowlisted key with the type of its value."""
+    props: JsonObject = {}
+    for key, kind in sorted(DETAIL_TYPES.items()):
+        if key == "cause":
+            props[key] = {"$ref": _DEFS + "FailureCause"}
+        elif kind == "integers":
+            props[key] = {"type": "array", "items": {"type": "integer"}}
+        else:
+            props[key] = {"type": "string"}
+    return {
+        "title": "ErrorDetails",
+        "description": "What classifies an error (`ErrorInfo.details`): only these allowlisted "
+        "keys, never upstream text.  `cause` says why a provider failed; `supported` (of "
+        "`unsupported_protocol_version`) lists the protocol versions the bridge speaks; "
+        "`option`/`scope` name what an `invalid_option` refers to.  Later versions may add "
+        "keys.",
+        "type": "object",
+        "properties": props,
+    }
+
+
+def _type_details(defs: JsonObject) -> None:
+    info = defs["ErrorInfo"]
+    props = dict(info["properties"])
+    props["details"] = {"anyOf": [{"$ref": _DEFS + "ErrorDetails"}, {"type": "null"}]}
+    defs["ErrorInfo"] = dict(info, properties=props)
+
+
+def _known_event_types(defs: JsonObject) -> list[str]:
+    known = []
+    payload = defs["EventPayload"]
+    for member in payload.get("anyOf") or payload.get("oneOf") or []:
+        target = defs[str(member["$ref"])[len(_DEFS) :]]
+        known.append(target["properties"]["type"]["enum"][0]
+                     if "enum" in target["properties"]["type"]
+                     else target["properties"]["type"]["const"])
+    return sorted(known)
+
+
+def _unknown_event(defs: JsonObject) -> JsonObject:
+    return {
+        "title": "UnknownEventPayload",
+        "description": "An event payload of a type this version does not know (a later "
+        "version's addition): a host ignores it or shows it generically, and does not fail.",
+        "type": "object",
+        "properties": {"type": {"type": "string", "not": {"enum": _known_event_types(defs)}}},
+        "required": ["type"],
+    }
+
+
+def _add_unknown_event(defs: JsonObject) -> None:
+    envelope = defs["EventEnvelope"]
+    props = dict(envelope["properties"])
+    props["payload"] = {
+        "anyOf": [{"$ref": _DEFS + "EventPayload"}, {"$ref": _DEFS + "UnknownEventPayload"}]
+    }
+    defs["EventEnvelope"] = dict(envelope, properties=props)
+
+
+def _refs_of(node: Json) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str) and value.startswith(_DEFS):
+                yield value[len(_DEFS) :]
+            else:
+                yield from _refs_of(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs_of(value)
+
+
+def _reachable(defs: JsonObject, root: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [root]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(_refs_of(defs[name]))
+    return seen
+
+
+def _open(node: JsonObject) -> JsonObject:
+    if node.get("additionalProperties") is False:
+        return {k: v for k, v in node.items() if k != "additionalProperties"}
+    return node
+
+
+def _open_bridge_to_host(defs: JsonObject) -> None:
+    """Open every definition only the bridge sends to members of later versions (a host
+    validating what it receives must not break on an additive change); what a host
+    sends, and what both send, stays closed."""
+    from_host = _reachable(defs, "HostToBridgeMessage")
+    for name in sorted(_reachable(defs, "BridgeToHostMessage") - from_host):
+        defs[name] = _walk(defs[name], _open)
 
 
 # --------------------------------------------------------------------- the documents
@@ -456,6 +590,23 @@ def _build() -> _Contract:
     def sends(m: MethodInfo, side: str) -> bool:
         return m.direction in ("both", side)
 
+    defs["BridgeJsonRpcErrorResponse"] = {
+        "title": "BridgeJsonRpcErrorResponse",
+        "description": "An error response the bridge sends: a JSON-RPC error response whose "
+        "`error` is a BridgeJsonRpcError.",
+        "type": "object",
+        "properties": {
+            "jsonrpc": {"const": "2.0"},
+            "id": {"anyOf": [{"$ref": _DEFS + "JsonRpcId"}, {"type": "null"}]},
+            "error": {"$ref": _DEFS + "BridgeJsonRpcError"},
+        },
+        "required": ["jsonrpc", "id", "error"],
+        "additionalProperties": False,
+    }
+    error_responses = {
+        "HostToBridgeMessage": "JsonRpcErrorResponse",
+        "BridgeToHostMessage": "BridgeJsonRpcErrorResponse",
+    }
     for side, other, title, what in (
         ("host->bridge", "bridge->host", "HostToBridgeMessage", "a host"),
         ("bridge->host", "host->bridge", "BridgeToHostMessage", "the bridge"),
@@ -472,12 +623,19 @@ def _build() -> _Contract:
             f"{side} method, a response to a {other} request, or an error response.",
             "anyOf": [
                 *message_refs(sent),
-                {"$ref": _DEFS + "JsonRpcErrorResponse"},
+                {"$ref": _DEFS + error_responses[title]},
             ],
         }
 
+    defs["ErrorDetails"] = _error_details()
+    _type_details(defs)
+    defs["UnknownEventPayload"] = _unknown_event(defs)
+    _add_unknown_event(defs)
+
     defs = {k: _walk(v, _normalise) for k, v in defs.items()}
     _substitute(defs, sorted(aliases))
+    defs = {k: _walk(v, _date_time) for k, v in defs.items()}
+    _open_bridge_to_host(defs)
 
     schema: JsonObject = {
         "$schema": _DRAFT,
@@ -538,7 +696,7 @@ def _build() -> _Contract:
         "jsonRpcErrors": rpc_errors,
         "errorCodes": error_codes,
     }
-    dts = _typescript(defs, methods, method_map)
+    dts = _typescript(defs, methods, method_map) + _ts_extras(defs)
     return _Contract(schema, method_doc, dts)
 
 
@@ -728,6 +886,130 @@ def _typescript(defs: JsonObject, methods: list[MethodInfo], method_map: JsonObj
         "? R : never;",
         "",
     ]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------- TypeScript extras
+
+_SCRIPT_MODULE: Final = "agent_bridge.adapters.scripted.script"
+_OPTION_TS: Final = {
+    "boolean": "boolean",
+    "integer": "number",
+    "json": "unknown",
+    "string": "string",
+    "stringList": "string[]",
+}
+
+
+def _script_defs(wire: JsonObject) -> tuple[str, dict[str, JsonObject]]:
+    """The scripted provider's script types (``adapters/scripted/script.py``) as schema
+    definitions named ``Scripted…``; the wire types they use keep their wire names."""
+    script_module = importlib.import_module(_SCRIPT_MODULE)
+    own = {
+        name
+        for name, value in vars(script_module).items()
+        if isinstance(value, type)
+        and issubclass(value, msgspec.Struct)
+        and value.__module__ == _SCRIPT_MODULE
+    }
+    (root,), components = msgspec.json.schema_components(
+        [script_module.Script], ref_template=_DEFS + "{name}"
+    )
+
+    def rename(name: str) -> str:
+        short = name.rsplit(".", 1)[-1]
+        if name.startswith(_SCRIPT_MODULE + ".") or (short == name and short in own):
+            return "Scripted" + short
+        if short not in wire:
+            raise ValueError(f"the script uses {name}, which is not a wire definition")
+        return short
+
+    def fix(node: JsonObject) -> JsonObject:
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_DEFS):
+            node = dict(node, **{"$ref": _DEFS + rename(ref[len(_DEFS) :])})
+        return _normalise(node)
+
+    out = {
+        rename(name): _walk(body, fix)
+        for name, body in components.items()
+        if rename(name) not in wire
+    }
+    # The step union, named once rather than spelt out in every branch.
+    (step,), _ = msgspec.json.schema_components(
+        [script_module.Step], ref_template=_DEFS + "{name}"
+    )
+    step = _walk(step, fix)
+    out = {name: _walk(body, lambda n: {"$ref": _DEFS + "ScriptedStep"} if n == step else n)
+           for name, body in out.items()}
+    out["ScriptedStep"] = dict(step, description="One step of a scripted run (`type` names it).")
+    return rename(str(root["$ref"])[len(_DEFS) :]), out
+
+
+def _provider_options() -> list[tuple[str, str, list[Any]]]:
+    """``(provider id, scope, options)`` of every built-in provider, from its descriptor."""
+    from agent_bridge.registry import BUILTIN_PROVIDERS
+
+    out: list[tuple[str, str, list[Any]]] = []
+    for provider_id, target in BUILTIN_PROVIDERS.items():
+        module_name, _, attribute = target.partition(":")
+        descriptor = getattr(importlib.import_module(module_name), attribute)().describe()
+        for scope in ("session", "run"):
+            options = [o for o in descriptor.options if o.scope == scope]
+            if options:
+                out.append((provider_id, scope, options))
+    return out
+
+
+def _ts_extras(defs: JsonObject) -> str:
+    known = _known_event_types(defs)
+    out = [
+        "/** The event types this version knows.  Narrow an incoming payload with a guard",
+        " * `(p): p is EventPayload` (is `p.type` in your list of KnownEventType?) before",
+        " * switching on `type`; anything else is an UnknownEventPayload to skip. */",
+        "export type KnownEventType = " + _ts_union([_ts_literal(t) for t in known]) + ";",
+        "",
+        "/** An ErrorInfo of one code: `ErrorInfoOf<\"provider_failed\">`. */",
+        "export type ErrorInfoOf<C extends ErrorCode> = ErrorInfo & { code: C };",
+        "/** `unsupported_protocol_version` names the versions the bridge speaks. */",
+        "export type UnsupportedProtocolVersionError = "
+        'ErrorInfoOf<"unsupported_protocol_version"> & {',
+        "  details: ErrorDetails & { supported: SupportedProtocolVersion[] };",
+        "};",
+        "",
+    ]
+    script_root, script = _script_defs(defs)
+    for name in sorted(script):
+        node = script[name]
+        out += _ts_doc(node.get("description"))
+        if node.get("type") == "object" and node.get("properties"):
+            out.append(f"export interface {name} {{")
+            out += _ts_members(node, "  ")
+            out.append("}")
+        else:
+            out += _ts_alias(name, node)
+        out.append("")
+    provider_map: dict[str, list[str]] = {}
+    for provider_id, scope, options in _provider_options():
+        name = _pascal(provider_id) + _pascal(scope) + "Options"
+        provider_map.setdefault(provider_id, []).append(f"{scope}: {name};")
+        out.append(f"/** The `{provider_id}` provider's {scope} options (`providers/list`). */")
+        out.append(f"export interface {name} {{")
+        for option in options:
+            out += _ts_doc(option.description, "  ")
+            if provider_id == "scripted" and option.name == "script":
+                kind = f"{script_root} | string"
+            elif option.type == "enum":
+                kind = _ts_union([_ts_literal(v) for v in option.values])
+            else:
+                kind = _OPTION_TS[option.type]
+            out.append(f"  {_ts_key(option.name)}?: {kind};")
+        out += ["}", ""]
+    out.append("/** The options of every built-in provider, by provider id and scope. */")
+    out.append("export interface BuiltinProviderOptions {")
+    for provider_id in sorted(provider_map):
+        out.append(f"  {_ts_key(provider_id)}: {{ " + " ".join(provider_map[provider_id]) + " };")
+    out += ["}", ""]
     return "\n".join(out)
 
 

@@ -36,7 +36,7 @@ from typing import Any, Literal, Protocol
 
 import anyio.abc
 
-from agent_bridge.wire.errors import ErrorCode
+from agent_bridge.wire.errors import ErrorCode, ErrorDetailValue
 from agent_bridge.wire.events import ProviderPayload
 from agent_bridge.wire.interactions import Answer, InteractionRequest, InteractionStatus
 from agent_bridge.wire.methods import RunInput
@@ -70,7 +70,7 @@ class RunOutcome:
     #: Sent to the host as ``error.details`` after :func:`agent_bridge.wire.errors.
     #: safe_details` (e.g. ``{"cause": "connection_refused"}``): allowlisted keys and
     #: values only, never upstream text.
-    details: Mapping[str, str] | None = None
+    details: Mapping[str, ErrorDetailValue] | None = None
 
     @classmethod
     def completed(cls, stop_reason: str | None = None) -> RunOutcome:
@@ -79,7 +79,10 @@ class RunOutcome:
 
     @classmethod
     def failed(
-        cls, code: ErrorCode, detail: str = "", details: Mapping[str, str] | None = None
+        cls,
+        code: ErrorCode,
+        detail: str = "",
+        details: Mapping[str, ErrorDetailValue] | None = None,
     ) -> RunOutcome:
         """A classified failure; ``detail`` is logged (at WARNING), never sent to a host;
         ``details`` is the allowlisted classification the host receives."""

@@ -22,6 +22,7 @@ export interface ApprovalCapability {
   supported: boolean;
   /** @defaultValue `[]` */
   modes?: ApprovalMode[];
+  [key: string]: unknown;
 }
 
 export type ApprovalMode = "once" | "session";
@@ -40,6 +41,7 @@ export interface ApprovalRequest {
   cwd?: string | null;
   /** @defaultValue `["once"]` */
   modes?: ApprovalMode[];
+  [key: string]: unknown;
 }
 
 /**
@@ -54,6 +56,7 @@ export interface Availability {
   authentication?: "authenticated" | "unauthenticated" | "unknown";
   reason?: string | null;
   nextStep?: string | null;
+  [key: string]: unknown;
 }
 
 /** An error object the bridge sends: a code from JsonRpcErrorCode with the `data` that code carries. */
@@ -61,50 +64,67 @@ export type BridgeJsonRpcError =
   | {
     code: -32800;
     message: string;
+    [key: string]: unknown;
   }
   | {
     code: -32700;
     message: string;
+    [key: string]: unknown;
   }
   | {
     code: -32603;
     message: string;
     data?: InternalErrorData;
+    [key: string]: unknown;
   }
   | {
     code: -32602;
     message: string;
     data?: InvalidParamsData;
+    [key: string]: unknown;
   }
   | {
     code: -32601;
     message: string;
+    [key: string]: unknown;
   }
   | {
     code: -32600;
     message: string;
+    [key: string]: unknown;
   }
   | {
     code: -32002;
     message: string;
     data: ErrorInfo & {
-      code?: "not_initialized";
+      code: "not_initialized";
     };
+    [key: string]: unknown;
   }
   | {
     code: -32001;
     message: string;
     data: ErrorInfo & {
-      code?: "overloaded";
+      code: "overloaded";
     };
+    [key: string]: unknown;
   }
   | {
     code: -32000;
     message: string;
     data: ErrorInfo & {
-      code?: "already_initialized" | "bridge_crashed" | "command_conflict" | "history_corrupt" | "history_unavailable" | "interaction_already_settled" | "interaction_not_found" | "interaction_not_pending" | "internal" | "invalid_answer" | "invalid_option" | "invalid_params" | "journal_failing" | "provider_auth_required" | "provider_contract" | "provider_crashed" | "provider_failed" | "provider_not_found" | "provider_rate_limited" | "provider_timeout" | "provider_unavailable" | "recovery_invalid" | "run_active" | "run_not_active" | "run_not_found" | "session_closed" | "session_in_use" | "session_not_found" | "shutting_down" | "unsupported" | "unsupported_protocol_version" | "workspace_invalid";
+      code: "already_initialized" | "bridge_crashed" | "command_conflict" | "history_corrupt" | "history_unavailable" | "interaction_already_settled" | "interaction_not_found" | "interaction_not_pending" | "internal" | "invalid_answer" | "invalid_option" | "invalid_params" | "journal_failing" | "provider_auth_required" | "provider_contract" | "provider_crashed" | "provider_failed" | "provider_not_found" | "provider_rate_limited" | "provider_timeout" | "provider_unavailable" | "recovery_invalid" | "run_active" | "run_not_active" | "run_not_found" | "session_closed" | "session_in_use" | "session_not_found" | "shutting_down" | "unsupported" | "unsupported_protocol_version" | "workspace_invalid";
     };
+    [key: string]: unknown;
   };
+
+/** An error response the bridge sends: a JSON-RPC error response whose `error` is a BridgeJsonRpcError. */
+export interface BridgeJsonRpcErrorResponse {
+  jsonrpc: "2.0";
+  id: JsonRpcId | null;
+  error: BridgeJsonRpcError;
+  [key: string]: unknown;
+}
 
 /** The `bridge/ping` request (host->bridge): Echo data back (health check). */
 export interface BridgePingRequest {
@@ -119,6 +139,7 @@ export interface BridgePingResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: PingResult;
+  [key: string]: unknown;
 }
 
 /** Any message the bridge sends: a request or notification of a bridge->host method, a response to a host->bridge request, or an error response. */
@@ -143,7 +164,7 @@ export type BridgeToHostMessage =
   | JournalStatusNotification
   | InteractionRequestRequest
   | CancelRequestNotification
-  | JsonRpcErrorResponse;
+  | BridgeJsonRpcErrorResponse;
 
 /** `$/cancelRequest`: the id of a pending request the sender no longer wants answered. */
 export interface CancelParams {
@@ -162,12 +183,14 @@ export interface Capabilities {
   run: RunCapabilities;
   interactions: InteractionCapabilities;
   recovery: RecoveryCapability;
+  [key: string]: unknown;
 }
 
 /** One allowed answer of a question. */
 export interface Choice {
   id: string;
   label: string;
+  [key: string]: unknown;
 }
 
 /**
@@ -194,6 +217,7 @@ export interface ClientInfo {
 export interface ContextUsage {
   usedTokens: number;
   maxTokens?: number | null;
+  [key: string]: unknown;
 }
 
 /** Tokens and cost spent so far in the session (monotonic). */
@@ -205,6 +229,7 @@ export interface CumulativeUsage {
   /** @defaultValue `0` */
   cachedInputTokens?: number;
   costUsd?: number | null;
+  [key: string]: unknown;
 }
 
 /** Something a host may show or log: `code` from a small set, no upstream prose. */
@@ -213,6 +238,7 @@ export interface Diagnostic {
   level: "error" | "info" | "warning";
   code: string;
   message: string;
+  [key: string]: unknown;
 }
 
 /** No params, or an empty result. */
@@ -254,6 +280,29 @@ export type ErrorCode =
   | "unsupported_protocol_version"
   | "workspace_invalid";
 
+export type ErrorDetailValue = string | number[];
+
+/** What classifies an error (`ErrorInfo.details`): only these allowlisted keys, never upstream text.  `cause` says why a provider failed; `supported` (of `unsupported_protocol_version`) lists the protocol versions the bridge speaks; `option`/`scope` name what an `invalid_option` refers to.  Later versions may add keys. */
+export interface ErrorDetails {
+  cause?: FailureCause;
+  exitStatus?: string;
+  field?: string;
+  httpStatus?: string;
+  httpStatusClass?: string;
+  minimumVersion?: string;
+  missing?: string;
+  nextStep?: string;
+  option?: string;
+  provider?: string;
+  reason?: string;
+  scope?: string;
+  searched?: string;
+  supported?: number[];
+  variable?: string;
+  version?: string;
+  [key: string]: unknown;
+}
+
 /**
  * A classified error: `code` from the closed set, its fixed message, `retryable`;
  * `correlationId` names the bridge's log entry for internal errors.
@@ -263,7 +312,8 @@ export interface ErrorInfo {
   message: string;
   retryable: boolean;
   correlationId?: string | null;
-  details?: Record<string, string> | null;
+  details?: ErrorDetails | null;
+  [key: string]: unknown;
 }
 
 /**
@@ -278,9 +328,10 @@ export interface EventEnvelope {
   sessionId: string;
   sequence: number;
   occurredAt: string;
-  payload: EventPayload;
+  payload: EventPayload | UnknownEventPayload;
   runId?: string | null;
   foldedFrom?: number | null;
+  [key: string]: unknown;
 }
 
 /** The `event` notification (bridge->host): One event of a session. */
@@ -288,6 +339,7 @@ export interface EventNotification {
   jsonrpc: "2.0";
   method: "event";
   params: EventEnvelope;
+  [key: string]: unknown;
 }
 
 /** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, RunStarted, RunCompleted, RunFailed, RunInterrupted, InteractionRequested, InteractionSettled, SessionClosed, SessionResumed. */
@@ -343,6 +395,7 @@ export interface EventsReadResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: EventsReadResult;
+  [key: string]: unknown;
 }
 
 /**
@@ -358,6 +411,7 @@ export interface EventsReadResult {
   lastSequence?: number;
   /** @defaultValue `[]` */
   raw?: RawRecord[];
+  [key: string]: unknown;
 }
 
 /** The `exit` notification (host->bridge): Stop the bridge process. */
@@ -428,6 +482,7 @@ export interface InitializeResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: InitializeResult;
+  [key: string]: unknown;
 }
 
 /** The negotiated protocol version and the bridge's capabilities. */
@@ -435,6 +490,7 @@ export interface InitializeResult {
   protocolVersion: number;
   serverInfo: ServerInfo;
   capabilities: ServerCapabilities;
+  [key: string]: unknown;
 }
 
 /** The `initialized` notification (host->bridge): The host is ready. */
@@ -448,6 +504,7 @@ export interface InitializedNotification {
 export interface InteractionCapabilities {
   approval: ApprovalCapability;
   question: QuestionCapability;
+  [key: string]: unknown;
 }
 
 export type InteractionKind = "approval" | "question" | "questionSet";
@@ -461,6 +518,7 @@ export interface InteractionRequestParams {
   sessionId: string;
   runId: string;
   request: InteractionRequest;
+  [key: string]: unknown;
 }
 
 /** The `interaction/request` request (bridge->host): A run needs an answer; reply with an Answer (or use interaction/respond). */
@@ -469,6 +527,7 @@ export interface InteractionRequestRequest {
   id: JsonRpcId;
   method: "interaction/request";
   params: InteractionRequestParams;
+  [key: string]: unknown;
 }
 
 /** The successful response to `interaction/request`. */
@@ -486,6 +545,7 @@ export interface InteractionRequested {
   type: "interaction.requested";
   interactionId: string;
   request: InteractionRequest;
+  [key: string]: unknown;
 }
 
 /**
@@ -510,12 +570,14 @@ export interface InteractionRespondResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: InteractionRespondResult;
+  [key: string]: unknown;
 }
 
 /** `applied` for the settling answer, `duplicate` for the same answer again. */
 export interface InteractionRespondResult {
   interactionId: string;
   status: "applied" | "duplicate";
+  [key: string]: unknown;
 }
 
 /**
@@ -529,6 +591,7 @@ export interface InteractionSettled {
   answer?: Answer | null;
   /** @defaultValue `false` */
   auto?: boolean;
+  [key: string]: unknown;
 }
 
 export type InteractionStatus = "cancelled" | "expired" | "pending" | "responded" | "withdrawn";
@@ -547,11 +610,13 @@ export interface InteractionSupport {
 /** `data` of a -32603 error: the id of the bridge's log entry for this failure. */
 export interface InternalErrorData {
   correlationId: string;
+  [key: string]: unknown;
 }
 
 /** `data` of a -32602 error: where in `params` the first problem is. */
 export interface InvalidParamsData {
   path: string;
+  [key: string]: unknown;
 }
 
 export type JournalFault = "damaged" | "disk_full" | "io_error" | "other" | "read_only";
@@ -563,6 +628,7 @@ export interface JournalStatusNotification {
   jsonrpc: "2.0";
   method: "journal/status";
   params: JournalStatusParams;
+  [key: string]: unknown;
 }
 
 /**
@@ -578,6 +644,7 @@ export interface JournalStatusParams {
   reason?: JournalFault | null;
   /** @defaultValue `0` */
   retryingForMs?: number;
+  [key: string]: unknown;
 }
 
 /** A JSON-RPC 2.0 error object, as either peer may send it. */
@@ -649,6 +716,7 @@ export interface OptionDescriptor {
   /** @defaultValue `[]` */
   values?: string[];
   default?: unknown;
+  [key: string]: unknown;
 }
 
 /** `bridge/ping`: any JSON value, echoed back. */
@@ -659,18 +727,21 @@ export interface PingParams {
 /** The echoed `data`. */
 export interface PingResult {
   data?: unknown;
+  [key: string]: unknown;
 }
 
 /** One step of an agent's plan. */
 export interface PlanStep {
   text: string;
   status: "completed" | "inProgress" | "pending";
+  [key: string]: unknown;
 }
 
 /** The agent's current plan, whole. */
 export interface PlanUpdated {
   type: "plan.updated";
   steps: PlanStep[];
+  [key: string]: unknown;
 }
 
 /** Everything a host needs to show and configure a provider. */
@@ -683,6 +754,7 @@ export interface ProviderDescriptor {
   /** @defaultValue `[]` */
   options?: OptionDescriptor[];
   availability?: Availability | null;
+  [key: string]: unknown;
 }
 
 /** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic. */
@@ -713,11 +785,13 @@ export interface ProvidersListResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: ProvidersListResult;
+  [key: string]: unknown;
 }
 
 /** Every registered provider's descriptor. */
 export interface ProvidersListResult {
   providers: ProviderDescriptor[];
+  [key: string]: unknown;
 }
 
 /** Either `choice` (a choice id) or `text`. */
@@ -732,6 +806,7 @@ export interface QuestionCapability {
   supported: boolean;
   /** @defaultValue `false` */
   questionSet?: boolean;
+  [key: string]: unknown;
 }
 
 /** One keyed question of a question set. */
@@ -740,6 +815,7 @@ export interface QuestionItem {
   prompt: string;
   /** @defaultValue `[]` */
   choices?: Choice[];
+  [key: string]: unknown;
 }
 
 /** A question: free text when `choices` is empty, else one of `choices` by id. */
@@ -750,6 +826,7 @@ export interface QuestionRequest {
   choices?: Choice[];
   /** @defaultValue `false` */
   allowFreeText?: boolean;
+  [key: string]: unknown;
 }
 
 /** Answers by key: each value is a choice id or free text. */
@@ -763,6 +840,7 @@ export interface QuestionSetRequest {
   kind: "questionSet";
   title: string;
   items: QuestionItem[];
+  [key: string]: unknown;
 }
 
 /**
@@ -777,11 +855,13 @@ export interface RawRecord {
   spans: Array<[number, number]>;
   record?: unknown;
   text?: string | null;
+  [key: string]: unknown;
 }
 
 /** Whether a session can be resumed from its recovery record in a new bridge. */
 export interface RecoveryCapability {
   resume: boolean;
+  [key: string]: unknown;
 }
 
 /** What `session/resume` needs; `opaque` is interpreted by the adapter only. */
@@ -799,18 +879,21 @@ export interface RunCapabilities {
   steer?: boolean;
   /** @defaultValue `1` */
   maxConcurrentRuns?: number;
+  [key: string]: unknown;
 }
 
 /** Terminal: the run ended normally. */
 export interface RunCompleted {
   type: "run.completed";
   stopReason?: string | null;
+  [key: string]: unknown;
 }
 
 /** Terminal: the run failed with a classified error. */
 export interface RunFailed {
   type: "run.failed";
   error: ErrorInfo;
+  [key: string]: unknown;
 }
 
 /** What a run is asked to do. */
@@ -838,6 +921,7 @@ export interface RunInterruptResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: RunInterruptResult;
+  [key: string]: unknown;
 }
 
 /**
@@ -847,6 +931,7 @@ export interface RunInterruptResponse {
 export interface RunInterruptResult {
   runId: string;
   state: "interrupted" | "interrupting";
+  [key: string]: unknown;
 }
 
 /** Terminal: the run was interrupted (by the host, a close or a forced stop). */
@@ -855,6 +940,7 @@ export interface RunInterrupted {
   reason: string;
   /** @defaultValue `false` */
   forced?: boolean;
+  [key: string]: unknown;
 }
 
 /** `run/start`: returns at once; `commandId` makes a retry idempotent. */
@@ -879,6 +965,7 @@ export interface RunStartResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: RunStartResult;
+  [key: string]: unknown;
 }
 
 /** The new run's id; `duplicate` when `commandId` was seen with the same payload. */
@@ -887,12 +974,14 @@ export interface RunStartResult {
   sessionId: string;
   /** @defaultValue `false` */
   duplicate?: boolean;
+  [key: string]: unknown;
 }
 
 /** A run began; `input` is the text it was started with. */
 export interface RunStarted {
   type: "run.started";
   input: string;
+  [key: string]: unknown;
 }
 
 /** `run/steer`: extra input for an active run (only where the descriptor says so). */
@@ -914,6 +1003,7 @@ export interface RunSteerResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: Empty;
+  [key: string]: unknown;
 }
 
 /**
@@ -930,12 +1020,14 @@ export interface ServerCapabilities {
   eventsReadMaxLimit?: number;
   /** @defaultValue `false` */
   durableHistory?: boolean;
+  [key: string]: unknown;
 }
 
 /** The bridge's name and version. */
 export interface ServerInfo {
   name: string;
   version: string;
+  [key: string]: unknown;
 }
 
 /**
@@ -963,6 +1055,7 @@ export interface SessionAttachResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: SessionAttachResult;
+  [key: string]: unknown;
 }
 
 /**
@@ -973,6 +1066,7 @@ export interface SessionAttachResult {
   session: SessionInfo;
   replayed: number;
   lastSequence: number;
+  [key: string]: unknown;
 }
 
 /** The `session/close` request (host->bridge): Interrupt the active run and close the session. */
@@ -988,6 +1082,7 @@ export interface SessionCloseResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: SessionResult;
+  [key: string]: unknown;
 }
 
 /**
@@ -998,6 +1093,7 @@ export interface SessionCloseResponse {
 export interface SessionClosed {
   type: "session.closed";
   reason: string;
+  [key: string]: unknown;
 }
 
 /**
@@ -1025,6 +1121,7 @@ export interface SessionCreateResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: SessionResult;
+  [key: string]: unknown;
 }
 
 /** The `session/delete` request (host->bridge): Close a session and delete its history. */
@@ -1040,6 +1137,7 @@ export interface SessionDeleteResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: SessionDeleteResult;
+  [key: string]: unknown;
 }
 
 /**
@@ -1049,6 +1147,7 @@ export interface SessionDeleteResponse {
 export interface SessionDeleteResult {
   sessionId: string;
   deleted: boolean;
+  [key: string]: unknown;
 }
 
 /** The `session/export` request (host->bridge): Return the session's recovery record. */
@@ -1064,11 +1163,13 @@ export interface SessionExportResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: SessionExportResult;
+  [key: string]: unknown;
 }
 
 /** The recovery record to give `session/resume` later (in any bridge process). */
 export interface SessionExportResult {
   record: RecoveryRecord;
+  [key: string]: unknown;
 }
 
 /**
@@ -1090,6 +1191,7 @@ export interface SessionInfo {
   attachedHosts?: number;
   /** @defaultValue `0` */
   pendingInteractions?: number;
+  [key: string]: unknown;
 }
 
 /**
@@ -1118,12 +1220,14 @@ export interface SessionListResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: SessionListResult;
+  [key: string]: unknown;
 }
 
 /** Sessions, newest first; `nextCursor` when more follow. */
 export interface SessionListResult {
   sessions: SessionInfo[];
   nextCursor?: string | null;
+  [key: string]: unknown;
 }
 
 /** A session id (`session/close`, `session/export`). */
@@ -1134,6 +1238,7 @@ export interface SessionRef {
 /** A session. */
 export interface SessionResult {
   session: SessionInfo;
+  [key: string]: unknown;
 }
 
 /**
@@ -1170,6 +1275,7 @@ export interface SessionResumeResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: SessionResult;
+  [key: string]: unknown;
 }
 
 /**
@@ -1178,6 +1284,7 @@ export interface SessionResumeResponse {
  */
 export interface SessionResumed {
   type: "session.resumed";
+  [key: string]: unknown;
 }
 
 export type SettledStatus = "cancelled" | "expired" | "responded" | "withdrawn";
@@ -1195,18 +1302,21 @@ export interface ShutdownResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: null;
+  [key: string]: unknown;
 }
 
 /** A piece of the assistant's reply text. */
 export interface TextDelta {
   type: "text.delta";
   text: string;
+  [key: string]: unknown;
 }
 
 /** A piece of the model's visible reasoning. */
 export interface ThinkingDelta {
   type: "thinking.delta";
   text: string;
+  [key: string]: unknown;
 }
 
 /**
@@ -1232,6 +1342,7 @@ export interface ToolActivity {
   locations?: ToolLocation[];
   /** @defaultValue `[]` */
   content?: ToolContent[];
+  [key: string]: unknown;
 }
 
 /** One of ToolText, ToolEdit. */
@@ -1248,6 +1359,7 @@ export interface ToolEdit {
   path: string;
   newText: string;
   oldText?: string | null;
+  [key: string]: unknown;
 }
 
 export type ToolKind =
@@ -1265,12 +1377,20 @@ export type ToolKind =
 export interface ToolLocation {
   path: string;
   line?: number | null;
+  [key: string]: unknown;
 }
 
 /** Text a tool call shows (a description, its result). */
 export interface ToolText {
   type: "text";
   text: string;
+  [key: string]: unknown;
+}
+
+/** An event payload of a type this version does not know (a later version's addition): a host ignores it or shows it generically, and does not fail. */
+export interface UnknownEventPayload {
+  type: string;
+  [key: string]: unknown;
 }
 
 /** Token usage: context occupancy and cumulative spend, kept apart. */
@@ -1278,6 +1398,7 @@ export interface Usage {
   type: "usage";
   context?: ContextUsage | null;
   cumulative?: CumulativeUsage | null;
+  [key: string]: unknown;
 }
 
 /** Every method: direction, kind, params and result types, version and stability. */
@@ -1515,3 +1636,354 @@ export type BridgeNotificationMethod = MethodName<"bridge->host", "notification"
 export type ParamsOf<M extends keyof Methods> = Methods[M]["params"];
 /** The result type of request method `M`. */
 export type ResultOf<M extends keyof Methods> = Methods[M] extends { result: infer R } ? R : never;
+/** The event types this version knows.  Narrow an incoming payload with a guard
+ * `(p): p is EventPayload` (is `p.type` in your list of KnownEventType?) before
+ * switching on `type`; anything else is an UnknownEventPayload to skip. */
+export type KnownEventType = "diagnostic" | "interaction.requested" | "interaction.settled" | "plan.updated" | "run.completed" | "run.failed" | "run.interrupted" | "run.started" | "session.closed" | "session.resumed" | "text.delta" | "thinking.delta" | "tool.activity" | "usage";
+
+/** An ErrorInfo of one code: `ErrorInfoOf<"provider_failed">`. */
+export type ErrorInfoOf<C extends ErrorCode> = ErrorInfo & { code: C };
+/** `unsupported_protocol_version` names the versions the bridge speaks. */
+export type UnsupportedProtocolVersionError = ErrorInfoOf<"unsupported_protocol_version"> & {
+  details: ErrorDetails & { supported: SupportedProtocolVersion[] };
+};
+
+export interface ScriptedApprovalStep {
+  type: "approval";
+  /** @defaultValue `"Run a tool"` */
+  title?: string;
+  toolName?: string | null;
+  input?: unknown;
+  command?: string | null;
+  modes?: Array<"once" | "session">;
+  /** @defaultValue `[]` */
+  onAllow?: ScriptedStep[];
+  /** @defaultValue `[]` */
+  onDeny?: ScriptedStep[];
+}
+
+export interface ScriptedChoiceSpec {
+  id: string;
+  label: string;
+}
+
+export interface ScriptedCompleteStep {
+  type: "complete";
+  stopReason?: string | null;
+}
+
+export interface ScriptedCompleteWithPendingStep {
+  type: "completeWithPending";
+}
+
+export interface ScriptedCrashStep {
+  type: "crash";
+}
+
+export interface ScriptedCyclicStep {
+  type: "cyclic";
+}
+
+export interface ScriptedDiagnosticStep {
+  type: "diagnostic";
+  code: string;
+  /** @defaultValue `""` */
+  message?: string;
+  /** @defaultValue `"info"` */
+  level?: "error" | "info" | "warning";
+}
+
+export interface ScriptedEchoStep {
+  type: "echo";
+  /** @defaultValue `"You said: "` */
+  prefix?: string;
+}
+
+export interface ScriptedEmitStep {
+  type: "emit";
+  payloads: Array<TextDelta | ThinkingDelta | ToolActivity | PlanUpdated | Usage | Diagnostic>;
+  raw?: unknown;
+}
+
+export interface ScriptedFailStep {
+  type: "fail";
+  /** @defaultValue `"provider_failed"` */
+  code?: "already_initialized" | "bridge_crashed" | "command_conflict" | "history_corrupt" | "history_unavailable" | "interaction_already_settled" | "interaction_not_found" | "interaction_not_pending" | "internal" | "invalid_answer" | "invalid_option" | "invalid_params" | "journal_failing" | "not_initialized" | "overloaded" | "provider_auth_required" | "provider_contract" | "provider_crashed" | "provider_failed" | "provider_not_found" | "provider_rate_limited" | "provider_timeout" | "provider_unavailable" | "recovery_invalid" | "run_active" | "run_not_active" | "run_not_found" | "session_closed" | "session_in_use" | "session_not_found" | "shutting_down" | "unsupported" | "unsupported_protocol_version" | "workspace_invalid";
+}
+
+export interface ScriptedInteractionStep {
+  type: "interaction";
+  request: ApprovalRequest | QuestionRequest | QuestionSetRequest;
+  answer?: ApprovalAnswer | QuestionAnswer | QuestionSetAnswer | null;
+  /** @defaultValue `[]` */
+  then?: ScriptedStep[];
+  /** @defaultValue `[]` */
+  otherwise?: ScriptedStep[];
+}
+
+export interface ScriptedInvalidStep {
+  type: "invalid";
+}
+
+export interface ScriptedPlanItem {
+  text: string;
+  /** @defaultValue `"pending"` */
+  status?: "completed" | "inProgress" | "pending";
+}
+
+export interface ScriptedPlanStep {
+  type: "plan";
+  steps: ScriptedPlanItem[];
+}
+
+export interface ScriptedQuestionSetItem {
+  key: string;
+  prompt: string;
+  /** @defaultValue `[]` */
+  choices?: ScriptedChoiceSpec[];
+}
+
+export interface ScriptedQuestionSetStep {
+  type: "questionSet";
+  items: ScriptedQuestionSetItem[];
+  /** @defaultValue `"Questions"` */
+  title?: string;
+  /** @defaultValue `[]` */
+  then?: ScriptedStep[];
+}
+
+export interface ScriptedQuestionStep {
+  type: "question";
+  prompt: string;
+  /** @defaultValue `[]` */
+  choices?: ScriptedChoiceSpec[];
+  /** @defaultValue `false` */
+  allowFreeText?: boolean;
+  /** @defaultValue `{}` */
+  branches?: Record<string, ScriptedStep[]>;
+  /** @defaultValue `[]` */
+  onText?: ScriptedStep[];
+  /** @defaultValue `[]` */
+  onCancel?: ScriptedStep[];
+}
+
+/** One recorded run: its input and its events' payloads (ids and times aside). */
+export interface ScriptedRecordedRun {
+  input: string;
+  events: Array<Record<string, unknown>>;
+}
+
+/** What `agent-bridge record` saw: the session, its provider and its runs. */
+export interface ScriptedRecording {
+  provider: string;
+  sessionId: string;
+  recordedAt: string;
+  runs: ScriptedRecordedRun[];
+  providerVersion?: string | null;
+}
+
+export interface ScriptedRunScript {
+  steps: ScriptedStep[];
+}
+
+/**
+ * A whole script: `steps` for every run, or `runs` for run-by-run scripts;
+ * `recorded` only in scripts written by `agent-bridge record` (not used to run).
+ */
+export interface ScriptedScript {
+  steps?: ScriptedStep[] | null;
+  runs?: ScriptedRunScript[] | null;
+  recorded?: ScriptedRecording | null;
+}
+
+/** One step of a scripted run (`type` names it). */
+export type ScriptedStep =
+  | ScriptedTextStep
+  | ScriptedStreamStep
+  | ScriptedEchoStep
+  | ScriptedThinkingStep
+  | ScriptedToolStep
+  | ScriptedUsageStep
+  | ScriptedPlanStep
+  | ScriptedDiagnosticStep
+  | ScriptedApprovalStep
+  | ScriptedQuestionStep
+  | ScriptedQuestionSetStep
+  | ScriptedFailStep
+  | ScriptedWaitForInterruptStep
+  | ScriptedInvalidStep
+  | ScriptedCyclicStep
+  | ScriptedCompleteWithPendingStep
+  | ScriptedCrashStep
+  | ScriptedEmitStep
+  | ScriptedInteractionStep
+  | ScriptedCompleteStep;
+
+export interface ScriptedStreamStep {
+  type: "stream";
+  count: number;
+  /** @defaultValue `"x"` */
+  text?: string;
+}
+
+export interface ScriptedTextStep {
+  type: "text";
+  text: string;
+  /** @defaultValue `1` */
+  chunks?: number;
+}
+
+export interface ScriptedThinkingStep {
+  type: "thinking";
+  text: string;
+}
+
+export interface ScriptedToolStep {
+  type: "tool";
+  name: string;
+  /** @defaultValue `"tool_1"` */
+  id?: string;
+  input?: unknown;
+  output?: string | null;
+  /** @defaultValue `"completed"` */
+  status?: "completed" | "failed";
+  exitCode?: number | null;
+}
+
+export interface ScriptedUsageStep {
+  type: "usage";
+  contextTokens?: number | null;
+  maxTokens?: number | null;
+  /** @defaultValue `0` */
+  inputTokens?: number;
+  /** @defaultValue `0` */
+  outputTokens?: number;
+  costUsd?: number | null;
+}
+
+export interface ScriptedWaitForInterruptStep {
+  type: "waitForInterrupt";
+  /** @defaultValue `false` */
+  ignoreInterrupt?: boolean;
+}
+
+/** The `scripted` provider's session options (`providers/list`). */
+export interface ScriptedSessionOptions {
+  /** The script every run follows (see docs/scripted.md). */
+  script?: ScriptedScript | string;
+  /** Path to a JSON file holding the script. */
+  scriptFile?: string;
+}
+
+/** The `scripted` provider's run options (`providers/list`). */
+export interface ScriptedRunOptions {
+  /** A script for this run only. */
+  script?: ScriptedScript | string;
+}
+
+/** The `claude-code` provider's session options (`providers/list`). */
+export interface ClaudeCodeSessionOptions {
+  /** Absolute path of the claude CLI. Default: discovery (AGENT_BRIDGE_CLAUDE_PATH, then PATH, then the binary bundled with the claude-agent-sdk Python package). */
+  executable?: string;
+  /** --model: an alias (default, opus, sonnet, haiku) or a full model name. Default: the CLI's default. */
+  model?: string;
+  /** --permission-mode: how tool use is approved. */
+  permissionMode?: "default" | "acceptEdits" | "plan" | "bypassPermissions" | "dontAsk" | "auto";
+  /** --allowed-tools: tools (or rules like "Bash(git log:*)") allowed without asking. */
+  allowedTools?: string[];
+  /** --disallowed-tools: tools (or rules) the model may not use. */
+  disallowedTools?: string[];
+  /** --append-system-prompt: text appended to the default system prompt. */
+  appendSystemPrompt?: string;
+  /** --mcp-config: an MCP configuration object ({"mcpServers": {...}}) or the path of a JSON file holding one. */
+  mcpConfig?: unknown;
+  /** CLAUDE_CONFIG_DIR for the CLI (settings, credentials, transcripts). Default: the bridge's CLAUDE_CONFIG_DIR, else the CLI's own default (~/.claude). */
+  configDir?: string;
+  /** How long the CLI may take to answer the initialize handshake. */
+  startupTimeoutSeconds?: number;
+}
+
+/** The `codex` provider's session options (`providers/list`). */
+export interface CodexSessionOptions {
+  /** The codex executable (a path, or a name looked up on PATH). Default: AGENT_BRIDGE_CODEX_PATH, then codex on PATH, an npm install, the PyPI package. */
+  executable?: string;
+  /** A private CODEX_HOME directory (must exist) with its own config.toml and threads. Default: the bridge's CODEX_HOME, else Codex's ~/.codex. */
+  codexHome?: string;
+  /** The model to use. Default: Codex's configuration. */
+  model?: string;
+  /** Reasoning effort for every turn. Default: Codex's configuration. */
+  reasoningEffort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh";
+  /** When Codex asks before running a command: untrusted (almost always), on-request (when the model asks to leave the sandbox), never. Default: Codex's configuration. */
+  approvalPolicy?: "untrusted" | "on-request" | "never";
+  /** What commands may touch. Default: Codex's configuration. */
+  sandbox?: "read-only" | "workspace-write" | "danger-full-access";
+  /** Configuration overrides, each key=value (the value is TOML), passed to codex as -c key=value. */
+  config?: string[];
+  /** Pass --strict-config: a config.toml codex cannot read fails the session instead of codex silently falling back to its defaults (and their network endpoints). Unknown keys count as errors. */
+  strictConfig?: boolean;
+  /** Names of further environment variables of the bridge to pass to codex (e.g. proxy settings). Key variables named in config.toml are passed anyway. */
+  passEnv?: string[];
+}
+
+/** The `gemini` provider's session options (`providers/list`). */
+export interface GeminiSessionOptions {
+  /** The agent's executable (a path, or a name looked up on PATH). Default: AGENT_BRIDGE_GEMINI_PATH, then gemini on PATH. */
+  executable?: string;
+  /** Further arguments after the configured ones. */
+  args?: string[];
+  /** Further environment variables for the agent, as an object of strings. */
+  env?: unknown;
+  /** Names of further environment variables of the bridge to pass to the agent. */
+  passEnv?: string[];
+  /** MCP servers for session/new, in ACP's shape (an array of McpServer objects). Transports: stdio; http and sse if the agent advertises them. */
+  mcpServers?: unknown;
+  /** Serve the agent's fs/read_text_file and fs/write_text_file, confined to the workspace. */
+  clientFs?: boolean;
+  /** Serve the agent's terminal/* requests (commands run as argv in the workspace). */
+  clientTerminal?: boolean;
+  /** Call authenticate with this method (one of the agent's authMethods) before the session starts. */
+  authMethod?: string;
+  /** The session mode to switch to (one the agent offers). */
+  mode?: string;
+  /** The agent's model config option. */
+  model?: string;
+  /** The agent's thought level config option. */
+  thoughtLevel?: string;
+}
+
+/** The `acp` provider's session options (`providers/list`). */
+export interface AcpSessionOptions {
+  /** The agent's argv (required): executable, then arguments, e.g. ["my-agent", "--acp"]. */
+  command?: string[];
+  /** The agent's executable (a path, or a name looked up on PATH). Default: AGENT_BRIDGE_ACP_PATH, then acp-agent on PATH. */
+  executable?: string;
+  /** Further arguments after the configured ones. */
+  args?: string[];
+  /** Further environment variables for the agent, as an object of strings. */
+  env?: unknown;
+  /** Names of further environment variables of the bridge to pass to the agent. */
+  passEnv?: string[];
+  /** MCP servers for session/new, in ACP's shape (an array of McpServer objects). Transports: stdio; http and sse if the agent advertises them. */
+  mcpServers?: unknown;
+  /** Serve the agent's fs/read_text_file and fs/write_text_file, confined to the workspace. */
+  clientFs?: boolean;
+  /** Serve the agent's terminal/* requests (commands run as argv in the workspace). */
+  clientTerminal?: boolean;
+  /** Call authenticate with this method (one of the agent's authMethods) before the session starts. */
+  authMethod?: string;
+  /** The session mode to switch to (one the agent offers). */
+  mode?: string;
+  /** The agent's model config option. */
+  model?: string;
+  /** The agent's thought level config option. */
+  thoughtLevel?: string;
+}
+
+/** The options of every built-in provider, by provider id and scope. */
+export interface BuiltinProviderOptions {
+  acp: { session: AcpSessionOptions; };
+  "claude-code": { session: ClaudeCodeSessionOptions; };
+  codex: { session: CodexSessionOptions; };
+  gemini: { session: GeminiSessionOptions; };
+  scripted: { session: ScriptedSessionOptions; run: ScriptedRunOptions; };
+}

@@ -176,7 +176,7 @@ async def test_requests_before_initialize_are_refused(framing: str) -> None:
             "initialize", {"protocolVersion": 99, "clientInfo": {"name": "x"}}, check=False
         )
         assert bad["error"]["data"]["code"] == "unsupported_protocol_version"
-        assert bad["error"]["data"]["details"] == {"supported": "1"}
+        assert bad["error"]["data"]["details"] == {"supported": [1]}
         await bridge.initialize()
         twice = await bridge.call("initialize", {"protocolVersion": 1, "clientInfo": {"name": "x"}})
         assert twice["error"]["data"]["code"] == "already_initialized"
@@ -341,3 +341,33 @@ def test_demo_command_runs_a_whole_session() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Demo succeeded." in result.stdout
     assert "interaction/request" in result.stdout and "run.interrupted" in result.stdout
+
+
+def test_demo_raw_prints_every_json_rpc_message_and_they_validate() -> None:
+    """`demo --raw` shows the exchange as it crossed the pipes: one JSON-RPC message a
+    line, `>` from the host and `<` from the bridge, each valid against schemas/."""
+    import json
+    import subprocess
+    import sys
+
+    from wire_validation import WireValidator
+
+    for framing in ("content-length", "newline"):
+        result = subprocess.run(
+            [sys.executable, "-m", "agent_bridge", "demo", "--raw", "--framing", framing],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        lines = [line for line in result.stdout.splitlines() if line[:2] in ("> ", "< ")]
+        validator = WireValidator()
+        for line in lines:
+            validator.check(line[0], json.loads(line[2:]))
+        methods = [json.loads(line[2:]).get("method") for line in lines]
+        assert methods[0] == "initialize" and methods[-1] == "exit"
+        assert "interaction/request" in methods and "event" in methods
+        assert "Content-Length" not in result.stdout and "→" not in result.stdout
+        assert result.stdout.rstrip().endswith("Demo succeeded.")

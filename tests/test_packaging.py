@@ -9,12 +9,15 @@ setuptools ``package-dir`` and an explicit ``packages`` list in pyproject.toml.
 
 * ``test_packages_list_matches_tree`` (fast): that list names every package of the tree,
   so a new package cannot be forgotten.
-* The rest are slow (about a minute, marked ``e2e`` with a 600 s timeout): they build the
-  wheel once per module, check what it contains, install it into a clean venv after the
-  PyPI packages ``adapters`` and ``rpc``, drive ``agent-bridge demo`` and ``agent-bridge
-  serve`` over real pipes, then uninstall those two packages and check that ours still
-  works. They need the package index; without it they are skipped with a loud reason,
-  except in CI (``CI=true``), where that is a failure.
+* The rest are slow (a minute or two, marked ``e2e`` with a 600 s timeout): they build the
+  sdist and, from it, the wheel once per module (``python -m build``), check both with
+  ``twine check --strict`` and what they contain (``py.typed``, the LICENSE), run
+  ``doctor``, ``demo`` and a scripted session from the wheel in a clean venv, install it
+  into another venv after the PyPI packages ``adapters`` and ``rpc``, drive
+  ``agent-bridge demo`` and ``agent-bridge serve`` over real pipes, then uninstall those
+  two packages and check that ours still works. They need the package index; without
+  it they are skipped with a loud reason, except in CI (``CI=true``), where that is a
+  failure.
 """
 
 from __future__ import annotations
@@ -164,7 +167,8 @@ def _source_snapshot(dest: Path) -> Path:
 @dataclass
 class Built:
     wheel: Path
-    source: Path  # the snapshot the wheel was built from
+    sdist: Path
+    source: Path  # the snapshot the sdist (and from it the wheel) was built from
 
 
 @dataclass
@@ -187,16 +191,24 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     _require_index(sys.executable, tmp / "probe")
     source = _source_snapshot(tmp / "src")
     dist = tmp / "dist"
-    proc = _run([sys.executable, *_PIP, "wheel", "--no-deps", "-w", str(dist), "."], cwd=source)
-    _check(proc, "pip wheel")
+    # As a release is built: `python -m build` (isolated, with the build-system's own
+    # setuptools) makes the sdist, then the wheel from the sdist, so a file the sdist
+    # leaves out breaks the wheel too.
+    tools = tmp / "build-venv"
+    _check(_run([sys.executable, "-m", "venv", str(tools)], timeout=120), "python -m venv")
+    python = str(tools / ("Scripts" if os.name == "nt" else "bin") / "python")
+    _check(_run([python, *_PIP, "install", "build>=1"]), "pip install build")
+    proc = _run([python, "-m", "build", "--outdir", str(dist), "."], cwd=source)
+    _check(proc, "python -m build")
     wheels = sorted(dist.glob("agent_bridge-*.whl"))
+    sdists = sorted(dist.glob("agent_bridge-*.tar.gz"))
     assert len(wheels) == 1, f"expected one agent_bridge wheel, got {sorted(dist.iterdir())}"
-    return Built(wheels[0], source)
+    assert len(sdists) == 1, f"expected one agent_bridge sdist, got {sorted(dist.iterdir())}"
+    return Built(wheels[0], sdists[0], source)
 
 
-@pytest.fixture(scope="module")
-def venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Venv:
-    tmp = tmp_path_factory.mktemp("packaging-venv")
+def _make_venv(tmp: Path) -> Venv:
+    """A fresh venv under ``tmp`` with nothing installed yet."""
     root = tmp / "venv"
     _check(_run([sys.executable, "-m", "venv", str(root)], timeout=120), "python -m venv")
     bindir = root / ("Scripts" if os.name == "nt" else "bin")
@@ -213,11 +225,24 @@ def venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Venv:
     env["AGENT_BRIDGE_STATE_DIR"] = str(tmp / "state")  # never the user's
     cwd = tmp / "cwd"
     cwd.mkdir()
-    v = Venv(root, python, str(bindir / "agent-bridge"), env, cwd)
+    return Venv(root, python, str(bindir / "agent-bridge"), env, cwd)
 
+
+@pytest.fixture(scope="module")
+def venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    """A venv with the rivals installed first, then our wheel."""
+    v = _make_venv(tmp_path_factory.mktemp("packaging-venv"))
     # The rivals first, then our wheel (its dependencies come from the index).
-    _check(v.run([python, *_PIP, "install", "--no-deps", *RIVALS]), f"pip install {RIVALS}")
-    _check(v.run([python, *_PIP, "install", str(built.wheel)]), "pip install <our wheel>")
+    _check(v.run([v.python, *_PIP, "install", "--no-deps", *RIVALS]), f"pip install {RIVALS}")
+    _check(v.run([v.python, *_PIP, "install", str(built.wheel)]), "pip install <our wheel>")
+    return v
+
+
+@pytest.fixture(scope="module")
+def clean_venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    """A venv with nothing but our wheel and its dependencies: a new user's install."""
+    v = _make_venv(tmp_path_factory.mktemp("packaging-clean-venv"))
+    _check(v.run([v.python, *_PIP, "install", str(built.wheel)]), "pip install <our wheel>")
     return v
 
 
@@ -454,6 +479,90 @@ def test_wheel_has_one_top_level_package(built: Built) -> None:
     modules = {n for n in names if not n.startswith(dist_info[0] + "/")}
     assert sorted(expected - modules) == [], "files missing from the wheel"
     assert sorted(n for n in modules - expected if n.endswith(".py")) == [], "unexpected modules"
+
+
+@slow
+def test_twine_check_passes_for_sdist_and_wheel(built: Built) -> None:
+    """The metadata PyPI would show (README as the long description, the SPDX license,
+    URLs, classifiers) renders and validates for both artifacts."""
+    proc = _run([sys.executable, "-m", "twine", "check", "--strict", str(built.sdist),
+                 str(built.wheel)], timeout=120)
+    _check(proc, "twine check --strict")
+    assert proc.stdout.count("PASSED") == 2, proc.stdout
+
+
+@slow
+def test_wheel_is_typed_and_licensed(built: Built) -> None:
+    """py.typed ships (a third-party provider type-checks against the SPI), and so does
+    the LICENSE, under its SPDX expression."""
+    with zipfile.ZipFile(built.wheel) as zf:
+        names = zf.namelist()
+        assert "agent_bridge/py.typed" in names
+        dist_info = next(n.split("/", 1)[0] for n in names if ".dist-info/" in n)
+        assert f"{dist_info}/licenses/LICENSE" in names, sorted(
+            n for n in names if n.startswith(dist_info)
+        )
+        metadata = zf.read(f"{dist_info}/METADATA").decode()
+    assert "License-Expression: Apache-2.0" in metadata
+    import tarfile
+
+    with tarfile.open(built.sdist) as tf:
+        members = {m.name.split("/", 1)[1] for m in tf.getmembers() if "/" in m.name}
+    assert {"LICENSE", "README.md", "pyproject.toml", "bridge/py.typed"} <= members, sorted(
+        m for m in members if "/" not in m
+    )
+
+
+def _usable(report: dict[str, Any], asked: str | None = None) -> bool:
+    """Whether doctor's JSON report has a usable provider, by its documented rule: some
+    provider is available, the scripted one counting only when asked for by name."""
+    return any(
+        p.get("status") == "available" and (p["id"] != "scripted" or asked == "scripted")
+        for p in report["providers"]
+    )
+
+
+@slow
+def test_clean_install_doctor(clean_venv: Venv) -> None:
+    """`agent-bridge doctor` from the wheel: a report of every provider, exit 0 exactly
+    when a real provider is usable (1 otherwise), 2 for an unknown provider."""
+    proc = clean_venv.run([clean_venv.script, "doctor", "--json"], timeout=120)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    ids = {p["id"] for p in report["providers"]}
+    assert {"scripted", "claude-code", "codex"} <= ids, ids
+    assert report["stateDir"] == clean_venv.env["AGENT_BRIDGE_STATE_DIR"]
+    assert proc.returncode == (0 if _usable(report) else 1), report
+    for p in report["providers"]:
+        if p["status"] == "unavailable":
+            assert p.get("nextStep"), p  # says what to do
+    scripted = clean_venv.run(
+        [clean_venv.script, "doctor", "--json", "--provider", "scripted"], timeout=120
+    )
+    assert scripted.returncode == 0, scripted.stdout + scripted.stderr
+    assert [p["id"] for p in json.loads(scripted.stdout)["providers"]] == ["scripted"]
+    table = clean_venv.run([clean_venv.script, "doctor"], timeout=120)
+    assert table.returncode == proc.returncode and "\x1b[" not in table.stdout  # piped: plain
+    unknown = clean_venv.run([clean_venv.script, "doctor", "--provider", "nope"], timeout=60)
+    assert unknown.returncode == 2 and "nope" in unknown.stderr
+
+
+@slow
+def test_clean_install_demo_and_scripted_session(clean_venv: Venv, tmp_path: Path) -> None:
+    _assert_ours_intact(clean_venv, "in a clean venv")
+    _demo(clean_venv)
+    raw = clean_venv.run([clean_venv.script, "demo", "--raw"], timeout=120)
+    _check(raw, "agent-bridge demo --raw")
+    assert any(line.startswith('> {"jsonrpc"') for line in raw.stdout.splitlines())
+    host = Host(
+        [clean_venv.script, "serve", "--state-dir", str(tmp_path / "state")],
+        clean_venv.env,
+        clean_venv.cwd,
+    )
+    try:
+        _scripted_session(host)
+    finally:
+        host.close()
 
 
 @slow

@@ -214,3 +214,70 @@ def test_typescript_compiles(tmp_path: Path) -> None:
         [tsc, "--noEmit", "--strict", DTS_FILE], cwd=tmp_path, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+_HOST_TS = """\
+import type {
+  BridgeToHostMessage, BuiltinProviderOptions, ClaudeCodeSessionOptions, ErrorInfo,
+  ErrorInfoOf, EventEnvelope, EventPayload, KnownEventType, ScriptedScript,
+  UnknownEventPayload, UnsupportedProtocolVersionError,
+} from "./agent-bridge";
+
+const KNOWN: readonly KnownEventType[] = ["text.delta", "run.completed"];
+function isKnown(p: EventPayload | UnknownEventPayload): p is EventPayload {
+  return (KNOWN as readonly string[]).indexOf(p.type) >= 0;
+}
+export function show(e: EventEnvelope): string {
+  const p = e.payload;
+  if (!isKnown(p)) return `skipped ${p.type}`;
+  switch (p.type) {
+    case "text.delta": return p.text;
+    case "run.failed": return p.error.code;
+    default: return p.type;
+  }
+}
+// A later version's event and members still type-check as received messages.
+export const later: BridgeToHostMessage = {
+  jsonrpc: "2.0", method: "event",
+  params: { eventId: "e", sessionId: "s", sequence: 1, occurredAt: "2026-01-01T00:00:00Z",
+            payload: { type: "later.event", x: 1 }, laterMember: true },
+};
+export const failed: ErrorInfoOf<"provider_failed"> = {
+  code: "provider_failed", message: "m", retryable: true,
+  details: { cause: "connection_refused", httpStatusClass: "5xx" },
+};
+export const versions: UnsupportedProtocolVersionError = {
+  code: "unsupported_protocol_version", message: "m", retryable: false,
+  details: { supported: [1] },
+};
+export const info: ErrorInfo = versions;
+export const claude: ClaudeCodeSessionOptions = { model: "sonnet", permissionMode: "plan" };
+export const script: ScriptedScript = {
+  steps: [{ type: "text", text: "hi" }, { type: "approval", onAllow: [{ type: "echo" }] }],
+};
+export const scripted: BuiltinProviderOptions["scripted"]["session"] = { script };
+"""
+
+_HOST_TS_ERRORS = """\
+import type { ClaudeCodeSessionOptions, ScriptedScript } from "./agent-bridge";
+export const badMode: ClaudeCodeSessionOptions = { permissionMode: "yolo" };
+export const badStep: ScriptedScript = { steps: [{ type: "nope" }] };
+"""
+
+
+def test_a_typescript_host_can_use_the_contract(tmp_path: Path) -> None:
+    """A strict host narrows known events past the unknown-event fallback, accepts a
+    later version's additions, and gets option and script typos as type errors."""
+    tsc = require_cli("tsc")
+    shutil.copy(SCHEMAS / DTS_FILE, tmp_path / DTS_FILE)
+    (tmp_path / "host.ts").write_text(_HOST_TS, "utf-8")
+    (tmp_path / "bad.ts").write_text(_HOST_TS_ERRORS, "utf-8")
+    ok = subprocess.run(
+        [tsc, "--noEmit", "--strict", "host.ts"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    bad = subprocess.run(
+        [tsc, "--noEmit", "--strict", "bad.ts"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert bad.returncode != 0
+    assert "yolo" in bad.stdout and "nope" in bad.stdout, bad.stdout

@@ -240,3 +240,54 @@ def test_corpus_messages_match_the_message_unions() -> None:
             union = "HostToBridgeMessage" if step.dir == "send" else "BridgeToHostMessage"
             for message in step.msg if isinstance(step.msg, list) else [step.msg]:
                 v.validate(union, message)
+
+
+def test_bridge_to_host_messages_are_open_to_additions() -> None:
+    """Within a protocol version the bridge may add members and event types: a host
+    validating what it receives against schemas/ must not break on either."""
+    v = WireValidator()
+    v.check("host->bridge", INIT)
+    grown = dict(INIT_RESULT, result=dict(INIT_RESULT["result"], laterMember={"x": 1}))
+    grown["result"]["serverInfo"] = {"name": "agent-bridge", "version": "0", "build": "b"}
+    v.check("bridge->host", grown)
+    event = _event(1, TextDelta("hi"))
+    event["params"]["payload"]["laterMember"] = True
+    event["params"]["laterEnvelopeMember"] = 3
+    v.check("bridge->host", event)
+    added = _event(2, TextDelta("x"))
+    added["params"]["payload"] = {"type": "later.event", "anything": [1, 2]}
+    v.check("bridge->host", added)
+    # A known type must still have its own shape: the fallback is for unknown types only.
+    wrong = _event(3, TextDelta("x"))
+    wrong["params"]["payload"] = {"type": "text.delta"}
+    with pytest.raises(AssertionError):
+        v.check("bridge->host", wrong)
+
+
+def test_host_to_bridge_messages_stay_closed() -> None:
+    v = WireValidator()
+    extra = dict(INIT, params=dict(INIT["params"], laterMember=1))
+    with pytest.raises(AssertionError, match="InitializeRequest"):
+        v.check("host->bridge", extra)
+    create = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "session/create",
+        "params": {"provider": "scripted", "bogus": 1},
+    }
+    with pytest.raises(AssertionError):
+        v.check("host->bridge", create)
+
+
+def test_times_are_date_time_and_supported_is_a_list() -> None:
+    from wire_validation import load_contract
+
+    defs = load_contract().schema["$defs"]
+    assert defs["EventEnvelope"]["properties"]["occurredAt"]["format"] == "date-time"
+    assert defs["ErrorDetails"]["properties"]["supported"] == {
+        "type": "array",
+        "items": {"type": "integer"},
+    }
+    info = ErrorInfo.of("unsupported_protocol_version", details={"supported": [1, 2]})
+    assert info.details == {"supported": [1, 2]}
+    assert ErrorInfo.of("unsupported_protocol_version", details={"supported": "1"}).details is None

@@ -236,9 +236,12 @@ class CodexProvider(AgentProvider):
         try:
             settings = self._settings(ctx, opaque)
         except BridgeError as exc:
-            if exc.error_code == "invalid_option" and (exc.info.details or {}).get(
-                "option", ""
-            ).startswith("record."):
+            option = (exc.info.details or {}).get("option", "")
+            if (
+                exc.error_code == "invalid_option"
+                and isinstance(option, str)
+                and option.startswith("record.")
+            ):
                 raise BridgeError("recovery_invalid") from None
             raise
         settings.thread_id = opaque["threadId"]

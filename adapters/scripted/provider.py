@@ -33,7 +33,7 @@ OPTIONS: Final = (
         name="script",
         scope="session",
         type="json",
-        description="The script every run follows (see the scripted provider docs).",
+        description="The script every run follows (see docs/scripted.md).",
     ),
     OptionDescriptor(
         name="scriptFile",

@@ -207,7 +207,7 @@ class BridgeFrontend:
         if params.protocol_version not in SUPPORTED_PROTOCOL_VERSIONS:
             raise BridgeError(
                 "unsupported_protocol_version",
-                details={"supported": ",".join(map(str, SUPPORTED_PROTOCOL_VERSIONS))},
+                details={"supported": list(SUPPORTED_PROTOCOL_VERSIONS)},
             )
         support = params.capabilities.interactions
         self._answers = {

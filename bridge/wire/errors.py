@@ -14,8 +14,10 @@ from typing import Final, Literal
 from agent_bridge.wire.common import WireStruct
 
 __all__ = [
+    "DETAIL_TYPES",
     "ERROR_CODES",
     "ErrorCode",
+    "ErrorDetailValue",
     "ErrorInfo",
     "ErrorSpec",
     "FailureCause",
@@ -83,8 +85,15 @@ _CAUSES: Final = frozenset(FailureCause.__args__)  # type: ignore[attr-defined]
 _HTTP_CLASSES: Final = frozenset({"1xx", "2xx", "3xx", "4xx", "5xx"})
 _SAFE_TEXT: Final = re.compile(r"^[A-Za-z0-9_.:/@+\-]{1,100}$")
 
-#: The keys ``details`` may carry, each with the check its value must pass.  Anything else
-#: (or a value that fails its check) is dropped before it reaches a host.
+#: A value of ``ErrorInfo.details``: a short allowlisted string, or (``supported``) a
+#: list of integers.
+ErrorDetailValue = str | list[int]
+
+#: The keys of ``details`` whose value is a list of integers (every other key is a string).
+_INT_LIST_DETAILS: Final = frozenset({"supported"})
+
+#: The keys ``details`` may carry, each with the check its (string) value must pass.
+#: Anything else (or a value that fails its check) is dropped before it reaches a host.
 _DETAIL_CHECKS: Final[dict[str, Callable[[str], bool]]] = {
     "cause": lambda v: v in _CAUSES,
     "httpStatusClass": lambda v: v in _HTTP_CLASSES,
@@ -101,20 +110,39 @@ _DETAIL_CHECKS: Final[dict[str, Callable[[str], bool]]] = {
     "variable": lambda v: _SAFE_TEXT.match(v) is not None,
     "reason": lambda v: len(v) <= 300,
     "nextStep": lambda v: len(v) <= 300,
-    "supported": lambda v: re.fullmatch(r"\d+(,\d+)*", v) is not None,
+}
+
+#: Every key ``details`` may carry and the JSON type of its value (``string`` or
+#: ``integers``), as the published schema types ``ErrorDetails``.
+DETAIL_TYPES: Final[dict[str, Literal["string", "integers"]]] = {
+    **{key: "string" for key in _DETAIL_CHECKS},
+    **{key: "integers" for key in _INT_LIST_DETAILS},
 }
 
 
-def safe_details(details: Mapping[str, str] | None) -> dict[str, str] | None:
+def _safe_value(key: str, value: object) -> bool:
+    if key in _INT_LIST_DETAILS:
+        return (
+            isinstance(value, list)
+            and 0 < len(value) <= 20
+            and all(type(i) is int and 0 <= i < 10_000 for i in value)
+        )
+    check = _DETAIL_CHECKS.get(key)
+    return check is not None and isinstance(value, str) and check(value)
+
+
+def safe_details(
+    details: Mapping[str, ErrorDetailValue] | None,
+) -> dict[str, ErrorDetailValue] | None:
     """Keep only the allowlisted keys of ``details`` whose values pass their checks
     (``None`` when nothing is left).  ``reason``/``nextStep``/``missing`` are the bridge's
     own sentences (adapter constants), never a provider's output."""
     if not details:
         return None
-    out = {
-        k: v
+    out: dict[str, ErrorDetailValue] = {
+        k: (list(v) if isinstance(v, list) else v)
         for k, v in details.items()
-        if isinstance(v, str) and k in _DETAIL_CHECKS and _DETAIL_CHECKS[k](v)
+        if _safe_value(k, v)
     }
     return out or None
 
@@ -178,14 +206,14 @@ class ErrorInfo(WireStruct, frozen=True):
     message: str
     retryable: bool
     correlation_id: str | None = None
-    details: dict[str, str] | None = None
+    details: dict[str, ErrorDetailValue] | None = None
 
     @classmethod
     def of(
         cls,
         code: ErrorCode,
         correlation_id: str | None = None,
-        details: dict[str, str] | None = None,
+        details: Mapping[str, ErrorDetailValue] | None = None,
     ) -> ErrorInfo:
         """Return the :class:`ErrorInfo` for ``code`` with its table message.
 
