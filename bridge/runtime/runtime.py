@@ -124,11 +124,6 @@ class Runtime:
         self._fault_limit = journal_fault_limit
         self._fault_episode = 0
 
-    @property
-    def interactions(self) -> dict[str, Any]:
-        """Every interaction by id (open, or the settled record of an ended run's)."""
-        return self.services.interactions
-
     async def __aenter__(self) -> Runtime:
         await self.history.start(self._committed)
         self._tg_cm = anyio.create_task_group()
