@@ -195,6 +195,11 @@ def _check_header(path: str) -> None:
             f"the journal {path} is not a SQLite database (damaged?); "
             "move it away or choose another --state-dir"
         )
+    if head and _pages_missing(head, os.path.getsize(path)):
+        raise JournalCorrupt(
+            f"the journal {path} is shorter than its header says (truncated); "
+            f"{_DAMAGED_ADVICE.replace('FILE', path)}"
+        )
     if os.path.exists(path + "-shm") and not os.path.exists(path + "-wal"):
         time.sleep(0.1)  # another bridge closing the journal deletes the -wal first
         if os.path.exists(path + "-shm") and not os.path.exists(path + "-wal"):
@@ -203,6 +208,18 @@ def _check_header(path: str) -> None:
                 f"{path}-shm is there): committed history may be gone; restore the -wal "
                 f"file, or {_DAMAGED_ADVICE.replace('FILE', path)}"
             )
+
+
+def _pages_missing(head: bytes, size: int) -> bool:
+    """Whether a SQLite file of ``size`` bytes is shorter than the page count its header
+    ``head`` records (read only when the header says that count is valid: the change
+    counter at offset 24 equals the version-valid-for number at offset 92)."""
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    if head[24:28] != head[92:96]:
+        return False
+    pages = int.from_bytes(head[28:32], "big")
+    return pages > 0 and size < pages * page_size
 
 
 def _marker(path: str) -> str:
