@@ -79,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"agent-bridge {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     _add_serve(sub)
+    _add_acp(sub)
     _add_demo(sub)
     _add_schema(sub)
     _add_doctor(sub)
@@ -185,6 +186,64 @@ def _add_serve(sub: Any) -> None:
         default="off",
         help="auto: relay to the per-user daemon (started if none runs) instead of serving "
         "in this process, as `agent-bridge connect` does (default: off)",
+    )
+
+
+def _add_acp(sub: Any) -> None:
+    acp = sub.add_parser(
+        "acp",
+        help="be an Agent Client Protocol agent on stdin/stdout (what an ACP editor spawns)",
+        description="Serve the Agent Client Protocol (newline-delimited JSON-RPC) on "
+        "stdin/stdout as an agent, over the bridge's providers and journal; logs go to "
+        "stderr. See docs/acp-agent.md.",
+        epilog="example: agent-bridge acp --provider claude-code --option model=sonnet",
+    )
+    acp.add_argument(
+        "--provider",
+        metavar="ID",
+        help="the provider new sessions use (default: [acp_agent] provider in the "
+        "configuration file, else claude-code)",
+    )
+    acp.add_argument(
+        "--option",
+        "-o",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a session option of the provider (repeatable; VALUE is JSON when it parses "
+        "as JSON, else a string), e.g. -o model=sonnet -o permissionMode=plan",
+    )
+    acp.add_argument(
+        "--login",
+        action="store_true",
+        help="run the provider's own login command in this terminal and exit (the ACP "
+        "terminal authentication method)",
+    )
+    acp.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="where the session journal lives (default: as `agent-bridge serve`; ':memory:' "
+        "keeps no journal)",
+    )
+    acp.add_argument(
+        "--log-file",
+        type=_writable_file,
+        metavar="PATH",
+        help="append logs to this file instead of stderr",
+    )
+    acp.add_argument(
+        "--log-level",
+        default="WARNING",
+        type=_log_level,
+        metavar="LEVEL",
+        help="debug, info, warning or error, any case (default: warning)",
+    )
+    acp.add_argument(
+        "--interrupt-grace",
+        type=_seconds,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long a cancelled provider may take to stop before it is forced (default: 5)",
     )
 
 
@@ -366,6 +425,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _Parser(prog=where).error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "serve":
         return _serve(args)
+    if args.command == "acp":
+        from agent_bridge.frontends.acp.command import run_acp
+
+        return run_acp(args, _configure_logging)
     if args.command in ("daemon", "connect"):
         from agent_bridge.daemon.commands import run_command
 

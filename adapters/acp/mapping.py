@@ -15,6 +15,13 @@ from typing import Any, Final, Literal
 from agent_bridge.adapters.acp.protocol import obj, objs
 from agent_bridge.adapters.kit.approvals import approval_verdict
 from agent_bridge.spi import InteractionOutcome, RunOutcome
+from agent_bridge.wire.acp import (
+    CANCELLED_OUTCOME,
+    PLAN_STATUS_FROM_ACP,
+    TOOL_KINDS,
+    selected_outcome,
+)
+from agent_bridge.wire.acp import STOP_REASONS as _STOP_REASONS
 from agent_bridge.wire.errors import ErrorCode
 from agent_bridge.wire.events import (
     ContextUsage,
@@ -54,7 +61,7 @@ __all__ = [
 ]
 
 #: ACP stop reasons other than ``cancelled`` end the run ``completed`` with that reason.
-STOP_REASONS: Final = ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled")
+STOP_REASONS: Final = _STOP_REASONS
 #: How much tool output text one event carries at most.
 MAX_OUTPUT_CHARS: Final = 64 * 1024
 
@@ -64,11 +71,7 @@ _TOOL_STATUS: Final[dict[str, Literal["started", "output", "completed", "failed"
     "completed": "completed",
     "failed": "failed",
 }
-_PLAN_STATUS: Final[dict[str, Literal["pending", "inProgress", "completed"]]] = {
-    "pending": "pending",
-    "in_progress": "inProgress",
-    "completed": "completed",
-}
+_PLAN_STATUS: Final = PLAN_STATUS_FROM_ACP
 
 
 def _diag(level: Literal["info", "warning", "error"], code: str, message: str) -> Diagnostic:
@@ -122,9 +125,7 @@ def tool_name(call: Mapping[str, Any]) -> str:
     return "other"
 
 
-_KINDS: Final[frozenset[str]] = frozenset(
-    ("read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other")
-)
+_KINDS: Final = TOOL_KINDS
 #: At most this many content items and locations per event.
 MAX_ITEMS: Final = 64
 
@@ -368,11 +369,8 @@ def permission_request(params: Mapping[str, Any], cwd: str | None) -> Permission
     )
 
 
-CANCELLED: Final = {"outcome": {"outcome": "cancelled"}}
-
-
-def _selected(option_id: str) -> dict[str, Any]:
-    return {"outcome": {"outcome": "selected", "optionId": option_id}}
+CANCELLED: Final = CANCELLED_OUTCOME
+_selected = selected_outcome
 
 
 def permission_reply(

@@ -11,7 +11,8 @@ Messages are read as plain JSON objects and looked at through the small readers 
 (:class:`AgentInfo` for ``initialize``), leniently: ACP marks most fields "default on
 error", so an odd value becomes its default instead of failing the session.  The shapes
 follow ACP's published ``schema.json`` (protocol version 1); the tests validate every
-message both ways against it.
+message both ways against it.  What the agent side (:mod:`agent_bridge.frontends.acp`)
+shares with it lives in :mod:`agent_bridge.wire.acp`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+from agent_bridge.wire.acp import AUTH_REQUIRED, PROTOCOL_VERSION, RESOURCE_NOT_FOUND, obj, objs
 
 __all__ = [
     "AUTH_REQUIRED",
@@ -33,12 +36,6 @@ __all__ = [
     "text_prompt",
 ]
 
-PROTOCOL_VERSION: Final = 1
-#: ACP's error code for "authentication required".
-AUTH_REQUIRED: Final = -32000
-#: ACP's error code for "resource not found".
-RESOURCE_NOT_FOUND: Final = -32002
-
 #: The agent→client requests the adapter can answer (when enabled for the session).
 CLIENT_CALLBACKS: Final = (
     "session/request_permission",
@@ -51,16 +48,6 @@ CLIENT_CALLBACKS: Final = (
     "terminal/release",
     "elicitation/create",
 )
-
-
-def obj(value: Any) -> Mapping[str, Any]:
-    """``value`` if it is a JSON object, else an empty one."""
-    return value if isinstance(value, dict) else {}
-
-
-def objs(value: Any) -> list[Mapping[str, Any]]:
-    """The JSON objects in ``value`` if it is an array (other items skipped)."""
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def _str(value: Any) -> str | None:

@@ -59,7 +59,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Final, Literal, NoReturn
 
 import anyio
 import anyio.abc
@@ -78,6 +78,7 @@ __all__ = [
     "SpawnError",
     "SpawnErrorReason",
     "WaitTimeout",
+    "exec_interactive",
     "open_bridge",
     "popen_bridge",
     "spawn",
@@ -662,3 +663,10 @@ def spawn_detached(spec: ProcessSpec, log_path: str | None = None) -> int:
 
     threading.Thread(target=proc.wait, name="detached-reaper", daemon=True).start()
     return proc.pid
+
+
+def exec_interactive(argv: list[str]) -> NoReturn:
+    """Replace this process with ``argv`` (an interactive command the user runs in the
+    terminal, e.g. a provider's login); never returns.  Raises ``OSError`` when it cannot
+    be executed."""
+    os.execv(argv[0], argv)  # noqa: S606 - argv, no shell

@@ -304,6 +304,7 @@ class Runtime:
         title: str | None,
         start: ProviderStart,
         subscriber: Subscriber | None,
+        session_id: str | None = None,
     ) -> SessionInfo:
         self.services.check_writable()
         provider = self.registry.get(provider_id)
@@ -311,7 +312,7 @@ class Runtime:
         resolved = resolve_options(descriptor.options, options, "session")
         real_workspace = resolve_workspace(workspace)
         session = self._new_session(
-            self.services.ids.new("ses"),
+            session_id or self.services.ids.new("ses"),
             provider,
             descriptor,
             real_workspace,
@@ -347,10 +348,12 @@ class Runtime:
         options: dict[str, Any] | None = None,
         title: str | None = None,
         subscriber: Subscriber | None = None,
+        session_id: str | None = None,
     ) -> SessionInfo:
-        """Create a session, with ``subscriber`` attached to it.  Raises
-        ``provider_not_found``, ``invalid_option``, ``workspace_invalid`` or the
-        provider's classified failure."""
+        """Create a session, with ``subscriber`` attached to it (``session_id``: the id
+        of a session just deleted, to recreate it on another provider; default: a new
+        one).  Raises ``provider_not_found``, ``invalid_option``, ``workspace_invalid`` or
+        the provider's classified failure."""
         return await self._open_session(
             provider_id,
             workspace,
@@ -358,6 +361,7 @@ class Runtime:
             title,
             lambda provider, ctx: provider.create_session(ctx),
             subscriber,
+            session_id,
         )
 
     async def resume_session(
@@ -565,6 +569,38 @@ class Runtime:
             for r in records
         ]
         return out, next_cursor
+
+    async def reconfigure_session(self, session_id: str, options: dict[str, Any]) -> SessionInfo:
+        """Give an open session new session ``options`` (all of them) between runs: the
+        provider session is stopped (its recovery record saved) and the next run resumes
+        it with them.  Returns the session; its options are :meth:`session_options`.
+
+        Raises ``session_not_found`` / ``session_closed`` / ``session_in_use``,
+        ``run_active`` while a run is active, ``invalid_option`` for an option or value
+        the provider does not declare, and ``unsupported`` when the provider cannot
+        resume a session (so cannot restart with other options).
+        """
+        session = await self._open_here(session_id)
+        if session.state != "active":
+            raise BridgeError("session_closed")
+        if session.active_runs:
+            raise BridgeError("run_active")
+        self.services.check_writable()
+        resolved = resolve_options(session.descriptor.options, options, "session")
+        if resolved == session.options:
+            return session.info()
+        if not session.descriptor.capabilities.recovery.resume:
+            raise BridgeError("unsupported")
+        await session.dispose_provider()
+        session.options = resolved
+        self.history.update_session(session_id, options=resolved)
+        await self.flush()
+        return session.info()
+
+    def session_options(self, session_id: str) -> dict[str, Any]:
+        """The options of a session open here (``{}`` when it is not)."""
+        session = self.sessions.get(session_id)
+        return dict(session.options) if session is not None else {}
 
     async def close_session(self, session_id: str, reason: str = "closed") -> SessionInfo:
         """Interrupt the active run, dispose the provider session, publish

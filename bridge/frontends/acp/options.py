@@ -1,0 +1,225 @@
+"""A session's ACP config options and modes, from its provider's declared options (pure).
+
+Config options (``configOptions``, all ``select``):
+
+* ``provider`` — the configured providers; it can change while a session has had no
+  prompt yet (the session is then recreated on the other provider, same id);
+* the provider's session option ``model`` (category ``model``; a ``string`` option is
+  offered as its current value, ``default`` and the provider's known aliases);
+* its permission option — ``permissionMode`` or ``approvalPolicy`` (category ``mode``,
+  also offered as ACP ``modes``, so ``session/set_mode`` sets it);
+* ``reasoningEffort`` (category ``thought_level``), and its other ``enum`` session options.
+
+The value ``default`` stands for "not set": the provider's own default.  A change is
+applied between runs (:meth:`agent_bridge.runtime.Runtime.reconfigure_session`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from agent_bridge.errors import BridgeError
+from agent_bridge.wire.providers import OptionDescriptor, ProviderDescriptor
+
+__all__ = [
+    "DEFAULT_VALUE",
+    "MODE_OPTIONS",
+    "PROVIDER_CONFIG_ID",
+    "apply_choice",
+    "config_options",
+    "mcp_options",
+    "mode_option",
+    "mode_state",
+]
+
+PROVIDER_CONFIG_ID: Final = "provider"
+DEFAULT_VALUE: Final = "default"
+#: The session options that are a provider's permission mode, in order of preference.
+MODE_OPTIONS: Final = ("permissionMode", "approvalPolicy")
+#: Known values of providers' free-text ``model`` options, offered as choices.
+MODEL_ALIASES: Final[Mapping[str, tuple[str, ...]]] = {
+    "claude-code": ("opus", "sonnet", "haiku"),
+}
+_CATEGORIES: Final = {"model": "model", "reasoningEffort": "thought_level"}
+_LABELS: Final = {
+    "model": "Model",
+    "permissionMode": "Permission mode",
+    "approvalPolicy": "Approval policy",
+    "reasoningEffort": "Reasoning effort",
+}
+
+
+def _select(
+    config_id: str,
+    name: str,
+    current: str,
+    values: Sequence[str],
+    category: str | None,
+    description: str | None = None,
+) -> dict[str, Any]:
+    option: dict[str, Any] = {
+        "id": config_id,
+        "name": name,
+        "type": "select",
+        "currentValue": current,
+        "options": [
+            {"value": v, "name": "Provider default" if v == DEFAULT_VALUE else v} for v in values
+        ],
+    }
+    if category is not None:
+        option["category"] = category
+    if description:
+        option["description"] = description
+    return option
+
+
+def _choices(option: OptionDescriptor, provider_id: str, current: Any) -> list[str]:
+    if option.type == "enum":
+        values = list(option.values)
+    else:  # a free-text model
+        values = list(MODEL_ALIASES.get(provider_id, ()))
+        if isinstance(current, str) and current not in values:
+            values.insert(0, current)
+    if option.default is None:
+        values.insert(0, DEFAULT_VALUE)
+    return values
+
+
+def _offered(descriptor: ProviderDescriptor) -> list[OptionDescriptor]:
+    """The provider's session options offered as config options."""
+    out: list[OptionDescriptor] = []
+    for option in descriptor.options:
+        if option.scope != "session":
+            continue
+        if option.type == "enum" or (option.name == "model" and option.type == "string"):
+            out.append(option)
+    return out
+
+
+def mode_option(descriptor: ProviderDescriptor) -> OptionDescriptor | None:
+    """The provider's permission-mode option (an ``enum`` session option), if any."""
+    table = {o.name: o for o in descriptor.options if o.scope == "session" and o.type == "enum"}
+    for name in MODE_OPTIONS:
+        if name in table:
+            return table[name]
+    return None
+
+
+def _current(option: OptionDescriptor, options: Mapping[str, Any]) -> str:
+    value = options.get(option.name, option.default)
+    return value if isinstance(value, str) else DEFAULT_VALUE
+
+
+def config_options(
+    descriptor: ProviderDescriptor, options: Mapping[str, Any], providers: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The ``configOptions`` of a session on ``descriptor``'s provider with ``options``."""
+    out = [
+        _select(
+            PROVIDER_CONFIG_ID,
+            "Provider",
+            descriptor.id,
+            list(providers) if descriptor.id in providers else [descriptor.id, *providers],
+            None,
+            "The agent behind agent-bridge (can change before the first prompt).",
+        )
+    ]
+    for option in _offered(descriptor):
+        category = _CATEGORIES.get(option.name)
+        if option.name in MODE_OPTIONS:
+            category = "mode"
+        out.append(
+            _select(
+                option.name,
+                _LABELS.get(option.name, option.name),
+                _current(option, options),
+                _choices(option, descriptor.id, options.get(option.name)),
+                category,
+                option.description,
+            )
+        )
+    return out
+
+
+def mode_state(descriptor: ProviderDescriptor, options: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ACP ``modes`` of a session (``None`` when the provider has no mode option)."""
+    option = mode_option(descriptor)
+    if option is None:
+        return None
+    values = _choices(option, descriptor.id, None)
+    return {
+        "currentModeId": _current(option, options),
+        "availableModes": [
+            {"id": v, "name": "Provider default" if v == DEFAULT_VALUE else v} for v in values
+        ],
+    }
+
+
+def apply_choice(
+    descriptor: ProviderDescriptor, options: Mapping[str, Any], config_id: str, value: Any
+) -> dict[str, Any]:
+    """The session options after choosing ``value`` for config option ``config_id``.
+
+    Raises ``invalid_params`` (``details.field``) for an unknown config id or a value it
+    does not offer.
+    """
+    offered = {o.name: o for o in _offered(descriptor)}
+    option = offered.get(config_id)
+    if option is None:
+        raise BridgeError("invalid_params", details={"field": "configId"})
+    if not isinstance(value, str):
+        raise BridgeError("invalid_params", details={"field": "value"})
+    allowed = _choices(option, descriptor.id, options.get(option.name))
+    if option.type == "enum" and value not in allowed:
+        raise BridgeError("invalid_params", details={"field": "value"})
+    out = dict(options)
+    if value == DEFAULT_VALUE and option.default is None:
+        out.pop(option.name, None)
+    else:
+        out[option.name] = value
+    return out
+
+
+def _env(value: Any) -> dict[str, str]:
+    return {
+        e["name"]: e["value"]
+        for e in (value if isinstance(value, list) else [])
+        if isinstance(e, dict)
+        and isinstance(e.get("name"), str)
+        and isinstance(e.get("value"), str)
+    }
+
+
+def mcp_options(
+    descriptor: ProviderDescriptor, servers: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The session options that pass a client's ``mcpServers`` on to the provider: ACP
+    agents take them as they are (``mcpServers``), Claude Code as an MCP configuration
+    (``mcpConfig``); other providers take none (``{}``, and the servers are not used)."""
+    if not servers:
+        return {}
+    names = {o.name for o in descriptor.options if o.scope == "session"}
+    if "mcpServers" in names:
+        return {"mcpServers": [dict(s) for s in servers]}
+    if "mcpConfig" not in names:
+        return {}
+    config: dict[str, Any] = {}
+    for server in servers:
+        name = server.get("name")
+        if not isinstance(name, str):
+            continue
+        if server.get("type") in ("http", "sse"):
+            headers = {
+                h["name"]: h["value"]
+                for h in server.get("headers") or []
+                if isinstance(h, dict) and isinstance(h.get("name"), str)
+            }
+            config[name] = {"type": server["type"], "url": server.get("url"), "headers": headers}
+        else:
+            config[name] = {
+                "command": server.get("command"),
+                "args": list(server.get("args") or []),
+                "env": _env(server.get("env")),
+            }
+    return {"mcpConfig": {"mcpServers": config}}

@@ -1,0 +1,541 @@
+"""The ACP agent front-end: one ACP client (an editor) over stdio, onto the runtime.
+
+:class:`AcpFrontend` serves the Agent Client Protocol as an *agent*: newline-delimited
+JSON-RPC 2.0, the client's requests translated into runtime commands, the sessions'
+events sent back as ``session/update`` notifications, and approvals and questions put to
+the client as ``session/request_permission`` / ``elicitation/create`` requests
+(:mod:`~agent_bridge.frontends.acp.asking`).  The client is a runtime
+:class:`~agent_bridge.runtime.Subscriber` of every session it created or loaded.
+
+``session/prompt`` starts a run and answers once its terminal event has been sent, so
+every update of the turn precedes the reply; a failed run is a JSON-RPC error whose
+``data`` is the bridge's classified :class:`~agent_bridge.wire.errors.ErrorInfo`.
+``session/cancel`` interrupts the run (its pending interactions are settled
+``cancelled`` at once and their requests withdrawn) and the prompt ends ``cancelled``.
+Errors use ACP's codes (``-32000`` authentication required, ``-32002`` resource not
+found, ``-32602`` invalid params, ``-32603`` otherwise), always with ``data``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final
+
+import anyio
+import msgspec
+
+from agent_bridge import __version__
+from agent_bridge.errors import BridgeError
+from agent_bridge.frontends.acp import asking
+from agent_bridge.frontends.acp.options import (
+    PROVIDER_CONFIG_ID,
+    apply_choice,
+    config_options,
+    mcp_options,
+    mode_option,
+    mode_state,
+)
+from agent_bridge.frontends.acp.updates import UpdateMapper, is_terminal, stop_reason
+from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Limits, Method
+from agent_bridge.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, RpcError
+from agent_bridge.runtime import Interaction, Runtime
+from agent_bridge.wire import acp
+from agent_bridge.wire.events import EventEnvelope, EventPayload, RunFailed
+from agent_bridge.wire.methods import RunInput, RunStartParams
+from agent_bridge.wire.providers import ProviderDescriptor
+
+__all__ = ["LOGIN_ARGS", "AcpFrontend", "acp_error"]
+
+log = logging.getLogger("agent_bridge.acp")
+
+_decode_envelope: Final = msgspec.json.Decoder(EventEnvelope).decode
+#: ACP code of the bridge's error codes that ACP names; the rest are ``-32603``.
+_ACP_CODES: Final = {
+    "provider_auth_required": acp.AUTH_REQUIRED,
+    "session_not_found": acp.RESOURCE_NOT_FOUND,
+    "run_not_found": acp.RESOURCE_NOT_FOUND,
+    "provider_not_found": acp.RESOURCE_NOT_FOUND,
+    "invalid_params": INVALID_PARAMS,
+    "invalid_option": INVALID_PARAMS,
+    "workspace_invalid": INVALID_PARAMS,
+}
+#: The arguments of ``agent-bridge acp`` that run the provider's own login command
+#: (the ``terminal`` authentication method).
+LOGIN_ARGS: Final = ("--login",)
+
+
+def acp_error(error: BridgeError) -> RpcError:
+    """The ACP form of a classified error: ACP's code where ACP has one, the
+    :class:`ErrorInfo` as ``data``."""
+    return RpcError(
+        _ACP_CODES.get(error.error_code, INTERNAL_ERROR), error.info.message, error.data
+    )
+
+
+def _translated(handler: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
+    async def call(params: Any) -> Any:
+        try:
+            return await handler(params)
+        except BridgeError as exc:
+            raise acp_error(exc) from None
+
+    return call
+
+
+def prompt_text(blocks: Sequence[Any]) -> str:
+    """The run input of an ACP prompt: its text blocks, resource links as ``@uri`` and
+    embedded text resources inlined (what cannot be given as text is named)."""
+    parts: list[str] = []
+    for block in acp.objs(list(blocks)):
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif kind == "resource_link" and isinstance(block.get("uri"), str):
+            parts.append("@" + block["uri"])
+        elif kind == "resource":
+            resource = acp.obj(block.get("resource"))
+            text, uri = resource.get("text"), resource.get("uri")
+            if isinstance(text, str):
+                parts.append(f"<resource uri={uri!s}>\n{text}\n</resource>")
+        elif isinstance(kind, str):
+            parts.append(f"[{kind} content omitted: not supported]")
+    return "\n".join(parts)
+
+
+class _Turn:
+    """The one prompt turn in progress of a session."""
+
+    __slots__ = ("done", "run_id", "terminal")
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+        self.terminal: EventPayload | None = None
+        self.done = anyio.Event()
+
+
+class AcpFrontend:
+    """Serves ACP to one client (see module docstring).
+
+    ``provider`` and ``provider_options`` are what ``session/new`` creates sessions with
+    (``agent-bridge acp --provider ID --option K=V``); ``owns_runtime``: the client is the
+    runtime's only one, so its sessions close when it goes away.
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        receive: ByteReceiver,
+        send: ByteSender,
+        *,
+        provider: str,
+        provider_options: dict[str, Any] | None = None,
+        limits: Limits = Limits(),  # noqa: B008 - frozen
+        owns_runtime: bool = True,
+    ) -> None:
+        self.runtime = runtime
+        self.provider = provider
+        self.provider_options = dict(provider_options or {})
+        self.owns_runtime = owns_runtime
+        self.initialized = False
+        self.client_capabilities: dict[str, Any] = {}
+        self._mappers: dict[str, UpdateMapper] = {}
+        self._turns: dict[str, _Turn] = {}
+        self._replaying: set[str] = set()
+        #: sessions that have had a prompt (their provider cannot change any more)
+        self._prompted: set[str] = set()
+        self.conn = Connection(
+            receive,
+            send,
+            methods=self._methods(),
+            notifications={"session/cancel": Method(self._session_cancel, acp.CancelNotification)},
+            framing="newline",
+            limits=limits,
+            gate=self._gate,
+            name="acp-client",
+        )
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _methods(self) -> dict[str, Method]:
+        table: dict[str, tuple[Callable[[Any], Awaitable[Any]], Any, bool]] = {
+            "authenticate": (self._authenticate, acp.AuthenticateRequest, True),
+            "session/new": (self._session_new, acp.NewSessionRequest, True),
+            "session/load": (self._session_load, acp.LoadSessionRequest, True),
+            "session/resume": (self._session_resume, acp.ResumeSessionRequest, True),
+            "session/list": (self._session_list, acp.ListSessionsRequest, True),
+            "session/close": (self._session_close, acp.CloseSessionRequest, True),
+            "session/prompt": (self._session_prompt, acp.PromptRequest, True),
+            "session/set_mode": (self._session_set_mode, acp.SetSessionModeRequest, True),
+            "session/set_config_option": (
+                self._session_set_config_option,
+                acp.SetSessionConfigOptionRequest,
+                True,
+            ),
+        }
+        methods = {
+            name: Method(_translated(handler), params, is_async=True, cancellable=cancellable)
+            for name, (handler, params, cancellable) in table.items()
+        }
+        # synchronous, so requests written right behind it find the client initialized
+        methods["initialize"] = Method(self._initialize, acp.InitializeRequest)
+        return methods
+
+    def _gate(self, method: str) -> None:
+        if not self.initialized and method != "initialize":
+            raise RpcError(INVALID_REQUEST, "initialize first", {"code": "not_initialized"})
+
+    # ------------------------------------------------------------------ subscriber port
+
+    def publish(self, envelope: bytes) -> bool:
+        """Send one event as ``session/update`` s; return whether the client is congested."""
+        try:
+            event = _decode_envelope(envelope)
+        except msgspec.DecodeError:
+            log.exception("an event could not be read")
+            return self.conn.congested
+        session_id = event.session_id
+        payload = event.payload
+        mapper = self._mappers.get(session_id)
+        if mapper is None:
+            mapper = self._mappers[session_id] = UpdateMapper()
+        for update in mapper.updates(payload, replay=session_id in self._replaying):
+            self.conn.notify("session/update", {"sessionId": session_id, "update": update})
+        if is_terminal(payload):
+            turn = self._turns.get(session_id)
+            if turn is not None and turn.run_id in (None, event.run_id):
+                turn.terminal = payload
+                turn.done.set()
+        return self.conn.congested
+
+    def publish_many(self, envelopes: list[bytes]) -> bool:
+        """Send several events in order; return whether the client is congested."""
+        for envelope in envelopes:
+            self.publish(envelope)
+        return self.conn.congested
+
+    @property
+    def congested(self) -> bool:
+        """Whether the client is behind on reading."""
+        return self.conn.congested
+
+    async def drained(self) -> None:
+        """Wait until the client has caught up."""
+        await self.conn.drained()
+
+    def can_answer(self, kind: str) -> bool:
+        """Every kind: questions a client cannot be asked are declined visibly."""
+        return True
+
+    @property
+    def _elicitation(self) -> bool:
+        return isinstance(acp.obj(self.client_capabilities.get("elicitation")).get("form"), dict)
+
+    async def ask(self, interaction: Interaction) -> None:
+        """Put ``interaction`` to the client and apply its reply; withdraw the request when
+        the interaction is settled some other way first (e.g. ``session/cancel``)."""
+        plan = asking.plan_for(
+            interaction.session_id,
+            interaction.interaction_id,
+            interaction.request,
+            elicitation=self._elicitation,
+        )
+        if plan.how == "notice":
+            update = asking.unanswerable_notice(interaction.request)
+            self.conn.notify(
+                "session/update", {"sessionId": interaction.session_id, "update": update}
+            )
+            if interaction.pending:
+                interaction.settle("cancelled", auto=True)
+            return
+        entry = self.conn.open_request(plan.method, plan.params)
+
+        def withdraw(_interaction: Interaction) -> None:
+            if self.conn.cancel_request(entry, notify_peer=False) and not self.conn.closed:
+                self.conn.notify("$/cancel_request", {"requestId": entry.id})
+
+        interaction.on_settle.append(withdraw)
+        try:
+            result = await self.conn.wait(entry)
+        except RpcError as exc:
+            if not self.conn.closed and interaction.pending:
+                log.info("interaction %s: client answered %s", interaction.interaction_id, exc.code)
+                interaction.settle("cancelled", auto=True)
+            return
+        if not interaction.pending:
+            return
+        if plan.how == "permission":
+            answer = asking.permission_answer(plan.request, result)
+        else:
+            answer = asking.elicitation_answer(plan.request, result)
+        if answer is None:
+            interaction.settle("cancelled", auto=True)
+            return
+        try:
+            interaction.respond(answer)
+        except BridgeError as exc:
+            log.info(
+                "interaction %s: answer rejected (%s)", interaction.interaction_id, exc.error_code
+            )
+            interaction.settle("cancelled", auto=True)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _descriptor(self, provider_id: str) -> ProviderDescriptor:
+        return self.runtime.registry.get(provider_id).describe()
+
+    def _initialize(self, params: acp.InitializeRequest) -> dict[str, Any]:
+        if self.initialized:
+            raise RpcError(INVALID_REQUEST, "already initialized", {"code": "already_initialized"})
+        self.initialized = True
+        self.client_capabilities = dict(params.client_capabilities)
+        info = acp.obj(params.client_info)
+        log.info(
+            "initialized by ACP client %s %s (protocol %d)",
+            info.get("name"),
+            info.get("version") or "",
+            params.protocol_version,
+        )
+        descriptor = self._descriptor(self.provider)
+        mcp = "mcpConfig" in {o.name for o in descriptor.options}
+        auth_methods: list[dict[str, Any]] = []
+        if acp.obj(self.client_capabilities.get("auth")).get("terminal") is True:
+            auth_methods.append(
+                {
+                    "type": "terminal",
+                    "id": "provider-login",
+                    "name": f"Log in to {descriptor.display_name}",
+                    "description": "Runs the provider's own login command in a terminal.",
+                    "args": [*LOGIN_ARGS],
+                }
+            )
+        return {
+            # ours when the client's is unknown (only 1 exists)
+            "protocolVersion": acp.PROTOCOL_VERSION,
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "mcpCapabilities": {"http": mcp, "sse": False},
+                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
+            },
+            "authMethods": auth_methods,
+            "agentInfo": {"name": "agent-bridge", "title": "agent-bridge", "version": __version__},
+        }
+
+    async def _authenticate(self, params: acp.AuthenticateRequest) -> dict[str, Any]:
+        # The only method is a terminal one, which clients never pass to authenticate.
+        raise RpcError(INVALID_PARAMS, "unknown authentication method", {"field": "methodId"})
+
+    # ------------------------------------------------------------------ sessions
+
+    def _session_view(self, session_id: str) -> dict[str, Any]:
+        """``modes`` and ``configOptions`` of an open session."""
+        session = self.runtime.sessions[session_id]
+        options = self.runtime.session_options(session_id)
+        view: dict[str, Any] = {
+            "configOptions": config_options(session.descriptor, options, self._providers()),
+        }
+        modes = mode_state(session.descriptor, options)
+        if modes is not None:
+            view["modes"] = modes
+        return view
+
+    def _providers(self) -> list[str]:
+        return [p.id for p in self.runtime.registry.all()]
+
+    def _options_for(
+        self, provider_id: str, mcp_servers: list[dict[str, Any]] | None
+    ) -> dict[str, Any]:
+        options = dict(self.provider_options) if provider_id == self.provider else {}
+        options.update(mcp_options(self._descriptor(provider_id), mcp_servers or []))
+        return options
+
+    async def _session_new(self, params: acp.NewSessionRequest) -> dict[str, Any]:
+        info = await self.runtime.create_session(
+            self.provider,
+            workspace=_absolute(params.cwd),
+            options=self._options_for(self.provider, params.mcp_servers),
+            subscriber=self,
+        )
+        return {"sessionId": info.session_id, **self._session_view(info.session_id)}
+
+    async def _reopen(
+        self, session_id: str, cwd: str, mcp: list[dict[str, Any]] | None, *, replay: bool
+    ) -> dict[str, Any]:
+        self._prompted.add(session_id)
+        self._mappers[session_id] = UpdateMapper()
+        if replay:
+            self._replaying.add(session_id)
+        try:
+            await self.runtime.reopen_session(
+                session_id,
+                after=0 if replay else None,
+                workspace=_absolute(cwd),
+                subscriber=self,
+            )
+        finally:
+            self._replaying.discard(session_id)
+        await self.conn.drained()
+        return self._session_view(session_id)
+
+    async def _session_load(self, params: acp.LoadSessionRequest) -> dict[str, Any]:
+        return await self._reopen(params.session_id, params.cwd, params.mcp_servers, replay=True)
+
+    async def _session_resume(self, params: acp.ResumeSessionRequest) -> dict[str, Any]:
+        return await self._reopen(params.session_id, params.cwd, params.mcp_servers, replay=False)
+
+    async def _session_list(self, params: acp.ListSessionsRequest) -> dict[str, Any]:
+        sessions, cursor = await self.runtime.list_sessions(
+            None, 50, workspace=params.cwd, cursor=params.cursor
+        )
+        out: list[dict[str, Any]] = []
+        for info in sessions:
+            item: dict[str, Any] = {
+                "sessionId": info.session_id,
+                "cwd": info.workspace or params.cwd or os.getcwd(),
+            }
+            if info.title:
+                item["title"] = info.title
+            if info.updated_at or info.created_at:
+                item["updatedAt"] = info.updated_at or info.created_at
+            out.append(item)
+        result: dict[str, Any] = {"sessions": out}
+        if cursor is not None:
+            result["nextCursor"] = cursor
+        return result
+
+    async def _session_close(self, params: acp.CloseSessionRequest) -> dict[str, Any]:
+        await self.runtime.close_session(params.session_id)
+        return {}
+
+    # ------------------------------------------------------------------ prompt turns
+
+    async def _session_prompt(self, params: acp.PromptRequest) -> dict[str, Any]:
+        session_id = params.session_id
+        if session_id in self._turns:
+            raise BridgeError("run_active")
+        turn = self._turns[session_id] = _Turn()
+        self._prompted.add(session_id)
+        try:
+            started = await self.runtime.start_run(
+                RunStartParams(session_id, RunInput(prompt_text(params.prompt)))
+            )
+            turn.run_id = started.run_id
+            await turn.done.wait()
+        finally:
+            del self._turns[session_id]
+        terminal = turn.terminal
+        if isinstance(terminal, RunFailed):
+            error = terminal.error
+            raise RpcError(
+                _ACP_CODES.get(error.code, INTERNAL_ERROR),
+                error.message,
+                msgspec.to_builtins(error),
+            )
+        assert terminal is not None and not isinstance(terminal, RunFailed)
+        return {"stopReason": stop_reason(terminal)}  # type: ignore[arg-type]
+
+    def _session_cancel(self, params: acp.CancelNotification) -> None:
+        turn = self._turns.get(params.session_id)
+        if turn is None or turn.run_id is None:
+            session = self.runtime.sessions.get(params.session_id)
+            run_ids = list(session.active_runs) if session is not None else []
+        else:
+            run_ids = [turn.run_id]
+        for run_id in run_ids:
+            try:
+                self.runtime.interrupt_run(run_id, "user")
+            except BridgeError as exc:
+                log.info("session/cancel: run %s not interrupted (%s)", run_id, exc.error_code)
+
+    # ------------------------------------------------------------------ configuration
+
+    async def _session_set_config_option(
+        self, params: acp.SetSessionConfigOptionRequest
+    ) -> dict[str, Any]:
+        session_id = params.session_id
+        session = self.runtime.sessions.get(session_id)
+        if session is None or session.state != "active":
+            raise BridgeError("session_not_found")
+        if params.config_id == PROVIDER_CONFIG_ID:
+            await self._switch_provider(session_id, params.value)
+        else:
+            options = apply_choice(
+                session.descriptor,
+                self.runtime.session_options(session_id),
+                params.config_id,
+                params.value,
+            )
+            await self.runtime.reconfigure_session(session_id, options)
+            mode = mode_option(session.descriptor)
+            if mode is not None and mode.name == params.config_id:
+                view = mode_state(session.descriptor, options)
+                if view is not None:
+                    self._notify(
+                        session_id, "current_mode_update", currentModeId=view["currentModeId"]
+                    )
+        return {"configOptions": self._session_view(session_id)["configOptions"]}
+
+    async def _session_set_mode(self, params: acp.SetSessionModeRequest) -> dict[str, Any]:
+        session = self.runtime.sessions.get(params.session_id)
+        if session is None or session.state != "active":
+            raise BridgeError("session_not_found")
+        mode = mode_option(session.descriptor)
+        if mode is None:
+            raise BridgeError("invalid_params", details={"field": "modeId"})
+        options = apply_choice(
+            session.descriptor,
+            self.runtime.session_options(params.session_id),
+            mode.name,
+            params.mode_id,
+        )
+        await self.runtime.reconfigure_session(params.session_id, options)
+        configs = self._session_view(params.session_id)["configOptions"]
+        self._notify(params.session_id, "config_option_update", configOptions=configs)
+        return {}
+
+    async def _switch_provider(self, session_id: str, value: Any) -> None:
+        session = self.runtime.sessions[session_id]
+        if value == session.provider.id:
+            return
+        if not isinstance(value, str) or value not in self._providers():
+            raise BridgeError("invalid_params", details={"field": "value"})
+        if session_id in self._prompted:
+            raise BridgeError(
+                "invalid_params",
+                details={
+                    "field": "configId",
+                    "reason": "the provider can change only before the first prompt",
+                },
+            )
+        workspace = session.workspace
+        await self.runtime.delete_session(session_id)
+        await self.runtime.create_session(
+            value,
+            workspace=workspace,
+            options=self._options_for(value, None),
+            subscriber=self,
+            session_id=session_id,
+        )
+
+    def _notify(self, session_id: str, kind: str, **fields: Any) -> None:
+        update = {"sessionUpdate": kind, **fields}
+        self.conn.notify("session/update", {"sessionId": session_id, "update": update})
+
+    # ------------------------------------------------------------------ serving
+
+    async def serve(self) -> None:
+        """Serve until the client's EOF or a write failure; then detach it from the
+        runtime and return (``agent-bridge acp`` then shuts the runtime down)."""
+        try:
+            await self.conn.run()
+        finally:
+            self.runtime.detach(self)
+
+
+def _absolute(cwd: str) -> str:
+    """``cwd`` if it is absolute; raises ``invalid_params`` otherwise (ACP requires it)."""
+    if not os.path.isabs(cwd):
+        raise BridgeError("invalid_params", details={"field": "cwd"})
+    return cwd

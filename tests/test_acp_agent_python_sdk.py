@@ -1,0 +1,229 @@
+"""``agent-bridge acp`` driven by the ACP Python SDK's client (``agent-client-protocol``,
+a pinned dev extra), over real pipes, with the scripted provider.
+
+The scenario of tests/acp_agent_support.py: new session, a prompt that streams and asks
+an approval (allowed), one denied, a cancel mid-turn, then a restart of the bridge on the
+same journal: list, load (the history replayed before the reply), set a config option and
+prompt again.  Every message is validated against ACP's schema.json; errors for bad input
+are ACP errors and the agent keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp_agent_support import (
+    ALLOWED,
+    BRIDGE,
+    DENIED,
+    FIRST_TEXT,
+    agent_argv,
+    check_schema,
+    updates_of,
+    write_script,
+)
+
+acp = pytest.importorskip("acp", reason="LOUD SKIP: agent-client-protocol is not installed")
+from acp import RequestError, spawn_agent_process, text_block  # noqa: E402
+from acp.schema import (  # noqa: E402
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    RequestPermissionResponse,
+)
+
+pytestmark = pytest.mark.timeout(90)
+
+
+class Recorder:
+    """An ACP client that records updates and answers permissions from a queue of
+    decisions (``None``: never answer, until :attr:`release` is set)."""
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[str, Any]] = []
+        self.decisions: list[str | None] = []
+        self.asked: list[Any] = []
+        self.release = asyncio.Event()
+        self.asked_event = asyncio.Event()
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> RequestPermissionResponse:
+        self.asked.append((tool_call, options))
+        self.asked_event.set()
+        decision = self.decisions.pop(0) if self.decisions else None
+        if decision is None:
+            await self.release.wait()
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=decision)
+        )
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append((session_id, update))
+
+    def texts(self) -> str:
+        return "".join(
+            u.content.text
+            for _, u in self.updates
+            if getattr(u, "session_update", None) == "agent_message_chunk"
+        )
+
+    def kinds(self) -> list[str]:
+        return [u.session_update for _, u in self.updates]
+
+
+async def test_python_sdk_client_drives_the_scenario(tmp_path: Path) -> None:
+    script = write_script(tmp_path)
+    state = tmp_path / "state"
+    log = tmp_path / "acp.log"
+    work = tmp_path / "work"
+    work.mkdir()
+    client = Recorder()
+    argv = agent_argv(log, state, script)
+    async with spawn_agent_process(client, argv[0], *argv[1:]) as (conn, process):
+        init = await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        assert init.protocol_version == 1
+        assert init.agent_capabilities.load_session is True
+        caps = init.agent_capabilities.session_capabilities
+        assert caps.list is not None and caps.resume is not None and caps.close is not None
+        session = await conn.new_session(cwd=str(work), mcp_servers=[])
+        sid = session.session_id
+        assert any(o.id == "provider" for o in session.config_options or [])
+
+        # 1: streams, asks; allowed
+        client.decisions = ["allow_once"]
+        reply = await conn.prompt(session_id=sid, prompt=[text_block("Greet")])
+        assert reply.stop_reason == "end_turn"
+        text = client.texts()
+        assert text.startswith(FIRST_TEXT) and text.endswith(ALLOWED), text
+        kinds = client.kinds()
+        for kind in (
+            "agent_message_chunk",
+            "agent_thought_chunk",
+            "tool_call",
+            "tool_call_update",
+            "plan",
+            "usage_update",
+        ):
+            assert kind in kinds, (kind, kinds)
+        tool_call, options = client.asked[0]
+        assert tool_call.title == "Write hello.txt"
+        assert [o.option_id for o in options] == ["allow_once", "allow_always", "reject_once"]
+        edit = next(u for _, u in client.updates if u.session_update == "tool_call")
+        assert edit.kind == "edit" and edit.locations[0].path == "/tmp/hello.txt"
+        assert edit.content[0].type == "diff" and edit.content[0].new_text == "hello"
+
+        # 2: denied
+        client.updates.clear()
+        client.decisions = ["reject_once"]
+        reply = await conn.prompt(session_id=sid, prompt=[text_block("Again")])
+        assert reply.stop_reason == "end_turn"
+        assert client.texts() == DENIED
+
+        # 3: cancelled mid-turn, while the permission is unanswered
+        client.decisions = [None]
+        client.asked_event.clear()
+        prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("Stop")]))
+        await asyncio.wait_for(client.asked_event.wait(), 20)
+        await conn.cancel(session_id=sid)
+        reply = await asyncio.wait_for(prompt, 20)
+        assert reply.stop_reason == "cancelled"
+        client.release.set()
+
+        # bad input: a clear error, and the agent keeps serving
+        with pytest.raises(RequestError) as bad:
+            await conn.prompt(session_id="ses_nope", prompt=[text_block("x")])
+        assert bad.value.code == -32002
+        assert bad.value.data["code"] == "session_not_found"
+        with pytest.raises(RequestError) as bad:
+            await conn.set_config_option(config_id="nope", session_id=sid, value="x")
+        assert bad.value.code == -32602
+        listed = await conn.list_sessions()
+        assert [s.session_id for s in listed.sessions] == [sid]
+    assert process.returncode is not None
+
+    # a new bridge process on the same journal: list, load, config option, prompt
+    client2 = Recorder()
+    log2 = tmp_path / "acp2.log"
+    argv = agent_argv(log2, state, script)
+    async with spawn_agent_process(client2, argv[0], *argv[1:]) as (conn, _process):
+        await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        listed = await conn.list_sessions(cwd=str(work))
+        assert [s.session_id for s in listed.sessions] == [sid]
+        assert listed.sessions[0].cwd == str(work)
+        loaded = await conn.load_session(cwd=str(work), session_id=sid, mcp_servers=[])
+        # the history was replayed before the reply: the three prompts and the replies
+        users = [
+            u.content.text for _, u in client2.updates if u.session_update == "user_message_chunk"
+        ]
+        assert users == ["Greet", "Again", "Stop"]
+        assert FIRST_TEXT in client2.texts() and DENIED in client2.texts()
+        assert loaded.config_options
+        changed = await conn.set_config_option(
+            config_id="provider", session_id=sid, value="scripted"
+        )
+        assert changed.config_options[0].current_value == "scripted"
+        client2.updates.clear()
+        reply = await conn.prompt(session_id=sid, prompt=[text_block("after restart")])
+        assert reply.stop_reason == "end_turn"
+        assert client2.texts() == "Echo: after restart"
+        await conn.close_session(session_id=sid)
+
+    for path in (log, log2):
+        records = check_schema(path)
+        assert not any("unparsed" in r["msg"] for r in records)
+    assert updates_of(check_schema(log2))[0]["sessionUpdate"] == "user_message_chunk"
+
+
+async def test_client_gone_stops_runs_and_the_bridge(tmp_path: Path) -> None:
+    """A client that goes away mid-run: the run ends and the bridge exits promptly."""
+    script = tmp_path / "wait.json"
+    script.write_text(json.dumps({"steps": [{"type": "waitForInterrupt"}]}))
+    process = await asyncio.create_subprocess_exec(
+        BRIDGE,
+        "acp",
+        "--provider",
+        "scripted",
+        "--state-dir",
+        str(tmp_path / "state"),
+        "-o",
+        f"script={script}",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": str(tmp_path)}},
+    ]
+    for line in lines:
+        process.stdin.write(json.dumps(line).encode() + b"\n")
+    await process.stdin.drain()
+    replies = [json.loads(await process.stdout.readline()) for _ in lines]
+    sid = replies[1]["result"]["sessionId"]
+    prompt = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "wait"}]},
+    }
+    process.stdin.write(json.dumps(prompt).encode() + b"\n")
+    await process.stdin.drain()
+    await asyncio.sleep(0.5)
+    process.stdin.close()
+    assert await asyncio.wait_for(process.wait(), 20) == 0
+    # the journal says the run ended and the session closed
+    from agent_bridge.journal import open_history
+
+    history = open_history(str(tmp_path / "state"))
+    await history.start(lambda: None)
+    try:
+        record = await history.load_session(sid)
+        assert record is not None and record.state == "closed"
+    finally:
+        await history.aclose()
