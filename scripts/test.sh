@@ -26,6 +26,14 @@ else
   echo "WARNING: npm not found: the real-CLI end-to-end tests will be skipped" >&2
 fi
 
+# The real ACP clients that drive `agent-bridge acp` (acpx on its own Node >= 22).
+if command -v npm >/dev/null 2>&1; then
+  bash scripts/install-acp-clients.sh
+elif [[ "${AGENT_BRIDGE_REQUIRE_CLIS:-}" == "1" ]]; then
+  echo "npm is required to install the ACP clients" >&2
+  exit 1
+fi
+
 # A real OpenSSH server for the remote-use tests (`connect` through ssh on 127.0.0.1).
 if [[ ! -x /usr/sbin/sshd ]]; then
   if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then

@@ -21,7 +21,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from acp_schema import AcpSchema, read_transcript
@@ -104,9 +104,20 @@ SCRIPT: dict[str, Any] = {
 }
 
 
-def write_script(base: Path) -> Path:
+WORKING = "working..."
+
+
+def write_script(base: Path, *, cancel_while: str = "approval") -> Path:
+    """The scenario's script file; ``cancel_while="wait"``: run 3 streams a chunk and
+    waits for the cancel instead of asking an approval (for clients whose permission
+    policy answers every request at once)."""
+    script = json.loads(json.dumps(SCRIPT))
+    if cancel_while == "wait":
+        script["runs"][2] = {
+            "steps": [{"type": "text", "text": WORKING}, {"type": "waitForInterrupt"}]
+        }
     path = base / "script.json"
-    path.write_text(json.dumps(SCRIPT))
+    path.write_text(json.dumps(script))
     return path
 
 
@@ -130,11 +141,44 @@ def agent_argv(log: Path, state: Path, script: Path, *extra: str) -> list[str]:
     ]
 
 
+#: The errors with which the bridge refuses a malformed request (it never accepted it).
+_REFUSED: Final = (-32700, -32600, -32602)
+
+
+def accepted(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``records`` without the requests the bridge refused as malformed (and their
+    error replies, which are checked on their own): what it sent and accepted."""
+    refused = {
+        json.dumps(r["msg"].get("id"))
+        for r in records
+        if r["dir"] == "<-"
+        and "method" not in r["msg"]
+        and isinstance(r["msg"].get("error"), dict)
+        and r["msg"]["error"].get("code") in _REFUSED
+    }
+    kept: list[dict[str, Any]] = []
+    for r in records:
+        key = json.dumps(r["msg"].get("id")) if isinstance(r["msg"], dict) else None
+        is_request = r["dir"] == "->" and "method" in r["msg"]
+        is_refusal = r["dir"] == "<-" and "method" not in r["msg"] and "error" in r["msg"]
+        if key in refused and (is_request or is_refusal):
+            continue
+        kept.append(r)
+    return kept
+
+
 def check_schema(log: Path) -> list[dict[str, Any]]:
-    """Every message logged fits ACP's schema.json; returns the records."""
+    """Every message the bridge sent and accepted fits ACP's schema.json, and every
+    error it sent fits ACP's ``Error``; returns the records."""
     records = read_transcript(log)
     assert records, "the tap logged nothing"
-    problems = AcpSchema().check_transcript(records)
+    schema = AcpSchema()
+    problems = schema.check_transcript(accepted(records))
+    for r in records:
+        if r["dir"] == "<-" and isinstance(r["msg"].get("error"), dict):
+            problems += schema.errors("Error", r["msg"]["error"])
+        if "unparsed" in r["msg"]:
+            problems.append(f"not JSON: {r['msg']['unparsed']!r}")
     assert problems == [], problems
     return records
 

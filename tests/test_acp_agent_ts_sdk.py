@@ -1,0 +1,82 @@
+"""``agent-bridge acp`` driven by the ACP TypeScript SDK's client
+(``@agentclientprotocol/sdk``, pinned in scripts/install-provider-clis.sh) on the
+machine's Node: tests/acp_clients/ts_client.mjs plays the scenario of
+tests/acp_agent_support.py in two bridge processes on one journal, every message through
+the tap and validated against ACP's schema.json.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp_agent_support import (
+    ALLOWED,
+    DENIED,
+    FIRST_TEXT,
+    ROOT,
+    agent_argv,
+    check_schema,
+    require,
+    system_node,
+    write_script,
+)
+from acp_schema import TOOLS_DIR
+
+pytestmark = pytest.mark.timeout(120)
+
+CLIENT = ROOT / "tests" / "acp_clients" / "ts_client.mjs"
+
+
+def run_client(phase: str, session_id: str, cwd: Path, argv: list[str]) -> dict[str, Any]:
+    sdk = require(TOOLS_DIR / "node_modules" / "@agentclientprotocol" / "sdk", "the ACP TS SDK")
+    done = subprocess.run(
+        [system_node(), str(CLIENT), str(sdk), phase, session_id, str(cwd), "--", *argv],
+        capture_output=True,
+        timeout=90,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    return result
+
+
+def test_typescript_sdk_client_drives_the_scenario(tmp_path: Path) -> None:
+    script = write_script(tmp_path)
+    state = tmp_path / "state"
+    work = tmp_path / "work"
+    work.mkdir()
+    log = tmp_path / "acp.log"
+    first = run_client("first", "-", work, agent_argv(log, state, script))
+    assert first["replies"]["initialize"]["agentCapabilities"]["loadSession"] is True
+    assert first["replies"]["allowed"] == {"stopReason": "end_turn"}
+    assert first["allowedText"].startswith(FIRST_TEXT)
+    assert first["allowedText"].endswith(ALLOWED)
+    assert first["replies"]["denied"] == {"stopReason": "end_turn"}
+    assert first["deniedText"] == DENIED
+    assert first["replies"]["cancelled"] == {"stopReason": "cancelled"}
+    assert [p["toolCall"]["title"] for p in first["permissions"]] == ["Write hello.txt"] * 3
+    assert first["errors"]["unknownSession"]["code"] == -32002
+    assert first["errors"]["unknownSession"]["data"]["code"] == "session_not_found"
+    assert first["errors"]["badParams"]["code"] == -32602
+    sid = first["sessionId"]
+    assert [s["sessionId"] for s in first["replies"]["list"]["sessions"]] == [sid]
+    assert first["agentExit"] == 0
+    kinds = {u["sessionUpdate"] for u in first["updates"]}
+    assert {"tool_call", "tool_call_update", "plan", "usage_update"} <= kinds
+
+    log2 = tmp_path / "acp2.log"
+    second = run_client("second", sid, work, agent_argv(log2, state, script))
+    assert [s["sessionId"] for s in second["replies"]["list"]["sessions"]] == [sid]
+    replayed = second["updates"][: second["loadUpdates"]]
+    users = [u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
+    assert users == ["Greet", "Again", "Stop"]
+    provider = second["replies"]["config"]["configOptions"][0]
+    assert provider["id"] == "provider" and provider["currentValue"] == "scripted"
+    assert second["replies"]["after"] == {"stopReason": "end_turn"}
+    assert second["afterText"] == "Echo: after restart"
+    check_schema(log)
+    check_schema(log2)
