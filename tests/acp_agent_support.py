@@ -142,7 +142,7 @@ def agent_argv(log: Path, state: Path, script: Path, *extra: str) -> list[str]:
 
 
 #: The errors with which the bridge refuses a malformed request (it never accepted it).
-_REFUSED: Final = (-32700, -32600, -32602)
+_REFUSED: Final = (-32700, -32600, -32601, -32602)
 
 
 def accepted(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -158,6 +158,10 @@ def accepted(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     }
     kept: list[dict[str, Any]] = []
     for r in records:
+        if r["dir"] == "->" and "unparsed" in r["msg"]:
+            continue  # not JSON at all: refused with a parse error (id null)
+        if r["dir"] == "<-" and r["msg"].get("id", 0) is None and "error" in r["msg"]:
+            continue
         key = json.dumps(r["msg"].get("id")) if isinstance(r["msg"], dict) else None
         is_request = r["dir"] == "->" and "method" in r["msg"]
         is_refusal = r["dir"] == "<-" and "method" not in r["msg"] and "error" in r["msg"]
@@ -177,7 +181,7 @@ def check_schema(log: Path) -> list[dict[str, Any]]:
     for r in records:
         if r["dir"] == "<-" and isinstance(r["msg"].get("error"), dict):
             problems += schema.errors("Error", r["msg"]["error"])
-        if "unparsed" in r["msg"]:
+        if r["dir"] == "<-" and "unparsed" in r["msg"]:
             problems.append(f"not JSON: {r['msg']['unparsed']!r}")
     assert problems == [], problems
     return records

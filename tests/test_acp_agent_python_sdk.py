@@ -227,3 +227,44 @@ async def test_client_gone_stops_runs_and_the_bridge(tmp_path: Path) -> None:
         assert record is not None and record.state == "closed"
     finally:
         await history.aclose()
+
+
+async def test_bad_input_gets_clear_errors_and_the_agent_keeps_serving(tmp_path: Path) -> None:
+    script = write_script(tmp_path)
+    log = tmp_path / "acp.log"
+    argv = agent_argv(log, tmp_path / "state", script)
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    assert process.stdin is not None and process.stdout is not None
+
+    async def exchange(line: bytes) -> dict[str, Any]:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(line + b"\n")
+        await process.stdin.drain()
+        reply: dict[str, Any] = json.loads(await asyncio.wait_for(process.stdout.readline(), 20))
+        return reply
+
+    def request(id: int, method: str, params: Any) -> bytes:
+        return json.dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).encode()
+
+    early = await exchange(request(1, "session/new", {"cwd": str(tmp_path)}))
+    assert early["error"]["code"] == -32600
+    init = await exchange(request(2, "initialize", {"protocolVersion": 99}))
+    assert init["result"]["protocolVersion"] == 1  # ours, for a version we do not know
+    assert (await exchange(b"{not json"))["error"]["code"] == -32700
+    assert (await exchange(request(3, "session/fly", {})))["error"]["code"] == -32601
+    bad = await exchange(request(4, "session/new", {"cwd": 7}))
+    assert bad["error"]["code"] == -32602
+    relative = await exchange(request(5, "session/new", {"cwd": "relative/dir"}))
+    assert relative["error"]["code"] == -32602
+    assert relative["error"]["data"]["code"] == "invalid_params"
+    again = await exchange(request(6, "initialize", {"protocolVersion": 1}))
+    assert again["error"]["code"] == -32600
+    created = await exchange(request(7, "session/new", {"cwd": str(tmp_path), "mcpServers": []}))
+    assert created["result"]["sessionId"].startswith("ses_")
+    for reply in (early, bad, relative, again, created):
+        assert "traceback" not in json.dumps(reply).lower()
+    process.stdin.close()
+    assert await asyncio.wait_for(process.wait(), 20) == 0
+    check_schema(log)

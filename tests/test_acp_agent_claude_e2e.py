@@ -1,0 +1,122 @@
+"""``agent-bridge acp --provider claude-code`` with the real, pinned Claude Code CLI
+against the Anthropic stand-in on 127.0.0.1, driven by the ACP Python SDK client:
+
+a prompt whose Bash call the client allows (the file is created, the tool call streams
+as ``tool_call`` / ``tool_call_update``), ``session/set_config_option model haiku`` between
+runs (the next model request asks for a Haiku model) and ``session/set_mode`` to a
+permission mode, then a second prompt.  Every message is validated against ACP's
+schema.json.  Without the CLI this is skipped loudly; in CI it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp_agent_support import BRIDGE, TAP, check_schema
+from provider_clis import require_cli
+
+from tests.standins.anthropic_server import AnthropicStandIn, Text, ToolUse
+
+acp = pytest.importorskip("acp", reason="LOUD SKIP: agent-client-protocol is not installed")
+from acp import spawn_agent_process, text_block  # noqa: E402
+from acp.schema import AllowedOutcome, RequestPermissionResponse  # noqa: E402
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
+
+
+@pytest.fixture
+def standin() -> Iterator[AnthropicStandIn]:
+    with AnthropicStandIn() as server:
+        yield server
+
+
+class Client:
+    def __init__(self) -> None:
+        self.updates: list[Any] = []
+        self.asked: list[Any] = []
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> RequestPermissionResponse:
+        self.asked.append(tool_call)
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id="allow_once")
+        )
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append(update)
+
+    def text(self) -> str:
+        return "".join(
+            u.content.text for u in self.updates if u.session_update == "agent_message_chunk"
+        )
+
+
+async def test_claude_code_behind_the_acp_agent(tmp_path: Path, standin: AnthropicStandIn) -> None:
+    cli = require_cli("claude")
+    for name in ("home", "config", "tmp", "work"):
+        (tmp_path / name).mkdir()
+    work = tmp_path / "work"
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "AGENT_BRIDGE_CLAUDE_PATH": cli,
+        "HOME": str(tmp_path / "home"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "ANTHROPIC_BASE_URL": standin.base_url,
+        "ANTHROPIC_API_KEY": "dummy",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }
+    log = tmp_path / "acp.log"
+    argv = [
+        sys.executable,
+        str(TAP),
+        "--log",
+        str(log),
+        "--",
+        BRIDGE,
+        "acp",
+        "--provider",
+        "claude-code",
+        "--state-dir",
+        str(tmp_path / "state"),
+    ]
+    standin.push(ToolUse("touch approved.txt"), Text("Done."), Text("Second answer."))
+    client = Client()
+    async with spawn_agent_process(client, argv[0], *argv[1:], env=env) as (conn, _process):
+        await conn.initialize(protocol_version=1)
+        session = await conn.new_session(cwd=str(work), mcp_servers=[])
+        sid = session.session_id
+        ids = [o.id for o in session.config_options or []]
+        assert ids[:2] == ["provider", "model"] and "permissionMode" in ids
+        assert session.modes is not None and session.modes.current_mode_id == "default"
+
+        reply = await conn.prompt(session_id=sid, prompt=[text_block("create the file")])
+        assert reply.stop_reason == "end_turn"
+        assert (work / "approved.txt").exists()
+        assert client.asked and client.asked[0].raw_input["command"] == "touch approved.txt"
+        kinds = [u.session_update for u in client.updates]
+        assert "tool_call" in kinds and "tool_call_update" in kinds
+        assert client.text().endswith("Done.")
+        first_model = standin.model_requests()[-1].body.get("model", "")
+        assert "haiku" not in first_model
+
+        changed = await conn.set_config_option(config_id="model", session_id=sid, value="haiku")
+        model = next(o for o in changed.config_options if o.id == "model")
+        assert model.current_value == "haiku"
+        await conn.set_session_mode(session_id=sid, mode_id="acceptEdits")
+        told = [u for u in client.updates if u.session_update == "config_option_update"]
+        mode = next(o for o in told[-1].config_options if o.id == "permissionMode")
+        assert mode.current_value == "acceptEdits"
+        client.updates.clear()
+        reply = await conn.prompt(session_id=sid, prompt=[text_block("and now?")])
+        assert reply.stop_reason == "end_turn"
+        assert client.text() == "Second answer."
+        assert "haiku" in standin.model_requests()[-1].body.get("model", "")
+    check_schema(log)
