@@ -120,3 +120,45 @@ async def test_claude_code_behind_the_acp_agent(tmp_path: Path, standin: Anthrop
         assert client.text() == "Second answer."
         assert "haiku" in standin.model_requests()[-1].body.get("model", "")
     check_schema(log)
+
+
+async def test_provider_switch_before_the_first_prompt(
+    tmp_path: Path, standin: AnthropicStandIn
+) -> None:
+    """The ``provider`` config option moves a session that has had no prompt to another
+    provider (same session id); after a prompt it is refused with -32602."""
+    cli = require_cli("claude")
+    for name in ("home", "config", "tmp"):
+        (tmp_path / name).mkdir()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "AGENT_BRIDGE_CLAUDE_PATH": cli,
+        "HOME": str(tmp_path / "home"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "ANTHROPIC_BASE_URL": standin.base_url,
+        "ANTHROPIC_API_KEY": "dummy",
+    }
+    log = tmp_path / "acp.log"
+    argv = [sys.executable, str(TAP), "--log", str(log), "--", BRIDGE, "acp",
+            "--state-dir", str(tmp_path / "state")]  # fmt: skip
+    client = Client()
+    async with spawn_agent_process(client, argv[0], *argv[1:], env=env) as (conn, _process):
+        await conn.initialize(protocol_version=1)
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        sid = session.session_id
+        assert session.config_options[0].current_value == "claude-code"  # the default
+        changed = await conn.set_config_option(
+            config_id="provider", session_id=sid, value="scripted"
+        )
+        assert changed.config_options[0].current_value == "scripted"
+        reply = await conn.prompt(session_id=sid, prompt=[text_block("hi")])
+        assert reply.stop_reason == "end_turn"
+        assert client.text() == "You said: hi"  # the scripted provider's default echo
+        with pytest.raises(acp.RequestError) as refused:
+            await conn.set_config_option(config_id="provider", session_id=sid, value="claude-code")
+        assert refused.value.code == -32602
+        listed = await conn.list_sessions()
+        assert [s.session_id for s in listed.sessions] == [sid]
+    assert standin.model_requests() == []
+    check_schema(log)
