@@ -1,0 +1,127 @@
+"""The pure parts of the ACP agent front-end, and ``agent-bridge acp``'s argument errors."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from acp_agent_support import BRIDGE
+
+from agent_bridge.errors import BridgeError
+from agent_bridge.frontends.acp.command import parse_options
+from agent_bridge.frontends.acp.options import apply_choice, config_options, mcp_options
+from agent_bridge.frontends.acp.server import acp_error, prompt_text
+from agent_bridge.frontends.acp.updates import UpdateMapper, stop_reason
+from agent_bridge.registry import ProviderRegistry
+from agent_bridge.wire.events import (
+    ContextUsage,
+    CumulativeUsage,
+    RunCompleted,
+    RunInterrupted,
+    ToolActivity,
+    Usage,
+)
+
+
+def test_stop_reasons() -> None:
+    assert stop_reason(RunCompleted()) == "end_turn"
+    assert stop_reason(RunCompleted("max_tokens")) == "max_tokens"
+    assert stop_reason(RunCompleted("refusal")) == "refusal"
+    assert stop_reason(RunCompleted("max_turns")) == "max_turn_requests"
+    assert stop_reason(RunCompleted("tool_use")) == "end_turn"
+    assert stop_reason(RunInterrupted("user")) == "cancelled"
+
+
+def test_tool_output_accumulates_and_usage_maps() -> None:
+    mapper = UpdateMapper()
+    mapper.updates(ToolActivity("t1", "Bash", "started", input={"command": "ls"}, kind="execute"))
+    mapper.updates(ToolActivity("t1", "Bash", "output", output="a\n"))
+    (update,) = mapper.updates(ToolActivity("t1", "Bash", "output", output="b\n"))
+    assert update["content"][0]["content"]["text"] == "a\nb\n"
+    (done,) = mapper.updates(ToolActivity("t1", "Bash", "completed", exit_code=0))
+    assert done["status"] == "completed" and done["rawOutput"] == {
+        "output": "a\nb\n",
+        "exitCode": 0,
+    }
+    usage = Usage(ContextUsage(10, 100), CumulativeUsage(cost_usd=0.5))
+    assert mapper.updates(usage) == [
+        {"sessionUpdate": "usage_update", "used": 10, "size": 100,
+         "cost": {"amount": 0.5, "currency": "USD"}}
+    ]  # fmt: skip
+    assert mapper.updates(Usage(cumulative=CumulativeUsage(input_tokens=3))) == []
+
+
+def test_config_options_of_codex_and_choices() -> None:
+    registry = ProviderRegistry.default()
+    codex = registry.get("codex").describe()
+    options = config_options(codex, {}, ["scripted", "codex"])
+    by_id = {o["id"]: o for o in options}
+    assert by_id["reasoningEffort"]["category"] == "thought_level"
+    assert by_id["approvalPolicy"]["category"] == "mode"
+    assert by_id["model"]["currentValue"] == "default"
+    assert apply_choice(codex, {}, "reasoningEffort", "high") == {"reasoningEffort": "high"}
+    assert apply_choice(codex, {"model": "x"}, "model", "default") == {}
+    for config_id, value in (("nope", "x"), ("reasoningEffort", "extreme"), ("model", True)):
+        with pytest.raises(BridgeError) as bad:
+            apply_choice(codex, {}, config_id, value)
+        assert bad.value.error_code == "invalid_params"
+
+
+def test_mcp_servers_pass_through() -> None:
+    registry = ProviderRegistry.default()
+    stdio = {
+        "name": "fs",
+        "command": "/bin/mcp",
+        "args": ["-v"],
+        "env": [{"name": "A", "value": "1"}],
+    }
+    claude = mcp_options(registry.get("claude-code").describe(), [stdio])
+    assert claude == {
+        "mcpConfig": {
+            "mcpServers": {"fs": {"command": "/bin/mcp", "args": ["-v"], "env": {"A": "1"}}}
+        }
+    }
+    assert mcp_options(registry.get("acp").describe(), [stdio]) == {"mcpServers": [stdio]}
+    assert mcp_options(registry.get("scripted").describe(), [stdio]) == {}
+
+
+def test_prompt_text_and_error_codes() -> None:
+    blocks = [
+        {"type": "text", "text": "look at"},
+        {"type": "resource_link", "uri": "file:///a.py", "name": "a.py"},
+        {"type": "resource", "resource": {"uri": "file:///b.py", "text": "print()"}},
+        {"type": "image", "data": "", "mimeType": "image/png"},
+    ]
+    text = prompt_text(blocks)
+    assert text.startswith("look at\n@file:///a.py\n<resource uri=file:///b.py>\nprint()")
+    assert text.endswith("[image content omitted: not supported]")
+    assert acp_error(BridgeError("provider_auth_required")).code == -32000
+    assert acp_error(BridgeError("session_not_found")).code == -32002
+    assert acp_error(BridgeError("invalid_option")).code == -32602
+    error = acp_error(BridgeError("provider_crashed"))
+    assert error.code == -32603 and error.data["code"] == "provider_crashed"
+
+
+def test_option_parsing() -> None:
+    assert parse_options(["model=sonnet", "n=3", "x={\"a\": 1}"]) == {
+        "model": "sonnet", "n": 3, "x": {"a": 1}
+    }  # fmt: skip
+    with pytest.raises(ValueError):
+        parse_options(["novalue"])
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["--provider", "nope"], 2, "unknown"),
+        (["-o", "novalue"], 2, "NAME=VALUE"),
+        (["--provider", "scripted", "--login"], 1, "no login command"),
+    ],
+)
+def test_cli_errors(args: list[str], code: int, says: str) -> None:
+    done = subprocess.run(
+        [BRIDGE, "acp", *args], capture_output=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == code
+    assert done.stdout == b""
+    assert says in done.stderr.decode()
