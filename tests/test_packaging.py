@@ -566,6 +566,33 @@ def test_clean_install_demo_and_scripted_session(clean_venv: Venv, tmp_path: Pat
 
 
 @slow
+def test_clean_install_serves_acp(clean_venv: Venv, tmp_path: Path) -> None:
+    """``agent-bridge acp`` from the installed wheel (what ``uvx agent-bridge acp`` runs):
+    an ACP client's initialize, session/new and a prompt over real pipes."""
+    host = Host(
+        [clean_venv.script, "acp", "--provider", "scripted", "--state-dir", str(tmp_path / "s")],
+        clean_venv.env,
+        clean_venv.cwd,
+    )
+    try:
+        init = host.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        assert init["agentCapabilities"]["loadSession"] is True
+        session = host.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        prompt = [{"type": "text", "text": "hi"}]
+        params = {"sessionId": session["sessionId"], "prompt": prompt}
+        reply = host.request("session/prompt", params)
+        assert reply == {"stopReason": "end_turn"}
+        chunks = [
+            m["params"]["update"]["content"]["text"]
+            for m in host.received
+            if m.get("method") == "session/update"
+        ]
+        assert chunks == ["You said: hi"]
+    finally:
+        host.close()
+
+
+@slow
 def test_installed_next_to_adapters_and_rpc(venv: Venv) -> None:
     ours = _assert_ours_intact(venv, f"after installing it over {RIVALS}")
     init = next((f for f in ours if f.endswith("agent_bridge/__init__.py")), None)
