@@ -1,7 +1,9 @@
 """Front-ends: each translates one protocol onto the runtime for the clients it serves.
 
 * :mod:`~agent_bridge.frontends.bridge_protocol` — the agent-bridge protocol (JSON-RPC 2.0,
-  either framing) for one host connection.
+  either framing) for one host connection;
+* :mod:`~agent_bridge.frontends.acp` — the Agent Client Protocol, as an agent, for one ACP
+  client (``agent-bridge acp``).
 
 A front-end attaches each of its clients to the runtime as a
 :class:`~agent_bridge.runtime.Subscriber` and detaches it when the connection ends; the

@@ -1,7 +1,7 @@
 """The runtime: the directory of sessions and the entry point of every command.
 
 It knows neither the wire protocol nor how many clients there are.  Front-ends (the
-bridge protocol over stdio today; an ACP agent front-end and a socket daemon next)
+bridge protocol over stdio or the daemon's socket, and the ACP agent front-end)
 translate their protocol into its commands and attach their clients as
 :class:`~agent_bridge.runtime.stream.Subscriber` s.  A session outlives the client that
 created it for as long as the runtime runs; ``agent-bridge serve`` shuts the runtime down
