@@ -31,6 +31,7 @@ acp = pytest.importorskip("acp", reason="LOUD SKIP: agent-client-protocol is not
 from acp import RequestError, spawn_agent_process, text_block  # noqa: E402
 from acp.schema import (  # noqa: E402
     AllowedOutcome,
+    AuthCapabilities,
     ClientCapabilities,
     DeniedOutcome,
     RequestPermissionResponse,
@@ -91,6 +92,12 @@ async def test_python_sdk_client_drives_the_scenario(tmp_path: Path) -> None:
         assert init.agent_capabilities.load_session is True
         caps = init.agent_capabilities.session_capabilities
         assert caps.list is not None and caps.resume is not None and caps.close is not None
+        # the agent method is always there; no terminal method for this client
+        assert [m.id for m in init.auth_methods] == ["provider-credentials"]
+        await conn.authenticate(method_id="provider-credentials")  # scripted: available
+        with pytest.raises(RequestError) as unknown:
+            await conn.authenticate(method_id="nope")
+        assert unknown.value.code == -32602
         session = await conn.new_session(cwd=str(work), mcp_servers=[])
         sid = session.session_id
         assert any(o.id == "provider" for o in session.config_options or [])
@@ -152,7 +159,12 @@ async def test_python_sdk_client_drives_the_scenario(tmp_path: Path) -> None:
     log2 = tmp_path / "acp2.log"
     argv = agent_argv(log2, state, script)
     async with spawn_agent_process(client2, argv[0], *argv[1:]) as (conn, _process):
-        await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        init = await conn.initialize(
+            protocol_version=1,
+            client_capabilities=ClientCapabilities(auth=AuthCapabilities(terminal=True)),
+        )
+        terminal = [m for m in init.auth_methods if getattr(m, "type", None) == "terminal"]
+        assert [(m.id, m.args) for m in terminal] == [("provider-login", ["--login"])]
         listed = await conn.list_sessions(cwd=str(work))
         assert [s.session_id for s in listed.sessions] == [sid]
         assert listed.sessions[0].cwd == str(work)

@@ -46,7 +46,7 @@ from agent_bridge.wire.events import EventEnvelope, EventPayload, RunFailed
 from agent_bridge.wire.methods import RunInput, RunStartParams
 from agent_bridge.wire.providers import ProviderDescriptor
 
-__all__ = ["LOGIN_ARGS", "AcpFrontend", "acp_error"]
+__all__ = ["CREDENTIALS_METHOD", "LOGIN_ARGS", "AcpFrontend", "acp_error"]
 
 log = logging.getLogger("agent_bridge.acp")
 
@@ -64,6 +64,10 @@ _ACP_CODES: Final = {
 #: The arguments of ``agent-bridge acp`` that run the provider's own login command
 #: (the ``terminal`` authentication method).
 LOGIN_ARGS: Final = ("--login",)
+#: The ``agent`` authentication method: the provider's existing login, checked by a probe.
+CREDENTIALS_METHOD: Final = "provider-credentials"
+#: Seconds ``authenticate`` lets a provider's probe take.
+PROBE_TIMEOUT: Final = 15.0
 
 
 def acp_error(error: BridgeError) -> RpcError:
@@ -299,7 +303,13 @@ class AcpFrontend:
         )
         descriptor = self._descriptor(self.provider)
         mcp = "mcpConfig" in {o.name for o in descriptor.options}
-        auth_methods: list[dict[str, Any]] = []
+        auth_methods: list[dict[str, Any]] = [
+            {
+                "id": CREDENTIALS_METHOD,
+                "name": f"Use {descriptor.display_name}'s own login",
+                "description": "Checks the provider's existing login or API key.",
+            }
+        ]
         if acp.obj(self.client_capabilities.get("auth")).get("terminal") is True:
             auth_methods.append(
                 {
@@ -324,8 +334,27 @@ class AcpFrontend:
         }
 
     async def _authenticate(self, params: acp.AuthenticateRequest) -> dict[str, Any]:
-        # The only method is a terminal one, which clients never pass to authenticate.
-        raise RpcError(INVALID_PARAMS, "unknown authentication method", {"field": "methodId"})
+        """``provider-credentials``: probe the provider (bounded); answer ``{}`` unless it
+        says it is not logged in or not installed (``provider_auth_required`` /
+        ``provider_unavailable``, with the next step).  The terminal method is run by
+        the client itself and never passed here."""
+        if params.method_id != CREDENTIALS_METHOD:
+            raise RpcError(INVALID_PARAMS, "unknown authentication method", {"field": "methodId"})
+        provider = self.runtime.registry.get(self.provider)
+        try:
+            with anyio.fail_after(PROBE_TIMEOUT):
+                availability = await provider.probe()
+        except TimeoutError:
+            log.warning("authenticate: the probe of %s timed out", self.provider)
+            return {}
+        details = {"provider": self.provider}
+        if availability.next_step:
+            details["nextStep"] = availability.next_step[:300]
+        if availability.status == "unavailable":
+            raise BridgeError("provider_unavailable", details=details)
+        if availability.authentication == "unauthenticated":
+            raise BridgeError("provider_auth_required", details=details)
+        return {}
 
     # ------------------------------------------------------------------ sessions
 
