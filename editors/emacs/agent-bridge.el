@@ -265,6 +265,17 @@ An error is shown (by its `data.code'); ON-ERROR is also called with it."
     map)
   "Keymap of `agent-bridge-chat-mode'.")
 
+(defvar agent-bridge--font-lock-keywords
+  '(("^#+ .*$" . font-lock-function-name-face)
+    ("^▸ .*$" . font-lock-keyword-face)
+    ("^  │ .*$" . font-lock-comment-face)
+    ("^\\? .*$" . font-lock-warning-face)
+    ("^→ .*$" . font-lock-string-face)
+    ("^✓ .*$" . success)
+    ("^✗ .*$" . error)
+    ("^[—!] .*$" . font-lock-doc-face))
+  "What `agent-bridge-chat-mode' highlights.")
+
 (define-derived-mode agent-bridge-chat-mode special-mode "Agent-Bridge"
   "A session's chat: the run's events as they stream.
 Thinking and tool calls are blocks whose header starts with \"▸ \";
@@ -272,6 +283,7 @@ their bodies are folded, TAB toggles the block at point.
 
 \\{agent-bridge-chat-mode-map}"
   (setq-local buffer-invisibility-spec '((agent-bridge-fold . t)))
+  (setq-local font-lock-defaults '(agent-bridge--font-lock-keywords t))
   (setq-local header-line-format '(:eval (agent-bridge--header-line)))
   (setq-local truncate-lines nil))
 
