@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from editor_tools import ROOT, bridge_command, require_editor, run_editor
@@ -106,3 +108,68 @@ def test_neovim_plugin_drives_a_whole_session(tmp_path: Path) -> None:
     assert o["log_head"][1].startswith("> initialize ")
     assert o["log_head"][2].startswith("< initialize (reply) ")
     assert o["log_has_approval_reply"] is True
+
+
+def test_neovim_reattaches_through_the_daemon_and_the_pending_approval_comes_back(
+    tmp_path: Path,
+) -> None:
+    nvim = require_editor("nvim")
+    state = tmp_path / "state"
+    # The daemon's socket lives under XDG_RUNTIME_DIR: a short path (sun_path is 108 bytes).
+    runtime = tempfile.mkdtemp(prefix="abr-", dir="/tmp")
+    base = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_RUNTIME_DIR": runtime,
+        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(state),
+    }
+    scenario = str(DATA / "nvim_reattach.lua")
+    outcomes = []
+    try:
+        for phase in ("1", "2"):
+            out = tmp_path / f"phase{phase}.json"
+            env = {**base, "AB_PHASE": phase, "AB_OUT": str(out)}
+            log = run_editor(
+                [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", scenario],
+                env=env,
+                timeout=60,
+            )
+            o = json.loads(out.read_text())
+            assert o.get("ok") and "error" not in o, (o, log)
+            outcomes.append(o)
+    finally:
+        run_editor(
+            [bridge_command()[0], "daemon", "--stop", "--state-dir", str(state)],
+            env=base,
+            timeout=30,
+        )
+        shutil.rmtree(runtime, ignore_errors=True)
+    first, second = outcomes
+    sid = first["session"]
+    asked = [
+        "# agent-bridge · Deploy · " + sid,
+        "",
+        "## You",
+        "Deploy it",
+        "",
+        "## Agent",
+        "Ready to deploy.",
+        "? approval: Deploy to production",
+    ]
+    # Phase 1: the prompt was dismissed and the approval stayed pending.
+    assert first["pending"] == 1
+    assert first["lines"] == asked
+    # Phase 2: a fresh Neovim lists the session as active, reattaches: the history is
+    # replayed into its chat buffer, the approval is asked again and the run finishes.
+    assert second["session"] == sid
+    assert second["asked"][0]["labels"] == [f"Deploy · scripted · active · {sid}"]
+    assert second["asked"][1]["prompt"] == "agent-bridge approval: Deploy to production"
+    assert second["pending_when_reasked"] == 1
+    assert second["lines"] == [
+        *asked,
+        "→ responded: allow",
+        "Deployed after the reattach.",
+        "✓ done (end_turn)",
+    ]

@@ -209,6 +209,7 @@ end
 
 render['interaction.settled'] = function(s, _, p)
   s.pending[p.interactionId] = nil
+  M._release(p.interactionId)
   local text = '→ ' .. (p.status or 'settled')
   local summary = prompts.summary(p.answer)
   if summary ~= '' then
@@ -267,6 +268,19 @@ end
 
 --- Prompts run one at a time: the queue of interactions waiting for the prompt.
 local queue, prompting = {}, false
+--- Requests whose prompt was dismissed, by interaction id: left unanswered until the
+--- interaction settles another way.
+local held = {}
+
+--- The interaction settled: end its dismissed request (the bridge ignores that reply).
+local function release(iid)
+  local item = held[iid]
+  if item then
+    held[iid] = nil
+    item.released = true
+    item.finish(nil)
+  end
+end
 
 local function next_prompt()
   if prompting or #queue == 0 then
@@ -275,6 +289,8 @@ local function next_prompt()
   local item = table.remove(queue, 1)
   local s = M.state.sessions[item.params.sessionId]
   if s and not s.pending[item.params.interactionId] then -- settled meanwhile
+    item.released = true
+    item.finish(nil)
     return next_prompt()
   end
   prompting = true
@@ -295,6 +311,12 @@ local function on_request(method, params)
   local answered = false
   item.finish = function(answer)
     if answered then
+      return
+    end
+    if answer == nil and not item.released then
+      -- Dismissed: the request stays unanswered, so the interaction stays pending
+      -- (answer it later with :AgentBridge approvals); released once it settles.
+      held[params.interactionId] = item
       return
     end
     answered = true
@@ -321,11 +343,14 @@ local function on_cancel(_)
       local s = M.state.sessions[item.params.sessionId]
       if s and not s.pending[item.params.interactionId] then
         table.remove(queue, i)
+        item.released = true
         item.finish(nil)
       end
     end
   end)
 end
+
+M._release = release
 
 -- ------------------------------------------------------------------ the bridge
 
@@ -710,7 +735,7 @@ function M.stop(done)
     for _, s in pairs(M.state.sessions) do
       s.pending = {}
     end
-    queue = {}
+    queue, held = {}, {}
     if done then
       done()
     end
