@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 from editor_tools import ROOT, bridge_command, require_editor, run_editor
@@ -98,3 +100,58 @@ def test_emacs_package_is_package_lint_checkdoc_and_byte_compile_clean(tmp_path:
     text = (work / "ab-autoloads.el").read_text()
     for command in ("agent-bridge-new-session", "agent-bridge-sessions", "agent-bridge-prompt"):
         assert f'(autoload \'{command} "agent-bridge"' in text, (command, made)
+
+
+def test_emacs_reattaches_through_the_daemon_and_the_pending_approval_comes_back(
+    tmp_path: Path,
+) -> None:
+    emacs = require_editor("emacs")
+    state = tmp_path / "state"
+    runtime = tempfile.mkdtemp(prefix="abr-", dir="/tmp")  # a short daemon socket path
+    base = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_RUNTIME_DIR": runtime,
+        "AB_PACKAGE": str(PACKAGE),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(state),
+    }
+    scenario = str(DATA / "emacs_reattach.el")
+    outcomes = []
+    try:
+        for phase in ("1", "2"):
+            out = tmp_path / f"phase{phase}.json"
+            log = run_editor(
+                [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
+                env={**base, "AB_PHASE": phase, "AB_OUT": str(out)},
+                timeout=60,
+            )
+            assert "1 results as expected, 0 unexpected" in log, log
+            outcomes.append(json.loads(out.read_text()))
+    finally:
+        run_editor(
+            [bridge_command()[0], "daemon", "--stop", "--state-dir", str(state)],
+            env=base,
+            timeout=30,
+        )
+        shutil.rmtree(runtime, ignore_errors=True)
+    first, second = outcomes
+    asked = [
+        f"# agent-bridge · Deploy · {first['session']}",
+        "",
+        "## You",
+        "Deploy it",
+        "",
+        "## Agent",
+        "Ready to deploy.",
+        "? approval: Deploy to production",
+    ]
+    assert first["lines"] == asked
+    assert second["session"] == first["session"]
+    assert second["pendingWhenAsked"] == 1
+    assert second["lines"] == [
+        *asked,
+        "→ responded: allow",
+        "Deployed after the reattach.",
+        "✓ done (end_turn)",
+    ]

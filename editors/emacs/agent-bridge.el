@@ -90,7 +90,7 @@ nil means `agent-bridge' on variable `exec-path', else `uvx agent-bridge'."
 
 (cl-defstruct (agent-bridge--session (:constructor agent-bridge--session-make)
                                      (:copier nil))
-  id provider title state active-run (last-seq 0) pending edits blocks tail buffer)
+  id provider title state active-run (last-seq 0) pending edits blocks tail buffer ended)
 
 (defun agent-bridge--message (format-string &rest args)
   "Show FORMAT-STRING with ARGS as an agent-bridge message."
@@ -546,15 +546,18 @@ their bodies are folded, TAB toggles the block at point.
                         (if (eq (plist-get p :auto) t) " (by the bridge)" ""))))))
     ("run.completed"
      (setf (agent-bridge--session-active-run s) nil)
+     (push (plist-get e :runId) (agent-bridge--session-ended s))
      (agent-bridge--append s (list (concat "✓ done" (if (plist-get p :stopReason)
                                                         (format " (%s)" (plist-get p :stopReason))
                                                       "")))))
     ("run.failed"
      (setf (agent-bridge--session-active-run s) nil)
+     (push (plist-get e :runId) (agent-bridge--session-ended s))
      (agent-bridge--append s (list (concat "✗ failed: " (agent-bridge-format-error
                                                          (list :data (plist-get p :error)))))))
     ("run.interrupted"
      (setf (agent-bridge--session-active-run s) nil)
+     (push (plist-get e :runId) (agent-bridge--session-ended s))
      (agent-bridge--append s (list (format "✗ interrupted (%s%s)" (or (plist-get p :reason) "user")
                                            (if (eq (plist-get p :forced) t) ", forced" "")))))
     ("session.closed"
@@ -786,7 +789,11 @@ session options) and TITLE skip the pickers."
       (agent-bridge--call 'run/start
                           (list :sessionId (agent-bridge--session-id s) :input (list :text text))
                           (lambda (result)
-                            (setf (agent-bridge--session-active-run s) (plist-get result :runId)))))))
+                            ;; The reply may come after the run's events, even its end.
+                            (unless (member (plist-get result :runId)
+                                            (agent-bridge--session-ended s))
+                              (setf (agent-bridge--session-active-run s)
+                                    (plist-get result :runId))))))))
 
 ;;;###autoload
 (defun agent-bridge-cancel ()

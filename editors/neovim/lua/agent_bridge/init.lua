@@ -221,18 +221,24 @@ render['interaction.settled'] = function(s, _, p)
   chat.append(s, { text })
 end
 
-render['run.completed'] = function(s, _, p)
+render['run.completed'] = function(s, e, p)
   s.active_run = nil
+  s.ended = s.ended or {}
+  s.ended[e.runId or ''] = true
   chat.append(s, { '✓ done' .. (p.stopReason and (' (' .. p.stopReason .. ')') or '') })
 end
 
-render['run.failed'] = function(s, _, p)
+render['run.failed'] = function(s, e, p)
   s.active_run = nil
+  s.ended = s.ended or {}
+  s.ended[e.runId or ''] = true
   chat.append(s, { '✗ failed: ' .. M.format_error({ data = p.error }) })
 end
 
-render['run.interrupted'] = function(s, _, p)
+render['run.interrupted'] = function(s, e, p)
   s.active_run = nil
+  s.ended = s.ended or {}
+  s.ended[e.runId or ''] = true
   chat.append(s, { '✗ interrupted (' .. (p.reason or 'user') .. (p.forced and ', forced' or '') .. ')' })
 end
 
@@ -567,7 +573,10 @@ function M.prompt(text)
       return
     end
     M.call('run/start', { sessionId = s.id, input = { text = t } }, function(result)
-      s.active_run = result.runId
+      -- The reply may come after the run's events, even its end.
+      if not (s.ended and s.ended[result.runId]) then
+        s.active_run = result.runId
+      end
     end)
   end
   if text and text ~= '' then
