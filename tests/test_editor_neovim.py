@@ -89,6 +89,25 @@ def test_neovim_plugin_drives_a_whole_session(tmp_path: Path) -> None:
     # The missing bridge is a message with the next step.
     assert "was not found" in o["missing_bridge"]
     assert "pipx install agent-bridge" in o["missing_bridge"]
+    # The pickers: the provider list says what is unavailable; the model is free text;
+    # the mode offers the enum's values; the unavailable provider's next step is shown.
+    provider, model, mode = o["pickers"]
+    assert provider["prompt"] == "agent-bridge provider"
+    assert "Scripted (built-in) (scripted)" in provider["labels"]
+    claude = next(label for label in provider["labels"] if "(claude-code)" in label)
+    assert "unavailable: the claude executable was not found" in claude
+    assert model["prompt"].startswith("Model for claude-code")
+    assert mode["labels"] == [
+        "(default: default)",
+        "default",
+        "acceptEdits",
+        "plan",
+        "bypassPermissions",
+        "dontAsk",
+        "auto",
+    ]
+    assert o["unavailable"].startswith("agent-bridge: claude-code is not available: ")
+    assert "next step: install Claude Code" in o["unavailable"]
     # The approval offered its modes, with the pending count 1 while asked.
     approval, question, sessions = o["asked"]
     assert approval["labels"] == ["Allow once", "Allow for this session", "Deny"]

@@ -64,6 +64,10 @@ nil means `agent-bridge' on variable `exec-path', else `uvx agent-bridge'."
   "Further arguments for the bridge subcommand."
   :type '(repeat string))
 
+(defcustom agent-bridge-environment nil
+  "Extra environment for the bridge: a list of \"NAME=VALUE\" strings."
+  :type '(repeat string))
+
 (defvar agent-bridge--connection nil
   "The running bridge connection, or nil.")
 
@@ -155,6 +159,7 @@ output is then parsed at once."
 (defun agent-bridge--start ()
   "Start the bridge and send `initialize'; return the connection."
   (let* ((argv (agent-bridge--argv))
+         (process-environment (append agent-bridge-environment process-environment))
          (conn (jsonrpc-process-connection
                 :name "agent-bridge"
                 :process (lambda ()

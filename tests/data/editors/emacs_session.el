@@ -57,7 +57,34 @@
       (should (string-match-p "was not found" (cadr err)))
       (should (string-match-p "pipx install agent-bridge" (cadr err))))
     (setq agent-bridge-command (list (getenv "AB_BRIDGE"))
-          agent-bridge-state-directory (getenv "AB_STATE"))
+          agent-bridge-state-directory (getenv "AB_STATE")
+          agent-bridge-environment '("PATH=/usr/bin:/bin"
+                                     "AGENT_BRIDGE_CLAUDE_PATH=/nonexistent/claude"))
+    ;; The pickers, where Claude Code is not installed: the provider (its label says it is
+    ;; unavailable), the model (free text), the mode (the enum's values); the provider is
+    ;; then refused with its next step.
+    (let (collections messages)
+      (cl-letf (((symbol-function 'completing-read)
+                 (lambda (prompt collection &rest _)
+                   (push (cons prompt (mapcar (lambda (c) (if (consp c) (car c) c)) collection))
+                         collections)
+                   (seq-find (lambda (c) (string-match-p "\\`claude-code\\|\\`plan\\'" c))
+                             (mapcar (lambda (c) (if (consp c) (car c) c)) collection))))
+                ((symbol-function 'agent-bridge--message)
+                 (lambda (fmt &rest args) (push (apply #'format fmt args) messages))))
+        (setq test-picks '("sonnet" "Claude"))
+        (agent-bridge-new-session)
+        (test-wait "the pickers" (lambda () messages))
+        (let ((provider (car (last collections))) (mode (car collections)))
+          (should (equal (car provider) "agent-bridge provider: "))
+          (should (member "scripted" (cdr provider)))
+          (should (seq-find (lambda (l) (string-prefix-p "claude-code — unavailable: the claude executable was not found" l))
+                            (cdr provider)))
+          (should (equal (cdr mode) '("default" "acceptEdits" "plan" "bypassPermissions"
+                                      "dontAsk" "auto"))))
+        (should (string-prefix-p "claude-code is not available: " (car messages)))
+        (should (string-match-p "next step: install Claude Code" (car messages)))
+        (setq test-asked nil)))
     ;; 2. A session on the scripted provider.
     (agent-bridge-new-session "scripted" (list :scriptFile (getenv "AB_SCRIPT")) "Fix-the-build")
     (test-wait "the session" (lambda () (agent-bridge--current-session)))

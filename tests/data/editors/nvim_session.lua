@@ -87,14 +87,29 @@ ab.setup({ cmd = { '/nonexistent/agent-bridge' } })
 vim.cmd('AgentBridge sessions')
 outcome.missing_bridge = outcome.notes[#outcome.notes] and outcome.notes[#outcome.notes].msg
 
--- 2. The real bridge; a new session from the command line (no pickers).
-ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
+-- 2. The real bridge, where Claude Code is not installed. The pickers: provider (from
+--    providers/list, saying what is unavailable), model (free text), mode (the enum's
+--    values); an unavailable provider is refused with its next step.
+ab.setup({
+  cmd = { os.getenv('AB_BRIDGE') },
+  state_dir = os.getenv('AB_STATE'),
+  env = { PATH = '/usr/bin:/bin', AGENT_BRIDGE_CLAUDE_PATH = '/nonexistent/claude' },
+})
+picks = { 'claude%-code', 'sonnet', '^plan$' }
+local before = #outcome.notes
+vim.cmd('AgentBridge new')
+wait_for('the pickers', function() return #outcome.notes > before end)
+outcome.pickers = vim.deepcopy(outcome.asked)
+outcome.asked = {}
+outcome.unavailable = outcome.notes[#outcome.notes].msg
+
+-- 3. A new session from the command line (no pickers).
 vim.cmd('AgentBridge new scripted scriptFile=' .. os.getenv('AB_SCRIPT') .. ' title=Fix-the-build')
 wait_for('session created', function() return ab.current() ~= nil end)
 local s = ab.current()
 outcome.session = s.id
 
--- 3. A run: streamed text and thinking, an approval (allowed for the session), an edit,
+-- 4. A run: streamed text and thinking, an approval (allowed for the session), an edit,
 --    a question answered.
 picks = { 'Allow for this session', 'Yes' }
 vim.cmd('AgentBridge prompt Fix the build')
@@ -113,7 +128,7 @@ end
 outcome.folds = folds
 outcome.winbar = ab.winbar()
 
--- 4. The edit in a diff view.
+-- 5. The edit in a diff view.
 vim.cmd('AgentBridge diff')
 local diff_wins = vim.tbl_filter(function(w) return vim.wo[w].diff end, vim.api.nvim_tabpage_list_wins(0))
 outcome.diff = { windows = #diff_wins, buffers = {} }
@@ -124,13 +139,13 @@ end
 vim.cmd('tabclose')
 vim.api.nvim_set_current_win(vim.fn.bufwinid(s.buf))
 
--- 5. A run interrupted.
+-- 6. A run interrupted.
 vim.cmd('AgentBridge prompt Keep going')
 wait_for('run 2 streaming', function() return has('Working on it...') end)
 vim.cmd('AgentBridge cancel')
 wait_for('run 2 interrupted', function() return has('✗ interrupted (user)') end)
 
--- 6. The traffic log.
+-- 7. The traffic log.
 vim.cmd('AgentBridge log')
 local log_lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 outcome.log_head = vim.list_slice(log_lines, 1, 4)
@@ -142,7 +157,7 @@ for _, l in ipairs(log_lines) do
 end
 vim.cmd('close')
 
--- 7. The bridge restarts (same state dir); the session is listed and reopened, the chat
+-- 8. The bridge restarts (same state dir); the session is listed and reopened, the chat
 --    buffer continues with no gap and no duplicate, and a new run works.
 local stopped = false
 ab.stop(function() stopped = true end)
