@@ -192,3 +192,20 @@ def test_neovim_reattaches_through_the_daemon_and_the_pending_approval_comes_bac
         "Deployed after the reattach.",
         "✓ done (end_turn)",
     ]
+
+
+def test_neovim_help_file_has_its_tags(tmp_path: Path) -> None:
+    nvim = require_editor("nvim")
+    doc = tmp_path / "doc"
+    doc.mkdir()
+    help_file = ROOT / "editors" / "neovim" / "doc" / "agent-bridge.txt"
+    (doc / "agent-bridge.txt").write_bytes(help_file.read_bytes())
+    make_tags = ["-c", f"helptags {doc}", "-c", "qall!"]
+    out = run_editor(
+        [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", *make_tags],
+        env={**os.environ, "HOME": str(tmp_path)},
+        timeout=30,
+    )
+    tags = {line.split("\t")[0] for line in (doc / "tags").read_text().splitlines()}
+    for tag in ("agent-bridge", ":AgentBridge", ":AgentBridge-diff", "agent_bridge.setup()"):
+        assert tag in tags, (tag, out)

@@ -37,6 +37,7 @@
 (require 'cl-lib)
 (require 'diff)
 (require 'jsonrpc)
+(require 'seq)
 (require 'subr-x)
 (require 'tabulated-list)
 
