@@ -138,3 +138,32 @@ def test_vim9_lsp_channel_answers_approvals(tmp_path: Path) -> None:
     assert outcome["text"] == "first allowed. second allowed."
     assert outcome["terminal"] == "run.completed"
     assert "result" in outcome["runStartReply"]
+
+
+def test_vim9_approval_is_not_taken_for_the_reply_to_a_pending_vim_request(
+    tmp_path: Path,
+) -> None:
+    # Vim's own request id 1 (a session/close waiting out the interrupt grace) is pending
+    # when another session's run asks an approval. With the bridge's ids starting at 1
+    # Vim handed the approval to the close's callback and it was never answered.
+    vim = require_editor("vim")
+    out = tmp_path / "outcome.json"
+    argv = [sys.executable, "-m", "agent_bridge", "serve", "--state-dir", ":memory:"]
+    env = {
+        **os.environ,
+        "AB_CMD": json.dumps([*argv, "--interrupt-grace", "4"]),
+        "AB_OUT": str(out),
+        "HOME": str(tmp_path),
+    }
+    script = ROOT / "tests" / "data" / "editors" / "vim_collision.vim"
+    log = run_editor(
+        [vim, "-Nu", "NONE", "-i", "NONE", "-es", "-S", str(script)], env=env, timeout=60
+    )
+    outcome = json.loads(out.read_text())
+    assert outcome["errors"] == [], (outcome, log)
+    assert outcome["closeId"] == 1
+    assert outcome["requestIds"] == [FIRST_ID]
+    assert outcome["textB"] == "allowed"
+    assert outcome["terminalB"] == "run.completed"
+    assert outcome["closeCallback"]["result"]["session"]["state"] == "closed"
+    assert outcome["ok"] == 1
