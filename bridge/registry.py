@@ -4,13 +4,19 @@ theirs.
 
 Nothing is imported at start-up: a built-in adapter module is imported the first time its
 provider is asked for, and entry points are read the first time an unknown id is asked for
-or the whole list is wanted.
+or the whole list is wanted.  Importing them all takes a while (~125 ms for the built-ins),
+so a caller on an event loop runs :meth:`ProviderRegistry.warm` in a worker thread first:
+it does the imports and the entry-point scan there, and the :meth:`~ProviderRegistry.all`
+that follows only instantiates.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable
+from importlib import import_module
+from typing import Any
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.spi import AgentProvider
@@ -38,14 +44,38 @@ CONFIGURED_PROVIDERS = "agent_bridge.adapters.acp:configured_providers"
 def _load(target: str) -> AgentProvider | None:
     module_name, _, attribute = target.partition(":")
     try:
-        from importlib import import_module
-
         factory = getattr(import_module(module_name), attribute)
         provider = factory()
     except Exception:
         log.exception("provider %s failed to load", target)
         return None
     return provider if isinstance(provider, AgentProvider) else None
+
+
+def _import_modules(
+    targets: list[str], entry_points_too: bool, skip: frozenset[str]
+) -> tuple[Any, ...] | None:
+    """Import the module of each ``module:attribute`` target and, when
+    ``entry_points_too``, read the provider entry points and import the module of each
+    whose name is not in ``skip``; return the entry points read (``None``: not read).
+    Blocking (a worker thread's job); never raises."""
+    for target in targets:
+        with contextlib.suppress(Exception):  # loaded (and logged) again by all()
+            import_module(target.partition(":")[0])
+    if not entry_points_too:
+        return None
+    from importlib.metadata import entry_points
+
+    try:
+        found = tuple(entry_points(group=ENTRY_POINT_GROUP))
+    except Exception:
+        log.exception("reading the provider entry points failed")
+        return None
+    for ep in found:
+        if ep.name not in skip:
+            with contextlib.suppress(Exception):
+                import_module(ep.module)
+    return found
 
 
 class ProviderRegistry:
@@ -65,6 +95,8 @@ class ProviderRegistry:
         }
         self._loaded = not load_entry_points
         self._configured = configured
+        #: the entry points of :data:`ENTRY_POINT_GROUP`, once :meth:`warm` has read them
+        self._entry_points: tuple[Any, ...] | None = None
 
     @classmethod
     def default(cls) -> ProviderRegistry:
@@ -80,8 +112,6 @@ class ProviderRegistry:
             return
         module_name, _, attribute = target.partition(":")
         try:
-            from importlib import import_module
-
             providers = getattr(import_module(module_name), attribute)()
         except Exception:
             log.exception("configured providers (%s) failed to load", target)
@@ -90,6 +120,24 @@ class ProviderRegistry:
             if isinstance(provider, AgentProvider):
                 self._lazy.pop(provider.id, None)
                 self._providers[provider.id] = provider
+
+    @property
+    def cold(self) -> bool:
+        """Whether :meth:`all` would still import modules or read entry points."""
+        return bool(self._lazy) or self._configured is not None or not self._loaded
+
+    async def warm(self) -> None:
+        """Import the modules :meth:`all` needs and read the entry points in a worker
+        thread, so that the :meth:`all` that follows (on the loop) only instantiates.
+        The registry itself is changed on the loop only.  A module that fails to import
+        is left for :meth:`all` to load and log; never raises."""
+        from agent_bridge.workers import run_sync
+
+        targets = [*self._lazy.values(), *filter(None, [self._configured])]
+        skip = frozenset(self._providers) | frozenset(self._lazy)
+        found = await run_sync(_import_modules, targets, not self._loaded, skip)
+        if found is not None and self._entry_points is None:
+            self._entry_points = found
 
     def _resolve_lazy(self, provider_id: str) -> None:
         target = self._lazy.pop(provider_id, None)
@@ -106,9 +154,12 @@ class ProviderRegistry:
         if self._loaded:
             return
         self._loaded = True
-        from importlib.metadata import entry_points
+        found = self._entry_points
+        if found is None:
+            from importlib.metadata import entry_points
 
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            found = tuple(entry_points(group=ENTRY_POINT_GROUP))
+        for ep in found:
             if ep.name in self._providers or ep.name in self._lazy:
                 continue
             try:

@@ -152,7 +152,8 @@ class Connection:
     called with each request's method before dispatch and may raise :class:`RpcError`
     (e.g. "not initialized").  ``overloaded`` makes the error sent when more than
     ``Limits.max_inflight_requests`` async requests are in flight (``SERVER_OVERLOADED`` by
-    default).
+    default).  ``first_request_id`` is the id of the first request sent (then counting
+    up, integers only).
     """
 
     def __init__(
@@ -169,6 +170,7 @@ class Connection:
         name: str = "peer",
         clock: Callable[[], float] = time.monotonic,
         overloaded: Callable[[], RpcError] | None = None,
+        first_request_id: int = 1,
     ) -> None:
         self.name = name
         self._overloaded = overloaded or _default_overloaded
@@ -192,7 +194,7 @@ class Connection:
             m for m, spec in self._methods.items() if spec.is_async and not spec.cancellable
         )
         self._notifications: dict[str, Method] = dict(notifications or {})
-        self.ledger = Ledger()
+        self.ledger = Ledger(first_request_id)
         self._waiters: dict[int, anyio.Event] = {}
         self._batch_of: dict[bytes, _BatchReplies] = {}
         self._out: list[bytes] = []

@@ -104,14 +104,40 @@ def _invalid_params(exc: msgspec.DecodeError | RecursionError) -> JsonRpcExcepti
     return JsonRpcException("Invalid params", INVALID_PARAMS, {"path": "params"})
 
 
+def _is_empty_array(raw: bytes) -> bool:
+    """Whether ``raw`` is the JSON text of an empty array (``[]``, blanks allowed)."""
+    return b"".join(raw.split()) == b"[]"
+
+
+def _decode_with(decoder: msgspec.json.Decoder[Any], raw: bytes | None) -> Any:
+    """Return ``raw`` params decoded by ``decoder``.  Missing params decode from ``{}``,
+    and so do empty positional params (``[]``, what Neovim sends for an empty Lua table)
+    when every member of the params type is optional; otherwise an array is refused with
+    the decoder's own ``Expected `object`, got `array``` (raises ``msgspec.DecodeError``)."""
+    if raw is None:
+        return decoder.decode(b"{}")
+    try:
+        return decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        if not _is_empty_array(raw):
+            raise
+        array_error = exc
+    try:
+        return decoder.decode(b"{}")
+    except msgspec.ValidationError:
+        # A required member: the array's own error ("Expected `object`, got `array`")
+        # says what is wrong.
+        raise array_error from None
+
+
 def _decode_params(params_type: Any, raw: bytes | None) -> Any:
-    """Return ``raw`` params decoded as ``params_type`` (missing params decode from
-    ``{}``; ``None`` without a type); raises the INVALID_PARAMS ``JsonRpcException``."""
+    """Return ``raw`` params decoded as ``params_type`` (see :func:`_decode_with`;
+    ``None`` without a type); raises the INVALID_PARAMS ``JsonRpcException``."""
     decoder = _decoder_for(params_type)
     if decoder is None:
         return None
     try:
-        return decoder.decode(b"{}" if raw is None else raw)
+        return _decode_with(decoder, raw)
     except (msgspec.DecodeError, RecursionError) as exc:  # too deep for the decoder
         raise _invalid_params(exc) from None
 
@@ -198,7 +224,7 @@ class EndpointGlue:
                 params = None
             else:
                 try:
-                    params = decoder.decode(b"{}" if raw is None else raw)
+                    params = _decode_with(decoder, raw)
                 except (msgspec.DecodeError, RecursionError) as exc:
                     raise _invalid_params(exc) from None
             try:

@@ -46,6 +46,12 @@ if [[ ! -x /usr/sbin/sshd ]]; then
   fi
 fi
 
+# The real editors the editor-client tests drive (Neovim, Emacs, Vim, tmux).
+if [[ "${CI:-}" == "true" ]]; then
+  export AGENT_BRIDGE_REQUIRE_EDITORS=1
+fi
+bash scripts/install-editors.sh
+
 PY="$ROOT/.venv/bin/python"
 echo "== ruff"
 "$PY" -m ruff check bridge rpc adapters tests bench

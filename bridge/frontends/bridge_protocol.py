@@ -61,7 +61,7 @@ from agent_bridge.wire.methods import (
     SessionResumeParams,
 )
 
-__all__ = ["BridgeFrontend"]
+__all__ = ["FIRST_REQUEST_ID", "BridgeFrontend"]
 
 log = logging.getLogger("agent_bridge.server")
 
@@ -72,6 +72,13 @@ _STABLE_METHODS: Final = tuple(
 _EXPERIMENTAL_METHODS: Final = tuple(
     m.name for m in CATALOG if m.direction == "host->bridge" and m.stability == "experimental"
 )
+
+#: The id of the bridge's first request to a host (``interaction/request``), then counting
+#: up.  Far above any host's own request counter, so a client that matches responses by id
+#: alone (Vim 9.0's LSP channel hands a request whose id equals one of its own pending
+#: ids to that request's callback) never confuses the two; 2**40 stays well inside the
+#: integers JSON numbers carry exactly (2**53).
+FIRST_REQUEST_ID: Final = 2**40
 
 Phase = Literal["new", "initialized", "shutdown"]
 
@@ -109,6 +116,7 @@ class BridgeFrontend:
             gate=self._gate,
             name="host",
             overloaded=lambda: BridgeError("overloaded"),
+            first_request_id=FIRST_REQUEST_ID,
         )
 
     # ------------------------------------------------------------------ host port

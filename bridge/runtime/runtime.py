@@ -225,6 +225,9 @@ class Runtime:
         """Every provider's descriptor, with its availability when ``probe`` (each probe
         bounded; a probe that fails leaves the availability unknown)."""
         out: list[ProviderDescriptor] = []
+        if self.registry.cold:
+            # The first list imports every provider module (~125 ms): not on the loop.
+            await self.registry.warm()
         for provider in self.registry.all():
             if not probe:
                 out.append(provider.describe())

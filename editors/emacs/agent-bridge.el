@@ -1,0 +1,972 @@
+;;; agent-bridge.el --- Sessions with AI coding agents through agent-bridge -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The agent-bridge authors
+
+;; Author: The agent-bridge authors
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1"))
+;; Keywords: tools, processes
+;; URL: https://agent-bridge.invalid/editors/emacs
+;; SPDX-License-Identifier: MIT
+
+;; This file is not part of GNU Emacs.
+
+;;; Commentary:
+
+;; agent-bridge drives AI coding agents (Claude Code, Codex, ACP agents, a
+;; built-in scripted provider) for editors: Emacs spawns `agent-bridge serve'
+;; and speaks JSON-RPC to it with the built-in `jsonrpc' library.  Every
+;; request is asynchronous (`jsonrpc-async-request').
+;;
+;; Commands:
+;;   `agent-bridge-new-session'  pick a provider, its model and mode, start
+;;   `agent-bridge-prompt'       start a run in the current session
+;;   `agent-bridge-cancel'       interrupt the current run
+;;   `agent-bridge-sessions'     the journal's sessions; RET reattaches/resumes
+;;   `agent-bridge-approvals'    answer a pending approval or question
+;;   `agent-bridge-diff'         an edit of the session in `diff-mode'
+;;   `agent-bridge-ediff'        the same edit in `ediff'
+;;   `agent-bridge-log'          the protocol traffic log
+;;   `agent-bridge-stop'         shut the bridge down
+;;
+;; Approvals are asked with `read-multiple-choice', offering the request's
+;; modes (allow once, allow for the session, deny).  See README.md.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'diff)
+(require 'jsonrpc)
+(require 'seq)
+(require 'subr-x)
+(require 'tabulated-list)
+
+(declare-function ediff-buffers "ediff" (buffer-a buffer-b &optional startup-hooks job-name))
+
+(defgroup agent-bridge nil
+  "Sessions with AI coding agents through agent-bridge."
+  :group 'tools
+  :prefix "agent-bridge-")
+
+(defcustom agent-bridge-command nil
+  "The bridge command, a list of strings (program and arguments).
+nil means `agent-bridge' on variable `exec-path', else `uvx agent-bridge'."
+  :type '(choice (const :tag "Find it" nil) (repeat string)))
+
+(defcustom agent-bridge-subcommand "serve"
+  "The bridge subcommand: \"serve\", or \"connect\" to use its daemon."
+  :type 'string)
+
+(defcustom agent-bridge-state-directory nil
+  "The bridge's state directory (its session journal); nil: its default."
+  :type '(choice (const :tag "The bridge's default" nil) directory))
+
+(defcustom agent-bridge-extra-arguments nil
+  "Further arguments for the bridge subcommand."
+  :type '(repeat string))
+
+(defcustom agent-bridge-environment nil
+  "Extra environment for the bridge: a list of \"NAME=VALUE\" strings."
+  :type '(repeat string))
+
+(defvar agent-bridge--connection nil
+  "The running bridge connection, or nil.")
+
+(defvar agent-bridge--ready nil
+  "Non-nil once the bridge answered `initialize'.")
+
+(defvar agent-bridge--waiting nil
+  "Functions to call with the connection once it is ready.")
+
+(defvar agent-bridge--sessions (make-hash-table :test #'equal)
+  "Session id -> its state (an `agent-bridge--session').")
+
+(defvar agent-bridge--current nil
+  "The id of the session used last.")
+
+(defvar agent-bridge--prompting nil
+  "Non-nil while a prompt is being shown.")
+
+(defvar agent-bridge--queue nil
+  "Interactions waiting for the prompt: a list of (SESSION-ID . PARAMS).")
+
+(defvar-local agent-bridge--session-id nil
+  "The session id of this chat buffer.")
+
+(cl-defstruct (agent-bridge--session (:constructor agent-bridge--session-make)
+                                     (:copier nil))
+  id provider title state active-run (last-seq 0) pending edits blocks tail buffer ended)
+
+(defun agent-bridge--message (format-string &rest args)
+  "Show FORMAT-STRING with ARGS as an agent-bridge message."
+  (apply #'message (concat "agent-bridge: " format-string) args))
+
+;;;; Errors
+
+(defun agent-bridge-format-error (err)
+  "Return the text to show for ERR, a JSON-RPC error object (a plist).
+It names the classified `data.code', not the JSON-RPC code, and the
+next step when there is one."
+  (let* ((data (plist-get err :data))
+         (data (and (listp data) data))
+         (details (plist-get data :details))
+         (code (or (plist-get data :code) (format "%s" (plist-get err :code))))
+         (text (format "%s: %s" code (or (plist-get data :message)
+                                         (plist-get err :message) ""))))
+    (cond ((plist-get details :nextStep)
+           (format "%s — next step: %s" text (plist-get details :nextStep)))
+          ((plist-get details :reason)
+           (format "%s (%s)" text (plist-get details :reason)))
+          (t text))))
+
+;;;; The bridge
+
+(defun agent-bridge--command ()
+  "Return the bridge argv, or signal `user-error' with the next step."
+  (let ((cmd agent-bridge-command))
+    (cond
+     (cmd
+      (unless (executable-find (car cmd))
+        (user-error "The agent-bridge command %S was not found: fix \
+`agent-bridge-command' or install agent-bridge (pipx install agent-bridge)" (car cmd)))
+      cmd)
+     ((executable-find "agent-bridge") (list "agent-bridge"))
+     ((executable-find "uvx") (list "uvx" "agent-bridge"))
+     (t (user-error "The agent-bridge command was not found on `exec-path' \
+and there is no uvx: install it (pipx install agent-bridge, or uv tool install \
+agent-bridge) or set `agent-bridge-command'")))))
+
+(defun agent-bridge--argv ()
+  "Return the full argv the bridge is started with."
+  (append (agent-bridge--command)
+          (list agent-bridge-subcommand)
+          (and agent-bridge-state-directory
+               (list "--state-dir" (expand-file-name agent-bridge-state-directory)))
+          agent-bridge-extra-arguments))
+
+(defun agent-bridge--defer-filter (filter proc string)
+  "Run FILTER on PROC's STRING, continuing after a deferred request.
+A request dispatcher throws `agent-bridge--deferred' to leave a
+request unanswered for now (it is answered later); the rest of the
+output is then parsed at once."
+  (let ((input string) (again t))
+    (while again
+      (setq again (eq (catch 'agent-bridge--deferred
+                        (funcall filter proc input)
+                        nil)
+                      'deferred)
+            input ""))))
+
+(defun agent-bridge--start ()
+  "Start the bridge and send `initialize'; return the connection."
+  (let* ((argv (agent-bridge--argv))
+         (process-environment (append agent-bridge-environment process-environment))
+         (conn (jsonrpc-process-connection
+                :name "agent-bridge"
+                :process (lambda ()
+                           (make-process
+                            :name "agent-bridge"
+                            :command argv
+                            :connection-type 'pipe
+                            :coding 'utf-8-emacs-unix
+                            :noquery t
+                            :stderr (get-buffer-create "*agent-bridge stderr*")))
+                :request-dispatcher #'agent-bridge--dispatch-request
+                :notification-dispatcher #'agent-bridge--dispatch-notification
+                :on-shutdown #'agent-bridge--on-shutdown)))
+    (add-function :around (process-filter (jsonrpc--process conn))
+                  #'agent-bridge--defer-filter)
+    (setq agent-bridge--connection conn
+          agent-bridge--ready nil)
+    (jsonrpc-async-request
+     conn :initialize
+     (list :protocolVersion 1
+           :clientInfo (list :name "agent-bridge.el" :version "0.1.0")
+           :capabilities (list :interactions (list :approval t :question t
+                                                   :questionSet t)))
+     :success-fn (lambda (_result)
+                   (jsonrpc-notify conn :initialized (make-hash-table))
+                   (setq agent-bridge--ready t)
+                   (let ((waiting (reverse agent-bridge--waiting)))
+                     (setq agent-bridge--waiting nil)
+                     (dolist (fn waiting) (funcall fn conn))))
+     :error-fn (lambda (err)
+                 (agent-bridge--message "initialize failed: %s"
+                                        (agent-bridge-format-error err))))
+    conn))
+
+(defun agent-bridge--on-shutdown (conn)
+  "Forget CONN, the bridge connection that ended."
+  (when (eq conn agent-bridge--connection)
+    (setq agent-bridge--connection nil
+          agent-bridge--ready nil
+          agent-bridge--waiting nil
+          agent-bridge--queue nil)
+    (maphash (lambda (_id s) (setf (agent-bridge--session-pending s) nil))
+             agent-bridge--sessions)))
+
+(defun agent-bridge--with-connection (fn)
+  "Call FN with the ready bridge connection, starting the bridge if needed."
+  (if (and agent-bridge--connection (jsonrpc-running-p agent-bridge--connection))
+      (if agent-bridge--ready
+          (funcall fn agent-bridge--connection)
+        (push fn agent-bridge--waiting))
+    (push fn agent-bridge--waiting)
+    (condition-case err
+        (agent-bridge--start)
+      (file-error
+       (setq agent-bridge--waiting nil)
+       (user-error "Could not start agent-bridge: %s"
+                   (error-message-string err))))))
+
+(defun agent-bridge--call (method params &optional on-result on-error)
+  "Send METHOD with PARAMS asynchronously; call ON-RESULT with the result.
+An error is shown (by its `data.code'); ON-ERROR is also called with it."
+  (agent-bridge--with-connection
+   (lambda (conn)
+     (jsonrpc-async-request
+      conn method (or params (make-hash-table))
+      :success-fn (lambda (result) (when on-result (funcall on-result result)))
+      :error-fn (lambda (err)
+                  (agent-bridge--message "%s failed: %s" method
+                                         (agent-bridge-format-error err))
+                  (when on-error (funcall on-error err)))
+      :timeout 60))))
+
+;;;; Sessions
+
+(defun agent-bridge--session (id &optional info)
+  "Return the state of session ID (created on first sight), updated from INFO."
+  (let ((s (or (gethash id agent-bridge--sessions)
+               (puthash id (agent-bridge--session-make :id id) agent-bridge--sessions))))
+    (when info
+      (setf (agent-bridge--session-provider s)
+            (or (plist-get info :providerId) (agent-bridge--session-provider s))
+            (agent-bridge--session-title s)
+            (or (plist-get info :title) (agent-bridge--session-title s))
+            (agent-bridge--session-state s)
+            (or (plist-get info :state) (agent-bridge--session-state s))
+            (agent-bridge--session-active-run s) (plist-get info :activeRunId)))
+    s))
+
+(defun agent-bridge--current-session ()
+  "Return the session of the current chat buffer, else the one used last."
+  (let ((id (or agent-bridge--session-id agent-bridge--current)))
+    (and id (gethash id agent-bridge--sessions))))
+
+(defun agent-bridge-pending-count (s)
+  "Return how many interactions wait for an answer in session S."
+  (length (agent-bridge--session-pending s)))
+
+;;;; The chat buffer
+
+(defvar agent-bridge-chat-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "TAB") #'agent-bridge-toggle-block)
+    (define-key map (kbd "p") #'agent-bridge-prompt)
+    (define-key map (kbd "C-c C-c") #'agent-bridge-cancel)
+    (define-key map (kbd "a") #'agent-bridge-approvals)
+    (define-key map (kbd "d") #'agent-bridge-diff)
+    (define-key map (kbd "l") #'agent-bridge-log)
+    map)
+  "Keymap of `agent-bridge-chat-mode'.")
+
+(defvar agent-bridge--font-lock-keywords
+  '(("^#+ .*$" . font-lock-function-name-face)
+    ("^▸ .*$" . font-lock-keyword-face)
+    ("^  │ .*$" . font-lock-comment-face)
+    ("^\\? .*$" . font-lock-warning-face)
+    ("^→ .*$" . font-lock-string-face)
+    ("^✓ .*$" . success)
+    ("^✗ .*$" . error)
+    ("^[—!] .*$" . font-lock-doc-face))
+  "What `agent-bridge-chat-mode' highlights.")
+
+(define-derived-mode agent-bridge-chat-mode special-mode "Agent-Bridge"
+  "A session's chat: the run's events as they stream.
+Thinking and tool calls are blocks whose header starts with \"▸ \";
+their bodies are folded, TAB toggles the block at point.
+
+\\{agent-bridge-chat-mode-map}"
+  (setq-local buffer-invisibility-spec '((agent-bridge-fold . t)))
+  (setq-local font-lock-defaults '(agent-bridge--font-lock-keywords t))
+  (setq-local header-line-format '(:eval (agent-bridge--header-line)))
+  (setq-local truncate-lines nil))
+
+(defun agent-bridge--header-line ()
+  "Return the chat buffer's header line: provider, run state, pending count."
+  (let ((s (agent-bridge--current-session)))
+    (if (not s)
+        ""
+      (let ((n (agent-bridge-pending-count s)))
+        (string-replace
+         "%" "%%"
+         (string-join
+          (delq nil
+                (list " agent-bridge"
+                      (agent-bridge--session-provider s)
+                      (or (agent-bridge--session-title s) (agent-bridge--session-id s))
+                      (cond ((agent-bridge--session-active-run s) "running")
+                            ((equal (agent-bridge--session-state s) "closed") "closed")
+                            (t "idle"))
+                      (and (> n 0) (format "%d pending %s" n
+                                           (if (= n 1) "approval" "approvals")))))
+          " · "))))))
+
+(defun agent-bridge--buffer (s)
+  "Return the chat buffer of session S (created on first use)."
+  (let ((buf (agent-bridge--session-buffer s)))
+    (if (buffer-live-p buf)
+        buf
+      (setq buf (get-buffer-create (format "*agent-bridge %s*" (agent-bridge--session-id s))))
+      (with-current-buffer buf
+        (agent-bridge-chat-mode)
+        (setq agent-bridge--session-id (agent-bridge--session-id s))
+        (let ((inhibit-read-only t))
+          (erase-buffer)
+          (insert (format "# agent-bridge · %s · %s"
+                          (or (agent-bridge--session-title s)
+                              (agent-bridge--session-provider s) "")
+                          (agent-bridge--session-id s)))))
+      (setf (agent-bridge--session-buffer s) buf
+            (agent-bridge--session-blocks s) nil
+            (agent-bridge--session-tail s) nil)
+      buf)))
+
+(defun agent-bridge--append (s lines &optional tail)
+  "Append LINES (strings) to the chat of S; TAIL is what the last line is."
+  (with-current-buffer (agent-bridge--buffer s)
+    (let ((inhibit-read-only t))
+      (save-excursion
+        (goto-char (point-max))
+        (dolist (line lines) (insert "\n" line))))
+    (setf (agent-bridge--session-tail s) tail)
+    (agent-bridge--follow)))
+
+(defun agent-bridge--follow ()
+  "Keep the windows showing the current buffer at its end."
+  (dolist (win (get-buffer-window-list (current-buffer) nil t))
+    (set-window-point win (point-max))))
+
+(defun agent-bridge--stream (s text kind)
+  "Append streamed TEXT of KIND (`text' or `thinking') to the chat of S."
+  (unless (eq (agent-bridge--session-tail s) kind)
+    (if (eq kind 'thinking)
+        (progn (agent-bridge--block s 'thinking "thinking")
+               (agent-bridge--block-body s 'thinking (list "")))
+      (agent-bridge--append s (list ""))))
+  (if (eq kind 'thinking)
+      (agent-bridge--block-extend s 'thinking text)
+    (with-current-buffer (agent-bridge--buffer s)
+      (let ((inhibit-read-only t))
+        (save-excursion (goto-char (point-max)) (insert text)))
+      (agent-bridge--follow)))
+  (setf (agent-bridge--session-tail s) kind))
+
+(defun agent-bridge--block (s key header)
+  "Start block KEY in the chat of S with HEADER; its body is folded."
+  (agent-bridge--append s (list (concat "▸ " header)))
+  (with-current-buffer (agent-bridge--buffer s)
+    (let* ((start (copy-marker (save-excursion (goto-char (point-max))
+                                               (line-beginning-position))))
+           (end (copy-marker (point-max)))
+           (ov (make-overlay (point-max) (point-max))))
+      (overlay-put ov 'invisible 'agent-bridge-fold)
+      (overlay-put ov 'agent-bridge-block t)
+      (setf (alist-get key (agent-bridge--session-blocks s) nil nil #'equal)
+            (list start end ov)))))
+
+(defun agent-bridge--block-body (s key lines)
+  "Add body LINES to block KEY of S (after its last line)."
+  (let ((b (alist-get key (agent-bridge--session-blocks s) nil nil #'equal)))
+    (if (not b)
+        (agent-bridge--append s (mapcar (lambda (l) (concat "  │ " l)) lines))
+      (with-current-buffer (agent-bridge--buffer s)
+        (let ((inhibit-read-only t) (end (nth 1 b)) (ov (nth 2 b)))
+          (save-excursion
+            (goto-char end)
+            (dolist (line lines) (insert "\n  │ " line))
+            (set-marker end (point))
+            (move-overlay ov (overlay-start ov) end)
+            (when (= end (point-max)) (setf (agent-bridge--session-tail s) nil))))
+        (agent-bridge--follow)))))
+
+(defun agent-bridge--block-extend (s key text)
+  "Append TEXT (it may hold newlines) to the last body line of block KEY of S."
+  (let ((b (alist-get key (agent-bridge--session-blocks s) nil nil #'equal)))
+    (with-current-buffer (agent-bridge--buffer s)
+      (let ((inhibit-read-only t) (end (nth 1 b)) (ov (nth 2 b)))
+        (save-excursion
+          (goto-char end)
+          (insert (string-replace "\n" "\n  │ " text))
+          (set-marker end (point))
+          (move-overlay ov (overlay-start ov) end))))))
+
+(defun agent-bridge--block-header (s key header)
+  "Rewrite the header line of block KEY of S to HEADER."
+  (let ((b (alist-get key (agent-bridge--session-blocks s) nil nil #'equal)))
+    (when b
+      (with-current-buffer (agent-bridge--buffer s)
+        (let ((inhibit-read-only t))
+          (save-excursion
+            (goto-char (nth 0 b))
+            (delete-region (point) (line-end-position))
+            (insert "▸ " header)))))))
+
+(defun agent-bridge-toggle-block ()
+  "Fold or unfold the thinking or tool-call block at point."
+  (interactive)
+  (let ((ov (seq-find (lambda (o) (overlay-get o 'agent-bridge-block))
+                      (overlays-in (line-beginning-position) (1+ (line-end-position))))))
+    (when ov
+      (overlay-put ov 'invisible (if (overlay-get ov 'invisible) nil 'agent-bridge-fold)))))
+
+(defun agent-bridge-show (s)
+  "Show the chat buffer of session S."
+  (let ((buf (agent-bridge--buffer s)))
+    (pop-to-buffer buf)
+    buf))
+
+;;;; Events
+
+(defun agent-bridge--lines (text)
+  "Return TEXT split into lines (no trailing empty line)."
+  (let ((lines (split-string (or text "") "\n")))
+    (if (and (cdr lines) (equal (car (last lines)) ""))
+        (butlast lines)
+      lines)))
+
+(defun agent-bridge--describe (request)
+  "Return a one-line description of interaction REQUEST."
+  (pcase (plist-get request :kind)
+    ("approval"
+     (let ((what (or (plist-get request :title) (plist-get request :action) "approval"))
+           (command (plist-get request :command)))
+       (if (and command (not (string-search command what)))
+           (format "%s — %s" what command)
+         what)))
+    ("question" (or (plist-get request :prompt) "question"))
+    (_ (or (plist-get request :title) "questions"))))
+
+(defun agent-bridge--answer-summary (answer)
+  "Return a short text for ANSWER."
+  (pcase (plist-get answer :kind)
+    ("approval" (concat (plist-get answer :decision)
+                        (if (plist-get answer :mode)
+                            (format " (%s)" (plist-get answer :mode))
+                          "")))
+    ("question" (or (plist-get answer :choice) (plist-get answer :text) ""))
+    ("questionSet"
+     (let ((answers (plist-get answer :answers)) parts)
+       (while answers
+         (push (format "%s=%s" (substring (symbol-name (car answers)) 1) (cadr answers)) parts)
+         (setq answers (cddr answers)))
+       (string-join (sort parts #'string<) ", ")))
+    (_ "")))
+
+(defvar agent-bridge--tools (make-hash-table :test #'equal)
+  "Tool call id -> plist of what is known of it (name, title, input, status).")
+
+(defun agent-bridge--tool-header (p)
+  "Return the header line of the tool call in payload P."
+  (let* ((id (plist-get p :toolCallId))
+         (tool (gethash id agent-bridge--tools)))
+    (dolist (key '(:name :title :input :exitCode))
+      (when (plist-get p key)
+        (setq tool (plist-put tool key (plist-get p key)))))
+    (setq tool (plist-put tool :status (plist-get p :status)))
+    (puthash id tool agent-bridge--tools)
+    (let* ((input (plist-get tool :input))
+           (what (or (plist-get tool :title)
+                     (and (listp input) (or (plist-get input :command)
+                                            (plist-get input :file_path)))))
+           (status (plist-get tool :status))
+           (status (if (member status '("started" "output")) "running" status)))
+      (format "tool %s%s [%s%s]" (or (plist-get tool :name) "?")
+              (if what (format ": %s" what) "")
+              status
+              (if (plist-get tool :exitCode)
+                  (format ", exit %s" (plist-get tool :exitCode))
+                "")))))
+
+(defun agent-bridge--render (s e p)
+  "Render payload P of event E into the chat of session S."
+  (pcase (plist-get p :type)
+    ("run.started"
+     (setf (agent-bridge--session-active-run s) (plist-get e :runId))
+     (agent-bridge--append s (append '("" "## You") (agent-bridge--lines (plist-get p :input))))
+     (agent-bridge--append s '("" "## Agent")))
+    ("text.delta" (agent-bridge--stream s (plist-get p :text) 'text))
+    ("thinking.delta" (agent-bridge--stream s (plist-get p :text) 'thinking))
+    ("tool.activity"
+     (let ((key (concat "tool:" (plist-get p :toolCallId))))
+       (if (alist-get key (agent-bridge--session-blocks s) nil nil #'equal)
+           (agent-bridge--block-header s key (agent-bridge--tool-header p))
+         (agent-bridge--block s key (agent-bridge--tool-header p))
+         (when (plist-get p :input)
+           (agent-bridge--block-body
+            s key (list (concat "input: " (json-serialize (plist-get p :input)
+                                                         :null-object nil
+                                                         :false-object :json-false))))))
+       (when (plist-get p :output)
+         (agent-bridge--block-body s key (agent-bridge--lines (plist-get p :output))))
+       (seq-doseq (item (plist-get p :content))
+         (pcase (plist-get item :type)
+           ("edit"
+            (setf (agent-bridge--session-edits s)
+                  (append (agent-bridge--session-edits s) (list item)))
+            (agent-bridge--block-body
+             s key (list (format "edit %s (%s) — M-x agent-bridge-diff %d"
+                                 (plist-get item :path)
+                                 (if (plist-get item :oldText) "changed" "new file")
+                                 (length (agent-bridge--session-edits s))))))
+           ("text" (agent-bridge--block-body
+                    s key (agent-bridge--lines (plist-get item :text))))))))
+    ("plan.updated"
+     (agent-bridge--append
+      s (cons "Plan:"
+              (mapcar (lambda (step)
+                        (format "  %s %s"
+                                (pcase (plist-get step :status)
+                                  ("completed" "[x]") ("inProgress" "[~]") (_ "[ ]"))
+                                (plist-get step :text)))
+                      (plist-get p :steps)))))
+    ("diagnostic"
+     (agent-bridge--append s (list (format "! %s %s: %s" (or (plist-get p :level) "info")
+                                           (or (plist-get p :code) "")
+                                           (or (plist-get p :message) "")))))
+    ("interaction.requested"
+     (let ((request (plist-get p :request)))
+       (setf (alist-get (plist-get p :interactionId) (agent-bridge--session-pending s)
+                        nil nil #'equal)
+             request)
+       (agent-bridge--append s (list (format "? %s: %s" (plist-get request :kind)
+                                             (agent-bridge--describe request))))))
+    ("interaction.settled"
+     (setf (agent-bridge--session-pending s)
+           (assoc-delete-all (plist-get p :interactionId) (agent-bridge--session-pending s)))
+     (let ((summary (agent-bridge--answer-summary (plist-get p :answer))))
+       (agent-bridge--append
+        s (list (concat "→ " (or (plist-get p :status) "settled")
+                        (if (string-empty-p summary) "" (concat ": " summary))
+                        (if (eq (plist-get p :auto) t) " (by the bridge)" ""))))))
+    ("run.completed"
+     (setf (agent-bridge--session-active-run s) nil)
+     (push (plist-get e :runId) (agent-bridge--session-ended s))
+     (agent-bridge--append s (list (concat "✓ done" (if (plist-get p :stopReason)
+                                                        (format " (%s)" (plist-get p :stopReason))
+                                                      "")))))
+    ("run.failed"
+     (setf (agent-bridge--session-active-run s) nil)
+     (push (plist-get e :runId) (agent-bridge--session-ended s))
+     (agent-bridge--append s (list (concat "✗ failed: " (agent-bridge-format-error
+                                                         (list :data (plist-get p :error)))))))
+    ("run.interrupted"
+     (setf (agent-bridge--session-active-run s) nil)
+     (push (plist-get e :runId) (agent-bridge--session-ended s))
+     (agent-bridge--append s (list (format "✗ interrupted (%s%s)" (or (plist-get p :reason) "user")
+                                           (if (eq (plist-get p :forced) t) ", forced" "")))))
+    ("session.closed"
+     (setf (agent-bridge--session-state s) "closed"
+           (agent-bridge--session-active-run s) nil
+           (agent-bridge--session-pending s) nil)
+     (agent-bridge--append s (list (format "— session closed (%s)" (or (plist-get p :reason) "closed")))))
+    ("session.resumed"
+     (setf (agent-bridge--session-state s) "active")
+     (agent-bridge--append s '("— session resumed")))))
+
+(defun agent-bridge--on-event (e)
+  "Apply event envelope E to its session (each sequence once, in order)."
+  (let* ((s (agent-bridge--session (plist-get e :sessionId)))
+         (seq (plist-get e :sequence)))
+    (unless (and seq (<= seq (agent-bridge--session-last-seq s)))
+      (when seq (setf (agent-bridge--session-last-seq s) seq))
+      (agent-bridge--render s e (plist-get e :payload))
+      (force-mode-line-update t))))
+
+(defun agent-bridge--dispatch-notification (_conn method params)
+  "Handle the bridge's notification METHOD with PARAMS."
+  (pcase method
+    ('event (agent-bridge--on-event params))
+    ('$/cancelRequest (run-at-time 0 nil #'agent-bridge--drop-settled))
+    ('journal/status
+     (unless (equal (plist-get params :state) "ok")
+       (agent-bridge--message "journal %s (%s)" (plist-get params :state)
+                              (plist-get params :reason))))))
+
+;;;; Interactions
+
+(defun agent-bridge--dispatch-request (_conn method params)
+  "Handle the bridge's request METHOD with PARAMS.
+An `interaction/request' is queued for the prompt and answered later
+through `interaction/respond' (the bridge then withdraws its request),
+so the prompt is never shown inside the process filter."
+  (unless (eq method 'interaction/request)
+    (signal 'jsonrpc-error '((jsonrpc-error-code . -32601)
+                             (jsonrpc-error-message . "method not found"))))
+  (let* ((sid (plist-get params :sessionId))
+         (s (agent-bridge--session sid))
+         (iid (plist-get params :interactionId)))
+    (unless (assoc iid (agent-bridge--session-pending s))
+      (push (cons iid (plist-get params :request)) (agent-bridge--session-pending s)))
+    (unless (cl-find iid agent-bridge--queue :key (lambda (q) (plist-get (cdr q) :interactionId))
+                     :test #'equal)
+      (setq agent-bridge--queue (append agent-bridge--queue (list (cons sid params)))))
+    (run-at-time 0 nil #'agent-bridge--next-prompt)
+    (throw 'agent-bridge--deferred 'deferred)))
+
+(defun agent-bridge--drop-settled ()
+  "Drop the queued interactions that are no longer pending."
+  (setq agent-bridge--queue
+        (cl-remove-if-not
+         (lambda (q)
+           (let ((s (gethash (car q) agent-bridge--sessions)))
+             (and s (assoc (plist-get (cdr q) :interactionId)
+                           (agent-bridge--session-pending s)))))
+         agent-bridge--queue)))
+
+(defun agent-bridge--next-prompt ()
+  "Ask the next queued interaction, unless a prompt is showing."
+  (agent-bridge--drop-settled)
+  (when (and agent-bridge--queue (not agent-bridge--prompting))
+    (let* ((item (pop agent-bridge--queue))
+           (params (cdr item))
+           (iid (plist-get params :interactionId))
+           (answer (let ((agent-bridge--prompting t))
+                     (condition-case nil
+                         (agent-bridge-ask (plist-get params :request))
+                       (quit nil)))))
+      (when answer
+        (agent-bridge--call 'interaction/respond
+                            (list :interactionId iid :answer answer)))
+      (run-at-time 0 nil #'agent-bridge--next-prompt))))
+
+(defun agent-bridge--approval-choices (request)
+  "Return the `read-multiple-choice' choices for approval REQUEST's modes.
+Each is (KEY NAME DESCRIPTION ANSWER)."
+  (let ((modes (append (or (plist-get request :modes) ["once"]) nil))
+        choices)
+    (when (member "once" modes)
+      (push (list ?o "allow once" "Allow once"
+                  (list :kind "approval" :decision "allow" :mode "once"))
+            choices))
+    (when (member "session" modes)
+      (push (list ?s "allow for session" "Allow for this session"
+                  (list :kind "approval" :decision "allow" :mode "session"))
+            choices))
+    (push (list ?d "deny" "Deny" (list :kind "approval" :decision "deny")) choices)
+    (nreverse choices)))
+
+(defun agent-bridge--ask-one (q title)
+  "Ask question Q (prompt, choices, allowFreeText) under TITLE.
+Return (choice-id . nil), (nil . text) or nil."
+  (let ((choices (append (plist-get q :choices) nil))
+        (prompt (concat title (or (plist-get q :prompt) ""))))
+    (if (null choices)
+        (cons nil (read-string (concat prompt " ")))
+      (let* ((keys (string-to-list "123456789abcefghijklmnoprstuvwxyz"))
+             (items (cl-loop for c in choices for k in keys
+                             collect (list k (or (plist-get c :label) (plist-get c :id))
+                                           (plist-get c :id))))
+             (items (if (eq (plist-get q :allowFreeText) t)
+                        (append items (list (list ?\s "other…" 'free-text)))
+                      items))
+             (picked (read-multiple-choice prompt items)))
+        (if (eq (nth 2 picked) 'free-text)
+            (cons nil (read-string (concat (plist-get q :prompt) " ")))
+          (cons (nth 2 picked) nil))))))
+
+(defun agent-bridge-ask (request)
+  "Ask the user interaction REQUEST; return the wire answer or nil.
+Approvals use `read-multiple-choice' with the request's modes."
+  (pcase (plist-get request :kind)
+    ("approval"
+     (let* ((choices (agent-bridge--approval-choices request))
+            (picked (read-multiple-choice
+                     (concat "agent-bridge approval: " (agent-bridge--describe request) " ")
+                     (mapcar (lambda (c) (list (nth 0 c) (nth 1 c) (nth 2 c))) choices))))
+       (nth 3 (assq (car picked) choices))))
+    ("question"
+     (let ((a (agent-bridge--ask-one request "agent-bridge question: ")))
+       (cond ((car a) (list :kind "question" :choice (car a)))
+             ((cdr a) (list :kind "question" :text (cdr a))))))
+    ("questionSet"
+     (let ((items (append (plist-get request :items) nil)) (i 0) answers)
+       (dolist (item items)
+         (cl-incf i)
+         (let ((a (agent-bridge--ask-one
+                   item (format "agent-bridge %s (%d/%d): "
+                                (or (plist-get request :title) "questions") i (length items)))))
+           (setq answers (plist-put answers (intern (concat ":" (plist-get item :key)))
+                                    (or (car a) (cdr a))))))
+       (list :kind "questionSet" :answers answers)))))
+
+;;;; Commands
+
+(defun agent-bridge--option (provider names)
+  "Return PROVIDER's session option named one of NAMES, or nil."
+  (seq-find (lambda (o) (and (equal (plist-get o :scope) "session")
+                             (member (plist-get o :name) names)))
+            (plist-get provider :options)))
+
+(defun agent-bridge--read-option (option title)
+  "Read a value for OPTION (an enum: completion over its values) under TITLE.
+Return nil for the default."
+  (when option
+    (let ((value (if (equal (plist-get option :type) "enum")
+                     (completing-read (format "%s (empty: default): " title)
+                                      (append (plist-get option :values) nil) nil t)
+                   (read-string (format "%s (empty: default): " title)))))
+      (unless (string-empty-p value) value))))
+
+(defun agent-bridge--describe-provider (p)
+  "Return a label for provider descriptor P, with its availability."
+  (let ((a (plist-get p :availability)))
+    (concat (plist-get p :id)
+            (if (and a (not (equal (plist-get a :status) "available")))
+                (format " — %s%s" (plist-get a :status)
+                        (if (plist-get a :reason) (concat ": " (plist-get a :reason)) ""))
+              ""))))
+
+(defun agent-bridge--create (provider options title)
+  "Create a session on PROVIDER (a descriptor) with OPTIONS and TITLE; show it."
+  (let ((a (plist-get provider :availability)))
+    (if (equal (plist-get a :status) "unavailable")
+        (agent-bridge--message "%s is not available: %s%s" (plist-get provider :id)
+                               (or (plist-get a :reason) "not installed")
+                               (if (plist-get a :nextStep)
+                                   (concat " — next step: " (plist-get a :nextStep))
+                                 ""))
+      (agent-bridge--call
+       'session/create
+       (append (list :provider (plist-get provider :id))
+               (and options (list :options options))
+               (and title (list :title title)))
+       (lambda (result)
+         (let* ((info (plist-get result :session))
+                (s (agent-bridge--session (plist-get info :sessionId) info)))
+           (setq agent-bridge--current (agent-bridge--session-id s))
+           (agent-bridge-show s)))))))
+
+;;;###autoload
+(defun agent-bridge-new-session (&optional provider-id options title)
+  "Create a session and open its chat buffer.
+Interactively, pick the provider from `providers/list', then its
+model and mode options.  From Lisp, PROVIDER-ID, OPTIONS (a plist of
+session options) and TITLE skip the pickers."
+  (interactive)
+  (agent-bridge--call
+   'providers/list (list :probe t)
+   (lambda (result)
+     (let* ((providers (append (plist-get result :providers) nil))
+            (provider
+             (if provider-id
+                 (seq-find (lambda (p) (equal (plist-get p :id) provider-id)) providers)
+               (let* ((labels (mapcar (lambda (p) (cons (agent-bridge--describe-provider p) p))
+                                      providers))
+                      (label (completing-read "agent-bridge provider: " labels nil t)))
+                 (cdr (assoc label labels))))))
+       (cond
+        ((null provider)
+         (agent-bridge--message "no provider %S" provider-id))
+        (provider-id (agent-bridge--create provider options title))
+        (t
+         (let* ((model (agent-bridge--read-option
+                        (agent-bridge--option provider '("model")) "Model"))
+                (mode-option (agent-bridge--option
+                              provider '("mode" "permissionMode" "approvalPolicy")))
+                (mode (agent-bridge--read-option mode-option "Mode"))
+                (opts (append (and model (list :model model))
+                              (and mode (list (intern (concat ":" (plist-get mode-option :name)))
+                                              mode)))))
+           (agent-bridge--create provider opts (read-string "Title (optional): ")))))))))
+
+(defun agent-bridge--require-session ()
+  "Return the current session or signal `user-error'."
+  (or (agent-bridge--current-session)
+      (user-error "No agent-bridge session: M-x agent-bridge-new-session or agent-bridge-sessions")))
+
+;;;###autoload
+(defun agent-bridge-prompt (text)
+  "Start a run with TEXT in the current session."
+  (interactive (list (read-string "agent-bridge prompt: ")))
+  (let ((s (agent-bridge--require-session)))
+    (unless (string-empty-p text)
+      (agent-bridge--call 'run/start
+                          (list :sessionId (agent-bridge--session-id s) :input (list :text text))
+                          (lambda (result)
+                            ;; The reply may come after the run's events, even its end.
+                            (unless (member (plist-get result :runId)
+                                            (agent-bridge--session-ended s))
+                              (setf (agent-bridge--session-active-run s)
+                                    (plist-get result :runId))))))))
+
+;;;###autoload
+(defun agent-bridge-cancel ()
+  "Interrupt the current session's run."
+  (interactive)
+  (let ((s (agent-bridge--require-session)))
+    (if (not (agent-bridge--session-active-run s))
+        (agent-bridge--message "no run to cancel")
+      (agent-bridge--call 'run/interrupt
+                          (list :runId (agent-bridge--session-active-run s) :reason "user")))))
+
+(defun agent-bridge-open (info)
+  "Open the session described by INFO (a SessionInfo plist) in its chat buffer.
+A session this bridge has open is reattached (`session/attach': the
+events after the last one shown are replayed and its pending
+approvals asked again); any other is resumed (`session/resume')."
+  (let* ((s (agent-bridge--session (plist-get info :sessionId) info))
+         (method (if (equal (plist-get info :state) "active") 'session/attach 'session/resume)))
+    (setq agent-bridge--current (agent-bridge--session-id s))
+    (agent-bridge-show s)
+    (agent-bridge--call method (list :sessionId (agent-bridge--session-id s)
+                                     :after (agent-bridge--session-last-seq s))
+                        (lambda (result) (agent-bridge--session (agent-bridge--session-id s)
+                                                                (plist-get result :session))))))
+
+(defvar agent-bridge-sessions-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "RET") #'agent-bridge-sessions-open)
+    (define-key map (kbd "g") #'agent-bridge-sessions)
+    map)
+  "Keymap of `agent-bridge-sessions-mode'.")
+
+(define-derived-mode agent-bridge-sessions-mode tabulated-list-mode "Agent-Bridge-Sessions"
+  "The journal's sessions, newest first.  RET opens (reattaches or resumes) one.
+
+\\{agent-bridge-sessions-mode-map}"
+  (setq tabulated-list-format [("Title" 24 t) ("Provider" 12 t) ("State" 8 t)
+                               ("Pending" 8 t) ("Updated" 20 t) ("Session" 20 t)])
+  (tabulated-list-init-header))
+
+;;;###autoload
+(defun agent-bridge-sessions (&optional on-listed)
+  "List the journal's sessions in a `tabulated-list-mode' buffer.
+ON-LISTED, when given, is called with the buffer once it is filled."
+  (interactive)
+  (agent-bridge--call
+   'session/list (make-hash-table)
+   (lambda (result)
+     (let ((buf (get-buffer-create "*agent-bridge sessions*")))
+       (with-current-buffer buf
+         (agent-bridge-sessions-mode)
+         (setq tabulated-list-entries
+               (mapcar (lambda (info)
+                         (let* ((id (plist-get info :sessionId))
+                                (s (gethash id agent-bridge--sessions)))
+                           (list info
+                                 (vector (or (plist-get info :title) "(untitled)")
+                                         (plist-get info :providerId)
+                                         (plist-get info :state)
+                                         (number-to-string (if s (agent-bridge-pending-count s) 0))
+                                         (or (plist-get info :updatedAt) "")
+                                         id))))
+                       (plist-get result :sessions)))
+         (tabulated-list-print))
+       (pop-to-buffer buf)
+       (when on-listed (funcall on-listed buf))))))
+
+(defun agent-bridge-sessions-open ()
+  "Open the session at point."
+  (interactive)
+  (let ((info (tabulated-list-get-id)))
+    (when info (agent-bridge-open info))))
+
+;;;###autoload
+(defun agent-bridge-approvals ()
+  "Answer one of the current session's pending approvals or questions."
+  (interactive)
+  (let* ((s (agent-bridge--require-session))
+         (pending (agent-bridge--session-pending s)))
+    (if (null pending)
+        (agent-bridge--message "no pending approvals")
+      (let* ((labels (mapcar (lambda (p) (cons (agent-bridge--describe (cdr p)) (car p))) pending))
+             (iid (if (cdr labels)
+                      (cdr (assoc (completing-read "Pending: " labels nil t) labels))
+                    (cdar labels)))
+             (answer (agent-bridge-ask (cdr (assoc iid pending)))))
+        (when answer
+          (agent-bridge--call 'interaction/respond (list :interactionId iid :answer answer)))))))
+
+(defun agent-bridge--edit (n)
+  "Return edit N (1-based; nil: the last) of the current session."
+  (let* ((edits (agent-bridge--session-edits (agent-bridge--require-session)))
+         (edit (nth (1- (or n (length edits))) edits)))
+    (or edit (user-error "No edit %s in this agent-bridge session" (or n "")))))
+
+(defun agent-bridge--edit-buffers (edit)
+  "Return (OLD . NEW), buffers holding EDIT's old and new text."
+  (let ((path (plist-get edit :path))
+        (old (get-buffer-create "*agent-bridge edit (old)*"))
+        (new (get-buffer-create "*agent-bridge edit (new)*")))
+    (dolist (pair (list (cons old (or (plist-get edit :oldText) ""))
+                        (cons new (or (plist-get edit :newText) ""))))
+      (with-current-buffer (car pair)
+        (let ((inhibit-read-only t))
+          (erase-buffer)
+          (insert (cdr pair)))
+        (setq-local buffer-file-name nil)
+        (rename-buffer (format "*agent-bridge %s %s*" path
+                               (if (eq (car pair) old) "(old)" "(new)"))
+                       t)))
+    (cons old new)))
+
+;;;###autoload
+(defun agent-bridge-diff (&optional n)
+  "Show edit N of the current session (default: the last) in `diff-mode'.
+Return the diff buffer."
+  (interactive "P")
+  (let* ((edit (agent-bridge--edit (and n (prefix-numeric-value n))))
+         (bufs (agent-bridge--edit-buffers edit))
+         (diff (diff-no-select (car bufs) (cdr bufs) "-u" t
+                               (get-buffer-create "*agent-bridge diff*"))))
+    (with-current-buffer diff
+      (let ((inhibit-read-only t))
+        (goto-char (point-min))
+        (insert (format "# edit of %s\n" (plist-get edit :path)))))
+    (display-buffer diff)
+    diff))
+
+;;;###autoload
+(defun agent-bridge-ediff (&optional n)
+  "Show edit N of the current session (default: the last) in `ediff'."
+  (interactive "P")
+  (require 'ediff)
+  (let ((bufs (agent-bridge--edit-buffers (agent-bridge--edit (and n (prefix-numeric-value n))))))
+    (ediff-buffers (car bufs) (cdr bufs))))
+
+;;;###autoload
+(defun agent-bridge-log ()
+  "Show the protocol traffic log (both directions) of the running bridge."
+  (interactive)
+  (if agent-bridge--connection
+      (pop-to-buffer (jsonrpc-events-buffer agent-bridge--connection))
+    (agent-bridge--message "the bridge is not running")))
+
+;;;###autoload
+(defun agent-bridge-close ()
+  "Close the current session (it stays in the journal)."
+  (interactive)
+  (let ((s (agent-bridge--require-session)))
+    (agent-bridge--call 'session/close (list :sessionId (agent-bridge--session-id s))
+                        (lambda (result) (agent-bridge--session (agent-bridge--session-id s)
+                                                                (plist-get result :session))))))
+
+;;;###autoload
+(defun agent-bridge-stop ()
+  "Shut the bridge down; its sessions stay in the journal."
+  (interactive)
+  (let ((conn agent-bridge--connection))
+    (when (and conn (jsonrpc-running-p conn))
+      (jsonrpc-async-request conn :shutdown (make-hash-table)
+                             :success-fn (lambda (_) (jsonrpc-notify conn :exit (make-hash-table)))
+                             :error-fn (lambda (_) (jsonrpc-shutdown conn))
+                             :timeout 10))))
+
+(defun agent-bridge-running-p ()
+  "Return non-nil while the bridge process is running."
+  (and agent-bridge--connection (jsonrpc-running-p agent-bridge--connection)))
+
+(provide 'agent-bridge)
+;;; agent-bridge.el ends here

@@ -1,0 +1,805 @@
+--- agent-bridge for Neovim: sessions with AI coding agents through `agent-bridge serve`.
+--- See :help agent-bridge.
+local client_mod = require('agent_bridge.client')
+local chat = require('agent_bridge.chat')
+local prompts = require('agent_bridge.prompts')
+
+local M = {}
+
+M.config = {
+  cmd = nil, -- the bridge command (argv list or string); default: agent-bridge on PATH, else uvx
+  subcommand = 'serve', -- 'connect' to reach the bridge's daemon (docs/daemon.md)
+  state_dir = nil, -- --state-dir for the bridge; default: the bridge's own default
+  args = {}, -- further `serve` arguments
+  env = nil,
+  log_events = true, -- keep event notifications in the traffic log
+}
+
+--- Everything the plugin knows: the bridge client, the sessions by id, the current one.
+M.state = { client = nil, sessions = {}, current = nil, providers = nil }
+
+local function notify(msg, level)
+  vim.notify('agent-bridge: ' .. msg, level or vim.log.levels.INFO)
+end
+
+--- The text to show for a protocol error: its `data.code` (the classified code, which
+--- generic clients call "unknown"), message and next step.
+---@param err table
+---@return string
+function M.format_error(err)
+  if type(err) ~= 'table' then
+    return tostring(err)
+  end
+  local data = type(err.data) == 'table' and err.data or {}
+  local text = (data.code or tostring(err.code)) .. ': ' .. (data.message or err.message or '')
+  local details = type(data.details) == 'table' and data.details or {}
+  if details.nextStep then
+    text = text .. ' — next step: ' .. details.nextStep
+  elseif details.reason then
+    text = text .. ' (' .. details.reason .. ')'
+  end
+  return text
+end
+
+local function report(what, err)
+  notify(what .. ' failed: ' .. M.format_error(err), vim.log.levels.ERROR)
+end
+
+---@param opts table|nil
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend('force', M.config, opts or {})
+end
+
+-- ------------------------------------------------------------------ sessions
+
+--- The state of session `id` (created on first sight).
+---@param id string
+---@param info table|nil a SessionInfo
+---@return table
+function M.session(id, info)
+  local s = M.state.sessions[id]
+  if not s then
+    s = { id = id, last_seq = 0, pending = {}, edits = {}, tools = {}, blocks = {} }
+    M.state.sessions[id] = s
+  end
+  if info then
+    s.provider = info.providerId or s.provider
+    s.title = info.title or s.title
+    s.state = info.state or s.state
+    s.active_run = info.activeRunId
+  end
+  return s
+end
+
+--- The session of the current chat buffer, else the last one used.
+---@return table|nil
+function M.current()
+  local id = vim.b.agent_bridge_session or M.state.current
+  return id and M.state.sessions[id] or nil
+end
+
+--- How many approvals (and questions) wait for an answer in session `s`.
+---@param s table
+---@return integer
+function M.pending_count(s)
+  local n = 0
+  for _ in pairs(s.pending) do
+    n = n + 1
+  end
+  return n
+end
+
+--- The chat window's bar: provider, session, run state and the pending count.
+---@return string
+function M.winbar()
+  local id = vim.b[vim.api.nvim_win_get_buf(vim.g.statusline_winid or 0)].agent_bridge_session
+  local s = id and M.state.sessions[id]
+  if not s then
+    return ''
+  end
+  local parts = { 'agent-bridge', s.provider or '?', s.title or s.id }
+  table.insert(parts, s.active_run and 'running' or ((s.state == 'closed') and 'closed' or 'idle'))
+  local n = M.pending_count(s)
+  if n > 0 then
+    table.insert(parts, ('%d pending %s'):format(n, n == 1 and 'approval' or 'approvals'))
+  end
+  if s.usage and s.usage.context then
+    table.insert(parts, ('%d tokens'):format(s.usage.context.usedTokens or 0))
+  end
+  return ' ' .. table.concat(parts, ' · '):gsub('%%', '%%%%')
+end
+
+-- ------------------------------------------------------------------ events
+
+local function tool_header(s, p)
+  local t = s.tools[p.toolCallId] or {}
+  s.tools[p.toolCallId] = t
+  t.name = p.name or t.name
+  t.title = p.title or t.title
+  if p.input ~= nil and t.input == nil then
+    t.input = p.input
+  end
+  t.status = p.status
+  if p.exitCode ~= nil then
+    t.exit = p.exitCode
+  end
+  local what = t.title
+  if not what and type(t.input) == 'table' then
+    what = t.input.command or t.input.file_path or t.input.path
+  end
+  local status = t.status == 'started' and 'running' or (t.status == 'output' and 'running' or t.status)
+  if t.exit ~= nil then
+    status = status .. ', exit ' .. tostring(t.exit)
+  end
+  return ('tool %s%s [%s]'):format(t.name or '?', what and (': ' .. tostring(what)) or '', status)
+end
+
+local function split_lines(text)
+  local lines = vim.split(text, '\n', { plain = true })
+  if lines[#lines] == '' then
+    table.remove(lines)
+  end
+  return lines
+end
+
+local render = {}
+
+render['run.started'] = function(s, e, p)
+  s.active_run = e.runId
+  chat.append(s, { '', '## You', unpack(split_lines(p.input or '')) })
+  chat.append(s, { '', '## Agent' })
+end
+
+render['text.delta'] = function(s, _, p)
+  chat.stream(s, p.text or '', 'text')
+end
+
+render['thinking.delta'] = function(s, _, p)
+  chat.stream(s, p.text or '', 'thinking')
+end
+
+render['tool.activity'] = function(s, _, p)
+  local key = 'tool:' .. p.toolCallId
+  if not s.blocks[key] then
+    chat.block(s, key, tool_header(s, p))
+    if p.input ~= nil then
+      local ok, text = pcall(vim.json.encode, p.input)
+      chat.block_body(s, key, { 'input: ' .. (ok and text or '?') })
+    end
+  else
+    chat.block_header(s, key, tool_header(s, p))
+  end
+  if p.output then
+    chat.block_body(s, key, split_lines(p.output))
+  end
+  for _, item in ipairs(p.content or {}) do
+    if item.type == 'edit' then
+      table.insert(s.edits, { path = item.path, oldText = item.oldText, newText = item.newText or '' })
+      chat.block_body(s, key, {
+        ('edit %s (%s) — :AgentBridge diff %d'):format(item.path, item.oldText and 'changed' or 'new file', #s.edits),
+      })
+    elseif item.type == 'text' and item.text then
+      chat.block_body(s, key, split_lines(item.text))
+    end
+  end
+end
+
+render['plan.updated'] = function(s, _, p)
+  local lines = { 'Plan:' }
+  local marks = { pending = '[ ]', inProgress = '[~]', completed = '[x]' }
+  for _, step in ipairs(p.steps or {}) do
+    table.insert(lines, ('  %s %s'):format(marks[step.status] or '[ ]', step.text))
+  end
+  chat.append(s, lines)
+end
+
+render['usage'] = function(s, _, p)
+  s.usage = p
+end
+
+render['diagnostic'] = function(s, _, p)
+  chat.append(s, { ('! %s %s: %s'):format(p.level or 'info', p.code or '', p.message or '') })
+end
+
+render['interaction.requested'] = function(s, _, p)
+  s.pending[p.interactionId] = p.request
+  local kind = p.request and p.request.kind or 'interaction'
+  chat.append(s, { ('? %s: %s'):format(kind, prompts.describe(p.request or {})) })
+end
+
+render['interaction.settled'] = function(s, _, p)
+  s.pending[p.interactionId] = nil
+  M._release(p.interactionId)
+  local text = '→ ' .. (p.status or 'settled')
+  local summary = prompts.summary(p.answer)
+  if summary ~= '' then
+    text = text .. ': ' .. summary
+  end
+  if p.auto then
+    text = text .. ' (by the bridge)'
+  end
+  chat.append(s, { text })
+end
+
+render['run.completed'] = function(s, e, p)
+  s.active_run = nil
+  s.ended = s.ended or {}
+  s.ended[e.runId or ''] = true
+  chat.append(s, { '✓ done' .. (p.stopReason and (' (' .. p.stopReason .. ')') or '') })
+end
+
+render['run.failed'] = function(s, e, p)
+  s.active_run = nil
+  s.ended = s.ended or {}
+  s.ended[e.runId or ''] = true
+  chat.append(s, { '✗ failed: ' .. M.format_error({ data = p.error }) })
+end
+
+render['run.interrupted'] = function(s, e, p)
+  s.active_run = nil
+  s.ended = s.ended or {}
+  s.ended[e.runId or ''] = true
+  chat.append(s, { '✗ interrupted (' .. (p.reason or 'user') .. (p.forced and ', forced' or '') .. ')' })
+end
+
+render['session.closed'] = function(s, _, p)
+  s.state = 'closed'
+  s.active_run = nil
+  s.pending = {}
+  chat.append(s, { '— session closed (' .. (p.reason or 'closed') .. ')' })
+end
+
+render['session.resumed'] = function(s, _, _)
+  s.state = 'active'
+  chat.append(s, { '— session resumed' })
+end
+
+--- Apply one event envelope to its session (each sequence once, in order).
+---@param e table
+function M.on_event(e)
+  local s = M.session(e.sessionId)
+  if e.sequence and e.sequence <= s.last_seq then
+    return -- a replayed event this buffer already shows
+  end
+  s.last_seq = e.sequence or s.last_seq
+  local p = e.payload or {}
+  local f = render[p.type]
+  if f then
+    f(s, e, p)
+  end
+  vim.cmd('redrawstatus!')
+end
+
+-- ------------------------------------------------------------------ interactions
+
+--- Prompts run one at a time: the queue of interactions waiting for the prompt.
+local queue, prompting = {}, false
+--- Requests whose prompt was dismissed, by interaction id: left unanswered until the
+--- interaction settles another way.
+local held = {}
+
+--- The interaction settled: end its dismissed request (the bridge ignores that reply).
+local function release(iid)
+  local item = held[iid]
+  if item then
+    held[iid] = nil
+    item.released = true
+    item.finish(nil)
+  end
+end
+
+local function next_prompt()
+  if prompting or #queue == 0 then
+    return
+  end
+  local item = table.remove(queue, 1)
+  local s = M.state.sessions[item.params.sessionId]
+  if s and not s.pending[item.params.interactionId] then -- settled meanwhile
+    item.released = true
+    item.finish(nil)
+    return next_prompt()
+  end
+  prompting = true
+  prompts.ask(item.params.request, function(answer)
+    prompting = false
+    item.finish(answer)
+    vim.schedule(next_prompt)
+  end)
+end
+
+--- The bridge's `interaction/request` (runs in a coroutine: waits for the user's answer).
+local function on_request(method, params)
+  if method ~= 'interaction/request' then
+    return nil, vim.lsp.rpc.rpc_response_error(vim.lsp.protocol.ErrorCodes.MethodNotFound)
+  end
+  local co = coroutine.running()
+  local item = { params = params }
+  local answered = false
+  item.finish = function(answer)
+    if answered then
+      return
+    end
+    if answer == nil and not item.released then
+      -- Dismissed: the request stays unanswered, so the interaction stays pending
+      -- (answer it later with :AgentBridge approvals); released once it settles.
+      held[params.interactionId] = item
+      return
+    end
+    answered = true
+    coroutine.resume(co, answer)
+  end
+  local s = M.session(params.sessionId)
+  s.pending[params.interactionId] = s.pending[params.interactionId] or params.request
+  table.insert(queue, item)
+  vim.schedule(next_prompt)
+  local answer = coroutine.yield()
+  if answer == nil then
+    return nil, vim.lsp.rpc.rpc_response_error(vim.lsp.protocol.ErrorCodes.RequestCancelled, 'dismissed')
+  end
+  return answer
+end
+
+--- The bridge withdrew a request (the interaction was settled another way).
+local function on_cancel(_)
+  -- The request ids are the rpc client's; the interaction's own settlement event tells
+  -- which one: drop queued prompts whose interaction is no longer pending.
+  vim.schedule(function()
+    for i = #queue, 1, -1 do
+      local item = queue[i]
+      local s = M.state.sessions[item.params.sessionId]
+      if s and not s.pending[item.params.interactionId] then
+        table.remove(queue, i)
+        item.released = true
+        item.finish(nil)
+      end
+    end
+  end)
+end
+
+M._release = release
+
+-- ------------------------------------------------------------------ the bridge
+
+--- The running bridge client, started (and initialized) on first use; `fn(client)` runs
+--- once it is ready. Shows the reason and next step when the bridge cannot start.
+---@param fn fun(client: AgentBridgeClient)
+function M.with_client(fn)
+  local c = M.state.client
+  if c and not c.exited then
+    if c.ready then
+      return fn(c)
+    end
+    table.insert(c.waiting, fn)
+    return
+  end
+  local started, why = client_mod.start(M.config, {
+    notification = function(method, params)
+      if method == 'event' then
+        M.on_event(params)
+      elseif method == 'journal/status' and params and params.state ~= 'ok' then
+        notify('journal ' .. tostring(params.state) .. ' (' .. tostring(params.reason) .. ')', vim.log.levels.WARN)
+      end
+    end,
+    request = on_request,
+    cancel = on_cancel,
+    exit = function(code, _)
+      local was = M.state.client
+      if was and was.stopping then
+        return
+      end
+      if was and not was.ready then
+        notify(('the bridge exited (code %s) before it answered initialize: run `%s --help` to check it'):format(
+          tostring(code), was.argv[1]), vim.log.levels.ERROR)
+      elseif code ~= 0 then
+        notify(('the bridge exited (code %s); :AgentBridge sessions to reattach'):format(tostring(code)),
+          vim.log.levels.WARN)
+      end
+    end,
+  })
+  if not started then
+    notify(why, vim.log.levels.ERROR)
+    return
+  end
+  c = started
+  c.waiting = { fn }
+  c.on_log = M._on_log
+  M.state.client = c
+  c:request('initialize', {
+    protocolVersion = 1,
+    clientInfo = { name = 'agent-bridge.nvim', version = '0.1.0' },
+    capabilities = { interactions = { approval = true, question = true, questionSet = true } },
+  }, function(err, result)
+    if err then
+      report('initialize', err)
+      return
+    end
+    c.init_result = result
+    c:notify('initialized', vim.empty_dict())
+    c.ready = true
+    local waiting = c.waiting
+    c.waiting = {}
+    for _, f in ipairs(waiting) do
+      f(c)
+    end
+  end)
+end
+
+--- Send a request through the running bridge; `on_result(result)` on success, the error
+--- shown otherwise (`on_error(err)` also called when given).
+function M.call(method, params, on_result, on_error)
+  M.with_client(function(c)
+    c:request(method, params, function(err, result)
+      if err then
+        report(method, err)
+        if on_error then
+          on_error(err)
+        end
+        return
+      end
+      if on_result then
+        on_result(result)
+      end
+    end)
+  end)
+end
+
+-- ------------------------------------------------------------------ commands
+
+--- Parse `key=value` arguments (a value that is JSON is decoded).
+local function parse_options(args)
+  local out = {}
+  for _, arg in ipairs(args) do
+    local key, value = arg:match('^([%w_]+)=(.*)$')
+    if key then
+      local ok, decoded = pcall(vim.json.decode, value)
+      out[key] = (ok and type(decoded) ~= 'string' and decoded ~= nil) and decoded or value
+    end
+  end
+  return out
+end
+
+local function describe_provider(p)
+  local a = p.availability or {}
+  local label = ('%s (%s)'):format(p.displayName or p.id, p.id)
+  if a.status and a.status ~= 'available' then
+    label = label .. ' — ' .. a.status .. (a.reason and (': ' .. a.reason) or '')
+  end
+  return label
+end
+
+local function option_named(p, names)
+  for _, o in ipairs(p.options or {}) do
+    if o.scope == 'session' then
+      for _, n in ipairs(names) do
+        if o.name == n then
+          return o
+        end
+      end
+    end
+  end
+end
+
+--- Ask for a value of `option` (an enum: vim.ui.select of its values; else vim.ui.input);
+--- `done(value|nil)`.
+local function pick_option(option, title, done)
+  if not option then
+    return done(nil)
+  end
+  if option.type == 'enum' and option.values then
+    local items = { '(default' .. (option.default and (': ' .. tostring(option.default)) or '') .. ')' }
+    vim.list_extend(items, option.values)
+    vim.ui.select(items, { prompt = title, kind = 'agent_bridge.' .. option.name }, function(choice, idx)
+      done((idx and idx > 1) and choice or nil)
+    end)
+  else
+    vim.ui.input({ prompt = title .. ' (empty: default) ' }, function(text)
+      done((text and text ~= '') and text or nil)
+    end)
+  end
+end
+
+--- Create a session on `p` with `options`, then show its chat buffer.
+local function create_session(p, options, title)
+  local a = p.availability or {}
+  if a.status == 'unavailable' then
+    notify(('%s is not available: %s%s'):format(p.id, a.reason or 'not installed',
+      a.nextStep and (' — next step: ' .. a.nextStep) or ''), vim.log.levels.ERROR)
+    return
+  end
+  local params = { provider = p.id, title = title }
+  if next(options) then
+    params.options = options
+  end
+  M.call('session/create', params, function(result)
+    local s = M.session(result.session.sessionId, result.session)
+    M.state.current = s.id
+    chat.show(s)
+  end)
+end
+
+--- :AgentBridge new [provider] [key=value ...]: pick the provider (and its model and mode
+--- options) from `providers/list`, create the session, open its chat buffer.
+function M.new_session(args)
+  args = args or {}
+  local provider_id = args[1] and not args[1]:find('=') and args[1] or nil
+  local options = parse_options(args)
+  local title = options.title
+  options.title = nil
+  M.call('providers/list', { probe = true }, function(result)
+    M.state.providers = result.providers
+    local function with_provider(p)
+      if not p then
+        return
+      end
+      local model = option_named(p, { 'model' })
+      local mode = option_named(p, { 'mode', 'permissionMode', 'approvalPolicy' })
+      if provider_id then -- options given on the command line: no pickers
+        return create_session(p, options, title)
+      end
+      pick_option(model, 'Model for ' .. p.id, function(m)
+        options.model = m
+        pick_option(mode, (mode and mode.name or 'mode') .. ' for ' .. p.id, function(md)
+          if mode then
+            options[mode.name] = md
+          end
+          create_session(p, options, title)
+        end)
+      end)
+    end
+    if provider_id then
+      for _, p in ipairs(result.providers) do
+        if p.id == provider_id then
+          return with_provider(p)
+        end
+      end
+      return notify(('no provider %q (:AgentBridge new lists them)'):format(provider_id), vim.log.levels.ERROR)
+    end
+    vim.ui.select(result.providers, {
+      prompt = 'agent-bridge provider',
+      kind = 'agent_bridge.provider',
+      format_item = describe_provider,
+    }, with_provider)
+  end)
+end
+
+--- :AgentBridge prompt [text]: start a run in the current session.
+function M.prompt(text)
+  local s = M.current()
+  if not s then
+    return notify('no session: :AgentBridge new or :AgentBridge sessions', vim.log.levels.WARN)
+  end
+  local function send(t)
+    if not t or t == '' then
+      return
+    end
+    M.call('run/start', { sessionId = s.id, input = { text = t } }, function(result)
+      -- The reply may come after the run's events, even its end.
+      if not (s.ended and s.ended[result.runId]) then
+        s.active_run = result.runId
+      end
+    end)
+  end
+  if text and text ~= '' then
+    send(text)
+  else
+    vim.ui.input({ prompt = 'agent-bridge prompt: ' }, send)
+  end
+end
+
+--- :AgentBridge cancel: interrupt the current session's run.
+function M.cancel()
+  local s = M.current()
+  if not s or not s.active_run then
+    return notify('no run to cancel', vim.log.levels.WARN)
+  end
+  M.call('run/interrupt', { runId = s.active_run, reason = 'user' })
+end
+
+--- Open session `info` (a SessionInfo) here: reattach when this bridge has it open
+--- (its events after the last one shown are replayed, its pending approvals asked
+--- again), resume it from the journal otherwise.
+function M.open(info)
+  local s = M.session(info.sessionId, info)
+  M.state.current = s.id
+  chat.show(s)
+  local method = info.state == 'active' and 'session/attach' or 'session/resume'
+  M.call(method, { sessionId = s.id, after = s.last_seq }, function(result)
+    M.session(s.id, result.session)
+  end, function(err)
+    if method == 'session/attach' then
+      return
+    end
+    local code = type(err.data) == 'table' and err.data.code
+    if code == 'unsupported' or code == 'recovery_invalid' then -- read-only history
+      M.call('session/attach', { sessionId = s.id, after = s.last_seq })
+    end
+  end)
+end
+
+--- :AgentBridge sessions: the sessions of the journal, newest first; pick one to open.
+function M.sessions()
+  M.call('session/list', {}, function(result)
+    local list = result.sessions or {}
+    if #list == 0 then
+      return notify('no sessions yet: :AgentBridge new')
+    end
+    vim.ui.select(list, {
+      prompt = 'agent-bridge sessions',
+      kind = 'agent_bridge.session',
+      format_item = function(info)
+        local s = M.state.sessions[info.sessionId]
+        local n = s and M.pending_count(s) or 0
+        return ('%s · %s · %s%s · %s'):format(info.title or '(untitled)', info.providerId, info.state,
+          n > 0 and (' · ' .. n .. ' pending') or '', info.sessionId)
+      end,
+    }, function(info)
+      if info then
+        M.open(info)
+      end
+    end)
+  end)
+end
+
+--- :AgentBridge approvals: answer one of the current session's pending interactions
+--- (through interaction/respond).
+function M.approvals()
+  local s = M.current()
+  if not s or M.pending_count(s) == 0 then
+    return notify('no pending approvals')
+  end
+  local ids = vim.tbl_keys(s.pending)
+  table.sort(ids)
+  local function answer(iid)
+    prompts.ask(s.pending[iid], function(a)
+      if a then
+        M.call('interaction/respond', { interactionId = iid, answer = a })
+      end
+    end)
+  end
+  if #ids == 1 then
+    return answer(ids[1])
+  end
+  vim.ui.select(ids, {
+    prompt = 'agent-bridge pending',
+    format_item = function(iid)
+      return prompts.describe(s.pending[iid] or {})
+    end,
+  }, function(iid)
+    if iid then
+      answer(iid)
+    end
+  end)
+end
+
+--- :AgentBridge diff [n]: edit `n` of the current session (default: the last) in a diff
+--- view — the old text from a temporary file, :diffsplit against the new text.
+function M.diff(n)
+  local s = M.current()
+  if not s or #s.edits == 0 then
+    return notify('no edits in this session yet', vim.log.levels.WARN)
+  end
+  local edit = s.edits[tonumber(n) or #s.edits]
+  if not edit then
+    return notify('no edit ' .. tostring(n), vim.log.levels.WARN)
+  end
+  vim.cmd('tabnew')
+  local new = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_name(new, ('agent-bridge://edit/%s/%d/%s'):format(s.id, tonumber(n) or #s.edits, edit.path))
+  vim.bo[new].buftype = 'nofile'
+  vim.bo[new].bufhidden = 'wipe'
+  vim.api.nvim_buf_set_lines(new, 0, -1, false, vim.split(edit.newText, '\n', { plain = true }))
+  local ft = vim.filetype.match({ filename = edit.path })
+  if ft then
+    vim.bo[new].filetype = ft
+  end
+  local old = vim.fn.tempname() .. '-' .. vim.fn.fnamemodify(edit.path, ':t')
+  vim.fn.writefile(vim.split(edit.oldText or '', '\n', { plain = true }), old)
+  vim.cmd('vertical diffsplit ' .. vim.fn.fnameescape(old))
+  vim.bo.bufhidden = 'wipe'
+  vim.bo.readonly = true
+end
+
+--- :AgentBridge log: the protocol traffic log (both directions), updated live.
+function M.log()
+  local c = M.state.client
+  local buf = M.state.log_buf
+  if not (buf and vim.api.nvim_buf_is_valid(buf)) then
+    buf = vim.api.nvim_create_buf(true, true)
+    vim.api.nvim_buf_set_name(buf, 'agent-bridge://log')
+    vim.bo[buf].buftype = 'nofile'
+    vim.bo[buf].filetype = 'agentbridgelog'
+    M.state.log_buf = buf
+  end
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, c and c.log or { '(the bridge is not running)' })
+  vim.cmd('split')
+  vim.api.nvim_win_set_buf(0, buf)
+end
+
+function M._on_log(line)
+  local buf = M.state.log_buf
+  if buf and vim.api.nvim_buf_is_valid(buf) then
+    vim.schedule(function()
+      if vim.api.nvim_buf_is_valid(buf) then
+        vim.api.nvim_buf_set_lines(buf, -1, -1, false, { line })
+      end
+    end)
+  end
+end
+
+--- :AgentBridge stop: shut the bridge down (its sessions are kept in the journal and can
+--- be reopened with :AgentBridge sessions); `done()` after it exited.
+function M.stop(done)
+  local c = M.state.client
+  if not c then
+    if done then
+      done()
+    end
+    return
+  end
+  c.stopping = true
+  c:stop(function()
+    if M.state.client == c then
+      M.state.client = nil
+    end
+    for _, s in pairs(M.state.sessions) do
+      s.pending = {}
+    end
+    queue, held = {}, {}
+    if done then
+      done()
+    end
+  end)
+end
+
+--- :AgentBridge close: close the current session.
+function M.close()
+  local s = M.current()
+  if s then
+    M.call('session/close', { sessionId = s.id }, function(result)
+      M.session(s.id, result.session)
+    end)
+  end
+end
+
+M.subcommands = {
+  new = function(args) M.new_session(args) end,
+  prompt = function(args) M.prompt(table.concat(args, ' ')) end,
+  cancel = function() M.cancel() end,
+  sessions = function() M.sessions() end,
+  approvals = function() M.approvals() end,
+  diff = function(args) M.diff(args[1]) end,
+  log = function() M.log() end,
+  close = function() M.close() end,
+  stop = function() M.stop() end,
+}
+
+--- The :AgentBridge command.
+---@param opts table the user command's opts
+function M.command(opts)
+  local args = vim.deepcopy(opts.fargs)
+  local sub = table.remove(args, 1) or 'sessions'
+  local f = M.subcommands[sub]
+  if not f then
+    return notify('unknown subcommand ' .. sub .. ' (see :help agent-bridge)', vim.log.levels.ERROR)
+  end
+  f(args)
+end
+
+function M.complete(arglead, cmdline)
+  local words = vim.split(cmdline, '%s+', { trimempty = false })
+  if #words <= 2 then
+    local names = vim.tbl_keys(M.subcommands)
+    table.sort(names)
+    return vim.tbl_filter(function(n) return vim.startswith(n, arglead) end, names)
+  end
+  if words[2] == 'new' and #words == 3 then
+    local ids = {}
+    for _, p in ipairs(M.state.providers or {}) do
+      table.insert(ids, p.id)
+    end
+    return ids
+  end
+  return {}
+end
+
+return M

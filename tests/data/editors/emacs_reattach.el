@@ -1,0 +1,86 @@
+;;; emacs_reattach.el --- agent-bridge.el reattaching through the daemon -*- lexical-binding: t; -*-
+
+;; Two real `emacs --batch' runs (AB_PHASE 1 then 2) on `agent-bridge connect' (one
+;; daemon, one state dir): 1. a run asks an approval, the prompt is quit (C-g), so it
+;; stays pending, and Emacs exits (the host detaches); 2. a fresh Emacs lists the session
+;; (active), reattaches: the history is replayed and the approval asked again.
+;; Env: AB_PACKAGE, AB_BRIDGE, AB_STATE, AB_PHASE, AB_OUT.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(add-to-list 'load-path (getenv "AB_PACKAGE"))
+(require 'agent-bridge)
+
+(defvar test-picks nil "What the stubbed prompt answers, in order; `quit' quits.")
+(defvar test-asked nil "The prompts shown: (PROMPT PENDING-COUNT).")
+
+(defun test-read-multiple-choice (prompt choices &rest _)
+  "Answer PROMPT with the choice of CHOICES named by the next of `test-picks'."
+  (let ((s (agent-bridge--current-session)) (want (pop test-picks)))
+    (push (list prompt (if s (agent-bridge-pending-count s) 0)) test-asked)
+    (if (eq want 'quit)
+        (signal 'quit nil)
+      (or (seq-find (lambda (c) (equal (cadr c) want)) choices)
+          (error "No choice %S" want)))))
+
+(defun test-lines ()
+  "The current session's chat, as lines."
+  (let ((s (agent-bridge--current-session)))
+    (and s (with-current-buffer (agent-bridge--buffer s)
+             (split-string (buffer-substring-no-properties (point-min) (point-max)) "\n")))))
+
+(defun test-wait (what pred)
+  "Wait (at most 20 s) until PRED holds; fail naming WHAT otherwise."
+  (let ((deadline (+ (float-time) 20)))
+    (while (and (not (funcall pred)) (< (float-time) deadline))
+      (accept-process-output nil 0.02))
+    (unless (funcall pred)
+      (error "Timed out waiting for %s; chat: %S" what (test-lines)))))
+
+(defun test-save (&rest plist)
+  "Write PLIST as JSON to AB_OUT."
+  (with-temp-file (getenv "AB_OUT") (insert (json-serialize plist))))
+
+(ert-deftest agent-bridge-reattach ()
+  (cl-letf (((symbol-function 'read-multiple-choice) #'test-read-multiple-choice))
+    (setq agent-bridge-command (list (getenv "AB_BRIDGE"))
+          agent-bridge-subcommand "connect"
+          agent-bridge-state-directory (getenv "AB_STATE"))
+    (if (equal (getenv "AB_PHASE") "1")
+        (let ((script (make-temp-file "script" nil ".json")))
+          (with-temp-file script
+            (insert (json-serialize
+                     '(:steps [(:type "text" :text "Ready to deploy.")
+                               (:type "approval" :title "Deploy to production"
+                                :modes ["once" "session"]
+                                :onAllow [(:type "text" :text "Deployed after the reattach.")]
+                                :onDeny [(:type "text" :text "Not deploying.")])]))))
+          (setq test-picks '(quit))
+          (agent-bridge-new-session "scripted" (list :scriptFile script) "Deploy")
+          (test-wait "the session" #'agent-bridge--current-session)
+          (agent-bridge-prompt "Deploy it")
+          (test-wait "the prompt" (lambda () test-asked))
+          (accept-process-output nil 0.3)
+          (let ((s (agent-bridge--current-session)))
+            (should (= 1 (agent-bridge-pending-count s)))
+            (test-save :session (agent-bridge--session-id s) :lines (vconcat (test-lines))))
+          ;; Leave without shutdown: the host detaches, the run waits in the daemon.
+          (jsonrpc-shutdown agent-bridge--connection))
+      (setq test-picks '("allow once"))
+      (let (listed)
+        (agent-bridge-sessions (lambda (buf) (setq listed buf)))
+        (test-wait "the list" (lambda () listed))
+        (with-current-buffer listed
+          (goto-char (point-min))
+          (should (search-forward "active" nil t))
+          (agent-bridge-sessions-open)))
+      (test-wait "the run" (lambda () (member "✓ done (end_turn)" (test-lines))))
+      (test-save :session (agent-bridge--session-id (agent-bridge--current-session))
+                 :pendingWhenAsked (nth 1 (car test-asked))
+                 :lines (vconcat (test-lines)))
+      (agent-bridge-stop)
+      (test-wait "the bridge to stop" (lambda () (not (agent-bridge-running-p)))))))
+
+;;; emacs_reattach.el ends here

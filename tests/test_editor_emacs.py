@@ -1,0 +1,157 @@
+"""The Emacs package (editors/emacs/agent-bridge.el) in a real ``emacs --batch`` (ERT)
+against the real bridge, and its lint.
+
+The ERT scenario (tests/data/editors/emacs_session.el) drives a whole scripted session
+through the package's own commands, with asynchronous requests only: a missing bridge is
+a `user-error` with the next step; text and thinking stream into the chat buffer
+(`agent-bridge-chat-mode`), folded blocks toggle; an approval is answered through
+`read-multiple-choice` offering the request's modes (pending count 1 while asked); the
+edit shows in `diff-mode`; a question is answered; a run is interrupted; the traffic log
+has both directions; after the bridge restarts on the same state directory the session
+is listed (`tabulated-list-mode`), reopened with no gap and no duplicate, and runs again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from editor_tools import ROOT, bridge_command, require_editor, run_editor
+from test_editor_neovim import AFTER, RUN1
+
+DATA = ROOT / "tests" / "data" / "editors"
+PACKAGE = ROOT / "editors" / "emacs"
+#: package-lint 0.16 (Debian 12's) predates Emacs 28's release and warns that requiring
+#: it makes a package uninstallable; every other finding fails the test.
+STALE_WARNING = "This makes the package uninstallable in all released Emacs versions."
+
+
+def test_emacs_package_drives_a_whole_session(tmp_path: Path) -> None:
+    emacs = require_editor("emacs")
+    out = tmp_path / "outcome.json"
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "AB_PACKAGE": str(PACKAGE),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(tmp_path / "state"),
+        "AB_SCRIPT": str(DATA / "session_script.json"),
+        "AB_OUT": str(out),
+    }
+    scenario = str(DATA / "emacs_session.el")
+    log = run_editor(
+        [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
+        env=env,
+        timeout=100,
+    )
+    assert "1 results as expected, 0 unexpected" in log, log
+    o = json.loads(out.read_text())
+    sid = o["session"]
+    run1 = [line.replace(":AgentBridge diff 1", "M-x agent-bridge-diff 1") for line in RUN1]
+    assert o["lines"] == [f"# agent-bridge · Fix-the-build · {sid}", "", *run1, *AFTER]
+    assert o["headerLine"] == " agent-bridge · scripted · Fix-the-build · idle"
+
+
+def _emacs_batch(emacs: str, tmp_path: Path, *args: str) -> str:
+    """Run ``emacs --batch -Q ARGS`` with a private HOME; return its output."""
+    env = {**os.environ, "HOME": str(tmp_path)}
+    return run_editor([emacs, "--batch", "-Q", *args], env=env, timeout=60)
+
+
+def test_emacs_package_is_package_lint_checkdoc_and_byte_compile_clean(tmp_path: Path) -> None:
+    emacs = require_editor("emacs")
+    lint_dirs = sorted(Path("/usr/share/emacs/site-lisp/elpa").glob("package-lint-*"))
+    if not lint_dirs:
+        require_editor("package-lint (Debian elpa-package-lint)")
+    work = tmp_path / "pkg"
+    work.mkdir()
+    source = work / "agent-bridge.el"
+    source.write_bytes((PACKAGE / "agent-bridge.el").read_bytes())
+    setup = (
+        f"(progn (add-to-list 'load-path {json.dumps(str(lint_dirs[-1]))})"
+        " (require 'package-lint)"
+        " (setq package-lint-batch-fail-on-warnings nil))"
+    )
+    lint = _emacs_batch(
+        emacs, tmp_path, "--eval", setup, "-f", "package-lint-batch-and-exit", str(source)
+    )
+    findings = [
+        line for line in lint.splitlines() if re.search(r":\d+:\d+: (error|warning):", line)
+    ]
+    assert all(line.endswith(STALE_WARNING) for line in findings), lint
+    check = f"(progn (require 'checkdoc) (checkdoc-file {json.dumps(str(source))}))"
+    checkdoc = _emacs_batch(emacs, tmp_path, "--eval", check)
+    assert "Warning" not in checkdoc, checkdoc
+    strict = "(setq byte-compile-error-on-warn t)"
+    compiled = _emacs_batch(
+        emacs, tmp_path, "-L", str(work), "--eval", strict, "-f", "batch-byte-compile", str(source)
+    )
+    assert (work / "agent-bridge.elc").exists(), compiled
+    # The autoloads: the interactive entry points are autoloaded.
+    make = (
+        f"(progn (setq generated-autoload-file {json.dumps(str(work / 'ab-autoloads.el'))})"
+        f" (update-directory-autoloads {json.dumps(str(work))}))"
+    )
+    made = _emacs_batch(emacs, tmp_path, "--eval", make)
+    text = (work / "ab-autoloads.el").read_text()
+    for command in ("agent-bridge-new-session", "agent-bridge-sessions", "agent-bridge-prompt"):
+        assert f'(autoload \'{command} "agent-bridge"' in text, (command, made)
+
+
+def test_emacs_reattaches_through_the_daemon_and_the_pending_approval_comes_back(
+    tmp_path: Path,
+) -> None:
+    emacs = require_editor("emacs")
+    state = tmp_path / "state"
+    runtime = tempfile.mkdtemp(prefix="abr-", dir="/tmp")  # a short daemon socket path
+    base = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_RUNTIME_DIR": runtime,
+        "AB_PACKAGE": str(PACKAGE),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(state),
+    }
+    scenario = str(DATA / "emacs_reattach.el")
+    outcomes = []
+    try:
+        for phase in ("1", "2"):
+            out = tmp_path / f"phase{phase}.json"
+            log = run_editor(
+                [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
+                env={**base, "AB_PHASE": phase, "AB_OUT": str(out)},
+                timeout=60,
+            )
+            assert "1 results as expected, 0 unexpected" in log, log
+            outcomes.append(json.loads(out.read_text()))
+    finally:
+        run_editor(
+            [bridge_command()[0], "daemon", "--stop", "--state-dir", str(state)],
+            env=base,
+            timeout=30,
+        )
+        shutil.rmtree(runtime, ignore_errors=True)
+    first, second = outcomes
+    asked = [
+        f"# agent-bridge · Deploy · {first['session']}",
+        "",
+        "## You",
+        "Deploy it",
+        "",
+        "## Agent",
+        "Ready to deploy.",
+        "? approval: Deploy to production",
+    ]
+    assert first["lines"] == asked
+    assert second["session"] == first["session"]
+    assert second["pendingWhenAsked"] == 1
+    assert second["lines"] == [
+        *asked,
+        "→ responded: allow",
+        "Deployed after the reattach.",
+        "✓ done (end_turn)",
+    ]

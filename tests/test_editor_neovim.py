@@ -1,0 +1,211 @@
+"""The Neovim plugin (editors/neovim) in a real headless Neovim against the real bridge.
+
+The scenario (tests/data/editors/nvim_session.lua) drives a whole scripted session through
+the plugin's own :AgentBridge commands: a missing bridge gives a message with the next
+step; text and thinking stream into the chat buffer; an approval is answered through
+vim.ui.select with the approval's modes (the pending count is 1 while it is asked); an
+edit opens in a :diffsplit view; a question is answered; a run is interrupted; the
+traffic log shows both directions; after the bridge restarts on the same state directory
+the session is listed, reopened with no gap and no duplicate, and runs again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from editor_tools import ROOT, bridge_command, require_editor, run_editor
+
+DATA = ROOT / "tests" / "data" / "editors"
+
+RUN1 = [
+    "## You",
+    "Fix the build",
+    "",
+    "## Agent",
+    "▸ thinking",
+    "  │ Let me look at the build.",
+    "I will fix the Makefile.",
+    "? approval: Edit Makefile",
+    "→ responded: allow (session)",
+    "▸ tool Edit: Edit Makefile [completed]",
+    "  │ edit Makefile (changed) — :AgentBridge diff 1",
+    "? question: Run the tests too?",
+    "→ responded: yes",
+    "Tests pass.",
+    "Done.",
+    "✓ done (end_turn)",
+]
+AFTER = [
+    "",
+    "## You",
+    "Keep going",
+    "",
+    "## Agent",
+    "Working on it...",
+    "✗ interrupted (user)",
+    "— session closed (shutdown)",
+    "— session resumed",
+    "",
+    "## You",
+    "again",
+    "",
+    "## Agent",
+    "You said: again",
+    "✓ done (end_turn)",
+]
+
+
+def test_neovim_plugin_drives_a_whole_session(tmp_path: Path) -> None:
+    nvim = require_editor("nvim")
+    out = tmp_path / "outcome.json"
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(tmp_path / "state"),
+        "AB_SCRIPT": str(DATA / "session_script.json"),
+        "AB_OUT": str(out),
+    }
+    scenario = str(DATA / "nvim_session.lua")
+    log = run_editor(
+        [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", scenario],
+        env=env,
+        timeout=100,
+    )
+    assert out.exists(), log
+    o = json.loads(out.read_text())
+    assert o.get("ok") and "error" not in o, (o, log)
+    sid = o["session"]
+    header = f"# agent-bridge · Fix-the-build · {sid}"
+    assert o["run1"] == [header, "", *RUN1]
+    assert o["final"] == [header, "", *RUN1, *AFTER]
+    # The missing bridge is a message with the next step.
+    assert "was not found" in o["missing_bridge"]
+    assert "pipx install agent-bridge" in o["missing_bridge"]
+    # The pickers: the provider list says what is unavailable; the model is free text;
+    # the mode offers the enum's values; the unavailable provider's next step is shown.
+    provider, model, mode = o["pickers"]
+    assert provider["prompt"] == "agent-bridge provider"
+    assert "Scripted (built-in) (scripted)" in provider["labels"]
+    claude = next(label for label in provider["labels"] if "(claude-code)" in label)
+    assert "unavailable: the claude executable was not found" in claude
+    assert model["prompt"].startswith("Model for claude-code")
+    assert mode["labels"] == [
+        "(default: default)",
+        "default",
+        "acceptEdits",
+        "plan",
+        "bypassPermissions",
+        "dontAsk",
+        "auto",
+    ]
+    assert o["unavailable"].startswith("agent-bridge: claude-code is not available: ")
+    assert "next step: install Claude Code" in o["unavailable"]
+    # The approval offered its modes, with the pending count 1 while asked.
+    approval, question, sessions = o["asked"]
+    assert approval["labels"] == ["Allow once", "Allow for this session", "Deny"]
+    assert approval["pending"] == 1
+    assert question["labels"] == ["Yes", "No"]
+    assert sessions["labels"] == [f"Fix-the-build · scripted · closed · {sid}"]
+    # Thinking and the tool call are closed folds.
+    assert [(f["line"], f["closed"]) for f in o["folds"]] == [
+        ("▸ thinking", True),
+        ("▸ tool Edit: Edit Makefile [completed]", True),
+    ]
+    # The edit in a diff view: old and new text in two diff windows.
+    assert o["diff"]["windows"] == 2
+    texts = sorted(b["lines"][1] for b in o["diff"]["buffers"])
+    assert texts == ["\tcc -Wall -o app main.c", "\tcc -o app main.c"]
+    # The traffic log has both directions, the approval's reply included.
+    assert o["log_head"][1].startswith("> initialize ")
+    assert o["log_head"][2].startswith("< initialize (reply) ")
+    assert o["log_has_approval_reply"] is True
+
+
+def test_neovim_reattaches_through_the_daemon_and_the_pending_approval_comes_back(
+    tmp_path: Path,
+) -> None:
+    nvim = require_editor("nvim")
+    state = tmp_path / "state"
+    # The daemon's socket lives under XDG_RUNTIME_DIR: a short path (sun_path is 108 bytes).
+    runtime = tempfile.mkdtemp(prefix="abr-", dir="/tmp")
+    base = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_RUNTIME_DIR": runtime,
+        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(state),
+    }
+    scenario = str(DATA / "nvim_reattach.lua")
+    outcomes = []
+    try:
+        for phase in ("1", "2"):
+            out = tmp_path / f"phase{phase}.json"
+            env = {**base, "AB_PHASE": phase, "AB_OUT": str(out)}
+            log = run_editor(
+                [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", scenario],
+                env=env,
+                timeout=60,
+            )
+            o = json.loads(out.read_text())
+            assert o.get("ok") and "error" not in o, (o, log)
+            outcomes.append(o)
+    finally:
+        run_editor(
+            [bridge_command()[0], "daemon", "--stop", "--state-dir", str(state)],
+            env=base,
+            timeout=30,
+        )
+        shutil.rmtree(runtime, ignore_errors=True)
+    first, second = outcomes
+    sid = first["session"]
+    asked = [
+        "# agent-bridge · Deploy · " + sid,
+        "",
+        "## You",
+        "Deploy it",
+        "",
+        "## Agent",
+        "Ready to deploy.",
+        "? approval: Deploy to production",
+    ]
+    # Phase 1: the prompt was dismissed and the approval stayed pending.
+    assert first["pending"] == 1
+    assert first["lines"] == asked
+    # Phase 2: a fresh Neovim lists the session as active, reattaches: the history is
+    # replayed into its chat buffer, the approval is asked again and the run finishes.
+    assert second["session"] == sid
+    assert second["asked"][0]["labels"] == [f"Deploy · scripted · active · {sid}"]
+    assert second["asked"][1]["prompt"] == "agent-bridge approval: Deploy to production"
+    assert second["pending_when_reasked"] == 1
+    assert second["lines"] == [
+        *asked,
+        "→ responded: allow",
+        "Deployed after the reattach.",
+        "✓ done (end_turn)",
+    ]
+
+
+def test_neovim_help_file_has_its_tags(tmp_path: Path) -> None:
+    nvim = require_editor("nvim")
+    doc = tmp_path / "doc"
+    doc.mkdir()
+    help_file = ROOT / "editors" / "neovim" / "doc" / "agent-bridge.txt"
+    (doc / "agent-bridge.txt").write_bytes(help_file.read_bytes())
+    make_tags = ["-c", f"helptags {doc}", "-c", "qall!"]
+    out = run_editor(
+        [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", *make_tags],
+        env={**os.environ, "HOME": str(tmp_path)},
+        timeout=30,
+    )
+    tags = {line.split("\t")[0] for line in (doc / "tags").read_text().splitlines()}
+    for tag in ("agent-bridge", ":AgentBridge", ":AgentBridge-diff", "agent_bridge.setup()"):
+        assert tag in tags, (tag, out)
