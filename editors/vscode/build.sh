@@ -50,11 +50,12 @@ trap 'rm -rf "$STAGE"' EXIT
 cp package.json README.md "$STAGE/"
 cp "$ROOT/LICENSE" "$STAGE/LICENSE"
 cp -r media "$STAGE/media"
+[[ -d docs ]] && cp -r docs "$STAGE/docs"
 mkdir -p "$STAGE/out" "$STAGE/node_modules"
 cp out/*.js "$STAGE/out/"
 cp -r "$TOOLS/node_modules/vscode-jsonrpc" "$STAGE/node_modules/vscode-jsonrpc"
 mkdir -p "$(dirname "$OUT")"
 log "vsce package -> $OUT"
-(cd "$STAGE" && "$TOOLS/node_modules/.bin/vsce" package --allow-missing-repository \
+(cd "$STAGE" && "$TOOLS/node_modules/.bin/vsce" package --allow-missing-repository --no-rewrite-relative-links \
   --skip-license --out "$OUT" >&2)
 log "built $OUT"

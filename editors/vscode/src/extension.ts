@@ -2,7 +2,8 @@
  * The extension's entry point: the Sessions view, the chat panels, the commands in the
  * palette, the diff view for edits and the traffic log. In test mode (the
  * AGENT_BRIDGE_VSCODE_TEST_RESULT environment variable, see src/testMode.ts) it also
- * runs its scenario through these same commands.
+ * runs its scenario through these same commands; in demo mode (AGENT_BRIDGE_VSCODE_DEMO,
+ * src/demoMode.ts) a session for the README's screenshot.
  */
 import * as vscode from "vscode";
 import { approvalOptions, questionOptions } from "./approvals";
@@ -260,6 +261,10 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
   const resultFile = process.env.AGENT_BRIDGE_VSCODE_TEST_RESULT;
   if (resultFile) {
     void import("./testMode").then((m) => m.runScenario(api, resultFile));
+  }
+  const demoFile = process.env.AGENT_BRIDGE_VSCODE_DEMO;
+  if (demoFile) {
+    void import("./demoMode").then((m) => m.runDemo(api, demoFile));
   }
   return api;
 }

@@ -4,10 +4,9 @@
  * place (src/testMode.ts) that picks options by label and records what was offered.
  */
 import * as vscode from "vscode";
-import { approvalOptions, FREE_TEXT, questionOptions, questionSetItemOptions } from "./approvals";
+import { approvalDetail, approvalOptions, FREE_TEXT, questionOptions, questionSetItemOptions } from "./approvals";
 import { requestTitle } from "./chatModel";
 import type { Answer, InteractionRequest } from "./protocol";
-import { approvalDetail } from "./approvals";
 
 export interface PickItem<T> {
   label: string;
@@ -56,9 +55,12 @@ export class VsCodeUi implements Ui {
 export async function askAnswer(ui: Ui, request: InteractionRequest, token?: vscode.CancellationToken): Promise<Answer | undefined> {
   switch (request.kind) {
     case "approval": {
+      // The command (or input) goes in the title once, unless the title already says it.
       const detail = approvalDetail(request);
-      const items = approvalOptions(request).map((o) => ({ label: o.label, description: o.description, detail, value: o.answer }));
-      return ui.pick(requestTitle(request), items, token);
+      const title = requestTitle(request);
+      const shown = detail && !title.includes(detail.replace(/^\$ /, "").split("  ")[0]) ? `${title} — ${detail}` : title;
+      const items = approvalOptions(request).map((o) => ({ label: o.label, description: o.description, value: o.answer }));
+      return ui.pick(shown, items, token);
     }
     case "question": {
       const q = questionOptions(request);
