@@ -73,7 +73,7 @@ host_ok() {
 install_apt
 
 mkdir -p "$PREFIX"
-exec 9>"$PREFIX.lock"
+exec 9>"$PREFIX/.lock"
 flock 9
 
 if host_ok; then

@@ -59,17 +59,12 @@ export class SessionStore implements vscode.Disposable {
 
   constructor(
     private readonly bridge: BridgeHost,
-    private ui: Ui,
+    private readonly ui: Ui,
   ) {
     this.disposables.push(
       bridge.onDidStart((client) => this.attachClient(client)),
       bridge.onDidStop(() => this.bridgeStopped()),
     );
-  }
-
-  /** Replaces the UI seam (the test mode's scripted answers). */
-  setUi(ui: Ui): void {
-    this.ui = ui;
   }
 
   dispose(): void {

@@ -225,7 +225,7 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
     result.traffic = {
       lines: traffic.length,
       initialize: traffic.filter((l) => l.includes('"method":"initialize"')).length,
-      interactionRequests: traffic.filter((l) => l.startsWith("") && l.includes('"method":"interaction/request"')).length,
+      interactionRequests: traffic.filter((l) => l.includes('"method":"interaction/request"')).length,
       cancelRequests: traffic.filter((l) => l.includes('"method":"$/cancelRequest"')).length,
       sample: traffic.filter((l) => l.includes("interaction/request")).slice(0, 2),
     };
