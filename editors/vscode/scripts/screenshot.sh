@@ -4,12 +4,15 @@
 # (src/demoMode.ts) run a scripted session against the real bridge, and captures the page
 # through the DevTools protocol. Not run in CI.
 #
-#   editors/vscode/scripts/screenshot.sh [OUT.png]   # default: editors/vscode/docs/screenshot.png
+#   editors/vscode/scripts/screenshot.sh [OUT.png]          # default: editors/vscode/docs/screenshot.png
+#   editors/vscode/scripts/screenshot.sh --diff [OUT.png]   # the edit in the diff view (docs/diff.png)
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 TOOLS="${AGENT_BRIDGE_VSCODE_TOOLS:-$ROOT/.tools/vscode-host}"
-OUT="$(realpath -m "${1:-$HERE/docs/screenshot.png}")"
+DIFF=""
+if [[ "${1:-}" == "--diff" ]]; then DIFF=1; shift; fi
+OUT="$(realpath -m "${1:-$HERE/docs/$([[ -n $DIFF ]] && echo diff || echo screenshot).png}")"
 CS="$TOOLS/node_modules/code-server/out/node/entry.js"
 T="$(mktemp -d)"
 CS_PID=""; BR_PID=""
@@ -35,7 +38,7 @@ JSON
 export HOME="$T/home"
 node "$CS" --user-data-dir "$T/ud" --extensions-dir "$T/exts" --install-extension "$T/ext.vsix" >/dev/null
 PORT=$((20000 + RANDOM % 20000)); DT=$((PORT + 1))
-AGENT_BRIDGE_VSCODE_DEMO="$T/ready.json" setsid node "$CS" --bind-addr "127.0.0.1:$PORT" --auth none \
+AGENT_BRIDGE_VSCODE_DEMO="$T/ready.json" AGENT_BRIDGE_VSCODE_DEMO_DIFF="$DIFF" setsid node "$CS" --bind-addr "127.0.0.1:$PORT" --auth none \
   --disable-telemetry --disable-update-check --disable-workspace-trust --disable-getting-started-override \
   --user-data-dir "$T/ud" --extensions-dir "$T/exts" "$T/ws" >"$T/cs.log" 2>&1 &
 CS_PID=$!

@@ -37,9 +37,14 @@ export function diffTitle(edit: ToolEdit): string {
 }
 
 /** Opens `edit` in the diff view; returns the title it was opened under. */
-export async function openEditDiff(provider: EditContentProvider, edit: ToolEdit, label: string): Promise<string> {
+export async function openEditDiff(
+  provider: EditContentProvider,
+  edit: ToolEdit,
+  label: string,
+  viewColumn: vscode.ViewColumn = vscode.ViewColumn.Active,
+): Promise<string> {
   const { left, right } = provider.register(edit, label);
   const title = diffTitle(edit);
-  await vscode.commands.executeCommand("vscode.diff", left, right, title, { preview: true });
+  await vscode.commands.executeCommand("vscode.diff", left, right, title, { preview: true, viewColumn });
   return title;
 }
