@@ -471,6 +471,7 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
     # After the restart the session was listed (closed), resumed by id, and continued.
     listed = [n for n in r["treeAfterRestart"] if n["id"] == sid]
     assert listed and "closed" in listed[0]["description"]
+    assert r["treeClick"] == "agentBridge.open"  # resumed by clicking the session in the view
     res = r["resume"]
     assert res["via"] == "resume" and res["state"] == "active"
     final = r["afterRestart"]

@@ -229,6 +229,15 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
       return undefined;
     }
   });
+  // A click in the Sessions view: show the chat when it is open and live, else reattach.
+  reg("agentBridge.open", async (sessionId: string) => {
+    const e = store.sessions.get(sessionId);
+    if (e?.model && e.info.state !== "closed" && bridge.current && ChatPanel.panels.has(sessionId)) {
+      showPanel(sessionId);
+      return undefined;
+    }
+    return vscode.commands.executeCommand("agentBridge.reattach", sessionId);
+  });
   reg("agentBridge.answerPending", async (arg?: SessionArg) => {
     const id = await pickSession(arg, "Answer the pending approvals of which session?", true);
     if (!id) return 0;

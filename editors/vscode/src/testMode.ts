@@ -200,7 +200,11 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
     const seqBeforeRestart = model(sessionId)!.lastSequence;
     result.restarted = await exec<boolean>("agentBridge.restartBridge");
     result.treeAfterRestart = treeNodes();
-    const resumed = await exec<ReattachResult | undefined>("agentBridge.reattach", sessionId);
+    // What a click on the session in the Sessions view runs.
+    const node = api.tree.nodes().find((n) => n.sessionId === sessionId);
+    if (!node?.command) throw new Error("the session is not in the Sessions view after the restart");
+    result.treeClick = node.command.command;
+    const resumed = await exec<ReattachResult | undefined>(node.command.command, ...(node.command.arguments ?? []));
     result.resume = resumed ? { via: resumed.via, replayed: resumed.replayed, seqBeforeRestart, state: resumed.session.state } : null;
     await exec("agentBridge.prompt", { sessionId, text: "After restart" });
     await until("turn 4 ends", () => transcriptHas(sessionId, "You said: After restart") && model(sessionId)?.runState === "idle");

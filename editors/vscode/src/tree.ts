@@ -34,7 +34,7 @@ export class SessionNode extends vscode.TreeItem {
     ]
       .filter(Boolean)
       .join(".");
-    this.command = { command: "agentBridge.reattach", title: "Open", arguments: [sessionId] };
+    this.command = { command: "agentBridge.open", title: "Open", arguments: [sessionId] };
   }
 }
 
