@@ -6,18 +6,19 @@
 #   - @vscode/vsce (packages the .vsix), vscode-jsonrpc (bundled into the extension),
 #     @types/vscode, @types/node and typescript (the strict type check and the build),
 #   - from Debian: chromium (the headless workbench), ripgrep (code-server's search; its
-#     own postinstall would download it) and libkrb5-dev (a native module's headers).
+#     own postinstall would download it), libkrb5-dev (a native module's headers) and the
+#     compiler node-gyp builds code-server's native modules with (g++, make, python3).
 # Idempotent: when the pinned set is installed and a stamp file records it, nothing is
 # fetched. code-server is installed with --ignore-scripts and its postinstall steps are
 # done by hand without the steps that download (see the comments below).
 #
-# Usage: scripts/install-vscode-host.sh
+# Usage: scripts/install-vscode-host.sh   (AGENT_BRIDGE_VSCODE_TOOLS names another prefix)
 # Afterwards: $PREFIX/node_modules/.bin/{vsce,tsc}, and
 #   node $PREFIX/node_modules/code-server/out/node/entry.js ...
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PREFIX="$ROOT/.tools/vscode-host"
+PREFIX="${AGENT_BRIDGE_VSCODE_TOOLS:-$ROOT/.tools/vscode-host}"
 
 # npm package        version  (code-server 4.100.x is the last line whose engines allow
 # Node 20; @types/vscode must not be newer than its VS Code 1.100; vsce 4 needs Node 22)
@@ -29,7 +30,7 @@ PACKAGES=(
   "@types/node       20.19.43"
   "typescript        5.9.3"
 )
-APT_PACKAGES=(chromium ripgrep libkrb5-dev)
+APT_PACKAGES=(chromium ripgrep libkrb5-dev g++ make python3)
 
 log() { printf '[install-vscode-host] %s\n' "$*" >&2; }
 
@@ -94,6 +95,10 @@ npm install --prefix "$PREFIX" --no-package-lock --no-save --no-audit --no-fund 
   --ignore-scripts --loglevel=error "${specs[@]}" >&2
 
 CS="$PREFIX/node_modules/code-server"
+# node-gyp builds against the running Node's own headers (it would download them else).
+NODEDIR="$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")"
+[[ -f "$NODEDIR/include/node/node.h" ]] || NODEDIR=/usr
+[[ -f "$NODEDIR/include/node/node.h" ]] || { log "no Node.js headers (include/node/node.h) next to node"; exit 1; }
 log "code-server: installing VS Code's own dependencies"
 (cd "$CS/lib/vscode" && npm install --omit=dev --ignore-scripts --no-audit --no-fund \
   --no-package-lock --loglevel=error >&2)
@@ -101,7 +106,7 @@ log "code-server: installing VS Code's own dependencies"
 mkdir -p "$CS/lib/vscode/node_modules/@vscode/ripgrep/bin"
 ln -sf /usr/bin/rg "$CS/lib/vscode/node_modules/@vscode/ripgrep/bin/rg"
 log "code-server: building native modules (node-gyp, takes a minute)"
-(cd "$CS/lib/vscode" && npm_config_nodedir=/usr npm rebuild --foreground-scripts \
+(cd "$CS/lib/vscode" && npm_config_nodedir="$NODEDIR" npm rebuild --foreground-scripts \
   --loglevel=error >/dev/null 2>"$PREFIX/rebuild.log") || {
   log "native module build failed; see $PREFIX/rebuild.log"; exit 1; }
 log "code-server: its postinstall steps (without the downloads)"
@@ -116,7 +121,7 @@ log "code-server: its postinstall steps (without the downloads)"
   && node ./postinstall.mjs >>"$PREFIX/postinstall.log" 2>&1) || {
   log "code-server postinstall steps failed; see $PREFIX/postinstall.log"; exit 1; }
 # argon2's prebuilt download fails without internet; it builds from source.
-(cd "$PREFIX" && npm_config_nodedir=/usr npm rebuild argon2 --loglevel=error \
+(cd "$PREFIX" && npm_config_nodedir="$NODEDIR" npm rebuild argon2 --loglevel=error \
   >>"$PREFIX/rebuild.log" 2>&1) || {
   log "argon2 build failed; see $PREFIX/rebuild.log"; exit 1; }
 
