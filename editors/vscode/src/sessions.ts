@@ -285,7 +285,8 @@ export class SessionStore implements vscode.Disposable {
     if (!entry?.model) return;
     if (entry.model.apply(e)) {
       const t = e.payload.type;
-      if (t === "run.started" || t.startsWith("run.") || t.startsWith("session.") || t.startsWith("interaction.")) {
+      // What the Sessions view shows (state, running, pending) changes with these.
+      if (t.startsWith("run.") || t.startsWith("session.") || t.startsWith("interaction.")) {
         entry.info = {
           ...entry.info,
           activeRunId: entry.model.activeRunId ?? null,
