@@ -34,6 +34,9 @@ elif [[ "${AGENT_BRIDGE_REQUIRE_CLIS:-}" == "1" ]]; then
   exit 1
 fi
 
+# code-server, headless Chromium and the extension's build tools (tests/test_editor_vscode.py).
+bash scripts/install-vscode-host.sh || [[ "${AGENT_BRIDGE_REQUIRE_CLIS:-}" != "1" ]]
+
 # A real OpenSSH server for the remote-use tests (`connect` through ssh on 127.0.0.1).
 if [[ ! -x /usr/sbin/sshd ]]; then
   if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then

@@ -1,0 +1,54 @@
+// The chat webview's script: draws what the extension renders, keeps the <details>
+// the user opened open across re-renders, sends button clicks back, and reports the
+// text it shows (the extension's tests read it).
+(function () {
+  const vscode = acquireVsCodeApi();
+  const chat = document.getElementById("chat");
+  const header = document.getElementById("header");
+  const input = document.getElementById("input");
+  const send = document.getElementById("send");
+  const stop = document.getElementById("stop");
+  const userToggled = new Map();
+
+  chat.addEventListener("toggle", (ev) => {
+    const d = ev.target;
+    if (d && d.dataset && d.dataset.key) userToggled.set(d.dataset.key, d.open);
+  }, true);
+
+  chat.addEventListener("click", (ev) => {
+    const b = ev.target.closest("button[data-action]");
+    if (!b) return;
+    const a = b.dataset.action;
+    if (a === "answer") vscode.postMessage({ type: "answer", interactionId: b.dataset.interaction, option: Number(b.dataset.option) });
+    if (a === "prompt") vscode.postMessage({ type: "prompt", interactionId: b.dataset.interaction });
+    if (a === "openEdit") vscode.postMessage({ type: "openEdit", runId: b.dataset.run, toolCallId: b.dataset.tool, index: Number(b.dataset.index) });
+  });
+
+  function submit() {
+    const text = input.value.trim();
+    if (!text) return;
+    vscode.postMessage({ type: "send", text });
+    input.value = "";
+  }
+  send.addEventListener("click", submit);
+  input.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); submit(); }
+  });
+  stop.addEventListener("click", () => vscode.postMessage({ type: "cancel" }));
+
+  window.addEventListener("message", (ev) => {
+    const m = ev.data;
+    if (!m || m.type !== "render") return;
+    const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+    header.innerHTML = m.header;
+    chat.innerHTML = m.html;
+    for (const d of chat.querySelectorAll("details[data-key]")) {
+      if (userToggled.has(d.dataset.key)) d.open = userToggled.get(d.dataset.key);
+    }
+    stop.disabled = !m.running;
+    if (atBottom) window.scrollTo(0, document.body.scrollHeight);
+    vscode.postMessage({ type: "rendered", version: m.version, text: header.innerText + "\n" + chat.innerText });
+  });
+
+  vscode.postMessage({ type: "ready" });
+})();

@@ -1,0 +1,126 @@
+/**
+ * Renders a chat view model as HTML for the webview: streaming text, collapsible
+ * thinking and tool calls (with their edits, each opening VS Code's diff view), the
+ * plan, approval and question cards with their answer buttons, and the turn's status.
+ * Pure: every string from the bridge is escaped here.
+ */
+import { approvalDetail, approvalOptions, compactJson, questionOptions } from "./approvals";
+import type { ChatItem, ChatModel, InteractionItem, ToolItem } from "./chatModel";
+import { describeAnswer, requestTitle } from "./chatModel";
+
+/** Returns `s` with HTML's special characters escaped. */
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c);
+}
+
+/** Returns the header line: provider, state, pending approvals, usage. */
+export function renderHeader(model: ChatModel, title: string, providerId: string): string {
+  const state = model.closed ? "closed" : model.runState === "running" ? "running" : "idle";
+  const pending = model.pendingApprovals;
+  const u = model.usage;
+  const usage: string[] = [];
+  if (u?.context) usage.push(`context ${u.context.usedTokens}${u.context.maxTokens ? `/${u.context.maxTokens}` : ""}`);
+  if (u?.cumulative) {
+    usage.push(`in ${u.cumulative.inputTokens ?? 0} · out ${u.cumulative.outputTokens ?? 0}`);
+    if (u.cumulative.costUsd != null) usage.push(`$${u.cumulative.costUsd.toFixed(4)}`);
+  }
+  return (
+    `<div class="title">${escapeHtml(title)}</div>` +
+    `<div class="meta"><span class="badge">${escapeHtml(providerId)}</span>` +
+    `<span class="badge state-${state}">${state}</span>` +
+    (pending ? `<span class="badge pending">${pending} pending approval${pending === 1 ? "" : "s"}</span>` : "") +
+    (usage.length ? `<span class="usage">${escapeHtml(usage.join(" · "))}</span>` : "") +
+    `</div>`
+  );
+}
+
+/** Returns the HTML of every item of the model. */
+export function renderItems(model: ChatModel): string {
+  return model.items.map(renderItem).join("\n");
+}
+
+/** Returns the HTML of one chat item. */
+export function renderItem(i: ChatItem): string {
+  switch (i.kind) {
+    case "user":
+      return `<div class="msg user" data-key="${i.key}"><div class="who">You</div><div class="body">${escapeHtml(i.text)}</div></div>`;
+    case "assistant":
+      return (
+        `<div class="msg assistant${i.streaming ? " streaming" : ""}" data-key="${i.key}"><div class="who">Agent</div>` +
+        `<div class="body">${escapeHtml(i.text)}${i.streaming ? '<span class="cursor">▍</span>' : ""}</div></div>`
+      );
+    case "thinking":
+      return (
+        `<details class="thinking" data-key="${i.key}"${i.streaming ? " open" : ""}><summary>Thinking${i.streaming ? "…" : ""}</summary>` +
+        `<div class="body">${escapeHtml(i.text)}</div></details>`
+      );
+    case "tool":
+      return renderTool(i);
+    case "plan":
+      return (
+        `<div class="plan" data-key="${i.key}"><div class="who">Plan</div><ul>` +
+        i.steps.map((s) => `<li class="step-${s.status}">${s.status === "completed" ? "✓" : s.status === "inProgress" ? "▸" : "○"} ${escapeHtml(s.text)}</li>`).join("") +
+        `</ul></div>`
+      );
+    case "interaction":
+      return renderInteraction(i);
+    case "status":
+      return `<div class="status level-${i.level}" data-key="${i.key}">${escapeHtml(i.text)}</div>`;
+  }
+}
+
+function renderTool(t: ToolItem): string {
+  const icon = t.status === "completed" ? "✓" : t.status === "failed" ? "✗" : "…";
+  const head = `${icon} ${t.name}${t.title ? ` — ${t.title}` : ""}${t.exitCode !== undefined ? ` (exit ${t.exitCode})` : ""}`;
+  const parts: string[] = [];
+  if (t.input !== undefined) parts.push(`<div class="label">Input</div><pre>${escapeHtml(compactJson(t.input, 2000))}</pre>`);
+  for (const text of t.texts) parts.push(`<pre>${escapeHtml(text)}</pre>`);
+  t.edits.forEach((e, index) => {
+    parts.push(
+      `<div class="edit"><span class="path">${escapeHtml(e.path)}</span> ` +
+        `<span class="edit-kind">${e.oldText == null ? "new file" : e.newText === "" ? "deletion" : "edit"}</span> ` +
+        `<button class="link" data-action="openEdit" data-tool="${escapeHtml(t.toolCallId)}" data-run="${escapeHtml(t.runId)}" data-index="${index}">Open diff</button></div>`,
+    );
+  });
+  if (t.output) parts.push(`<div class="label">Output</div><pre>${escapeHtml(t.output)}</pre>`);
+  return (
+    `<details class="tool status-${t.status}" data-key="${t.key}"><summary>${escapeHtml(head)}` +
+    (t.edits.length ? ` <span class="badge">${t.edits.length} edit${t.edits.length === 1 ? "" : "s"}</span>` : "") +
+    `</summary>${parts.join("")}</details>`
+  );
+}
+
+function renderInteraction(i: InteractionItem): string {
+  const r = i.request;
+  let detail = "";
+  let buttons = "";
+  if (r.kind === "approval") {
+    detail = approvalDetail(r);
+    if (i.status === "pending") {
+      buttons = approvalOptions(r)
+        .map((o, n) => `<button data-action="answer" data-interaction="${escapeHtml(i.interactionId)}" data-option="${n}">${escapeHtml(o.label)}</button>`)
+        .join("");
+    }
+  } else if (r.kind === "question") {
+    if (i.status === "pending") {
+      const q = questionOptions(r);
+      buttons = q.options
+        .map((o, n) => `<button data-action="answer" data-interaction="${escapeHtml(i.interactionId)}" data-option="${n}">${escapeHtml(o.label)}</button>`)
+        .join("");
+      if (q.freeText) buttons += `<button data-action="prompt" data-interaction="${escapeHtml(i.interactionId)}">Answer…</button>`;
+    }
+  } else if (i.status === "pending") {
+    detail = r.items.map((x) => x.prompt).join(" · ");
+    buttons = `<button data-action="prompt" data-interaction="${escapeHtml(i.interactionId)}">Answer…</button>`;
+  }
+  const outcome =
+    i.status === "pending" ? "waiting for your answer" : i.status === "responded" ? describeAnswer(r, i.answer) + (i.auto ? " (automatically)" : "") : i.status;
+  return (
+    `<div class="interaction ${r.kind} status-${i.status}" data-key="${i.key}">` +
+    `<div class="who">${escapeHtml(requestTitle(r))}</div>` +
+    (detail ? `<pre class="detail">${escapeHtml(detail)}</pre>` : "") +
+    `<div class="outcome">${escapeHtml(outcome)}</div>` +
+    (buttons ? `<div class="buttons">${buttons}</div>` : "") +
+    `</div>`
+  );
+}

@@ -1,0 +1,396 @@
+/**
+ * The chat view model of one session: events in, a list of chat items out. Pure (no
+ * VS Code API): the webview renders it, the tests assert it.
+ *
+ * Events are applied in `sequence` order. An event at or below the last applied
+ * sequence is a duplicate (a replay after attach) and is skipped; a jump past the next
+ * sequence is recorded as a gap, so a reattach that lost events is visible.
+ */
+import type {
+  Answer,
+  EventEnvelope,
+  InteractionRequest,
+  InteractionStatus,
+  PlanStep,
+  ToolActivity,
+  ToolEdit,
+  ToolLocation,
+  Usage,
+} from "./protocol";
+import { knownPayload } from "./protocol";
+
+export interface UserItem {
+  kind: "user";
+  key: string;
+  runId: string;
+  text: string;
+}
+
+export interface AssistantItem {
+  kind: "assistant";
+  key: string;
+  runId: string;
+  text: string;
+  deltas: number;
+  streaming: boolean;
+}
+
+export interface ThinkingItem {
+  kind: "thinking";
+  key: string;
+  runId: string;
+  text: string;
+  streaming: boolean;
+}
+
+export interface ToolItem {
+  kind: "tool";
+  key: string;
+  runId: string;
+  toolCallId: string;
+  name: string;
+  title: string | undefined;
+  toolKind: string | undefined;
+  status: ToolActivity["status"];
+  input: unknown;
+  output: string;
+  exitCode: number | undefined;
+  edits: ToolEdit[];
+  texts: string[];
+  locations: ToolLocation[];
+}
+
+export interface PlanItem {
+  kind: "plan";
+  key: string;
+  runId: string;
+  steps: PlanStep[];
+}
+
+export interface InteractionItem {
+  kind: "interaction";
+  key: string;
+  runId: string;
+  interactionId: string;
+  request: InteractionRequest;
+  status: InteractionStatus;
+  answer: Answer | undefined;
+  auto: boolean;
+}
+
+export type StatusLevel = "info" | "warning" | "error";
+
+export interface StatusItem {
+  kind: "status";
+  key: string;
+  runId: string | undefined;
+  text: string;
+  level: StatusLevel;
+}
+
+export type ChatItem = UserItem | AssistantItem | ThinkingItem | ToolItem | PlanItem | InteractionItem | StatusItem;
+
+export type RunState = "idle" | "running";
+
+/** Returns a readable one-line summary of an interaction's answer. */
+export function describeAnswer(request: InteractionRequest, answer: Answer | undefined): string {
+  if (!answer) return "";
+  switch (answer.kind) {
+    case "approval":
+      return answer.decision === "deny" ? "denied" : answer.mode === "session" ? "allowed for this session" : "allowed once";
+    case "question": {
+      if (answer.choice != null) {
+        const choices = request.kind === "question" ? (request.choices ?? []) : [];
+        const c = choices.find((x) => x.id === answer.choice);
+        return `answered: ${c ? c.label : answer.choice}`;
+      }
+      return `answered: ${answer.text ?? ""}`;
+    }
+    case "questionSet":
+      return (
+        "answered: " +
+        Object.keys(answer.answers)
+          .sort()
+          .map((k) => `${k}=${answer.answers[k]}`)
+          .join(", ")
+      );
+  }
+}
+
+/** The view model of one session's chat. */
+export class ChatModel {
+  readonly items: ChatItem[] = [];
+  /** The highest sequence applied (0 before any event). */
+  lastSequence = 0;
+  /** Ranges `[from, to]` of sequences that never arrived. */
+  readonly gaps: Array<[number, number]> = [];
+  /** Events skipped because their sequence was already applied. */
+  duplicates = 0;
+  /** Events of types this version does not know (ignored, counted). */
+  unknownEvents = 0;
+  activeRunId: string | undefined;
+  closed = false;
+  usage: Usage | undefined;
+  /** Bumped on every change; the webview re-renders when it moves. */
+  version = 0;
+  private readonly tools = new Map<string, ToolItem>();
+  private readonly interactions = new Map<string, InteractionItem>();
+  private counter = 0;
+
+  constructor(readonly sessionId: string) {}
+
+  /** The run state: `running` while a run started and has not ended. */
+  get runState(): RunState {
+    return this.activeRunId ? "running" : "idle";
+  }
+
+  /** Interactions requested and not settled yet. */
+  get pendingInteractions(): InteractionItem[] {
+    return [...this.interactions.values()].filter((i) => i.status === "pending");
+  }
+
+  /** How many approvals wait for an answer. */
+  get pendingApprovals(): number {
+    return this.pendingInteractions.filter((i) => i.request.kind === "approval").length;
+  }
+
+  /** Every event sequence applied is contiguous from the first (no gap recorded). */
+  get contiguous(): boolean {
+    return this.gaps.length === 0;
+  }
+
+  /** Resets the model to empty (before a full replay). */
+  reset(): void {
+    this.items.length = 0;
+    this.gaps.length = 0;
+    this.tools.clear();
+    this.interactions.clear();
+    this.lastSequence = 0;
+    this.duplicates = 0;
+    this.activeRunId = undefined;
+    this.closed = false;
+    this.usage = undefined;
+    this.version++;
+  }
+
+  /** Applies several events in order; returns how many changed the model. */
+  applyAll(events: readonly EventEnvelope[]): number {
+    let n = 0;
+    for (const e of events) if (this.apply(e)) n++;
+    return n;
+  }
+
+  /**
+   * Applies one event of this session; returns false when it was skipped (another
+   * session's, or a duplicate by sequence).
+   */
+  apply(e: EventEnvelope): boolean {
+    if (e.sessionId !== this.sessionId) return false;
+    if (e.sequence <= this.lastSequence) {
+      this.duplicates++;
+      return false;
+    }
+    if (e.sequence > this.lastSequence + 1) this.gaps.push([this.lastSequence + 1, e.sequence - 1]);
+    this.lastSequence = e.sequence;
+    this.version++;
+    const runId = e.runId ?? "";
+    const p = knownPayload(e);
+    if (!p) {
+      this.unknownEvents++;
+      return true;
+    }
+    switch (p.type) {
+      case "run.started":
+        this.activeRunId = runId;
+        this.closed = false;
+        this.push({ kind: "user", key: this.key(), runId, text: p.input });
+        break;
+      case "text.delta": {
+        const last = this.items[this.items.length - 1];
+        if (last && last.kind === "assistant" && last.runId === runId && last.streaming) {
+          last.text += p.text;
+          last.deltas++;
+        } else {
+          this.push({ kind: "assistant", key: this.key(), runId, text: p.text, deltas: 1, streaming: true });
+        }
+        break;
+      }
+      case "thinking.delta": {
+        const last = this.items[this.items.length - 1];
+        if (last && last.kind === "thinking" && last.runId === runId && last.streaming) {
+          last.text += p.text;
+        } else {
+          this.push({ kind: "thinking", key: this.key(), runId, text: p.text, streaming: true });
+        }
+        break;
+      }
+      case "tool.activity":
+        this.applyTool(runId, p);
+        break;
+      case "plan.updated": {
+        const existing = this.items.find((i): i is PlanItem => i.kind === "plan" && i.runId === runId);
+        if (existing) existing.steps = p.steps;
+        else this.push({ kind: "plan", key: this.key(), runId, steps: p.steps });
+        break;
+      }
+      case "usage":
+        this.usage = p;
+        break;
+      case "diagnostic":
+        this.push({
+          kind: "status",
+          key: this.key(),
+          runId: e.runId ?? undefined,
+          text: `${p.code}${p.message ? `: ${p.message}` : ""}`,
+          level: p.level,
+        });
+        break;
+      case "interaction.requested": {
+        const item: InteractionItem = {
+          kind: "interaction",
+          key: this.key(),
+          runId,
+          interactionId: p.interactionId,
+          request: p.request,
+          status: "pending",
+          answer: undefined,
+          auto: false,
+        };
+        this.interactions.set(p.interactionId, item);
+        this.push(item);
+        break;
+      }
+      case "interaction.settled": {
+        const item = this.interactions.get(p.interactionId);
+        if (item) {
+          item.status = p.status;
+          item.answer = p.answer ?? undefined;
+          item.auto = p.auto ?? false;
+        }
+        break;
+      }
+      case "run.completed":
+        this.endRun(runId, `Turn completed${p.stopReason ? ` (${p.stopReason})` : ""}`, "info");
+        break;
+      case "run.failed":
+        this.endRun(runId, `Turn failed: ${p.error.message} (${p.error.code})${nextStepOf(p.error.details)}`, "error");
+        break;
+      case "run.interrupted":
+        this.endRun(runId, `Turn interrupted (${p.reason}${p.forced ? ", forced" : ""})`, "warning");
+        break;
+      case "session.closed":
+        this.closed = true;
+        this.activeRunId = undefined;
+        this.push({ kind: "status", key: this.key(), runId: undefined, text: `Session closed (${p.reason})`, level: "info" });
+        break;
+      case "session.resumed":
+        this.closed = false;
+        this.push({ kind: "status", key: this.key(), runId: undefined, text: "Session resumed", level: "info" });
+        break;
+    }
+    return true;
+  }
+
+  /** Returns the tool item of a call, when the model has it. */
+  tool(toolCallId: string): ToolItem | undefined {
+    return this.tools.get(toolCallId);
+  }
+
+  /** The plain text of the chat, one item a line (what the tests and the log read). */
+  transcript(): string {
+    return this.items.map(itemText).join("\n");
+  }
+
+  private applyTool(runId: string, p: ToolActivity): void {
+    const keyId = `${runId}/${p.toolCallId}`;
+    let item = this.tools.get(keyId) ?? this.tools.get(p.toolCallId);
+    if (!item || item.runId !== runId) {
+      item = {
+        kind: "tool",
+        key: this.key(),
+        runId,
+        toolCallId: p.toolCallId,
+        name: p.name,
+        title: undefined,
+        toolKind: undefined,
+        status: p.status,
+        input: undefined,
+        output: "",
+        exitCode: undefined,
+        edits: [],
+        texts: [],
+        locations: [],
+      };
+      this.tools.set(keyId, item);
+      this.tools.set(p.toolCallId, item);
+      this.push(item);
+    }
+    if (p.status !== "output") item.status = p.status;
+    if (p.input !== undefined) item.input = p.input;
+    if (p.output) item.output += p.output;
+    if (p.exitCode != null) item.exitCode = p.exitCode;
+    if (p.title) item.title = p.title;
+    if (p.kind) item.toolKind = p.kind;
+    if (p.locations && p.locations.length) item.locations = p.locations;
+    for (const c of p.content ?? []) {
+      if (c.type === "edit") {
+        const i = item.edits.findIndex((x) => x.path === c.path && x.newText === c.newText && x.oldText === c.oldText);
+        if (i < 0) item.edits.push(c);
+      } else if (c.type === "text" && !item.texts.includes(c.text)) {
+        item.texts.push(c.text);
+      }
+    }
+  }
+
+  private endRun(runId: string, text: string, level: StatusLevel): void {
+    for (const i of this.items) {
+      if ((i.kind === "assistant" || i.kind === "thinking") && i.runId === runId) i.streaming = false;
+    }
+    if (this.activeRunId === runId) this.activeRunId = undefined;
+    this.push({ kind: "status", key: this.key(), runId, text, level });
+  }
+
+  private push(item: ChatItem): void {
+    this.items.push(item);
+  }
+
+  private key(): string {
+    return `i${++this.counter}`;
+  }
+}
+
+function nextStepOf(details: { nextStep?: string } | null | undefined): string {
+  return details?.nextStep ? `. Next step: ${details.nextStep}` : "";
+}
+
+/** Returns one line of plain text for an item. */
+export function itemText(i: ChatItem): string {
+  switch (i.kind) {
+    case "user":
+      return `You: ${i.text}`;
+    case "assistant":
+      return `Agent: ${i.text}`;
+    case "thinking":
+      return `Thinking: ${i.text}`;
+    case "tool":
+      return `Tool ${i.name}${i.title ? ` (${i.title})` : ""}: ${i.status}${i.edits.length ? `, edits ${i.edits.map((e) => e.path).join(", ")}` : ""}`;
+    case "plan":
+      return `Plan: ${i.steps.map((s) => `[${s.status}] ${s.text}`).join("; ")}`;
+    case "interaction":
+      return `${requestTitle(i.request)}: ${i.status === "pending" ? "waiting for your answer" : i.status === "responded" ? describeAnswer(i.request, i.answer) : i.status}`;
+    case "status":
+      return `-- ${i.text}`;
+  }
+}
+
+/** Returns the title a prompt shows for an interaction request. */
+export function requestTitle(r: InteractionRequest): string {
+  switch (r.kind) {
+    case "approval":
+      return `Approval: ${r.title}`;
+    case "question":
+      return `Question: ${r.prompt}`;
+    case "questionSet":
+      return `Questions: ${r.title}`;
+  }
+}

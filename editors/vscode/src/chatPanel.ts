@@ -1,0 +1,174 @@
+/**
+ * One chat webview per session: renders the session's chat model (re-rendered as
+ * events stream), forwards the webview's buttons (answer, open diff, send, cancel) to
+ * the extension, and records what the webview reports it rendered.
+ */
+import { randomBytes } from "crypto";
+import * as vscode from "vscode";
+import { renderHeader, renderItems } from "./chatHtml";
+import type { SessionStore } from "./sessions";
+
+export interface PanelActions {
+  answer(sessionId: string, interactionId: string, option: number): Promise<void>;
+  promptFor(sessionId: string, interactionId: string): Promise<void>;
+  openEdit(sessionId: string, runId: string, toolCallId: string, index: number): Promise<void>;
+  send(sessionId: string, text: string): Promise<void>;
+  cancel(sessionId: string): Promise<void>;
+}
+
+type FromWebview =
+  | { type: "ready" }
+  | { type: "rendered"; version: number; text: string }
+  | { type: "answer"; interactionId: string; option: number }
+  | { type: "prompt"; interactionId: string }
+  | { type: "openEdit"; runId: string; toolCallId: string; index: number }
+  | { type: "send"; text: string }
+  | { type: "cancel" };
+
+export class ChatPanel implements vscode.Disposable {
+  static readonly panels = new Map<string, ChatPanel>();
+  readonly panel: vscode.WebviewPanel;
+  /** The text the webview last reported showing, and for which model version. */
+  rendered = { version: -1, text: "" };
+  private timer: NodeJS.Timeout | undefined;
+  private ready = false;
+  private readonly subs: vscode.Disposable[] = [];
+  private readonly renderedWaiters: Array<() => void> = [];
+
+  /** Shows the session's panel, creating it when needed. */
+  static show(store: SessionStore, sessionId: string, extensionUri: vscode.Uri, actions: PanelActions): ChatPanel {
+    const existing = ChatPanel.panels.get(sessionId);
+    if (existing) {
+      existing.panel.reveal(undefined, true);
+      existing.schedule();
+      return existing;
+    }
+    const p = new ChatPanel(store, sessionId, extensionUri, actions);
+    ChatPanel.panels.set(sessionId, p);
+    return p;
+  }
+
+  /** The panel of the active editor tab, if it is a chat. */
+  static active(): ChatPanel | undefined {
+    for (const p of ChatPanel.panels.values()) if (p.panel.active) return p;
+    return undefined;
+  }
+
+  private constructor(
+    private readonly store: SessionStore,
+    readonly sessionId: string,
+    extensionUri: vscode.Uri,
+    private readonly actions: PanelActions,
+  ) {
+    const media = vscode.Uri.joinPath(extensionUri, "media");
+    this.panel = vscode.window.createWebviewPanel("agentBridge.chat", this.title(), { viewColumn: vscode.ViewColumn.Active, preserveFocus: true }, {
+      enableScripts: true,
+      retainContextWhenHidden: true,
+      localResourceRoots: [media],
+    });
+    const w = this.panel.webview;
+    const nonce = randomBytes(16).toString("hex");
+    const css = w.asWebviewUri(vscode.Uri.joinPath(media, "chat.css"));
+    const js = w.asWebviewUri(vscode.Uri.joinPath(media, "chat.js"));
+    w.html = `<!DOCTYPE html><html><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${w.cspSource}; script-src 'nonce-${nonce}';">
+<link rel="stylesheet" href="${css}"></head>
+<body><header id="header"></header><main id="chat"></main>
+<footer><textarea id="input" rows="2" placeholder="Ask the agent… (Ctrl+Enter to send)"></textarea>
+<button id="send">Send</button><button id="stop" class="secondary">Stop</button></footer>
+<script nonce="${nonce}" src="${js}"></script></body></html>`;
+    this.subs.push(
+      w.onDidReceiveMessage((m: FromWebview) => this.onMessage(m)),
+      store.onDidChange((id) => {
+        if (id === sessionId || id === undefined) this.schedule();
+      }),
+      this.panel.onDidDispose(() => this.dispose()),
+    );
+  }
+
+  dispose(): void {
+    if (ChatPanel.panels.get(this.sessionId) === this) ChatPanel.panels.delete(this.sessionId);
+    if (this.timer) clearTimeout(this.timer);
+    for (const s of this.subs) s.dispose();
+    this.subs.length = 0;
+    this.store.dropModel(this.sessionId);
+  }
+
+  /** Resolves once the webview reported rendering the model's current version. */
+  async whenRendered(timeoutMs = 10000): Promise<boolean> {
+    const want = this.store.sessions.get(this.sessionId)?.model?.version ?? 0;
+    if (this.rendered.version >= want) return true;
+    this.schedule();
+    return new Promise((resolve) => {
+      const t = setTimeout(() => resolve(false), timeoutMs);
+      const check = (): void => {
+        if (this.rendered.version >= want) {
+          clearTimeout(t);
+          resolve(true);
+        } else this.renderedWaiters.push(check);
+      };
+      this.renderedWaiters.push(check);
+    });
+  }
+
+  private title(): string {
+    const info = this.store.sessions.get(this.sessionId)?.info;
+    return `Agent: ${info?.title || this.sessionId}`;
+  }
+
+  /** Re-renders soon (coalescing the deltas of a stream into one render). */
+  schedule(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.render();
+    }, 30);
+  }
+
+  private render(): void {
+    if (!this.ready) return;
+    const entry = this.store.sessions.get(this.sessionId);
+    if (!entry?.model) return;
+    this.panel.title = this.title();
+    void this.panel.webview.postMessage({
+      type: "render",
+      version: entry.model.version,
+      header: renderHeader(entry.model, entry.info.title || this.sessionId, entry.info.providerId),
+      html: renderItems(entry.model),
+      running: entry.model.runState === "running",
+    });
+  }
+
+  private onMessage(m: FromWebview): void {
+    const fail = (err: unknown): void => {
+      void vscode.window.showErrorMessage(this.store.explain(err));
+    };
+    switch (m.type) {
+      case "ready":
+        this.ready = true;
+        this.render();
+        break;
+      case "rendered": {
+        this.rendered = { version: m.version, text: m.text };
+        const waiters = this.renderedWaiters.splice(0);
+        for (const w of waiters) w();
+        break;
+      }
+      case "answer":
+        this.actions.answer(this.sessionId, m.interactionId, m.option).catch(fail);
+        break;
+      case "prompt":
+        this.actions.promptFor(this.sessionId, m.interactionId).catch(fail);
+        break;
+      case "openEdit":
+        this.actions.openEdit(this.sessionId, m.runId, m.toolCallId, m.index).catch(fail);
+        break;
+      case "send":
+        this.actions.send(this.sessionId, m.text).catch(fail);
+        break;
+      case "cancel":
+        this.actions.cancel(this.sessionId).catch(fail);
+        break;
+    }
+  }
+}

@@ -1,0 +1,283 @@
+/**
+ * The extension's entry point: the Sessions view, the chat panels, the commands in the
+ * palette, the diff view for edits and the traffic log. In test mode (the
+ * AGENT_BRIDGE_VSCODE_TEST_RESULT environment variable, see src/testMode.ts) it also
+ * runs its scenario through these same commands; in demo mode (AGENT_BRIDGE_VSCODE_DEMO,
+ * src/demoMode.ts) a session for the README's screenshot.
+ */
+import * as vscode from "vscode";
+import { approvalOptions, questionOptions } from "./approvals";
+import { BridgeHost } from "./bridge";
+import { ChatPanel, PanelActions } from "./chatPanel";
+import { EditContentProvider, EDIT_SCHEME, openEditDiff } from "./diff";
+import { modeOption, modelOption, optionTitle, providerChoices, valueChoices } from "./pickers";
+import { providerUnavailableMessage } from "./messages";
+import type { OptionDescriptor } from "./protocol";
+import { ReattachResult, SessionStore } from "./sessions";
+import { SessionNode, SessionsTree } from "./tree";
+import { Ui, VsCodeUi } from "./ui";
+
+/** What `agentBridge.newSession` may be given instead of asking. */
+export interface NewSessionArgs {
+  provider?: string;
+  options?: Record<string, unknown>;
+  title?: string;
+  /** Ask for the first prompt right after (default true). */
+  prompt?: boolean;
+}
+
+/** The extension's live parts, returned by activate() (the test mode drives them). */
+export interface ExtensionApi {
+  bridge: BridgeHost;
+  store: SessionStore;
+  tree: SessionsTree;
+  edits: EditContentProvider;
+  setUi(ui: Ui): void;
+}
+
+type SessionArg = string | SessionNode | { sessionId: string } | undefined;
+
+export function activate(context: vscode.ExtensionContext): ExtensionApi {
+  const version = String((context.extension.packageJSON as { version?: string }).version ?? "0");
+  const output = vscode.window.createOutputChannel("Agent Bridge Traffic");
+  let ui: Ui = new VsCodeUi();
+  const uiProxy: Ui = {
+    pick: (t, i, tok) => ui.pick(t, i, tok),
+    input: (t, p, tok) => ui.input(t, p, tok),
+    error: (m, ...a) => ui.error(m, ...a),
+    info: (m, ...a) => ui.info(m, ...a),
+  };
+  const bridge = new BridgeHost(output, uiProxy, version);
+  const store = new SessionStore(bridge, uiProxy);
+  const tree = new SessionsTree(store, bridge);
+  const edits = new EditContentProvider();
+  const view = vscode.window.createTreeView("agentBridge.sessions", { treeDataProvider: tree, showCollapseAll: false });
+  const updateBadge = (): void => {
+    let pending = 0;
+    for (const id of store.sessions.keys()) pending += store.pendingCount(id);
+    view.badge = pending ? { value: pending, tooltip: `${pending} approval(s) or question(s) waiting` } : undefined;
+  };
+  context.subscriptions.push(output, bridge, store, tree, view, store.onDidChange(() => updateBadge()));
+  context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(EDIT_SCHEME, edits));
+
+  const actions: PanelActions = {
+    answer: async (sessionId, interactionId, option) => {
+      const model = store.sessions.get(sessionId)?.model;
+      const item = model?.pendingInteractions.find((i) => i.interactionId === interactionId);
+      if (!item) return;
+      const r = item.request;
+      const opts = r.kind === "approval" ? approvalOptions(r) : r.kind === "question" ? questionOptions(r).options : [];
+      const chosen = opts[option];
+      if (chosen) await store.answer(interactionId, chosen.answer);
+    },
+    promptFor: (_sessionId, interactionId) => store.showPrompt(interactionId),
+    openEdit: (sessionId, runId, toolCallId, index) => openEdit(sessionId, runId, toolCallId, index).then(() => undefined),
+    send: (sessionId, text) => store.prompt(sessionId, text),
+    cancel: (sessionId) => store.cancel(sessionId).then(() => undefined),
+  };
+
+  const showPanel = (sessionId: string): ChatPanel => ChatPanel.show(store, sessionId, context.extensionUri, actions);
+
+  async function pickSession(arg: SessionArg, title: string, openOnly: boolean): Promise<string | undefined> {
+    if (typeof arg === "string") return arg;
+    if (arg instanceof SessionNode) return arg.sessionId;
+    if (arg && typeof arg === "object" && typeof arg.sessionId === "string") return arg.sessionId;
+    const active = ChatPanel.active();
+    if (active) return active.sessionId;
+    const candidates = [...store.sessions.values()].filter((e) => !openOnly || e.info.state !== "closed");
+    if (candidates.length === 1) return candidates[0].info.sessionId;
+    if (candidates.length === 0) {
+      void uiProxy.info("No agent session is open. Start one with Agent Bridge: New Session.");
+      return undefined;
+    }
+    return uiProxy.pick(
+      title,
+      candidates.map((e) => ({
+        label: e.info.title || e.info.sessionId,
+        description: `${e.info.providerId} · ${e.info.state}`,
+        value: e.info.sessionId,
+      })),
+    );
+  }
+
+  async function pickOption(o: OptionDescriptor, providerName: string): Promise<{ value: string | undefined } | undefined> {
+    const choices = valueChoices(o);
+    if (choices) {
+      const v = await uiProxy.pick(`${providerName}: ${optionTitle(o)}`, choices.map((c) => ({ label: c.label, description: c.description, value: c })));
+      return v ? { value: v.value } : undefined;
+    }
+    const text = await uiProxy.input(`${providerName}: ${optionTitle(o)} (empty: the provider's default)`, o.description);
+    if (text === undefined) return undefined;
+    return { value: text.trim() || undefined };
+  }
+
+  async function newSession(args: NewSessionArgs = {}): Promise<string | undefined> {
+    if (!(await bridge.ensureOrExplain())) return undefined;
+    let providers;
+    try {
+      providers = await store.listProviders(true);
+    } catch (err) {
+      void uiProxy.error(store.explain(err));
+      return undefined;
+    }
+    const cfg = vscode.workspace.getConfiguration("agentBridge");
+    let providerId = args.provider;
+    if (!providerId) {
+      const choices = providerChoices(providers, cfg.get<string>("defaultProvider", "") || undefined);
+      const picked = await uiProxy.pick(
+        "Agent Bridge: choose a provider",
+        choices.map((c) => ({ label: c.label, description: c.description, detail: c.detail, value: c })),
+      );
+      if (!picked) return undefined;
+      providerId = picked.providerId;
+    }
+    const desc = providers.find((p) => p.id === providerId);
+    if (!desc) {
+      void uiProxy.error(`No provider "${providerId}" in this bridge. Next step: pick one of ${providers.map((p) => p.id).join(", ")}.`);
+      return undefined;
+    }
+    if (desc.availability?.status === "unavailable") {
+      void uiProxy.error(providerUnavailableMessage(desc), "Show Traffic Log").then((a) => {
+        if (a) output.show(true);
+      });
+      return undefined;
+    }
+    const configured = cfg.get<Record<string, Record<string, unknown>>>("sessionOptions", {})[desc.id] ?? {};
+    const options: Record<string, unknown> = { ...configured, ...(args.options ?? {}) };
+    for (const o of [modelOption(desc), modeOption(desc)]) {
+      if (!o || o.name in options) continue;
+      const chosen = await pickOption(o, desc.displayName);
+      if (!chosen) return undefined;
+      if (chosen.value !== undefined) options[o.name] = chosen.value;
+    }
+    const title = args.title ?? `${desc.displayName} · ${new Date().toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}`;
+    let sessionId: string;
+    try {
+      sessionId = (await store.create(desc.id, options, title)).info.sessionId;
+    } catch (err) {
+      void uiProxy.error(store.explain(err, desc.id));
+      return undefined;
+    }
+    showPanel(sessionId);
+    if (args.prompt !== false) await prompt(sessionId);
+    return sessionId;
+  }
+
+  async function prompt(arg: SessionArg | { sessionId: string; text: string }): Promise<boolean> {
+    const sessionId = await pickSession(arg as SessionArg, "Prompt which session?", true);
+    if (!sessionId) return false;
+    const given = arg && typeof arg === "object" && "text" in arg ? arg.text : undefined;
+    const text = given ?? (await uiProxy.input("Ask the agent", "What should the agent do?"));
+    if (!text) return false;
+    try {
+      await store.prompt(sessionId, text);
+      return true;
+    } catch (err) {
+      void uiProxy.error(store.explain(err, store.sessions.get(sessionId)?.info.providerId));
+      return false;
+    }
+  }
+
+  async function openEdit(sessionId: string, runId: string, toolCallId: string, index: number): Promise<string | undefined> {
+    const model = store.sessions.get(sessionId)?.model;
+    const tool = model?.items.find((i) => i.kind === "tool" && i.toolCallId === toolCallId && (!runId || i.runId === runId));
+    if (!tool || tool.kind !== "tool") return undefined;
+    const edit = tool.edits[index];
+    if (!edit) return undefined;
+    return openEditDiff(edits, edit, `${sessionId}/${toolCallId}`);
+  }
+
+  const reg = (id: string, fn: (...a: never[]) => unknown): void => {
+    context.subscriptions.push(vscode.commands.registerCommand(id, fn as (...a: unknown[]) => unknown));
+  };
+  reg("agentBridge.newSession", (args?: NewSessionArgs) => newSession(args ?? {}));
+  reg("agentBridge.prompt", (arg?: SessionArg) => prompt(arg));
+  reg("agentBridge.cancel", async (arg?: SessionArg) => {
+    const id = await pickSession(arg, "Cancel the turn of which session?", true);
+    if (!id) return false;
+    try {
+      const did = await store.cancel(id);
+      if (!did) void uiProxy.info("No turn is running in this session.");
+      return did;
+    } catch (err) {
+      void uiProxy.error(store.explain(err));
+      return false;
+    }
+  });
+  reg("agentBridge.closeSession", async (arg?: SessionArg) => {
+    const id = await pickSession(arg, "Close which session?", true);
+    if (!id) return false;
+    try {
+      await store.close(id);
+      return true;
+    } catch (err) {
+      void uiProxy.error(store.explain(err));
+      return false;
+    }
+  });
+  reg("agentBridge.reattach", async (arg?: SessionArg): Promise<ReattachResult | undefined> => {
+    if (!(await bridge.ensureOrExplain())) return undefined;
+    if (!store.sessions.size) await store.refresh().catch(() => undefined);
+    const id = await pickSession(arg, "Open which session?", false);
+    if (!id) return undefined;
+    try {
+      const res = await store.reattach(id);
+      showPanel(id);
+      return res;
+    } catch (err) {
+      void uiProxy.error(store.explain(err, store.sessions.get(id)?.info.providerId));
+      return undefined;
+    }
+  });
+  // A click in the Sessions view: show the chat when it is open and live, else reattach.
+  reg("agentBridge.open", async (sessionId: string) => {
+    const e = store.sessions.get(sessionId);
+    if (e?.model && e.info.state !== "closed" && bridge.current && ChatPanel.panels.has(sessionId)) {
+      showPanel(sessionId);
+      return undefined;
+    }
+    return vscode.commands.executeCommand("agentBridge.reattach", sessionId);
+  });
+  reg("agentBridge.answerPending", async (arg?: SessionArg) => {
+    const id = await pickSession(arg, "Answer the pending approvals of which session?", true);
+    if (!id) return 0;
+    const pending = store.pendingPrompts(id);
+    if (!pending.length) void uiProxy.info("Nothing is waiting for an answer in this session.");
+    for (const p of pending) await store.showPrompt(p.interactionId);
+    return pending.length;
+  });
+  reg("agentBridge.refreshSessions", async () => {
+    if (!(await bridge.ensureOrExplain())) return;
+    await tree.reload().catch((err: unknown) => void uiProxy.error(store.explain(err)));
+  });
+  reg("agentBridge.restartBridge", async () => {
+    const c = await bridge.restart();
+    if (c) await tree.reload().catch(() => undefined);
+    return !!c;
+  });
+  reg("agentBridge.showTrafficLog", () => output.show(true));
+  reg("agentBridge.openEdit", (sessionId: string, runId: string, toolCallId: string, index: number) => openEdit(sessionId, runId, toolCallId, index));
+
+  const api: ExtensionApi = {
+    bridge,
+    store,
+    tree,
+    edits,
+    setUi: (u) => {
+      ui = u;
+    },
+  };
+  const resultFile = process.env.AGENT_BRIDGE_VSCODE_TEST_RESULT;
+  if (resultFile) {
+    void import("./testMode").then((m) => m.runScenario(api, resultFile));
+  }
+  const demoFile = process.env.AGENT_BRIDGE_VSCODE_DEMO;
+  if (demoFile) {
+    void import("./demoMode").then((m) => m.runDemo(api, demoFile));
+  }
+  return api;
+}
+
+export function deactivate(): void {
+  // The BridgeHost in context.subscriptions stops the bridge.
+}

@@ -1,0 +1,36 @@
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { ChatModel } from "../chatModel";
+import { escapeHtml, renderHeader, renderItems } from "../chatHtml";
+import type { EventEnvelope, EventPayload } from "../protocol";
+
+function ev(sequence: number, payload: EventPayload): EventEnvelope {
+  return { eventId: `e${sequence}`, sessionId: "s", runId: "r", sequence, occurredAt: "2025-01-01T00:00:00Z", payload };
+}
+
+test("bridge text is escaped", () => {
+  assert.equal(escapeHtml(`<img src=x onerror="a('b')">&`), "&lt;img src=x onerror=&quot;a(&#39;b&#39;)&quot;&gt;&amp;");
+  const m = new ChatModel("s");
+  m.applyAll([ev(1, { type: "run.started", input: "<script>x</script>" })]);
+  assert.ok(!renderItems(m).includes("<script>"));
+});
+
+test("a pending approval renders one button per option; thinking and tools are collapsible", () => {
+  const m = new ChatModel("s");
+  m.applyAll([
+    ev(1, { type: "run.started", input: "go" }),
+    ev(2, { type: "thinking.delta", text: "hmm" }),
+    ev(3, { type: "tool.activity", toolCallId: "c1", name: "Write", status: "started", content: [{ type: "edit", path: "a.txt", newText: "hi\n" }] }),
+    ev(4, { type: "interaction.requested", interactionId: "int_1", request: { kind: "approval", action: "tool", title: "Write a.txt", modes: ["once", "session"] } }),
+  ]);
+  const html = renderItems(m);
+  assert.match(html, /<details class="thinking" data-key="i2" open><summary>Thinking…<\/summary>/);
+  assert.match(html, /<details class="tool status-started"[^>]*><summary>… Write <span class="badge">1 edit<\/span>/);
+  assert.match(html, /new file.*data-action="openEdit" data-tool="c1" data-run="r" data-index="0">Open diff/);
+  const buttons = [...html.matchAll(/data-action="answer" data-interaction="int_1" data-option="(\d)">([^<]+)</g)].map((x) => [x[1], x[2]]);
+  assert.deepEqual(buttons, [["0", "Allow once"], ["1", "Allow for this session"], ["2", "Deny"]]);
+  assert.match(renderHeader(m, "T", "scripted"), /1 pending approval</);
+  m.apply(ev(5, { type: "interaction.settled", interactionId: "int_1", status: "responded", answer: { kind: "approval", decision: "deny" } }));
+  assert.ok(!renderItems(m).includes('data-action="answer"'));
+  assert.match(renderItems(m), /<div class="outcome">denied<\/div>/);
+});

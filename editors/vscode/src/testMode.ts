@@ -1,0 +1,256 @@
+/**
+ * Test mode: when VS Code starts the extension with AGENT_BRIDGE_VSCODE_TEST_RESULT set,
+ * it runs one scripted session through the extension's own commands in the real
+ * extension host, answering prompts at the UI seam (a scripted Ui that picks options by
+ * label and records what each prompt offered), and writes what it saw to that file as
+ * JSON. tests/test_editor_vscode.py sets it up (settings, the script) and asserts it.
+ *
+ * The scenario expects the scripted provider's script of that test (its titles and
+ * texts). Nothing here runs unless the variable is set.
+ */
+import * as fs from "fs";
+import * as vscode from "vscode";
+import { ChatPanel } from "./chatPanel";
+import type { ExtensionApi } from "./extension";
+import type { ReattachResult } from "./sessions";
+import type { PickItem, Ui } from "./ui";
+
+interface PromptRecord {
+  kind: "pick" | "input";
+  title: string;
+  offered: string[];
+  answered: string | null;
+}
+
+interface Rule {
+  /** A substring of the prompt's title. */
+  title: string;
+  /** The label to pick, the text to type, or null to dismiss. */
+  answer: string | null;
+  /** Used once, then dropped (else it stays for every matching prompt). */
+  once: boolean;
+}
+
+/** A Ui that answers from rules and records every prompt and message. */
+class ScriptedUi implements Ui {
+  readonly prompts: PromptRecord[] = [];
+  readonly errors: string[] = [];
+  readonly infos: string[] = [];
+  private rules: Rule[] = [];
+
+  answer(title: string, answer: string | null, once = true): void {
+    this.rules.push({ title, answer, once });
+  }
+
+  private take(title: string): string | null {
+    const i = this.rules.findIndex((r) => title.includes(r.title));
+    if (i < 0) return null;
+    const r = this.rules[i];
+    if (r.once) this.rules.splice(i, 1);
+    return r.answer;
+  }
+
+  async pick<T>(title: string, items: PickItem<T>[], token?: vscode.CancellationToken): Promise<T | undefined> {
+    const rec: PromptRecord = { kind: "pick", title, offered: items.map((i) => i.label), answered: null };
+    this.prompts.push(rec);
+    await delay(50);
+    if (token?.isCancellationRequested) return undefined;
+    const want = this.take(title);
+    const item = want === null ? undefined : items.find((i) => i.label === want);
+    rec.answered = item ? item.label : null;
+    return item?.value;
+  }
+
+  async input(title: string, _placeholder?: string, token?: vscode.CancellationToken): Promise<string | undefined> {
+    const rec: PromptRecord = { kind: "input", title, offered: [], answered: null };
+    this.prompts.push(rec);
+    await delay(20);
+    if (token?.isCancellationRequested) return undefined;
+    const want = this.take(title);
+    rec.answered = want;
+    return want ?? undefined;
+  }
+
+  async error(message: string): Promise<string | undefined> {
+    this.errors.push(message);
+    return undefined;
+  }
+
+  async info(message: string): Promise<string | undefined> {
+    this.infos.push(message);
+    return undefined;
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+async function until(what: string, cond: () => boolean, ms = 20000): Promise<void> {
+  const t0 = Date.now();
+  while (!cond()) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for: ${what}`);
+    await delay(25);
+  }
+}
+
+/** Runs the scenario and writes the result file (also on failure, with `error`). */
+export async function runScenario(api: ExtensionApi, resultFile: string): Promise<void> {
+  const ui = new ScriptedUi();
+  api.setUi(ui);
+  const result: Record<string, unknown> = { steps: [] as string[] };
+  const step = (s: string): void => {
+    (result.steps as string[]).push(s);
+  };
+  const { store, bridge } = api;
+  const exec = <T>(cmd: string, ...args: unknown[]): Promise<T> => Promise.resolve(vscode.commands.executeCommand<T>(cmd, ...args));
+  const model = (id: string) => store.sessions.get(id)?.model;
+  const snapshot = (id: string) => {
+    const m = model(id);
+    return m
+      ? {
+          transcript: m.transcript(),
+          items: JSON.parse(JSON.stringify(m.items)) as unknown,
+          lastSequence: m.lastSequence,
+          gaps: JSON.parse(JSON.stringify(m.gaps)) as unknown,
+          duplicates: m.duplicates,
+          pendingApprovals: m.pendingApprovals,
+        }
+      : null;
+  };
+  const treeNodes = () => api.tree.nodes().map((n) => ({ id: n.sessionId, label: String(n.label), description: String(n.description ?? ""), contextValue: n.contextValue }));
+  const transcriptHas = (id: string, text: string) => (model(id)?.transcript() ?? "").includes(text);
+  try {
+    // Show the Sessions view, so the tree is really drawn by the workbench.
+    await exec("workbench.view.extension.agentBridge").catch(() => undefined);
+    await exec("agentBridge.refreshSessions");
+    result.treeAtStart = treeNodes();
+    step("bridge started");
+
+    // 1. New session through the provider picker, first prompt through the input box:
+    //    thinking, streamed text, a tool call with an edit, an approval, a question.
+    ui.answer("choose a provider", "Scripted (built-in)");
+    ui.answer("Ask the agent", "Clean the build");
+    ui.answer("Approval: Run `rm -rf build`", "Allow for this session");
+    ui.answer("Question: Which test runner?", "pytest");
+    const sessionId = await exec<string | undefined>("agentBridge.newSession");
+    if (!sessionId) throw new Error(`newSession returned nothing; errors: ${ui.errors.join(" | ")}`);
+    result.sessionId = sessionId;
+    await until("turn 1 ends", () => transcriptHas(sessionId, "Using pytest.") && model(sessionId)?.runState === "idle");
+    result.turn1 = snapshot(sessionId);
+    step("turn 1 done");
+
+    // 2. The edit in VS Code's diff view.
+    const m1 = model(sessionId)!;
+    const tool = m1.items.find((i) => i.kind === "tool" && i.edits.length > 0);
+    if (!tool || tool.kind !== "tool") throw new Error("no tool call with an edit");
+    const title = await exec<string | undefined>("agentBridge.openEdit", sessionId, tool.runId, tool.toolCallId, 0);
+    await until("the diff tab", () => vscode.window.tabGroups.activeTabGroup.activeTab?.input instanceof vscode.TabInputTextDiff);
+    const tab = vscode.window.tabGroups.activeTabGroup.activeTab!;
+    const input = tab.input as vscode.TabInputTextDiff;
+    result.diff = {
+      title,
+      tabLabel: tab.label,
+      original: (await vscode.workspace.openTextDocument(input.original)).getText(),
+      modified: (await vscode.workspace.openTextDocument(input.modified)).getText(),
+      scheme: input.modified.scheme,
+    };
+    step("diff opened");
+
+    // 3. What the chat webview itself shows (its script reports its text).
+    const panel = ChatPanel.panels.get(sessionId);
+    if (!panel) throw new Error("no chat panel");
+    panel.panel.reveal(undefined, false);
+    result.webviewRendered = await panel.whenRendered(15000);
+    result.webviewText = panel.rendered.text;
+    step("webview rendered");
+
+    // 4. A turn that waits, cancelled with the Cancel command.
+    await exec("agentBridge.prompt", { sessionId, text: "Keep working" });
+    await until("turn 2 streams", () => transcriptHas(sessionId, "Working on it") && model(sessionId)?.runState === "running");
+    result.cancelled = await exec<boolean>("agentBridge.cancel", sessionId);
+    await until("turn 2 interrupted", () => transcriptHas(sessionId, "Turn interrupted"));
+    step("turn 2 interrupted");
+
+    // 5. An approval left unanswered (prompt dismissed): it is pending, counted in the
+    //    tree; the chat is closed; reattaching brings the history back with no gap and
+    //    asks the approval again, which is then allowed.
+    ui.answer("Approval: Deploy to production", null);
+    await exec("agentBridge.prompt", { sessionId, text: "Deploy" });
+    await until("the deploy approval is pending", () => store.pendingCount(sessionId) === 1 && ui.prompts.some((p) => p.title.includes("Deploy") && p.answered === null));
+    await delay(200);
+    result.pendingBeforeReattach = {
+      count: store.pendingCount(sessionId),
+      modelPendingApprovals: model(sessionId)?.pendingApprovals,
+      tree: treeNodes().find((n) => n.id === sessionId),
+    };
+    const seqBeforeClose = model(sessionId)!.lastSequence;
+    panel.panel.dispose();
+    await until("the chat model is dropped", () => !model(sessionId));
+    result.pendingWhileClosed = { count: store.pendingCount(sessionId), tree: treeNodes().find((n) => n.id === sessionId) };
+    ui.answer("Approval: Deploy to production", "Allow once");
+    const reattach = await exec<ReattachResult | undefined>("agentBridge.reattach", sessionId);
+    result.reattach = reattach ? { via: reattach.via, replayed: reattach.replayed, seqBeforeClose } : null;
+    await until("turn 3 ends after the approval came back", () => transcriptHas(sessionId, "Deployed.") && model(sessionId)?.runState === "idle");
+    result.afterReattach = snapshot(sessionId);
+    step("reattached");
+
+    // 6. The bridge restarts (same state dir): the session is listed (closed) in the
+    //    tree; reattaching resumes it and its sequence continues; a new turn runs.
+    const seqBeforeRestart = model(sessionId)!.lastSequence;
+    result.restarted = await exec<boolean>("agentBridge.restartBridge");
+    result.treeAfterRestart = treeNodes();
+    // What a click on the session in the Sessions view runs.
+    const node = api.tree.nodes().find((n) => n.sessionId === sessionId);
+    if (!node?.command) throw new Error("the session is not in the Sessions view after the restart");
+    result.treeClick = node.command.command;
+    const resumed = await exec<ReattachResult | undefined>(node.command.command, ...(node.command.arguments ?? []));
+    result.resume = resumed ? { via: resumed.via, replayed: resumed.replayed, seqBeforeRestart, state: resumed.session.state } : null;
+    await exec("agentBridge.prompt", { sessionId, text: "After restart" });
+    await until("turn 4 ends", () => transcriptHas(sessionId, "You said: After restart") && model(sessionId)?.runState === "idle");
+    result.afterRestart = snapshot(sessionId);
+    const p2 = ChatPanel.panels.get(sessionId);
+    if (p2) {
+      result.webviewRenderedAfterRestart = await p2.whenRendered(15000);
+      result.webviewTextAfterRestart = p2.rendered.text;
+    }
+    step("resumed after restart");
+
+    // 7. A provider that is not installed: a clear message with the next step.
+    const before = ui.errors.length;
+    const none = await exec<string | undefined>("agentBridge.newSession", { provider: "gemini" });
+    result.unavailableProvider = { sessionId: none ?? null, errors: ui.errors.slice(before) };
+
+    // 8. Close the session; the traffic log holds the exchange.
+    result.closed = await exec<boolean>("agentBridge.closeSession", sessionId);
+    await until("closed", () => store.sessions.get(sessionId)?.info.state === "closed");
+    result.treeAtEnd = treeNodes();
+    const traffic = bridge.trafficLines;
+    result.traffic = {
+      lines: traffic.length,
+      initialize: traffic.filter((l) => l.includes('"method":"initialize"')).length,
+      interactionRequests: traffic.filter((l) => l.includes('"method":"interaction/request"')).length,
+      cancelRequests: traffic.filter((l) => l.includes('"method":"$/cancelRequest"')).length,
+      sample: traffic.filter((l) => l.includes("interaction/request")).slice(0, 2),
+    };
+
+    // 9. A bridge that is not where the setting says: a clear message with the next step.
+    const cfg = vscode.workspace.getConfiguration("agentBridge");
+    const goodPath = cfg.get<string>("bridgePath");
+    await bridge.stop();
+    await cfg.update("bridgePath", "/nonexistent/agent-bridge", vscode.ConfigurationTarget.Global);
+    const errBefore = ui.errors.length;
+    await exec("agentBridge.newSession", { provider: "scripted", prompt: false });
+    result.missingBridge = { errors: ui.errors.slice(errBefore), problem: bridge.lastProblem ?? null };
+    await cfg.update("bridgePath", goodPath, vscode.ConfigurationTarget.Global);
+    step("done");
+  } catch (err) {
+    result.error = err instanceof Error ? `${err.message}\n${err.stack ?? ""}` : String(err);
+  }
+  result.prompts = ui.prompts;
+  result.errors = ui.errors;
+  result.infos = ui.infos;
+  await bridge.stop().catch(() => undefined);
+  fs.writeFileSync(`${resultFile}.tmp`, JSON.stringify(result, null, 2));
+  fs.renameSync(`${resultFile}.tmp`, resultFile);
+}

@@ -1,0 +1,512 @@
+"""The VS Code extension (editors/vscode) in a real VS Code extension host.
+
+The build (``editors/vscode/build.sh``) type-checks the extension with ``tsc --strict``
+against the published ``schemas/agent-bridge.d.ts``, runs its unit tests with the node test
+runner (some against a real ``agent-bridge serve`` child) and packages the ``.vsix`` with
+``@vscode/vsce``. The extension-host test installs that ``.vsix`` into ``code-server``
+(VS Code's own server and extension host, installed by ``scripts/install-vscode-host.sh``),
+opens the workbench in headless Chromium, and lets the extension's test mode run a
+scripted session through its own commands against a real bridge: streamed text, an edit
+opened in the diff view, an approval and a question answered at the quick-pick seam, a
+turn cancelled, an unanswered approval that comes back on reattach, the session listed
+and resumed after the bridge restarts. The result file it writes is asserted here.
+
+Without the tools these tests are skipped loudly; in CI (``CI=true`` or
+``AGENT_BRIDGE_REQUIRE_CLIS=1``) a missing tool is a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXT_DIR = ROOT / "editors" / "vscode"
+TOOLS = Path(os.environ.get("AGENT_BRIDGE_VSCODE_TOOLS", str(ROOT / ".tools" / "vscode-host")))
+CODE_SERVER = TOOLS / "node_modules" / "code-server" / "out" / "node" / "entry.js"
+BRIDGE = ROOT / ".venv" / "bin" / "agent-bridge"
+
+# Headless Chromium that reaches nothing but the loopback workbench.
+CHROMIUM_FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--metrics-recording-only",
+    "--window-size=1400,900",
+]
+
+# What the scripted provider plays, turn by turn (docs/scripted.md).
+EDIT = {
+    "type": "edit",
+    "path": "hello.py",
+    "oldText": "print('hi')\n",
+    "newText": "print('hello, world')\n",
+}
+SCRIPT: dict[str, Any] = {
+    "runs": [
+        {
+            "steps": [
+                {
+                    "type": "thinking",
+                    "text": "The build directory is stale; clean it, then fix the greeting.",
+                },
+                {"type": "text", "text": "Let me look at the build first. ", "chunks": 3},
+                {
+                    "type": "emit",
+                    "payloads": [
+                        {
+                            "type": "tool.activity",
+                            "toolCallId": "edit_1",
+                            "name": "Edit",
+                            "status": "started",
+                            "kind": "edit",
+                            "title": "Edit hello.py",
+                            "locations": [{"path": "hello.py", "line": 1}],
+                            "content": [EDIT],
+                        },
+                        {
+                            "type": "tool.activity",
+                            "toolCallId": "edit_1",
+                            "name": "Edit",
+                            "status": "completed",
+                        },
+                    ],
+                },
+                {
+                    "type": "approval",
+                    "title": "Run `rm -rf build`",
+                    "toolName": "Bash",
+                    "command": "rm -rf build",
+                    "input": {"command": "rm -rf build"},
+                    "modes": ["once", "session"],
+                    "onAllow": [
+                        {
+                            "type": "tool",
+                            "name": "Bash",
+                            "id": "call_7",
+                            "input": {"command": "rm -rf build"},
+                            "output": "removed build/\n",
+                            "exitCode": 0,
+                        },
+                        {"type": "text", "text": "Removed the build directory."},
+                    ],
+                    "onDeny": [{"type": "text", "text": "Understood, I left it alone."}],
+                },
+                {
+                    "type": "question",
+                    "prompt": "Which test runner?",
+                    "choices": [
+                        {"id": "pytest", "label": "pytest"},
+                        {"id": "unittest", "label": "unittest"},
+                    ],
+                    "branches": {
+                        "pytest": [{"type": "text", "text": "Using pytest."}],
+                        "unittest": [{"type": "text", "text": "Using unittest."}],
+                    },
+                },
+                {
+                    "type": "usage",
+                    "contextTokens": 1830,
+                    "maxTokens": 200000,
+                    "inputTokens": 1650,
+                    "outputTokens": 180,
+                },
+            ]
+        },
+        {"steps": [{"type": "text", "text": "Working on it…"}, {"type": "waitForInterrupt"}]},
+        {
+            "steps": [
+                {
+                    "type": "approval",
+                    "title": "Deploy to production",
+                    "modes": ["once"],
+                    "onAllow": [{"type": "text", "text": "Deployed."}],
+                    "onDeny": [{"type": "text", "text": "Not deployed."}],
+                }
+            ]
+        },
+        {"steps": [{"type": "echo"}]},
+    ]
+}
+
+
+def _require(what: str, ok: bool) -> None:
+    """Skip loudly, or fail in CI, when a tool is missing."""
+    if ok:
+        return
+    msg = f"{what} is missing: run scripts/install-vscode-host.sh"
+    if os.environ.get("CI") == "true" or os.environ.get("AGENT_BRIDGE_REQUIRE_CLIS") == "1":
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+def _chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    _require("chromium", path is not None)
+    assert path is not None
+    return path
+
+
+@pytest.fixture(scope="module")
+def vsix(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """Builds the extension once: returns the .vsix path and the build's output."""
+    _require(
+        "the VS Code build tools (tsc, vsce)", (TOOLS / "node_modules" / ".bin" / "vsce").exists()
+    )
+    out = tmp_path_factory.mktemp("vsix") / "agent-bridge-vscode.vsix"
+    env = {**os.environ, "AGENT_BRIDGE_BIN": str(BRIDGE)}
+    proc = subprocess.run(
+        ["bash", str(EXT_DIR / "build.sh"), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"the extension build failed:\n{log[-6000:]}"
+    return out, log
+
+
+@pytest.mark.timeout(300)
+def test_vscode_build_typechecks_runs_unit_tests_and_packages(vsix: tuple[Path, str]) -> None:
+    """tsc --strict passes, every node unit test passes, and the .vsix holds what the host loads."""
+    path, log = vsix
+    assert "# fail 0" in log, log[-4000:]
+    passed = int(log.split("# pass ")[1].split()[0])
+    assert passed >= 20, log[-4000:]
+    with zipfile.ZipFile(path) as z:
+        names = set(z.namelist())
+        manifest = json.loads(z.read("extension/package.json"))
+    for name in (
+        "extension/out/extension.js",
+        "extension/out/client.js",
+        "extension/media/chat.js",
+        "extension/node_modules/vscode-jsonrpc/package.json",
+        "extension/node_modules/vscode-jsonrpc/lib/node/main.js",
+    ):
+        assert name in names, name
+    assert not any(n.startswith("extension/out/test/") for n in names), "unit tests are not shipped"
+    assert manifest["main"] == "./out/extension.js"
+    commands = {c["command"] for c in manifest["contributes"]["commands"]}
+    assert {
+        "agentBridge.newSession",
+        "agentBridge.prompt",
+        "agentBridge.cancel",
+        "agentBridge.closeSession",
+        "agentBridge.showTrafficLog",
+        "agentBridge.reattach",
+    } <= commands
+    settings = manifest["contributes"]["configuration"]["properties"]
+    assert {"agentBridge.bridgePath", "agentBridge.stateDir"} <= set(settings)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
+    """Ends the process group `proc` leads (and only it): TERM, then KILL."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def host(tmp_path: Path, vsix: tuple[Path, str]) -> Iterator[dict[str, Any]]:
+    """code-server with the extension installed and settings for the scenario, and Chromium
+    on its workbench, each in its own process group (ended afterwards); yields the
+    result file's path and the state dir."""
+    _require("code-server", CODE_SERVER.exists())
+    chromium = _chromium()
+    ud, exts, ws, home = (tmp_path / n for n in ("ud", "exts", "ws", "home"))
+    for d in (ud / "User", exts, ws, home):
+        d.mkdir(parents=True)
+    (ws / "hello.py").write_text("print('hi')\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    state = tmp_path / "state"
+    (ud / "User" / "settings.json").write_text(
+        json.dumps(
+            {
+                "agentBridge.bridgePath": str(BRIDGE),
+                "agentBridge.stateDir": str(state),
+                "agentBridge.sessionOptions": {"scripted": {"scriptFile": str(script)}},
+                "workbench.startupEditor": "none",
+                "security.workspace.trust.enabled": False,
+                "telemetry.telemetryLevel": "off",
+                "update.mode": "none",
+                "extensions.autoCheckUpdates": False,
+                "extensions.autoUpdate": False,
+                "workbench.enableExperiments": False,
+                "workbench.tips.enabled": False,
+            }
+        )
+    )
+    result = tmp_path / "result.json"
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        # No provider CLI is found on this PATH: the unavailable-provider message is tested.
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "AGENT_BRIDGE_VSCODE_TEST_RESULT": str(result),
+    }
+    env.pop("XDG_CONFIG_HOME", None)
+    node = shutil.which("node")
+    assert node is not None
+    install = subprocess.run(
+        [
+            node,
+            str(CODE_SERVER),
+            "--user-data-dir",
+            str(ud),
+            "--extensions-dir",
+            str(exts),
+            "--install-extension",
+            str(vsix[0]),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert install.returncode == 0 and "successfully installed" in install.stdout, (
+        install.stdout + install.stderr
+    )
+    port = _free_port()
+    cs_log = (tmp_path / "code-server.log").open("wb")
+    code_server = subprocess.Popen(
+        [
+            node,
+            str(CODE_SERVER),
+            "--bind-addr",
+            f"127.0.0.1:{port}",
+            "--auth",
+            "none",
+            "--disable-telemetry",
+            "--disable-update-check",
+            "--disable-workspace-trust",
+            "--disable-getting-started-override",
+            "--user-data-dir",
+            str(ud),
+            "--extensions-dir",
+            str(exts),
+            str(ws),
+        ],
+        stdout=cs_log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    browser: subprocess.Popen[bytes] | None = None
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert code_server.poll() is None, (tmp_path / "code-server.log").read_text()
+                assert time.monotonic() < deadline, "code-server did not listen"
+                time.sleep(0.2)
+        browser = subprocess.Popen(
+            [
+                chromium,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={tmp_path / 'chromium'}",
+                f"http://127.0.0.1:{port}/?folder={ws}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+        yield {
+            "result": result,
+            "state": state,
+            "tmp": tmp_path,
+            "code_server": code_server,
+            "browser": browser,
+        }
+    finally:
+        if browser is not None:
+            _end_group(browser)
+        _end_group(code_server)
+        cs_log.close()
+
+
+def _wait_result(host: dict[str, Any], timeout: float = 180) -> dict[str, Any]:
+    result: Path = host["result"]
+    deadline = time.monotonic() + timeout
+    while not result.exists():
+        assert host["code_server"].poll() is None, "code-server exited"
+        assert time.monotonic() < deadline, (
+            "the extension's test mode wrote no result: "
+            + ((host["tmp"] / "code-server.log").read_text()[-3000:])
+        )
+        time.sleep(0.25)
+    data: dict[str, Any] = json.loads(result.read_text())
+    return data
+
+
+def _texts(items: list[dict[str, Any]], kind: str) -> list[str]:
+    return [str(i["text"]) for i in items if i["kind"] == kind]
+
+
+@pytest.mark.timeout(300)
+def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any]) -> None:
+    """The extension, in code-server's extension host with the workbench in Chromium,
+    drives the scripted session through its commands; what it saw is asserted."""
+    r = _wait_result(host)
+    assert "error" not in r, r.get("error")
+    assert r["steps"][-1] == "done", r["steps"]
+    sid = r["sessionId"]
+    prompts = r["prompts"]
+
+    # The provider picker came from providers/list; an input box took the first prompt.
+    provider_pick = next(p for p in prompts if "choose a provider" in p["title"])
+    assert "Scripted (built-in)" in provider_pick["offered"]
+    assert provider_pick["answered"] == "Scripted (built-in)"
+    assert any(p["kind"] == "input" and p["answered"] == "Clean the build" for p in prompts)
+
+    # Turn 1: thinking, streamed text, the edit, the approval (its modes offered), the question.
+    t1 = r["turn1"]
+    items = t1["items"]
+    assert _texts(items, "user") == ["Clean the build"]
+    assert _texts(items, "thinking") == [
+        "The build directory is stale; clean it, then fix the greeting."
+    ]
+    assistant = [i for i in items if i["kind"] == "assistant"]
+    assert (
+        assistant[0]["text"] == "Let me look at the build first. " and assistant[0]["deltas"] == 3
+    )
+    assert [a["text"] for a in assistant[1:]] == ["Removed the build directory.", "Using pytest."]
+    tools = {i["toolCallId"]: i for i in items if i["kind"] == "tool"}
+    assert tools["edit_1"]["edits"] == [EDIT] and tools["edit_1"]["status"] == "completed"
+    assert tools["call_7"]["output"] == "removed build/\n" and tools["call_7"]["exitCode"] == 0
+    approval = next(p for p in prompts if p["title"] == "Approval: Run `rm -rf build`")
+    assert approval["offered"] == ["Allow once", "Allow for this session", "Deny"]
+    assert approval["answered"] == "Allow for this session"
+    question = next(p for p in prompts if p["title"] == "Question: Which test runner?")
+    assert question["offered"] == ["pytest", "unittest"] and question["answered"] == "pytest"
+    settled = {i["request"]["kind"]: i for i in items if i["kind"] == "interaction"}
+    assert settled["approval"]["status"] == "responded"
+    assert settled["approval"]["answer"] == {
+        "kind": "approval",
+        "decision": "allow",
+        "mode": "session",
+    }
+    assert settled["question"]["answer"] == {"kind": "question", "choice": "pytest"}
+    assert t1["gaps"] == [] and t1["transcript"].endswith("-- Turn completed (end_turn)")
+
+    # The edit opened in VS Code's own diff view, both sides from the event.
+    diff = r["diff"]
+    assert diff["scheme"] == "agent-bridge-edit"
+    assert diff["original"] == EDIT["oldText"] and diff["modified"] == EDIT["newText"]
+    assert diff["title"] == "hello.py (agent edit)" and diff["tabLabel"] == diff["title"]
+
+    # The webview in Chromium rendered the chat.
+    assert r["webviewRendered"] is True
+    web = r["webviewText"]
+    for text in (
+        "Clean the build",
+        "Let me look at the build first.",
+        "Edit hello.py",
+        "Approval: Run `rm -rf build`",
+        "allowed for this session",
+        "Using pytest.",
+        "Turn completed",
+    ):
+        assert text in web, (text, web)
+
+    # Turn 2 was cancelled.
+    assert r["cancelled"] is True
+
+    # Turn 3: the dismissed approval stayed pending and was counted in the tree; after the
+    # chat was closed, reattaching replayed everything and asked the approval again.
+    pend = r["pendingBeforeReattach"]
+    assert pend["count"] == 1 and pend["modelPendingApprovals"] == 1
+    assert "1 pending" in pend["tree"]["description"] and "pending" in pend["tree"]["contextValue"]
+    assert r["pendingWhileClosed"]["count"] == 1
+    deploy = [p for p in prompts if p["title"] == "Approval: Deploy to production"]
+    assert [p["offered"] for p in deploy] == [["Allow once", "Deny"]] * 2
+    assert [p["answered"] for p in deploy] == [None, "Allow once"]
+    re = r["reattach"]
+    assert re["via"] == "attach" and re["replayed"] == re["seqBeforeClose"]
+    after = r["afterReattach"]
+    assert after["gaps"] == [] and after["pendingApprovals"] == 0
+    lines = after["transcript"].split("\n")
+    assert "Agent: Working on it…" in lines and "-- Turn interrupted (user)" in lines
+    assert "Approval: Deploy to production: allowed once" in lines and "Agent: Deployed." in lines
+    assert after["transcript"].startswith(t1["transcript"]), "the replay rebuilt the same chat"
+
+    # After the restart the session was listed (closed), resumed by id, and continued.
+    listed = [n for n in r["treeAfterRestart"] if n["id"] == sid]
+    assert listed and "closed" in listed[0]["description"]
+    assert r["treeClick"] == "agentBridge.open"  # resumed by clicking the session in the view
+    res = r["resume"]
+    assert res["via"] == "resume" and res["state"] == "active"
+    final = r["afterRestart"]
+    assert final["gaps"] == [], final["gaps"]
+    assert final["lastSequence"] > res["seqBeforeRestart"]
+    tail = final["transcript"].split("\n")
+    assert "-- Session resumed" in tail and "Agent: You said: After restart" in tail
+    assert tail[-1] == "-- Turn completed (end_turn)"
+    assert final["transcript"].startswith(after["transcript"]), (
+        "no gap, nothing lost across the restart"
+    )
+    assert (
+        r["webviewRenderedAfterRestart"] is True
+        and "You said: After restart" in r["webviewTextAfterRestart"]
+    )
+
+    # Missing provider and missing bridge: clear messages with the next step.
+    un = r["unavailableProvider"]
+    assert un["sessionId"] is None
+    assert any(
+        "Gemini CLI is not available" in e and "Next step: install the Gemini CLI" in e
+        for e in un["errors"]
+    ), un
+    mb = r["missingBridge"]["errors"]
+    assert any(
+        '"/nonexistent/agent-bridge") was not found' in e and "Next step" in e for e in mb
+    ), mb
+
+    # Closed at the end; the traffic log has the whole exchange.
+    assert r["closed"] is True
+    assert "closed" in next(n for n in r["treeAtEnd"] if n["id"] == sid)["description"]
+    traffic = r["traffic"]
+    assert traffic["initialize"] >= 2  # the first bridge and the one after the restart
+    assert traffic["interactionRequests"] >= 4  # rm -rf, the question, deploy twice
+    assert r["errors"] == un["errors"] + mb, r["errors"]
+
+    # The bridge was started with the settings' state dir: its journal is there.
+    assert any(host["state"].iterdir())
