@@ -2,7 +2,9 @@
 first opens (issue 11, items 1, 3 and 6).
 
 The disk-full cases put the state directory on a real small filesystem (a tmpfs mounted
-for the test: this needs root, as in CI; elsewhere they skip loudly) and fill it.
+for the test: this needs root, as in CI; elsewhere they skip loudly, and in CI,
+``CI=true``, a filesystem that cannot be mounted is a failure) and fill it: before a run,
+in the middle of one, and for longer than ``--journal-fault-limit``.
 The damaged-journal cases damage real files written by a real bridge.
 """
 
@@ -14,18 +16,27 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import pytest
 from bridge_client import ROOT, BridgeProcess, Message
 from test_journal_e2e import bridge_on, create, read_all, run, serve, terminal_of
+from wire_validation import WireValidator
 
 STREAM = {"type": "stream", "count": 20_000, "text": "x" * 40}
 #: run 1 echoes (history before the disk fills), run 2 streams until the disk is full
 TWO_RUNS = {"script": {"runs": [{"steps": [{"type": "echo"}]}, {"steps": [STREAM]}]}}
+
+
+def missing(reason: str) -> NoReturn:
+    """A capability the test needs is missing: a failure in CI (``CI=true``), else a loud
+    skip."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason + " [CI=true: a failure, not a skip]")
+    pytest.skip("SKIPPED LOUDLY: " + reason + " [set CI=true to make this a failure]")
 
 
 @contextlib.contextmanager
@@ -39,8 +50,8 @@ def small_fs(size: str = "24m") -> Iterator[Path]:
     )
     if done.returncode != 0:
         where.rmdir()
-        pytest.skip(
-            "SKIPPED LOUDLY: cannot mount a small tmpfs here (needs root, as in CI): "
+        missing(
+            "cannot mount a small tmpfs here (needs root, as in CI): "
             + done.stderr.decode(errors="replace").strip()
         )
     try:
@@ -119,6 +130,161 @@ async def test_disk_full_holds_the_run_tells_the_host_refuses_new_work_and_resum
             listed = await again.result("session/list", {})
             assert second in {s["sessionId"] for s in listed["sessions"]}
         assert b"Traceback" not in bridge.stderr
+
+
+@contextlib.asynccontextmanager
+async def streaming_bridge(state: Path, *args: str) -> AsyncIterator[BridgeProcess]:
+    """A bridge on ``state`` for runs of tens of thousands of events: the host does not
+    check every message against the schema (the tests check the ones that matter with
+    :data:`CONTRACT`)."""
+    async with anyio.create_task_group() as tg:
+        bridge = BridgeProcess(
+            "newline", args=args, env={"AGENT_BRIDGE_STATE_DIR": str(state)}, validate=False
+        )
+        await bridge.start(tg)
+        try:
+            await bridge.initialize()
+            yield bridge
+        finally:
+            with anyio.CancelScope(shield=True):
+                await bridge.stop()
+            tg.cancel_scope.cancel()
+
+
+CONTRACT = WireValidator()
+
+
+def fault_status(message: Message, reason: str) -> None:
+    """``message`` is a valid ``journal/status`` saying the journal fails for ``reason``,
+    out of band (no sequence)."""
+    CONTRACT.validate("JournalStatusNotification", message)
+    assert message["params"]["state"] == "failing", message
+    assert message["params"]["reason"] == reason, message
+    assert "sequence" not in message["params"]
+
+
+def refused_retryably(reply: Message) -> None:
+    """``reply`` is the typed, retryable ``journal_failing`` error."""
+    CONTRACT.validate("JsonRpcErrorResponse", reply)
+    assert reply["error"]["data"]["code"] == "journal_failing", reply
+    assert reply["error"]["data"]["retryable"] is True
+
+
+async def until_streaming(bridge: BridgeProcess, session: str, sequence: int) -> None:
+    await bridge.wait_for(
+        lambda m: (
+            m.get("method") == "event"
+            and m["params"]["sessionId"] == session
+            and m["params"]["sequence"] >= sequence
+        ),
+        timeout=30,
+    )
+
+
+async def held(bridge: BridgeProcess, session: str, seconds: float = 1.0) -> int:
+    """Assert no event of ``session`` reaches the host for ``seconds``; return how many
+    it has seen."""
+    seen = len(journal_events(bridge, session))
+    await anyio.sleep(seconds)
+    assert len(journal_events(bridge, session)) == seen, "an event passed a failing journal"
+    return seen
+
+
+async def test_disk_fills_mid_run_the_run_resumes_completes_and_a_restart_has_every_event() -> None:
+    """The disk fills while a run streams: the host is told, the stream is held, new
+    work is refused retryably; space freed, the same run resumes and completes without a
+    restart; the next bridge reads back every event the host saw, same sequence numbers.
+    Events offered by the provider = committed = seen by the host."""
+    count = 60_000
+    script = {"runs": [{"steps": [{"type": "stream", "count": count, "text": "y" * 40}]}]}
+    with small_fs() as mnt:
+        state = mnt / "state"
+        async with streaming_bridge(state) as bridge:
+            session = await create(bridge, options={"script": script})
+            started = await bridge.result(
+                "run/start", {"sessionId": session, "input": {"text": "go"}}
+            )
+            await until_streaming(bridge, session, 500)
+            filler = fill(mnt)
+            status = await bridge.wait_for(
+                lambda m: m.get("method") == "journal/status", timeout=60
+            )
+            fault_status(status, "disk_full")
+            refused_retryably(await bridge.call("session/create", {"provider": "scripted"}))
+            seen = await held(bridge, session)
+            assert 500 <= seen < count, "the disk did not fill in the middle of the run"
+            filler.unlink()
+            ok = await bridge.wait_for(
+                lambda m: m.get("method") == "journal/status" and m["params"]["state"] == "ok",
+                timeout=30,
+            )
+            CONTRACT.validate("JournalStatusNotification", ok)
+            end = await terminal_of(bridge, started["runId"], timeout=90)
+            assert end["payload"]["type"] == "run.completed"
+            await create(bridge)  # new work is accepted again, no restart
+            host_saw = journal_events(bridge, session)
+        assert [e["sequence"] for e in host_saw] == list(range(1, len(host_saw) + 1))
+        deltas = [e for e in host_saw if e["payload"]["type"] == "text.delta"]
+        assert len(deltas) == count  # offered = seen
+        async with streaming_bridge(state) as again:
+            stored = await read_all(again, session)
+        assert stored[: len(host_saw)] == host_saw  # committed = seen, same sequences
+        assert [e["payload"]["type"] for e in stored[len(host_saw) :]] == ["session.closed"]
+        assert b"Traceback" not in bridge.stderr
+
+
+async def test_a_fault_past_the_limit_ends_the_run_retryably_once_that_can_be_recorded() -> None:
+    """``--journal-fault-limit 1``: a run held by a full disk for longer ends with
+    ``run.failed`` ``journal_failing`` (retryable) -- delivered only once space returns
+    and it is committed, after every event the host saw; the provider stops, and the
+    session takes the next run."""
+    script = {
+        "runs": [
+            {"steps": [{"type": "stream", "count": 1_000_000, "text": "z" * 40}]},
+            {"steps": [{"type": "echo"}]},
+        ]
+    }
+    with small_fs() as mnt:
+        state = mnt / "state"
+        async with streaming_bridge(state, "--journal-fault-limit", "1") as bridge:
+            session = await create(bridge, options={"script": script})
+            started = await bridge.result(
+                "run/start", {"sessionId": session, "input": {"text": "go"}}
+            )
+            await until_streaming(bridge, session, 500)
+            filler = fill(mnt)
+            status = await bridge.wait_for(
+                lambda m: m.get("method") == "journal/status", timeout=60
+            )
+            fault_status(status, "disk_full")
+            # past the limit, the run's end cannot be recorded yet: nothing is delivered
+            await held(bridge, session, 2.5)
+            filler.unlink()
+            end = await terminal_of(bridge, started["runId"], timeout=60)
+            assert end["payload"] == {
+                "type": "run.failed",
+                "error": {
+                    "code": "journal_failing",
+                    "message": end["payload"]["error"]["message"],
+                    "retryable": True,
+                },
+            }
+            CONTRACT.validate("EventEnvelope", end)
+            host_saw = journal_events(bridge, session)
+            assert host_saw[-1] == end
+            streamed = len(host_saw)
+            await held(bridge, session, 0.5)  # the provider was stopped
+            assert len(journal_events(bridge, session)) == streamed
+            second = await run(bridge, session, "again")
+            assert second["payload"]["type"] == "run.completed"
+            host_saw = journal_events(bridge, session)
+        assert [e["sequence"] for e in host_saw] == list(range(1, len(host_saw) + 1))
+        async with streaming_bridge(state) as again:
+            stored = await read_all(again, session)
+        assert stored[: len(host_saw)] == host_saw
+        stderr = bridge.stderr.decode(errors="replace")
+        assert "Traceback" not in stderr
+        assert stderr.count("provider emitted after the run ended") <= 1  # no log flood
 
 
 # --------------------------------------------------------------------- damaged journals
@@ -232,9 +398,7 @@ def test_zero_byte_journal_in_a_fresh_state_dir_is_a_new_journal(tmp_path: Path)
 async def test_damaged_missing_wal_after_a_crash_refuses_start(tmp_path: Path) -> None:
     state = tmp_path / "state"
     async with anyio.create_task_group() as tg:
-        bridge = BridgeProcess(
-            "newline", env={"AGENT_BRIDGE_STATE_DIR": str(state)}
-        )
+        bridge = BridgeProcess("newline", env={"AGENT_BRIDGE_STATE_DIR": str(state)})
         await bridge.start(tg)
         await bridge.initialize()
         await create(bridge)
