@@ -211,6 +211,11 @@ class Runtime:
         """Wait until everything recorded so far is durable."""
         await self.services.flush()
 
+    async def durable(self) -> None:
+        """Wait until everything recorded so far is durable, for a command's reply:
+        bounded while the journal is failing (see :meth:`Services.durable`)."""
+        await self.services.durable()
+
     # ------------------------------------------------------------------ clients
 
     def detach(self, subscriber: Subscriber) -> None:
@@ -488,7 +493,9 @@ class Runtime:
         """Send the session's events after sequence ``after`` to ``subscriber``, in
         order, then let its live events follow (no gap, no duplicate), and offer it the
         pending interactions again.  Works for stored sessions not open here too
-        (history only).  Raises ``session_not_found`` or ``history_unavailable``."""
+        (history only).  While the journal is failing the replay holds what is committed
+        and the reply does not wait; the events still held follow once committed.
+        Raises ``session_not_found`` or ``history_unavailable``."""
         session = self.sessions.get(session_id)
         if session is None or session.state == "closed":
             info = record_info(await self._stored(session_id))
@@ -510,7 +517,8 @@ class Runtime:
         """Replay what is committed of an open session to a subscription that is holding
         its live events, then release them."""
         try:
-            await self.flush()
+            if self.history.health == "ok":  # failing: what is committed, without waiting
+                await self.flush()
             last = session.stream.committed_sequence()
             replayed = await replay(self.history, session.id, after, last, subscription)
         finally:
@@ -568,21 +576,31 @@ class Runtime:
 
     async def close_session(self, session_id: str, reason: str = "closed") -> SessionInfo:
         """Interrupt the active run, dispose the provider session, publish
-        ``session.closed``.  Closing a closed session returns it unchanged; a session
-        open in another bridge process is ``session_in_use``."""
+        ``session.closed``; return once that is durable.  Closing a closed session
+        returns it unchanged; a session open in another bridge process is
+        ``session_in_use``.  While the journal is failing an open session is not closed:
+        ``journal_failing`` (retryable) at once; if it begins to fail during the close,
+        ``journal_failing`` after :data:`~agent_bridge.runtime.services.FAILING_REPLY_WAIT`
+        (the close is then recorded once it recovers; a retry answers the closed session).
+        """
         session = self.sessions.get(session_id)
         if session is None:
             record = await self._stored(session_id)
             if record.state != "closed":
                 raise BridgeError("session_in_use")
             return record_info(record)
+        if session.state == "active":
+            self.services.check_writable()
         await session.close(reason)
+        await self.services.durable()
         return session.info()
 
     async def delete_session(self, session_id: str) -> SessionDeleteResult:
         """Close the session if it is open here, then delete its history, receipts and
         recovery record.  Raises ``session_not_found``, ``session_in_use`` (open in
-        another live bridge) or ``history_unavailable``."""
+        another live bridge), ``history_unavailable``, or ``journal_failing`` while the
+        journal cannot commit."""
+        self.services.check_writable()
         session = self.sessions.get(session_id)
         if session is not None and session.state != "closed":
             await self.close_session(session_id)
@@ -611,7 +629,10 @@ class Runtime:
         ):
             async with anyio.create_task_group() as tg:
                 for session in active:
-                    tg.start_soon(self.close_session, session.id, "shutdown")
+                    tg.start_soon(session.close, "shutdown")
+            # what a failing journal cannot commit now, its close gives a bounded chance
+            if self.history.health == "ok":
+                await self.flush()
 
     # ------------------------------------------------------------------ runs
 
@@ -679,11 +700,14 @@ class Runtime:
 
     def respond(self, interaction_id: str, answer: Any) -> Literal["applied", "duplicate"]:
         """Settle an interaction with a client's answer (``interaction/respond``); the
-        settlement is durable once :meth:`flush` returns.  Raises
-        ``interaction_not_found``, ``invalid_answer`` or ``interaction_already_settled``."""
+        settlement is durable once :meth:`durable` returns.  Raises
+        ``interaction_not_found``, ``invalid_answer``, ``interaction_already_settled``,
+        and ``journal_failing`` (retryable; nothing is settled) while the journal cannot
+        commit."""
         interaction = self.services.interactions.get(interaction_id)
         if interaction is None:
             raise BridgeError("interaction_not_found")
+        self.services.check_writable()
         return interaction.respond(answer)
 
     async def read_events(self, params: EventsReadParams) -> msgspec.Raw:

@@ -287,6 +287,60 @@ async def test_a_fault_past_the_limit_ends_the_run_retryably_once_that_can_be_re
         assert stderr.count("provider emitted after the run ended") <= 1  # no log flood
 
 
+async def test_attach_close_respond_and_delete_answer_while_the_disk_is_full() -> None:
+    """While the journal fails, commands that cannot become durable answer at once:
+    ``session/attach`` replays what is committed (and does not wait for the rest),
+    ``interaction/respond``, ``session/close`` and ``session/delete`` answer the
+    retryable ``journal_failing`` and change nothing; once space returns they work."""
+    allow = {"kind": "approval", "decision": "allow"}
+    big = {"steps": [{"type": "stream", "count": 1_000_000, "text": "q" * 40}]}
+    with small_fs() as mnt:
+        state = mnt / "state"
+        async with streaming_bridge(state) as bridge:
+            asking = await create(bridge, [{"type": "approval", "title": "go on?"}])
+            started = await bridge.result(
+                "run/start", {"sessionId": asking, "input": {"text": "x"}}
+            )
+            ask = await bridge.wait_for(lambda m: m.get("method") == "interaction/request")
+            interaction = ask["params"]["interactionId"]
+            streaming = await create(bridge, options={"script": big})
+            await bridge.result("run/start", {"sessionId": streaming, "input": {"text": "go"}})
+            await until_streaming(bridge, streaming, 500)
+            filler = fill(mnt)
+            status = await bridge.wait_for(
+                lambda m: m.get("method") == "journal/status", timeout=60
+            )
+            fault_status(status, "disk_full")
+            seen = len(journal_events(bridge, asking))
+            attached = await bridge.call("session/attach", {"sessionId": asking, "after": 0})
+            assert attached["result"]["lastSequence"] == seen
+            responded = await bridge.call(
+                "interaction/respond", {"interactionId": interaction, "answer": allow}
+            )
+            refused_retryably(responded)
+            refused_retryably(await bridge.call("session/close", {"sessionId": asking}))
+            refused_retryably(await bridge.call("session/delete", {"sessionId": asking}))
+            # all of that while the disk was still full
+            assert not any(
+                m.get("method") == "journal/status" and m["params"]["state"] == "ok"
+                for m in bridge.received
+            )
+            filler.unlink()
+            await bridge.wait_for(
+                lambda m: m.get("method") == "journal/status" and m["params"]["state"] == "ok",
+                timeout=30,
+            )
+            applied = await bridge.result(
+                "interaction/respond", {"interactionId": interaction, "answer": allow}
+            )
+            assert applied["status"] == "applied"  # it was still pending
+            end = await terminal_of(bridge, started["runId"])
+            assert end["payload"]["type"] == "run.completed"
+            closed = await bridge.result("session/close", {"sessionId": asking})
+            assert closed["session"]["state"] == "closed"
+        assert b"Traceback" not in bridge.stderr
+
+
 # --------------------------------------------------------------------- damaged journals
 
 
