@@ -50,6 +50,7 @@ from agent_bridge.runtime.services import Services
 from agent_bridge.runtime.sessions import ProviderStart, Session, record_info
 from agent_bridge.runtime.stream import Subscriber, Subscription
 from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
+from agent_bridge.wire.errors import ErrorCode
 from agent_bridge.wire.events import SessionResumed
 from agent_bridge.wire.methods import (
     EventsReadParams,
@@ -195,6 +196,9 @@ class Runtime:
         self._fault_episode += 1
         if health == "failing" and self._tg is not None:
             self._tg.start_soon(self._fault_limit_passed, self._fault_episode)
+        elif health == "broken":
+            # nothing more can be recorded by this process: stop the providers now
+            self._end_running("internal")
 
     async def _fault_limit_passed(self, episode: int) -> None:
         """After the fault limit, end the running runs if the same fault goes on."""
@@ -202,10 +206,15 @@ class Runtime:
         if episode != self._fault_episode or self.history.health == "ok":
             return
         log.error("journal failing for %.0f s: ending the running runs", self._fault_limit)
-        assert self._tg is not None
+        self._end_running("journal_failing")
+
+    def _end_running(self, code: ErrorCode) -> None:
+        """End every running run with ``code`` and stop its provider session."""
+        if self._tg is None:
+            return
         for session in list(self.services.running):
             for run in list(session.active_runs.values()):
-                self._tg.start_soon(run.abandon, "journal_failing")
+                self._tg.start_soon(run.abandon, code)
 
     async def flush(self) -> None:
         """Wait until everything recorded so far is durable."""

@@ -13,7 +13,7 @@ import anyio
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.ids import Clock, IdFactory
-from agent_bridge.journal import History, JournalCorrupt
+from agent_bridge.journal import History, JournalBroken, JournalCorrupt
 from agent_bridge.runtime.delivery import Delivery
 from agent_bridge.runtime.interactions import Interaction, SettledInteraction
 
@@ -77,6 +77,8 @@ class Services:
             await history.committed_through(history.mark())
         except JournalCorrupt:
             raise BridgeError("history_corrupt") from None
+        except JournalBroken:
+            raise BridgeError("internal") from None
 
     async def durable(self) -> None:
         """Wait, as :meth:`flush`, until everything recorded so far is durable, but for at
@@ -101,11 +103,18 @@ class Services:
                     await history.committed_through(ticket)
                 except JournalCorrupt:
                     raise BridgeError("history_corrupt") from None
+                except JournalBroken:
+                    raise BridgeError("internal") from None
                 return
 
     def check_writable(self) -> None:
         """Raise ``journal_failing`` (retryable) while the journal cannot commit, and
-        ``history_corrupt`` once it is damaged: new sessions and runs are refused then."""
+        ``history_corrupt`` once it is damaged, ``internal`` once a bug stopped its writer:
+        new sessions and runs are refused then."""
         health = self.history.health
-        if health != "ok":
-            raise BridgeError("journal_failing" if health == "failing" else "history_corrupt")
+        if health == "failing":
+            raise BridgeError("journal_failing")
+        if health == "corrupt":
+            raise BridgeError("history_corrupt")
+        if health == "broken":
+            raise BridgeError("internal")
