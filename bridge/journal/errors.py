@@ -11,6 +11,8 @@ on a bug (retrying a bug forever would hold every run forever).
 
 from __future__ import annotations
 
+import errno
+import os
 import sqlite3
 import zlib
 from typing import Final, Literal
@@ -25,6 +27,7 @@ __all__ = [
     "JournalError",
     "classify",
     "classify_commit",
+    "on_read_only_fs",
 ]
 
 Fault = Literal["disk_full", "io_error", "read_only", "damaged", "other", "internal"]
@@ -86,6 +89,31 @@ def classify(exc: BaseException) -> Fault:
     if isinstance(exc, DAMAGE):
         return "damaged"
     return "other"
+
+
+#: The file :func:`on_read_only_fs` tries to create (and removes at once).
+_PROBE: Final = ".write-probe"
+
+
+def on_read_only_fs(fault: Fault, directory: str) -> Fault:
+    """Return ``read_only`` for an ``io_error``/``other`` fault when the filesystem
+    holding ``directory`` refuses writes as read-only now, else ``fault`` (never raises).
+    A filesystem remounted read-only under open files (ext4's ``errors=remount-ro``; an
+    administrator's ``mount -o remount,ro`` is refused while files are open for writing)
+    makes SQLite's writes fail with ``EROFS``, which it reports as ``SQLITE_IOERR``; such
+    a remount does not always show in ``statvfs`` (ext4's ``emergency_ro``), so a file is
+    created in ``directory`` to ask."""
+    if fault not in ("io_error", "other"):
+        return fault
+    try:
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return "read_only"
+        probe = os.path.join(directory, _PROBE)
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT, 0o600))
+        os.unlink(probe)
+    except OSError as exc:
+        return "read_only" if exc.errno == errno.EROFS else fault
+    return fault
 
 
 def classify_commit(exc: BaseException) -> Fault:

@@ -131,7 +131,7 @@ class Journal:
         self._waiters: list[tuple[int, anyio.Event]] = []
         self._on_commit: Callable[[], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._writer = Writer(writer_conn, self._notify, retention)
+        self._writer = Writer(writer_conn, self._notify, retention, os.path.dirname(self.path))
         self._queue = self._writer.queue
         #: events not yet handed to the writer, per session (see :meth:`append`)
         self._open: dict[str, EventBatch] = {}
@@ -228,8 +228,8 @@ class Journal:
             # owner: the next bridge finds it gone and closes them as crashed.
             try:
                 self._control.execute("DELETE FROM owners WHERE token = ?", (self._owner.token,))
-            except sqlite3.Error:
-                log.exception("journal: could not record this process's exit")
+            except sqlite3.Error as exc:  # a storage fault: the next bridge recovers it
+                log.error("journal: could not record this process's exit (%s)", exc)
             self._control.close()
         self._reader.close()
         self._owner.release()

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from agent_bridge.journal.errors import Fault, classify_commit
+from agent_bridge.journal.errors import Fault, classify_commit, on_read_only_fs
 from agent_bridge.journal.retention import Retention, RetentionClock, apply_retention
 from agent_bridge.journal.rows import insert_events, last_sequence, session_key
 from agent_bridge.journal.transactions import begin_immediate, transaction
@@ -152,12 +152,15 @@ class Writer:
         conn: sqlite3.Connection,
         notify: Notify,
         retention: Retention = Retention(),  # noqa: B008 - frozen
+        directory: str = ".",
     ) -> None:
         self.queue: collections.deque[tuple[Any, ...]] = collections.deque()
         self.wake = threading.Event()
         #: True while the writer waits for work: producers set :attr:`wake` only then.
         self.idle = True
         self._conn = conn
+        #: the journal's directory, looked at to tell a read-only filesystem
+        self._directory = directory
         self._notify = notify
         self._retention = RetentionClock(retention)
         self._policy = retention
@@ -218,7 +221,7 @@ class Writer:
             try:
                 events, nbytes = self._commit(ops)
             except Exception as exc:
-                fault = classify_commit(exc)
+                fault = on_read_only_fs(classify_commit(exc), self._directory)
                 if fault == "internal":
                     # a bug, not the storage: the log gets the traceback, the wire never
                     log.error("journal: a commit failed on an internal error", exc_info=True)

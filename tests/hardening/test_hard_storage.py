@@ -11,7 +11,9 @@ The damaged-journal cases damage real files written by a real bridge.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -338,6 +340,101 @@ async def test_attach_close_respond_and_delete_answer_while_the_disk_is_full() -
             assert end["payload"]["type"] == "run.completed"
             closed = await bridge.result("session/close", {"sessionId": asking})
             assert closed["session"]["state"] == "closed"
+        assert b"Traceback" not in bridge.stderr
+
+
+@contextlib.contextmanager
+def ext4_fs(size_mb: int = 48) -> Iterator[tuple[Path, Path, str]]:
+    """A freshly made ext4 image mounted through a loop device with
+    ``errors=remount-ro``; yield ``(mount point, image, device name)``.  Missing tools
+    or capabilities: :func:`missing`."""
+    for tool in ("mkfs.ext4", "e2fsck", "findmnt"):
+        if shutil.which(tool) is None:
+            missing(f"{tool} is not installed (e2fsprogs, util-linux)")
+    where = Path(tempfile.mkdtemp(prefix="bridge-ext4-"))
+    image = Path(tempfile.mkdtemp(prefix="bridge-ext4-img-")) / "fs.img"
+    with open(image, "wb") as f:
+        f.truncate(size_mb << 20)
+    made = subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], capture_output=True, check=False)
+    done = subprocess.run(
+        ["mount", "-o", "loop,errors=remount-ro", str(image), str(where)],
+        capture_output=True,
+        check=False,
+    )
+    if made.returncode != 0 or done.returncode != 0:
+        shutil.rmtree(image.parent, ignore_errors=True)
+        where.rmdir()
+        missing(
+            "cannot make and loop-mount an ext4 image here (needs root and loop devices): "
+            + (made.stderr + done.stderr).decode(errors="replace").strip()
+        )
+    try:
+        source = subprocess.run(
+            ["findmnt", "-no", "SOURCE", str(where)], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        yield where, image, os.path.basename(source)
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True, check=False)
+        with contextlib.suppress(OSError):
+            where.rmdir()
+        shutil.rmtree(image.parent, ignore_errors=True)
+
+
+def remount_read_only(device: str, where: Path) -> None:
+    """Make ext4 remount the filesystem read-only under the bridge's open files, as it
+    does on an error with ``errors=remount-ro`` (an administrator's ``mount -o
+    remount,ro`` is refused while files are open for writing: ``mount point is busy``)."""
+    trigger = Path("/sys/fs/ext4") / device / "trigger_fs_error"
+    if not trigger.exists():
+        missing(f"{trigger} does not exist (a kernel without ext4's error trigger)")
+    trigger.write_text("agent-bridge test: remount read-only")
+    with pytest.raises(OSError) as refused:  # read-only now, the bridge's files open
+        os.close(os.open(where / "probe", os.O_WRONLY | os.O_CREAT, 0o600))
+    assert refused.value.errno == errno.EROFS
+
+
+async def test_a_read_only_remount_holds_the_run_and_loses_nothing_the_host_saw() -> None:
+    """The filesystem holding the journal goes read-only under a streaming run: the
+    host is told (``read_only``), the stream is held, new work is refused retryably, the
+    run ends past the fault limit without that being delivered (it cannot be recorded).
+    Read-write again -- which for a remount under open files takes an unmount, a check and
+    a mount, so a new bridge -- every event the host saw is there with the same sequence
+    numbers, and crash recovery writes only after them."""
+    script = {"runs": [{"steps": [{"type": "stream", "count": 1_000_000, "text": "r" * 40}]}]}
+    with ext4_fs() as (mnt, image, device):
+        state = mnt / "state"
+        # --journal-sync full: what a filesystem that aborts had not yet written back is
+        # gone (as in a machine crash), so only a commit that is also fsynced is safe
+        args = ("--journal-fault-limit", "1", "--journal-sync", "full")
+        async with streaming_bridge(state, *args) as bridge:
+            session = await create(bridge, options={"script": script})
+            started = await bridge.result(
+                "run/start", {"sessionId": session, "input": {"text": "go"}}
+            )
+            await until_streaming(bridge, session, 500)
+            remount_read_only(device, mnt)
+            status = await bridge.wait_for(
+                lambda m: m.get("method") == "journal/status", timeout=60
+            )
+            fault_status(status, "read_only")
+            refused_retryably(await bridge.call("session/create", {"provider": "scripted"}))
+            await held(bridge, session, 2.5)  # past the 1 s limit: the run's end is not sent
+            host_saw = journal_events(bridge, session)
+            assert all(e.get("runId") == started["runId"] for e in host_saw)
+            assert host_saw[-1]["payload"]["type"] == "text.delta"
+        # read-write again: unmount, check, mount
+        assert subprocess.run(["umount", str(mnt)], capture_output=True).returncode == 0
+        fsck = subprocess.run(["e2fsck", "-fy", str(image)], capture_output=True)
+        assert fsck.returncode in (0, 1), fsck.stdout  # 1: errors corrected
+        subprocess.run(["mount", "-o", "loop", str(image), str(mnt)], check=True)
+        async with streaming_bridge(state) as again:
+            stored = await read_all(again, session)
+        assert stored[: len(host_saw)] == host_saw  # nothing the host saw was lost or changed
+        tail = stored[len(host_saw) :]
+        assert [e["payload"]["type"] for e in tail[-2:]] == ["run.failed", "session.closed"]
+        assert tail[-1]["payload"]["reason"] == "bridge_crashed"
+        assert {e["payload"]["type"] for e in tail[:-2]} <= {"text.delta"}
+        assert [e["sequence"] for e in stored] == list(range(1, len(stored) + 1))
         assert b"Traceback" not in bridge.stderr
 
 
