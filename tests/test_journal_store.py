@@ -28,6 +28,7 @@ from agent_bridge.journal.rows import insert_events
 from agent_bridge.journal.schema import connect, open_journal_db
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime import Interaction, Runtime
+from agent_bridge.wire.events import SessionResumed
 from agent_bridge.wire.methods import EventsReadParams, RunInput, RunStartParams
 
 
@@ -335,6 +336,10 @@ async def test_a_bug_in_the_commit_path_fails_closed_instead_of_retrying_forever
         assert err.value.error_code == "internal"
         size = os.path.getsize(journal.path + "-wal")
         journal.update_session(info.session_id, title="never written")
+        delivered = len(host.events)
+        runtime.sessions[info.session_id].stream.publish(None, SessionResumed())
+        await anyio.sleep(0.1)
+        assert len(host.events) == delivered  # what cannot be recorded is never sent
         assert await read_all(runtime, info.session_id) == before  # reads go on
         assert os.path.getsize(journal.path + "-wal") == size
     async with journaled(tmp_path) as (runtime, host):

@@ -368,9 +368,12 @@ class Journal:
     # ------------------------------------------------------------------ writes
 
     def append(self, session_id: str, sequence: int, code: int, body: bytes, raw_id: int) -> None:
-        """Record the event at ``sequence`` (the hot path: two list appends)."""
+        """Record the event at ``sequence`` (the hot path: two list appends).  A damaged
+        or broken journal records nothing, and the event still counts as appended: it is
+        never committed, so it never reaches a host."""
         batch = self._open.get(session_id) or self._batch(session_id, sequence)
         if batch is None:
+            self.appended += 1
             return
         batch.bodies.append(body)
         batch.codes.append(code)
