@@ -21,9 +21,11 @@ subscriber only once it is committed, and a command returns only after what it c
 committed.  While the journal cannot commit (``History.health``: ``failing``) the runtime
 holds providers back (:meth:`Delivery.pause`), tells every :class:`HealthWatcher`
 (each host connection) out of band, refuses new sessions and runs (``journal_failing``),
-and after :data:`JOURNAL_FAULT_LIMIT` seconds ends the running runs with
-``journal_failing`` (their ``run.failed`` is delivered once it is committed).  When
-commits succeed again everything resumes where it stopped.
+and after ``journal_fault_limit`` seconds (``serve --journal-fault-limit``, default
+:data:`JOURNAL_FAULT_LIMIT`) ends the running runs with ``journal_failing`` (their
+``run.failed`` is delivered once it is committed).  When commits succeed again
+everything resumes where it stopped.  A journal ``broken`` by a bug in its commit path
+ends the running runs at once (``internal``).
 """
 
 from __future__ import annotations
