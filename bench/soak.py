@@ -9,7 +9,15 @@ and drives it over its real pipes:
    the fake CLI of ``tests/standins/fake_claude.py``: a real child process per session,
    each spawned, run and stopped;
 3. **stream** -- one scripted run that streams a given volume of events to the host
-   (default 1 GiB of event frames), read as fast as the host can.
+   (default 1 GiB of event frames), read as fast as the host can;
+4. **disk full** -- a second bridge whose state directory is on a small tmpfs mounted
+   for the phase (needs root; otherwise the phase is reported as not run, and with
+   ``CI=true`` that is a failed check): a run streams, the filesystem is filled in the
+   middle of it, then freed.  Checked: the host gets ``journal/status`` failing
+   (``disk_full``), no event passes while the disk is full, ``session/create`` is refused
+   with the retryable ``journal_failing``, the journal says ``ok`` again and the same run
+   completes without a restart, and events offered by the provider = events the host saw
+   = events committed (read back by a third bridge on the same state directory), gapless.
 
 Before and after each phase it reads the bridge's file descriptors, threads, child
 processes (its descendants other than the process reaper) and RSS from ``/proc``, and
@@ -24,9 +32,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -433,6 +443,169 @@ async def phase_stream(host: Host, report: Report, total: int, event_size: int) 
     )
 
 
+def mount_small_fs(where: Path, size: str) -> str | None:
+    """Mount a tmpfs of ``size`` at ``where``; return why not, or ``None``."""
+    where.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(where)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as exc:
+        return str(exc)
+    return None if done.returncode == 0 else (done.stderr.strip() or "mount failed")
+
+
+def fill(where: Path) -> Path:
+    """Fill the filesystem at ``where`` to the last byte; return the filler file."""
+    filler = where / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (1 << 20, 65536, 4096, 1):
+            with contextlib.suppress(OSError):
+                while os.write(fd, b"\0" * size) == size:
+                    pass
+    finally:
+        os.close(fd)
+    return filler
+
+
+class Tally:
+    """What a host saw of one session's stream: events, whether gapless, statuses."""
+
+    def __init__(self, host: Host, session_id: str) -> None:
+        self.host = host
+        self.session_id = session_id
+        self.seen = 0
+        self.deltas = 0
+        self.last = 0
+        self.gapless = True
+        self.terminal: str | None = None
+        self.statuses: list[dict[str, Any]] = []
+        self.replies: dict[int, Any] = {}
+
+    def take(self, message: Any) -> None:
+        method = message.get("method")
+        if method == "event" and message["params"]["sessionId"] == self.session_id:
+            params = message["params"]
+            self.seen += 1
+            self.gapless = self.gapless and params["sequence"] == self.last + 1
+            self.last = params["sequence"]
+            kind = params["payload"]["type"]
+            self.deltas += kind == "text.delta"
+            if kind in ("run.completed", "run.failed", "run.interrupted"):
+                self.terminal = kind
+        elif method == "journal/status":
+            self.statuses.append(message["params"])
+        elif method is None and "id" in message:
+            self.replies[message["id"]] = message
+
+    async def until(self, predicate: Any, timeout: float) -> None:
+        """Read until ``predicate()`` holds; raises TimeoutError after ``timeout``."""
+
+        async def pump() -> None:
+            while not predicate():
+                self.take(await self.host.message())
+
+        await asyncio.wait_for(pump(), timeout)
+
+    async def quiet(self, seconds: float) -> int:
+        """Read for ``seconds``; return how many events of the session arrived."""
+        before = self.seen
+        with contextlib.suppress(TimeoutError):
+            await self.until(lambda: False, seconds)
+        return self.seen - before
+
+
+async def phase_disk_full(root: Path, report: Report, count: int) -> None:
+    mnt = root / "smallfs"
+    why = mount_small_fs(mnt, "24m")
+    if why is not None:
+        report.notes.append(f"disk full: not run (cannot mount a small tmpfs: {why})")
+        if os.environ.get("CI") == "true":
+            report.check("disk full", "mounted", 0, 0, "CI=true: must run", False)
+        return
+    try:
+        await _disk_full(mnt, report, count)
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+async def _disk_full(mnt: Path, report: Report, count: int) -> None:
+    state = str(mnt / "state")
+    host = await spawn_bridge(state, {})
+    script = {"steps": [{"type": "stream", "count": count, "text": "d" * 40}]}
+    created = await host.call(
+        "session/create", {"provider": "scripted", "options": {"script": script}}
+    )
+    session_id = created["session"]["sessionId"]
+    before = await settle(host.proc.pid)
+    tally = Tally(host, session_id)
+    started = time.monotonic()
+    await host.request("run/start", {"sessionId": session_id, "input": {"text": "go"}})
+    await tally.until(lambda: tally.last >= 500, 60)
+    filler = fill(mnt)
+    at_fill = tally.last
+    await tally.until(lambda: bool(tally.statuses), 60)
+    failing = tally.statuses[0]
+    refusal = await host.request("session/create", {"provider": "scripted"})
+    await tally.until(lambda: refusal in tally.replies, 30)
+    error = tally.replies[refusal].get("error", {}).get("data", {})
+    passed = await tally.quiet(1.0)
+    held_at = tally.last
+    filler.unlink()
+    await tally.until(lambda: tally.terminal is not None, 120)
+    elapsed = time.monotonic() - started
+    after = await settle(host.proc.pid)
+    host.stdin.close()
+    await asyncio.wait_for(host.proc.wait(), 30)
+    # a third bridge reads back what was committed
+    reader = await spawn_bridge(state, {})
+    committed = deltas = 0
+    after_seq = 0
+    while True:
+        page = await reader.call(
+            "events/read", {"sessionId": session_id, "after": after_seq, "limit": 1000}
+        )
+        for event in page["events"]:
+            if event["sequence"] > tally.last:
+                break
+            committed += 1
+            deltas += event["payload"]["type"] == "text.delta"
+        if not page["hasMore"] or not page["events"]:
+            break
+        after_seq = page["events"][-1]["sequence"]
+    reader.stdin.close()
+    await asyncio.wait_for(reader.proc.wait(), 30)
+    ok_again = [s for s in tally.statuses if s["state"] == "ok"]
+
+    def flag(metric: str, ok: bool, bound: str = "yes") -> None:
+        report.check("disk full", metric, 0, float(ok), bound, ok)
+
+    flag(
+        "status failing", (failing.get("state"), failing.get("reason")) == ("failing", "disk_full")
+    )
+    flag("mid-run fault", at_fill < held_at < count)
+    flag("held while full", passed == 0)
+    flag("refused retryably", error.get("code") == "journal_failing" and error.get("retryable"))
+    flag("status ok again", bool(ok_again))
+    flag("run completed", tally.terminal == "run.completed")
+    flag("gapless", tally.gapless)
+    report.check("disk full", "offered=seen", count, tally.deltas, "equal", tally.deltas == count)
+    report.check(
+        "disk full", "seen=committed", tally.seen, committed, "equal", tally.seen == committed
+    )
+    report.check("disk full", "deltas committed", count, deltas, "equal", deltas == count)
+    report.compare("disk full", before, after)
+    report.notes.append(
+        f"disk full: {count} events offered, {tally.seen} seen (run.started .. terminal), "
+        f"{committed} committed; the disk filled at event {at_fill}, the stream was held at "
+        f"{held_at} ({passed} passed while full), run {tally.terminal} in {elapsed:.1f} s"
+    )
+
+
 def write_fake_claude(directory: Path) -> Path:
     script = directory / "script.json"
     script.write_text(json.dumps({"when_exhausted": "echo"}))
@@ -482,6 +655,8 @@ async def soak(args: argparse.Namespace) -> int:
         await phase_sessions(host, report, args.sessions)
         await phase_provider_sessions(host, report, args.provider_sessions)
         await phase_stream(host, report, args.stream_bytes, args.event_size)
+        if args.disk_full_events > 0:
+            await phase_disk_full(tmp, report, args.disk_full_events)
         total = await settle(host.proc.pid)
         report.check(
             "whole run",
@@ -527,6 +702,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stream-bytes", type=int, help="bytes of events to stream (1 GiB)")
     parser.add_argument("--event-size", type=int, default=4000, help="characters per event")
     parser.add_argument("--state-dir", help="the bridge's state directory (default: a temp one)")
+    parser.add_argument(
+        "--disk-full-events",
+        type=int,
+        help="events of the disk-full phase's run (default 100000, --quick 40000; 0: skip)",
+    )
     parser.add_argument("--json", help="also write the checks here")
     args = parser.parse_args(argv)
     if not sys.platform.startswith("linux"):
@@ -537,6 +717,8 @@ def main(argv: list[str] | None = None) -> int:
         args.sessions = 100 if quick else 1000
     if args.provider_sessions is None:
         args.provider_sessions = 5 if quick else 100
+    if args.disk_full_events is None:
+        args.disk_full_events = 40_000 if quick else 100_000
     if args.stream_bytes is None:
         args.stream_bytes = 32 * MiB if quick else 1024 * MiB
     return asyncio.run(soak(args))

@@ -179,6 +179,15 @@ def _add_serve(sub: Any) -> None:
         help="normal: commits survive a crash of the bridge; full: also of the machine "
         "(default: normal)",
     )
+    serve.add_argument(
+        "--journal-fault-limit",
+        type=_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="while the journal cannot commit (disk full, I/O error, read-only), runs are "
+        "held; past this many seconds of failing they end with run.failed "
+        "journal_failing (retryable), delivered once it can be recorded (default: 60)",
+    )
 
     serve.add_argument(
         "--daemon",
@@ -370,7 +379,10 @@ def _serve(args: argparse.Namespace) -> int:
         receive = FdReceiveStream(0)
         send = FdSendStream(protocol_fd)
         runtime = Runtime(
-            ProviderRegistry.default(), interrupt_grace=args.interrupt_grace, history=history
+            ProviderRegistry.default(),
+            interrupt_grace=args.interrupt_grace,
+            history=history,
+            journal_fault_limit=args.journal_fault_limit,
         )
         server = BridgeFrontend(
             runtime,

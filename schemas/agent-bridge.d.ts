@@ -619,9 +619,15 @@ export interface InvalidParamsData {
   [key: string]: unknown;
 }
 
-export type JournalFault = "damaged" | "disk_full" | "io_error" | "other" | "read_only";
+export type JournalFault =
+  | "damaged"
+  | "disk_full"
+  | "internal"
+  | "io_error"
+  | "other"
+  | "read_only";
 
-export type JournalState = "corrupt" | "failing" | "ok";
+export type JournalState = "broken" | "corrupt" | "failing" | "ok";
 
 /** The `journal/status` notification (bridge->host): The journal's health changed (no sequence: out of band); see JournalStatusParams. */
 export interface JournalStatusNotification {
@@ -636,8 +642,10 @@ export interface JournalStatusNotification {
  * out of band: no session, no sequence).  `failing`: commits fail (`reason`) and are
  * retried; events and command replies wait, new sessions and runs are refused
  * (`journal_failing`) until `ok` again.  `corrupt`: the file is damaged and is no
- * longer written to (`history_corrupt`).  `retryingForMs`: how long commits have been
- * failing.
+ * longer written to (`history_corrupt`).  `broken` (reason `internal`): a bug in
+ * the bridge stopped its journal writer; nothing more is recorded by this process, runs
+ * end, new work is refused (`internal`) and reads go on: restart the bridge.
+ * `retryingForMs`: how long commits have been failing.
  */
 export interface JournalStatusParams {
   state: JournalState;

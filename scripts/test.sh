@@ -55,6 +55,19 @@ if [[ "${CI:-}" == "true" ]]; then
 fi
 bash scripts/install-editors.sh
 
+# e2fsprogs for the read-only remount test (a loop-mounted ext4 image made with
+# mkfs.ext4; tests/hardening/test_hard_storage.py).
+if ! command -v mkfs.ext4 >/dev/null 2>&1; then
+  if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing e2fsprogs (for the read-only remount test)"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      e2fsprogs >/dev/null
+  else
+    echo "WARNING: no mkfs.ext4 and no root apt-get: the read-only remount test will be skipped" >&2
+  fi
+fi
+
 PY="$ROOT/.venv/bin/python"
 echo "== ruff"
 "$PY" -m ruff check bridge rpc adapters tests bench

@@ -42,6 +42,11 @@ def _validator() -> Any:
         return None
 
 
+#: How many times its ``timeout`` :meth:`BridgeProcess.wait_for` waits in all for a
+#: message while others keep arriving.
+PROGRESS_CAP = 6
+
+
 class BridgeProcess:
     """One bridge child and a minimal host on top of its pipes."""
 
@@ -179,23 +184,40 @@ class BridgeProcess:
         return id
 
     async def next_message(self, timeout: float = 10) -> Message:
-        """Return the next message not yet consumed."""
+        """Return the next message not yet consumed; raises :class:`TimeoutError` if none
+        arrives within ``timeout`` seconds."""
         if self._pending:
             return self._pending.pop(0)
         with anyio.fail_after(timeout):
             return await self._inbox.receive()
 
     async def wait_for(self, predicate: Callable[[Message], bool], timeout: float = 10) -> Message:
-        """Return the first message matching ``predicate``; others stay queued in order."""
+        """Return the first message matching ``predicate``; others stay queued in order.
+
+        ``timeout`` bounds the bridge's *silence*: raises :class:`TimeoutError` when no
+        message at all arrives for ``timeout`` seconds, or when ``PROGRESS_CAP`` times
+        ``timeout`` pass in all while other messages keep arriving.  A reply queued behind
+        thousands of events (each checked against the schema by this host first) is
+        waited for as long as the bridge keeps sending, so a loaded machine does not fail
+        a test; a bridge that goes quiet, or never answers, still does."""
         for i, message in enumerate(self._pending):
             if predicate(message):
                 return self._pending.pop(i)
-        with anyio.fail_after(timeout):
-            while True:
+        limit = anyio.current_time() + timeout * PROGRESS_CAP
+        while True:
+            left = limit - anyio.current_time()
+            if left <= 0:
+                raise TimeoutError(
+                    f"no matching message within {timeout * PROGRESS_CAP:.0f} s "
+                    f"({len(self._pending)} others arrived meanwhile)"
+                )
+            with anyio.move_on_after(min(timeout, left)) as scope:
                 message = await self._inbox.receive()
-                if predicate(message):
-                    return message
-                self._pending.append(message)
+            if scope.cancelled_caught:
+                raise TimeoutError(f"the bridge sent nothing for {min(timeout, left):.1f} s")
+            if predicate(message):
+                return message
+            self._pending.append(message)
 
     async def response(self, id: int, timeout: float = 10) -> Message:
         """Return the response to request ``id``."""

@@ -28,6 +28,7 @@ from agent_bridge.journal.rows import insert_events
 from agent_bridge.journal.schema import connect, open_journal_db
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime import Interaction, Runtime
+from agent_bridge.wire.events import SessionResumed
 from agent_bridge.wire.methods import EventsReadParams, RunInput, RunStartParams
 
 
@@ -296,3 +297,52 @@ async def test_a_journal_whose_commits_fail_holds_the_stream_refuses_work_and_re
         raw = await runtime.read_events(EventsReadParams(info.session_id))
         page = msgspec.json.decode(bytes(raw))
         assert [e["sequence"] for e in page["events"]] == list(range(1, 13))
+
+
+async def test_a_bug_in_the_commit_path_fails_closed_instead_of_retrying_forever(
+    tmp_path: Path,
+) -> None:
+    """An operation the writer cannot apply because of a bug (here a value SQLite cannot
+    bind: ``sqlite3.ProgrammingError``, raised by the real writer thread and the real
+    SQLite) is not taken for a storage fault: no retry, the writer stops, nothing more is
+    written by this process, the journal is ``broken`` and new work and waits answer the
+    classified ``internal`` error; reads of what was committed go on, and the file is
+    sound for the next process."""
+    from agent_bridge.journal.errors import classify_commit
+    from agent_bridge.journal.writer import OP_UPDATE
+
+    assert classify_commit(sqlite3.OperationalError("database or disk is full")) == "disk_full"
+    assert classify_commit(sqlite3.ProgrammingError("Error binding parameter 1")) == "internal"
+    assert classify_commit(sqlite3.IntegrityError("UNIQUE constraint failed")) == "internal"
+    assert classify_commit(TypeError("a bug")) == "internal"
+    async with journaled(tmp_path) as (runtime, host):
+        info = await runtime.create_session("scripted", options=stream(3), subscriber=host)
+        journal = runtime.history
+        assert isinstance(journal, Journal)
+        before = await read_all(runtime, info.session_id)
+        journal._submit((OP_UPDATE, info.session_id, {"title": object()}))  # the "bug"
+        with pytest.raises(BridgeError) as err:
+            await runtime.durable()
+        assert err.value.error_code == "internal" and not err.value.info.retryable
+        assert journal.health == "broken" and journal.fault == "internal"
+        with anyio.fail_after(10):
+            await anyio.to_thread.run_sync(journal._writer.join)  # stopped, not retrying
+        assert runtime.journal_status().state == "broken"
+        with pytest.raises(BridgeError) as err:
+            await runtime.create_session("scripted", options=stream(1))
+        assert err.value.error_code == "internal"
+        with pytest.raises(BridgeError) as err:
+            await runtime.start_run(RunStartParams(info.session_id, RunInput("x")))
+        assert err.value.error_code == "internal"
+        size = os.path.getsize(journal.path + "-wal")
+        journal.update_session(info.session_id, title="never written")
+        delivered = len(host.events)
+        runtime.sessions[info.session_id].stream.publish(None, SessionResumed())
+        await anyio.sleep(0.1)
+        assert len(host.events) == delivered  # what cannot be recorded is never sent
+        assert await read_all(runtime, info.session_id) == before  # reads go on
+        assert os.path.getsize(journal.path + "-wal") == size
+    async with journaled(tmp_path) as (runtime, host):
+        record = await runtime.history.load_session(info.session_id)
+        assert record is not None and record.title != "never written"
+        assert runtime.history.health == "ok"

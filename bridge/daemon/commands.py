@@ -49,6 +49,13 @@ def add_parsers(sub: Any) -> None:
     daemon.add_argument(
         "--journal-sync", choices=("normal", "full"), default="normal", help="as for serve"
     )
+    daemon.add_argument(
+        "--journal-fault-limit",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="as for serve (default: 60)",
+    )
     daemon.add_argument("--log-file", metavar="FILE", help="log here (default: stderr)")
     daemon.add_argument(
         "--log-level",
@@ -157,6 +164,7 @@ def _daemon(args: argparse.Namespace) -> int:
             interrupt_grace=args.interrupt_grace,
             history=history,
             hold_unanswerable=True,
+            journal_fault_limit=args.journal_fault_limit,
         )
 
     try:

@@ -337,7 +337,7 @@ class BridgeFrontend:
     ) -> InteractionRespondResult:
         runtime = self.runtime
         status = runtime.respond(params.interaction_id, params.answer)
-        await runtime.flush()  # the settlement is durable before the reply
+        await runtime.durable()  # the settlement is durable before the reply
         return InteractionRespondResult(params.interaction_id, status)
 
     async def _events_read(self, params: EventsReadParams) -> msgspec.Raw:

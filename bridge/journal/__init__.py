@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from agent_bridge.journal.base import History, SessionRecord
 from agent_bridge.journal.blocks import TYPE_CODES
-from agent_bridge.journal.errors import JournalCorrupt, JournalError
+from agent_bridge.journal.errors import JournalBroken, JournalCorrupt, JournalError
 from agent_bridge.journal.memory import DEFAULT_MEMORY_HISTORY_MB, MemoryHistory
 from agent_bridge.journal.paging import page_range
 from agent_bridge.journal.paths import MEMORY, resolve_state_dir
@@ -22,6 +22,7 @@ from agent_bridge.journal.settle import settle
 __all__ = [
     "TYPE_CODES",
     "History",
+    "JournalBroken",
     "JournalCorrupt",
     "JournalError",
     "MemoryHistory",

@@ -54,9 +54,10 @@ class History(Protocol):
     committed: int
     #: ``ok``; ``failing`` while commits fail and are retried (:attr:`fault` says why,
     #: :attr:`failing_since` since when, ``time.monotonic()``); ``corrupt`` once the file
-    #: is found damaged (never written again).  ``on_commit`` also runs when it changes.
-    health: Literal["ok", "failing", "corrupt"]
-    fault: Literal["disk_full", "io_error", "read_only", "damaged", "other"] | None
+    #: is found damaged (never written again); ``broken`` once a bug made a commit fail
+    #: (this process writes nothing more).  ``on_commit`` also runs when it changes.
+    health: Literal["ok", "failing", "corrupt", "broken"]
+    fault: Literal["disk_full", "io_error", "read_only", "damaged", "other", "internal"] | None
     failing_since: float | None
 
     async def start(self, on_commit: Callable[[], None]) -> None:

@@ -2,21 +2,45 @@
 
 :class:`JournalError`: the journal cannot be used, in one line.  :class:`JournalCorrupt`:
 it is damaged (detected at open, by a read, or by a commit) and is never written to
-again.  :func:`classify` names what a failed commit means, so that the writer retries
-what can heal (a full disk, an I/O error, a read-only remount) and stops on damage.
+again.  :class:`JournalBroken`: a bug (not the storage) made a commit fail; nothing more
+is written either.  :func:`classify` names what a failed read or commit means;
+:func:`classify_commit` also tells a storage fault from a bug, so that the writer retries
+what can heal (a full disk, an I/O error, a read-only remount), and stops on damage and
+on a bug (retrying a bug forever would hold every run forever).
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import sqlite3
 import zlib
 from typing import Final, Literal
 
 import msgspec
 
-__all__ = ["DAMAGE", "Fault", "JournalCorrupt", "JournalError", "classify"]
+__all__ = [
+    "DAMAGE",
+    "Fault",
+    "JournalBroken",
+    "JournalCorrupt",
+    "JournalError",
+    "classify",
+    "classify_commit",
+    "on_read_only_fs",
+]
 
-Fault = Literal["disk_full", "io_error", "read_only", "damaged", "other"]
+Fault = Literal["disk_full", "io_error", "read_only", "damaged", "other", "internal"]
+
+#: SQLite exceptions that only a wrong statement, wrong parameters or a broken invariant
+#: raise (``sqlite3.OperationalError`` and plain ``DatabaseError`` are the storage's).
+_BUGS: Final = (
+    sqlite3.IntegrityError,
+    sqlite3.ProgrammingError,
+    sqlite3.InterfaceError,
+    sqlite3.DataError,
+    sqlite3.NotSupportedError,
+)
 
 #: What reading a damaged file can raise besides SQLite's own errors: a block whose
 #: compressed data or envelope was changed, a row whose JSON was.
@@ -41,6 +65,11 @@ class JournalCorrupt(JournalError):
     """The journal file is damaged; nothing more is written to it."""
 
 
+class JournalBroken(JournalError):
+    """A bug made a commit fail; this process writes nothing more to the journal (the
+    file itself is sound: a restart uses it again)."""
+
+
 def classify(exc: BaseException) -> Fault:
     """Return what a failed journal operation's exception means (never raises): a
     :class:`sqlite3.Error` by its result code, :data:`DAMAGE` as ``damaged``, anything
@@ -60,3 +89,42 @@ def classify(exc: BaseException) -> Fault:
     if isinstance(exc, DAMAGE):
         return "damaged"
     return "other"
+
+
+#: The file :func:`on_read_only_fs` tries to create (and removes at once).
+_PROBE: Final = ".write-probe"
+
+
+def on_read_only_fs(fault: Fault, directory: str) -> Fault:
+    """Return ``read_only`` for an ``io_error``/``other`` fault when the filesystem
+    holding ``directory`` refuses writes as read-only now, else ``fault`` (never raises).
+    A filesystem remounted read-only under open files (ext4's ``errors=remount-ro``; an
+    administrator's ``mount -o remount,ro`` is refused while files are open for writing)
+    makes SQLite's writes fail with ``EROFS``, which it reports as ``SQLITE_IOERR``; such
+    a remount does not always show in ``statvfs`` (ext4's ``emergency_ro``), so a file is
+    created in ``directory`` to ask."""
+    if fault not in ("io_error", "other"):
+        return fault
+    try:
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return "read_only"
+        probe = os.path.join(directory, _PROBE)
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT, 0o600))
+        os.unlink(probe)
+    except OSError as exc:
+        return "read_only" if exc.errno == errno.EROFS else fault
+    return fault
+
+
+def classify_commit(exc: BaseException) -> Fault:
+    """Return what an exception from applying or committing a transaction means (never
+    raises): ``internal`` for a bug (:data:`_BUGS`, or anything that is not a
+    :class:`sqlite3.Error` -- a ``TypeError``, ``KeyError``, ... from the writer's own
+    code), else as :func:`classify` (``MemoryError`` is ``other``: it may pass)."""
+    if isinstance(exc, _BUGS):
+        return "internal"
+    if isinstance(exc, sqlite3.Error):
+        return classify(exc)
+    if isinstance(exc, MemoryError):
+        return "other"
+    return "internal"

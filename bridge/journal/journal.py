@@ -20,7 +20,9 @@ runtime (told through ``on_commit``, which also runs on every change of health) 
 providers back and refuses new work.  The first commit that succeeds makes it ``ok``
 again.  A damaged file (found by a commit, by a read, or at open) makes it ``corrupt``:
 the writer stops, nothing is written to the file again, and waits and reads raise
-:class:`~bridge.journal.errors.JournalCorrupt`.
+:class:`~bridge.journal.errors.JournalCorrupt`.  A commit that fails on a bug (not a
+storage fault) makes it ``broken``: the writer stops and nothing more is written by this
+process, waits raise :class:`~bridge.journal.errors.JournalBroken`; reads go on.
 """
 
 from __future__ import annotations
@@ -40,7 +42,14 @@ import msgspec
 
 from agent_bridge.ids import Clock
 from agent_bridge.journal.base import ClaimStatus, DeleteStatus, SessionRecord
-from agent_bridge.journal.errors import DAMAGE, Fault, JournalCorrupt, JournalError, classify
+from agent_bridge.journal.errors import (
+    DAMAGE,
+    Fault,
+    JournalBroken,
+    JournalCorrupt,
+    JournalError,
+    classify,
+)
 from agent_bridge.journal.owners import OwnerLock, dead_owner, owner_alive
 from agent_bridge.journal.reader import Reader
 from agent_bridge.journal.recovery import recover_dead_owners, recover_owner
@@ -57,6 +66,7 @@ from agent_bridge.journal.schema import (
 from agent_bridge.journal.transactions import transaction
 from agent_bridge.journal.writer import (
     OP_EVENTS,
+    OP_FORGET,
     OP_INTERACTION,
     OP_RECEIPT,
     OP_RUN,
@@ -77,7 +87,7 @@ _encode = msgspec.json.encode
 
 T = TypeVar("T")
 
-Health = Literal["ok", "failing", "corrupt"]
+Health = Literal["ok", "failing", "corrupt", "broken"]
 
 #: How long :meth:`Journal.aclose` waits for a failing journal to commit what is queued.
 CLOSE_WAIT_FAILING: Final = 5.0
@@ -121,7 +131,7 @@ class Journal:
         self._waiters: list[tuple[int, anyio.Event]] = []
         self._on_commit: Callable[[], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._writer = Writer(writer_conn, self._notify, retention)
+        self._writer = Writer(writer_conn, self._notify, retention, os.path.dirname(self.path))
         self._queue = self._writer.queue
         #: events not yet handed to the writer, per session (see :meth:`append`)
         self._open: dict[str, EventBatch] = {}
@@ -218,8 +228,8 @@ class Journal:
             # owner: the next bridge finds it gone and closes them as crashed.
             try:
                 self._control.execute("DELETE FROM owners WHERE token = ?", (self._owner.token,))
-            except sqlite3.Error:
-                log.exception("journal: could not record this process's exit")
+            except sqlite3.Error as exc:  # a storage fault: the next bridge recovers it
+                log.error("journal: could not record this process's exit (%s)", exc)
             self._control.close()
         self._reader.close()
         self._owner.release()
@@ -238,6 +248,8 @@ class Journal:
     def _committed(self, ops_done: int, events_done: int, fault: Fault | None) -> None:
         if fault == "damaged":
             self._set_corrupt()
+        elif fault == "internal":
+            self._set_broken()
         elif fault is not None:
             if self.health == "ok":
                 log.error(
@@ -260,7 +272,7 @@ class Journal:
             self._on_commit()
         if self._waiters:
             done = self._ops_committed
-            woken = self.health == "corrupt"
+            woken = self.health in ("corrupt", "broken")
             keep: list[tuple[int, anyio.Event]] = []
             for ticket, event in self._waiters:
                 if woken or ticket <= done:
@@ -283,7 +295,24 @@ class Journal:
         self._open = {}
         self._writer.halt()
 
-    def _corrupt_error(self) -> JournalCorrupt:
+    def _set_broken(self) -> None:
+        """Stop writing after a bug made a commit fail (fail closed, no retry)."""
+        if self.health in ("corrupt", "broken"):
+            return
+        log.error(
+            "journal %s: an internal error stopped the writer; nothing more is recorded "
+            "by this process (restart the bridge)",
+            self.path,
+        )
+        self.health = "broken"
+        self.fault = "internal"
+        self.failing_since = None
+        self._open = {}
+        self._writer.halt()
+
+    def _corrupt_error(self) -> JournalError:
+        if self.health == "broken":
+            return JournalBroken(f"the journal {self.path} is no longer written (internal error)")
         return JournalCorrupt(f"the journal {self.path} is damaged")
 
     def mark(self) -> int:
@@ -294,10 +323,10 @@ class Journal:
     async def committed_through(self, ticket: int) -> None:
         """Wait until the writes covered by ``ticket`` are committed (while the journal is
         failing, until commits succeed again); raises :class:`JournalCorrupt` once the
-        journal is damaged."""
+        journal is damaged, :class:`JournalBroken` once a bug stopped the writer."""
         if self._ops_committed >= ticket or not self._started:
             return
-        if self.health == "corrupt":
+        if self.health in ("corrupt", "broken"):
             raise self._corrupt_error()
         event = anyio.Event()
         self._waiters.append((ticket, event))
@@ -306,7 +335,7 @@ class Journal:
             raise self._corrupt_error()
 
     def _submit(self, op: tuple[Any, ...]) -> None:
-        if self.health == "corrupt":
+        if self.health in ("corrupt", "broken"):
             return
         self._seal()  # the events before this operation go first
         self._queue.append(op)
@@ -329,7 +358,7 @@ class Journal:
     def _batch(self, session_id: str, first: int) -> EventBatch | None:
         """Open a batch for ``session_id`` (its first event at ``first``); the open batches
         are handed over at the end of this iteration of the event loop."""
-        if self.health == "corrupt":
+        if self.health in ("corrupt", "broken"):
             return None
         if not self._open and self._loop is not None:
             self._loop.call_soon(self._seal)
@@ -339,9 +368,12 @@ class Journal:
     # ------------------------------------------------------------------ writes
 
     def append(self, session_id: str, sequence: int, code: int, body: bytes, raw_id: int) -> None:
-        """Record the event at ``sequence`` (the hot path: two list appends)."""
+        """Record the event at ``sequence`` (the hot path: two list appends).  A damaged
+        or broken journal records nothing, and the event still counts as appended: it is
+        never committed, so it never reaches a host."""
         batch = self._open.get(session_id) or self._batch(session_id, sequence)
         if batch is None:
+            self.appended += 1
             return
         batch.bodies.append(body)
         batch.codes.append(code)
@@ -509,7 +541,7 @@ class Journal:
         await self.committed_through(self.mark())
         status = await self._read(self._delete_sync, session_id)
         if status == "deleted":
-            self._writer.forget(session_id)
+            self._submit((OP_FORGET, session_id))  # the writer's caches are its own
         return status
 
     def _delete_sync(self, session_id: str) -> DeleteStatus:

@@ -100,8 +100,10 @@ class MemoryHistory:
     ``max_bytes`` (see the module docstring)."""
 
     durable = False
-    health: Literal["ok", "failing", "corrupt"] = "ok"
-    fault: Literal["disk_full", "io_error", "read_only", "damaged", "other"] | None = None
+    health: Literal["ok", "failing", "corrupt", "broken"] = "ok"
+    fault: Literal["disk_full", "io_error", "read_only", "damaged", "other", "internal"] | None = (
+        None
+    )
     failing_since: float | None = None
 
     def __init__(self, max_bytes: int = DEFAULT_MEMORY_HISTORY_MB * 1024 * 1024) -> None:

@@ -23,7 +23,9 @@ and the same operations (with whatever was queued since) are tried again with a 
 backoff (:data:`RETRY_MIN` doubling to :data:`RETRY_MAX`) until a commit succeeds, which
 is reported as usual.  So a full disk, an I/O error or a read-only remount delays
 commits and never loses or reorders one.  Damage (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``)
-is reported and ends the thread: a damaged file is never written to.
+is reported and ends the thread: a damaged file is never written to.  So does a bug
+(:func:`~bridge.journal.errors.classify_commit`: ``internal``, e.g. a ``TypeError`` or a
+``sqlite3.ProgrammingError`` from a wrong operation): retrying it would fail forever.
 """
 
 from __future__ import annotations
@@ -36,13 +38,14 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from agent_bridge.journal.errors import Fault, classify
+from agent_bridge.journal.errors import Fault, classify_commit, on_read_only_fs
 from agent_bridge.journal.retention import Retention, RetentionClock, apply_retention
 from agent_bridge.journal.rows import insert_events, last_sequence, session_key
 from agent_bridge.journal.transactions import begin_immediate, transaction
 
 __all__ = [
     "OP_EVENTS",
+    "OP_FORGET",
     "OP_INTERACTION",
     "OP_RECEIPT",
     "OP_RUN",
@@ -70,6 +73,10 @@ OP_INTERACTION: Final = 5
 OP_SETTLE: Final = 6
 #: ``(OP_RECEIPT, command_id, session_id, payload, result, created_at)``
 OP_RECEIPT: Final = 7
+#: ``(OP_FORGET, session_id)``: the session was deleted; drop what the writer caches of
+#: it (its key and last sequence).  An operation, so that only the writer thread ever
+#: touches those caches.
+OP_FORGET: Final = 8
 
 _UPDATABLE: Final = frozenset(
     {"state", "owner", "updated_at", "title", "workspace", "options", "recovery"}
@@ -145,12 +152,15 @@ class Writer:
         conn: sqlite3.Connection,
         notify: Notify,
         retention: Retention = Retention(),  # noqa: B008 - frozen
+        directory: str = ".",
     ) -> None:
         self.queue: collections.deque[tuple[Any, ...]] = collections.deque()
         self.wake = threading.Event()
         #: True while the writer waits for work: producers set :attr:`wake` only then.
         self.idle = True
         self._conn = conn
+        #: the journal's directory, looked at to tell a read-only filesystem
+        self._directory = directory
         self._notify = notify
         self._retention = RetentionClock(retention)
         self._policy = retention
@@ -182,8 +192,9 @@ class Writer:
         """Wait for the thread to end."""
         self._thread.join(timeout)
 
-    def forget(self, session_id: str) -> None:
-        """Drop what the writer caches about a deleted session."""
+    def _forget(self, session_id: str) -> None:
+        """Drop what the writer caches about a deleted session (in the writer thread:
+        others queue :data:`OP_FORGET`)."""
         skey = self._skeys.pop(session_id, None)
         if skey is not None:
             self._last.pop(skey, None)
@@ -210,7 +221,12 @@ class Writer:
             try:
                 events, nbytes = self._commit(ops)
             except Exception as exc:
-                fault = classify(exc)
+                fault = on_read_only_fs(classify_commit(exc), self._directory)
+                if fault == "internal":
+                    # a bug, not the storage: the log gets the traceback, the wire never
+                    log.error("journal: a commit failed on an internal error", exc_info=True)
+                    self._notify(self._ops_done, self._events_done, fault)
+                    return
                 if not failed or fault == "damaged":
                     log.error("journal: a commit failed (%s: %s)", fault, exc)
                     self._notify(self._ops_done, self._events_done, fault)
@@ -234,7 +250,7 @@ class Writer:
                     log.exception("journal: retention failed")
                 else:
                     for session_id in deleted:
-                        self.forget(session_id)
+                        self._forget(session_id)
 
     def _sleep(self, seconds: float) -> None:
         """Wait ``seconds`` before the next attempt, less if asked to stop."""
@@ -362,6 +378,9 @@ class Writer:
                     "(command_id, skey, payload, result, created_at) VALUES (?, ?, ?, ?, ?)",
                     (command_id, skey, payload, result, created),
                 )
+            return
+        if kind == OP_FORGET:
+            self._forget(op[1])
             return
         skey = self._skey(op[1])
         if skey is None:

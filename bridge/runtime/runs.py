@@ -336,11 +336,13 @@ class Run:
 class RunContext:
     """The :class:`agent_bridge.spi.RunContext` handed to a provider run."""
 
-    __slots__ = ("_publish", "_run")
+    __slots__ = ("_dropped", "_publish", "_run")
 
     def __init__(self, run: Run) -> None:
         self._run = run
         self._publish = run.session.stream.publish
+        #: payloads emitted after the run ended (logged once, not once each)
+        self._dropped = 0
 
     @property
     def run_id(self) -> str:
@@ -357,7 +359,9 @@ class RunContext:
         """Validate and publish; return whether producers should wait."""
         run = self._run
         if run.state in RUN_TERMINAL:
-            log.warning("run %s: provider emitted after the run ended; dropped", run.id)
+            if not self._dropped:
+                log.warning("run %s: provider emitted after the run ended; dropped", run.id)
+            self._dropped += 1
             return False
         kind = type(payload)
         if kind is TextDelta or kind is ThinkingDelta:

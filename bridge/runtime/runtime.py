@@ -21,9 +21,11 @@ subscriber only once it is committed, and a command returns only after what it c
 committed.  While the journal cannot commit (``History.health``: ``failing``) the runtime
 holds providers back (:meth:`Delivery.pause`), tells every :class:`HealthWatcher`
 (each host connection) out of band, refuses new sessions and runs (``journal_failing``),
-and after :data:`JOURNAL_FAULT_LIMIT` seconds ends the running runs with
-``journal_failing`` (their ``run.failed`` is delivered once it is committed).  When
-commits succeed again everything resumes where it stopped.
+and after ``journal_fault_limit`` seconds (``serve --journal-fault-limit``, default
+:data:`JOURNAL_FAULT_LIMIT`) ends the running runs with ``journal_failing`` (their
+``run.failed`` is delivered once it is committed).  When commits succeed again
+everything resumes where it stopped.  A journal ``broken`` by a bug in its commit path
+ends the running runs at once (``internal``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from agent_bridge.runtime.services import Services
 from agent_bridge.runtime.sessions import ProviderStart, Session, record_info
 from agent_bridge.runtime.stream import Subscriber, Subscription
 from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
+from agent_bridge.wire.errors import ErrorCode
 from agent_bridge.wire.events import SessionResumed
 from agent_bridge.wire.methods import (
     EventsReadParams,
@@ -195,6 +198,9 @@ class Runtime:
         self._fault_episode += 1
         if health == "failing" and self._tg is not None:
             self._tg.start_soon(self._fault_limit_passed, self._fault_episode)
+        elif health == "broken":
+            # nothing more can be recorded by this process: stop the providers now
+            self._end_running("internal")
 
     async def _fault_limit_passed(self, episode: int) -> None:
         """After the fault limit, end the running runs if the same fault goes on."""
@@ -202,14 +208,24 @@ class Runtime:
         if episode != self._fault_episode or self.history.health == "ok":
             return
         log.error("journal failing for %.0f s: ending the running runs", self._fault_limit)
-        assert self._tg is not None
+        self._end_running("journal_failing")
+
+    def _end_running(self, code: ErrorCode) -> None:
+        """End every running run with ``code`` and stop its provider session."""
+        if self._tg is None:
+            return
         for session in list(self.services.running):
             for run in list(session.active_runs.values()):
-                self._tg.start_soon(run.abandon, "journal_failing")
+                self._tg.start_soon(run.abandon, code)
 
     async def flush(self) -> None:
         """Wait until everything recorded so far is durable."""
         await self.services.flush()
+
+    async def durable(self) -> None:
+        """Wait until everything recorded so far is durable, for a command's reply:
+        bounded while the journal is failing (see :meth:`Services.durable`)."""
+        await self.services.durable()
 
     # ------------------------------------------------------------------ clients
 
@@ -495,7 +511,9 @@ class Runtime:
         """Send the session's events after sequence ``after`` to ``subscriber``, in
         order, then let its live events follow (no gap, no duplicate), and offer it the
         pending interactions again.  Works for stored sessions not open here too
-        (history only).  Raises ``session_not_found`` or ``history_unavailable``."""
+        (history only).  While the journal is failing the replay holds what is committed
+        and the reply does not wait; the events still held follow once committed.
+        Raises ``session_not_found`` or ``history_unavailable``."""
         session = self.sessions.get(session_id)
         if session is None or session.state == "closed":
             info = record_info(await self._stored(session_id))
@@ -517,7 +535,8 @@ class Runtime:
         """Replay what is committed of an open session to a subscription that is holding
         its live events, then release them."""
         try:
-            await self.flush()
+            if self.history.health == "ok":  # failing: what is committed, without waiting
+                await self.flush()
             last = session.stream.committed_sequence()
             replayed = await replay(self.history, session.id, after, last, subscription)
         finally:
@@ -607,21 +626,31 @@ class Runtime:
 
     async def close_session(self, session_id: str, reason: str = "closed") -> SessionInfo:
         """Interrupt the active run, dispose the provider session, publish
-        ``session.closed``.  Closing a closed session returns it unchanged; a session
-        open in another bridge process is ``session_in_use``."""
+        ``session.closed``; return once that is durable.  Closing a closed session
+        returns it unchanged; a session open in another bridge process is
+        ``session_in_use``.  While the journal is failing an open session is not closed:
+        ``journal_failing`` (retryable) at once; if it begins to fail during the close,
+        ``journal_failing`` after :data:`~agent_bridge.runtime.services.FAILING_REPLY_WAIT`
+        (the close is then recorded once it recovers; a retry answers the closed session).
+        """
         session = self.sessions.get(session_id)
         if session is None:
             record = await self._stored(session_id)
             if record.state != "closed":
                 raise BridgeError("session_in_use")
             return record_info(record)
+        if session.state == "active":
+            self.services.check_writable()
         await session.close(reason)
+        await self.services.durable()
         return session.info()
 
     async def delete_session(self, session_id: str) -> SessionDeleteResult:
         """Close the session if it is open here, then delete its history, receipts and
         recovery record.  Raises ``session_not_found``, ``session_in_use`` (open in
-        another live bridge) or ``history_unavailable``."""
+        another live bridge), ``history_unavailable``, or ``journal_failing`` while the
+        journal cannot commit."""
+        self.services.check_writable()
         session = self.sessions.get(session_id)
         if session is not None and session.state != "closed":
             await self.close_session(session_id)
@@ -650,7 +679,10 @@ class Runtime:
         ):
             async with anyio.create_task_group() as tg:
                 for session in active:
-                    tg.start_soon(self.close_session, session.id, "shutdown")
+                    tg.start_soon(session.close, "shutdown")
+            # what a failing journal cannot commit now, its close gives a bounded chance
+            if self.history.health == "ok":
+                await self.flush()
 
     # ------------------------------------------------------------------ runs
 
@@ -718,11 +750,14 @@ class Runtime:
 
     def respond(self, interaction_id: str, answer: Any) -> Literal["applied", "duplicate"]:
         """Settle an interaction with a client's answer (``interaction/respond``); the
-        settlement is durable once :meth:`flush` returns.  Raises
-        ``interaction_not_found``, ``invalid_answer`` or ``interaction_already_settled``."""
+        settlement is durable once :meth:`durable` returns.  Raises
+        ``interaction_not_found``, ``invalid_answer``, ``interaction_already_settled``,
+        and ``journal_failing`` (retryable; nothing is settled) while the journal cannot
+        commit."""
         interaction = self.services.interactions.get(interaction_id)
         if interaction is None:
             raise BridgeError("interaction_not_found")
+        self.services.check_writable()
         return interaction.respond(answer)
 
     async def read_events(self, params: EventsReadParams) -> msgspec.Raw:

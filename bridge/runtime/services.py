@@ -7,18 +7,26 @@ transitions without reaching back into the runtime.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
+
+import anyio
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.ids import Clock, IdFactory
-from agent_bridge.journal import History, JournalCorrupt
+from agent_bridge.journal import History, JournalBroken, JournalCorrupt
 from agent_bridge.runtime.delivery import Delivery
 from agent_bridge.runtime.interactions import Interaction, SettledInteraction
 
 if TYPE_CHECKING:
     from agent_bridge.runtime.sessions import Session
 
-__all__ = ["Services"]
+__all__ = ["FAILING_REPLY_WAIT", "Services"]
+
+#: Seconds a command's reply waits for its commit once the journal is failing, before
+#: it is answered ``journal_failing`` (retryable).
+FAILING_REPLY_WAIT: Final = 2.0
+#: While the journal is healthy, how often a waiting reply looks whether it began to fail.
+_HEALTH_LOOK: Final = 0.5
 
 
 class Services:
@@ -69,10 +77,44 @@ class Services:
             await history.committed_through(history.mark())
         except JournalCorrupt:
             raise BridgeError("history_corrupt") from None
+        except JournalBroken:
+            raise BridgeError("internal") from None
+
+    async def durable(self) -> None:
+        """Wait, as :meth:`flush`, until everything recorded so far is durable, but for at
+        most :data:`FAILING_REPLY_WAIT` seconds of the journal failing: then raise
+        ``journal_failing`` (retryable; what was recorded stays queued and is committed
+        once the journal recovers, so a retry of an idempotent command answers then).
+        Raises ``history_corrupt`` once the journal is damaged.  For command replies."""
+        history = self.history
+        ticket = history.mark()
+        failing_until: float | None = None
+        while True:
+            if history.health == "failing":
+                if failing_until is None:
+                    failing_until = anyio.current_time() + FAILING_REPLY_WAIT
+                wait = failing_until - anyio.current_time()
+                if wait <= 0:
+                    raise BridgeError("journal_failing")
+            else:
+                wait = _HEALTH_LOOK
+            with anyio.move_on_after(wait):
+                try:
+                    await history.committed_through(ticket)
+                except JournalCorrupt:
+                    raise BridgeError("history_corrupt") from None
+                except JournalBroken:
+                    raise BridgeError("internal") from None
+                return
 
     def check_writable(self) -> None:
         """Raise ``journal_failing`` (retryable) while the journal cannot commit, and
-        ``history_corrupt`` once it is damaged: new sessions and runs are refused then."""
+        ``history_corrupt`` once it is damaged, ``internal`` once a bug stopped its writer:
+        new sessions and runs are refused then."""
         health = self.history.health
-        if health != "ok":
-            raise BridgeError("journal_failing" if health == "failing" else "history_corrupt")
+        if health == "failing":
+            raise BridgeError("journal_failing")
+        if health == "corrupt":
+            raise BridgeError("history_corrupt")
+        if health == "broken":
+            raise BridgeError("internal")

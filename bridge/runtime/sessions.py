@@ -262,8 +262,8 @@ class Session:
 
     async def close(self, reason: str) -> None:
         """Interrupt the active runs, dispose the provider session, publish
-        ``session.closed`` and end the session's task group.  A session already closing
-        is waited for."""
+        ``session.closed`` and end the session's task group (not waiting for the journal
+        to commit that).  A session already closing is waited for."""
         if self.state != "active":
             await self.closed.wait()
             return
@@ -285,4 +285,5 @@ class Session:
             self.state = transition(SESSION_TRANSITIONS, "session", self.state, "closed")
             self.closed.set()
             await self.finished.wait()
-            await services.flush()
+        # Durable when the caller says so (Runtime.close_session, bounded while the
+        # journal is failing; at shutdown the journal's close commits what it can).

@@ -80,8 +80,8 @@ class ServerCapabilities(WireStruct, frozen=True):
     durable_history: bool = False
 
 
-JournalState = Literal["ok", "failing", "corrupt"]
-JournalFault = Literal["disk_full", "io_error", "read_only", "damaged", "other"]
+JournalState = Literal["ok", "failing", "corrupt", "broken"]
+JournalFault = Literal["disk_full", "io_error", "read_only", "damaged", "other", "internal"]
 
 
 class JournalStatusParams(WireStruct, frozen=True):
@@ -89,8 +89,10 @@ class JournalStatusParams(WireStruct, frozen=True):
     out of band: no session, no sequence).  ``failing``: commits fail (``reason``) and are
     retried; events and command replies wait, new sessions and runs are refused
     (``journal_failing``) until ``ok`` again.  ``corrupt``: the file is damaged and is no
-    longer written to (``history_corrupt``).  ``retryingForMs``: how long commits have been
-    failing."""
+    longer written to (``history_corrupt``).  ``broken`` (reason ``internal``): a bug in
+    the bridge stopped its journal writer; nothing more is recorded by this process, runs
+    end, new work is refused (``internal``) and reads go on: restart the bridge.
+    ``retryingForMs``: how long commits have been failing."""
 
     state: JournalState
     reason: JournalFault | None = None

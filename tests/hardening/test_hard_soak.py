@@ -7,9 +7,9 @@ prints figures (see bench/README.md and docs/hardening.md).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -30,15 +30,30 @@ def run_soak(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str
     )
 
 
-def test_soak_quick_mode_passes_its_bounds_within_30_seconds() -> None:
-    started = time.monotonic()
-    result = run_soak("--quick")
-    elapsed = time.monotonic() - started
+def test_soak_quick_mode_passes_its_bounds_and_its_disk_full_phase() -> None:
+    """``--quick`` passes every bound, the disk-full phase included (offered = seen =
+    committed; a failing status, held stream, retryable refusal, recovery without a
+    restart).  That phase needs a mount: in CI (``CI=true``) a missing capability fails
+    the soak itself; elsewhere it is reported as not run and this test skips loudly.
+    (How long the soak takes is a figure it prints, not something a test asserts.)"""
+    result = run_soak("--quick", timeout=110)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "PASS: every bound held" in result.stdout
     for metric in ("fds", "threads", "child processes", "RSS MiB", "peak RSS MiB"):
         assert metric in result.stdout
-    assert elapsed < 30, elapsed
+    if "disk full: not run" in result.stdout:
+        assert os.environ.get("CI") != "true", result.stdout
+        pytest.skip("SKIPPED LOUDLY: the soak's disk-full phase could not mount a tmpfs")
+    rows = [line for line in result.stdout.splitlines() if line.startswith("disk full ")]
+    for metric in (
+        "status failing",
+        "held while full",
+        "refused retryably",
+        "offered=seen",
+        "seen=committed",
+        "run completed",
+    ):
+        assert any(metric in row and row.endswith("PASS") for row in rows), (metric, rows)
 
 
 def test_soak_exits_non_zero_when_a_bound_is_exceeded(tmp_path: Path) -> None:
@@ -57,6 +72,8 @@ def test_soak_exits_non_zero_when_a_bound_is_exceeded(tmp_path: Path) -> None:
             "0",
             "--stream-bytes",
             str(1 << 20),
+            "--disk-full-events",
+            "0",
         ],
         capture_output=True,
         text=True,
