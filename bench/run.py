@@ -343,6 +343,11 @@ class Peer:
     @classmethod
     async def spawn(cls, target: Target) -> Peer:
         env = dict(os.environ)
+        # Installed packages have their bytecode (pip compiles it; the warm-up spawn of
+        # each target writes it for a source tree): a PYTHONDONTWRITEBYTECODE inherited
+        # from the caller would make every start-up compile every module of the bridge
+        # from source and none of the floor's (the standard library ships compiled).
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.update(target.env)
         stderr = tempfile.TemporaryFile(prefix="bench-stderr-")  # noqa: SIM115 (closed in close())
         peer = cls(target, stderr)

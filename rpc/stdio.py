@@ -8,22 +8,16 @@ blocking reads in a worker thread.  The original blocking mode is restored on cl
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import fcntl
 import os
 import stat
 
 import anyio
 import anyio.to_thread
 
+from agent_bridge.rpc.pipes import widen_pipe
+
 __all__ = ["FdReceiveStream", "FdSendStream"]
-
-
-#: The pipe capacity asked for (Linux ``F_SETPIPE_SZ``; the default is 64 KiB).  A larger
-#: pipe means fewer, larger reads and writes (and wake-ups of the other end) when one side
-#: streams.  1 MiB is the unprivileged maximum by default (``/proc/sys/fs/pipe-max-size``).
-PIPE_BYTES = 1 << 20
 
 
 def _pollable(fd: int) -> bool:
@@ -31,31 +25,24 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-def _widen_pipe(fd: int) -> None:
-    """Ask for a :data:`PIPE_BYTES` buffer on ``fd`` if it is a pipe; never raises (not
-    Linux, not a pipe, or over the system's limit: the pipe stays as it was)."""
-    getsize = getattr(fcntl, "F_GETPIPE_SZ", None)
-    setsize = getattr(fcntl, "F_SETPIPE_SZ", None)
-    if getsize is None or setsize is None or not stat.S_ISFIFO(os.fstat(fd).st_mode):
-        return
-    with contextlib.suppress(OSError):
-        if fcntl.fcntl(fd, getsize) < PIPE_BYTES:
-            fcntl.fcntl(fd, setsize, PIPE_BYTES)
-
-
 class FdReceiveStream:
-    """Reads from ``fd``; ``receive`` raises ``anyio.EndOfStream`` at EOF."""
+    """Reads from ``fd``; ``receive`` raises ``anyio.EndOfStream`` at EOF.  ``prefix``:
+    bytes already read from ``fd`` by someone else, returned first."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, prefix: bytes = b"") -> None:
         self._fd = fd
+        self._prefix = prefix
         self._pollable = _pollable(fd)
         self._was_blocking = os.get_blocking(fd)
         if self._pollable:
             os.set_blocking(fd, False)
-            _widen_pipe(fd)
+            widen_pipe(fd)
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
         """Return the next chunk of at most ``max_bytes``; raise ``EndOfStream`` at EOF."""
+        if self._prefix:
+            data, self._prefix = self._prefix[:max_bytes], self._prefix[max_bytes:]
+            return data
         if not self._pollable:
             data = await anyio.to_thread.run_sync(os.read, self._fd, max_bytes)
         else:
@@ -84,7 +71,7 @@ class FdSendStream:
         self._was_blocking = os.get_blocking(fd)
         if self._pollable:
             os.set_blocking(fd, False)
-            _widen_pipe(fd)
+            widen_pipe(fd)
 
     async def send(self, item: bytes) -> None:
         """Write all of ``item``, waiting for the pipe to accept it."""

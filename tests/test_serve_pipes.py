@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from agent_bridge.rpc.stdio import PIPE_BYTES
+from agent_bridge.rpc.pipes import PIPE_BYTES
 
 _GET = getattr(fcntl, "F_GETPIPE_SZ", None)
 
