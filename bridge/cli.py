@@ -70,7 +70,9 @@ def _writable_file(text: str) -> str:
     return text
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``command`` ``"serve"``, only that subcommand's (what
+    a host spawns: the others import their modules to add their options)."""
     parser = _Parser(
         prog="agent-bridge",
         description="Drive AI coding agents over one stdio JSON-RPC protocol.",
@@ -79,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"agent-bridge {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     _add_serve(sub)
+    if command == "serve":
+        return parser
     _add_demo(sub)
     _add_schema(sub)
     _add_doctor(sub)
@@ -388,7 +392,8 @@ def _doctor(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
-    parser = _parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = _parser(argv[0] if argv else None)
     args, extra = parser.parse_known_args(argv)
     if extra:
         # Named by the subcommand it was given to, not the top-level usage.
