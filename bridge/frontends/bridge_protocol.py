@@ -64,6 +64,7 @@ __all__ = ["BridgeFrontend"]
 log = logging.getLogger("agent_bridge.server")
 
 _EVENT_HEAD: Final = b'{"jsonrpc":"2.0","method":"event","params":'
+_EVENT_TAIL: Final = b"}"
 
 Phase = Literal["new", "initialized", "shutdown"]
 
@@ -108,12 +109,12 @@ class BridgeFrontend:
     def publish_many(self, envelopes: list[bytes]) -> bool:
         """Send several event envelopes, in order, as ``event`` notifications; return
         whether the host is congested."""
-        return self.conn.notify_encoded_many(envelopes, _EVENT_HEAD, b"}")
+        return self.conn.notify_encoded_many(envelopes, _EVENT_HEAD, _EVENT_TAIL)
 
     def publish(self, envelope: bytes) -> bool:
         """Send one event envelope as an ``event`` notification; return whether the host
         is congested."""
-        return self.conn.notify_encoded(_EVENT_HEAD + envelope + b"}")
+        return self.conn.notify_wrapped(envelope, _EVENT_HEAD, _EVENT_TAIL)
 
     @property
     def congested(self) -> bool:
