@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import atexit
 import contextlib
+import dataclasses
 import gc
 import json
 import os
@@ -343,6 +344,11 @@ class Peer:
     @classmethod
     async def spawn(cls, target: Target) -> Peer:
         env = dict(os.environ)
+        # Installed packages have their bytecode (pip compiles it; the warm-up spawn of
+        # each target writes it for a source tree): a PYTHONDONTWRITEBYTECODE inherited
+        # from the caller would make every start-up compile every module of the bridge
+        # from source and none of the floor's (the standard library ships compiled).
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.update(target.env)
         stderr = tempfile.TemporaryFile(prefix="bench-stderr-")  # noqa: SIM115 (closed in close())
         peer = cls(target, stderr)
@@ -1067,8 +1073,26 @@ async def bridge_events_driver(peer: Peer, cfg: Config) -> dict[str, Any]:
 
 
 async def bridge_sessions_driver(target: Target, cfg: Config) -> dict[str, Any]:
-    """(4) a fresh bridge: RSS after initialize, then after creating `cfg.sessions` sessions."""
+    """(4) a fresh bridge: RSS after initialize, then after creating `cfg.sessions` sessions.
+
+    It runs in a scratch state directory of its own, removed afterwards: the sessions it
+    leaves in a journal would otherwise make every later start-up of the target open
+    (and check) a journal of tens of thousands of sessions."""
     proto = BridgeProtocol
+    state_dir = tempfile.mkdtemp(prefix="bench-sessions-")
+    try:
+        return await _sessions_in(
+            dataclasses.replace(
+                target, env={**target.env, "AGENT_BRIDGE_STATE_DIR": state_dir}
+            ),
+            cfg,
+            proto,
+        )
+    finally:
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+async def _sessions_in(target: Target, cfg: Config, proto: type[BridgeProtocol]) -> dict[str, Any]:
     peer, startup_ms = await start_peer(target, cfg)
     try:
         await asyncio.sleep(cfg.settle)

@@ -70,7 +70,9 @@ def _writable_file(text: str) -> str:
     return text
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``command`` ``"serve"``, only that subcommand's (what
+    a host spawns: the others import their modules to add their options)."""
     parser = _Parser(
         prog="agent-bridge",
         description="Drive AI coding agents over one stdio JSON-RPC protocol.",
@@ -79,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"agent-bridge {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     _add_serve(sub)
+    if command == "serve":
+        return parser
     _add_acp(sub)
     _add_demo(sub)
     _add_schema(sub)
@@ -348,16 +352,7 @@ def _serve(args: argparse.Namespace) -> int:
         sys.stderr.write(f"agent-bridge serve: --log-file: {exc.strerror or exc}\n")
         return 2
 
-    import signal
-
-    import anyio
-
-    from agent_bridge.frontends.bridge_protocol import BridgeFrontend
     from agent_bridge.journal import JournalError, Retention, open_history
-    from agent_bridge.registry import ProviderRegistry
-    from agent_bridge.rpc.connection import Limits
-    from agent_bridge.rpc.stdio import FdReceiveStream, FdSendStream
-    from agent_bridge.runtime import Runtime
 
     retention = Retention(
         max_age_days=args.retain_days,
@@ -375,8 +370,41 @@ def _serve(args: argparse.Namespace) -> int:
         sys.stderr.flush()
         return 1
 
+    # The host waits for its initialize reply: answer it before loading the rest.
+    from agent_bridge.frontends.first_reply import FirstInput, Stopped, answer_first, signalled
+
+    first = FirstInput(b"", args.framing)
+    if not os.isatty(0):
+        from agent_bridge.rpc.pipes import widen_pipe
+
+        widen_pipe(0)
+        widen_pipe(protocol_fd)
+        try:
+            first = answer_first(
+                0,
+                protocol_fd,
+                args.framing,
+                durable=history.durable,
+                max_message_bytes=args.max_message_bytes,
+            )
+        except Stopped:  # SIGTERM/SIGINT before any input: as at the host's EOF
+            import anyio
+
+            anyio.run(history.aclose)
+            return 0
+
+    import signal
+
+    import anyio
+
+    from agent_bridge.frontends.bridge_protocol import BridgeFrontend
+    from agent_bridge.registry import ProviderRegistry
+    from agent_bridge.rpc.connection import Limits
+    from agent_bridge.rpc.stdio import FdReceiveStream, FdSendStream
+    from agent_bridge.runtime import Runtime
+
     async def run() -> None:
-        receive = FdReceiveStream(0)
+        receive = FdReceiveStream(0, prefix=first.data)
         send = FdSendStream(protocol_fd)
         runtime = Runtime(
             ProviderRegistry.default(),
@@ -388,17 +416,23 @@ def _serve(args: argparse.Namespace) -> int:
             runtime,
             receive,
             send,
-            framing=args.framing,
+            framing=first.framing,
             limits=Limits(
                 max_message_bytes=args.max_message_bytes,
                 max_inflight_requests=args.max_inflight,
             ),
         )
 
+        if first.params is not None and first.handshake is not None:
+            server.adopt(first.params, first.handshake)
+
         async def stop_on_signal() -> None:
             # SIGTERM/SIGINT end the bridge like a host EOF: sessions are closed and
             # provider processes stopped through their escalation, then exit 0.
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                if signalled():  # while the rest was loading, after the first reply
+                    server.conn.close()
+                    return
                 async for _ in signals:
                     server.conn.close()
                     return
@@ -429,7 +463,8 @@ def _doctor(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
-    parser = _parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = _parser(argv[0] if argv else None)
     args, extra = parser.parse_known_args(argv)
     if extra:
         # Named by the subcommand it was given to, not the top-level usage.

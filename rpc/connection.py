@@ -138,6 +138,11 @@ class _BatchReplies:
         self.bodies: list[bytes] = []
 
 
+#: A guess at a frame's header bytes (``Content-Length: N\r\n\r\n``), for the size of
+#: output that is not framed yet; corrected when it is.
+_FRAME_GUESS: Final = 24
+
+
 def _default_overloaded() -> RpcError:
     return RpcError(SERVER_OVERLOADED, "too many requests in flight", {"retryable": True})
 
@@ -199,6 +204,15 @@ class Connection:
         self._batch_of: dict[bytes, _BatchReplies] = {}
         self._out: list[bytes] = []
         self._out_bytes = 0
+        #: Notification bodies queued by :meth:`notify_encoded_many` and
+        #: :meth:`notify_wrapped`, each to be sent as ``_raw_head + body + _raw_tail``, not
+        #: framed yet: they are framed in one call when anything else is queued or the
+        #: writer takes the output, so the order is kept.  ``_raw_bytes`` is their
+        #: estimated framed size, counted in ``_out_bytes`` until then.
+        self._raw: list[bytes] = []
+        self._raw_head = b""
+        self._raw_tail = b""
+        self._raw_bytes = 0
         self._wake: anyio.Event | None = None
         self._drained: anyio.Event | None = None
         self._closed = False
@@ -238,6 +252,8 @@ class Connection:
     def _write(self, body: bytes) -> None:
         if self._closed:
             return
+        if self._raw:
+            self._frame_raw()
         frame = self._frame(body)
         self._out.append(frame)
         self._out_bytes += len(frame)
@@ -264,18 +280,50 @@ class Connection:
         self, bodies: list[bytes], head: bytes = b"", tail: bytes = b""
     ) -> bool:
         """Queue several already-encoded notification bodies, each wrapped as
-        ``head + body + tail``, in one go (the hot path for released event batches);
-        return whether the output is now congested."""
+        ``head + body + tail`` (the hot path for released event batches); return whether
+        the output is now congested.  Nothing is framed here: the bodies wait, in order,
+        and all that waits is framed in one call (see ``_raw``)."""
         if self._closed:
             return False
-        data = self._frames(bodies, head, tail)
-        self._out.append(data)
-        self._out_bytes += len(data)
+        if self._raw and (head != self._raw_head or tail != self._raw_tail):
+            self._frame_raw()
+        self._raw_head = head
+        self._raw_tail = tail
+        self._raw += bodies
+        size = sum(map(len, bodies)) + len(bodies) * (len(head) + len(tail) + _FRAME_GUESS)
+        self._raw_bytes += size
+        self._out_bytes += size
         wake = self._wake
         if wake is not None:
             self._wake = None
             wake.set()
         return self._out_bytes > self._high
+
+    def notify_wrapped(self, body: bytes, head: bytes = b"", tail: bytes = b"") -> bool:
+        """As :meth:`notify_encoded_many` for one body."""
+        if self._closed:
+            return False
+        if self._raw and (head != self._raw_head or tail != self._raw_tail):
+            self._frame_raw()
+        self._raw_head = head
+        self._raw_tail = tail
+        self._raw.append(body)
+        size = len(body) + len(head) + len(tail) + _FRAME_GUESS
+        self._raw_bytes += size
+        self._out_bytes += size
+        wake = self._wake
+        if wake is not None:
+            self._wake = None
+            wake.set()
+        return self._out_bytes > self._high
+
+    def _frame_raw(self) -> None:
+        """Frame every waiting body in one call and queue the result."""
+        data = self._frames(self._raw, self._raw_head, self._raw_tail)
+        self._raw = []
+        self._out.append(data)
+        self._out_bytes += len(data) - self._raw_bytes
+        self._raw_bytes = 0
 
     def notify_encoded(self, body: bytes) -> bool:
         """Queue an already-encoded notification body (the hot path for event streams);
@@ -297,6 +345,8 @@ class Connection:
 
     async def _writer(self) -> None:
         while True:
+            if self._raw:
+                self._frame_raw()
             if not self._out:
                 wake = self._wake = anyio.Event()
                 await wake.wait()

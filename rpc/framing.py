@@ -476,14 +476,45 @@ def _length_header(length: int) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % length
 
 
+class _Joints(dict[int, bytes]):
+    """``length -> tail + Content-Length header + head``: what goes between two bodies of
+    one head and tail, so joining frames takes two items per body, not four."""
+
+    def __init__(self, head: bytes, tail: bytes) -> None:
+        super().__init__()
+        self.head = head
+        self.tail = tail
+
+    def __missing__(self, length: int) -> bytes:
+        if len(self) >= 4096:
+            self.clear()
+        joint = self[length] = self.tail + _length_header(length) + self.head
+        return joint
+
+
+_joints: dict[tuple[bytes, bytes], _Joints] = {}
+
+
 def _content_length_frames(bodies: list[bytes], head: bytes = b"", tail: bytes = b"") -> bytes:
-    # Every step is a C-level iterator (header lengths repeat, so their bytes are cached):
-    # no Python bytecode runs per body.
+    # Every step is a C-level iterator over cached bytes (lengths repeat): no Python
+    # bytecode runs per body.
+    if not bodies:
+        return b""
+    joints = _joints.get((head, tail))
+    if joints is None:
+        if len(_joints) >= 64:
+            _joints.clear()
+        joints = _joints[(head, tail)] = _Joints(head, tail)
     extra = len(head) + len(tail)
-    headers = map(_length_header, map(extra.__add__, map(len, bodies)))
+    first = bodies[0]
+    rest = bodies[1:]
     return b"".join(
-        itertools.chain.from_iterable(
-            zip(headers, itertools.repeat(head), bodies, itertools.repeat(tail))
+        itertools.chain(
+            (_length_header(len(first) + extra), head, first),
+            itertools.chain.from_iterable(
+                zip(map(joints.__getitem__, map(extra.__add__, map(len, rest))), rest, strict=True)
+            ),
+            (tail,),
         )
     )
 

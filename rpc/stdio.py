@@ -15,6 +15,8 @@ import stat
 import anyio
 import anyio.to_thread
 
+from agent_bridge.rpc.pipes import widen_pipe
+
 __all__ = ["FdReceiveStream", "FdSendStream"]
 
 
@@ -24,17 +26,23 @@ def _pollable(fd: int) -> bool:
 
 
 class FdReceiveStream:
-    """Reads from ``fd``; ``receive`` raises ``anyio.EndOfStream`` at EOF."""
+    """Reads from ``fd``; ``receive`` raises ``anyio.EndOfStream`` at EOF.  ``prefix``:
+    bytes already read from ``fd`` by someone else, returned first."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, prefix: bytes = b"") -> None:
         self._fd = fd
+        self._prefix = prefix
         self._pollable = _pollable(fd)
         self._was_blocking = os.get_blocking(fd)
         if self._pollable:
             os.set_blocking(fd, False)
+            widen_pipe(fd)
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
         """Return the next chunk of at most ``max_bytes``; raise ``EndOfStream`` at EOF."""
+        if self._prefix:
+            data, self._prefix = self._prefix[:max_bytes], self._prefix[max_bytes:]
+            return data
         if not self._pollable:
             data = await anyio.to_thread.run_sync(os.read, self._fd, max_bytes)
         else:
@@ -63,6 +71,7 @@ class FdSendStream:
         self._was_blocking = os.get_blocking(fd)
         if self._pollable:
             os.set_blocking(fd, False)
+            widen_pipe(fd)
 
     async def send(self, item: bytes) -> None:
         """Write all of ``item``, waiting for the pipe to accept it."""

@@ -20,8 +20,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from agent_bridge import __version__
 from agent_bridge.errors import BridgeError
+from agent_bridge.frontends.handshake import EXPERIMENTAL_METHODS, Handshake, agree
 from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Limits, Method
 from agent_bridge.rpc.errors import METHOD_NOT_FOUND, RpcError
 from agent_bridge.rpc.framing import FramingKind
@@ -47,8 +47,6 @@ from agent_bridge.wire.methods import (
     RunStartParams,
     RunStartResult,
     RunSteerParams,
-    ServerCapabilities,
-    ServerInfo,
     SessionAttachParams,
     SessionAttachResult,
     SessionCreateParams,
@@ -66,12 +64,7 @@ __all__ = ["FIRST_REQUEST_ID", "BridgeFrontend"]
 log = logging.getLogger("agent_bridge.server")
 
 _EVENT_HEAD: Final = b'{"jsonrpc":"2.0","method":"event","params":'
-_STABLE_METHODS: Final = tuple(
-    m.name for m in CATALOG if m.direction == "host->bridge" and m.stability == "stable"
-)
-_EXPERIMENTAL_METHODS: Final = tuple(
-    m.name for m in CATALOG if m.direction == "host->bridge" and m.stability == "experimental"
-)
+_EVENT_TAIL: Final = b"}"
 
 #: The id of the bridge's first request to a host (``interaction/request``), then counting
 #: up.  Far above any host's own request counter, so a client that matches responses by id
@@ -124,12 +117,12 @@ class BridgeFrontend:
     def publish_many(self, envelopes: list[bytes]) -> bool:
         """Send several event envelopes, in order, as ``event`` notifications; return
         whether the host is congested."""
-        return self.conn.notify_encoded_many(envelopes, _EVENT_HEAD, b"}")
+        return self.conn.notify_encoded_many(envelopes, _EVENT_HEAD, _EVENT_TAIL)
 
     def publish(self, envelope: bytes) -> bool:
         """Send one event envelope as an ``event`` notification; return whether the host
         is congested."""
-        return self.conn.notify_encoded(_EVENT_HEAD + envelope + b"}")
+        return self.conn.notify_wrapped(envelope, _EVENT_HEAD, _EVENT_TAIL)
 
     @property
     def congested(self) -> bool:
@@ -204,7 +197,7 @@ class BridgeFrontend:
             if method != "initialize":
                 raise BridgeError("not_initialized")
         elif self.phase == "initialized":
-            if method in _EXPERIMENTAL_METHODS and method not in self._experimental:
+            if method in EXPERIMENTAL_METHODS and method not in self._experimental:
                 raise RpcError(METHOD_NOT_FOUND, "Method Not Found: " + method)
         elif method != "exit":
             raise BridgeError("shutting_down")
@@ -212,39 +205,29 @@ class BridgeFrontend:
     def _initialize(self, params: InitializeParams) -> InitializeResult:
         if self.phase != "new":
             raise BridgeError("already_initialized")
-        if params.protocol_version not in SUPPORTED_PROTOCOL_VERSIONS:
+        handshake = agree(params, durable=self.runtime.history.durable)
+        if handshake is None:
             raise BridgeError(
                 "unsupported_protocol_version",
                 details={"supported": list(SUPPORTED_PROTOCOL_VERSIONS)},
             )
-        support = params.capabilities.interactions
-        self._answers = {
-            kind
-            for kind, declared in (
-                ("approval", support.approval),
-                ("question", support.question),
-                ("questionSet", support.question_set),
-            )
-            if declared is True
-        }
-        self._experimental = set(params.capabilities.experimental) & set(_EXPERIMENTAL_METHODS)
+        self.adopt(params, handshake)
+        return handshake.result
+
+    def adopt(self, params: InitializeParams, handshake: Handshake) -> None:
+        """Be initialized by ``params`` as ``handshake`` agreed (its result was sent:
+        by :meth:`_initialize`, or before this front-end existed by
+        :mod:`~agent_bridge.frontends.first_reply`)."""
+        self._answers = handshake.answers
+        self._experimental = handshake.experimental
         self.phase = "initialized"
-        if set(_EXPERIMENTAL_METHODS) <= self._experimental:
+        if set(EXPERIMENTAL_METHODS) <= self._experimental:
             self.conn.set_gate(None)
         log.info(
             "initialized by %s %s (protocol %d)",
             params.client_info.name,
             params.client_info.version or "",
             params.protocol_version,
-        )
-        return InitializeResult(
-            protocol_version=params.protocol_version,
-            server_info=ServerInfo("agent-bridge", __version__),
-            capabilities=ServerCapabilities(
-                methods=_STABLE_METHODS,
-                experimental=tuple(sorted(self._experimental)),
-                durable_history=self.runtime.history.durable,
-            ),
         )
 
     async def _shutdown(self, _params: Empty) -> None:

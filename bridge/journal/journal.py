@@ -27,7 +27,6 @@ process, waits raise :class:`~bridge.journal.errors.JournalBroken`; reads go on.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -35,9 +34,8 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
-import anyio
 import msgspec
 
 from agent_bridge.ids import Clock
@@ -77,7 +75,15 @@ from agent_bridge.journal.writer import (
     Writer,
 )
 from agent_bridge.wire.methods import RawRecord
-from agent_bridge.workers import run_sync
+
+if TYPE_CHECKING:
+    import asyncio
+
+    import anyio
+
+# anyio, asyncio and the worker threads are imported where they are used: opening the
+# journal does not need them, and ``agent-bridge serve`` opens it before its first reply
+# (:mod:`agent_bridge.frontends.first_reply`).
 
 __all__ = ["Journal"]
 
@@ -197,6 +203,8 @@ class Journal:
 
     async def start(self, on_commit: Callable[[], None]) -> None:
         """Start the writer thread; ``on_commit`` runs in the event loop after each commit."""
+        import asyncio
+
         self._on_commit = on_commit
         self._loop = asyncio.get_running_loop()
         self._writer.start()
@@ -207,6 +215,10 @@ class Journal:
         longer owns anything in it)."""
         if self._closed:
             return
+        import anyio
+
+        from agent_bridge.workers import run_sync
+
         self._closed = True
         with anyio.CancelScope(shield=True):
             if self._started:
@@ -328,6 +340,8 @@ class Journal:
             return
         if self.health in ("corrupt", "broken"):
             raise self._corrupt_error()
+        import anyio
+
         event = anyio.Event()
         self._waiters.append((ticket, event))
         await event.wait()
@@ -454,6 +468,8 @@ class Journal:
         """Run a read in a worker thread; return its result.  Raises
         :class:`JournalCorrupt` (and marks the journal damaged) when what it reads is
         damaged, :class:`JournalError` for another failure to read."""
+        from agent_bridge.workers import run_sync
+
         self._check()
         try:
             return await run_sync(read, *args)

@@ -18,7 +18,6 @@ per event.  Each subscriber's own backpressure is the stream's
 
 from __future__ import annotations
 
-import collections
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
@@ -48,31 +47,69 @@ class Delivery:
 
     def hold(self, stream: EventStream, body: bytes) -> bool:
         """Hold the stream's newest envelope (the history's latest event) until it is
-        committed; return whether producers should wait (:meth:`EventStream.drained`)."""
+        committed; return whether producers should wait (:meth:`EventStream.drained`).
+
+        The hot path: one list append, no object per event.  A stream's held envelopes
+        are one list; ``held_marks`` says which history event each stretch of it is:
+        ``(history index of its first envelope, its position in the list)``, a new mark
+        only where the history's counter skipped (another session's events came
+        between), so one mark while a session streams alone."""
         history = self._history
+        index = history.appended
         held = stream.held
         if held is None:
-            held = stream.held = collections.deque()
+            held = stream.held = []
+            stream.held_marks = [(index, 0)]
             self._holding[stream] = None
-        held.append((history.appended, body))
-        if history.committed >= history.appended:
+        elif index != stream.held_next:
+            stream.held_marks.append((index, len(held)))
+        held.append(body)
+        stream.held_next = index + 1
+        if history.committed >= index:
             self._release(stream)
-        return history.appended - history.committed > self.high_water or stream.behind
+        return index - history.committed > self.high_water or stream.behind
+
+    @staticmethod
+    def _durable_count(stream: EventStream, committed: int) -> int:
+        """Return how many of ``stream``'s held envelopes (from the first) are committed
+        when the history's first ``committed`` events are."""
+        held = stream.held
+        assert held is not None
+        marks = stream.held_marks
+        last = len(marks) - 1
+        for i, (index, pos) in enumerate(marks):
+            end = marks[i + 1][1] if i < last else len(held)
+            if committed < index + (end - pos) - 1:
+                return pos + max(0, committed - index + 1)
+        return len(held)
 
     def _release(self, stream: EventStream) -> None:
         held = stream.held
         assert held is not None
-        committed = self._history.committed
-        first = stream.last_sequence - len(held) + 1
-        # One batch for the whole committed stretch: the hot path while streaming.
-        ready: list[bytes] = []
-        while held and held[0][0] <= committed:
-            ready.append(held.popleft()[1])
-        if ready:
+        count = self._durable_count(stream, self._history.committed)
+        if count:
+            first = stream.last_sequence - len(held) + 1
+            # One batch for the whole committed stretch: the hot path while streaming.
+            if count == len(held):
+                ready = held
+                stream.held = None
+                self._holding.pop(stream, None)
+            else:
+                marks = stream.held_marks
+                last = len(marks) - 1
+                kept: list[tuple[int, int]] = []
+                for i, (index, pos) in enumerate(marks):
+                    end = marks[i + 1][1] if i < last else len(held)
+                    if end <= count:
+                        continue  # wholly released
+                    if pos < count:  # cut inside this stretch: it now begins at the cut
+                        kept.append((index + count - pos, 0))
+                    else:
+                        kept.append((index, pos - count))
+                stream.held_marks = kept
+                ready = held[:count]
+                del held[:count]
             stream.release(first, ready)
-        if not held:
-            stream.held = None
-            self._holding.pop(stream, None)
 
     def release(self) -> None:
         """Send every held envelope that is now committed (called after each commit)."""
@@ -108,12 +145,7 @@ class Delivery:
         held = stream.held
         if not held:
             return stream.last_sequence
-        committed = self._history.committed
-        waiting = 0
-        for index, _ in reversed(held):
-            if index <= committed:
-                break
-            waiting += 1
+        waiting = len(held) - self._durable_count(stream, self._history.committed)
         return stream.last_sequence - waiting
 
     def forget(self, stream: EventStream) -> None:

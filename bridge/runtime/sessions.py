@@ -20,6 +20,7 @@ import msgspec
 from agent_bridge.errors import BridgeError
 from agent_bridge.journal import SessionRecord
 from agent_bridge.runtime.boundary import provider_call, quietly
+from agent_bridge.runtime.flag import Flag
 from agent_bridge.runtime.interactions import Interaction
 from agent_bridge.runtime.runs import Run
 from agent_bridge.runtime.services import Services
@@ -108,8 +109,9 @@ class Session:
         )
         self.active_runs: dict[str, Run] = {}
         self.tg: anyio.abc.TaskGroup | None = None
-        self.closed = anyio.Event()
-        self.finished = anyio.Event()
+        #: set once closed; ``finished``: once its task group has ended
+        self.closed = Flag()
+        self.finished = Flag()
 
     def info(self, *, counts: bool = False) -> SessionInfo:
         """Return the wire view of this session; with ``counts``, how many clients are
@@ -152,7 +154,7 @@ class Session:
                 self.provider_session = await start(self.provider, ctx)
         except BaseException:
             self.state = "closed"
-            self.closed.set()
+            self._set_closed()
             raise
 
     async def _host(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
@@ -160,10 +162,15 @@ class Session:
             async with anyio.create_task_group() as tg:
                 self.tg = tg
                 task_status.started()
-                await self.closed.wait()
-                tg.cancel_scope.cancel()
+                await anyio.sleep_forever()  # until _set_closed cancels the group
         finally:
             self.finished.set()
+
+    def _set_closed(self) -> None:
+        """Mark the session closed and end its task group."""
+        self.closed.set()
+        if self.tg is not None:
+            self.tg.cancel_scope.cancel()
 
     async def revive(self) -> None:
         """Resume a provider session that was stopped by a forced interrupt.  Raises
@@ -283,7 +290,7 @@ class Session:
             self.updated_at = services.clock.now_iso()
             services.history.update_session(self.id, state="closed", updated_at=self.updated_at)
             self.state = transition(SESSION_TRANSITIONS, "session", self.state, "closed")
-            self.closed.set()
+            self._set_closed()
             await self.finished.wait()
         # Durable when the caller says so (Runtime.close_session, bounded while the
         # journal is failing; at shutdown the journal's close commits what it can).

@@ -15,7 +15,6 @@ sequence it was given) and its own backpressure; while a subscription replays hi
 
 from __future__ import annotations
 
-import collections
 import logging
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -129,6 +128,8 @@ class EventStream:
         "clock",
         "delivery",
         "held",
+        "held_marks",
+        "held_next",
         "last_sequence",
         "raw_id",
         "raw_object",
@@ -152,8 +153,11 @@ class EventStream:
         self.last_sequence = last_sequence
         self._run_id: str | None = None
         self._run_id_bytes = b""
-        #: envelopes waiting for their commit: ``(history event index, body)``, in order
-        self.held: collections.deque[tuple[int, bytes]] | None = None
+        #: envelopes waiting for their commit, in order, and which history events they
+        #: are (see :meth:`Delivery.hold`)
+        self.held: list[bytes] | None = None
+        self.held_marks: list[tuple[int, int]] = []
+        self.held_next = 0
         #: whether a subscriber said it was congested when last given events
         self.behind = False
         #: the raw record of the latest emit that had one, and its id
