@@ -346,3 +346,33 @@ async def test_a_bug_in_the_commit_path_fails_closed_instead_of_retrying_forever
         record = await runtime.history.load_session(info.session_id)
         assert record is not None and record.title != "never written"
         assert runtime.history.health == "ok"
+
+
+# --------------------------------------------------------------------- sealing
+
+
+async def test_interleaved_sessions_are_handed_to_the_writer_as_one_operation(
+    tmp_path: Path,
+) -> None:
+    """Delivery counts committed events across sessions in append order, so the batches
+    sealed together must commit together: a writer that took session A's batch alone
+    would make B's event (appended between A's two) look committed."""
+    journal = Journal.open(str(tmp_path))
+    try:
+        queue = journal._queue  # the writer is not started: the queue keeps what is sealed
+        before = len(queue)
+        journal.append("sess-a", 1, 0, b"{}", 0)
+        journal.append("sess-b", 1, 0, b"{}", 0)
+        journal.append("sess-a", 2, 0, b"{}", 0)
+        ticket_before = journal._ops
+        journal.mark()
+        sealed = list(queue)[before:]
+        assert len(sealed) == 1, sealed
+        batches = sealed[0][1]
+        assert sorted((b.session_id, len(b.bodies)) for b in batches) == [
+            ("sess-a", 2),
+            ("sess-b", 1),
+        ]
+        assert journal._ops == ticket_before + 1
+    finally:
+        await journal.aclose()

@@ -361,10 +361,13 @@ class Journal:
         """Hand the open event batches to the writer."""
         if not self._open:
             return
-        queue = self._queue
-        for batch in self._open.values():
-            queue.append((OP_EVENTS, batch))
-        self._ops += len(self._open)
+        # One operation for every open batch: the writer takes a batch of one session
+        # only together with the others sealed with it.  Delivery counts committed events
+        # across sessions in the order they were appended, so committing one session's
+        # batch without another's that interleaved with it would release the other's
+        # events before they are durable.
+        self._queue.append((OP_EVENTS, list(self._open.values())))
+        self._ops += 1
         self._open = {}
         if self._writer.idle:
             self._writer.wake.set()

@@ -4,7 +4,9 @@ The event loop never touches SQLite for a write.  It appends *operations* (plain
 see the ``OP_`` constants) to a deque and, if the writer is idle, wakes it.  Events are
 not one operation each: the event loop appends them to an :class:`EventBatch` per session
 (two list appends per event, the whole cost of journaling an event on the hot path) and
-queues the batch once, at the end of the loop iteration or before any other operation.
+queues the open batches of all sessions as one operation, at the end of the loop iteration
+or before any other operation (so no commit holds one session's batch without the others
+sealed with it).
 The writer takes every operation queued so far, applies them in order in one transaction
 (``BEGIN IMMEDIATE`` … ``COMMIT``), then reports how many operations and events are now
 committed through ``notify`` (which the journal routes to the event loop).  While one
@@ -58,7 +60,7 @@ __all__ = [
 
 log = logging.getLogger("agent_bridge.journal")
 
-#: ``(OP_EVENTS, batch)``: an :class:`EventBatch`
+#: ``(OP_EVENTS, batches)``: every :class:`EventBatch` sealed together (a list)
 OP_EVENTS: Final = 0
 #: ``(OP_SESSION, session_id, provider_id, provider_version, workspace, title,
 #: options_json, created_at, updated_at, owner)``
@@ -283,8 +285,9 @@ class Writer:
         pending: dict[str, list[EventBatch]] = {}
         for op in ops:
             if op[0] == OP_EVENTS:
-                batch: EventBatch = op[1]
-                pending.setdefault(batch.session_id, []).append(batch)
+                batch: EventBatch
+                for batch in op[1]:
+                    pending.setdefault(batch.session_id, []).append(batch)
             else:
                 self._apply_other(op)
         events = nbytes = 0
