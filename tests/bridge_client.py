@@ -71,6 +71,11 @@ class BridgeProcess:
         self._pending: list[Message] = []
         self.validator = _validator() if validate else None
         self.stderr = bytearray()
+        # Set when each reader has seen its pipe end: stop() waits for both so that the
+        # asyncio pipe transports are closed before the test's event loop is (else a
+        # child that exited before its last output was read leaves a transport that
+        # warns when it is collected, in whichever later test that happens).
+        self._readers_done = [anyio.Event(), anyio.Event()]
         #: The temporary state directory this host made for the bridge (``None`` when the
         #: test chose one).
         self.state_dir: str | None = None
@@ -102,9 +107,12 @@ class BridgeProcess:
                 self.stderr += chunk
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
+        finally:
+            self._readers_done[1].set()
 
     async def _read(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
+        inbox_closed = False
         try:
             async for chunk in self.proc.stdout:
                 self._buf += chunk
@@ -113,10 +121,17 @@ class BridgeProcess:
                     self.received.append(message)
                     if self.validator is not None:
                         self.validator.check("recv", message)
-                    await self._inbox_send.send(message)
+                    if not inbox_closed:
+                        try:
+                            await self._inbox_send.send(message)
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            # stop() closed the inbox: keep reading to EOF, or a full
+                            # pipe buffer pauses the transport and EOF is never seen
+                            inbox_closed = True
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
         finally:
+            self._readers_done[0].set()
             self._inbox_send.close()
 
     def _frames(self) -> list[bytes]:
@@ -309,6 +324,9 @@ class BridgeProcess:
         if self.proc.returncode is None:
             self.proc.kill()
             await self.proc.wait()
+        with anyio.move_on_after(5):  # the readers reach EOF once the child is gone
+            for done in self._readers_done:
+                await done.wait()
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 await stream.aclose()
