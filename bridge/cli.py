@@ -393,11 +393,10 @@ def _serve(args: argparse.Namespace) -> int:
             anyio.run(history.aclose)
             return 0
 
-    import signal
-
     import anyio
 
     from agent_bridge.frontends.bridge_protocol import BridgeFrontend
+    from agent_bridge.frontends.stdio_owner import serve_owning
     from agent_bridge.registry import ProviderRegistry
     from agent_bridge.rpc.connection import Limits
     from agent_bridge.rpc.stdio import FdReceiveStream, FdSendStream
@@ -426,27 +425,9 @@ def _serve(args: argparse.Namespace) -> int:
         if first.params is not None and first.handshake is not None:
             server.adopt(first.params, first.handshake)
 
-        async def stop_on_signal() -> None:
-            # SIGTERM/SIGINT end the bridge like a host EOF: sessions are closed and
-            # provider processes stopped through their escalation, then exit 0.
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                if signalled():  # while the rest was loading, after the first reply
-                    server.conn.close()
-                    return
-                async for _ in signals:
-                    server.conn.close()
-                    return
-
-        try:
-            # One host owns this runtime: at its EOF (or a signal) every session is
-            # closed, stopping provider processes through their escalation.
-            async with runtime, anyio.create_task_group() as tg:
-                tg.start_soon(stop_on_signal)
-                await server.serve()
-                tg.cancel_scope.cancel()
-        finally:
-            await receive.aclose()
-            await send.aclose()
+        # SIGTERM/SIGINT end the bridge like a host EOF: sessions are closed and
+        # provider processes stopped through their escalation, then exit 0.
+        await serve_owning(runtime, server, receive, send, signalled_before=signalled)
 
     try:
         anyio.run(run)

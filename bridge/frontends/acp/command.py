@@ -129,11 +129,11 @@ def _serve(
     protocol_fd: int,
     interrupt_grace: float,
 ) -> int:
-    import signal
 
     import anyio
 
     from agent_bridge.frontends.acp.server import AcpFrontend
+    from agent_bridge.frontends.stdio_owner import serve_owning
     from agent_bridge.rpc.stdio import FdReceiveStream, FdSendStream
     from agent_bridge.runtime import Runtime
 
@@ -143,22 +143,9 @@ def _serve(
         runtime = Runtime(registry, interrupt_grace=interrupt_grace, history=history)
         server = AcpFrontend(runtime, receive, send, provider=provider_id, provider_options=options)
 
-        async def stop_on_signal() -> None:
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                async for _ in signals:
-                    server.conn.close()
-                    return
-
-        try:
-            # The client owns this runtime: at its EOF every session is closed, stopping
-            # provider processes through their escalation.
-            async with runtime, anyio.create_task_group() as tg:
-                tg.start_soon(stop_on_signal)
-                await server.serve()
-                tg.cancel_scope.cancel()
-        finally:
-            await receive.aclose()
-            await send.aclose()
+        # The client owns this runtime: at its EOF every session is closed, stopping
+        # provider processes through their escalation.
+        await serve_owning(runtime, server, receive, send)
 
     try:
         anyio.run(run)
