@@ -81,7 +81,6 @@ class RawHost:
         full_env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": os.environ.get("HOME", "/tmp"),
-            "PYTHONPATH": str(ROOT),
             "AGENT_BRIDGE_STATE_DIR": state_dir,  # never the real home directory
             **(env or {}),
         }
@@ -90,7 +89,7 @@ class RawHost:
             [
                 sys.executable,
                 "-c",
-                f"{prelude}\nfrom bridge.cli import main\nraise SystemExit(main({serve!r}))",
+                f"{prelude}\nfrom agent_bridge.cli import main\nraise SystemExit(main({serve!r}))",
             ]
             if prelude
             else [sys.executable, "-m", "agent_bridge", *serve]

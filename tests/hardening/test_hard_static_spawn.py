@@ -345,12 +345,12 @@ def test_checker_catches_every_alias_form(name: str) -> None:
 
 
 NOT_CAUGHT = {
-    "the spawning API": "from bridge.processes import ProcessSpec, spawn\n",
+    "the spawning API": "from agent_bridge.processes import ProcessSpec, spawn\n",
     "os.path and environ": "import os\nos.path.join('a', 'b')\nos.environ.get('X')\n",
     "a variable called system": "system = 'linux'\nprint(system)\n",
     "shell=False": "spawn(argv, shell=False)\n",
     "dynamic import_module": "import importlib\nimportlib.import_module(name)\n",
-    "wire module import": "import importlib\nimportlib.import_module(f'bridge.wire.{n}')\n",
+    "wire module import": "import importlib\nimportlib.import_module(f'agent_bridge.wire.{n}')\n",
     "anyio otherwise": "import anyio\nanyio.create_task_group()\n",
     "asyncio otherwise": "import asyncio\nasyncio.get_running_loop()\n",
 }
