@@ -154,6 +154,24 @@ class MemoryHistory:
         if self.size > self.max_bytes:
             self.size -= stored.evict(self.size - self.max_bytes + (self.max_bytes >> 5))
 
+    def append_many(
+        self, session_id: str, first: int, codes: bytes, bodies: list[bytes], raw_id: int
+    ) -> None:
+        """Append the consecutive events from sequence ``first``."""
+        stored = self._sessions[session_id]
+        stored.bodies += bodies
+        count = len(bodies)
+        cost = sum(map(len, bodies)) + count * _OVERHEAD
+        stored.size += cost
+        self.size += cost
+        self.appended += count
+        self.committed += count
+        if raw_id != stored.raw_id:
+            stored.changes.append((first, raw_id))
+            stored.raw_id = raw_id
+        if self.size > self.max_bytes:
+            self.size -= stored.evict(self.size - self.max_bytes + (self.max_bytes >> 5))
+
     def add_raw(self, session_id: str, raw_id: int, record: bytes) -> None:
         """Keep a raw provider record."""
         stored = self._sessions[session_id]
