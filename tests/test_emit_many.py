@@ -18,6 +18,8 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_bridge.ids import Clock, IdFactory
 from agent_bridge.journal.journal import Journal
@@ -314,3 +316,53 @@ async def test_with_the_journal_no_event_of_a_batch_reaches_the_host_before_its_
     assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
     assert checks and all(sequence <= stored for sequence, stored in checks)
 
+
+
+def test_a_batch_template_stamps_the_same_bytes_as_the_single_one() -> None:
+    from agent_bridge.envelope import EnvelopeFormat
+
+    fmt = EnvelopeFormat("ses_t000001")
+    at = b"2026-01-01T00:00:00.000Z"
+    for run_id in (b"run_t000002", b"run_100%_odd"):
+        batch = fmt.run_batch(run_id, at)
+        for sequence in (1, 255, 4096):
+            assert batch % (sequence, sequence, b'{"type":"usage"}') == fmt.run % (
+                sequence,
+                run_id,
+                sequence,
+                at,
+                b'{"type":"usage"}',
+            )
+
+
+@given(
+    st.one_of(
+        st.lists(st.floats(min_value=0, max_value=4e9, allow_nan=False), min_size=1, max_size=50),
+        # close times: many in one millisecond, crossing milliseconds and seconds
+        st.tuples(
+            st.floats(min_value=1.6e9, max_value=1.9e9), st.floats(min_value=1e-5, max_value=2e-3)
+        ).map(lambda p: [p[0] + k * p[1] for k in range(60)]),
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_the_clock_stamps_each_time_with_its_millisecond_and_never_goes_back(
+    times: list[float],
+) -> None:
+    """The cached stamp (one ``strftime`` a second, a float bounds check per call) is the
+    plain computation's for every time, and non-decreasing times give non-decreasing
+    stamps."""
+    import time as _time
+
+    times.sort()
+    feed = iter(times)
+    clock = Clock(wall=lambda: next(feed))
+    stamps = [clock.now_iso_bytes() if i % 2 else clock.now_iso().encode() for i in times]
+    for i, (t, stamp) in enumerate(zip(times, stamps, strict=True)):
+        ms = int(t * 1000)
+        plain = _time.strftime("%Y-%m-%dT%H:%M:%S", _time.gmtime(ms // 1000))
+        expected = f"{plain}.{ms % 1000:03d}Z".encode()
+        if stamp != expected:
+            # only a time within a rounding error of the cached millisecond's end keeps it
+            assert i > 0 and stamp == stamps[i - 1]
+            assert int(times[i - 1] * 1000) + 1 == ms and t < (ms / 1000) + 1e-9
+    assert stamps == sorted(stamps)

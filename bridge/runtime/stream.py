@@ -219,11 +219,9 @@ class EventStream:
         if run_id is not self._run_id:
             self._run_id = run_id
             self._run_id_bytes = run_id.encode()
-        template = self._fmt.run
-        run = self._run_id_bytes
-        now = self.clock.now_iso_bytes()
+        template = self._fmt.run_batch(self._run_id_bytes, self.clock.now_iso_bytes())
         bodies = [
-            template % (sequence, run, sequence, now, _encode(payload))
+            template % (sequence, sequence, _encode(payload))
             for sequence, payload in enumerate(payloads, first)
         ]
         codes = bytes([_TYPE_CODES[type(payload)] for payload in payloads])
