@@ -224,7 +224,7 @@ class EventStream:
             template % (sequence, sequence, _encode(payload))
             for sequence, payload in enumerate(payloads, first)
         ]
-        codes = bytes([_TYPE_CODES[type(payload)] for payload in payloads])
+        codes = bytes(map(_TYPE_CODES.__getitem__, map(type, payloads)))
         if raw is None:
             raw_id = 0
         elif raw is self.raw_object:
