@@ -22,14 +22,24 @@ class EnvelopeFormat:
     sequence, occurredAt, payload)``, :attr:`sessionwide` ``(sequence, sequence,
     occurredAt, payload)``, all bytes except the sequences."""
 
-    __slots__ = ("run", "sessionwide")
+    __slots__ = ("_head", "run", "sessionwide")
 
     def __init__(self, session_id: str) -> None:
         token = session_id.split("_", 1)[-1].encode()
         head = b'{"eventId":"evt_%s_%%x","sessionId":"%s",' % (token, session_id.encode())
         tail = b'"sequence":%d,"occurredAt":"%s","payload":%s}'
+        self._head = head
         self.run = head + b'"runId":"%s",' + tail
         self.sessionwide = head + tail
+
+    def run_batch(self, run_id: bytes, occurred_at: bytes) -> bytes:
+        """Return the template of a run's envelopes that share ``occurred_at``: it takes
+        ``(sequence, sequence, payload)`` (the two constants are filled in once, not once
+        per envelope)."""
+        run_id = run_id.replace(b"%", b"%%")
+        occurred_at = occurred_at.replace(b"%", b"%%")
+        tail = b'"runId":"%s","sequence":%%d,"occurredAt":"%s","payload":%%s}'
+        return self._head + tail % (run_id, occurred_at)
 
 
 def stamp(

@@ -39,25 +39,39 @@ class Clock:
     ) -> None:
         self._wall = wall
         self.monotonic = monotonic
-        self._cached_ms = -1
+        #: the cached stamp is for wall times in ``[_lo, _hi)`` (its millisecond)
+        self._lo = 0.0
+        self._hi = 0.0
         self._cached = ""
         self._cached_bytes = b""
+        #: ``YYYY-MM-DDTHH:MM:SS`` of the second ``_second`` (``strftime`` once a second)
+        self._second = -1
+        self._second_text = ""
 
     def now_iso(self) -> str:
         """Return the current UTC time as RFC 3339 with milliseconds (cached per ms)."""
-        ms = int(self._wall() * 1000)
-        if ms != self._cached_ms:
-            seconds, millis = divmod(ms, 1000)
-            self._cached = (
-                time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
-            )
-            self._cached_bytes = self._cached.encode()
-            self._cached_ms = ms
+        t = self._wall()
+        if not self._lo <= t < self._hi:
+            self._stamp(t)
         return self._cached
 
     def now_iso_bytes(self) -> bytes:
         """As :meth:`now_iso`, ASCII-encoded (for stamping pre-encoded envelopes)."""
-        ms = int(self._wall() * 1000)
-        if ms != self._cached_ms:
-            self.now_iso()
+        t = self._wall()
+        if not self._lo <= t < self._hi:
+            self._stamp(t)
         return self._cached_bytes
+
+    def _stamp(self, t: float) -> None:
+        """Cache the stamp of the millisecond of wall time ``t``.  Later times never get
+        an earlier stamp: a time is given the cached one only while it is inside the
+        cached millisecond's bounds, and ``int(t * 1000)`` does not decrease with ``t``."""
+        ms = int(t * 1000)
+        seconds, millis = divmod(ms, 1000)
+        if seconds != self._second:
+            self._second = seconds
+            self._second_text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        self._cached = f"{self._second_text}.{millis:03d}Z"
+        self._cached_bytes = self._cached.encode()
+        self._lo = ms / 1000
+        self._hi = (ms + 1) / 1000

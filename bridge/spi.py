@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -147,6 +147,22 @@ class RunContext(Protocol):
 
     def emit_nowait(self, payload: ProviderPayload, raw: Any = None) -> None:
         """As :meth:`emit` without waiting for the host (for synchronous callbacks)."""
+        ...
+
+    async def emit_many(self, payloads: Sequence[ProviderPayload], raw: Any = None) -> None:
+        """As :meth:`emit` for each of ``payloads`` in order, in one call: each payload is
+        still its own event (its own sequence and ``eventId``, validated and snapshotted
+        on its own: a bad one becomes a ``provider_contract`` diagnostic in its place and
+        the others are kept), all projected from the one ``raw`` record.  The events of
+        one call are stamped with one clock read, so they share ``occurredAt`` (their
+        order is their sequence).  Waits once, after the last, when the host or the
+        journal is not keeping up.  For a provider that has several payloads at hand
+        (one record that maps to several, or several deltas read at once): one call
+        costs much less than one :meth:`emit` per payload."""
+        ...
+
+    def emit_nowait_many(self, payloads: Sequence[ProviderPayload], raw: Any = None) -> None:
+        """As :meth:`emit_many` without waiting for the host (for synchronous callbacks)."""
         ...
 
     def open_interaction(self, request: InteractionRequest) -> InteractionHandle:

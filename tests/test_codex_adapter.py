@@ -990,3 +990,35 @@ async def test_argv_carries_strict_config_and_overrides(tmp_path: Path) -> None:
     assert child_env["OPENAI_API_KEY"] == "sk-test-not-real"
     assert "UNRELATED_TOKEN" not in child_env and "AGENT_BRIDGE_CODEX_PATH" not in child_env
     assert os.path.realpath(child_env["PWD"]) == os.path.realpath(fake.work)
+
+
+async def test_the_payloads_of_one_message_are_emitted_in_one_batch() -> None:
+    """Several payloads projected from one app-server message go to the runtime in one
+    ``emit_nowait_many`` (each its own event there), with the message as their raw record;
+    nothing once the run ended."""
+    from agent_bridge.adapters.codex.session import CodexRun
+    from agent_bridge.spi import RunOutcome
+    from agent_bridge.wire.events import TextDelta, ThinkingDelta
+
+    calls: list[tuple[str, list[Any], Any]] = []
+
+    class Ctx:
+        def emit_nowait(self, payload: Any, raw: Any = None) -> None:
+            calls.append(("one", [payload], raw))
+
+        def emit_nowait_many(self, payloads: Any, raw: Any = None) -> None:
+            calls.append(("many", list(payloads), raw))
+
+    class Session:
+        def run_finished(self, run: Any) -> None:
+            return None
+
+    run = CodexRun(Session(), Ctx())  # type: ignore[arg-type]
+    run.raw = b'{"method":"item/agentMessage/delta"}'
+    payloads = [TextDelta(text="a"), ThinkingDelta(text="b")]
+    run.emit_all(payloads)
+    run.emit_all([])
+    assert calls == [("many", payloads, run.raw)]
+    run.finish(RunOutcome.completed(), emit=False)
+    run.emit_all([TextDelta(text="late")])
+    assert len(calls) == 1

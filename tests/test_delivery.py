@@ -35,8 +35,9 @@ class _Probe(EventStream):
         self.released.extend(enumerate(bodies, first))
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["hold", "hold_many"])
 @pytest.mark.parametrize("seed", range(20))
-def test_interleaved_streams_release_exactly_what_is_committed(seed: int) -> None:
+def test_interleaved_streams_release_exactly_what_is_committed(seed: int, batched: bool) -> None:
     rng = random.Random(seed)
     counts = _Counts()
     delivery = Delivery(counts, high_water=10**9)
@@ -45,7 +46,17 @@ def test_interleaved_streams_release_exactly_what_is_committed(seed: int) -> Non
     for _ in range(rng.randint(1, 400)):
         if rng.random() < 0.8:
             stream = rng.choice(streams) if rng.random() < 0.5 else streams[0]
-            for _ in range(rng.randint(1, 30)):
+            count = rng.randint(1, 30)
+            if batched and rng.random() < 0.5:  # one hold_many, as EventStream.publish_many
+                bodies = []
+                for _ in range(count):
+                    stream.last_sequence += 1
+                    counts.appended += 1
+                    owner.append((stream, stream.last_sequence))
+                    bodies.append(b"%s:%d" % (stream.session_id.encode(), stream.last_sequence))
+                delivery.hold_many(stream, bodies)
+                continue
+            for _ in range(count):
                 stream.last_sequence += 1
                 counts.appended += 1
                 owner.append((stream, stream.last_sequence))

@@ -9,10 +9,12 @@ import subprocess
 import sys
 
 import anyio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_bridge.journal import open_history
 from agent_bridge.journal.base import SessionRecord
-from agent_bridge.journal.memory import MemoryHistory
+from agent_bridge.journal.memory import _OVERHEAD, MemoryHistory, _Stored
 
 
 def _record(session_id: str) -> SessionRecord:
@@ -71,3 +73,30 @@ def test_open_history_memory_takes_the_budget_and_serve_help_states_it() -> None
         check=True,
     ).stdout
     assert "--memory-history-mb" in text and "ring" in text
+
+
+@given(
+    st.lists(st.integers(min_value=0, max_value=3000), min_size=1, max_size=300),
+    st.integers(min_value=0, max_value=400_000),
+    st.integers(min_value=0, max_value=300),
+    st.sampled_from([None, -1, 0, 1]),
+)
+@settings(max_examples=300, deadline=None)
+def test_eviction_drops_exactly_the_oldest_events_that_free_what_is_needed(
+    sizes: list[int], need: int, upto: int, off: int | None
+) -> None:
+    """The oldest envelopes are dropped one by one (in effect) until ``need`` bytes are
+    freed, never the newest: the same count as the plain loop over every envelope.
+    ``need`` is arbitrary, or (``off``) just around what the oldest ``upto`` cost."""
+    if off is not None:
+        need = max(0, sum(sizes[:upto]) + len(sizes[:upto]) * _OVERHEAD + off)
+    stored = _Stored(_record("s"))
+    stored.bodies = [b"x" * size for size in sizes]
+    stored.size = sum(sizes) + len(sizes) * _OVERHEAD
+    expected_count = expected_freed = 0
+    while expected_freed < need and expected_count < len(sizes) - 1:
+        expected_freed += sizes[expected_count] + _OVERHEAD
+        expected_count += 1
+    assert stored.evict(need) == expected_freed
+    assert len(stored.bodies) == len(sizes) - expected_count
+    assert stored.first == 1 + expected_count

@@ -430,8 +430,9 @@ class ClaudeSession(ProviderSession):
             await run.ctx.emit(payload, self._raw)
 
     async def _emit_all(self, run: ClaudeRun, payloads: list[ProviderPayload]) -> None:
-        for payload in payloads:
-            await self._emit(run, payload)
+        """Emit the payloads projected from one line, in one call (each its own event)."""
+        if payloads and not run.finished and not self._disposed:
+            await run.ctx.emit_many(payloads, self._raw)
 
     async def _stray(self, what: str) -> None:
         run = self._active_run()

@@ -133,9 +133,14 @@ class CodexRun(RunHandle):
             log.exception("codex: emit failed")
 
     def emit_all(self, payloads: list[ProviderPayload]) -> None:
-        """Emit each of ``payloads`` in order."""
-        for payload in payloads:
-            self.emit(payload)
+        """Emit ``payloads`` (projected from the current message) in order, in one call
+        (each its own event) unless ended."""
+        if self.finished or not payloads:
+            return
+        try:
+            self.ctx.emit_nowait_many(payloads, raw=self.raw)
+        except Exception:  # the runtime never raises here; be safe anyway
+            log.exception("codex: emit failed")
 
     def diagnose_once(self, key: Any, level: Any, code: str, message: str) -> None:
         """Emit a diagnostic the first time ``key`` is reported in this run."""

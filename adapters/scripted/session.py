@@ -67,6 +67,8 @@ __all__ = ["ScriptedRun", "ScriptedSession"]
 log = logging.getLogger("agent_bridge.provider.scripted")
 
 _CHECKPOINT_EVERY = 256
+#: deltas per emit_many call of a ``stream`` step (a divisor of _CHECKPOINT_EVERY)
+_CHUNK = 64
 
 
 class _Failed(Exception):
@@ -141,11 +143,7 @@ class ScriptedRun(RunHandle):
                 for delta in mapping.text_chunks(step):
                     await ctx.emit(delta, raw=step)
             elif isinstance(step, StreamStep):
-                delta = TextDelta(text=step.text)
-                for i in range(step.count):
-                    await ctx.emit(delta, raw=step)
-                    if i % _CHECKPOINT_EVERY == 0:
-                        await anyio.lowlevel.checkpoint()
+                await self._stream(step)
             elif isinstance(step, EchoStep):
                 await ctx.emit(TextDelta(text=step.prefix + self._input.text), raw=step)
             elif isinstance(step, ThinkingStep):
@@ -191,6 +189,20 @@ class ScriptedRun(RunHandle):
                 await self._run_steps(step.then if recorded else step.otherwise)
             elif isinstance(step, CompleteStep):
                 raise _Completed(step.stop_reason)
+
+    async def _stream(self, step: StreamStep) -> None:
+        """Emit ``step.count`` deltas of ``step.text``, :data:`_CHUNK` per
+        :meth:`RunContext.emit_many`, letting other tasks run every
+        :data:`_CHECKPOINT_EVERY`."""
+        ctx = self._ctx
+        chunk = [TextDelta(text=step.text)] * _CHUNK
+        done = 0
+        while done < step.count:
+            left = step.count - done
+            await ctx.emit_many(chunk if left >= _CHUNK else chunk[:left], raw=step)
+            if done % _CHECKPOINT_EVERY == 0:
+                await anyio.lowlevel.checkpoint()
+            done += min(left, _CHUNK)
 
     async def _approval(self, step: ApprovalStep) -> None:
         outcome = await self._ctx.ask(mapping.approval_request(step))

@@ -85,6 +85,14 @@ class History(Protocol):
         names the raw record it was projected from (0: none)."""
         ...
 
+    def append_many(
+        self, session_id: str, first: int, codes: bytes, bodies: list[bytes], raw_id: int
+    ) -> None:
+        """Record consecutive events from sequence ``first`` (one type code and one
+        envelope each), all projected from the raw record ``raw_id`` (0: none): the same
+        as :meth:`append` for each, in one call."""
+        ...
+
     def add_raw(self, session_id: str, raw_id: int, record: bytes) -> None:
         """Record a raw provider record, as received (``raw_id``: the sequence of the
         first event projected from it)."""

@@ -399,6 +399,19 @@ class Journal:
             batch.raw_id = raw_id
         self.appended += 1
 
+    def append_many(
+        self, session_id: str, first: int, codes: bytes, bodies: list[bytes], raw_id: int
+    ) -> None:
+        """As :meth:`append` for the consecutive events ``first``… (two list extends)."""
+        batch = self._open.get(session_id) or self._batch(session_id, first)
+        if batch is not None:
+            batch.bodies += bodies
+            batch.codes += codes
+            if raw_id != batch.raw_id:
+                batch.changes.append((first, raw_id))
+                batch.raw_id = raw_id
+        self.appended += len(bodies)
+
     def add_raw(self, session_id: str, raw_id: int, record: bytes) -> None:
         """Record a raw provider record (``raw_id``: the sequence of the event about to
         be appended, the first projected from it)."""

@@ -69,6 +69,24 @@ class Delivery:
             self._release(stream)
         return index - history.committed > self.high_water or stream.behind
 
+    def hold_many(self, stream: EventStream, bodies: list[bytes]) -> bool:
+        """As :meth:`hold` for the stream's newest ``len(bodies)`` envelopes (the
+        history's latest events, consecutive there too: one list extend)."""
+        history = self._history
+        index = history.appended - len(bodies) + 1  # the first of them in the history
+        held = stream.held
+        if held is None:
+            held = stream.held = []
+            stream.held_marks = [(index, 0)]
+            self._holding[stream] = None
+        elif index != stream.held_next:
+            stream.held_marks.append((index, len(held)))
+        held += bodies
+        stream.held_next = history.appended + 1
+        if history.committed >= index:
+            self._release(stream)
+        return history.appended - history.committed > self.high_water or stream.behind
+
     @staticmethod
     def _durable_count(stream: EventStream, committed: int) -> int:
         """Return how many of ``stream``'s held envelopes (from the first) are committed

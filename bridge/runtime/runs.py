@@ -18,7 +18,8 @@ the provider does:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import operator
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
@@ -56,6 +57,10 @@ log = logging.getLogger("agent_bridge.runtime")
 _encode = msgspec.json.encode
 _provider_payload_decoder: Final = msgspec.json.Decoder(ProviderPayload)
 _request_decoder: Final = msgspec.json.Decoder(InteractionRequest)
+#: the payloads whose whole validation is that their one field is a str
+_DELTAS: Final = frozenset({TextDelta, ThinkingDelta})
+_STR: Final = frozenset({str})
+_text: Final = operator.attrgetter("text")
 
 
 def _contract(message: str, level: str = "error") -> Diagnostic:
@@ -336,11 +341,13 @@ class Run:
 class RunContext:
     """The :class:`agent_bridge.spi.RunContext` handed to a provider run."""
 
-    __slots__ = ("_dropped", "_publish", "_run")
+    __slots__ = ("_dropped", "_publish", "_publish_many", "_run")
 
     def __init__(self, run: Run) -> None:
         self._run = run
-        self._publish = run.session.stream.publish
+        stream = run.session.stream
+        self._publish = stream.publish
+        self._publish_many = stream.publish_many
         #: payloads emitted after the run ended (logged once, not once each)
         self._dropped = 0
 
@@ -355,35 +362,77 @@ class RunContext:
     def emit_nowait(self, payload: ProviderPayload, raw: Any = None) -> None:
         self._emit(payload, raw)
 
-    def _emit(self, payload: ProviderPayload, raw: Any) -> bool:
-        """Validate and publish; return whether producers should wait."""
-        run = self._run
-        if run.state in RUN_TERMINAL:
-            if not self._dropped:
-                log.warning("run %s: provider emitted after the run ended; dropped", run.id)
-            self._dropped += 1
-            return False
+    def _drop(self, count: int) -> bool:
+        """Drop ``count`` payloads emitted after the run ended (logged once per run);
+        return ``False`` (nobody needs to wait for them)."""
+        if not self._dropped:
+            log.warning("run %s: provider emitted after the run ended; dropped", self._run.id)
+        self._dropped += count
+        return False
+
+    def _checked(self, payload: ProviderPayload) -> EventPayload:
+        """Return ``payload`` validated and snapshotted, or the ``provider_contract``
+        diagnostic that replaces it (logged)."""
         kind = type(payload)
         if kind is TextDelta or kind is ThinkingDelta:
             # Frozen structs with one str field: checking the type is the whole validation
             # and the object itself is the snapshot.
-            if type(payload.text) is not str:  # type: ignore[union-attr]
-                return self._contract_violation("payload of the wrong shape", raw)
+            if type(payload.text) is str:  # type: ignore[union-attr]
+                return payload
         else:
             try:
                 # A round trip validates every field and takes a deep snapshot.
-                payload = _provider_payload_decoder.decode(_encode(payload))
+                return _provider_payload_decoder.decode(_encode(payload))
             except (msgspec.DecodeError, TypeError, ValueError, RecursionError):
-                return self._contract_violation("payload of the wrong shape", raw)
+                pass
+        log.warning("run %s: provider contract violation: payload of the wrong shape", self._run.id)
+        return _contract("payload of the wrong shape")
+
+    def _emit(self, payload: ProviderPayload, raw: Any) -> bool:
+        """Validate and publish; return whether producers should wait."""
+        run = self._run
+        if run.state in RUN_TERMINAL:
+            return self._drop(1)
+        kind = type(payload)
+        if (kind is not TextDelta and kind is not ThinkingDelta) or type(
+            payload.text  # type: ignore[union-attr]
+        ) is not str:
+            payload = self._checked(payload)  # type: ignore[assignment]
         return self._publish(run.id, payload, raw)
 
     async def emit(self, payload: ProviderPayload, raw: Any = None) -> None:
         if self._emit(payload, raw):
             await self._run.session.stream.drained()
 
-    def _contract_violation(self, what: str, raw: Any) -> bool:
-        log.warning("run %s: provider contract violation: %s", self._run.id, what)
-        return self._publish(self._run.id, _contract(what), raw)
+    def _emit_many(self, payloads: Sequence[ProviderPayload], raw: Any) -> bool:
+        """Validate and publish each of ``payloads`` as its own event, in one batch;
+        return whether producers should wait."""
+        run = self._run
+        if run.state in RUN_TERMINAL:
+            return self._drop(len(payloads))
+        if not payloads:
+            return False
+        checked: list[EventPayload] = list(payloads)
+        if not (
+            # Only deltas with str texts (the streaming case): valid and their own
+            # snapshots, found with C loops, no Python bytecode per payload.
+            _DELTAS.issuperset(map(type, checked))
+            and _STR.issuperset(map(type, map(_text, checked)))
+        ):
+            for i, payload in enumerate(checked):
+                kind = type(payload)
+                if (kind is not TextDelta and kind is not ThinkingDelta) or type(
+                    payload.text  # type: ignore[union-attr]
+                ) is not str:
+                    checked[i] = self._checked(payload)  # type: ignore[arg-type]
+        return self._publish_many(run.id, checked, raw)
+
+    def emit_nowait_many(self, payloads: Sequence[ProviderPayload], raw: Any = None) -> None:
+        self._emit_many(payloads, raw)
+
+    async def emit_many(self, payloads: Sequence[ProviderPayload], raw: Any = None) -> None:
+        if self._emit_many(payloads, raw):
+            await self._run.session.stream.drained()
 
     def open_interaction(self, request: InteractionRequest) -> Interaction:
         return self._run.open_interaction(request)

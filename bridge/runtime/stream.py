@@ -209,6 +209,38 @@ class EventStream:
         self.behind = congested
         return congested
 
+    def publish_many(self, run_id: str, payloads: list[EventPayload], raw: Any = None) -> bool:
+        """As :meth:`publish` for each of ``payloads`` (a run's, at least one), in order,
+        each its own event: consecutive sequences, stamped with one clock read, recorded
+        and held (or sent) as one batch; return whether producers should wait."""
+        first = self.last_sequence + 1
+        stop = first + len(payloads)
+        self.last_sequence = stop - 1
+        if run_id is not self._run_id:
+            self._run_id = run_id
+            self._run_id_bytes = run_id.encode()
+        template = self._fmt.run_batch(self._run_id_bytes, self.clock.now_iso_bytes())
+        bodies = [
+            template % (sequence, sequence, _encode(payload))
+            for sequence, payload in enumerate(payloads, first)
+        ]
+        codes = bytes(map(_TYPE_CODES.__getitem__, map(type, payloads)))
+        if raw is None:
+            raw_id = 0
+        elif raw is self.raw_object:
+            raw_id = self.raw_id
+        else:
+            raw_id = self._raw_id(raw, first)
+        history = self._history
+        history.append_many(self.session_id, first, codes, bodies, raw_id)
+        if history.durable or self.held is not None:
+            return self.delivery.hold_many(self, bodies)
+        congested = False
+        for subscription in self.subscriptions.values():
+            congested = subscription.send(first, bodies) or congested
+        self.behind = congested
+        return congested
+
     def _raw_id(self, raw: Any, sequence: int) -> int:
         """Record ``raw``, a raw record not seen in the previous emit, as the one the event
         at ``sequence`` was projected from; return its id (0 if it cannot be encoded)."""
