@@ -376,3 +376,30 @@ async def test_interleaved_sessions_are_handed_to_the_writer_as_one_operation(
         assert journal._ops == ticket_before + 1
     finally:
         await journal.aclose()
+
+
+# --------------------------------------------------------------------- closing
+
+
+async def test_closing_the_journal_folds_the_write_ahead_log_into_the_file(
+    tmp_path: Path,
+) -> None:
+    """Every connection the journal opened is closed by ``aclose``, so the last one folds
+    the WAL into the journal file: a clean exit leaves one self-contained file (the
+    writer's connection used to stay open until the interpreter collected it, and the WAL
+    was left behind on about one exit in four)."""
+    async with journaled(tmp_path) as (runtime, host):
+        info = await runtime.create_session("scripted", options=stream(3000), subscriber=host)
+        started = await runtime.start_run(RunStartParams(info.session_id, RunInput("x")))
+        await runtime.runs[started.run_id].done.wait()
+        await runtime.flush()
+        last = (await read_all(runtime, info.session_id))[-1]["sequence"]
+        assert (tmp_path / "journal.sqlite3-wal").exists()  # the commits went to the WAL
+    assert not (tmp_path / "journal.sqlite3-wal").exists()
+    assert not (tmp_path / "journal.sqlite3-shm").exists()
+    conn = sqlite3.connect(tmp_path / "journal.sqlite3")
+    try:
+        (stored,) = conn.execute("SELECT max(last_seq) FROM event_blocks").fetchone()
+    finally:
+        conn.close()
+    assert stored >= last  # (closing the runtime closes the session: one event more)

@@ -243,6 +243,7 @@ class Journal:
             except sqlite3.Error as exc:  # a storage fault: the next bridge recovers it
                 log.error("journal: could not record this process's exit (%s)", exc)
             self._control.close()
+        self._writer.close()
         self._reader.close()
         self._owner.release()
 

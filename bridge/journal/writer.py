@@ -168,6 +168,8 @@ class Writer:
         self._policy = retention
         self._stopping = False
         self._halted = False
+        #: a commit found the file damaged: it is never written to again
+        self._damaged = False
         self._skeys: dict[str, int] = {}
         self._last: dict[int, int] = {}
         self._ops_done = 0
@@ -193,6 +195,15 @@ class Writer:
     def join(self, timeout: float | None = None) -> None:
         """Wait for the thread to end."""
         self._thread.join(timeout)
+
+    def close(self) -> None:
+        """Close the writer's connection once the thread has ended (or never started), so
+        that the last connection of this process to close folds the write-ahead log into
+        the journal file.  A damaged file is left as it is: its connection stays open until
+        the process exits, and nothing is checkpointed into it."""
+        if self._thread.is_alive() or self._halted or self._damaged:
+            return
+        self._conn.close()
 
     def _forget(self, session_id: str) -> None:
         """Drop what the writer caches about a deleted session (in the writer thread:
@@ -232,6 +243,8 @@ class Writer:
                 if not failed or fault == "damaged":
                     log.error("journal: a commit failed (%s: %s)", fault, exc)
                     self._notify(self._ops_done, self._events_done, fault)
+                if fault == "damaged":
+                    self._damaged = True
                 if fault == "damaged" or self._stopping:
                     return  # never written to again / nothing acknowledged is lost
                 failed = ops
