@@ -34,6 +34,7 @@ from typing import Any, Final, Protocol
 import anyio
 import anyio.abc
 import msgspec
+from pylsp_jsonrpc.exceptions import JsonRpcException
 
 from agent_bridge.rpc.endpoint import EndpointGlue, current_request_id, log_internal_error
 from agent_bridge.rpc.errors import (
@@ -63,6 +64,7 @@ from agent_bridge.rpc.messages import (
     Response,
     encode_error_response,
     encode_notification,
+    decode_envelope,
     encode_request,
     parse_body,
     result_template,
@@ -231,6 +233,12 @@ class Connection:
         )
         #: The raw ids of the async requests being served (the glue's, shared).
         self._inflight = self._glue.inflight
+        #: The wrapped synchronous handlers :meth:`_serve` calls itself (``rpc.`` names
+        #: are reserved: the slow path refuses them).
+        self._inline = {
+            m: entry for m, entry in self._glue.inline.items() if not m.startswith("rpc.")
+        }
+        self._result_format = result_template(jsonrpc=jsonrpc)
 
     # ----------------------------------------------------------------- output
 
@@ -493,15 +501,98 @@ class Connection:
             self._out_kind = self._framer.kind
             self._frame = frame_encoder(self._out_kind)
             self._frames = frames_encoder(self._out_kind)
-        dispatch = self._dispatch_frame
+        if items:
+            self._serve(items)
+
+    def _serve(self, items: list[bytes | FramingError]) -> None:
+        """Serve the frames of one read, in order.
+
+        The common message, a well-formed request for a synchronous method (and no gate),
+        is answered here, straight from its envelope: the checks of
+        :meth:`_on_request` that can apply to it, the method's wrapped handler (an entry
+        of :attr:`EndpointGlue.inline`, which decodes the params and maps every error as
+        ``Endpoint`` would), and its reply body, kept back so that the replies of one read
+        are framed in one call and queued with one wake-up of the writer.  Everything
+        else goes, as it came, to :meth:`_dispatch_frame`, after the replies kept back so
+        far (so the output order is the input order).  A handler that queues output of
+        its own (a notification, events) gets it after the replies before its request's.
+        """
+        inline = self._inline
+        inflight = self._inflight
+        template = self._result_format
+        jsonrpc = self._jsonrpc
+        lenient = not jsonrpc
+        decode = decode_envelope
+        out = self._out
+        replies: list[bytes] = []
+        if self._raw:
+            self._frame_raw()
+        mark = len(out)
         for item in items:
             if self._finishing:
                 break  # input after ``finish`` (e.g. after ``exit``) is not served
             try:
-                dispatch(item)
+                if type(item) is bytes and self._gate is None:
+                    try:
+                        env = decode(item)
+                    except (msgspec.DecodeError, RecursionError):
+                        env = None
+                    entry = None if env is None else inline.get(env.method)
+                    if (
+                        entry is not None
+                        and env.id
+                        and (env.jsonrpc == "2.0" or (lenient and env.jsonrpc is None))
+                    ):
+                        key = bytes(env.id)
+                        params: bytes | None = None
+                        if env.params:
+                            params = bytes(env.params)
+                            first = params[:1]
+                            if first != b"{" and first != b"[":
+                                key = b""  # not object or array params: the slow path says so
+                        if (key[:1] == b'"' or key.isdigit()) and not (
+                            inflight and key in inflight
+                        ):
+                            try:
+                                result = entry(params)
+                            except JsonRpcException as exc:
+                                body = encode_error_response(key, exc.to_dict(), jsonrpc=jsonrpc)
+                            else:
+                                body = template % (key, result)
+                            if self._raw or len(out) != mark:
+                                # The handler queued output: the replies before it go first.
+                                if replies:
+                                    self._queue_replies(replies, mark)
+                                    replies = []
+                                if self._raw:
+                                    self._frame_raw()
+                                mark = len(out)
+                            replies.append(body)
+                            continue
+                if replies:
+                    self._queue_replies(replies, mark)
+                    replies = []
+                self._dispatch_frame(item)
+                mark = len(out)
             except Exception:
                 # A bug, never the peer's fault: log it and keep serving the stream.
                 log_internal_error(f"{self.name} message")
+        if replies:
+            if self._raw:
+                self._frame_raw()
+            self._queue_replies(replies, len(out))
+
+    def _queue_replies(self, bodies: list[bytes], at: int) -> None:
+        """Frame ``bodies`` in one call and queue them at position ``at`` of the output."""
+        if self._closed:
+            return
+        data = self._frames(bodies, b"", b"")
+        self._out.insert(at, data)
+        self._out_bytes += len(data)
+        wake = self._wake
+        if wake is not None:
+            self._wake = None
+            wake.set()
 
     def set_gate(self, gate: Callable[[str], None] | None) -> None:
         """Replace the per-request gate (``None``: no gate, the fast path)."""
