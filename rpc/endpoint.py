@@ -215,20 +215,25 @@ class EndpointGlue:
     def _sync_entry(self, method: str, spec: Method) -> Callable[[Any], Any]:
         handler = spec.handler
         encode = _encode
-        raw_type = msgspec.Raw
-
         decoder = _decoder_for(spec.params_type)
+        decode = None if decoder is None else decoder.decode
 
-        def entry(raw: bytes | None) -> Any:
-            if decoder is None:
+        def entry(raw: bytes | None) -> bytes:
+            """Return the encoded result; raise the ``JsonRpcException`` to answer with."""
+            if decode is None:
                 params = None
             else:
                 try:
-                    params = _decode_with(decoder, raw)
-                except (msgspec.DecodeError, RecursionError) as exc:
-                    raise _invalid_params(exc) from None
+                    params = decode(b"{}" if raw is None else raw)
+                except (msgspec.DecodeError, RecursionError):
+                    # Not the plain case: what _decode_with makes of it (``[]``, or the
+                    # error naming the bad field).
+                    try:
+                        params = _decode_with(decoder, raw)  # type: ignore[arg-type]
+                    except (msgspec.DecodeError, RecursionError) as exc:
+                        raise _invalid_params(exc) from None
             try:
-                return raw_type(encode(handler(params)))
+                return encode(handler(params))
             except RpcError as exc:
                 raise _wire_exception(exc) from None
             except Exception:
