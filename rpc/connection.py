@@ -216,6 +216,12 @@ class Connection:
         self._raw_tail = b""
         self._raw_bytes = 0
         self._wake: anyio.Event | None = None
+        #: while the reader serves a read: its output is written by :meth:`_flush_now`
+        #: (the writer is not woken for it)
+        self._holding = False
+        #: while the writer is inside ``send``
+        self._sending = False
+        self._send_now: Callable[[bytes], int] | None = getattr(send, "send_nowait", None)
         self._drained: anyio.Event | None = None
         self._closed = False
         self._finishing = False
@@ -266,7 +272,7 @@ class Connection:
         self._out.append(frame)
         self._out_bytes += len(frame)
         wake = self._wake
-        if wake is not None:
+        if wake is not None and not self._holding:
             self._wake = None
             wake.set()
 
@@ -361,17 +367,52 @@ class Connection:
                 continue
             chunks, self._out = self._out, []
             data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            self._sending = True
             try:
                 await self._send.send(data)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                 log.info("%s: write failed (%s); closing", self.name, type(exc).__name__)
                 self._close()
                 return
-            self._out_bytes -= len(data)
-            drained = self._drained
-            if drained is not None and self._out_bytes <= self._limits.outbound_high_water // 2:
-                self._drained = None
-                drained.set()
+            finally:
+                self._sending = False
+            self._sent(len(data))
+
+    def _sent(self, size: int) -> None:
+        """Account for ``size`` bytes written; wake :meth:`drained` waiters once the output
+        is down to half its high water."""
+        self._out_bytes -= size
+        drained = self._drained
+        if drained is not None and self._out_bytes <= self._limits.outbound_high_water // 2:
+            self._drained = None
+            drained.set()
+
+    def _flush_now(self) -> None:
+        """Write what is queued from the reader, at once, as far as the peer's pipe takes it
+        without waiting (a read's replies go out in the read's own turn of the event
+        loop, not in one of the writer's); the writer is woken for what is left.  Only
+        while the writer is not itself inside ``send`` (the order of the bytes is kept)
+        and when the stream can (``send_nowait``)."""
+        if not self._sending and self._send_now is not None and not self._closed:
+            if self._raw:
+                self._frame_raw()
+            if self._out:
+                chunks, self._out = self._out, []
+                data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                try:
+                    written = self._send_now(data)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                    log.info("%s: write failed (%s); closing", self.name, type(exc).__name__)
+                    self._close()
+                    return
+                if written < len(data):
+                    self._out.insert(0, data[written:])
+                self._sent(written)
+        if self._out or self._raw:
+            wake = self._wake
+            if wake is not None:
+                self._wake = None
+                wake.set()
 
     # ----------------------------------------------------------------- input
 
@@ -590,7 +631,7 @@ class Connection:
         self._out.insert(at, data)
         self._out_bytes += len(data)
         wake = self._wake
-        if wake is not None:
+        if wake is not None and not self._holding:
             self._wake = None
             wake.set()
 
@@ -653,7 +694,12 @@ class Connection:
                 OSError,
             ):
                 break
-            self.feed(data)
+            self._holding = True
+            try:
+                self.feed(data)
+            finally:
+                self._holding = False
+            self._flush_now()
         if self._finishing:
             return
         for item in self._framer.eof():
