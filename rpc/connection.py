@@ -145,6 +145,22 @@ class _BatchReplies:
 _FRAME_GUESS: Final = 24
 
 
+_NO_BODY: Final = b""  # a handler was called: a reply is due
+_OBJECT_OR_ARRAY: Final = (b"{", b"[")
+
+
+def _framed_result(kind: FramingKind | None, jsonrpc: bool) -> tuple[bytes, int]:
+    """Return the template of a framed result response for the output framing ``kind``
+    and the length of its body less that of the id and result: ``(template, -1)``, to
+    fill as ``template % (id, result)``, for newline framing; for ``Content-Length``
+    ``(template, extra)``, to fill as ``template % (extra + len(id) + len(result), id,
+    result)``."""
+    body = result_template(jsonrpc=jsonrpc)
+    if kind == "newline":
+        return body + b"\n", -1
+    return b"Content-Length: %d\r\n\r\n" + body, len(body % (b"", b""))
+
+
 def _default_overloaded() -> RpcError:
     return RpcError(SERVER_OVERLOADED, "too many requests in flight", {"retryable": True})
 
@@ -245,6 +261,7 @@ class Connection:
             m: entry for m, entry in self._glue.inline.items() if not m.startswith("rpc.")
         }
         self._result_format = result_template(jsonrpc=jsonrpc)
+        self._framed_result, self._framed_extra = _framed_result(self._out_kind, jsonrpc)
 
     # ----------------------------------------------------------------- output
 
@@ -466,9 +483,9 @@ class Connection:
         if batch is not None:
             self._batch_of[key] = batch
         glue = self._glue
-        entry = glue.inline.get(request.method)
-        if entry is not None:
-            glue.answer_inline(key, entry, request.params)
+        inline = glue.inline.get(request.method)
+        if inline is not None:
+            glue.answer_inline(key, inline[0], request.params)
             return
         if request.method in self._uncancellable:
             self._pinned.add(key)
@@ -542,28 +559,33 @@ class Connection:
             self._out_kind = self._framer.kind
             self._frame = frame_encoder(self._out_kind)
             self._frames = frames_encoder(self._out_kind)
+            self._framed_result, self._framed_extra = _framed_result(self._out_kind, self._jsonrpc)
         if items:
             self._serve(items)
 
     def _serve(self, items: list[bytes | FramingError]) -> None:
         """Serve the frames of one read, in order.
 
-        The common message, a well-formed request for a synchronous method (and no gate),
-        is answered here, straight from its envelope: the checks of
-        :meth:`_on_request` that can apply to it, the method's wrapped handler (an entry
-        of :attr:`EndpointGlue.inline`, which decodes the params and maps every error as
-        ``Endpoint`` would), and its reply body, kept back so that the replies of one read
-        are framed in one call and queued with one wake-up of the writer.  Everything
-        else goes, as it came, to :meth:`_dispatch_frame`, after the replies kept back so
-        far (so the output order is the input order).  A handler that queues output of
-        its own (a notification, events) gets it after the replies before its request's.
+        The common message, a well-formed request for a synchronous method (while there is
+        no gate), is answered here, straight from its envelope, as :meth:`_dispatch_frame`
+        would have answered it: the checks of the message layer and of
+        :meth:`_on_request` that can apply to it, then the method's wrapped handler (see
+        :data:`~rpc.endpoint.InlineEntry`; params that its object-only decoder does not
+        take go the slow way, which says what is wrong with them).  Its reply is framed
+        as it is made (one format of a framed template) and kept back, so the replies of
+        one read are queued as one chunk.  Everything else goes, as it came, to
+        :meth:`_dispatch_frame`, after the replies kept back so far (the output keeps
+        the input's order); output a handler queues itself goes after the replies before
+        its request's.
         """
         inline = self._inline
         inflight = self._inflight
-        template = self._result_format
+        template = self._framed_result
+        extra = self._framed_extra  # -1: newline framing, no length to put in
+        frame = self._frame
         jsonrpc = self._jsonrpc
         lenient = not jsonrpc
-        decode = decode_envelope
+        decode_env = decode_envelope
         out = self._out
         replies: list[bytes] = []
         if self._raw:
@@ -573,43 +595,61 @@ class Connection:
             if self._finishing:
                 break  # input after ``finish`` (e.g. after ``exit``) is not served
             try:
+                body: bytes | None = None
                 if type(item) is bytes and self._gate is None:
                     try:
-                        env = decode(item)
+                        env = decode_env(item)
                     except (msgspec.DecodeError, RecursionError):
                         env = None
-                    entry = None if env is None else inline.get(env.method)
+                    spec = None if env is None else inline.get(env.method)
                     if (
-                        entry is not None
+                        spec is not None
                         and env.id
                         and (env.jsonrpc == "2.0" or (lenient and env.jsonrpc is None))
                     ):
                         key = bytes(env.id)
-                        params: bytes | None = None
-                        if env.params:
-                            params = bytes(env.params)
-                            first = params[:1]
-                            if first != b"{" and first != b"[":
-                                key = b""  # not object or array params: the slow path says so
-                        if (key[:1] == b'"' or key.isdigit()) and not (
+                        if (key.isdigit() or key[:1] == b'"') and not (
                             inflight and key in inflight
                         ):
+                            entry, decode, call = spec
+                            raw = env.params
                             try:
-                                result = entry(params)
+                                if decode is not None:
+                                    try:
+                                        params = decode(raw or b"{}")
+                                    except (msgspec.DecodeError, RecursionError):
+                                        pass  # the slow way says what is wrong
+                                    else:
+                                        body = _NO_BODY
+                                        result = call(params)
+                                else:
+                                    data = bytes(raw) if raw else None
+                                    if data is None or data[:1] in _OBJECT_OR_ARRAY:
+                                        body = _NO_BODY
+                                        result = entry(data)
                             except JsonRpcException as exc:
-                                body = encode_error_response(key, exc.to_dict(), jsonrpc=jsonrpc)
+                                body = frame(
+                                    encode_error_response(key, exc.to_dict(), jsonrpc=jsonrpc)
+                                )
                             else:
-                                body = template % (key, result)
-                            if self._raw or len(out) != mark:
-                                # The handler queued output: the replies before it go first.
-                                if replies:
-                                    self._queue_replies(replies, mark)
-                                    replies = []
-                                if self._raw:
-                                    self._frame_raw()
-                                mark = len(out)
-                            replies.append(body)
-                            continue
+                                if body is not None:
+                                    if extra < 0:
+                                        body = template % (key, result)
+                                    else:
+                                        body = template % (
+                                            extra + len(key) + len(result), key, result
+                                        )
+                if body is not None:
+                    if self._raw or len(out) != mark:
+                        # The handler queued output: the replies before it go first.
+                        if replies:
+                            self._queue_replies(replies, mark)
+                            replies = []
+                        if self._raw:
+                            self._frame_raw()
+                        mark = len(out)
+                    replies.append(body)
+                    continue
                 if replies:
                     self._queue_replies(replies, mark)
                     replies = []
@@ -619,15 +659,14 @@ class Connection:
                 # A bug, never the peer's fault: log it and keep serving the stream.
                 log_internal_error(f"{self.name} message")
         if replies:
-            if self._raw:
-                self._frame_raw()
-            self._queue_replies(replies, len(out))
+            # At ``mark``: before what a handler that failed queued after them (if any).
+            self._queue_replies(replies, mark)
 
-    def _queue_replies(self, bodies: list[bytes], at: int) -> None:
-        """Frame ``bodies`` in one call and queue them at position ``at`` of the output."""
+    def _queue_replies(self, frames: list[bytes], at: int) -> None:
+        """Queue ``frames`` as one chunk at position ``at`` of the output."""
         if self._closed:
             return
-        data = self._frames(bodies, b"", b"")
+        data = b"".join(frames)
         self._out.insert(at, data)
         self._out_bytes += len(data)
         wake = self._wake
