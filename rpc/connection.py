@@ -36,7 +36,12 @@ import anyio.abc
 import msgspec
 from pylsp_jsonrpc.exceptions import JsonRpcException
 
-from agent_bridge.rpc.endpoint import EndpointGlue, current_request_id, log_internal_error
+from agent_bridge.rpc.endpoint import (
+    EndpointGlue,
+    InlineEntry,
+    current_request_id,
+    log_internal_error,
+)
 from agent_bridge.rpc.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -62,9 +67,9 @@ from agent_bridge.rpc.messages import (
     Notification,
     Request,
     Response,
+    decode_envelope,
     encode_error_response,
     encode_notification,
-    decode_envelope,
     encode_request,
     parse_body,
     result_template,
@@ -146,6 +151,7 @@ _FRAME_GUESS: Final = 24
 
 
 _NO_BODY: Final = b""  # a handler was called: a reply is due
+_NO_ENVELOPE: Final = decode_envelope(b"{}")
 _OBJECT_OR_ARRAY: Final = (b"{", b"[")
 
 
@@ -257,7 +263,7 @@ class Connection:
         self._inflight = self._glue.inflight
         #: The wrapped synchronous handlers :meth:`_serve` calls itself (``rpc.`` names
         #: are reserved: the slow path refuses them).
-        self._inline = {
+        self._inline: dict[object, InlineEntry] = {
             m: entry for m, entry in self._glue.inline.items() if not m.startswith("rpc.")
         }
         self._result_format = result_template(jsonrpc=jsonrpc)
@@ -600,8 +606,8 @@ class Connection:
                     try:
                         env = decode_env(item)
                     except (msgspec.DecodeError, RecursionError):
-                        env = None
-                    spec = None if env is None else inline.get(env.method)
+                        env = _NO_ENVELOPE  # no method: the slow way
+                    spec = inline.get(env.method)
                     if (
                         spec is not None
                         and env.id
@@ -637,7 +643,9 @@ class Connection:
                                         body = template % (key, result)
                                     else:
                                         body = template % (
-                                            extra + len(key) + len(result), key, result
+                                            extra + len(key) + len(result),
+                                            key,
+                                            result,
                                         )
                 if body is not None:
                     if self._raw or len(out) != mark:

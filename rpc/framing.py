@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Final, Literal, Protocol
 
 __all__ = [
@@ -411,7 +411,8 @@ class NewlineFramer:
             else:
                 # What _emit does to each line, in C: no line is too long or ends in CR
                 # here, so only blank ones are dropped.
-                out += itertools.filterfalse(bytes.isspace, filter(None, lines))
+                kept: Iterator[bytes] = itertools.filterfalse(bytes.isspace, filter(None, lines))
+                out += kept
         if rest:
             buf += rest
             self._check_overflow(out)

@@ -30,11 +30,11 @@ __all__ = [
     "Notification",
     "Request",
     "Response",
+    "decode_envelope",
     "encode_error_response",
     "encode_notification",
     "encode_request",
     "encode_result_response",
-    "decode_envelope",
     "parse_body",
     "result_template",
 ]

@@ -297,16 +297,59 @@ def _connection(framing: FramingKind, jsonrpc: bool, *, inline: bool) -> Connect
 
 
 _IDS = st.sampled_from(
-    [b"1", b"0", b"-0", b"-7", b"2", b"1180591620717411303424", b'"a"', b'"\\u0041"', b'""']
-    + [b"1.5", b"1e3", b"null", b"true", b"{}", b"[1]"]
+    [
+        b"1",
+        b"0",
+        b"-0",
+        b"-7",
+        b"2",
+        b"1180591620717411303424",
+        b'"a"',
+        b'"\\u0041"',
+        b'""',
+        b"1.5",
+        b"1e3",
+        b"null",
+        b"true",
+        b"{}",
+        b"[1]",
+    ]
 )
 _METHODS = st.sampled_from(
-    [b'"ping"', b'"needs"', b'"pair"', b'"none"', b'"any"', b'"fail"', b'"bug"', b'"noisy"']
-    + [b'"events"', b'"rpc.ping"', b'"nope"', b'"stop"', b"5", b"null"]
+    [
+        b'"ping"',
+        b'"needs"',
+        b'"pair"',
+        b'"none"',
+        b'"any"',
+        b'"fail"',
+        b'"bug"',
+        b'"noisy"',
+        b'"events"',
+        b'"rpc.ping"',
+        b'"nope"',
+        b'"stop"',
+        b"5",
+        b"null",
+    ]
 )
 _PARAMS = st.sampled_from(
-    [b"{}", b'{"data":"x"}', b'{"data":[1,{"a":null}]}', b'{"n":3}', b'{"n":"x"}', b"[]"]
-    + [b"[1,2]", b"[1,2,3]", b"null", b"5", b'"s"', b"true", b"{", b'{"data":1,"data":2}']
+    [
+        b"{}",
+        b'{"data":"x"}',
+        b'{"data":[1,{"a":null}]}',
+        b'{"n":3}',
+        b'{"n":"x"}',
+        b"[]",
+        b"[1,2]",
+        b"[1,2,3]",
+        b"null",
+        b"5",
+        b'"s"',
+        b"true",
+        b"{",
+        b'{"data":1,"data":2}',
+    ]
 )
 _JSONRPC = st.sampled_from([b'"2.0"', b'"1.0"', b"2.0", b"null", None])
 
