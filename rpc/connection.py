@@ -15,8 +15,14 @@ Why each piece is where it is:
 * Responses to *our* requests bypass ``Endpoint``: its client side keys futures by its
   own id generator and keeps no result type or deadline, so the ledger owns them.
 * Cheap handlers run inline in the reader loop; only ``async`` handlers get a task.
-  Output is appended to a buffer that one writer task flushes with one write per batch;
-  the frame encoder is chosen once, when the input's framing is known.
+  The frames of one read are served by :meth:`Connection._serve`: a well-formed request
+  for a synchronous method is answered straight from its envelope, off ``Endpoint`` and
+  off the per-message objects of :mod:`rpc.messages`, its reply framed as it is made;
+  everything else takes the general way (:meth:`Connection._dispatch_frame`, the only
+  way into ``Endpoint``).  A read's replies are queued as one chunk, which the reader
+  writes itself when the writer is idle (one write per read, no wake-up of the writer
+  task); the writer task flushes everything else with one write per batch.  The frame
+  encoder is chosen once, when the input's framing is known.
 
 Backpressure: when more than ``Limits.outbound_high_water`` bytes wait to be written,
 the reader stops reading and :meth:`Connection.notify_flow` callers wait, so memory stays

@@ -14,12 +14,12 @@ The guards:
 * Handlers never let anything but a ``JsonRpcException`` reach it, so it never answers
   ``INVALID_PARAMS`` with a traceback; a bug becomes ``INTERNAL_ERROR`` with a
   correlation id that names the log entry.
-* Results are handed to it pre-encoded as ``msgspec.Raw``, so it never merges a result
+* Results are handed to it pre-encoded (``msgspec.Raw``), so it never merges a result
   that contains ``result``/``error`` keys into the envelope; :meth:`EndpointGlue._consume`
   writes its replies with the connection's own result template.
-* Cheap (synchronous) handlers are called by the connection itself through
-  :meth:`EndpointGlue.answer_inline`, off ``Endpoint``: a call and one reply need none of
-  its state, and its dispatch was a third of the cost of a cheap request.  ``Endpoint``
+* Cheap (synchronous) handlers are called by the connection itself (its inline path, or
+  :meth:`EndpointGlue.answer_inline`), off ``Endpoint``: a call and one reply need none
+  of its state, and its dispatch was a third of the cost of a cheap request.  ``Endpoint``
   keeps what needs its state machine: ``async`` handlers, which get a task in the
   connection's task group and answer through a ``concurrent.futures.Future`` (the only
   asynchronous result ``Endpoint`` accepts), settled by a cancelled task with exactly one
