@@ -272,7 +272,6 @@ class Connection:
         self._inline: dict[object, InlineEntry] = {
             m: entry for m, entry in self._glue.inline.items() if not m.startswith("rpc.")
         }
-        self._result_format = result_template(jsonrpc=jsonrpc)
         self._framed_result, self._framed_extra = _framed_result(self._out_kind, jsonrpc)
 
     # ----------------------------------------------------------------- output
