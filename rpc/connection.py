@@ -156,6 +156,9 @@ class _BatchReplies:
 _FRAME_GUESS: Final = 24
 
 
+#: The most output the reader writes itself (see ``Connection._flush_now``): a pipe's
+#: capacity (rpc.pipes asks for 1 MiB), so what it writes usually goes in one system call.
+_INLINE_WRITE_MAX: Final = 1 << 20
 _NO_BODY: Final = b""  # a handler was called: a reply is due
 _NO_ENVELOPE: Final = decode_envelope(b"{}")
 _OBJECT_OR_ARRAY: Final = (b"{", b"[")
@@ -419,9 +422,15 @@ class Connection:
         """Write what is queued from the reader, at once, as far as the peer's pipe takes it
         without waiting (a read's replies go out in the read's own turn of the event
         loop, not in one of the writer's); the writer is woken for what is left.  Only
-        while the writer is not itself inside ``send`` (the order of the bytes is kept)
-        and when the stream can (``send_nowait``)."""
-        if not self._sending and self._send_now is not None and not self._closed:
+        while the writer is not itself inside ``send`` (the order of the bytes is kept),
+        when the stream can (``send_nowait``) and for at most :data:`_INLINE_WRITE_MAX`
+        bytes (the writer sends more without copying what a pipe did not take)."""
+        if (
+            not self._sending
+            and self._send_now is not None
+            and not self._closed
+            and self._out_bytes <= _INLINE_WRITE_MAX
+        ):
             if self._raw:
                 self._frame_raw()
             if self._out:
