@@ -15,8 +15,14 @@ Why each piece is where it is:
 * Responses to *our* requests bypass ``Endpoint``: its client side keys futures by its
   own id generator and keeps no result type or deadline, so the ledger owns them.
 * Cheap handlers run inline in the reader loop; only ``async`` handlers get a task.
-  Output is appended to a buffer that one writer task flushes with one write per batch;
-  the frame encoder is chosen once, when the input's framing is known.
+  The frames of one read are served by :meth:`Connection._serve`: a well-formed request
+  for a synchronous method is answered straight from its envelope, off ``Endpoint`` and
+  off the per-message objects of :mod:`rpc.messages`, its reply framed as it is made;
+  everything else takes the general way (:meth:`Connection._dispatch_frame`, the only
+  way into ``Endpoint``).  A read's replies are queued as one chunk, which the reader
+  writes itself when the writer is idle (one write per read, no wake-up of the writer
+  task); the writer task flushes everything else with one write per batch.  The frame
+  encoder is chosen once, when the input's framing is known.
 
 Backpressure: when more than ``Limits.outbound_high_water`` bytes wait to be written,
 the reader stops reading and :meth:`Connection.notify_flow` callers wait, so memory stays
@@ -34,8 +40,14 @@ from typing import Any, Final, Protocol
 import anyio
 import anyio.abc
 import msgspec
+from pylsp_jsonrpc.exceptions import JsonRpcException
 
-from agent_bridge.rpc.endpoint import EndpointGlue, current_request_id, log_internal_error
+from agent_bridge.rpc.endpoint import (
+    EndpointGlue,
+    InlineEntry,
+    current_request_id,
+    log_internal_error,
+)
 from agent_bridge.rpc.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -61,6 +73,7 @@ from agent_bridge.rpc.messages import (
     Notification,
     Request,
     Response,
+    decode_envelope,
     encode_error_response,
     encode_notification,
     encode_request,
@@ -143,6 +156,26 @@ class _BatchReplies:
 _FRAME_GUESS: Final = 24
 
 
+#: The most output the reader writes itself (see ``Connection._flush_now``): a pipe's
+#: capacity (rpc.pipes asks for 1 MiB), so what it writes usually goes in one system call.
+_INLINE_WRITE_MAX: Final = 1 << 20
+_NO_BODY: Final = b""  # a handler was called: a reply is due
+_NO_ENVELOPE: Final = decode_envelope(b"{}")
+_OBJECT_OR_ARRAY: Final = (b"{", b"[")
+
+
+def _framed_result(kind: FramingKind | None, jsonrpc: bool) -> tuple[bytes, int]:
+    """Return the template of a framed result response for the output framing ``kind``
+    and the length of its body less that of the id and result: ``(template, -1)``, to
+    fill as ``template % (id, result)``, for newline framing; for ``Content-Length``
+    ``(template, extra)``, to fill as ``template % (extra + len(id) + len(result), id,
+    result)``."""
+    body = result_template(jsonrpc=jsonrpc)
+    if kind == "newline":
+        return body + b"\n", -1
+    return b"Content-Length: %d\r\n\r\n" + body, len(body % (b"", b""))
+
+
 def _default_overloaded() -> RpcError:
     return RpcError(SERVER_OVERLOADED, "too many requests in flight", {"retryable": True})
 
@@ -214,6 +247,12 @@ class Connection:
         self._raw_tail = b""
         self._raw_bytes = 0
         self._wake: anyio.Event | None = None
+        #: while the reader serves a read: its output is written by :meth:`_flush_now`
+        #: (the writer is not woken for it)
+        self._holding = False
+        #: while the writer is inside ``send``
+        self._sending = False
+        self._send_now: Callable[[bytes], int] | None = getattr(send, "send_nowait", None)
         self._drained: anyio.Event | None = None
         self._closed = False
         self._finishing = False
@@ -231,6 +270,12 @@ class Connection:
         )
         #: The raw ids of the async requests being served (the glue's, shared).
         self._inflight = self._glue.inflight
+        #: The wrapped synchronous handlers :meth:`_serve` calls itself (``rpc.`` names
+        #: are reserved: the slow path refuses them).
+        self._inline: dict[object, InlineEntry] = {
+            m: entry for m, entry in self._glue.inline.items() if not m.startswith("rpc.")
+        }
+        self._framed_result, self._framed_extra = _framed_result(self._out_kind, jsonrpc)
 
     # ----------------------------------------------------------------- output
 
@@ -258,7 +303,7 @@ class Connection:
         self._out.append(frame)
         self._out_bytes += len(frame)
         wake = self._wake
-        if wake is not None:
+        if wake is not None and not self._holding:
             self._wake = None
             wake.set()
 
@@ -353,17 +398,58 @@ class Connection:
                 continue
             chunks, self._out = self._out, []
             data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            self._sending = True
             try:
                 await self._send.send(data)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                 log.info("%s: write failed (%s); closing", self.name, type(exc).__name__)
                 self._close()
                 return
-            self._out_bytes -= len(data)
-            drained = self._drained
-            if drained is not None and self._out_bytes <= self._limits.outbound_high_water // 2:
-                self._drained = None
-                drained.set()
+            finally:
+                self._sending = False
+            self._sent(len(data))
+
+    def _sent(self, size: int) -> None:
+        """Account for ``size`` bytes written; wake :meth:`drained` waiters once the output
+        is down to half its high water."""
+        self._out_bytes -= size
+        drained = self._drained
+        if drained is not None and self._out_bytes <= self._limits.outbound_high_water // 2:
+            self._drained = None
+            drained.set()
+
+    def _flush_now(self) -> None:
+        """Write what is queued from the reader, at once, as far as the peer's pipe takes it
+        without waiting (a read's replies go out in the read's own turn of the event
+        loop, not in one of the writer's); the writer is woken for what is left.  Only
+        while the writer is not itself inside ``send`` (the order of the bytes is kept),
+        when the stream can (``send_nowait``) and for at most :data:`_INLINE_WRITE_MAX`
+        bytes (the writer sends more without copying what a pipe did not take)."""
+        if (
+            not self._sending
+            and self._send_now is not None
+            and not self._closed
+            and self._out_bytes <= _INLINE_WRITE_MAX
+        ):
+            if self._raw:
+                self._frame_raw()
+            if self._out:
+                chunks, self._out = self._out, []
+                data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                try:
+                    written = self._send_now(data)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                    log.info("%s: write failed (%s); closing", self.name, type(exc).__name__)
+                    self._close()
+                    return
+                if written < len(data):
+                    self._out.insert(0, data[written:])
+                self._sent(written)
+        if self._out or self._raw:
+            wake = self._wake
+            if wake is not None:
+                self._wake = None
+                wake.set()
 
     # ----------------------------------------------------------------- input
 
@@ -417,9 +503,9 @@ class Connection:
         if batch is not None:
             self._batch_of[key] = batch
         glue = self._glue
-        entry = glue.inline.get(request.method)
-        if entry is not None:
-            glue.answer_inline(key, entry, request.params)
+        inline = glue.inline.get(request.method)
+        if inline is not None:
+            glue.answer_inline(key, inline[0], request.params)
             return
         if request.method in self._uncancellable:
             self._pinned.add(key)
@@ -493,15 +579,122 @@ class Connection:
             self._out_kind = self._framer.kind
             self._frame = frame_encoder(self._out_kind)
             self._frames = frames_encoder(self._out_kind)
-        dispatch = self._dispatch_frame
+            self._framed_result, self._framed_extra = _framed_result(self._out_kind, self._jsonrpc)
+        if items:
+            self._serve(items)
+
+    def _serve(self, items: list[bytes | FramingError]) -> None:
+        """Serve the frames of one read, in order.
+
+        The common message, a well-formed request for a synchronous method (while there is
+        no gate), is answered here, straight from its envelope, as :meth:`_dispatch_frame`
+        would have answered it: the checks of the message layer and of
+        :meth:`_on_request` that can apply to it, then the method's wrapped handler (see
+        :data:`~rpc.endpoint.InlineEntry`; params that its object-only decoder does not
+        take go the slow way, which says what is wrong with them).  Its reply is framed
+        as it is made (one format of a framed template) and kept back, so the replies of
+        one read are queued as one chunk.  Everything else goes, as it came, to
+        :meth:`_dispatch_frame`, after the replies kept back so far (the output keeps
+        the input's order); output a handler queues itself goes after the replies before
+        its request's.
+        """
+        inline = self._inline
+        inflight = self._inflight
+        template = self._framed_result
+        extra = self._framed_extra  # -1: newline framing, no length to put in
+        frame = self._frame
+        jsonrpc = self._jsonrpc
+        lenient = not jsonrpc
+        decode_env = decode_envelope
+        out = self._out
+        replies: list[bytes] = []
+        if self._raw:
+            self._frame_raw()
+        mark = len(out)
         for item in items:
             if self._finishing:
                 break  # input after ``finish`` (e.g. after ``exit``) is not served
             try:
-                dispatch(item)
+                body: bytes | None = None
+                if type(item) is bytes and self._gate is None:
+                    try:
+                        env = decode_env(item)
+                    except (msgspec.DecodeError, RecursionError):
+                        env = _NO_ENVELOPE  # no method: the slow way
+                    spec = inline.get(env.method)
+                    if (
+                        spec is not None
+                        and env.id
+                        and (env.jsonrpc == "2.0" or (lenient and env.jsonrpc is None))
+                    ):
+                        key = bytes(env.id)
+                        if (key.isdigit() or key[:1] == b'"') and not (
+                            inflight and key in inflight
+                        ):
+                            entry, decode, call = spec
+                            raw = env.params
+                            try:
+                                if decode is not None:
+                                    try:
+                                        params = decode(raw or b"{}")
+                                    except (msgspec.DecodeError, RecursionError):
+                                        pass  # the slow way says what is wrong
+                                    else:
+                                        body = _NO_BODY
+                                        result = call(params)
+                                else:
+                                    data = bytes(raw) if raw else None
+                                    if data is None or data[:1] in _OBJECT_OR_ARRAY:
+                                        body = _NO_BODY
+                                        result = entry(data)
+                            except JsonRpcException as exc:
+                                body = frame(
+                                    encode_error_response(key, exc.to_dict(), jsonrpc=jsonrpc)
+                                )
+                            else:
+                                if body is not None:
+                                    if extra < 0:
+                                        body = template % (key, result)
+                                    else:
+                                        body = template % (
+                                            extra + len(key) + len(result),
+                                            key,
+                                            result,
+                                        )
+                if body is not None:
+                    if self._raw or len(out) != mark:
+                        # The handler queued output: the replies before it go first.
+                        if replies:
+                            self._queue_replies(replies, mark)
+                            replies = []
+                        if self._raw:
+                            self._frame_raw()
+                        mark = len(out)
+                    replies.append(body)
+                    continue
+                if replies:
+                    self._queue_replies(replies, mark)
+                    replies = []
+                self._dispatch_frame(item)
+                mark = len(out)
             except Exception:
                 # A bug, never the peer's fault: log it and keep serving the stream.
                 log_internal_error(f"{self.name} message")
+        if replies:
+            # At ``mark``: before what a handler that failed queued after them (if any).
+            self._queue_replies(replies, mark)
+
+    def _queue_replies(self, frames: list[bytes], at: int) -> None:
+        """Queue ``frames`` as one chunk at position ``at`` of the output."""
+        if self._closed:
+            return
+        data = b"".join(frames)
+        self._out.insert(at, data)
+        self._out_bytes += len(data)
+        wake = self._wake
+        if wake is not None and not self._holding:
+            self._wake = None
+            wake.set()
 
     def set_gate(self, gate: Callable[[str], None] | None) -> None:
         """Replace the per-request gate (``None``: no gate, the fast path)."""
@@ -562,7 +755,12 @@ class Connection:
                 OSError,
             ):
                 break
-            self.feed(data)
+            self._holding = True
+            try:
+                self.feed(data)
+            finally:
+                self._holding = False
+            self._flush_now()
         if self._finishing:
             return
         for item in self._framer.eof():

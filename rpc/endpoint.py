@@ -14,12 +14,12 @@ The guards:
 * Handlers never let anything but a ``JsonRpcException`` reach it, so it never answers
   ``INVALID_PARAMS`` with a traceback; a bug becomes ``INTERNAL_ERROR`` with a
   correlation id that names the log entry.
-* Results are handed to it pre-encoded as ``msgspec.Raw``, so it never merges a result
+* Results are handed to it pre-encoded (``msgspec.Raw``), so it never merges a result
   that contains ``result``/``error`` keys into the envelope; :meth:`EndpointGlue._consume`
   writes its replies with the connection's own result template.
-* Cheap (synchronous) handlers are called by the connection itself through
-  :meth:`EndpointGlue.answer_inline`, off ``Endpoint``: a call and one reply need none of
-  its state, and its dispatch was a third of the cost of a cheap request.  ``Endpoint``
+* Cheap (synchronous) handlers are called by the connection itself (its inline path, or
+  :meth:`EndpointGlue.answer_inline`), off ``Endpoint``: a call and one reply need none
+  of its state, and its dispatch was a third of the cost of a cheap request.  ``Endpoint``
   keeps what needs its state machine: ``async`` handlers, which get a task in the
   connection's task group and answer through a ``concurrent.futures.Future`` (the only
   asynchronous result ``Endpoint`` accepts), settled by a cancelled task with exactly one
@@ -48,7 +48,7 @@ from agent_bridge.rpc.messages import encode_error_response
 if TYPE_CHECKING:
     from agent_bridge.rpc.connection import Method
 
-__all__ = ["EndpointGlue", "current_request_id", "log_internal_error"]
+__all__ = ["EndpointGlue", "InlineEntry", "current_request_id", "log_internal_error"]
 
 log = logging.getLogger("agent_bridge.rpc")
 
@@ -102,6 +102,27 @@ def _invalid_params(exc: msgspec.DecodeError | RecursionError) -> JsonRpcExcepti
         path = text.rsplit(" - at `", 1)[1].rstrip("`") if " - at `" in text else "params"
         return JsonRpcException(f"Invalid params: {text}", INVALID_PARAMS, {"path": path})
     return JsonRpcException("Invalid params", INVALID_PARAMS, {"path": "params"})
+
+
+#: How the connection calls a synchronous handler: ``(entry, decode, call)``.
+#: ``entry(raw)`` takes the raw params (``None`` when absent) and ``call(params)`` decoded
+#: ones; both return the encoded result and raise the ``JsonRpcException`` to answer
+#: with.  ``decode`` is the params decoder when it accepts nothing but a JSON object (see
+#: :func:`_object_only`), so that params it decodes are what ``entry`` would have made of
+#: them; else ``None``.
+InlineEntry = tuple[
+    Callable[[bytes | None], bytes], Callable[[Any], Any] | None, Callable[[Any], bytes]
+]
+
+
+def _object_only(params_type: Any) -> bool:
+    """Whether ``params_type`` decodes from JSON objects only: a ``msgspec.Struct`` that is
+    not ``array_like``."""
+    return (
+        isinstance(params_type, type)
+        and issubclass(params_type, msgspec.Struct)
+        and not params_type.__struct_config__.array_like
+    )
 
 
 def _is_empty_array(raw: bytes) -> bool:
@@ -193,12 +214,14 @@ class EndpointGlue:
         dispatch: dict[str, Callable[[Any], Any]] = {}
         #: the wrapped cheap (synchronous) handlers, which the connection calls itself
         #: (:meth:`answer_inline`): a call and a reply need none of ``Endpoint``'s state
-        self.inline: dict[str, Callable[[Any], Any]] = {}
+        #: (see :data:`InlineEntry`)
+        self.inline: dict[str, InlineEntry] = {}
         for method, spec in methods.items():
             if spec.is_async:
                 dispatch[method] = self._async_entry(method, spec)
             else:
-                dispatch[method] = self.inline[method] = self._sync_entry(method, spec)
+                self.inline[method] = entry = self._sync_entry(method, spec)
+                dispatch[method] = entry[0]
         note_dispatch: dict[str, Callable[[Any], Any]] = {
             method: self._notification_entry(method, spec) for method, spec in notifications.items()
         }
@@ -212,29 +235,39 @@ class EndpointGlue:
 
     # ----------------------------------------------------------------- handlers
 
-    def _sync_entry(self, method: str, spec: Method) -> Callable[[Any], Any]:
+    def _sync_entry(self, method: str, spec: Method) -> InlineEntry:
         handler = spec.handler
         encode = _encode
-        raw_type = msgspec.Raw
-
         decoder = _decoder_for(spec.params_type)
+        decode = None if decoder is None else decoder.decode
 
-        def entry(raw: bytes | None) -> Any:
-            if decoder is None:
-                params = None
-            else:
-                try:
-                    params = _decode_with(decoder, raw)
-                except (msgspec.DecodeError, RecursionError) as exc:
-                    raise _invalid_params(exc) from None
+        def call(params: Any) -> bytes:
+            """Return the encoded result for decoded ``params``; raise the
+            ``JsonRpcException`` to answer with."""
             try:
-                return raw_type(encode(handler(params)))
+                return encode(handler(params))
             except RpcError as exc:
                 raise _wire_exception(exc) from None
             except Exception:
                 raise _internal(method) from None
 
-        return entry
+        def entry(raw: bytes | None) -> bytes:
+            """Return the encoded result for raw ``params``; raise the
+            ``JsonRpcException`` to answer with."""
+            if decode is None:
+                return call(None)
+            try:
+                params = decode(b"{}" if raw is None else raw)
+            except (msgspec.DecodeError, RecursionError):
+                # Not the plain case: what _decode_with makes of it (``[]``, or the error
+                # naming the bad field).
+                try:
+                    params = _decode_with(decoder, raw)  # type: ignore[arg-type]
+                except (msgspec.DecodeError, RecursionError) as exc:
+                    raise _invalid_params(exc) from None
+            return call(params)
+
+        return entry, (decode if _object_only(spec.params_type) else None), call
 
     def _async_entry(self, method: str, spec: Method) -> Callable[[Any], Any]:
         handler = spec.handler
@@ -316,7 +349,9 @@ class EndpointGlue:
         except Exception:
             log_internal_error(method)
 
-    def answer_inline(self, id: bytes, entry: Callable[[Any], Any], params: bytes | None) -> None:
+    def answer_inline(
+        self, id: bytes, entry: Callable[[bytes | None], bytes], params: bytes | None
+    ) -> None:
         """Serve a cheap request without ``Endpoint``: call its wrapped handler (an entry
         of :attr:`inline`) and reply exactly as ``Endpoint`` would have (its result, or the
         error the wrapper raised)."""

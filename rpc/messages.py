@@ -30,6 +30,7 @@ __all__ = [
     "Notification",
     "Request",
     "Response",
+    "decode_envelope",
     "encode_error_response",
     "encode_notification",
     "encode_request",
@@ -62,6 +63,11 @@ class ErrorObject(msgspec.Struct):
 
 
 _envelope_decoder: Final = msgspec.json.Decoder(_Envelope)
+#: Decode one frame body into its envelope, raising ``msgspec.DecodeError`` (or
+#: ``RecursionError``) for anything that is not one well-formed object: the connection's
+#: inline path reads the common request straight from it and gives everything else,
+#: unchanged, to :func:`parse_body`.
+decode_envelope: Final = _envelope_decoder.decode
 _batch_decoder: Final = msgspec.json.Decoder(list[msgspec.Raw])
 _any_decoder: Final = msgspec.json.Decoder()
 _error_decoder: Final = msgspec.json.Decoder(ErrorObject)

@@ -4,10 +4,16 @@ anyio offers no stream over an inherited pipe, so these wrap a file descriptor i
 non-blocking mode and wait for readiness with ``anyio.wait_readable``/``wait_writable``.
 A descriptor that cannot be polled (a regular file redirected to stdin) falls back to
 blocking reads in a worker thread.  The original blocking mode is restored on close.
+
+On asyncio the receiving descriptor stays registered with the event loop between waits
+while it is read (``anyio.wait_readable`` registers and unregisters it each time: two
+system calls and a handle per wait, per request batch of a pipelined peer).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import errno
 import os
 import stat
@@ -34,6 +40,11 @@ class FdReceiveStream:
         self._prefix = prefix
         self._pollable = _pollable(fd)
         self._was_blocking = os.get_blocking(fd)
+        #: asyncio's loop once a wait found it running (``None`` before, or elsewhere)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._asyncio: bool | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._watching = False  # whether ``fd`` is registered with ``_loop``
         if self._pollable:
             os.set_blocking(fd, False)
             widen_pipe(fd)
@@ -51,13 +62,53 @@ class FdReceiveStream:
                     data = os.read(self._fd, max_bytes)
                     break
                 except BlockingIOError:
-                    await anyio.wait_readable(self._fd)
+                    await self._readable()
         if not data:
             raise anyio.EndOfStream
         return data
 
+    async def _readable(self) -> None:
+        """Wait until the descriptor is readable (see the module docstring)."""
+        loop = self._loop
+        if loop is None:
+            if self._asyncio is None:
+                try:
+                    self._loop = asyncio.get_running_loop()
+                except RuntimeError:  # another event loop than asyncio's
+                    self._asyncio = False
+                else:
+                    self._asyncio = True
+            if self._loop is None:
+                await anyio.wait_readable(self._fd)
+                return
+            loop = self._loop
+        waiter = self._waiter = loop.create_future()
+        if not self._watching:
+            loop.add_reader(self._fd, self._on_readable)
+            self._watching = True
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+
+    def _on_readable(self) -> None:
+        waiter = self._waiter
+        if waiter is None:
+            # Nobody is waiting (the reader is busy, or holds back for back-pressure):
+            # stop watching, or the loop would spin on a readable descriptor.
+            self._unwatch()
+        elif not waiter.done():
+            waiter.set_result(None)
+
+    def _unwatch(self) -> None:
+        if self._watching and self._loop is not None:
+            self._watching = False
+            with contextlib.suppress(Exception):  # the loop may be closed already
+                self._loop.remove_reader(self._fd)
+
     async def aclose(self) -> None:
-        """Restore the descriptor's blocking mode (the descriptor stays open)."""
+        """Stop watching the descriptor and restore its blocking mode (it stays open)."""
+        self._unwatch()
         if self._pollable:
             os.set_blocking(self._fd, self._was_blocking)
 
@@ -90,6 +141,21 @@ class FdSendStream:
                     raise anyio.BrokenResourceError from None
                 raise
             view = view[written:]
+
+    def send_nowait(self, item: bytes) -> int:
+        """Write as much of ``item`` as the pipe takes without waiting; return how many
+        bytes that was (0 for a descriptor that cannot be polled: :meth:`send` writes
+        it).  Raises ``anyio.BrokenResourceError`` when the reader is gone."""
+        if not self._pollable:
+            return 0
+        try:
+            return os.write(self._fd, item)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            if exc.errno in (errno.EPIPE, errno.EBADF, errno.ECONNRESET):
+                raise anyio.BrokenResourceError from None
+            raise
 
     async def aclose(self) -> None:
         """Restore the descriptor's blocking mode (the descriptor stays open)."""

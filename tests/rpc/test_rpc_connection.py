@@ -414,6 +414,22 @@ async def test_case_16_reused_id_of_pending_request_rejected_and_pending_one_ans
         assert await peer.recv() == {"jsonrpc": "2.0", "id": 1, "result": {"done": {"n": "third"}}}
 
 
+async def test_case_16_sync_request_reusing_the_id_of_a_pending_one_rejected() -> None:
+    gate = Gate()
+    async with serve(methods={"slow": _slow(gate)}) as (_conn, peer):
+        await peer.send(_req(7, "slow", {"n": "first"}))
+        await gate.any_started.wait()
+        await peer.send(_req(7, "ping"), _req(8, "ping"))
+        assert await peer.recv() == {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "error": {"code": -32600, "message": "a request with this id is still pending"},
+        }
+        assert await peer.recv() == {"jsonrpc": "2.0", "id": 8, "result": "pong"}
+        gate.release.set()
+        assert await peer.recv() == {"jsonrpc": "2.0", "id": 7, "result": {"done": {"n": "first"}}}
+
+
 async def test_case_16_same_number_and_string_ids_are_distinct() -> None:
     gate = Gate()
     async with serve(methods={"slow": _slow(gate)}) as (_conn, peer):
