@@ -198,6 +198,17 @@ def _configure_logging(level: str, log_file: str | None) -> None:
     root.setLevel(level)
 
 
+def _serve_logging(args: Any) -> bool:
+    """Configure ``serve``'s logging; return ``False`` (having said why) when its log
+    file cannot be opened."""
+    try:
+        _configure_logging(args.log_level, args.log_file)
+    except OSError as exc:
+        sys.stderr.write(f"agent-bridge serve: --log-file: {exc.strerror or exc}\n")
+        return False
+    return True
+
+
 def _serve(args: Any) -> int:
     """Run ``serve`` with its parsed options ``args``; return the exit status."""
     if args.daemon == "auto":
@@ -214,11 +225,15 @@ def _serve(args: Any) -> int:
     protocol_fd = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    try:
-        _configure_logging(args.log_level, args.log_file)
-    except OSError as exc:
-        sys.stderr.write(f"agent-bridge serve: --log-file: {exc.strerror or exc}\n")
-        return 2
+    # Logging is configured after the first reply (nothing logs before it, and importing
+    # it is milliseconds of the host's wait); a log file that cannot be opened still
+    # stops the bridge before anything else.
+    if args.log_file is not None:
+        try:
+            os.close(os.open(args.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666))
+        except OSError as exc:
+            sys.stderr.write(f"agent-bridge serve: --log-file: {exc.strerror or exc}\n")
+            return 2
 
     from agent_bridge.journal import JournalError, Retention, open_history
 
@@ -258,10 +273,21 @@ def _serve(args: Any) -> int:
         except Stopped:  # SIGTERM/SIGINT before any input: as at the host's EOF
             import anyio
 
+            _serve_logging(args)
             anyio.run(history.aclose)
             return 0
 
     import anyio
+
+    if not _serve_logging(args):
+        anyio.run(history.aclose)
+        return 2
+    if first.handshake is not None:
+        import logging
+
+        logging.getLogger("agent_bridge.server").debug(
+            "initialize answered before the rest of the bridge was loaded"
+        )
 
     from agent_bridge.frontends.bridge_protocol import BridgeFrontend
     from agent_bridge.frontends.stdio_owner import serve_owning
