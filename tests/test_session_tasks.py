@@ -125,3 +125,19 @@ async def test_closing_a_session_ends_its_provider_tasks() -> None:
         await runtime.close_session(info.session_id)
         assert stopped.is_set()
         assert session.finished.is_set()
+
+
+async def test_a_task_the_ended_group_refuses_is_not_counted() -> None:
+    async with anyio.create_task_group() as group:
+        finished = Flag()
+        tasks = SessionTasks(group, finished)
+
+    async def body() -> None:
+        await anyio.sleep(0)
+
+    coro = body()
+    with pytest.raises(RuntimeError):
+        tasks.create_task(coro)
+    coro.close()
+    tasks.cancel()
+    assert finished.is_set()

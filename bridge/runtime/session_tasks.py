@@ -17,7 +17,8 @@ escaping from a task ends the runtime's group, as it did through the session's g
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+import contextlib
+from collections.abc import Callable, Coroutine, Iterator
 from contextvars import Context
 from typing import Any, Literal, TypeVar, cast
 
@@ -78,9 +79,26 @@ class SessionTasks(anyio.abc.TaskGroup):
     ) -> anyio.TaskHandle[T]:
         """Run ``coro`` as a task of the session (in the runtime's group); return its
         handle (whose value is ``None`` when the session's close ended the task)."""
-        self._live += 1
         wrapped = cast("Coroutine[Any, Any, T]", self._run(coro))
-        return self._group.create_task(wrapped, name=name, context=context)
+        try:
+            with self._counted():
+                return self._group.create_task(wrapped, name=name, context=context)
+        except BaseException:
+            wrapped.close()  # never started
+            raise
+
+    if not hasattr(anyio.abc.TaskGroup, "create_task"):  # pragma: no cover - anyio < 4.14
+
+        def start_soon(  # type: ignore[misc,override]  # final from anyio 4.14, abstract before
+            self,
+            func: Callable[..., Coroutine[Any, Any, Any]],
+            *args: object,
+            name: object = None,
+        ) -> None:
+            """Start ``func(*args)`` as a task of the session (anyio before 4.14, where
+            ``start_soon`` is the primitive and ``create_task`` does not exist)."""
+            with self._counted():
+                self._group.start_soon(self._run_call, func, args, name=name)
 
     async def start(
         self,
@@ -91,10 +109,12 @@ class SessionTasks(anyio.abc.TaskGroup):
     ) -> Any:
         """Start ``func(*args, task_status=…)`` as a task of the session and return what
         it passes to ``task_status.started()`` (its handle too with ``return_handle``)."""
-        self._live += 1
-        return await self._group.start(
-            self._run_started, func, args, name=name, return_handle=return_handle
-        )
+        # counted by _run_started itself: start() returns only once the task has run
+        if return_handle:
+            return await self._group.start(
+                self._run_started, func, args, name=name, return_handle=True
+            )
+        return await self._group.start(self._run_started, func, args, name=name)
 
     async def __aenter__(self) -> SessionTasks:
         raise RuntimeError("a session's tasks are not entered: the runtime's group runs them")
@@ -111,6 +131,11 @@ class SessionTasks(anyio.abc.TaskGroup):
         finally:
             self._leave(scope)
 
+    async def _run_call(
+        self, func: Callable[..., Coroutine[Any, Any, T]], args: tuple[object, ...]
+    ) -> T | None:
+        return await self._run(func(*args))
+
     async def _run_started(
         self,
         func: Callable[..., Coroutine[Any, Any, Any]],
@@ -118,6 +143,7 @@ class SessionTasks(anyio.abc.TaskGroup):
         *,
         task_status: anyio.abc.TaskStatus[Any],
     ) -> Any:
+        self._live += 1
         scope = self._enter()
         try:
             with scope:
@@ -125,6 +151,19 @@ class SessionTasks(anyio.abc.TaskGroup):
             return None
         finally:
             self._leave(scope)
+
+    @contextlib.contextmanager
+    def _counted(self) -> Iterator[None]:
+        """Count one more task while it is handed to the runtime's group (synchronously);
+        uncount it if that fails (the group has ended)."""
+        self._live += 1
+        try:
+            yield
+        except BaseException:
+            self._live -= 1
+            if self._cancelled and self._live == 0:
+                self.finished.set()
+            raise
 
     def _enter(self) -> anyio.CancelScope:
         scope = anyio.CancelScope()
