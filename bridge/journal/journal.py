@@ -137,6 +137,7 @@ class Journal:
         self._waiters: list[tuple[int, anyio.Event]] = []
         self._on_commit: Callable[[], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._writer_conn = writer_conn
         self._writer = Writer(writer_conn, self._notify, retention, os.path.dirname(self.path))
         self._queue = self._writer.queue
         #: events not yet handed to the writer, per session (see :meth:`append`)
@@ -243,6 +244,11 @@ class Journal:
             except sqlite3.Error as exc:  # a storage fault: the next bridge recovers it
                 log.error("journal: could not record this process's exit (%s)", exc)
             self._control.close()
+        # The writer thread has ended (joined, or never started).  Its connection is
+        # closed here, not left to the garbage collector: the last connection to close
+        # checkpoints the write-ahead log into the file, and one left open at exit
+        # leaves the log behind.
+        self._writer_conn.close()
         self._reader.close()
         self._owner.release()
 
