@@ -8,78 +8,51 @@ imports.
 
 from __future__ import annotations
 
-import argparse
-import logging
+import functools
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any, Final, NoReturn
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from agent_bridge import __version__
+from agent_bridge.serve_options import (
+    add_serve_options,
+    log_level,
+    parse_serve,
+    seconds,
+    writable_file,
+)
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["main"]
 
 
-class _Parser(argparse.ArgumentParser):
-    """One-line errors: ``agent-bridge serve: --max-inflight: must be …`` and status 2,
-    with the subcommand's own usage hint, never a traceback."""
+@functools.cache
+def _parser_class() -> type[argparse.ArgumentParser]:
+    """The parser class: one-line errors, ``agent-bridge serve: --max-inflight: must be
+    …`` and status 2, with the subcommand's own usage hint, never a traceback."""
+    import argparse
 
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
-
-_LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
-
-
-def _log_level(text: str) -> str:
-    level = text.upper()
-    if level not in _LOG_LEVELS:
-        raise argparse.ArgumentTypeError(f"must be one of {', '.join(_LOG_LEVELS)}")
-    return level
-
-
-def _count(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}")
-        return value
-
-    return parse
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= value <= 3600:
-        raise argparse.ArgumentTypeError("must be between 0 and 3600 seconds")
-    return value
-
-
-def _writable_file(text: str) -> str:
-    directory = os.path.dirname(os.path.abspath(text))
-    if not os.path.isdir(directory):
-        raise argparse.ArgumentTypeError(f"no such directory: {directory}")
-    if not os.access(directory, os.W_OK):
-        raise argparse.ArgumentTypeError(f"cannot write in {directory}")
-    return text
+    return _Parser
 
 
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; with ``command`` ``"serve"``, only that subcommand's (what
     a host spawns: the others import their modules to add their options)."""
-    parser = _Parser(
+    parser_class = _parser_class()
+    parser = parser_class(
         prog="agent-bridge",
         description="Drive AI coding agents over one stdio JSON-RPC protocol.",
         epilog="Run `agent-bridge SUBCOMMAND --help` for a subcommand's options.",
     )
     parser.add_argument("--version", action="version", version=f"agent-bridge {__version__}")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", parser_class=parser_class)
     _add_serve(sub)
     if command == "serve":
         return parser
@@ -101,105 +74,7 @@ def _add_serve(sub: Any) -> None:
         description="Speak the agent-bridge protocol on stdin/stdout; logs go to stderr.",
         epilog="example: agent-bridge serve --log-level info --state-dir ~/.cache/ab",
     )
-    serve.add_argument(
-        "--stdio",
-        action="store_true",
-        help="accepted and ignored (the LSP convention; stdio is the only transport)",
-    )
-    serve.add_argument(
-        "--framing",
-        choices=("auto", "content-length", "newline"),
-        default="auto",
-        help="input framing (default: auto, detected from the first bytes)",
-    )
-    serve.add_argument(
-        "--log-file",
-        type=_writable_file,
-        metavar="PATH",
-        help="append logs to this file instead of stderr",
-    )
-    serve.add_argument(
-        "--log-level",
-        default="WARNING",
-        type=_log_level,
-        metavar="LEVEL",
-        help="debug, info, warning or error, any case (default: warning)",
-    )
-    serve.add_argument(
-        "--max-message-bytes",
-        type=_count(1024),
-        default=16 * 1024 * 1024,
-        metavar="BYTES",
-        help="largest frame accepted, in bytes, at least 1024 (default: 16777216 = 16 MiB)",
-    )
-    serve.add_argument(
-        "--max-inflight",
-        type=_count(1),
-        default=256,
-        metavar="N",
-        help="requests handled at once before -32000 overloaded (default: 256)",
-    )
-    serve.add_argument(
-        "--interrupt-grace",
-        type=_seconds,
-        default=5.0,
-        metavar="SECONDS",
-        help="how long an interrupted provider may take to stop before it is forced "
-        "(default: 5)",
-    )
-    serve.add_argument(
-        "--state-dir",
-        metavar="DIR",
-        help="where the session journal lives (default: $AGENT_BRIDGE_STATE_DIR, else "
-        "$XDG_STATE_HOME/agent-bridge or ~/.local/state/agent-bridge; ':memory:' keeps no "
-        "journal, only the newest events within --memory-history-mb)",
-    )
-    serve.add_argument(
-        "--memory-history-mb",
-        type=_positive,
-        default=64,
-        metavar="MB",
-        help="with --state-dir :memory:, the events (and raw records) kept for all sessions "
-        "together; past it each appending session drops its oldest events, a ring "
-        "(default: 64)",
-    )
-    serve.add_argument(
-        "--retain-days",
-        type=_positive,
-        metavar="DAYS",
-        help="delete closed sessions idle for longer than this many days (default: keep all)",
-    )
-    serve.add_argument(
-        "--retain-mb",
-        type=_positive,
-        metavar="MB",
-        help="delete the least recently active closed sessions while the journal holds "
-        "more than this many MiB (default: no limit)",
-    )
-    serve.add_argument(
-        "--journal-sync",
-        choices=("normal", "full"),
-        default="normal",
-        help="normal: commits survive a crash of the bridge; full: also of the machine "
-        "(default: normal)",
-    )
-    serve.add_argument(
-        "--journal-fault-limit",
-        type=_seconds,
-        default=60.0,
-        metavar="SECONDS",
-        help="while the journal cannot commit (disk full, I/O error, read-only), runs are "
-        "held; past this many seconds of failing they end with run.failed "
-        "journal_failing (retryable), delivered once it can be recorded (default: 60)",
-    )
-
-    serve.add_argument(
-        "--daemon",
-        choices=("off", "auto"),
-        default="off",
-        help="auto: relay to the per-user daemon (started if none runs) instead of serving "
-        "in this process, as `agent-bridge connect` does (default: off)",
-    )
+    add_serve_options(serve)
 
 
 def _add_acp(sub: Any) -> None:
@@ -240,20 +115,20 @@ def _add_acp(sub: Any) -> None:
     )
     acp.add_argument(
         "--log-file",
-        type=_writable_file,
+        type=writable_file,
         metavar="PATH",
         help="append logs to this file instead of stderr",
     )
     acp.add_argument(
         "--log-level",
         default="WARNING",
-        type=_log_level,
+        type=log_level,
         metavar="LEVEL",
         help="debug, info, warning or error, any case (default: warning)",
     )
     acp.add_argument(
         "--interrupt-grace",
-        type=_seconds,
+        type=seconds,
         default=5.0,
         metavar="SECONDS",
         help="how long a cancelled provider may take to stop before it is forced (default: 5)",
@@ -311,17 +186,9 @@ def _add_harness_parsers(sub: Any) -> None:
     harness_cli.add_parsers(sub)
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError("must be a positive number")
-    return value
-
-
 def _configure_logging(level: str, log_file: str | None) -> None:
+    import logging
+
     handler: logging.Handler = (
         logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
     )
@@ -331,7 +198,19 @@ def _configure_logging(level: str, log_file: str | None) -> None:
     root.setLevel(level)
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _serve_logging(args: Any) -> bool:
+    """Configure ``serve``'s logging; return ``False`` (having said why) when its log
+    file cannot be opened."""
+    try:
+        _configure_logging(args.log_level, args.log_file)
+    except OSError as exc:
+        sys.stderr.write(f"agent-bridge serve: --log-file: {exc.strerror or exc}\n")
+        return False
+    return True
+
+
+def _serve(args: Any) -> int:
+    """Run ``serve`` with its parsed options ``args``; return the exit status."""
     if args.daemon == "auto":
         from agent_bridge.daemon.commands import connect_command
 
@@ -346,11 +225,15 @@ def _serve(args: argparse.Namespace) -> int:
     protocol_fd = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    try:
-        _configure_logging(args.log_level, args.log_file)
-    except OSError as exc:
-        sys.stderr.write(f"agent-bridge serve: --log-file: {exc.strerror or exc}\n")
-        return 2
+    # Logging is configured after the first reply (nothing logs before it, and importing
+    # it is milliseconds of the host's wait); a log file that cannot be opened still
+    # stops the bridge before anything else.
+    if args.log_file is not None:
+        try:
+            os.close(os.open(args.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666))
+        except OSError as exc:
+            sys.stderr.write(f"agent-bridge serve: --log-file: {exc.strerror or exc}\n")
+            return 2
 
     from agent_bridge.journal import JournalError, Retention, open_history
 
@@ -390,10 +273,21 @@ def _serve(args: argparse.Namespace) -> int:
         except Stopped:  # SIGTERM/SIGINT before any input: as at the host's EOF
             import anyio
 
+            _serve_logging(args)
             anyio.run(history.aclose)
             return 0
 
     import anyio
+
+    if not _serve_logging(args):
+        anyio.run(history.aclose)
+        return 2
+    if first.handshake is not None:
+        import logging
+
+        logging.getLogger("agent_bridge.server").debug(
+            "initialize answered before the rest of the bridge was loaded"
+        )
 
     from agent_bridge.frontends.bridge_protocol import BridgeFrontend
     from agent_bridge.frontends.stdio_owner import serve_owning
@@ -445,12 +339,16 @@ def _doctor(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = _parser(argv[0] if argv else None)
-    args, extra = parser.parse_known_args(argv)
-    if extra:
-        # Named by the subcommand it was given to, not the top-level usage.
-        where = f"agent-bridge {args.command}" if args.command else "agent-bridge"
-        _Parser(prog=where).error(f"unrecognized arguments: {' '.join(extra)}")
+    # What a host spawns is read without argparse; anything else (or anything unusual)
+    # goes through it.
+    args: Any = parse_serve(argv)
+    if args is None:
+        parser = _parser(argv[0] if argv else None)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            # Named by the subcommand it was given to, not the top-level usage.
+            where = f"agent-bridge {args.command}" if args.command else "agent-bridge"
+            _parser_class()(prog=where).error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "serve":
         return _serve(args)
     if args.command == "acp":

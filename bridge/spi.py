@@ -181,7 +181,10 @@ class SessionContext:
     """What the runtime gives a session when it is created or resumed.
 
     ``task_group`` belongs to the session: tasks started in it (readers of a child's
-    stdout, say) are cancelled after ``dispose``.  ``options`` were validated against the
+    stdout, say) are cancelled after ``dispose``.  It is a
+    :class:`~agent_bridge.runtime.session_tasks.SessionTasks` (``start_soon``, ``start``,
+    ``create_task``; the tasks run in the runtime's group, so it is not entered and has
+    no ``cancel_scope`` of its own).  ``options`` were validated against the
     descriptor and have defaults filled in.  ``workspace`` is a resolved, existing
     directory or ``None``.
     """

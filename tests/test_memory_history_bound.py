@@ -18,9 +18,7 @@ from agent_bridge.journal.memory import _OVERHEAD, MemoryHistory, _Stored
 
 
 def _record(session_id: str) -> SessionRecord:
-    import dataclasses
-
-    fields = {f.name for f in dataclasses.fields(SessionRecord)}
+    fields = set(SessionRecord.__struct_fields__)
     values: dict[str, object] = {
         "session_id": session_id,
         "provider_id": "scripted",

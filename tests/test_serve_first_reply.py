@@ -166,3 +166,25 @@ def test_sigterm_right_after_the_first_reply_exits_zero(tmp_path: Path) -> None:
         proc.stdout.close()
         assert proc.stderr is not None
         proc.stderr.close()
+
+
+@pytest.mark.parametrize("writes", [True, False], ids=["initialize-written", "nothing-written"])
+def test_a_damaged_journal_stops_the_bridge_before_any_reply(tmp_path: Path, writes: bool) -> None:
+    """A journal that cannot be opened stops the bridge with no reply, whether the host
+    has written its initialize or nothing yet (stdin open)."""
+    state = tmp_path / "d"
+    state.mkdir()
+    (state / "journal.sqlite3").write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 40)
+    proc = _spawn(state, "newline")
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        if writes:
+            proc.stdin.write(json.dumps(_init()).encode() + b"\n")
+            proc.stdin.flush()
+        assert proc.wait(timeout=60) == 1
+        assert proc.stdout.read() == b""
+        assert b"journal" in proc.stderr.read()
+    finally:
+        proc.stdin.close()
+        proc.stdout.close()
+        proc.stderr.close()

@@ -47,6 +47,8 @@ class TaskSupervisor:
     for the log.  A failure callback that itself raises is logged and ignored.
     """
 
+    __slots__ = ("_closed", "_log", "_on_failure", "_owner", "_scopes", "_tg")
+
     def __init__(
         self,
         task_group: anyio.abc.TaskGroup,
@@ -59,13 +61,15 @@ class TaskSupervisor:
         self._log = log
         self._owner = owner
         self._on_failure = on_failure
-        self._scopes: set[anyio.CancelScope] = set()
+        #: the scopes of the tasks not yet ended (made on first use: an idle session's
+        #: supervisor costs no set)
+        self._scopes: set[anyio.CancelScope] | None = None
         self._closed = False
 
     @property
     def active(self) -> int:
         """How many supervised tasks are started and not yet ended."""
-        return len(self._scopes)
+        return len(self._scopes) if self._scopes else 0
 
     def start(
         self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None
@@ -76,7 +80,10 @@ class TaskSupervisor:
         scope = anyio.CancelScope()
         if self._closed:
             scope.cancel()
-        self._scopes.add(scope)
+        scopes = self._scopes
+        if scopes is None:
+            scopes = self._scopes = set()
+        scopes.add(scope)
 
         async def guarded() -> None:
             try:
@@ -85,7 +92,7 @@ class TaskSupervisor:
             except Exception as exc:
                 self._failed(label, exc)
             finally:
-                self._scopes.discard(scope)
+                scopes.discard(scope)
 
         self._tg.start_soon(guarded, name=f"{self._owner}: {label}")
 
@@ -93,7 +100,7 @@ class TaskSupervisor:
         """Cancel every supervised task, and every one started later.  Returns at once;
         the tasks end at their next checkpoint."""
         self._closed = True
-        for scope in list(self._scopes):
+        for scope in list(self._scopes or ()):
             scope.cancel()
 
     def _failed(self, label: str, exc: Exception) -> None:

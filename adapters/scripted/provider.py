@@ -54,8 +54,16 @@ class ScriptedProvider(AgentProvider):
     """The built-in deterministic provider (id ``scripted``)."""
 
     id = "scripted"
+    #: built on the first describe(): it never changes, and every session keeps it
+    _descriptor: ProviderDescriptor | None = None
 
     def describe(self) -> ProviderDescriptor:
+        """The descriptor (one object, shared by every session of this provider)."""
+        if self._descriptor is None:
+            self._descriptor = self._build_descriptor()
+        return self._descriptor
+
+    def _build_descriptor(self) -> ProviderDescriptor:
         return ProviderDescriptor(
             id=self.id,
             display_name="Scripted (built-in)",

@@ -14,12 +14,12 @@ method, params the front-end would refuse, an unsupported protocol version, EOF.
 bytes read are then handed to the connection unchanged (:attr:`FirstInput.data`), and it
 answers them as it always does.
 
-This module imports only the sans-I/O framing and message layer and the wire types.
+This module imports only the sans-I/O framing and message layer and the wire types (not
+even :mod:`logging`: the caller configures it, and logs the early answer, afterwards).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import select
 import signal
@@ -36,8 +36,6 @@ from agent_bridge.rpc.messages import Request, parse_body, result_template
 from agent_bridge.wire.methods import InitializeParams
 
 __all__ = ["FirstInput", "Stopped", "answer_first", "signalled"]
-
-log = logging.getLogger("agent_bridge.server")
 
 _decoder = msgspec.json.Decoder(InitializeParams)
 
@@ -161,5 +159,4 @@ def answer_first(
         return unanswered
     reply = result_template() % (message.id, msgspec.json.encode(handshake.result))
     _write_all(fd_out, encode_frame(kind, reply))
-    log.debug("initialize answered before the rest of the bridge was loaded")
     return FirstInput(b"", kind, params, handshake)

@@ -9,8 +9,9 @@ queues them for its writer thread), commit tickets to wait on, and asynchronous 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+import msgspec
 
 from agent_bridge.wire.methods import RawRecord
 
@@ -20,11 +21,11 @@ ClaimStatus = Literal["claimed", "not_found", "in_use"]
 DeleteStatus = Literal["deleted", "not_found", "in_use"]
 
 
-@dataclass(slots=True)
-class SessionRecord:
+class SessionRecord(msgspec.Struct):
     """A session as history holds it.  ``recovery`` is the provider's opaque recovery
     record (``None``: none saved); ``state`` is ``active`` while some bridge process has
-    the session open."""
+    the session open.  (A struct, not a dataclass: the journal is imported before
+    ``serve`` answers ``initialize``, and ``dataclasses`` costs milliseconds there.)"""
 
     session_id: str
     provider_id: str
@@ -34,7 +35,7 @@ class SessionRecord:
     created_at: str
     updated_at: str
     state: Literal["active", "closed"] = "active"
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = msgspec.field(default_factory=dict)
     last_sequence: int = 0
     recovery: Any = None
 

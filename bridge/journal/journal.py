@@ -28,7 +28,6 @@ process, waits raise :class:`~bridge.journal.errors.JournalBroken`; reads go on.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import sqlite3
 import threading
@@ -74,6 +73,7 @@ from agent_bridge.journal.writer import (
     EventBatch,
     Writer,
 )
+from agent_bridge.lazylog import lazy_logger
 from agent_bridge.wire.methods import RawRecord
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Journal"]
 
-log = logging.getLogger("agent_bridge.journal")
+log = lazy_logger("agent_bridge.journal")  # logging is not imported before serve's first reply
 
 _encode = msgspec.json.encode
 

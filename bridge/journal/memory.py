@@ -16,7 +16,6 @@ reused; reading events that were dropped answers ``history_unavailable``.
 
 from __future__ import annotations
 
-import dataclasses
 from bisect import bisect_left
 from collections.abc import Callable
 from itertools import accumulate
@@ -141,7 +140,7 @@ class MemoryHistory:
 
     def add_session(self, record: SessionRecord) -> None:
         """Keep a new session."""
-        self._sessions[record.session_id] = _Stored(dataclasses.replace(record))
+        self._sessions[record.session_id] = _Stored(msgspec.structs.replace(record))
 
     def update_session(self, session_id: str, **fields: Any) -> None:
         """Change stored fields of a session (``recovery`` arrives as JSON bytes)."""
@@ -230,7 +229,7 @@ class MemoryHistory:
         return self._receipts.get(command_id)
 
     def _record(self, stored: _Stored) -> SessionRecord:
-        return dataclasses.replace(stored.record, last_sequence=stored.last_sequence)
+        return msgspec.structs.replace(stored.record, last_sequence=stored.last_sequence)
 
     async def load_session(self, session_id: str) -> SessionRecord | None:
         """Return the session, or ``None``."""

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from dataclasses import dataclass
+
+import msgspec
 
 from agent_bridge.journal.rows import delete_session_rows
 from agent_bridge.journal.transactions import transaction
@@ -24,8 +25,7 @@ from agent_bridge.journal.transactions import transaction
 __all__ = ["Retention", "RetentionClock", "apply_retention"]
 
 
-@dataclass(frozen=True, slots=True)
-class Retention:
+class Retention(msgspec.Struct, frozen=True):
     """The caps; ``None`` means no cap of that kind."""
 
     max_age_days: float | None = None

@@ -16,6 +16,7 @@ with ``after = lastSequenceOfPage`` works unchanged.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Final
 
@@ -38,7 +39,16 @@ class _Peek(msgspec.Struct, rename="camel"):
 
 
 _peek: Final = msgspec.json.Decoder(_Peek)
-_envelope: Final = msgspec.json.Decoder(EventEnvelope)
+
+
+@functools.cache
+def _envelope() -> msgspec.json.Decoder[EventEnvelope]:
+    """The envelope decoder, built when first folding: a decoder of every event type
+    takes milliseconds, and the journal is imported before ``serve`` answers
+    ``initialize``."""
+    return msgspec.json.Decoder(EventEnvelope)
+
+
 _FOLDED: Final = {"text.delta": TextDelta, "thinking.delta": ThinkingDelta}
 
 
@@ -54,7 +64,7 @@ def settle(bodies: Sequence[bytes]) -> list[bytes]:
         elif group:
             first, last = group[0][0], group[-1]
             text = "".join(peek.payload.text or "" for peek, _ in group)
-            envelope = _envelope.decode(last[1])
+            envelope = _envelope().decode(last[1])
             folded = msgspec.structs.replace(
                 envelope,
                 payload=_FOLDED[first.payload.type](text=text),

@@ -33,7 +33,6 @@ is reported and ends the thread: a damaged file is never written to.  So does a 
 from __future__ import annotations
 
 import collections
-import logging
 import sqlite3
 import threading
 import time
@@ -44,6 +43,7 @@ from agent_bridge.journal.errors import Fault, classify_commit, on_read_only_fs
 from agent_bridge.journal.retention import Retention, RetentionClock, apply_retention
 from agent_bridge.journal.rows import insert_events, last_sequence, session_key
 from agent_bridge.journal.transactions import begin_immediate, transaction
+from agent_bridge.lazylog import lazy_logger
 
 __all__ = [
     "OP_EVENTS",
@@ -58,7 +58,7 @@ __all__ = [
     "Writer",
 ]
 
-log = logging.getLogger("agent_bridge.journal")
+log = lazy_logger("agent_bridge.journal")  # logging is not imported before serve's first reply
 
 #: ``(OP_EVENTS, batches)``: every :class:`EventBatch` sealed together (a list)
 OP_EVENTS: Final = 0

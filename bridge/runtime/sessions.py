@@ -1,7 +1,8 @@
 """A session open in this process: its provider session, event stream, runs and lifetime.
 
 :class:`Session` owns its state (through :data:`~agent_bridge.states.SESSION_TRANSITIONS`),
-its task group (the adapter's background tasks live there and end after ``dispose``), its
+its tasks (:class:`~agent_bridge.runtime.session_tasks.SessionTasks`: the adapter's
+background tasks, run in the runtime's task group, ending after ``dispose``), its
 recovery record (saved whenever it changes, so a crash never leaves one older than the
 events committed before it), and close: interrupt the active runs, dispose the provider
 session (bounded, shielded), publish ``session.closed``.
@@ -24,6 +25,7 @@ from agent_bridge.runtime.flag import Flag
 from agent_bridge.runtime.interactions import Interaction
 from agent_bridge.runtime.runs import Run
 from agent_bridge.runtime.services import Services
+from agent_bridge.runtime.session_tasks import SessionTasks
 from agent_bridge.runtime.stream import EventStream, Subscriber
 from agent_bridge.spi import AgentProvider, ProviderSession, RunOutcome, SessionContext
 from agent_bridge.states import SESSION_TRANSITIONS, SessionState, transition
@@ -108,8 +110,8 @@ class Session:
             session_id, services.history, services.delivery, services.clock, last_sequence
         )
         self.active_runs: dict[str, Run] = {}
-        self.tg: anyio.abc.TaskGroup | None = None
-        #: set once closed; ``finished``: once its task group has ended
+        self.tg: SessionTasks | None = None
+        #: set once closed; ``finished``: once its tasks have ended
         self.closed = Flag()
         self.finished = Flag()
 
@@ -142,11 +144,10 @@ class Session:
     # ------------------------------------------------------------------ provider session
 
     async def start_provider(self, start: ProviderStart, runtime_tg: anyio.abc.TaskGroup) -> None:
-        """Give the session its task group (inside ``runtime_tg``) and its provider
-        session.  On failure the session is closed and the provider's classified error
-        (or ``provider_failed``) raised."""
-        await runtime_tg.start(self._host)
-        assert self.tg is not None
+        """Give the session its tasks (run in ``runtime_tg``) and its provider session.
+        On failure the session is closed and the provider's classified error (or
+        ``provider_failed``) raised."""
+        self.tg = SessionTasks(runtime_tg, self.finished)
         ctx = SessionContext(self.id, self.workspace, self.options, self.tg)
         try:
             what = f"provider {self.provider.id}: starting a session"
@@ -157,20 +158,13 @@ class Session:
             self._set_closed()
             raise
 
-    async def _host(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        try:
-            async with anyio.create_task_group() as tg:
-                self.tg = tg
-                task_status.started()
-                await anyio.sleep_forever()  # until _set_closed cancels the group
-        finally:
-            self.finished.set()
-
     def _set_closed(self) -> None:
-        """Mark the session closed and end its task group."""
+        """Mark the session closed and end its tasks."""
         self.closed.set()
         if self.tg is not None:
-            self.tg.cancel_scope.cancel()
+            self.tg.cancel()
+        else:
+            self.finished.set()
 
     async def revive(self) -> None:
         """Resume a provider session that was stopped by a forced interrupt.  Raises
@@ -269,7 +263,7 @@ class Session:
 
     async def close(self, reason: str) -> None:
         """Interrupt the active runs, dispose the provider session, publish
-        ``session.closed`` and end the session's task group (not waiting for the journal
+        ``session.closed`` and end the session's tasks (not waiting for the journal
         to commit that).  A session already closing is waited for."""
         if self.state != "active":
             await self.closed.wait()

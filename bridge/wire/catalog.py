@@ -8,8 +8,9 @@ drift from what is served.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final, Literal
+
+import msgspec
 
 from agent_bridge.wire.events import EventEnvelope
 from agent_bridge.wire.interactions import Answer
@@ -47,8 +48,7 @@ from agent_bridge.wire.methods import (
 __all__ = ["CATALOG", "MethodInfo", "handler_name"]
 
 
-@dataclass(frozen=True, slots=True)
-class MethodInfo:
+class MethodInfo(msgspec.Struct, frozen=True):
     """One method of the protocol."""
 
     name: str

@@ -1,0 +1,305 @@
+"""The options of ``agent-bridge serve``, in one table read two ways.
+
+:func:`add_serve_options` gives them to the ``argparse`` parser (help, usage, error
+messages).  :func:`parse_serve` reads a plain ``serve`` command line itself, without
+importing ``argparse``: a host spawns ``agent-bridge serve …`` and waits for the reply to
+its ``initialize``, and ``argparse`` with its formatter (``shutil``, ``gettext``,
+``locale``, a help formatter per option) is several milliseconds of that wait.  It
+answers only a command line it is sure ``argparse`` reads the same way (each option
+spelled out in full, ``--flag value`` or ``--flag=value``, values that pass the option's
+own check); for anything else (``--help``, an abbreviation, an unknown option, a bad
+value, a value starting with ``-``) it returns ``None`` and the caller asks ``argparse``,
+which gives the usual result or error.
+
+Only the standard library's lightest modules are imported here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import Any, Final
+
+__all__ = [
+    "SERVE_OPTIONS",
+    "ServeOption",
+    "add_serve_options",
+    "count",
+    "log_level",
+    "parse_serve",
+    "positive",
+    "seconds",
+    "writable_file",
+]
+
+
+def _invalid(message: str) -> Exception:
+    """The error a value check raises (``argparse`` shows its message as is)."""
+    import argparse
+
+    return argparse.ArgumentTypeError(message)
+
+
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def log_level(text: str) -> str:
+    """``text`` as a log level name; raises for an unknown one."""
+    level = text.upper()
+    if level not in LOG_LEVELS:
+        raise _invalid(f"must be one of {', '.join(LOG_LEVELS)}")
+    return level
+
+
+def count(minimum: int) -> Callable[[str], int]:
+    """A check of a whole number of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise _invalid(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise _invalid(f"must be at least {minimum}")
+        return value
+
+    return parse
+
+
+def seconds(text: str) -> float:
+    """``text`` as seconds between 0 and 3600; raises otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise _invalid(f"not a number: {text!r}") from None
+    if not 0 <= value <= 3600:
+        raise _invalid("must be between 0 and 3600 seconds")
+    return value
+
+
+def positive(text: str) -> float:
+    """``text`` as a positive number; raises otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise _invalid(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise _invalid("must be a positive number")
+    return value
+
+
+def writable_file(text: str) -> str:
+    """``text``, a file path whose directory exists and is writable; raises otherwise."""
+    directory = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(directory):
+        raise _invalid(f"no such directory: {directory}")
+    if not os.access(directory, os.W_OK):
+        raise _invalid(f"cannot write in {directory}")
+    return text
+
+
+class ServeOption:
+    """One option: ``flag`` (``--name``), stored as ``dest``; a ``switch`` takes no value
+    (``store_true``); else its value is checked by ``check`` (``argparse``'s ``type``)
+    and must be one of ``choices`` when given."""
+
+    __slots__ = ("check", "choices", "default", "dest", "flag", "help", "metavar", "switch")
+
+    def __init__(
+        self,
+        flag: str,
+        help: str,
+        *,
+        default: Any = None,
+        check: Callable[[str], Any] | None = None,
+        choices: tuple[str, ...] | None = None,
+        metavar: str | None = None,
+        switch: bool = False,
+    ) -> None:
+        self.flag = flag
+        self.dest = flag[2:].replace("-", "_")
+        self.help = help
+        self.default = False if switch else default
+        self.check = check
+        self.choices = choices
+        self.metavar = metavar
+        self.switch = switch
+
+    def argparse_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``add_argument`` for this option."""
+        if self.switch:
+            return {"action": "store_true", "help": self.help}
+        kwargs: dict[str, Any] = {"help": self.help, "default": self.default}
+        extra = (("type", self.check), ("choices", self.choices), ("metavar", self.metavar))
+        for name, value in extra:
+            if value is not None:
+                kwargs[name] = value
+        return kwargs
+
+    def value(self, text: str) -> Any:
+        """The option's value for ``text``; raises when it is not allowed."""
+        value = text if self.check is None else self.check(text)
+        if self.choices is not None and value not in self.choices:
+            raise ValueError(text)
+        return value
+
+    def default_value(self) -> Any:
+        """The value when the option is not given (``argparse`` checks a string default
+        with the option's ``type``, as if it had been given)."""
+        if isinstance(self.default, str) and self.check is not None:
+            return self.check(self.default)
+        return self.default
+
+
+SERVE_OPTIONS: Final = (
+    ServeOption(
+        "--stdio",
+        "accepted and ignored (the LSP convention; stdio is the only transport)",
+        switch=True,
+    ),
+    ServeOption(
+        "--framing",
+        "input framing (default: auto, detected from the first bytes)",
+        default="auto",
+        choices=("auto", "content-length", "newline"),
+    ),
+    ServeOption(
+        "--log-file",
+        "append logs to this file instead of stderr",
+        check=writable_file,
+        metavar="PATH",
+    ),
+    ServeOption(
+        "--log-level",
+        "debug, info, warning or error, any case (default: warning)",
+        default="WARNING",
+        check=log_level,
+        metavar="LEVEL",
+    ),
+    ServeOption(
+        "--max-message-bytes",
+        "largest frame accepted, in bytes, at least 1024 (default: 16777216 = 16 MiB)",
+        default=16 * 1024 * 1024,
+        check=count(1024),
+        metavar="BYTES",
+    ),
+    ServeOption(
+        "--max-inflight",
+        "requests handled at once before -32000 overloaded (default: 256)",
+        default=256,
+        check=count(1),
+        metavar="N",
+    ),
+    ServeOption(
+        "--interrupt-grace",
+        "how long an interrupted provider may take to stop before it is forced "
+        "(default: 5)",
+        default=5.0,
+        check=seconds,
+        metavar="SECONDS",
+    ),
+    ServeOption(
+        "--state-dir",
+        "where the session journal lives (default: $AGENT_BRIDGE_STATE_DIR, else "
+        "$XDG_STATE_HOME/agent-bridge or ~/.local/state/agent-bridge; ':memory:' keeps no "
+        "journal, only the newest events within --memory-history-mb)",
+        metavar="DIR",
+    ),
+    ServeOption(
+        "--memory-history-mb",
+        "with --state-dir :memory:, the events (and raw records) kept for all sessions "
+        "together; past it each appending session drops its oldest events, a ring "
+        "(default: 64)",
+        default=64,
+        check=positive,
+        metavar="MB",
+    ),
+    ServeOption(
+        "--retain-days",
+        "delete closed sessions idle for longer than this many days (default: keep all)",
+        check=positive,
+        metavar="DAYS",
+    ),
+    ServeOption(
+        "--retain-mb",
+        "delete the least recently active closed sessions while the journal holds "
+        "more than this many MiB (default: no limit)",
+        check=positive,
+        metavar="MB",
+    ),
+    ServeOption(
+        "--journal-sync",
+        "normal: commits survive a crash of the bridge; full: also of the machine "
+        "(default: normal)",
+        default="normal",
+        choices=("normal", "full"),
+    ),
+    ServeOption(
+        "--journal-fault-limit",
+        "while the journal cannot commit (disk full, I/O error, read-only), runs are "
+        "held; past this many seconds of failing they end with run.failed "
+        "journal_failing (retryable), delivered once it can be recorded (default: 60)",
+        default=60.0,
+        check=seconds,
+        metavar="SECONDS",
+    ),
+    ServeOption(
+        "--daemon",
+        "auto: relay to the per-user daemon (started if none runs) instead of serving "
+        "in this process, as `agent-bridge connect` does (default: off)",
+        default="off",
+        choices=("off", "auto"),
+    ),
+)
+
+_BY_FLAG: Final = {option.flag: option for option in SERVE_OPTIONS}
+
+
+def add_serve_options(parser: Any) -> None:
+    """Add every ``serve`` option to the ``argparse`` (sub)parser ``parser``."""
+    for option in SERVE_OPTIONS:
+        parser.add_argument(option.flag, **option.argparse_kwargs())
+
+
+def parse_serve(argv: Sequence[str]) -> SimpleNamespace | None:
+    """The parsed ``serve`` command line ``argv`` (``["serve", …]``), the same attributes
+    ``argparse`` would give (``command`` included), or ``None`` when it is not one this
+    function is sure to read as ``argparse`` does (see the module docstring)."""
+    if not argv or argv[0] != "serve":
+        return None
+    given: dict[str, Any] = {}
+    i = 1
+    while i < len(argv):
+        token = argv[i]
+        i += 1
+        if not token.startswith("--"):
+            return None
+        flag, eq, text = token.partition("=")
+        option = _BY_FLAG.get(flag)
+        if option is None:
+            return None
+        if option.switch:
+            if eq:
+                return None
+            given[option.dest] = True
+            continue
+        if not eq:
+            if i == len(argv) or argv[i].startswith("-"):
+                return None
+            text = argv[i]
+            i += 1
+        try:
+            given[option.dest] = option.value(text)
+        except Exception:
+            return None
+    values: dict[str, Any] = {"command": "serve"}
+    for option in SERVE_OPTIONS:
+        if option.dest in given:
+            values[option.dest] = given[option.dest]
+        else:
+            try:
+                values[option.dest] = option.default_value()
+            except Exception:
+                return None
+    return SimpleNamespace(**values)
