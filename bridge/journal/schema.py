@@ -322,20 +322,10 @@ def _open_locked(path: str, busy_timeout: float, sync: Sync) -> sqlite3.Connecti
     return conn
 
 
-#: the check reads every page: memory-mapped it takes a third of the time (``serve``
-#: answers ``initialize`` only after it); the mapping is dropped afterwards
-_CHECK_MMAP_BYTES: Final = 1 << 30
-
-
 def _quick_check(path: str, conn: sqlite3.Connection) -> None:
     """Raise :class:`JournalCorrupt` if SQLite finds the file's pages damaged."""
     try:
-        conn.execute(f"PRAGMA mmap_size = {_CHECK_MMAP_BYTES}")
-        try:
-            row = conn.execute("PRAGMA quick_check(1)").fetchone()
-        finally:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("PRAGMA mmap_size = 0")
+        row = conn.execute("PRAGMA quick_check(1)").fetchone()
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             return  # checked by the opening transaction below
