@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from agent_bridge import __version__
 from agent_bridge.serve_options import (
+    JOURNAL_FLAGS,
+    add_options,
     add_serve_options,
+    history_settings,
     log_level,
     parse_serve,
     seconds,
@@ -107,12 +110,7 @@ def _add_acp(sub: Any) -> None:
         help="run the provider's own login command in this terminal and exit (the ACP "
         "terminal authentication method)",
     )
-    acp.add_argument(
-        "--state-dir",
-        metavar="DIR",
-        help="where the session journal lives (default: as `agent-bridge serve`; ':memory:' "
-        "keeps no journal)",
-    )
+    add_options(acp, JOURNAL_FLAGS)  # the journal's options are serve's
     acp.add_argument(
         "--log-file",
         type=writable_file,
@@ -235,19 +233,10 @@ def _serve(args: Any) -> int:
             sys.stderr.write(f"agent-bridge serve: --log-file: {exc.strerror or exc}\n")
             return 2
 
-    from agent_bridge.journal import JournalError, Retention, open_history
+    from agent_bridge.journal import JournalError, open_history
 
-    retention = Retention(
-        max_age_days=args.retain_days,
-        max_bytes=None if args.retain_mb is None else int(args.retain_mb * 1024 * 1024),
-    )
     try:
-        history = open_history(
-            args.state_dir,
-            retention=retention,
-            sync=args.journal_sync,
-            memory_bytes=int(args.memory_history_mb * 1024 * 1024),
-        )
+        history = open_history(args.state_dir, **history_settings(args))
     except JournalError as exc:
         sys.stderr.write(f"agent-bridge: {exc}\n")
         sys.stderr.flush()

@@ -22,10 +22,13 @@ from types import SimpleNamespace
 from typing import Any, Final
 
 __all__ = [
+    "JOURNAL_FLAGS",
     "SERVE_OPTIONS",
     "ServeOption",
+    "add_options",
     "add_serve_options",
     "count",
+    "history_settings",
     "log_level",
     "parse_serve",
     "positive",
@@ -255,11 +258,45 @@ SERVE_OPTIONS: Final = (
 
 _BY_FLAG: Final = {option.flag: option for option in SERVE_OPTIONS}
 
+#: the options of the journal (where it lives, its bounds, durability and fault limit):
+#: every command that runs a runtime (``serve``, ``acp``, ``daemon``) takes these same
+#: ones, from this table
+JOURNAL_FLAGS: Final = (
+    "--state-dir",
+    "--memory-history-mb",
+    "--retain-days",
+    "--retain-mb",
+    "--journal-sync",
+    "--journal-fault-limit",
+)
+
 
 def add_serve_options(parser: Any) -> None:
     """Add every ``serve`` option to the ``argparse`` (sub)parser ``parser``."""
     for option in SERVE_OPTIONS:
         parser.add_argument(option.flag, **option.argparse_kwargs())
+
+
+def add_options(parser: Any, flags: Sequence[str]) -> None:
+    """Add the ``serve`` options named by ``flags`` (e.g. :data:`JOURNAL_FLAGS`) to the
+    ``argparse`` (sub)parser ``parser``, as ``serve`` has them."""
+    for flag in flags:
+        parser.add_argument(flag, **_BY_FLAG[flag].argparse_kwargs())
+
+
+def history_settings(args: Any) -> dict[str, Any]:
+    """The keyword arguments of :func:`agent_bridge.journal.open_history` (beside the
+    state directory) for the parsed :data:`JOURNAL_FLAGS` in ``args``."""
+    from agent_bridge.journal.retention import Retention
+
+    return {
+        "retention": Retention(
+            max_age_days=args.retain_days,
+            max_bytes=None if args.retain_mb is None else int(args.retain_mb * 1024 * 1024),
+        ),
+        "sync": args.journal_sync,
+        "memory_bytes": int(args.memory_history_mb * 1024 * 1024),
+    }
 
 
 def parse_serve(argv: Sequence[str]) -> SimpleNamespace | None:

@@ -3,15 +3,17 @@ gives what argparse gives, or declines; and it imports no argparse."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_bridge.cli import _parser
-from agent_bridge.serve_options import SERVE_OPTIONS, parse_serve
+from agent_bridge.serve_options import JOURNAL_FLAGS, SERVE_OPTIONS, history_settings, parse_serve
 
 
 def _argparse(argv: list[str]) -> dict[str, object] | None:
@@ -101,3 +103,78 @@ def test_reading_a_serve_command_line_imports_no_argparse() -> None:
         "assert 'logging' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# ------------------------------------------------------------- the journal's options
+
+
+_JOURNAL_LINE = [
+    "--state-dir",
+    "/tmp/some-state",
+    "--memory-history-mb",
+    "8",
+    "--retain-days",
+    "2.5",
+    "--retain-mb",
+    "100",
+    "--journal-sync",
+    "full",
+    "--journal-fault-limit",
+    "7",
+]
+
+
+@pytest.mark.parametrize("command", ["acp", "daemon"])
+def test_every_command_that_runs_a_runtime_takes_serve_s_journal_options(command: str) -> None:
+    """``acp`` and ``daemon`` read the journal's options from serve's table: the same
+    values, the same defaults, the same checks."""
+    dests = [flag[2:].replace("-", "_") for flag in JOURNAL_FLAGS]
+    serve = vars(_parser().parse_args(["serve", *_JOURNAL_LINE]))
+    other = vars(_parser().parse_args([command, *_JOURNAL_LINE]))
+    assert {d: other[d] for d in dests} == {d: serve[d] for d in dests}
+    assert history_settings(_parser().parse_args([command, *_JOURNAL_LINE])) == history_settings(
+        _parser().parse_args(["serve", *_JOURNAL_LINE])
+    )
+    defaults_serve = vars(_parser().parse_args(["serve"]))
+    defaults_other = vars(_parser().parse_args([command]))
+    assert {d: defaults_other[d] for d in dests} == {d: defaults_serve[d] for d in dests}
+    with pytest.raises(SystemExit):
+        _parser().parse_args([command, "--journal-fault-limit", "3601"])  # serve's range
+
+
+def test_history_settings_are_what_open_history_takes() -> None:
+    args = _parser().parse_args(["serve", *_JOURNAL_LINE])
+    settings_ = history_settings(args)
+    assert settings_["sync"] == "full"
+    assert settings_["memory_bytes"] == 8 * 1024 * 1024
+    assert settings_["retention"].max_age_days == 2.5
+    assert settings_["retention"].max_bytes == 100 * 1024 * 1024
+
+
+def test_acp_runs_on_a_journal_opened_with_those_options(tmp_path: Path) -> None:
+    """``agent-bridge acp`` with every journal option answers ``initialize`` and creates a
+    session in the journal it opened."""
+    state = tmp_path / "state"
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "session/new",
+            "params": {"cwd": str(tmp_path), "mcpServers": []},
+        },
+    ]
+    line = [a if a != "/tmp/some-state" else str(state) for a in _JOURNAL_LINE]
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_bridge", "acp", "--provider", "scripted", *line],
+        input=b"".join(json.dumps(m).encode() + b"\n" for m in lines),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    replies = [json.loads(x) for x in done.stdout.splitlines()]
+    by_id = {r.get("id"): r for r in replies}
+    assert "result" in by_id[1], by_id
+    assert "sessionId" in by_id[2]["result"], by_id
+    assert (state / "journal.sqlite3").exists()

@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Any
 
+from agent_bridge.serve_options import JOURNAL_FLAGS, add_options, history_settings
+
 __all__ = ["add_parsers", "connect_command", "run_command"]
 
 
@@ -26,12 +28,7 @@ def add_parsers(sub: Any) -> None:
         "hosts attach with `agent-bridge connect` (locally, or as `ssh HOST agent-bridge "
         "connect`).  Example: agent-bridge daemon --idle-timeout 0",
     )
-    daemon.add_argument(
-        "--state-dir",
-        metavar="DIR",
-        help="the session journal (default: $AGENT_BRIDGE_STATE_DIR, else the platform's "
-        "state directory; ':memory:' keeps none)",
-    )
+    add_options(daemon, JOURNAL_FLAGS)  # the journal's options are serve's
     daemon.add_argument(
         "--idle-timeout",
         type=float,
@@ -39,23 +36,7 @@ def add_parsers(sub: Any) -> None:
         metavar="SECONDS",
         help="exit after this long with no host and no active run; 0: never (default: 600)",
     )
-    daemon.add_argument(
-        "--interrupt-grace",
-        type=float,
-        default=5.0,
-        metavar="SECONDS",
-        help="how long a run may take to stop after an interrupt (default: 5)",
-    )
-    daemon.add_argument(
-        "--journal-sync", choices=("normal", "full"), default="normal", help="as for serve"
-    )
-    daemon.add_argument(
-        "--journal-fault-limit",
-        type=float,
-        default=60.0,
-        metavar="SECONDS",
-        help="as for serve (default: 60)",
-    )
+    add_options(daemon, ("--interrupt-grace",))
     daemon.add_argument("--log-file", metavar="FILE", help="log here (default: stderr)")
     daemon.add_argument(
         "--log-level",
@@ -158,7 +139,7 @@ def _daemon(args: argparse.Namespace) -> int:
     from agent_bridge.runtime import Runtime
 
     def runtime() -> Runtime:
-        history = open_history(paths.state_dir, sync=args.journal_sync)
+        history = open_history(paths.state_dir, **history_settings(args))
         return Runtime(
             ProviderRegistry.default(),
             interrupt_grace=args.interrupt_grace,

@@ -112,13 +112,22 @@ def run_acp(args: argparse.Namespace, configure_logging: Callable[[str, str | No
         return 2
 
     from agent_bridge.journal import JournalError, open_history
+    from agent_bridge.serve_options import history_settings
 
     try:
-        history = open_history(args.state_dir)
+        history = open_history(args.state_dir, **history_settings(args))
     except JournalError as exc:
         sys.stderr.write(f"agent-bridge: {exc}\n")
         return 1
-    return _serve(registry, history, provider_id, options, protocol_fd, args.interrupt_grace)
+    return _serve(
+        registry,
+        history,
+        provider_id,
+        options,
+        protocol_fd,
+        args.interrupt_grace,
+        args.journal_fault_limit,
+    )
 
 
 def _serve(
@@ -128,6 +137,7 @@ def _serve(
     options: dict[str, Any],
     protocol_fd: int,
     interrupt_grace: float,
+    journal_fault_limit: float,
 ) -> int:
 
     import anyio
@@ -140,7 +150,12 @@ def _serve(
     async def run() -> None:
         receive = FdReceiveStream(0)
         send = FdSendStream(protocol_fd)
-        runtime = Runtime(registry, interrupt_grace=interrupt_grace, history=history)
+        runtime = Runtime(
+            registry,
+            interrupt_grace=interrupt_grace,
+            history=history,
+            journal_fault_limit=journal_fault_limit,
+        )
         server = AcpFrontend(runtime, receive, send, provider=provider_id, provider_options=options)
 
         # The client owns this runtime: at its EOF every session is closed, stopping
