@@ -165,16 +165,32 @@ def test_acp_runs_on_a_journal_opened_with_those_options(tmp_path: Path) -> None
         },
     ]
     line = [a if a != "/tmp/some-state" else str(state) for a in _JOURNAL_LINE]
-    done = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "agent_bridge", "acp", "--provider", "scripted", *line],
-        input=b"".join(json.dumps(m).encode() + b"\n" for m in lines),
-        capture_output=True,
-        timeout=60,
-        check=False,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
-    assert done.returncode == 0, done.stderr
-    replies = [json.loads(x) for x in done.stdout.splitlines()]
-    by_id = {r.get("id"): r for r in replies}
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+        proc.stdin.flush()
+        by_id: dict[object, dict[str, object]] = {}
+        while 2 not in by_id:  # (stdin stays open: at its EOF the client is gone)
+            reply = proc.stdout.readline()
+            assert reply, proc.stderr.read() if proc.stderr else b""
+            message = json.loads(reply)
+            by_id[message.get("id")] = message
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
     assert "result" in by_id[1], by_id
-    assert "sessionId" in by_id[2]["result"], by_id
+    result = by_id[2]["result"]
+    assert isinstance(result, dict) and "sessionId" in result, by_id
     assert (state / "journal.sqlite3").exists()
