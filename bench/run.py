@@ -1195,17 +1195,18 @@ async def measure_once(target: Target, cfg: Config) -> None:
         except Exception as exc:
             _note_error(target, "mem_events", exc)
 
-    # (4) per idle session, in a fresh process (its start-up counts as a sample too)
+    # (4) per idle session, in a fresh process.  Its state directory is new, so its
+    # start-up creates a journal (fsyncs a steady start does not pay, and the other
+    # framing's target has no such sample): a row of its own, not a (3) sample.
     extra_starts = cfg.startup_samples - 1
     if target.sessions is not None:
         try:
             res = await target.sessions(target, cfg)
-            target.add("startup_ms", res["startup_ms"])
+            target.add("first_startup_ms", res["startup_ms"])
             target.add("session_rss_kb", res["per_session_kb"])
             target.extra.setdefault("sessions", []).append(res)
         except Exception as exc:
             _note_error(target, "sessions", exc)
-        extra_starts -= 1
     # (3) more start-up samples
     for _ in range(max(0, extra_starts)):
         try:
@@ -1277,6 +1278,12 @@ ROWS = [
     Row("big_ms", "(5) one 10 MiB request round trip, ms", "ms", "<= 1.0x floor"),
     Row("big_server_cpu_us", "    server CPU per 10 MiB round trip, us", "us"),
     Row("startup_ms", "(3) spawn -> initialize reply, ms", "ms", "<= 1.0x floor"),
+    Row(
+        "first_startup_ms",
+        "    the same, first start (creates the journal), ms",
+        "ms",
+        base_key="startup_ms",
+    ),
     Row("idle_rss_mb", "(4) idle RSS after initialize, MB", "mb", "<= 40 MB"),
     Row("session_rss_kb", "    RSS per idle session, KB", "kb", "<= 5 KB"),
 ]
