@@ -173,7 +173,10 @@ def vsix(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         "the VS Code build tools (tsc, vsce)", (TOOLS / "node_modules" / ".bin" / "vsce").exists()
     )
     out = tmp_path_factory.mktemp("vsix") / "agent-bridge-vscode.vsix"
-    env = {**os.environ, "AGENT_BRIDGE_BIN": str(BRIDGE)}
+    # The unit tests' state directories (os.tmpdir()) go under pytest's own temporary
+    # directory, which pytest cleans, not into /tmp.
+    scratch = tmp_path_factory.mktemp("vsix-tmp")
+    env = {**os.environ, "AGENT_BRIDGE_BIN": str(BRIDGE), "TMPDIR": str(scratch)}
     proc = subprocess.run(
         ["bash", str(EXT_DIR / "build.sh"), "--out", str(out)],
         capture_output=True,
