@@ -419,12 +419,7 @@ class RunContext:
             _DELTAS.issuperset(map(type, checked))
             and _STR.issuperset(map(type, map(_text, checked)))
         ):
-            for i, payload in enumerate(checked):
-                kind = type(payload)
-                if (kind is not TextDelta and kind is not ThinkingDelta) or type(
-                    payload.text  # type: ignore[union-attr]
-                ) is not str:
-                    checked[i] = self._checked(payload)  # type: ignore[arg-type]
+            checked = [self._checked(payload) for payload in payloads]
         return self._publish_many(run.id, checked, raw)
 
     def emit_nowait_many(self, payloads: Sequence[ProviderPayload], raw: Any = None) -> None:
