@@ -39,6 +39,7 @@ from typing import Any, Final, Protocol
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import msgspec
 from pylsp_jsonrpc.exceptions import JsonRpcException
 
@@ -159,6 +160,11 @@ _FRAME_GUESS: Final = 24
 #: The most output the reader writes itself (see ``Connection._flush_now``): a pipe's
 #: capacity (rpc.pipes asks for 1 MiB), so what it writes usually goes in one system call.
 _INLINE_WRITE_MAX: Final = 1 << 20
+#: A write at least this large means output is streaming; the writer then lets the
+#: producers run one more turn of the event loop before its next write, unless
+#: :data:`_COALESCE_BYTES` already wait (see ``Connection._writer``).
+_STREAMING_BYTES: Final = 64 * 1024
+_COALESCE_BYTES: Final = 256 * 1024
 _NO_BODY: Final = b""  # a handler was called: a reply is due
 _NO_ENVELOPE: Final = decode_envelope(b"{}")
 _OBJECT_OR_ARRAY: Final = (b"{", b"[")
@@ -389,13 +395,21 @@ class Connection:
             await self._drained.wait()
 
     async def _writer(self) -> None:
+        streaming = False
         while True:
-            if self._raw:
-                self._frame_raw()
-            if not self._out:
+            if not self._out and not self._raw:
                 wake = self._wake = anyio.Event()
                 await wake.wait()
                 continue
+            if streaming and self._out_bytes < _COALESCE_BYTES:
+                # Fewer, larger writes while streaming: a pipe write costs less per
+                # byte in large pieces, on both sides of the pipe.  At most one turn of
+                # the event loop later, and only right after a large write.
+                streaming = False
+                await anyio.lowlevel.checkpoint()
+                continue
+            if self._raw:
+                self._frame_raw()
             chunks, self._out = self._out, []
             data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
             self._sending = True
@@ -408,6 +422,7 @@ class Connection:
             finally:
                 self._sending = False
             self._sent(len(data))
+            streaming = len(data) >= _STREAMING_BYTES
 
     def _sent(self, size: int) -> None:
         """Account for ``size`` bytes written; wake :meth:`drained` waiters once the output
