@@ -71,6 +71,8 @@ class BridgeProtocol:
         "run.failed": "failed",
         "run.interrupted": "interrupted",
     }
+    # a substring every terminal event's params hold (false matches only cost a decode)
+    TERMINAL_MARKER = b'"run.'
     # ~100 characters of text per streamed delta
     STREAM_TEXT = ("The quick brown fox jumps over the lazy dog; " * 3)[:100]
     # script for a session that is only created, never run
@@ -994,44 +996,27 @@ async def bridge_events_driver(peer: Peer, cfg: Config) -> dict[str, Any]:
     sid = proto.session_id(created)
     dec = msgspec.json.Decoder(_EventParams)
     loop = asyncio.get_running_loop()
-    terminal: asyncio.Future[tuple[str, float]] = loop.create_future()
-    st: dict[str, Any] = {
-        "all": 0,
-        "after": 0,
-        "deltas": 0,
-        "replied": False,
-        "last_seq": None,
-        "seq_errors": 0,
-        "types": {},
-    }
+    terminal: asyncio.Future[float] = loop.create_future()
+    # While the clock runs the client does per event what it does per floor notification
+    # (frame, decode the envelope, one cheap step): it keeps the params and looks for the
+    # end with one substring test. A false match (a text holding `"run.`) only costs a
+    # decode. Every event is checked after the clock stops: session, gapless sequence,
+    # the number of deltas, and that the run ended completed on its last event.
+    kept: list[msgspec.Raw] = []
+    keep = kept.append
+    marker = proto.TERMINAL_MARKER
 
     def on_event(env: Envelope) -> None:
-        try:
-            ev = dec.decode(env.params)
-        except msgspec.MsgspecError as exc:
-            if not terminal.done():
-                terminal.set_exception(BenchError(f"`{proto.EVENT}` params not as expected: {exc}"))
-                terminal.exception()  # mark retrieved
-            return
-        if ev.sessionId is not None and ev.sessionId != sid:
-            return
-        st["all"] += 1
-        if st["replied"]:
-            st["after"] += 1
-        seq = ev.sequence
-        if seq is not None:
-            last = st["last_seq"]
-            if last is not None and seq != last + 1:
-                st["seq_errors"] += 1
-            st["last_seq"] = seq
-        kind = ev.payload.type if ev.payload is not None else ""
-        if kind == "text.delta":
-            st["deltas"] += 1
-        else:
-            types = st["types"]
-            types[kind] = types.get(kind, 0) + 1
-            if kind in proto.TERMINAL and not terminal.done():
-                terminal.set_result((kind, time.perf_counter()))
+        raw = env.params
+        keep(raw)
+        if marker in bytes(raw) and not terminal.done():
+            try:
+                ev = dec.decode(raw)
+            except msgspec.MsgspecError:
+                terminal.set_result(time.perf_counter())  # the check below says why
+                return
+            if ev.payload is not None and ev.payload.type in proto.TERMINAL:
+                terminal.set_result(time.perf_counter())
 
     peer.on_notification[proto.EVENT] = on_event
     try:
@@ -1041,35 +1026,75 @@ async def bridge_events_driver(peer: Peer, cfg: Config) -> dict[str, Any]:
                 proto.RUN_START, proto.run_start_params(sid), timeout=cfg.timeout
             )
             t_reply = time.perf_counter()
-            st["replied"] = True
-            kind, t_end = await peer.wait(
-                terminal, cfg.timeout, f"run (got {st['all']} events, no terminal event)"
+            before_reply = len(kept)
+            t_end = await peer.wait(
+                terminal, cfg.timeout, f"run (got {len(kept)} events, no terminal event)"
             )
             tm.stop()
+            received = len(kept)
     finally:
         peer.on_notification.pop(proto.EVENT, None)
-    if proto.TERMINAL[kind] != "completed":
-        raise BenchError(f"run ended with {kind} after {st['all']} events")
+    st = _check_stream(kept[:received], dec, sid, proto)
+    if st["kind"] is None or proto.TERMINAL[st["kind"]] != "completed":
+        raise BenchError(f"run ended with {st['kind']} after {received} events")
     if st["deltas"] != cfg.events:
         raise BenchError(
             f"expected {cfg.events} text.delta events, got {st['deltas']} (other: {st['types']})"
         )
-    if t_end > t_reply and st["after"] > 0:
-        rate = st["after"] / (t_end - t_reply)
+    after = received - before_reply
+    if t_end > t_reply and after > 0:
+        rate = after / (t_end - t_reply)
     else:  # everything arrived before the reply: fall back to timing from the send
-        rate = st["all"] / (t_end - t_send)
+        rate = received / (t_end - t_send)
     return {
         "rate": rate,
-        "rate_from_send": st["all"] / (t_end - t_send),
-        "events": st["all"],
-        "events_before_reply": st["all"] - st["after"],
+        "rate_from_send": received / (t_end - t_send),
+        "events": received,
+        "events_before_reply": before_reply,
         "sequence_gaps": st["seq_errors"],
         "run_id": proto.run_id(started),
         "script_shape": used_shape,  # index into BridgeProtocol.stream_scripts()
-        "server_cpu_us": tm.server_ns / max(1, st["all"]) / 1000.0,
+        "server_cpu_us": tm.server_ns / max(1, received) / 1000.0,
         "client_cpu_frac": tm.client / tm.wall,
         "server_cpu_frac": tm.server_ns / 1e9 / tm.wall,
     }
+
+
+def _check_stream(
+    kept: list[msgspec.Raw],
+    dec: msgspec.json.Decoder[_EventParams],
+    sid: str,
+    proto: type[BridgeProtocol],
+) -> dict[str, Any]:
+    """Decode every kept `event` params: count the deltas and other types, the sequence
+    gaps, and the terminal kind (None unless the last event of this session is one).
+
+    Raises BenchError for params not as expected or an event after the terminal one."""
+    st: dict[str, Any] = {"deltas": 0, "seq_errors": 0, "types": {}, "kind": None}
+    last_seq: int | None = None
+    types: dict[str, int] = st["types"]
+    for raw in kept:
+        try:
+            ev = dec.decode(raw)
+        except msgspec.MsgspecError as exc:
+            raise BenchError(f"`{proto.EVENT}` params not as expected: {exc}") from None
+        if ev.sessionId is not None and ev.sessionId != sid:
+            continue
+        if st["kind"] is not None:
+            raise BenchError(f"an event after the terminal {st['kind']}")
+        seq = ev.sequence
+        if seq is not None:
+            if last_seq is not None and seq != last_seq + 1:
+                st["seq_errors"] += 1
+            last_seq = seq
+        kind = ev.payload.type if ev.payload is not None else ""
+        if kind == "text.delta":
+            st["deltas"] += 1
+        else:
+            types[kind] = types.get(kind, 0) + 1
+            if kind in proto.TERMINAL:
+                st["kind"] = kind
+    return st
 
 
 async def bridge_sessions_driver(target: Target, cfg: Config) -> dict[str, Any]:
@@ -1082,9 +1107,7 @@ async def bridge_sessions_driver(target: Target, cfg: Config) -> dict[str, Any]:
     state_dir = tempfile.mkdtemp(prefix="bench-sessions-")
     try:
         return await _sessions_in(
-            dataclasses.replace(
-                target, env={**target.env, "AGENT_BRIDGE_STATE_DIR": state_dir}
-            ),
+            dataclasses.replace(target, env={**target.env, "AGENT_BRIDGE_STATE_DIR": state_dir}),
             cfg,
             proto,
         )
