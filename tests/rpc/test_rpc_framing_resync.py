@@ -167,6 +167,8 @@ def test_frames_encoder_output_equals_one_frame_per_body(
 ) -> None:
     from agent_bridge.rpc.framing import frames_encoder
 
+    before = list(bodies)
     for kind in ("content-length", "newline"):
         expected = b"".join(encode_frame(kind, head + b + tail) for b in bodies)  # type: ignore[arg-type]
         assert frames_encoder(kind)(bodies, head, tail) == expected  # type: ignore[arg-type]
+        assert bodies == before  # the caller's list is not changed
