@@ -71,8 +71,9 @@ class BridgeProtocol:
         "run.failed": "failed",
         "run.interrupted": "interrupted",
     }
-    # a substring every terminal event's params hold (false matches only cost a decode)
-    TERMINAL_MARKER = b'"run.'
+    # events of a streaming run besides its deltas: run.started and the terminal one (if
+    # there are more, the harness finds the end one event at a time)
+    STREAM_EXTRA_EVENTS = 2
     # ~100 characters of text per streamed delta
     STREAM_TEXT = ("The quick brown fox jumps over the lazy dog; " * 3)[:100]
     # script for a session that is only created, never run
@@ -998,18 +999,19 @@ async def bridge_events_driver(peer: Peer, cfg: Config) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     terminal: asyncio.Future[float] = loop.create_future()
     # While the clock runs the client does per event what it does per floor notification
-    # (frame, decode the envelope, one cheap step): it keeps the params and looks for the
-    # end with one substring test. A false match (a text holding `"run.`) only costs a
-    # decode. Every event is checked after the clock stops: session, gapless sequence,
-    # the number of deltas, and that the run ended completed on its last event.
+    # (frame, decode the envelope, one cheap step): it keeps the params, and looks at them
+    # only from the event the script should end with on (its deltas plus
+    # `STREAM_EXTRA_EVENTS`), decoding each from there until one is terminal. Every event
+    # is checked after the clock stops: session, gapless sequence, the number of deltas,
+    # and that the run ended completed.
     kept: list[msgspec.Raw] = []
     keep = kept.append
-    marker = proto.TERMINAL_MARKER
+    expected = cfg.events + proto.STREAM_EXTRA_EVENTS
 
     def on_event(env: Envelope) -> None:
         raw = env.params
         keep(raw)
-        if marker in bytes(raw) and not terminal.done():
+        if len(kept) >= expected and not terminal.done():
             try:
                 ev = dec.decode(raw)
             except msgspec.MsgspecError:
