@@ -229,7 +229,7 @@ def test_the_plugin_in_a_test_project(tmp_path: Path) -> None:
     assert time.monotonic() - started < 120
 
 
-def test_the_node_host_example_of_the_docs_runs() -> None:
+def test_the_node_host_example_of_the_docs_runs(tmp_path: Path) -> None:
     import shutil
 
     node = shutil.which("node")
@@ -240,6 +240,9 @@ def test_the_node_host_example_of_the_docs_runs() -> None:
          str(ROOT / "tests/conformance/recorded/codex_approval.json"),
          sys.executable, "-m", "agent_bridge"],
         capture_output=True, text=True, timeout=60,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "same events" in done.stdout
+    # the example removes the state directory it made
+    assert not list(tmp_path.glob("bridge-state-*")), list(tmp_path.iterdir())

@@ -2,7 +2,7 @@
 // cassette through the scripted provider, answer as recorded, compare the events.
 //   node docs/examples/node_host_test.mjs CASSETTE.json [agent-bridge command...]
 import { spawn } from "node:child_process";
-import { readFileSync, mkdtempSync } from "node:fs";
+import { readFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import assert from "node:assert/strict";
@@ -11,6 +11,7 @@ const cassettePath = resolve(process.argv[2]);
 const command = process.argv.length > 3 ? process.argv.slice(3) : ["agent-bridge"];
 const cassette = JSON.parse(readFileSync(cassettePath, "utf8"));
 const stateDir = mkdtempSync(join(tmpdir(), "bridge-state-"));
+process.on("exit", () => rmSync(stateDir, { recursive: true, force: true })); // also on failure
 const child = spawn(command[0], [...command.slice(1), "serve", "--framing", "newline"], {
   stdio: ["pipe", "pipe", "inherit"],
   env: { ...process.env, AGENT_BRIDGE_STATE_DIR: stateDir },
