@@ -1,0 +1,218 @@
+"""How fast each server streams events when the client is not the bottleneck.
+
+`bench/run.py` drives every server with one asyncio client that frames and decodes every
+message; on this kind of machine that client is the slower side for the floor's event
+stream (it is 90-95% busy, the floor server 60%), so its event rows compare the bridge
+with the client's speed more than with the floor's. This script takes the client out:
+it reads the newline-framed stream with plain blocking reads and only counts lines and
+looks for the end, so each rate is the server's own. It prints, for interleaved
+repetitions, each target's median rate and server CPU per event and the ratio to the
+floor measured in the same run.
+
+  .venv/bin/python bench/stream_bound.py [--events N] [--reps R]
+
+Targets: `floor-nl` (bench/baselines/floor_server.py --newline: `bench/stream` of N
+notifications of 200 characters), the bridge with `--state-dir :memory:`, and the bridge
+with its journal on (a scratch state directory each time). The bridge streams N
+`text.delta` events of ~100 characters from a scripted session. Newline framing only (the
+client counts lines). Prints figures; it is not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXT = ("The quick brown fox jumps over the lazy dog; " * 3)[:100]
+INITIALIZE = {
+    "protocolVersion": 1,
+    "clientInfo": {"name": "stream-bound"},
+    "capabilities": {"interactions": {"approval": True, "question": True}},
+}
+
+
+class Child:
+    """A server on pipes; newline-framed JSON-RPC in, raw bytes out."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            bufsize=0,
+            env=env,
+            start_new_session=True,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in = self.proc.stdin
+        self._fd = self.proc.stdout.fileno()
+        # Every target's output pipe gets the 1 MiB the bridge asks for on its side (the
+        # floor keeps the default 64 KiB, and would wait on this reader's wake-ups).
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(self._fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+        self._buf = b""
+
+    def send(self, message: dict[str, object]) -> None:
+        self._in.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+
+    def reply(self, msg_id: int, timeout: float = 30.0) -> dict[str, object]:
+        """Read messages until the response to ``msg_id``; return it (raises on error)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            nl = self._buf.find(b"\n")
+            while nl >= 0:
+                line, self._buf = self._buf[:nl], self._buf[nl + 1 :]
+                message: dict[str, object] = json.loads(line)
+                if message.get("id") == msg_id and "method" not in message:
+                    if "error" in message:
+                        raise RuntimeError(f"request {msg_id} failed: {message['error']}")
+                    return message
+                nl = self._buf.find(b"\n")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no reply to request {msg_id}")
+            data = os.read(self._fd, 1 << 16)
+            if not data:
+                raise RuntimeError("the server closed its output")
+            self._buf += data
+
+    def count_until(self, marker: bytes) -> int:
+        """Count lines until a chunk holds ``marker`` (the end); return the count."""
+        lines = self._buf.count(b"\n")
+        tail = self._buf[-256:]
+        if marker in self._buf:
+            return lines
+        read, fd = os.read, self._fd
+        while True:
+            data = read(fd, 1 << 18)
+            if not data:
+                raise RuntimeError("the server closed its output mid-stream")
+            lines += data.count(b"\n")
+            if marker in tail + data[:256] or marker in data:
+                return lines
+            tail = data[-256:]
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def close(self) -> None:
+        self._in.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _timed(child: Child, start: Callable[[], None], marker: bytes) -> tuple[float, float]:
+    """Run ``start`` and count to ``marker``; return (lines per second, CPU us per line)."""
+    cpu0, t0 = child.cpu_seconds(), time.perf_counter()
+    start()
+    lines = child.count_until(marker)
+    wall, cpu = time.perf_counter() - t0, child.cpu_seconds() - cpu0
+    return lines / wall, cpu / lines * 1e6
+
+
+def floor(events: int) -> tuple[float, float]:
+    child = Child([sys.executable, str(ROOT / "bench/baselines/floor_server.py"), "--newline"])
+    try:
+        child.send({"id": 1, "method": "initialize", "params": {}})
+        child.reply(1)
+        return _timed(
+            child,
+            lambda: child.send(
+                {"id": 2, "method": "bench/stream", "params": {"count": events, "size": 200}}
+            ),
+            b'"result"',
+        )
+    finally:
+        child.close()
+
+
+def bridge(events: int, state_dir: str) -> tuple[float, float]:
+    argv = [sys.executable, "-m", "agent_bridge", "serve", "--framing", "newline"]
+    child = Child([*argv, "--state-dir", state_dir], env={**os.environ})
+    try:
+        child.send({"id": 1, "method": "initialize", "params": INITIALIZE})
+        child.reply(1)
+        child.send({"method": "initialized", "params": {}})
+        script = {"steps": [{"type": "stream", "count": events, "text": TEXT}]}
+        child.send(
+            {
+                "id": 2,
+                "method": "session/create",
+                "params": {"provider": "scripted", "options": {"script": script}},
+            }
+        )
+        created = child.reply(2)
+        session = created["result"]["session"]["sessionId"]  # type: ignore[index]
+        return _timed(
+            child,
+            lambda: child.send(
+                {
+                    "id": 3,
+                    "method": "run/start",
+                    "params": {"sessionId": session, "input": {"text": "go"}},
+                }
+            ),
+            b'"run.completed"',
+        )
+    finally:
+        child.close()
+
+
+def bridge_journal(events: int) -> tuple[float, float]:
+    state = tempfile.mkdtemp(prefix="bench-bound-")
+    try:
+        return bridge(events, state)
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--events", type=int, default=300_000)
+    ap.add_argument("--reps", type=int, default=5)
+    args = ap.parse_args()
+    targets: dict[str, Callable[[int], tuple[float, float]]] = {
+        "floor-nl": floor,
+        "bridge-nl :memory:": lambda n: bridge(n, ":memory:"),
+        "bridge-nl journal": bridge_journal,
+    }
+    rates: dict[str, list[float]] = {name: [] for name in targets}
+    cpus: dict[str, list[float]] = {name: [] for name in targets}
+    names = list(targets)
+    for rep in range(args.reps):
+        order = names[rep % len(names) :] + names[: rep % len(names)]
+        print(f"# repetition {rep + 1}/{args.reps}: {', '.join(order)}", flush=True)
+        for name in order:
+            rate, cpu = targets[name](args.events)
+            rates[name].append(rate)
+            cpus[name].append(cpu)
+    base_rate = statistics.median(rates["floor-nl"])
+    base_cpu = statistics.median(cpus["floor-nl"])
+    print(f"\nserver-bound event streams, {args.events} events, medians of {args.reps}")
+    print(f"{'target':22} {'events/s':>10} {'/ floor':>8} {'CPU us/event':>13} {'/ floor':>8}")
+    for name in names:
+        rate, cpu = statistics.median(rates[name]), statistics.median(cpus[name])
+        print(
+            f"{name:22} {rate / 1e3:9.1f}k {rate / base_rate:7.2f}x"
+            f" {cpu:13.2f} {cpu / base_cpu:7.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()
