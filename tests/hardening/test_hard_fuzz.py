@@ -36,6 +36,7 @@ from agent_bridge.rpc.errors import RpcError
 from agent_bridge.rpc.framing import MAX_HEADER_BLOCK_BYTES, FramingError, encode_frame, make_framer
 from agent_bridge.rpc.ledger import Ledger
 from agent_bridge.rpc.messages import Batch, Invalid, Notification, Request, Response, parse_body
+from tests.chunking import split_at
 
 FUZZ = settings(
     max_examples=300,
@@ -58,15 +59,6 @@ VALID = b'{"jsonrpc":"2.0","id":"sync","method":"ping"}'
 LIMIT = 64 * 1024
 
 _chunk_cuts = st.lists(st.integers(0, 10**7), max_size=40)
-
-
-def _chunks(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    out, last = [], 0
-    for p in [*points, len(data)]:
-        out.append(data[last:p])
-        last = p
-    return out
 
 
 def _run_framer(kind: str, chunks: list[bytes]) -> list[bytes | FramingError]:
@@ -135,7 +127,7 @@ def test_fuzz_framer_random_input_only_declared_errors_and_chunking_does_not_mat
     data = garbage.data
     whole = _run_framer(kind, [data])
     _check_frames(whole)
-    assert _run_framer(kind, _chunks(data, cuts)) == whole
+    assert _run_framer(kind, split_at(data, cuts)) == whole
     if len(data) <= 8192:
         assert _run_framer(kind, [data[i : i + 1] for i in range(len(data))]) == whole
 
@@ -151,7 +143,7 @@ def test_fuzz_framer_valid_message_after_garbage_is_delivered(
     stream = garbage + _pad(kind, garbage) + encode_frame(kind, VALID)  # type: ignore[arg-type]
     framer = make_framer(kind, LIMIT)  # type: ignore[arg-type]
     out: list[bytes | FramingError] = []
-    for chunk in _chunks(stream, cuts):
+    for chunk in split_at(stream, cuts):
         out.extend(framer.feed(chunk))
     _check_frames(out)
     assert out and out[-1] == VALID
@@ -313,7 +305,7 @@ def test_fuzz_connection_survives_garbage_and_serves_the_next_request(
 ) -> None:
     garbage = garbage.data  # type: ignore[assignment]
     assume(declared_lengths(garbage) <= 4 * LIMIT)
-    replies = anyio.run(_connection_scenario, kind, _chunks(garbage, cuts), _pad(kind, garbage))
+    replies = anyio.run(_connection_scenario, kind, split_at(garbage, cuts), _pad(kind, garbage))
     for reply in replies:
         check_reply(reply)
     syncs = [r for r in replies if isinstance(r, dict) and r.get("id") == "sync"]

@@ -32,17 +32,9 @@ from agent_bridge.rpc.framing import (
     encode_frame,
     make_framer,
 )
+from tests.chunking import split_at
 
 _SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def _chunks(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    out, last = [], 0
-    for p in [*points, len(data)]:
-        out.append(data[last:p])
-        last = p
-    return out
 
 
 def _seen(items: list[bytes | FramingError]) -> list[object]:
@@ -111,18 +103,27 @@ def _cl_piece(draw: st.DrawFn) -> bytes:
     return b"Content-Length: 0000000000001\r\n\r\n}"  # too many digits
 
 
+def _fed_alike(
+    fast: ContentLengthFramer | NewlineFramer,
+    slow: ContentLengthFramer | NewlineFramer,
+    data: bytes,
+    cuts: list[int],
+) -> tuple[list[object], list[object]]:
+    """Feed ``data``, cut at ``cuts``, then EOF to both framers; return what each gave."""
+    got: list[object] = []
+    want: list[object] = []
+    for chunk in split_at(data, cuts):
+        got += _seen(fast.feed(chunk))
+        want += _seen(slow.feed(chunk))
+    return got + _seen(fast.eof()), want + _seen(slow.eof())
+
+
 @_SETTINGS
 @given(pieces=st.lists(_cl_piece(), max_size=12), cuts=st.lists(st.integers(0, 10**6), max_size=6))
 def test_content_length_split_agrees_with_the_loop(pieces: list[bytes], cuts: list[int]) -> None:
     data = b"".join(pieces)
     fast, slow = ContentLengthFramer(64), _LoopOnly(64)
-    got: list[object] = []
-    want: list[object] = []
-    for chunk in _chunks(data, cuts):
-        got += _seen(fast.feed(chunk))
-        want += _seen(slow.feed(chunk))
-    got += _seen(fast.eof())
-    want += _seen(slow.eof())
+    got, want = _fed_alike(fast, slow, data, cuts)
     assert got == want
 
 
@@ -213,13 +214,7 @@ def test_newline_split_agrees_with_the_per_line_loop(
 ) -> None:
     data = b"\n".join(lines) + (b"\n" if last else b"")
     fast, slow = NewlineFramer(32), _PerLine(32)
-    got: list[object] = []
-    want: list[object] = []
-    for chunk in _chunks(data, cuts):
-        got += _seen(fast.feed(chunk))
-        want += _seen(slow.feed(chunk))
-    got += _seen(fast.eof())
-    want += _seen(slow.eof())
+    got, want = _fed_alike(fast, slow, data, cuts)
     assert got == want
 
 
@@ -410,7 +405,7 @@ def test_inline_answers_agree_with_the_slow_path(
     data = b"".join(encode_frame(framing, b) for b in bodies if b"\n" not in b)
     fast = _connection(framing, jsonrpc, inline=True)
     slow = _connection(framing, jsonrpc, inline=False)
-    for chunk in _chunks(data, cuts):
+    for chunk in split_at(data, cuts):
         fast.feed(chunk)
         slow.feed(chunk)
     assert _output(fast) == _output(slow)

@@ -24,6 +24,7 @@ from agent_bridge.rpc.framing import (
     encode_frame,
     make_framer,
 )
+from tests.chunking import split_at
 
 Frames = list[bytes | FramingError]
 
@@ -87,15 +88,6 @@ _BODIES = st.lists(
 )
 
 
-def _random_chunks(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    chunks, last = [], 0
-    for p in [*points, len(data)]:
-        chunks.append(data[last:p])
-        last = p
-    return chunks
-
-
 _SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -114,7 +106,7 @@ def test_case_01_stream_fed_whole_bytewise_or_chunked_yields_same_bodies_in_orde
     framer_kind: str, wire_kind: str, bodies: list[bytes], cuts: list[int]
 ) -> None:
     stream = b"".join(encode_frame(wire_kind, b) for b in bodies)  # type: ignore[arg-type]
-    for chunks in ([stream], _bytewise(stream), _random_chunks(stream, cuts)):
+    for chunks in ([stream], _bytewise(stream), split_at(stream, cuts)):
         framer = make_framer(framer_kind)  # type: ignore[arg-type]
         assert _feed_all(framer, chunks) == bodies
         assert framer.kind == wire_kind
@@ -136,7 +128,7 @@ def test_case_01_content_length_carries_arbitrary_bytes_including_header_lookali
     bodies: list[bytes], cuts: list[int]
 ) -> None:
     stream = b"".join(_cl(b) for b in bodies)
-    for chunks in ([stream], _bytewise(stream), _random_chunks(stream, cuts)):
+    for chunks in ([stream], _bytewise(stream), split_at(stream, cuts)):
         assert _feed_all(ContentLengthFramer(), chunks) == bodies
 
 

@@ -20,6 +20,7 @@ from agent_bridge.rpc.framing import (
     NewlineFramer,
     encode_frame,
 )
+from tests.chunking import split_at
 
 _SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -28,15 +29,6 @@ def _body(i: int, pad: int) -> bytes:
     return json.dumps(
         {"jsonrpc": "2.0", "id": i, "method": "bridge/ping", "params": {"data": "p" * pad}}
     ).encode()
-
-
-def _chunks(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    out, last = [], 0
-    for p in [*points, len(data)]:
-        out.append(data[last:p])
-        last = p
-    return out
 
 
 def _feed(framer: ContentLengthFramer | NewlineFramer, chunks: list[bytes]) -> list[object]:
@@ -94,7 +86,7 @@ def test_content_length_resyncs_after_lies_and_junk_spliced_into_a_valid_stream(
     # A lie in the last frame is only found out by the bytes that follow it.
     stream = b"".join(frames) + encode_frame("content-length", _body(100, 0))
     expected.append(_body(100, 0))
-    for chunks in ([stream], _chunks(stream, cuts)):
+    for chunks in ([stream], split_at(stream, cuts)):
         out = _feed(ContentLengthFramer(max_message_bytes=2048), chunks)
         delivered = [o for o in out if isinstance(o, bytes) and o in bodies + expected]
         assert delivered == expected
@@ -118,7 +110,7 @@ def test_newline_resyncs_after_junk_and_long_lines_spliced_into_a_valid_stream(
     lines = [b + b"\n" for b in bodies]
     lines.insert(victim, (b"x" * 5000 if long_line else junk) + b"\n")
     stream = b"".join(lines)
-    for chunks in ([stream], _chunks(stream, cuts)):
+    for chunks in ([stream], split_at(stream, cuts)):
         out = _feed(NewlineFramer(max_message_bytes=2048), chunks)
         assert [o for o in out if isinstance(o, bytes) and o in bodies] == bodies
 
