@@ -35,12 +35,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TEXT = ("The quick brown fox jumps over the lazy dog; " * 3)[:100]
-INITIALIZE = {
-    "protocolVersion": 1,
-    "clientInfo": {"name": "stream-bound"},
-    "capabilities": {"interactions": {"approval": True, "question": True}},
-}
+sys.path.insert(0, str(ROOT / "bench"))
+from run import BridgeProtocol  # noqa: E402 - the harness's one statement of the protocol
+
+P = BridgeProtocol
 
 
 class Child:
@@ -146,27 +144,16 @@ def bridge(events: int, state_dir: str) -> tuple[float, float]:
     argv = [sys.executable, "-m", "agent_bridge", "serve", "--framing", "newline"]
     child = Child([*argv, "--state-dir", state_dir], env={**os.environ})
     try:
-        child.send({"id": 1, "method": "initialize", "params": INITIALIZE})
+        child.send({"id": 1, "method": P.INITIALIZE, "params": P.INITIALIZE_PARAMS})
         child.reply(1)
-        child.send({"method": "initialized", "params": {}})
-        script = {"steps": [{"type": "stream", "count": events, "text": TEXT}]}
-        child.send(
-            {
-                "id": 2,
-                "method": "session/create",
-                "params": {"provider": "scripted", "options": {"script": script}},
-            }
-        )
-        created = child.reply(2)
-        session = created["result"]["session"]["sessionId"]  # type: ignore[index]
+        child.send({"method": P.INITIALIZED, "params": P.INITIALIZED_PARAMS})
+        script = P.stream_scripts(events, P.STREAM_TEXT)[0]
+        child.send({"id": 2, "method": P.SESSION_CREATE, "params": P.session_create_params(script)})
+        session = P.session_id(child.reply(2)["result"])
         return _timed(
             child,
             lambda: child.send(
-                {
-                    "id": 3,
-                    "method": "run/start",
-                    "params": {"sessionId": session, "input": {"text": "go"}},
-                }
+                {"id": 3, "method": P.RUN_START, "params": P.run_start_params(session)}
             ),
             b'"run.completed"',
         )
