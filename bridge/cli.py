@@ -22,7 +22,6 @@ from agent_bridge.serve_options import (
     history_settings,
     log_level,
     parse_serve,
-    seconds,
     writable_file,
 )
 
@@ -124,13 +123,7 @@ def _add_acp(sub: Any) -> None:
         metavar="LEVEL",
         help="debug, info, warning or error, any case (default: warning)",
     )
-    acp.add_argument(
-        "--interrupt-grace",
-        type=seconds,
-        default=5.0,
-        metavar="SECONDS",
-        help="how long a cancelled provider may take to stop before it is forced (default: 5)",
-    )
+    add_options(acp, ("--interrupt-grace",))
 
 
 def _add_demo(sub: Any) -> None:

@@ -11,6 +11,8 @@ import argparse
 import sys
 from typing import Any
 
+from agent_bridge.serve_options import add_options
+
 __all__ = ["COMMANDS", "add_parsers", "run"]
 
 COMMANDS = ("exec", "record")
@@ -45,7 +47,7 @@ def add_parsers(sub: Any) -> None:
     exe.add_argument("--format", choices=("ndjson", "text"), default="ndjson")
     exe.add_argument("--workspace", metavar="DIR", help="the session's workspace")
     exe.add_argument("--state-dir", metavar="DIR", help="the journal (as for serve)")
-    exe.add_argument("--interrupt-grace", type=float, default=5.0, metavar="SECONDS")
+    add_options(exe, ("--interrupt-grace",))  # as serve has it (checked, with its help)
 
     rec = sub.add_parser(
         "record",

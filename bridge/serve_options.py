@@ -196,8 +196,8 @@ SERVE_OPTIONS: Final = (
     ),
     ServeOption(
         "--interrupt-grace",
-        "how long an interrupted provider may take to stop before it is forced "
-        "(default: 5)",
+        "how long an interrupted (over ACP: cancelled) run's provider may take to stop "
+        "before it is forced (default: 5)",
         default=5.0,
         check=seconds,
         metavar="SECONDS",

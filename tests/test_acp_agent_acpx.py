@@ -13,11 +13,14 @@ schema.json.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +63,12 @@ class Acpx:
             "HOME": str(self.home),
             "TMPDIR": str(base),
         }
+
+    @property
+    def socket_dir(self) -> Path:
+        """Where acpx puts its queue sockets: a fixed directory under /tmp named by a hash
+        of HOME (for short socket paths), outside TMPDIR, so the test removes it."""
+        return Path("/tmp") / f"acpx-{hashlib.sha256(str(self.home).encode()).hexdigest()[:10]}"
 
     def argv(self, *args: str) -> list[str]:
         return [self.node, self.cli, "--agent", str(self.agent), "--ttl", "1", *args]
@@ -127,8 +136,16 @@ def turn(output: str) -> tuple[str, str | None]:
     return text, stops[-1] if stops else None
 
 
-def test_acpx_drives_the_scenario(tmp_path: Path) -> None:
-    acpx = Acpx(tmp_path)
+@pytest.fixture
+def acpx(tmp_path: Path) -> Iterator[Acpx]:
+    client = Acpx(tmp_path)
+    try:
+        yield client
+    finally:
+        shutil.rmtree(client.socket_dir, ignore_errors=True)
+
+
+def test_acpx_drives_the_scenario(acpx: Acpx) -> None:
     created = json.loads(acpx.run("--format", "json", "sessions", "new").splitlines()[-1])
     sid = created["acpxSessionId"]
     assert sid.startswith("ses_")
@@ -171,6 +188,7 @@ def test_acpx_drives_the_scenario(tmp_path: Path) -> None:
     assert stop == "end_turn" and text == "Echo: after restart"
     acpx.run("sessions", "close")
     acpx.wait_bridges_gone()
+    assert acpx.socket_dir.is_dir()  # where the fixture looks is where acpx wrote
 
     records = acpx.logged()
     methods = [r["msg"].get("method") for r in records if r["dir"] == "->"]

@@ -24,6 +24,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import zipfile
 from collections.abc import Iterator
@@ -329,6 +330,7 @@ def host(tmp_path: Path, vsix: tuple[Path, str]) -> Iterator[dict[str, Any]]:
         start_new_session=True,
     )
     browser: subprocess.Popen[bytes] | None = None
+    browser_tmp = tempfile.mkdtemp(prefix="ab-chromium-")
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -349,7 +351,9 @@ def host(tmp_path: Path, vsix: tuple[Path, str]) -> Iterator[dict[str, Any]]:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL,
-            env=env,
+            # Chromium's singleton socket directory: short (a socket path has ~107
+            # bytes), and removed below instead of left in /tmp
+            env={**env, "TMPDIR": browser_tmp},
             start_new_session=True,
         )
         yield {
@@ -364,6 +368,7 @@ def host(tmp_path: Path, vsix: tuple[Path, str]) -> Iterator[dict[str, Any]]:
             _end_group(browser)
         _end_group(code_server)
         cs_log.close()
+        shutil.rmtree(browser_tmp, ignore_errors=True)
 
 
 def _wait_result(host: dict[str, Any], timeout: float = 180) -> dict[str, Any]:
