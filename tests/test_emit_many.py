@@ -20,6 +20,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stub_providers import stub_descriptor
 
 from agent_bridge.ids import Clock, IdFactory
 from agent_bridge.journal.journal import Journal
@@ -35,15 +36,7 @@ from agent_bridge.spi import (
 )
 from agent_bridge.wire.events import ProviderPayload, TextDelta, ThinkingDelta, ToolActivity
 from agent_bridge.wire.methods import EventsReadParams, RunInput, RunStartParams
-from agent_bridge.wire.providers import (
-    ApprovalCapability,
-    Capabilities,
-    InteractionCapabilities,
-    ProviderDescriptor,
-    QuestionCapability,
-    RecoveryCapability,
-    RunCapabilities,
-)
+from agent_bridge.wire.providers import ProviderDescriptor
 
 #: what a test's run does with its context; returns the run's outcome
 Script = Callable[[RunContext], Any]
@@ -117,20 +110,7 @@ class BatchProvider(AgentProvider):
         self.contexts: list[RunContext] = []
 
     def describe(self) -> ProviderDescriptor:
-        return ProviderDescriptor(
-            id=self.id,
-            display_name="Batch",
-            version="0",
-            maturity="stub",
-            capabilities=Capabilities(
-                run=RunCapabilities(interrupt="unsupported"),
-                interactions=InteractionCapabilities(
-                    approval=ApprovalCapability(supported=False),
-                    question=QuestionCapability(supported=False),
-                ),
-                recovery=RecoveryCapability(resume=False),
-            ),
-        )
+        return stub_descriptor(self.id, "Batch")
 
     async def create_session(self, ctx: SessionContext) -> ProviderSession:
         return _Session(self)

@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 from conftest import running_bridge
+from stub_providers import stub_descriptor
 
 from agent_bridge.adapters.scripted import ScriptedProvider
 from agent_bridge.errors import BridgeError
@@ -29,16 +30,7 @@ from agent_bridge.spi import (
 from agent_bridge.states import RUN_TRANSITIONS, IllegalTransition, transition
 from agent_bridge.wire.events import ToolActivity
 from agent_bridge.wire.methods import RunInput, RunStartParams
-from agent_bridge.wire.providers import (
-    ApprovalCapability,
-    Capabilities,
-    InteractionCapabilities,
-    OptionDescriptor,
-    ProviderDescriptor,
-    QuestionCapability,
-    RecoveryCapability,
-    RunCapabilities,
-)
+from agent_bridge.wire.providers import OptionDescriptor, ProviderDescriptor
 
 
 class FakeHost:
@@ -97,20 +89,7 @@ class MutatingProvider(AgentProvider):
     id = "mutating"
 
     def describe(self) -> ProviderDescriptor:
-        return ProviderDescriptor(
-            id=self.id,
-            display_name="Mutating",
-            version="0",
-            maturity="stub",
-            capabilities=Capabilities(
-                run=RunCapabilities(interrupt="unsupported"),
-                interactions=InteractionCapabilities(
-                    approval=ApprovalCapability(supported=False),
-                    question=QuestionCapability(supported=False),
-                ),
-                recovery=RecoveryCapability(resume=False),
-            ),
-        )
+        return stub_descriptor(self.id, "Mutating")
 
     async def create_session(self, ctx: SessionContext) -> ProviderSession:
         return MutatingSession()
