@@ -355,8 +355,7 @@ class Journal:
         self._seal()  # the events before this operation go first
         self._queue.append(op)
         self._ops += 1
-        if self._writer.idle:
-            self._writer.wake.set()
+        self._writer.submitted()
 
     def _seal(self) -> None:
         """Hand the open event batches to the writer."""
@@ -370,8 +369,7 @@ class Journal:
         self._queue.append((OP_EVENTS, list(self._open.values())))
         self._ops += 1
         self._open = {}
-        if self._writer.idle:
-            self._writer.wake.set()
+        self._writer.submitted()
 
     def _batch(self, session_id: str, first: int) -> EventBatch | None:
         """Open a batch for ``session_id`` (its first event at ``first``); the open batches

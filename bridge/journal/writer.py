@@ -182,6 +182,11 @@ class Writer:
         """Start the thread."""
         self._thread.start()
 
+    def submitted(self) -> None:
+        """Operations were appended to :attr:`queue`: wake the thread if it waits."""
+        if self.idle:
+            self.wake.set()
+
     def stop(self) -> None:
         """Ask the thread to commit what is queued and end; see :meth:`join`."""
         self._stopping = True
