@@ -67,6 +67,36 @@ def test_config_options_of_codex_and_choices() -> None:
         assert bad.value.error_code == "invalid_params"
 
 
+def test_boolean_options_are_toggles_only_for_a_client_that_takes_them() -> None:
+    codex = ProviderRegistry.default().get("codex").describe()
+    assert "strictConfig" not in {o["id"] for o in config_options(codex, {}, ["codex"])}
+    with pytest.raises(BridgeError) as unknown:  # not offered to such a client
+        apply_choice(codex, {}, "strictConfig", False)
+    assert unknown.value.info.details == {"field": "configId"}
+    toggles = {
+        o["id"]: o
+        for o in config_options(codex, {"strictConfig": False}, ["codex"], booleans=True)
+        if o["type"] == "boolean"
+    }
+    assert set(toggles) == {"strictConfig"}
+    assert toggles["strictConfig"]["currentValue"] is False
+    assert "description" in toggles["strictConfig"]
+    (default,) = (
+        o for o in config_options(codex, {}, ["codex"], booleans=True) if o["type"] == "boolean"
+    )
+    assert default["currentValue"] is True  # the provider's declared default
+    assert apply_choice(codex, {"model": "m"}, "strictConfig", False, booleans=True) == {
+        "model": "m",
+        "strictConfig": False,
+    }
+    for value in ("false", 0, None):
+        with pytest.raises(BridgeError) as bad:
+            apply_choice(codex, {}, "strictConfig", value, booleans=True)
+        assert bad.value.info.details == {"field": "value"}
+    with pytest.raises(BridgeError):  # a select still takes a value id only
+        apply_choice(codex, {}, "reasoningEffort", True, booleans=True)
+
+
 def test_mcp_servers_pass_through() -> None:
     registry = ProviderRegistry.default()
     stdio = {

@@ -1,6 +1,6 @@
 """A session's ACP config options and modes, from its provider's declared options (pure).
 
-Config options (``configOptions``, all ``select``):
+Config options (``configOptions``, ``select`` unless said otherwise):
 
 * ``provider`` — the configured providers; it can change while a session has had no
   prompt yet (the session is then recreated on the other provider, same id);
@@ -8,10 +8,14 @@ Config options (``configOptions``, all ``select``):
   offered as its current value, ``default`` and the provider's known aliases);
 * its permission option — ``permissionMode`` or ``approvalPolicy`` (category ``mode``,
   also offered as ACP ``modes``, so ``session/set_mode`` sets it);
-* ``reasoningEffort`` (category ``thought_level``), and its other ``enum`` session options.
+* ``reasoningEffort`` (category ``thought_level``), and its other ``enum`` session options;
+* its ``boolean`` session options as ``boolean`` toggles, only for a client that
+  advertises them (``clientCapabilities.session.configOptions.boolean``): to any other
+  client a ``boolean`` entry would be an unknown kind of option.
 
-The value ``default`` stands for "not set": the provider's own default.  A change is
-applied between runs (:meth:`agent_bridge.runtime.Runtime.reconfigure_session`).
+The value ``default`` stands for "not set": the provider's own default (a toggle shows
+the provider's default, ``false`` when it declares none).  A change is applied between
+runs (:meth:`agent_bridge.runtime.Runtime.reconfigure_session`).
 """
 
 from __future__ import annotations
@@ -47,6 +51,9 @@ _LABELS: Final = {
     "permissionMode": "Permission mode",
     "approvalPolicy": "Approval policy",
     "reasoningEffort": "Reasoning effort",
+    "clientFs": "Serve the agent's file reads and writes",
+    "clientTerminal": "Serve the agent's terminals",
+    "strictConfig": "Strict config.toml",
 }
 
 
@@ -86,15 +93,33 @@ def _choices(option: OptionDescriptor, provider_id: str, current: Any) -> list[s
     return values
 
 
-def _offered(descriptor: ProviderDescriptor) -> list[OptionDescriptor]:
-    """The provider's session options offered as config options."""
+def _offered(descriptor: ProviderDescriptor, booleans: bool) -> list[OptionDescriptor]:
+    """The provider's session options offered as config options (``boolean`` ones only
+    when ``booleans``: the client takes toggles)."""
     out: list[OptionDescriptor] = []
     for option in descriptor.options:
         if option.scope != "session":
             continue
-        if option.type == "enum" or (option.name == "model" and option.type == "string"):
+        if (
+            option.type == "enum"
+            or (option.name == "model" and option.type == "string")
+            or (booleans and option.type == "boolean")
+        ):
             out.append(option)
     return out
+
+
+def _toggle(option: OptionDescriptor, options: Mapping[str, Any]) -> dict[str, Any]:
+    value = options.get(option.name, option.default)
+    toggle: dict[str, Any] = {
+        "id": option.name,
+        "name": _LABELS.get(option.name, option.name),
+        "type": "boolean",
+        "currentValue": value if isinstance(value, bool) else False,
+    }
+    if option.description:
+        toggle["description"] = option.description
+    return toggle
 
 
 def mode_option(descriptor: ProviderDescriptor) -> OptionDescriptor | None:
@@ -112,9 +137,14 @@ def _current(option: OptionDescriptor, options: Mapping[str, Any]) -> str:
 
 
 def config_options(
-    descriptor: ProviderDescriptor, options: Mapping[str, Any], providers: Sequence[str]
+    descriptor: ProviderDescriptor,
+    options: Mapping[str, Any],
+    providers: Sequence[str],
+    *,
+    booleans: bool = False,
 ) -> list[dict[str, Any]]:
-    """The ``configOptions`` of a session on ``descriptor``'s provider with ``options``."""
+    """The ``configOptions`` of a session on ``descriptor``'s provider with ``options``
+    (with ``boolean`` toggles when ``booleans``: the client advertised them)."""
     out = [
         _select(
             PROVIDER_CONFIG_ID,
@@ -125,7 +155,10 @@ def config_options(
             "The agent behind agent-bridge (can change before the first prompt).",
         )
     ]
-    for option in _offered(descriptor):
+    for option in _offered(descriptor, booleans):
+        if option.type == "boolean":
+            out.append(_toggle(option, options))
+            continue
         category = _CATEGORIES.get(option.name)
         if option.name in MODE_OPTIONS:
             category = "mode"
@@ -157,17 +190,28 @@ def mode_state(descriptor: ProviderDescriptor, options: Mapping[str, Any]) -> di
 
 
 def apply_choice(
-    descriptor: ProviderDescriptor, options: Mapping[str, Any], config_id: str, value: Any
+    descriptor: ProviderDescriptor,
+    options: Mapping[str, Any],
+    config_id: str,
+    value: Any,
+    *,
+    booleans: bool = False,
 ) -> dict[str, Any]:
-    """The session options after choosing ``value`` for config option ``config_id``.
+    """The session options after choosing ``value`` for config option ``config_id`` (a
+    toggle, with ``booleans``, takes ``true`` or ``false``; every other option one of its
+    value ids).
 
     Raises ``invalid_params`` (``details.field``) for an unknown config id or a value it
     does not offer.
     """
-    offered = {o.name: o for o in _offered(descriptor)}
+    offered = {o.name: o for o in _offered(descriptor, booleans)}
     option = offered.get(config_id)
     if option is None:
         raise BridgeError("invalid_params", details={"field": "configId"})
+    if option.type == "boolean":
+        if not isinstance(value, bool):
+            raise BridgeError("invalid_params", details={"field": "value"})
+        return {**options, option.name: value}
     if not isinstance(value, str):
         raise BridgeError("invalid_params", details={"field": "value"})
     allowed = _choices(option, descriptor.id, options.get(option.name))

@@ -233,6 +233,12 @@ class AcpFrontend:
         return True
 
     @property
+    def _booleans(self) -> bool:
+        """Whether the client takes ``boolean`` config options."""
+        session = acp.obj(self.client_capabilities.get("session"))
+        return isinstance(acp.obj(session.get("configOptions")).get("boolean"), dict)
+
+    @property
     def _elicitation(self) -> bool:
         return isinstance(acp.obj(self.client_capabilities.get("elicitation")).get("form"), dict)
 
@@ -363,7 +369,9 @@ class AcpFrontend:
         session = self.runtime.sessions[session_id]
         options = self.runtime.session_options(session_id)
         view: dict[str, Any] = {
-            "configOptions": config_options(session.descriptor, options, self._providers()),
+            "configOptions": config_options(
+                session.descriptor, options, self._providers(), booleans=self._booleans
+            ),
         }
         modes = mode_state(session.descriptor, options)
         if modes is not None:
@@ -495,6 +503,7 @@ class AcpFrontend:
                 self.runtime.session_options(session_id),
                 params.config_id,
                 params.value,
+                booleans=self._booleans,
             )
             await self.runtime.reconfigure_session(session_id, options)
             mode = mode_option(session.descriptor)
