@@ -78,5 +78,25 @@ def test_typescript_sdk_client_drives_the_scenario(tmp_path: Path) -> None:
     assert provider["id"] == "provider" and provider["currentValue"] == "scripted"
     assert second["replies"]["after"] == {"stopReason": "end_turn"}
     assert second["afterText"] == "Echo: after restart"
+    assert second["replies"]["deleteOpen"] == {} and second["replies"]["delete"] == {}
+    assert second["replies"]["listAfterDelete"]["sessions"] == []
+    assert second["errors"]["loadDeleted"]["code"] == -32002
+    assert second["errors"]["loadDeleted"]["data"]["code"] == "session_not_found"
+    caps = second["replies"]["initialize"]["agentCapabilities"]["sessionCapabilities"]
+    assert caps["delete"] == {}
+    # an unknown session: the bridge answers -32002, which the SDK takes as deleted
+    assert second["replies"]["deleteUnknown"] == {}
     check_schema(log)
-    check_schema(log2)
+    records = check_schema(log2)
+    (ask,) = [
+        r["msg"]
+        for r in records
+        if r["dir"] == "->"
+        and r["msg"].get("method") == "session/delete"
+        and r["msg"]["params"]["sessionId"] == "ses_nope"
+    ]
+    (answer,) = [
+        r["msg"] for r in records if r["dir"] == "<-" and r["msg"].get("id") == ask["id"]
+    ]
+    assert answer["error"]["code"] == -32002
+    assert answer["error"]["data"]["code"] == "session_not_found"

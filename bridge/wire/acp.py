@@ -147,6 +147,12 @@ class CloseSessionRequest(_Acp, frozen=True):
     session_id: str
 
 
+class DeleteSessionRequest(_Acp, frozen=True):
+    """``session/delete``."""
+
+    session_id: str
+
+
 class PromptRequest(_Acp, frozen=True):
     """``session/prompt``: ``prompt`` is a list of content blocks."""
 

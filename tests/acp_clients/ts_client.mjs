@@ -8,7 +8,8 @@
 // PHASE "first": initialize, new session, a prompt allowed, one denied, one cancelled
 // mid-turn while its permission is unanswered, bad input, list.  PHASE "second" (a new
 // bridge process on the same journal): initialize, list, load SESSION_ID, set the
-// provider config option, prompt, close.
+// provider config option, prompt, close; delete a new open session and the closed one,
+// list, load it (an error) and delete an unknown one.
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import { pathToFileURL } from "node:url";
@@ -125,6 +126,21 @@ await app.connectWith(stream, async (ctx) => {
     });
     seen.afterText = text(seen.updates.slice(start));
     seen.replies.close = await ctx.request(acp.methods.agent.session.close, { sessionId });
+    // session/delete: an open session (closed first), then the closed one; then nothing
+    // of either is listed or loaded
+    const open = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+    seen.replies.deleteOpen = await ctx.request(acp.methods.agent.session.delete, {
+      sessionId: open.sessionId,
+    });
+    seen.replies.delete = await ctx.request(acp.methods.agent.session.delete, { sessionId });
+    seen.replies.listAfterDelete = await ctx.request(acp.methods.agent.session.list, {});
+    await expectError("loadDeleted", () =>
+      ctx.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] }),
+    );
+    // the SDK resolves a -32002 to session/delete as done (deleting is idempotent)
+    seen.replies.deleteUnknown = await ctx.request(acp.methods.agent.session.delete, {
+      sessionId: "ses_nope",
+    });
   }
 });
 

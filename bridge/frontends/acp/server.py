@@ -170,6 +170,7 @@ class AcpFrontend:
             "session/resume": (self._session_resume, acp.ResumeSessionRequest, True),
             "session/list": (self._session_list, acp.ListSessionsRequest, True),
             "session/close": (self._session_close, acp.CloseSessionRequest, True),
+            "session/delete": (self._session_delete, acp.DeleteSessionRequest, True),
             "session/prompt": (self._session_prompt, acp.PromptRequest, True),
             "session/set_mode": (self._session_set_mode, acp.SetSessionModeRequest, True),
             "session/set_config_option": (
@@ -333,7 +334,7 @@ class AcpFrontend:
                 "loadSession": True,
                 "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": mcp, "sse": False},
-                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
+                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
             },
             "authMethods": auth_methods,
             "agentInfo": {"name": "agent-bridge", "title": "agent-bridge", "version": __version__},
@@ -444,6 +445,15 @@ class AcpFrontend:
 
     async def _session_close(self, params: acp.CloseSessionRequest) -> dict[str, Any]:
         await self.runtime.close_session(params.session_id)
+        return {}
+
+    async def _session_delete(self, params: acp.DeleteSessionRequest) -> dict[str, Any]:
+        """Close the session if it is open (its turn, if any, ends cancelled) and delete
+        it from the journal: it is no longer listed, loaded or resumed."""
+        session_id = params.session_id
+        await self.runtime.delete_session(session_id)
+        self._mappers.pop(session_id, None)
+        self._prompted.discard(session_id)
         return {}
 
     # ------------------------------------------------------------------ prompt turns
