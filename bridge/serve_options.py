@@ -233,9 +233,10 @@ SERVE_OPTIONS: Final = (
     ),
     ServeOption(
         "--journal-sync",
-        "normal: commits survive a crash of the bridge; full: also of the machine "
-        "(default: normal)",
-        default="normal",
+        "full: every commit is on the disk before what it holds reaches a host, so it "
+        "survives a crash of the machine; normal: of the bridge process only, one fsync "
+        "fewer per commit (default: full)",
+        default="full",  # the journal's DEFAULT_SYNC (tests/test_serve_options.py)
         choices=("normal", "full"),
     ),
     ServeOption(

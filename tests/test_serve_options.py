@@ -118,7 +118,7 @@ _JOURNAL_LINE = [
     "--retain-mb",
     "100",
     "--journal-sync",
-    "full",
+    "normal",
     "--journal-fault-limit",
     "7",
 ]
@@ -145,10 +145,21 @@ def test_every_command_that_runs_a_runtime_takes_serve_s_journal_options(command
 def test_history_settings_are_what_open_history_takes() -> None:
     args = _parser().parse_args(["serve", *_JOURNAL_LINE])
     settings_ = history_settings(args)
-    assert settings_["sync"] == "full"
+    assert settings_["sync"] == "normal"
     assert settings_["memory_bytes"] == 8 * 1024 * 1024
     assert settings_["retention"].max_age_days == 2.5
     assert settings_["retention"].max_bytes == 100 * 1024 * 1024
+
+
+def test_the_journal_s_defaults_are_the_options_defaults() -> None:
+    """The defaults ``serve`` (and ``acp``, ``daemon``) parse to are the journal's own, so a
+    bridge embedded without the command line keeps the same promises."""
+    from agent_bridge.journal import DEFAULT_MEMORY_HISTORY_MB
+    from agent_bridge.journal.schema import DEFAULT_SYNC
+
+    settings_ = history_settings(_parser().parse_args(["serve"]))
+    assert settings_["sync"] == DEFAULT_SYNC == "full"
+    assert settings_["memory_bytes"] == DEFAULT_MEMORY_HISTORY_MB * 1024 * 1024
 
 
 def test_acp_runs_on_a_journal_opened_with_those_options(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from agent_bridge.journal.paging import page_range
 from agent_bridge.journal.paths import MEMORY, resolve_state_dir
 from agent_bridge.journal.raw import encode_raw
 from agent_bridge.journal.retention import Retention
-from agent_bridge.journal.schema import Sync
+from agent_bridge.journal.schema import DEFAULT_SYNC, Sync
 from agent_bridge.journal.settle import settle
 
 __all__ = [
@@ -40,7 +40,7 @@ def open_history(
     state_dir: str | None,
     *,
     retention: Retention = Retention(),  # noqa: B008 - frozen
-    sync: Sync = "normal",
+    sync: Sync = DEFAULT_SYNC,
     memory_bytes: int = DEFAULT_MEMORY_HISTORY_MB * 1024 * 1024,
 ) -> History:
     """Return the history for ``state_dir`` (the ``--state-dir`` value, or ``None`` for

@@ -53,6 +53,7 @@ from agent_bridge.journal.recovery import recover_dead_owners, recover_owner
 from agent_bridge.journal.retention import Retention, apply_retention
 from agent_bridge.journal.rows import delete_session_rows
 from agent_bridge.journal.schema import (
+    DEFAULT_SYNC,
     Sync,
     configure,
     connect,
@@ -152,7 +153,7 @@ class Journal:
         state_dir: str,
         *,
         retention: Retention = Retention(),  # noqa: B008 - frozen
-        sync: Sync = "normal",
+        sync: Sync = DEFAULT_SYNC,
         busy_timeout: float = 3.0,
         clock: Clock | None = None,
     ) -> Journal:

@@ -150,6 +150,10 @@ MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2}
 SCHEMA_VERSION: Final = max(MIGRATIONS)
 
 Sync = Literal["normal", "full"]
+#: ``full``: every commit is on the disk before anything it holds is acknowledged or
+#: delivered, so what a host saw survives a crash of the machine too (``normal``: of the
+#: bridge process only); see docs/journal.md, "Durability"
+DEFAULT_SYNC: Final[Sync] = "full"
 
 
 def connect(path: str, *, busy_timeout: float, readonly: bool = False) -> sqlite3.Connection:
@@ -274,7 +278,7 @@ def explain(path: str, exc: sqlite3.Error) -> JournalError:
 
 
 def open_journal_db(
-    path: str, *, busy_timeout: float = 3.0, sync: Sync = "normal"
+    path: str, *, busy_timeout: float = 3.0, sync: Sync = DEFAULT_SYNC
 ) -> sqlite3.Connection:
     """Open (creating or upgrading) the journal at ``path`` and return a connection to it
     in WAL mode; raises :class:`JournalError` for a newer, foreign, damaged or locked
