@@ -118,6 +118,10 @@ async def test_python_sdk_client_drives_the_scenario(tmp_path: Path) -> None:
             "usage_update",
         ):
             assert kind in kinds, (kind, kinds)
+        # the first prompt titles the session (ACP's session/new has no title)
+        infos = [u for _, u in client.updates if u.session_update == "session_info_update"]
+        assert [u.title for u in infos] == ["Greet"]
+        assert client.updates[0][1].session_update == "session_info_update"
         tool_call, options = client.asked[0]
         assert tool_call.title == "Write hello.txt"
         assert [o.option_id for o in options] == ["allow_once", "allow_always", "reject_once"]
@@ -131,6 +135,7 @@ async def test_python_sdk_client_drives_the_scenario(tmp_path: Path) -> None:
         reply = await conn.prompt(session_id=sid, prompt=[text_block("Again")])
         assert reply.stop_reason == "end_turn"
         assert client.texts() == DENIED
+        assert "session_info_update" not in client.kinds()  # titled once
 
         # 3: cancelled mid-turn, while the permission is unanswered
         client.decisions = [None]
@@ -168,6 +173,7 @@ async def test_python_sdk_client_drives_the_scenario(tmp_path: Path) -> None:
         listed = await conn.list_sessions(cwd=str(work))
         assert [s.session_id for s in listed.sessions] == [sid]
         assert listed.sessions[0].cwd == str(work)
+        assert listed.sessions[0].title == "Greet"  # from the journal, in a new bridge
         loaded = await conn.load_session(cwd=str(work), session_id=sid, mcp_servers=[])
         # the history was replayed before the reply: the three prompts and the replies
         users = [

@@ -10,7 +10,7 @@ from acp_agent_support import BRIDGE
 from agent_bridge.errors import BridgeError
 from agent_bridge.frontends.acp.command import parse_options
 from agent_bridge.frontends.acp.options import apply_choice, config_options, mcp_options
-from agent_bridge.frontends.acp.server import acp_error, prompt_text
+from agent_bridge.frontends.acp.server import TITLE_CHARS, acp_error, prompt_text, prompt_title
 from agent_bridge.frontends.acp.updates import UpdateMapper, stop_reason
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.wire.events import (
@@ -95,6 +95,18 @@ def test_boolean_options_are_toggles_only_for_a_client_that_takes_them() -> None
         assert bad.value.info.details == {"field": "value"}
     with pytest.raises(BridgeError):  # a select still takes a value id only
         apply_choice(codex, {}, "reasoningEffort", True, booleans=True)
+
+
+def test_a_first_prompt_gives_a_short_one_line_title() -> None:
+    assert prompt_title("Fix the build") == "Fix the build"
+    assert prompt_title("\n  \n  Fix   the\tbuild  \nthen test") == "Fix the build"
+    assert prompt_title("") is None and prompt_title(" \n\t") is None
+    words = " ".join(["word"] * 40)
+    long = prompt_title(words)
+    assert long is not None and long.endswith("…") and len(long) <= TITLE_CHARS
+    assert long[:-1] == words[: len(long) - 1] and not long[:-1].endswith(" ")
+    unbroken = prompt_title("x" * 200)
+    assert unbroken == "x" * (TITLE_CHARS - 1) + "…"
 
 
 def test_mcp_servers_pass_through() -> None:

@@ -592,6 +592,19 @@ class Runtime:
         ]
         return out, next_cursor
 
+    def retitle_session(self, session_id: str, title: str | None) -> SessionInfo:
+        """Give an open session of this process a new ``title`` (``None``: none); it is
+        recorded with the next commit.  Returns the session.  Raises
+        ``session_not_found`` for a session not open here and ``journal_failing`` while
+        the journal cannot commit."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise BridgeError("session_not_found")
+        self.services.check_writable()
+        session.title = title
+        self.history.update_session(session_id, title=title)
+        return session.info()
+
     async def reconfigure_session(self, session_id: str, options: dict[str, Any]) -> SessionInfo:
         """Give an open session new session ``options`` (all of them) between runs: the
         provider session is stopped (its recovery record saved) and the next run resumes

@@ -108,6 +108,24 @@ def prompt_text(blocks: Sequence[Any]) -> str:
     return "\n".join(parts)
 
 
+#: the longest title taken from a first prompt, in characters
+TITLE_CHARS: Final = 80
+
+
+def prompt_title(text: str) -> str | None:
+    """A session title from its first prompt's ``text``: the first line with text, its
+    whitespace collapsed, cut at a word within :data:`TITLE_CHARS` (then ending in
+    ``…``); ``None`` when there is no text."""
+    line = next((" ".join(s.split()) for s in text.splitlines() if s.strip()), "")
+    if not line:
+        return None
+    if len(line) <= TITLE_CHARS:
+        return line
+    cut = line[: TITLE_CHARS - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > TITLE_CHARS // 2 else cut).rstrip() + "…"
+
+
 class _Turn:
     """The one prompt turn in progress of a session."""
 
@@ -465,9 +483,9 @@ class AcpFrontend:
         turn = self._turns[session_id] = _Turn()
         self._prompted.add(session_id)
         try:
-            started = await self.runtime.start_run(
-                RunStartParams(session_id, RunInput(prompt_text(params.prompt)))
-            )
+            text = prompt_text(params.prompt)
+            self._title_from(session_id, text)
+            started = await self.runtime.start_run(RunStartParams(session_id, RunInput(text)))
             turn.run_id = started.run_id
             await turn.done.wait()
         finally:
@@ -566,6 +584,19 @@ class AcpFrontend:
             subscriber=self,
             session_id=session_id,
         )
+
+    def _title_from(self, session_id: str, text: str) -> None:
+        """Title an untitled session after its first prompt (ACP's ``session/new`` has no
+        title; ``session/list`` shows it, in every bridge on the journal) and tell the
+        client with a ``session_info_update``."""
+        session = self.runtime.sessions.get(session_id)
+        if session is None or session.state != "active" or session.title is not None:
+            return
+        title = prompt_title(text)
+        if title is None:
+            return
+        self.runtime.retitle_session(session_id, title)
+        self._notify(session_id, "session_info_update", title=title)
 
     def _notify(self, session_id: str, kind: str, **fields: Any) -> None:
         update = {"sessionUpdate": kind, **fields}
