@@ -28,7 +28,12 @@ from acp_agent_support import (
 )
 
 acp = pytest.importorskip("acp", reason="LOUD SKIP: agent-client-protocol is not installed")
-from acp import RequestError, spawn_agent_process, text_block  # noqa: E402
+from acp import (  # noqa: E402
+    RequestError,
+    resource_link_block,
+    spawn_agent_process,
+    text_block,
+)
 from acp.schema import (  # noqa: E402
     AllowedOutcome,
     AuthCapabilities,
@@ -196,6 +201,28 @@ async def test_python_sdk_client_drives_the_scenario(tmp_path: Path) -> None:
         records = check_schema(path)
         assert not any("unparsed" in r["msg"] for r in records)
     assert updates_of(check_schema(log2))[0]["sessionUpdate"] == "user_message_chunk"
+
+
+async def test_a_title_comes_from_the_prompt_s_text_not_its_resources(tmp_path: Path) -> None:
+    log = tmp_path / "acp.log"
+    script = tmp_path / "echo.json"
+    script.write_text(json.dumps({"runs": [{"steps": [{"type": "echo"}]}]}))
+    argv = agent_argv(log, tmp_path / "state", script)
+    client = Recorder()
+    async with spawn_agent_process(client, argv[0], *argv[1:]) as (conn, _process):
+        await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        link = resource_link_block(name="main.py", uri="file:///work/main.py")
+        reply = await conn.prompt(
+            session_id=session.session_id,
+            prompt=[link, text_block("  Explain\tthis file\nline by line")],
+        )
+        assert reply.stop_reason == "end_turn"
+        infos = [u for _, u in client.updates if u.session_update == "session_info_update"]
+        assert [u.title for u in infos] == ["Explain this file"]
+        listed = await conn.list_sessions()
+        assert [s.title for s in listed.sessions] == ["Explain this file"]
+    check_schema(log)
 
 
 async def test_client_gone_stops_runs_and_the_bridge(tmp_path: Path) -> None:

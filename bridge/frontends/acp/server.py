@@ -483,9 +483,10 @@ class AcpFrontend:
         turn = self._turns[session_id] = _Turn()
         self._prompted.add(session_id)
         try:
-            text = prompt_text(params.prompt)
-            self._title_from(session_id, text)
-            started = await self.runtime.start_run(RunStartParams(session_id, RunInput(text)))
+            self._title_from(session_id, params.prompt)
+            started = await self.runtime.start_run(
+                RunStartParams(session_id, RunInput(prompt_text(params.prompt)))
+            )
             turn.run_id = started.run_id
             await turn.done.wait()
         finally:
@@ -585,14 +586,15 @@ class AcpFrontend:
             session_id=session_id,
         )
 
-    def _title_from(self, session_id: str, text: str) -> None:
-        """Title an untitled session after its first prompt (ACP's ``session/new`` has no
-        title; ``session/list`` shows it, in every bridge on the journal) and tell the
-        client with a ``session_info_update``."""
+    def _title_from(self, session_id: str, prompt: Sequence[Any]) -> None:
+        """Title an untitled session after the text blocks of its first prompt (ACP's
+        ``session/new`` has no title; ``session/list`` shows it, in every bridge on the
+        journal) and tell the client with a ``session_info_update``."""
         session = self.runtime.sessions.get(session_id)
         if session is None or session.state != "active" or session.title is not None:
             return
-        title = prompt_title(text)
+        texts = [b["text"] for b in acp.objs(list(prompt)) if b.get("type") == "text"]
+        title = prompt_title("\n".join(t for t in texts if isinstance(t, str)))
         if title is None:
             return
         self.runtime.retitle_session(session_id, title)
