@@ -582,10 +582,12 @@ def test_clean_install_serves_acp(clean_venv: Venv, tmp_path: Path) -> None:
         params = {"sessionId": session["sessionId"], "prompt": prompt}
         reply = host.request("session/prompt", params)
         assert reply == {"stopReason": "end_turn"}
+        updates = [
+            m["params"]["update"] for m in host.received if m.get("method") == "session/update"
+        ]
+        assert updates[0] == {"sessionUpdate": "session_info_update", "title": "hi"}
         chunks = [
-            m["params"]["update"]["content"]["text"]
-            for m in host.received
-            if m.get("method") == "session/update"
+            u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"
         ]
         assert chunks == ["You said: hi"]
     finally:
