@@ -595,11 +595,13 @@ class Runtime:
     def retitle_session(self, session_id: str, title: str | None) -> SessionInfo:
         """Give an open session of this process a new ``title`` (``None``: none); it is
         recorded with the next commit.  Returns the session.  Raises
-        ``session_not_found`` for a session not open here and ``journal_failing`` while
-        the journal cannot commit."""
+        ``session_not_found`` for a session this process does not hold, ``session_closed``
+        for a closed one and ``journal_failing`` while the journal cannot commit."""
         session = self.sessions.get(session_id)
         if session is None:
             raise BridgeError("session_not_found")
+        if session.state != "active":
+            raise BridgeError("session_closed")
         self.services.check_writable()
         session.title = title
         self.history.update_session(session_id, title=title)

@@ -593,8 +593,12 @@ class AcpFrontend:
         session = self.runtime.sessions.get(session_id)
         if session is None or session.state != "active" or session.title is not None:
             return
-        texts = [b["text"] for b in acp.objs(list(prompt)) if b.get("type") == "text"]
-        title = prompt_title("\n".join(t for t in texts if isinstance(t, str)))
+        texts = [
+            b["text"]
+            for b in acp.objs(list(prompt))
+            if b.get("type") == "text" and isinstance(b.get("text"), str)
+        ]
+        title = prompt_title("\n".join(texts))
         if title is None:
             return
         self.runtime.retitle_session(session_id, title)
