@@ -205,3 +205,16 @@ def test_acp_runs_on_a_journal_opened_with_those_options(tmp_path: Path) -> None
     result = by_id[2]["result"]
     assert isinstance(result, dict) and "sessionId" in result, by_id
     assert (state / "journal.sqlite3").exists()
+
+
+@pytest.mark.parametrize("command", ["serve", "acp", "daemon", "exec"])
+def test_every_command_with_an_interrupt_grace_checks_it_as_serve_does(command: str) -> None:
+    """``--interrupt-grace`` comes from serve's table everywhere: the same default, range
+    and help (``exec`` once took any float, a negative one too)."""
+    extra = ["prompt"] if command == "exec" else []
+    assert _parser().parse_args([command, *extra]).interrupt_grace == 5.0
+    given = _parser().parse_args([command, "--interrupt-grace", "2.5", *extra])
+    assert given.interrupt_grace == 2.5
+    for bad in ("-1", "3601", "soon"):
+        with pytest.raises(SystemExit):
+            _parser().parse_args([command, "--interrupt-grace", bad, *extra])
