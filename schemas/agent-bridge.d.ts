@@ -183,6 +183,8 @@ export interface Capabilities {
   run: RunCapabilities;
   interactions: InteractionCapabilities;
   recovery: RecoveryCapability;
+  /** @defaultValue `{}` */
+  input?: InputCapabilities;
   [key: string]: unknown;
 }
 
@@ -437,6 +439,19 @@ export type FailureCause =
   | "tls_failure"
   | "unknown";
 
+/**
+ * A file or folder of the workspace the prompt refers to (a mention, a selection's
+ * place): the provider reads it itself.  `startLine`/`endLine` narrow it to lines
+ * (from 1, inclusive; `endLine` alone is refused).  A provider receives `path` as
+ * the resolved real path.
+ */
+export interface FileInput {
+  type: "file";
+  path: string;
+  startLine?: number | null;
+  endLine?: number | null;
+}
+
 /** Any message a host sends: a request or notification of a host->bridge method, a response to a bridge->host request, or an error response. */
 export type HostToBridgeMessage =
   | InitializeRequest
@@ -460,6 +475,40 @@ export type HostToBridgeMessage =
   | InteractionRequestResponse
   | CancelRequestNotification
   | JsonRpcErrorResponse;
+
+/**
+ * An image: exactly one of `data` (base64, standard alphabet, with `mimeType`) or
+ * `path` (inside the session's workspace; relative paths are taken from it).
+ *
+ * A provider receives it with `data` always set, and `path` resolved to its real
+ * path when the host gave one.
+ */
+export interface ImageInput {
+  type: "image";
+  mimeType?: string | null;
+  data?: string | null;
+  path?: string | null;
+}
+
+/** The images a provider takes: their MIME types and the largest, in bytes (decoded). */
+export interface ImageInputCapability {
+  mimeTypes: string[];
+  maxBytes: number;
+  [key: string]: unknown;
+}
+
+/**
+ * An image as `run.started` records it: its type, size in bytes and SHA-256 (hex)
+ * instead of its bytes, and the resolved `path` when the host gave one.
+ */
+export interface ImageRecord {
+  type: "image";
+  mimeType: string;
+  size: number;
+  sha256: string;
+  path?: string | null;
+  [key: string]: unknown;
+}
 
 /** `initialize`: the protocol version the host speaks, who it is, what it can do. */
 export interface InitializeParams {
@@ -499,6 +548,27 @@ export interface InitializedNotification {
   method: "initialized";
   params?: Empty;
 }
+
+/** One of TextInput, ImageInput, FileInput, ResourceInput. */
+export type InputBlock = TextInput | ImageInput | FileInput | ResourceInput;
+
+/**
+ * What a run's input may hold (see `RunInput`): the block `kinds` the provider
+ * takes, and for images (`image` among them) which types and how large.  Input
+ * outside these is refused before the run starts (`unsupported`, naming the block);
+ * the default is text only.
+ */
+export interface InputCapabilities {
+  /** @defaultValue `["text"]` */
+  kinds?: InputKind[];
+  image?: ImageInputCapability | null;
+  [key: string]: unknown;
+}
+
+export type InputKind = "file" | "image" | "resource" | "text";
+
+/** One of TextInput, ImageRecord, FileInput, ResourceInput. */
+export type InputRecord = TextInput | ImageRecord | FileInput | ResourceInput;
 
 /** The interaction kinds a provider may raise. */
 export interface InteractionCapabilities {
@@ -880,6 +950,17 @@ export interface RecoveryRecord {
   opaque: unknown;
 }
 
+/**
+ * An embedded resource: its `text` given inline, where it came from (`uri`: any
+ * URI, such as `file:///…` or an editor's `untitled:1`) and its `mimeType`.
+ */
+export interface ResourceInput {
+  type: "resource";
+  text: string;
+  uri?: string | null;
+  mimeType?: string | null;
+}
+
 /** How runs behave: interrupt mode, steering, concurrent runs per session. */
 export interface RunCapabilities {
   interrupt: "cooperative" | "immediate" | "unsupported";
@@ -904,9 +985,19 @@ export interface RunFailed {
   [key: string]: unknown;
 }
 
-/** What a run is asked to do. */
+/**
+ * What a run is asked to do: `text` (as always), or `content`, a list of input
+ * blocks (text, images, file references, embedded resources; each tagged by its
+ * `type`).  Exactly one of the two is given.
+ *
+ * A provider whose descriptor takes only text receives `text` (text blocks joined by
+ * a newline); any other receives what the host sent, with paths resolved and images'
+ * `data` filled in.
+ */
 export interface RunInput {
-  text: string;
+  text?: string | null;
+  /** @defaultValue `[]` */
+  content?: InputBlock[];
 }
 
 /** `run/interrupt`: acknowledged at once; the terminal event follows. */
@@ -985,10 +1076,16 @@ export interface RunStartResult {
   [key: string]: unknown;
 }
 
-/** A run began; `input` is the text it was started with. */
+/**
+ * A run began; `input` is the text it was started with (its text blocks joined by a
+ * newline when it was given as content), `content` the blocks it was given, when it
+ * was (images by their type, size and SHA-256, not their bytes).
+ */
 export interface RunStarted {
   type: "run.started";
   input: string;
+  /** @defaultValue `[]` */
+  content?: InputRecord[];
   [key: string]: unknown;
 }
 
@@ -1318,6 +1415,12 @@ export interface TextDelta {
   type: "text.delta";
   text: string;
   [key: string]: unknown;
+}
+
+/** Prompt text. */
+export interface TextInput {
+  type: "text";
+  text: string;
 }
 
 /** A piece of the model's visible reasoning. */
@@ -1775,6 +1878,10 @@ export interface ScriptedQuestionStep {
   onCancel?: ScriptedStep[];
 }
 
+export interface ScriptedReceivedStep {
+  type: "received";
+}
+
 /** One recorded run: its input and its events' payloads (ids and times aside). */
 export interface ScriptedRecordedRun {
   input: string;
@@ -1809,6 +1916,7 @@ export type ScriptedStep =
   | ScriptedTextStep
   | ScriptedStreamStep
   | ScriptedEchoStep
+  | ScriptedReceivedStep
   | ScriptedThinkingStep
   | ScriptedToolStep
   | ScriptedUsageStep

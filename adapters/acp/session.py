@@ -360,7 +360,10 @@ class AcpSession(ProviderSession):
         self._run = run
         entry = proc.conn.open_request(
             "session/prompt",
-            {"sessionId": self.settings.acp_session_id, "prompt": p.text_prompt(input.text)},
+            {
+                "sessionId": self.settings.acp_session_id,
+                "prompt": p.text_prompt(input.plain_text()),
+            },
         )
         self._tasks.start(self._await_prompt, proc, run, entry, name="session/prompt")
         return run

@@ -485,7 +485,7 @@ class CodexSession(ProviderSession):
             run.emit_all(list(pending))
             params: dict[str, Any] = {
                 "threadId": self.thread_id,
-                "input": p.text_input(input.text),
+                "input": p.text_input(input.plain_text()),
             }
             if self.settings.reasoning_effort is not None:
                 params["effort"] = self.settings.reasoning_effort
@@ -543,7 +543,7 @@ class CodexSession(ProviderSession):
         params = {
             "threadId": self.thread_id,
             "expectedTurnId": run.turn_id,
-            "input": p.text_input(input.text),
+            "input": p.text_input(input.plain_text()),
         }
         try:
             await self._call(proc, "turn/steer", params, p.TurnSteerResponse, CONTROL_TIMEOUT)

@@ -4,6 +4,11 @@ functions (no I/O), one per kind of step the session does not have to drive itse
 
 from __future__ import annotations
 
+import base64
+import hashlib
+
+import msgspec
+
 from agent_bridge.adapters.scripted.script import (
     ApprovalStep,
     DiagnosticStep,
@@ -25,6 +30,7 @@ from agent_bridge.wire.events import (
     Usage,
 )
 from agent_bridge.wire.events import PlanStep as WirePlanStep
+from agent_bridge.wire.inputs import ImageInput, ImageRecord, InputRecord
 from agent_bridge.wire.interactions import (
     Answer,
     ApprovalAnswer,
@@ -35,6 +41,7 @@ from agent_bridge.wire.interactions import (
     QuestionRequest,
     QuestionSetRequest,
 )
+from agent_bridge.wire.methods import RunInput
 
 __all__ = [
     "approval_request",
@@ -42,6 +49,7 @@ __all__ = [
     "plan_payload",
     "question_request",
     "question_set_request",
+    "received",
     "takes_recorded_branch",
     "text_chunks",
     "tool_payloads",
@@ -137,3 +145,18 @@ def takes_recorded_branch(recorded: Answer | None, outcome: InteractionOutcome) 
             return answer.choice == recorded.choice
         return answer.choice is None
     return type(answer) is type(recorded)
+
+
+def received(input: RunInput) -> str:
+    """The ``received`` step's reply: ``input``'s blocks as JSON, an image as the
+    :class:`ImageRecord` of the bytes its ``data`` decodes to (so a test sees that they
+    arrived whole)."""
+    out: list[InputRecord] = []
+    for block in input.blocks():
+        if isinstance(block, ImageInput):
+            data = base64.b64decode(block.data or "")
+            digest = hashlib.sha256(data).hexdigest()
+            out.append(ImageRecord(block.mime_type or "", len(data), digest, block.path))
+        else:
+            out.append(block)
+    return msgspec.json.encode(out).decode()

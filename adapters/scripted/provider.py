@@ -16,6 +16,8 @@ from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
 from agent_bridge.wire.providers import (
     ApprovalCapability,
     Capabilities,
+    ImageInputCapability,
+    InputCapabilities,
     InteractionCapabilities,
     OptionDescriptor,
     ProviderDescriptor,
@@ -50,6 +52,17 @@ OPTIONS: Final = (
 )
 
 
+#: every kind of input block; images of the common types up to 10 MiB (its ``received``
+#: step replies with what arrived)
+INPUT: Final = InputCapabilities(
+    kinds=("text", "image", "file", "resource"),
+    image=ImageInputCapability(
+        mime_types=("image/png", "image/jpeg", "image/gif", "image/webp"),
+        max_bytes=10 * 1024 * 1024,
+    ),
+)
+
+
 class ScriptedProvider(AgentProvider):
     """The built-in deterministic provider (id ``scripted``)."""
 
@@ -76,6 +89,7 @@ class ScriptedProvider(AgentProvider):
                     question=QuestionCapability(supported=True, question_set=True),
                 ),
                 recovery=RecoveryCapability(resume=True),
+                input=INPUT,
             ),
             options=OPTIONS,
         )

@@ -9,6 +9,8 @@ Each step is an object with a ``type``:
 ``text``             stream ``text`` as ``chunks`` deltas
 ``stream``           emit ``count`` deltas of ``text`` (benchmarks, soak tests)
 ``echo``             reply with the run's input text
+``received``         reply with what the run's input held, as JSON: its blocks, an
+                     image by its type, size and SHA-256 (for tests of run input)
 ``thinking``         a reasoning delta
 ``tool``             tool activity: started, optional output, completed/failed
 ``usage``            a usage event (context occupancy and cumulative spend)
@@ -68,6 +70,10 @@ class StreamStep(_Step, tag="stream"):
 
 class EchoStep(_Step, tag="echo"):
     prefix: str = "You said: "
+
+
+class ReceivedStep(_Step, tag="received"):
+    pass
 
 
 class ThinkingStep(_Step, tag="thinking"):
@@ -186,6 +192,7 @@ Step = (
     TextStep
     | StreamStep
     | EchoStep
+    | ReceivedStep
     | ThinkingStep
     | ToolStep
     | UsageStep

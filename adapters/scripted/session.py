@@ -35,6 +35,7 @@ from agent_bridge.adapters.scripted.script import (
     PlanStep,
     QuestionSetStep,
     QuestionStep,
+    ReceivedStep,
     Script,
     Step,
     StreamStep,
@@ -126,8 +127,9 @@ class ScriptedRun(RunHandle):
             self._scope.cancel()
 
     async def steer(self, input: RunInput) -> None:
-        self._steered.append(input.text)
-        await self._ctx.emit(TextDelta(text=f"[steer] {input.text}"), raw=input)
+        text = input.plain_text()
+        self._steered.append(text)
+        await self._ctx.emit(TextDelta(text=f"[steer] {text}"), raw=input)
 
     async def _honour_interrupt(self) -> None:
         """Stop here if an interrupt has begun (its delivery may still be on its way)."""
@@ -145,7 +147,9 @@ class ScriptedRun(RunHandle):
             elif isinstance(step, StreamStep):
                 await self._stream(step)
             elif isinstance(step, EchoStep):
-                await ctx.emit(TextDelta(text=step.prefix + self._input.text), raw=step)
+                await ctx.emit(TextDelta(text=step.prefix + self._input.plain_text()), raw=step)
+            elif isinstance(step, ReceivedStep):
+                await ctx.emit(TextDelta(text=mapping.received(self._input)), raw=step)
             elif isinstance(step, ThinkingStep):
                 await ctx.emit(ThinkingDelta(text=step.text), raw=step)
             elif isinstance(step, ToolStep):
@@ -245,7 +249,7 @@ class ScriptedSession(ProviderSession):
             raise BridgeError("session_closed")
         override = load_script(options)
         steps = (override or self._script).for_run(len(self._history))
-        self._history.append(input.text)
+        self._history.append(input.plain_text())
         run = ScriptedRun(steps, input, ctx)
         self._tasks.start(run.main, name="run")
         return run

@@ -54,6 +54,16 @@ class Receipts:
             raise BridgeError("command_conflict")
         return known[1]
 
+    def reserved(self, command_id: str, key: bytes) -> RunStartResult | None:
+        """:meth:`find` in this process's memory only (no wait): the result reserved for
+        ``command_id`` since, or ``None``; raises ``command_conflict`` as it does."""
+        known = self._known.get(command_id)
+        if known is None:
+            return None
+        if known[0] != key:
+            raise BridgeError("command_conflict")
+        return known[1]
+
     def reserve(self, command_id: str, key: bytes, result: RunStartResult) -> None:
         """Answer retries of ``command_id`` with ``result`` from now on."""
         self._known[command_id] = (key, result)

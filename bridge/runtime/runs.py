@@ -27,6 +27,7 @@ import msgspec
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.runtime.boundary import provider_call, quietly
+from agent_bridge.runtime.inputs import PreparedInput, prepare
 from agent_bridge.runtime.interactions import Interaction
 from agent_bridge.spi import InteractionOutcome, ProviderRun, RunOutcome
 from agent_bridge.states import RUN_TERMINAL, RUN_TRANSITIONS, RunState, transition
@@ -82,9 +83,10 @@ class Run:
         "state",
     )
 
-    def __init__(self, run_id: str, session: Session, input: RunInput) -> None:
+    def __init__(self, run_id: str, session: Session, input: PreparedInput) -> None:
         self.id = run_id
         self.session = session
+        #: the checked input (see :func:`agent_bridge.runtime.inputs.prepare_input`)
         self.input = input
         self.state: RunState = "starting"
         self.provider_run: ProviderRun | None = None
@@ -113,7 +115,7 @@ class Run:
         ``run.failed`` event), never the command."""
         session = self.session
         history = session.services.history
-        self._publish(RunStarted(input=self.input.text))
+        self._publish(RunStarted(input=self.input.text, content=self.input.record))
         history.run_started(session.id, self.id, session.stream.last_sequence)
         session.touch()
         provider_session = session.provider_session
@@ -121,7 +123,7 @@ class Run:
         try:
             with provider_call(f"run {self.id}: provider start_run"):
                 self.provider_run = await provider_session.start_run(
-                    self.input, options, RunContext(self)
+                    self.input.provider, options, RunContext(self)
                 )
         except BridgeError as exc:
             detail = getattr(exc, "detail", "")
@@ -253,15 +255,25 @@ class Run:
             await self.session.dispose_provider()
 
     async def steer(self, input: RunInput) -> None:
-        """Give the active run more input.  Raises ``unsupported`` unless the descriptor
-        says so, ``run_not_active`` once it ended or is being interrupted, or the
-        provider's classified failure."""
-        if not self.session.descriptor.capabilities.run.steer:
+        """Give the active run more input (checked as ``run/start``'s is).  Raises
+        ``unsupported`` unless the descriptor says so, ``run_not_active`` once it ended or
+        is being interrupted, the refusals of
+        :func:`agent_bridge.runtime.inputs.prepare_input`, or the provider's classified
+        failure."""
+        descriptor = self.session.descriptor
+        if not descriptor.capabilities.run.steer:
             raise BridgeError("unsupported")
+        self._steerable()
+        prepared = await prepare(input, descriptor.capabilities.input, self.session.workspace)
+        provider_run = self._steerable()  # it may have ended while the input was checked
+        with provider_call(f"run {self.id}: provider steer()"):
+            await provider_run.steer(prepared.provider)
+
+    def _steerable(self) -> ProviderRun:
+        """The provider's run, or ``run_not_active`` when it ended or is being interrupted."""
         if self.terminal or self.state == "interrupting" or self.provider_run is None:
             raise BridgeError("run_not_active")
-        with provider_call(f"run {self.id}: provider steer()"):
-            await self.provider_run.steer(input)
+        return self.provider_run
 
     # ------------------------------------------------------------------ interactions
 

@@ -45,6 +45,7 @@ from agent_bridge.ids import Clock, IdFactory
 from agent_bridge.journal import History, MemoryHistory, SessionRecord
 from agent_bridge.options import resolve_options
 from agent_bridge.registry import ProviderRegistry
+from agent_bridge.runtime.inputs import prepare
 from agent_bridge.runtime.reading import check_page, guard, read_page, replay
 from agent_bridge.runtime.receipts import Receipts
 from agent_bridge.runtime.runs import Run
@@ -706,7 +707,10 @@ class Runtime:
         events follow.
 
         Raises ``session_not_found``, ``session_closed``, ``session_in_use``,
-        ``run_active``, ``invalid_option``, ``command_conflict``.  A provider that fails to
+        ``run_active``, ``invalid_option``, ``command_conflict``, and the refusals of a
+        bad input (:func:`agent_bridge.runtime.inputs.prepare_input`: ``invalid_params``,
+        ``unsupported``, ``workspace_invalid``, naming the block), before anything is
+        started or recorded.  A provider that fails to
         start the run produces a ``run.failed`` event, not an error reply.  The same
         ``commandId`` with the same payload returns the first receipt (``duplicate``),
         also after a restart of the bridge.
@@ -732,6 +736,16 @@ class Runtime:
         if len(session.active_runs) >= limit:
             raise BridgeError("run_active")
         options = resolve_options(session.descriptor.options, params.options, "run")
+        capabilities = session.descriptor.capabilities.input
+        prepared = await prepare(params.input, capabilities, session.workspace)
+        if command_id is not None:  # a retry may have started it while the input was read
+            first = receipts.reserved(command_id, key)
+            if first is not None:
+                return RunStartResult(first.run_id, first.session_id, duplicate=True)
+        if session.state != "active":
+            raise BridgeError("session_closed")
+        if len(session.active_runs) >= limit:
+            raise BridgeError("run_active")
         run_id = self.services.ids.new("run")
         result = RunStartResult(run_id, session.id)
         if command_id is not None:
@@ -744,7 +758,7 @@ class Runtime:
                 if command_id is not None:
                     receipts.release(command_id)
                 raise
-        run = Run(run_id, session, params.input)
+        run = Run(run_id, session, prepared)
         self.runs[run.id] = run
         session.add_run(run)
         if command_id is not None:

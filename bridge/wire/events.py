@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from agent_bridge.wire.common import WireStruct
 from agent_bridge.wire.errors import ErrorInfo
+from agent_bridge.wire.inputs import InputRecord
 from agent_bridge.wire.interactions import Answer, InteractionRequest, SettledStatus
 from agent_bridge.wire.tools import ToolContent, ToolKind, ToolLocation
 
@@ -117,9 +118,12 @@ class Diagnostic(WireStruct, frozen=True, tag="diagnostic", tag_field="type"):
 
 
 class RunStarted(WireStruct, frozen=True, tag="run.started", tag_field="type"):
-    """A run began; ``input`` is the text it was started with."""
+    """A run began; ``input`` is the text it was started with (its text blocks joined by a
+    newline when it was given as content), ``content`` the blocks it was given, when it
+    was (images by their type, size and SHA-256, not their bytes)."""
 
     input: str
+    content: tuple[InputRecord, ...] = ()
 
 
 class RunCompleted(WireStruct, frozen=True, tag="run.completed", tag_field="type"):

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from agent_bridge.wire.common import LenientStruct, WireStruct
 from agent_bridge.wire.events import EventEnvelope
+from agent_bridge.wire.inputs import InputBlock, TextInput
 from agent_bridge.wire.interactions import Answer, InteractionRequest
 from agent_bridge.wire.providers import ProviderDescriptor
 
@@ -269,9 +270,29 @@ class SessionExportResult(WireStruct, frozen=True):
 
 
 class RunInput(WireStruct, frozen=True):
-    """What a run is asked to do."""
+    """What a run is asked to do: ``text`` (as always), or ``content``, a list of input
+    blocks (text, images, file references, embedded resources; each tagged by its
+    ``type``).  Exactly one of the two is given.
 
-    text: str
+    A provider whose descriptor takes only text receives ``text`` (text blocks joined by
+    a newline); any other receives what the host sent, with paths resolved and images'
+    ``data`` filled in.
+    """
+
+    text: str | None = None
+    content: tuple[InputBlock, ...] = ()
+
+    def blocks(self) -> tuple[InputBlock, ...]:
+        """The input as blocks (``text`` as one text block)."""
+        if self.text is not None:
+            return (TextInput(self.text),)
+        return self.content
+
+    def plain_text(self) -> str:
+        """The input's text: ``text``, or its text blocks joined by a newline."""
+        if self.text is not None:
+            return self.text
+        return "\n".join(b.text for b in self.content if isinstance(b, TextInput))
 
 
 class RunStartParams(WireStruct, frozen=True):

@@ -10,11 +10,14 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from agent_bridge.wire.common import WireStruct
+from agent_bridge.wire.inputs import InputKind
 
 __all__ = [
     "ApprovalCapability",
     "Availability",
     "Capabilities",
+    "ImageInputCapability",
+    "InputCapabilities",
     "InteractionCapabilities",
     "Maturity",
     "OptionDescriptor",
@@ -62,12 +65,30 @@ class RecoveryCapability(WireStruct, frozen=True):
     resume: bool
 
 
+class ImageInputCapability(WireStruct, frozen=True):
+    """The images a provider takes: their MIME types and the largest, in bytes (decoded)."""
+
+    mime_types: tuple[str, ...]
+    max_bytes: int
+
+
+class InputCapabilities(WireStruct, frozen=True):
+    """What a run's input may hold (see ``RunInput``): the block ``kinds`` the provider
+    takes, and for images (``image`` among them) which types and how large.  Input
+    outside these is refused before the run starts (``unsupported``, naming the block);
+    the default is text only."""
+
+    kinds: tuple[InputKind, ...] = ("text",)
+    image: ImageInputCapability | None = None
+
+
 class Capabilities(WireStruct, frozen=True):
     """A provider's structured capabilities."""
 
     run: RunCapabilities
     interactions: InteractionCapabilities
     recovery: RecoveryCapability
+    input: InputCapabilities = InputCapabilities()
 
 
 class OptionDescriptor(WireStruct, frozen=True):

@@ -724,6 +724,36 @@ def steer(rec: Recorder) -> None:
     rec.request("run/steer", {"runId": run, "input": {"text": "too late"}})
 
 
+#: a 1x1 PNG, base64
+PNG_1X1 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
+@scenario("run_input", doc=True)
+def run_input(rec: Recorder) -> None:
+    """run/start with content blocks: text, an inline image and an embedded resource reach
+    the provider (the scripted received step replies with what arrived) and run.started
+    records them (the image by its type, size and SHA-256).  A block the provider cannot
+    take, and a path in a session without a workspace, are refused before anything
+    starts, naming the block."""
+    session = create(rec, {"steps": [{"type": "received"}]})
+    content = [
+        {"type": "text", "text": "What does this show?"},
+        {"type": "image", "mimeType": "image/png", "data": PNG_1X1},
+        {"type": "resource", "text": "x = 1", "uri": "untitled:1", "mimeType": "text/x-python"},
+    ]
+    rec.request(
+        "run/start",
+        {"sessionId": session, "input": {"content": content}},
+        until=event("run.completed"),
+    )
+    bmp = {"type": "image", "mimeType": "image/bmp", "data": "Qk0="}
+    rec.request("run/start", {"sessionId": session, "input": {"content": [bmp]}})
+    mention = [{"type": "text", "text": "Explain"}, {"type": "file", "path": "src/main.py"}]
+    rec.request("run/start", {"sessionId": session, "input": {"content": mention}})
+
+
 # -- recovery
 
 
