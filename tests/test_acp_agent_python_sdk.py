@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,9 @@ from acp_agent_support import (
 acp = pytest.importorskip("acp", reason="LOUD SKIP: agent-client-protocol is not installed")
 from acp import (  # noqa: E402
     RequestError,
+    embedded_text_resource,
+    image_block,
+    resource_block,
     resource_link_block,
     spawn_agent_process,
     text_block,
@@ -212,7 +216,8 @@ async def test_a_title_comes_from_the_prompt_s_text_not_its_resources(tmp_path: 
     async with spawn_agent_process(client, argv[0], *argv[1:]) as (conn, _process):
         await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        link = resource_link_block(name="main.py", uri="file:///work/main.py")
+        (tmp_path / "main.py").write_text("print()\n")
+        link = resource_link_block(name="main.py", uri=(tmp_path / "main.py").as_uri())
         reply = await conn.prompt(
             session_id=session.session_id,
             prompt=[link, text_block("  Explain\tthis file\nline by line")],
@@ -310,6 +315,132 @@ async def test_bad_input_gets_clear_errors_and_the_agent_keeps_serving(tmp_path:
     assert created["result"]["sessionId"].startswith("ses_")
     for reply in (early, bad, relative, again, created):
         assert "traceback" not in json.dumps(reply).lower()
+    process.stdin.close()
+    assert await asyncio.wait_for(process.wait(), 20) == 0
+    check_schema(log)
+
+
+#: a real 1x1 PNG, base64
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
+async def test_images_resources_and_links_reach_the_provider_and_history(tmp_path: Path) -> None:
+    """An image, a resource link and an embedded resource pass through to the scripted
+    provider (its ``received`` step replies with what arrived), are refused when they are
+    not acceptable (-32602 naming the block, no turn), and session/load in a new bridge
+    replays the prompt's text, link and resource."""
+    import base64
+    import hashlib
+
+    log = tmp_path / "acp.log"
+    script = tmp_path / "received.json"
+    script.write_text(json.dumps({"steps": [{"type": "received"}]}))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "main.py").write_text("print()\n")
+    (tmp_path / "secret.py").write_text("x\n")
+    argv = agent_argv(log, tmp_path / "state", script)
+    client = Recorder()
+    prompt = [
+        text_block("What is wrong?"),
+        image_block(PNG, "image/png"),
+        resource_link_block(name="main.py", uri=(work / "main.py").as_uri()),
+        resource_block(embedded_text_resource("untitled:1", "x = 1", mime_type="text/x-python")),
+    ]
+    async with spawn_agent_process(client, argv[0], *argv[1:]) as (conn, _process):
+        init = await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        prompts = init.agent_capabilities.prompt_capabilities
+        assert (prompts.image, prompts.audio, prompts.embedded_context) == (True, False, True)
+        session = await conn.new_session(cwd=str(work), mcp_servers=[])
+        sid = session.session_id
+        reply = await conn.prompt(session_id=sid, prompt=prompt)
+        assert reply.stop_reason == "end_turn"
+        data = base64.b64decode(PNG)
+        real = os.path.realpath(work)
+        assert json.loads(client.texts()) == [
+            {"type": "text", "text": "What is wrong?"},
+            {
+                "type": "image",
+                "mimeType": "image/png",
+                "size": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            },
+            {"type": "file", "path": f"{real}/main.py"},
+            {"type": "resource", "text": "x = 1", "uri": "untitled:1", "mimeType": "text/x-python"},
+        ]
+        for bad, field in [
+            (
+                resource_link_block(name="s", uri=(tmp_path / "secret.py").as_uri()),
+                "input.content.1",
+            ),
+            (image_block("not base64!", "image/png"), "input.content.1"),
+            (image_block(PNG, "image/bmp"), "input.content.1"),
+            (resource_link_block(name="m", uri=(work / "missing.py").as_uri()), "input.content.1"),
+        ]:
+            with pytest.raises(RequestError) as refused:
+                await conn.prompt(session_id=sid, prompt=[text_block("x"), bad])
+            assert refused.value.code == -32602, bad
+            assert refused.value.data["details"]["field"] == field
+    check_schema(log)
+
+    log2 = tmp_path / "acp2.log"
+    client2 = Recorder()
+    argv = agent_argv(log2, tmp_path / "state", script)
+    async with spawn_agent_process(client2, argv[0], *argv[1:]) as (conn, _process):
+        await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        await conn.load_session(session_id=sid, cwd=str(work), mcp_servers=[])
+        asked = [u.content for _, u in client2.updates if u.session_update == "user_message_chunk"]
+        assert [c.type for c in asked] == ["text", "resource_link", "resource"]
+        assert asked[1].uri == (work / "main.py").resolve().as_uri()
+        assert asked[2].resource.text == "x = 1"
+    check_schema(log2)
+
+
+async def test_malformed_prompt_blocks_are_invalid_params(tmp_path: Path) -> None:
+    script = tmp_path / "echo.json"
+    script.write_text(json.dumps({"steps": [{"type": "echo"}]}))
+    log = tmp_path / "acp.log"
+    argv = agent_argv(log, tmp_path / "state", script)
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    assert process.stdin is not None and process.stdout is not None
+
+    async def exchange(id: int, method: str, params: Any) -> dict[str, Any]:
+        assert process.stdin is not None and process.stdout is not None
+        line = json.dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        process.stdin.write(line.encode() + b"\n")
+        await process.stdin.drain()
+        while True:
+            reply: dict[str, Any] = json.loads(
+                await asyncio.wait_for(process.stdout.readline(), 20)
+            )
+            if reply.get("id") == id:
+                return reply
+
+    await exchange(1, "initialize", {"protocolVersion": 1})
+    created = await exchange(2, "session/new", {"cwd": str(tmp_path), "mcpServers": []})
+    sid = created["result"]["sessionId"]
+    for n, block in enumerate(
+        [
+            {"text": "no type"},
+            {"type": "video", "data": "x"},
+            {"type": "text", "text": 5},
+            {"type": "image", "data": PNG},
+            {"type": "resource_link", "uri": "file:///x"},
+            {"type": "resource", "resource": {"uri": "untitled:1"}},
+            {"type": "audio", "data": "AA==", "mimeType": "audio/wav"},
+        ],
+        start=3,
+    ):
+        reply = await exchange(n, "session/prompt", {"sessionId": sid, "prompt": [block]})
+        assert reply["error"]["code"] == -32602, (block, reply)
+    ok = await exchange(
+        20, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}
+    )
+    assert ok["result"]["stopReason"] == "end_turn"
     process.stdin.close()
     assert await asyncio.wait_for(process.wait(), 20) == 0
     check_schema(log)

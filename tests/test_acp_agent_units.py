@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
+import msgspec
 import pytest
 from acp_agent_support import BRIDGE
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.frontends.acp.command import parse_options
 from agent_bridge.frontends.acp.options import apply_choice, config_options, mcp_options
-from agent_bridge.frontends.acp.server import TITLE_CHARS, acp_error, prompt_text, prompt_title
+from agent_bridge.frontends.acp.prompt import run_input
+from agent_bridge.frontends.acp.server import TITLE_CHARS, acp_error, prompt_title
 from agent_bridge.frontends.acp.updates import UpdateMapper, stop_reason
 from agent_bridge.registry import ProviderRegistry
+from agent_bridge.wire import acp
 from agent_bridge.wire.events import (
     ContextUsage,
     CumulativeUsage,
@@ -21,6 +25,8 @@ from agent_bridge.wire.events import (
     ToolActivity,
     Usage,
 )
+from agent_bridge.wire.inputs import FileInput, ImageInput, InputKind, ResourceInput, TextInput
+from agent_bridge.wire.methods import RunInput
 
 
 def test_stop_reasons() -> None:
@@ -127,19 +133,60 @@ def test_mcp_servers_pass_through() -> None:
     assert mcp_options(registry.get("scripted").describe(), [stdio]) == {}
 
 
-def test_prompt_text_and_error_codes() -> None:
-    blocks = [
-        {"type": "text", "text": "look at"},
-        {"type": "resource_link", "uri": "file:///a.py", "name": "a.py"},
-        {"type": "resource", "resource": {"uri": "file:///b.py", "text": "print()"}},
-        {"type": "image", "data": "", "mimeType": "image/png"},
-    ]
-    text = prompt_text(blocks)
-    assert text.startswith("look at\n@file:///a.py\n<resource uri=file:///b.py>\nprint()")
-    assert text.endswith("[image content omitted: not supported]")
+def _prompt(blocks: list[dict[str, Any]]) -> acp.Prompt:
+    return msgspec.convert(blocks, acp.Prompt)
+
+
+PROMPT = [
+    {"type": "text", "text": "look at"},
+    {"type": "resource_link", "uri": "file:///w/a%20b.py", "name": "a b.py"},
+    {"type": "resource_link", "uri": "https://example.test/x", "name": "x"},
+    {"type": "resource", "resource": {"uri": "file:///w/b.py", "text": "print()"}},
+]
+
+
+def test_a_prompt_for_a_text_only_provider_is_text() -> None:
+    assert run_input(_prompt(PROMPT), ("text",)) == RunInput(
+        text="look at\n@file:///w/a%20b.py\n@https://example.test/x\n"
+        "<resource uri=file:///w/b.py>\nprint()\n</resource>"
+    )
+    image = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    for block in (
+        image,
+        {"type": "audio", "data": "AA==", "mimeType": "audio/wav"},
+        {"type": "resource", "resource": {"uri": "file:///w/c.png", "blob": "AA=="}},
+        {"type": "resource", "resource": {"uri": "file:///w/c.png"}},
+    ):
+        with pytest.raises(BridgeError) as caught:
+            run_input(_prompt([PROMPT[0], block]), ("text",))
+        assert caught.value.error_code == "invalid_params"
+        assert caught.value.info.details is not None
+        assert caught.value.info.details["field"] == "prompt.1"
+
+
+def test_a_prompt_for_a_provider_taking_blocks_passes_them_through() -> None:
+    image = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    blob = {"uri": "file:///w/c.png", "blob": "iVBORw0KGgo=", "mimeType": "image/png"}
+    kinds: tuple[InputKind, ...] = ("text", "image", "file", "resource")
+    got = run_input(_prompt([*PROMPT, image, {"type": "resource", "resource": blob}]), kinds)
+    assert got == RunInput(
+        content=(
+            TextInput("look at"),
+            FileInput("/w/a b.py"),
+            TextInput("@https://example.test/x"),
+            ResourceInput("print()", "file:///w/b.py"),
+            ImageInput(mime_type="image/png", data="iVBORw0KGgo="),
+            ImageInput(mime_type="image/png", data="iVBORw0KGgo="),
+        )
+    )
+    assert run_input(_prompt(PROMPT[:1]), kinds) == RunInput(text="look at")
+
+
+def test_acp_error_codes() -> None:
     assert acp_error(BridgeError("provider_auth_required")).code == -32000
     assert acp_error(BridgeError("session_not_found")).code == -32002
     assert acp_error(BridgeError("invalid_option")).code == -32602
+    assert acp_error(BridgeError("unsupported")).code == -32602
     error = acp_error(BridgeError("provider_crashed"))
     assert error.code == -32603 and error.data["code"] == "provider_crashed"
 

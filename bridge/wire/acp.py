@@ -26,17 +26,24 @@ __all__ = [
     "RESOURCE_NOT_FOUND",
     "STOP_REASONS",
     "TOOL_KINDS",
+    "AudioContent",
     "AuthenticateRequest",
     "CancelNotification",
     "CloseSessionRequest",
+    "EmbeddedResource",
+    "ImageContent",
     "InitializeRequest",
     "ListSessionsRequest",
     "LoadSessionRequest",
     "NewSessionRequest",
+    "Prompt",
     "PromptRequest",
+    "ResourceContents",
+    "ResourceLink",
     "ResumeSessionRequest",
     "SetSessionConfigOptionRequest",
     "SetSessionModeRequest",
+    "TextContent",
     "obj",
     "objs",
     "selected_outcome",
@@ -153,11 +160,64 @@ class DeleteSessionRequest(_Acp, frozen=True):
     session_id: str
 
 
+class TextContent(_Acp, frozen=True, tag="text", tag_field="type"):
+    """A prompt's text."""
+
+    text: str
+
+
+class ImageContent(_Acp, frozen=True, tag="image", tag_field="type"):
+    """An image, base64 ``data`` of ``mimeType``."""
+
+    data: str
+    mime_type: str
+    uri: str | None = None
+
+
+class AudioContent(_Acp, frozen=True, tag="audio", tag_field="type"):
+    """Audio, base64 ``data`` of ``mimeType``."""
+
+    data: str
+    mime_type: str
+
+
+class ResourceLink(_Acp, frozen=True, tag="resource_link", tag_field="type"):
+    """A resource the agent can read itself (an ``@``-mentioned file)."""
+
+    uri: str
+    name: str
+    mime_type: str | None = None
+    title: str | None = None
+
+
+class ResourceContents(_Acp, frozen=True):
+    """An embedded resource's contents: ACP's text (``text``) or blob (``blob``, base64)
+    resource contents; one of the two is required (checked where it is used: msgspec
+    cannot tell two untagged shapes apart)."""
+
+    uri: str
+    text: str | None = None
+    blob: str | None = None
+    mime_type: str | None = None
+
+
+class EmbeddedResource(_Acp, frozen=True, tag="resource", tag_field="type"):
+    """A resource given inline (a selection, an unsaved buffer)."""
+
+    resource: ResourceContents
+
+
+#: A prompt: its content blocks (decoded strictly on ``type`` and the members' types, so
+#: a block that is not valid ACP is invalid params).  A list type, not a union alias:
+#: ACP's shapes stay out of the bridge's published schema.
+Prompt = list[TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource]
+
+
 class PromptRequest(_Acp, frozen=True):
     """``session/prompt``: ``prompt`` is a list of content blocks."""
 
     session_id: str
-    prompt: list[dict[str, Any]]
+    prompt: Prompt
 
 
 class CancelNotification(_Acp, frozen=True):

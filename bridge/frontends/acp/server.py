@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import anyio
@@ -37,13 +37,14 @@ from agent_bridge.frontends.acp.options import (
     mode_option,
     mode_state,
 )
+from agent_bridge.frontends.acp.prompt import prompt_capabilities, prompt_texts, run_input
 from agent_bridge.frontends.acp.updates import UpdateMapper, is_terminal, stop_reason
 from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Limits, Method
 from agent_bridge.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, RpcError
 from agent_bridge.runtime import Interaction, Runtime
 from agent_bridge.wire import acp
 from agent_bridge.wire.events import EventEnvelope, EventPayload, RunFailed
-from agent_bridge.wire.methods import RunInput, RunStartParams
+from agent_bridge.wire.methods import RunStartParams
 from agent_bridge.wire.providers import ProviderDescriptor
 
 __all__ = ["CREDENTIALS_METHOD", "LOGIN_ARGS", "AcpFrontend", "acp_error"]
@@ -60,6 +61,7 @@ _ACP_CODES: Final = {
     "invalid_params": INVALID_PARAMS,
     "invalid_option": INVALID_PARAMS,
     "workspace_invalid": INVALID_PARAMS,
+    "unsupported": INVALID_PARAMS,
 }
 #: The arguments of ``agent-bridge acp`` that run the provider's own login command
 #: (the ``terminal`` authentication method).
@@ -86,26 +88,6 @@ def _translated(handler: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awa
             raise acp_error(exc) from None
 
     return call
-
-
-def prompt_text(blocks: Sequence[Any]) -> str:
-    """The run input of an ACP prompt: its text blocks, resource links as ``@uri`` and
-    embedded text resources inlined (what cannot be given as text is named)."""
-    parts: list[str] = []
-    for block in acp.objs(list(blocks)):
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            parts.append(block["text"])
-        elif kind == "resource_link" and isinstance(block.get("uri"), str):
-            parts.append("@" + block["uri"])
-        elif kind == "resource":
-            resource = acp.obj(block.get("resource"))
-            text, uri = resource.get("text"), resource.get("uri")
-            if isinstance(text, str):
-                parts.append(f"<resource uri={uri!s}>\n{text}\n</resource>")
-        elif isinstance(kind, str):
-            parts.append(f"[{kind} content omitted: not supported]")
-    return "\n".join(parts)
 
 
 #: the longest title taken from a first prompt, in characters
@@ -350,7 +332,7 @@ class AcpFrontend:
             "protocolVersion": acp.PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": True,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "promptCapabilities": prompt_capabilities(descriptor),
                 "mcpCapabilities": {"http": mcp, "sse": False},
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
             },
@@ -483,10 +465,11 @@ class AcpFrontend:
         turn = self._turns[session_id] = _Turn()
         self._prompted.add(session_id)
         try:
+            session = self.runtime.sessions.get(session_id)
+            kinds = session.descriptor.capabilities.input.kinds if session else ("text",)
+            input = run_input(params.prompt, kinds)
             self._title_from(session_id, params.prompt)
-            started = await self.runtime.start_run(
-                RunStartParams(session_id, RunInput(prompt_text(params.prompt)))
-            )
+            started = await self.runtime.start_run(RunStartParams(session_id, input))
             turn.run_id = started.run_id
             await turn.done.wait()
         finally:
@@ -586,19 +569,14 @@ class AcpFrontend:
             session_id=session_id,
         )
 
-    def _title_from(self, session_id: str, prompt: Sequence[Any]) -> None:
+    def _title_from(self, session_id: str, prompt: acp.Prompt) -> None:
         """Title an untitled session after the text blocks of its first prompt (ACP's
         ``session/new`` has no title; ``session/list`` shows it, in every bridge on the
         journal) and tell the client with a ``session_info_update``."""
         session = self.runtime.sessions.get(session_id)
         if session is None or session.state != "active" or session.title is not None:
             return
-        texts = [
-            b["text"]
-            for b in acp.objs(list(prompt))
-            if b.get("type") == "text" and isinstance(b.get("text"), str)
-        ]
-        title = prompt_title("\n".join(texts))
+        title = prompt_title("\n".join(prompt_texts(prompt)))
         if title is None:
             return
         self.runtime.retitle_session(session_id, title)

@@ -14,7 +14,10 @@ bridge event                ACP update
 ``tool.activity`` end       ``tool_call_update`` ``completed`` / ``failed`` (rawOutput)
 ``plan.updated``            ``plan`` (every entry priority ``medium``)
 ``usage`` (with context)    ``usage_update`` (``used``, ``size``, cost in USD)
-``run.started`` (replay)    ``user_message_chunk`` with the run's input
+``run.started`` (replay)    ``user_message_chunk`` per block of the run's input (a
+                            file reference as a ``resource_link``, an embedded
+                            resource as a ``resource``; images are not replayed:
+                            history keeps their hash, not their bytes)
 ==========================  =========================================================
 
 Everything else (diagnostics, lifecycle and interaction events) has no ``session/update``:
@@ -24,6 +27,7 @@ requests of their own (:mod:`agent_bridge.frontends.acp.asking`).
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any, Final
 
 from agent_bridge.wire.acp import PLAN_STATUS_TO_ACP, text_block
@@ -39,6 +43,7 @@ from agent_bridge.wire.events import (
     ToolActivity,
     Usage,
 )
+from agent_bridge.wire.inputs import FileInput, ResourceInput, TextInput
 from agent_bridge.wire.tools import ToolContent, ToolEdit
 
 __all__ = ["MAX_TOOL_OUTPUT_CHARS", "UpdateMapper", "is_terminal", "stop_reason"]
@@ -110,8 +115,8 @@ class UpdateMapper:
             return [{"sessionUpdate": "plan", "entries": entries}]
         if isinstance(payload, Usage):
             return self._usage(payload)
-        if isinstance(payload, RunStarted) and replay and payload.input:
-            return [{"sessionUpdate": "user_message_chunk", "content": text_block(payload.input)}]
+        if isinstance(payload, RunStarted) and replay:
+            return _user_chunks(payload)
         return []
 
     def _tool(self, event: ToolActivity) -> Update:
@@ -174,3 +179,28 @@ class UpdateMapper:
         if cumulative is not None and cumulative.cost_usd is not None:
             update["cost"] = {"amount": cumulative.cost_usd, "currency": "USD"}
         return [update]
+
+
+def _user_chunks(started: RunStarted) -> list[Update]:
+    """The user's prompt of a replayed run, one ``user_message_chunk`` per block."""
+    if not started.content:
+        if not started.input:
+            return []
+        return [{"sessionUpdate": "user_message_chunk", "content": text_block(started.input)}]
+    out: list[Update] = []
+    for block in started.content:
+        content: dict[str, Any]
+        if isinstance(block, TextInput):
+            content = text_block(block.text)
+        elif isinstance(block, FileInput):
+            path = PurePosixPath(block.path)
+            content = {"type": "resource_link", "uri": path.as_uri(), "name": path.name or "/"}
+        elif isinstance(block, ResourceInput):
+            resource = {"uri": block.uri or "untitled:", "text": block.text}
+            if block.mime_type is not None:
+                resource["mimeType"] = block.mime_type
+            content = {"type": "resource", "resource": resource}
+        else:  # an image: its bytes are not kept in the history
+            continue
+        out.append({"sessionUpdate": "user_message_chunk", "content": content})
+    return out
