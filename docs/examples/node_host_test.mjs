@@ -1,20 +1,43 @@
 // A Node host's test against agent-bridge: spawn `agent-bridge serve`, replay a recorded
 // cassette through the scripted provider, answer as recorded, compare the events.
 //   node docs/examples/node_host_test.mjs CASSETTE.json [agent-bridge command...]
+// The command: the arguments after the cassette, else `agent-bridge` on PATH, else the
+// .venv of the checkout this file is in (scripts/setup.sh makes it).
 import { spawn } from "node:child_process";
-import { readFileSync, mkdtempSync, rmSync } from "node:fs";
+import { readFileSync, mkdtempSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { delimiter, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 
+function bridgeCommand() {
+  if (process.argv.length > 3) return process.argv.slice(3);
+  const onPath = (process.env.PATH ?? "")
+    .split(delimiter)
+    .some((dir) => dir && existsSync(join(dir, "agent-bridge")));
+  if (onPath) return ["agent-bridge"];
+  const checkout = fileURLToPath(new URL("../../.venv/bin/agent-bridge", import.meta.url));
+  if (existsSync(checkout)) return [checkout];
+  console.error(
+    "agent-bridge was not found: it is not on PATH and this checkout has no .venv. " +
+      "Next step: run `bash scripts/setup.sh` in the checkout, install it " +
+      "(`pipx install .`), or pass the command after the cassette.",
+  );
+  process.exit(2);
+}
+
 const cassettePath = resolve(process.argv[2]);
-const command = process.argv.length > 3 ? process.argv.slice(3) : ["agent-bridge"];
+const command = bridgeCommand();
 const cassette = JSON.parse(readFileSync(cassettePath, "utf8"));
 const stateDir = mkdtempSync(join(tmpdir(), "bridge-state-"));
 process.on("exit", () => rmSync(stateDir, { recursive: true, force: true })); // also on failure
 const child = spawn(command[0], [...command.slice(1), "serve", "--framing", "newline"], {
   stdio: ["pipe", "pipe", "inherit"],
   env: { ...process.env, AGENT_BRIDGE_STATE_DIR: stateDir },
+});
+child.on("error", (err) => {
+  console.error(`could not start ${command[0]}: ${err.code ?? err.message}`);
+  process.exit(2);
 });
 
 let buffer = "";
