@@ -26,6 +26,18 @@ def _fits(option: OptionDescriptor, value: Any) -> bool:
     return True  # json
 
 
+def _expected(option: OptionDescriptor) -> str:
+    """What ``option`` takes, for a reason: "one of 'a', 'b'", "a string", …"""
+    if option.type == "enum":
+        return "one of " + ", ".join(repr(v) for v in option.values)
+    return {
+        "string": "a string",
+        "boolean": "true or false",
+        "integer": "an integer",
+        "stringList": "a list of strings",
+    }.get(option.type, "JSON")
+
+
 def resolve_options(
     declared: tuple[OptionDescriptor, ...],
     given: Mapping[str, Any],
@@ -34,15 +46,26 @@ def resolve_options(
     """Return ``given`` with the defaults of ``scope``'s options filled in.
 
     Raises ``BridgeError("invalid_option")`` for an option the provider does not declare
-    for ``scope`` or a value it does not allow.
+    for ``scope`` or a value it does not allow, its ``reason`` saying which.
     """
     table = {o.name: o for o in declared if o.scope == scope}
     out: dict[str, Any] = {}
     for name, value in given.items():
         option = table.get(name)
-        if option is None or not _fits(option, value):
-            raise BridgeError("invalid_option", details={"option": name[:100], "scope": scope})
-        out[name] = value
+        if option is None:
+            others = sorted(table)
+            reason = f"the provider has no {scope} option {name[:60]!r}" + (
+                f" (its {scope} options: {', '.join(others)})"[:200] if others else ""
+            )
+        elif not _fits(option, value):
+            reason = f"{name!r} takes {_expected(option)}"
+        else:
+            out[name] = value
+            continue
+        raise BridgeError(
+            "invalid_option",
+            details={"option": name[:100], "scope": scope, "reason": reason[:300]},
+        )
     for name, option in table.items():
         if name not in out and option.default is not None:
             out[name] = option.default

@@ -264,6 +264,13 @@ class AgentProvider(abc.ABC):
         output and time.  The default says it is available."""
         return Availability(status="available")
 
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        """Raise ``BridgeError("invalid_option")`` (with a ``reason``) when the session
+        options ``options`` (already checked against the declared types) cannot work,
+        without making a session: ``agent-bridge acp`` checks its ``-o`` options at start
+        with it. The default finds nothing wrong."""
+        del options
+
     @abc.abstractmethod
     async def create_session(self, ctx: SessionContext) -> ProviderSession:
         """Start a new provider session; raise :class:`ProviderFailure`

@@ -23,23 +23,32 @@ def resolve_workspace(path: str | None) -> str | None:
     """
     if path is None:
         return None
-    if "\x00" in path or not os.path.isabs(path):
-        raise BridgeError("workspace_invalid")
+    if "\x00" in path:
+        raise _invalid("the path has a NUL byte")
+    if not os.path.isabs(path):
+        raise _invalid("the path is relative: give an absolute path")
     real = os.path.realpath(path)
+    if not os.path.exists(real):
+        raise _invalid("no such directory")
     if not os.path.isdir(real):
-        raise BridgeError("workspace_invalid")
+        raise _invalid("not a directory")
     return real
+
+
+def _invalid(reason: str) -> BridgeError:
+    """``workspace_invalid`` with ``reason`` (the bridge's own sentence)."""
+    return BridgeError("workspace_invalid", details={"reason": reason})
 
 
 def contained(workspace: str, path: str) -> str:
     """Return the real path of ``path`` (relative paths are taken from ``workspace``) if it
     lies inside ``workspace``; raise ``BridgeError("workspace_invalid")`` otherwise."""
     if "\x00" in path:
-        raise BridgeError("workspace_invalid")
+        raise _invalid("the path has a NUL byte")
     root = os.path.realpath(workspace)
     real = os.path.realpath(os.path.join(root, path))
     # commonpath, not a string prefix: "/work/ab" is not inside "/work/a", and every
     # path is inside "/" (root + os.sep would be "//" there).
     if os.path.commonpath((root, real)) != root:
-        raise BridgeError("workspace_invalid")
+        raise _invalid("the path is outside the workspace")
     return real

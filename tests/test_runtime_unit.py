@@ -173,7 +173,10 @@ async def test_scripted_provider_rejects_a_bad_script_clearly() -> None:
                 subscriber=FakeHost(),
             )
         assert caught.value.error_code == "invalid_option"
-        assert caught.value.info.details == {"option": "script"}
+        details = caught.value.info.details
+        assert details is not None and details["option"] == "script"
+        assert details["reason"].startswith("the script does not validate: ")
+        assert "dance" in details["reason"] and "steps[0]" in details["reason"]
 
 
 async def test_third_party_provider_is_found_through_the_entry_point_group(tmp_path: Path) -> None:

@@ -57,11 +57,13 @@ __all__ = [
     "assistant_payloads",
     "classify_result",
     "context_window",
+    "endpoint_label",
     "parse_questions",
     "permission_reply",
     "permission_request",
     "prompt_tokens",
     "question_answers",
+    "retry_diagnostic",
     "session_permission_updates",
     "stream_event_payloads",
     "tool_output",
@@ -114,6 +116,57 @@ DECLINED: Final = _diag(
     "the provider asked for something the adapter does not support; it was declined",
 )
 RETRY: Final = _diag("info", "provider_retry", "the provider is retrying a failed model request")
+
+_HOST_RE: Final = re.compile(r"^[A-Za-z0-9.\-]{1,100}$|^\[[0-9A-Fa-f:.]{2,60}\]$")
+
+
+def endpoint_label(environ: Mapping[str, str]) -> str:
+    """The model endpoint a ``claude`` child with ``environ`` talks to, for a message:
+    ``ANTHROPIC_BASE_URL``'s scheme, host and port only (never its user, password, path
+    or query), else "the default model endpoint"."""
+    from urllib.parse import urlsplit
+
+    raw = environ.get("ANTHROPIC_BASE_URL", "")
+    try:
+        url = urlsplit(raw)
+        port = url.port
+    except ValueError:
+        return "the model endpoint set in ANTHROPIC_BASE_URL"
+    host = url.hostname or ""
+    if host and ":" in host:
+        host = f"[{host}]"
+    if url.scheme not in ("http", "https") or not _HOST_RE.match(host):
+        return "the default model endpoint" if not raw else "ANTHROPIC_BASE_URL's endpoint"
+    return f"{url.scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
+def _count(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1000:
+        return value
+    return None
+
+
+def retry_diagnostic(message: Mapping[str, Any], endpoint: str) -> Diagnostic:
+    """The ``provider_retry`` diagnostic of a ``system``/``api_retry`` record, naming the
+    cause: the HTTP status the endpoint answered with, or no answer at all (the CLI gives
+    no status when it cannot connect), the endpoint (:func:`endpoint_label`) and the
+    attempt. Built from numbers and the bridge's own words: the record's ``error`` text
+    is upstream's and is not used."""
+    attempt, most = _count(message.get("attempt")), _count(message.get("max_retries"))
+    status = _count(message.get("error_status"))
+    which = f" (attempt {attempt} of {most})" if attempt and most else ""
+    if status is not None and 100 <= status <= 599:
+        cause = f"HTTP {status} from {endpoint}"
+        if status in (401, 403):
+            cause += " (the credentials were refused)"
+        elif status == 429:
+            cause += " (rate limited)"
+        elif status >= 500:
+            cause += " (a server error or overload)"
+    else:
+        cause = f"no response from {endpoint} (unreachable, refused or timed out)"
+    text = f"the provider is retrying a failed model request{which}: {cause}"
+    return _diag("warning", "provider_retry", text)
 
 
 def session_permission_updates(suggestions: object) -> list[dict[str, Any]]:

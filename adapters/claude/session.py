@@ -150,6 +150,8 @@ class ClaudeSession(ProviderSession):
         self._expect_results = 0
         self._permissions: dict[str, _Pending] = {}
         self._model: str | None = None
+        #: The model endpoint the CLI talks to, as retry notices name it.
+        self._endpoint = "the model endpoint"
         #: The stdout line being handled: the raw record of the payloads it produces.
         self._raw: bytes | None = None
         self._usage = mapping.UsageTotals.from_record(usage)
@@ -173,9 +175,9 @@ class ClaudeSession(ProviderSession):
     async def start(self, resume: str | None = None) -> None:
         """Spawn the CLI and complete the ``initialize`` handshake (bounded)."""
         argv = build_argv(self._config, resume)
-        spec = ProcessSpec(
-            argv, cwd=self._config.cwd, env=child_env(self._config.config_dir), name="claude"
-        )
+        env = child_env(self._config.config_dir)
+        self._endpoint = mapping.endpoint_label(env)
+        spec = ProcessSpec(argv, cwd=self._config.cwd, env=env, name="claude")
         resident = await start_resident(
             spec,
             self._ctx.task_group,
@@ -510,7 +512,7 @@ class ClaudeSession(ProviderSession):
             if isinstance(model, str):
                 self._model = model
         elif subtype == "api_retry":
-            await self._emit(run, mapping.RETRY)
+            await self._emit(run, mapping.retry_diagnostic(message, self._endpoint))
 
     async def _on_stream_event(self, run: ClaudeRun, message: dict[str, Any]) -> None:
         await self._emit_all(run, mapping.stream_event_payloads(run.state, message))

@@ -9,6 +9,7 @@ script and the inputs so far, so ``session/resume`` works across bridge processe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from agent_bridge.errors import BridgeError
@@ -93,6 +94,13 @@ class ScriptedProvider(AgentProvider):
             ),
             options=OPTIONS,
         )
+
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        """A script that does not load (a missing file, not JSON, a bad step) raises
+        ``invalid_option`` saying which."""
+        from agent_bridge.adapters.scripted.script import load_script
+
+        load_script(options)
 
     async def create_session(self, ctx: SessionContext) -> ProviderSession:
         from agent_bridge.adapters.scripted.script import load_script

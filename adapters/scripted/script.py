@@ -41,6 +41,7 @@ recording saw (provider, inputs, events), for hosts that check a replay against 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -265,17 +266,38 @@ def load_script(options: Mapping[str, Any], key: str = "script") -> Script | Non
     """The script given in ``options``: ``options[key]`` (inline JSON, or a string: the
     path of a JSON file holding it, relative to the bridge's working directory), else
     for the session key the file named by ``scriptFile``; ``None`` when there is none.
-    Raises ``invalid_option`` (naming ``key``) for a script that does not validate or a
-    file that cannot be read."""
+    Raises ``invalid_option`` naming ``key``, with a ``reason`` that tells a missing or
+    unreadable file, a file that is not JSON and a script that does not validate (the
+    step and the field) apart."""
+    path: str | None = None
     try:
         value = options.get(key)
         if isinstance(value, str):
-            return read_script_file(value)
-        if value is not None:
+            path = value
+        elif value is not None:
             return decode_script(value)
-        path = options.get("scriptFile")
-        if key == "script" and isinstance(path, str):
-            return read_script_file(path)
-    except (OSError, ValueError, msgspec.ValidationError):
-        raise BridgeError("invalid_option", details={"option": key}) from None
-    return None
+        elif key == "script" and isinstance(options.get("scriptFile"), str):
+            path = options["scriptFile"]
+        if path is None:
+            return None
+        return read_script_file(path)
+    except FileNotFoundError:
+        reason = f"no script file {_shown(path)} (relative to {_shown(os.getcwd())})"
+    except IsADirectoryError:
+        reason = f"the script file {_shown(path)} is a directory"
+    except OSError as exc:
+        reason = f"the script file {_shown(path)} cannot be read ({exc.strerror or 'error'})"
+    except msgspec.ValidationError as exc:
+        # msgspec's own sentence about the value the host gave, e.g. "Invalid value
+        # 'dance' - at `$.steps[0].type`"; the script is the host's input, not upstream's.
+        reason = f"the script does not validate: {exc}"
+    except ValueError as exc:
+        where = f" (line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
+        reason = f"the script file {_shown(path)} is not JSON{where}"
+    raise BridgeError("invalid_option", details={"option": key, "reason": reason[:300]})
+
+
+def _shown(path: str | None) -> str:
+    """``path`` as a reason shows it: quoted, its middle cut when long."""
+    text = repr(path or "")
+    return text if len(text) <= 120 else f"{text[:58]}…{text[-58:]}"

@@ -174,11 +174,12 @@ class Run:
             details = safe_details(outcome.details)
             # The one WARNING line per failed run, at the default log level: the code,
             # the classification the host gets, and the adapter's (redacted) detail.
+            shown = ", ".join(f"{k}={v}" for k, v in (details or {}).items())
             log.warning(
-                "run %s failed: %s %s%s",
+                "run %s failed: %s%s%s",
                 self.id,
                 code,
-                details or {},
+                f" ({shown})" if shown else "",
                 f": {outcome.detail}" if outcome.detail else "",
             )
             payload = RunFailed(error=ErrorInfo.of(code, details=details))
