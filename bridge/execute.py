@@ -441,7 +441,11 @@ async def _run(
                 host.run_id = started.run_id
                 await host.ended.wait()
             except BridgeError as exc:
-                sys.stderr.write(f"agent-bridge exec: {exc.error_code}: {exc.info.message}\n")
+                said = "; ".join(f"{k}: {v}" for k, v in (exc.info.details or {}).items())
+                said = f" ({said})" if said else ""
+                sys.stderr.write(
+                    f"agent-bridge exec: {exc.error_code}: {exc.info.message}{said}\n"
+                )
                 tg.cancel_scope.cancel()
                 return exit_code_for(exc.error_code)
             tg.cancel_scope.cancel()
@@ -471,6 +475,19 @@ def _split(declared: Any, options: dict[str, Any]) -> tuple[dict[str, Any], dict
     return session, run
 
 
+def not_utf8(text: str) -> str:
+    """Return why ``text`` (from argv or stdin, decoded with ``surrogateescape``) is not
+    UTF-8 — "is not UTF-8 (byte 0xe9 at offset 3)" — or ``""`` when it is.  A prompt that
+    is not UTF-8 is refused before a session is opened: no provider takes such bytes, and
+    the bridge does not guess an encoding (replacing them would change what was asked)."""
+    raw = text.encode("utf-8", "surrogateescape")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+    return ""
+
+
 def run_exec(
     *,
     prompt: str,
@@ -495,7 +512,12 @@ def run_exec(
         sys.stderr.write(f"agent-bridge exec: {exc}\n")
         return 2
     if prompt == "-":
-        prompt = sys.stdin.read().removesuffix("\n")  # echo and heredocs add one
+        prompt = sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
+        prompt = prompt.removesuffix("\n")  # echo and heredocs add one
+    refusal = not_utf8(prompt)
+    if refusal:
+        sys.stderr.write(f"agent-bridge exec: the prompt {refusal}\n")
+        return 2
     from agent_bridge.journal import JournalError
 
     host = _ExecHost(_Output(out, fmt), approve, _terminal_asker())

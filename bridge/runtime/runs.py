@@ -29,6 +29,7 @@ from agent_bridge.errors import BridgeError
 from agent_bridge.runtime.boundary import provider_call, quietly
 from agent_bridge.runtime.inputs import PreparedInput, prepare
 from agent_bridge.runtime.interactions import Interaction
+from agent_bridge.runtime.stream import UnencodableEvent
 from agent_bridge.spi import InteractionOutcome, ProviderRun, RunOutcome
 from agent_bridge.states import RUN_TERMINAL, RUN_TRANSITIONS, RunState, transition
 from agent_bridge.wire.errors import ErrorCode, ErrorInfo, safe_details
@@ -411,7 +412,15 @@ class RunContext:
             payload.text  # type: ignore[union-attr]
         ) is not str:
             payload = self._checked(payload)  # type: ignore[assignment]
-        return self._publish(run.id, payload, raw)
+        try:
+            return self._publish(run.id, payload, raw)
+        except UnencodableEvent:
+            return self._publish(run.id, self._unencodable(), raw)
+
+    def _unencodable(self) -> Diagnostic:
+        """The diagnostic that replaces a payload that cannot be encoded (logged)."""
+        log.warning("run %s: provider contract violation: text that is not Unicode", self._run.id)
+        return _contract("payload with text that is not valid Unicode (dropped)")
 
     async def emit(self, payload: ProviderPayload, raw: Any = None) -> None:
         if self._emit(payload, raw):
@@ -433,7 +442,17 @@ class RunContext:
             and _STR.issuperset(map(type, map(_text, checked)))
         ):
             checked = [self._checked(payload) for payload in payloads]
-        return self._publish_many(run.id, checked, raw)
+        try:
+            return self._publish_many(run.id, checked, raw)
+        except UnencodableEvent:
+            fixed: list[EventPayload] = []
+            for payload in checked:
+                try:
+                    _encode(payload)
+                except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
+                    payload = self._unencodable()
+                fixed.append(payload)
+            return self._publish_many(run.id, fixed, raw)
 
     def emit_nowait_many(self, payloads: Sequence[ProviderPayload], raw: Any = None) -> None:
         self._emit_many(payloads, raw)

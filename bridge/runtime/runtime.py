@@ -80,6 +80,20 @@ PROBE_TIMEOUT: Final = 15.0
 JOURNAL_FAULT_LIMIT: Final = 60.0
 
 
+def require_unicode(field: str, value: object) -> None:
+    """Raise ``invalid_params`` naming ``field`` when ``value`` holds a ``str`` that cannot
+    be encoded (a lone surrogate: bytes that were not UTF-8, decoded with
+    ``surrogateescape`` from argv, stdin or a file name).  Checked before anything is
+    recorded: such text could never be stored or shown, so it is refused up front (the
+    wire's JSON decoder already refuses it; this guards the other entry points)."""
+    try:
+        msgspec.json.encode(value)
+    except UnicodeEncodeError:
+        raise BridgeError(
+            "invalid_params",
+            details={"field": field, "reason": "text that is not valid Unicode (not UTF-8)"},
+        ) from None
+
 class HealthWatcher(Protocol):
     """A client told when the journal's health changes (a front-end's host connection)."""
 
@@ -327,6 +341,9 @@ class Runtime:
         session_id: str | None = None,
     ) -> SessionInfo:
         self.services.check_writable()
+        require_unicode("workspace", workspace)
+        require_unicode("options", options)
+        require_unicode("title", title)
         provider = self.registry.get(provider_id)
         descriptor = provider.describe()
         resolved = resolve_options(descriptor.options, options, "session")
@@ -728,6 +745,8 @@ class Runtime:
         return result
 
     async def _start_run(self, params: RunStartParams) -> RunStartResult:
+        require_unicode("input", params.input)
+        require_unicode("options", params.options)
         receipts = self._receipts
         command_id = params.command_id
         key = b""
@@ -780,7 +799,9 @@ class Runtime:
         return self._run(run_id).interrupt(reason)
 
     async def steer_run(self, run_id: str, input: RunInput) -> None:
-        """Give an active run more input (see :meth:`Run.steer`)."""
+        """Give an active run more input (see :meth:`Run.steer`); raises
+        ``invalid_params`` for text that is not Unicode."""
+        require_unicode("input", input)
         await self._run(run_id).steer(input)
 
     # ------------------------------------------------------------------ interactions

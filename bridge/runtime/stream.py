@@ -29,12 +29,29 @@ if TYPE_CHECKING:
     from agent_bridge.runtime.delivery import Delivery
     from agent_bridge.runtime.interactions import Interaction
 
-__all__ = ["EventStream", "Subscriber", "Subscription"]
+__all__ = ["EventStream", "Subscriber", "Subscription", "UnencodableEvent"]
 
 log = logging.getLogger("agent_bridge.runtime")
 
 _encode = msgspec.json.encode
 _TYPE_CODES: Final = TYPE_CODES
+
+
+class UnencodableEvent(ValueError):
+    """A payload cannot be encoded as JSON (a ``str`` holding a lone surrogate, from
+    bytes that were not UTF-8); raised by :meth:`EventStream.publish` before the payload
+    is given a sequence number, so the stream, its history and its subscribers are as
+    they were."""
+
+
+def _encoded(payload: EventPayload) -> bytes:
+    """Return ``payload`` as JSON; raises :class:`UnencodableEvent`."""
+    try:
+        return _encode(payload)
+    except (UnicodeEncodeError, TypeError, ValueError, OverflowError) as exc:
+        raise UnencodableEvent(
+            f"a {type(payload).__name__} payload cannot be encoded: {type(exc).__name__}"
+        ) from None
 
 
 class Subscriber(Protocol):
@@ -170,7 +187,13 @@ class EventStream:
     def publish(self, run_id: str | None, payload: EventPayload, raw: Any = None) -> bool:
         """Stamp ``payload`` with id, sequence and time, record it (with the raw record it
         came from, if any) and release it to the subscribers once it is durable; return
-        whether producers should wait (:meth:`drained`)."""
+        whether producers should wait (:meth:`drained`).  Raises
+        :class:`UnencodableEvent` (nothing stamped, recorded or sent) for a payload that
+        cannot be encoded: an event is encoded before it is given a sequence number."""
+        try:
+            encoded = _encode(payload)
+        except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
+            encoded = _encoded(payload)  # raises UnencodableEvent
         sequence = self.last_sequence + 1
         self.last_sequence = sequence
         fmt = self._fmt
@@ -179,7 +202,7 @@ class EventStream:
                 sequence,
                 sequence,
                 self.clock.now_iso_bytes(),
-                _encode(payload),
+                encoded,
             )
         else:
             if run_id is not self._run_id:  # one encode per run, not per event
@@ -190,7 +213,7 @@ class EventStream:
                 self._run_id_bytes,
                 sequence,
                 self.clock.now_iso_bytes(),
-                _encode(payload),
+                encoded,
             )
         if raw is None:
             raw_id = 0
@@ -212,7 +235,12 @@ class EventStream:
     def publish_many(self, run_id: str, payloads: list[EventPayload], raw: Any = None) -> bool:
         """As :meth:`publish` for each of ``payloads`` (a run's, at least one), in order,
         each its own event: consecutive sequences, stamped with one clock read, recorded
-        and held (or sent) as one batch; return whether producers should wait."""
+        and held (or sent) as one batch; return whether producers should wait.  Raises
+        :class:`UnencodableEvent` (none of them stamped) if one cannot be encoded."""
+        try:
+            encoded = list(map(_encode, payloads))
+        except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
+            encoded = list(map(_encoded, payloads))  # raises UnencodableEvent
         first = self.last_sequence + 1
         stop = first + len(payloads)
         self.last_sequence = stop - 1
@@ -221,8 +249,7 @@ class EventStream:
             self._run_id_bytes = run_id.encode()
         template = self._fmt.run_batch(self._run_id_bytes, self.clock.now_iso_bytes())
         bodies = [
-            template % (sequence, sequence, _encode(payload))
-            for sequence, payload in enumerate(payloads, first)
+            template % (sequence, sequence, body) for sequence, body in enumerate(encoded, first)
         ]
         codes = bytes(map(_TYPE_CODES.__getitem__, map(type, payloads)))
         if raw is None:
