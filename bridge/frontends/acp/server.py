@@ -11,7 +11,12 @@ the client as ``session/request_permission`` / ``elicitation/create`` requests
 every update of the turn precedes the reply; a failed run is a JSON-RPC error whose
 ``data`` is the bridge's classified :class:`~agent_bridge.wire.errors.ErrorInfo`.
 ``session/cancel`` interrupts the run (its pending interactions are settled
-``cancelled`` at once and their requests withdrawn) and the prompt ends ``cancelled``.
+``cancelled`` at once and their requests withdrawn) and the prompt ends ``cancelled``;
+a cancel that arrives before the turn's run has started (in the same write as the
+prompt, say) is kept on the turn and interrupts the run as soon as it starts.  So that a
+prompt and a cancel read together are seen in the order they were sent, the cancel is
+handled as a task started after the prompt's (the prompt's task registers its turn
+before its first wait).
 Errors use ACP's codes (``-32000`` authentication required, ``-32002`` resource not
 found, ``-32602`` invalid params, ``-32603`` otherwise), always with ``data``.
 """
@@ -111,10 +116,12 @@ def prompt_title(text: str) -> str | None:
 class _Turn:
     """The one prompt turn in progress of a session."""
 
-    __slots__ = ("done", "run_id", "terminal")
+    __slots__ = ("cancelled", "done", "run_id", "terminal")
 
     def __init__(self) -> None:
         self.run_id: str | None = None
+        #: a ``session/cancel`` arrived (possibly before the run started)
+        self.cancelled = False
         self.terminal: EventPayload | None = None
         self.done = anyio.Event()
 
@@ -153,7 +160,11 @@ class AcpFrontend:
             receive,
             send,
             methods=self._methods(),
-            notifications={"session/cancel": Method(self._session_cancel, acp.CancelNotification)},
+            notifications={
+                "session/cancel": Method(
+                    self._session_cancel, acp.CancelNotification, is_async=True
+                )
+            },
             framing="newline",
             limits=limits,
             gate=self._gate,
@@ -471,6 +482,8 @@ class AcpFrontend:
             self._title_from(session_id, params.prompt)
             started = await self.runtime.start_run(RunStartParams(session_id, input))
             turn.run_id = started.run_id
+            if turn.cancelled:  # cancelled while the run was starting
+                self._interrupt(started.run_id)
             await turn.done.wait()
         finally:
             del self._turns[session_id]
@@ -485,18 +498,25 @@ class AcpFrontend:
         assert terminal is not None and not isinstance(terminal, RunFailed)
         return {"stopReason": stop_reason(terminal)}  # type: ignore[arg-type]
 
-    def _session_cancel(self, params: acp.CancelNotification) -> None:
+    async def _session_cancel(self, params: acp.CancelNotification) -> None:
+        """Interrupt the session's turn; a turn whose run has not started yet keeps the
+        cancel and interrupts its run once started (see the module docstring)."""
         turn = self._turns.get(params.session_id)
+        if turn is not None:
+            turn.cancelled = True
         if turn is None or turn.run_id is None:
             session = self.runtime.sessions.get(params.session_id)
             run_ids = list(session.active_runs) if session is not None else []
         else:
             run_ids = [turn.run_id]
         for run_id in run_ids:
-            try:
-                self.runtime.interrupt_run(run_id, "user")
-            except BridgeError as exc:
-                log.info("session/cancel: run %s not interrupted (%s)", run_id, exc.error_code)
+            self._interrupt(run_id)
+
+    def _interrupt(self, run_id: str) -> None:
+        try:
+            self.runtime.interrupt_run(run_id, "user")
+        except BridgeError as exc:
+            log.info("session/cancel: run %s not interrupted (%s)", run_id, exc.error_code)
 
     # ------------------------------------------------------------------ configuration
 

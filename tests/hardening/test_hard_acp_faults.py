@@ -1,0 +1,151 @@
+"""``agent-bridge acp`` against hostile or hasty clients, over real pipes (issue 30, items
+3 and 13): a ``session/cancel`` written in the same write as its ``session/prompt``, a
+request over ``--max-message-bytes``, a parse error and an unknown method (each error
+carries ``data``, as docs/acp-agent.md says).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from acp_agent_support import BRIDGE
+
+STREAM = {"runs": [{"steps": [{"type": "stream", "count": 100_000, "text": "tok "}]}] * 3}
+
+
+class RawAcp:
+    """``agent-bridge acp`` as a child over pipes; writes bytes as given (one ``write``
+    per call), reads newline-delimited messages."""
+
+    def __init__(self, tmp: Path, *extra: str) -> None:
+        script = tmp / "script.json"
+        script.write_text(json.dumps(STREAM))
+        self.proc = subprocess.Popen(
+            [
+                BRIDGE,
+                "acp",
+                "--provider",
+                "scripted",
+                "--state-dir",
+                str(tmp / "state"),
+                "--option",
+                f"script={script}",
+                *extra,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self._buf = b""
+        self.received: list[dict[str, Any]] = []
+
+    def write(self, *messages: dict[str, Any] | bytes) -> None:
+        data = b"".join(
+            m if isinstance(m, bytes) else json.dumps(m).encode() + b"\n" for m in messages
+        )
+        assert self.proc.stdin is not None
+        os.write(self.proc.stdin.fileno(), data)  # one write: the bridge reads them together
+
+    def until(self, predicate: Any, timeout: float = 60) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in self._buf:
+                line, self._buf = self._buf.split(b"\n", 1)
+                message = json.loads(line)
+                self.received.append(message)
+                if predicate(message):
+                    return message
+            left = deadline - time.monotonic()
+            assert left > 0, f"timed out; last received: {self.received[-3:]}"
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 1 << 20)
+                assert chunk, "the bridge closed its stdout"
+                self._buf += chunk
+
+    def reply(self, request_id: Any, timeout: float = 60) -> dict[str, Any]:
+        return self.until(lambda m: m.get("id") == request_id and "method" not in m, timeout)
+
+    def start(self, tmp: Path) -> str:
+        self.write(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": 1, "clientCapabilities": {}},
+            }
+        )
+        assert "result" in self.reply(1)
+        self.write(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "session/new",
+                "params": {"cwd": str(tmp), "mcpServers": []},
+            }
+        )
+        return str(self.reply(2)["result"]["sessionId"])
+
+    def close(self) -> bytes:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        assert self.proc.stderr is not None and self.proc.stdout is not None
+        self.proc.stdout.close()
+        try:
+            return self.proc.stderr.read()
+        finally:
+            self.proc.stderr.close()
+
+
+def _prompt(request_id: int, session: str) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]},
+    }
+
+
+def _cancel(session: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}
+
+
+def _chunks(acp: RawAcp) -> int:
+    return sum(
+        1
+        for m in acp.received
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
+
+
+def test_a_cancel_in_the_same_write_as_its_prompt_cancels_the_turn(tmp_path: Path) -> None:
+    """Rule: a cancel is never lost because the turn it cancels had not started yet.
+    The prompt streams 100,000 chunks; cancelled at once, it ends ``cancelled`` long
+    before, and the next prompt in the same write as its cancel ends ``cancelled`` too."""
+    acp = RawAcp(tmp_path)
+    try:
+        session = acp.start(tmp_path)
+        for request_id in (3, 4):
+            acp.write(_prompt(request_id, session), _cancel(session))
+            reply = acp.reply(request_id)
+            assert reply.get("result") == {"stopReason": "cancelled"}, reply
+        assert _chunks(acp) < 100_000
+    finally:
+        stderr = acp.close()
+    assert acp.proc.returncode == 0, stderr
+    assert b"Traceback" not in stderr
