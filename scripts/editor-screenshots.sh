@@ -8,12 +8,14 @@
 #                                          # editors/emacs/screenshot.png
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib/apt.sh
+source "$ROOT/scripts/lib/apt.sh"
 cd "$ROOT"
 bash scripts/setup.sh >/dev/null
 bash scripts/install-editors.sh >/dev/null
 if ! command -v chromium >/dev/null 2>&1; then
-  apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+  apt_get update -qq >/dev/null
+  apt_get install -y -qq \
     --no-install-recommends chromium fonts-dejavu-core >/dev/null
 fi
 TOOLS="$ROOT/.tools/editors/bin"

@@ -14,6 +14,8 @@
 # a failure.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib/apt.sh
+source "$ROOT/scripts/lib/apt.sh"
 cd "$ROOT"
 
 NEOVIM_VERSION=0.11.4
@@ -53,8 +55,8 @@ compgen -G "/usr/share/emacs/site-lisp/elpa-src/package-lint-*" >/dev/null || mi
 if (( ${#missing[@]} )); then
   if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
     echo "== installing ${missing[*]} (Debian)"
-    apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+    apt_get update -qq >/dev/null
+    apt_get install -y -qq \
       --no-install-recommends "${missing[@]}" >/dev/null
   else
     echo "WARNING: not root with apt-get: cannot install ${missing[*]}" >&2

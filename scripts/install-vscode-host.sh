@@ -18,6 +18,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib/apt.sh
+source "$ROOT/scripts/lib/apt.sh"
 PREFIX="${AGENT_BRIDGE_VSCODE_TOOLS:-$ROOT/.tools/vscode-host}"
 
 # npm package        version  (code-server 4.100.x is the last line whose engines allow
@@ -59,8 +61,8 @@ install_apt() {
   fi
   log "apt: installing ${missing[*]}"
   # Others may run apt at the same time: wait for the lock instead of failing.
-  apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+  apt_get update -qq >/dev/null
+  apt_get install -y -qq \
     --no-install-recommends "${missing[@]}" >/dev/null
 }
 

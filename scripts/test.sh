@@ -17,6 +17,8 @@
 # end-to-end tests that need it are skipped with a loud reason.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib/apt.sh
+source "$ROOT/scripts/lib/apt.sh"
 cd "$ROOT"
 
 bash scripts/setup.sh --dev
@@ -70,8 +72,8 @@ bash scripts/install-vscode-host.sh || [[ "${AGENT_BRIDGE_REQUIRE_CLIS:-}" != "1
 if [[ ! -x /usr/sbin/sshd ]]; then
   if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
     echo "== installing openssh-server (for the ssh transport tests)"
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    apt_get update -qq >/dev/null
+    apt_get install -y -qq --no-install-recommends \
       openssh-server openssh-client >/dev/null
   else
     echo "WARNING: no sshd and no root apt-get: the ssh transport tests will be skipped" >&2
@@ -89,8 +91,8 @@ bash scripts/install-editors.sh
 if ! command -v mkfs.ext4 >/dev/null 2>&1; then
   if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
     echo "== installing e2fsprogs (for the read-only remount test)"
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    apt_get update -qq >/dev/null
+    apt_get install -y -qq --no-install-recommends \
       e2fsprogs >/dev/null
   else
     echo "WARNING: no mkfs.ext4 and no root apt-get: the read-only remount test will be skipped" >&2
