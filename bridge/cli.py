@@ -180,6 +180,10 @@ def _add_harness_parsers(sub: Any) -> None:
 def _configure_logging(level: str, log_file: str | None) -> None:
     import logging
 
+    if log_file:
+        from agent_bridge.private_files import open_private
+
+        os.close(open_private(log_file))  # 0600 whatever the umask (it may quote a child)
     handler: logging.Handler = (
         logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
     )
@@ -221,7 +225,9 @@ def _serve(args: Any) -> int:
     # stops the bridge before anything else.
     if args.log_file is not None:
         try:
-            os.close(os.open(args.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666))
+            from agent_bridge.private_files import open_private
+
+            os.close(open_private(args.log_file))
         except OSError as exc:
             sys.stderr.write(f"agent-bridge serve: --log-file: {exc.strerror or exc}\n")
             return 2

@@ -127,6 +127,10 @@ def _daemon(args: argparse.Namespace) -> int:
         while read_pid(paths) is not None and time.monotonic() < deadline:
             time.sleep(0.05)
         return 0 if read_pid(paths) is None else 1
+    if args.log_file:
+        from agent_bridge.private_files import open_private
+
+        os.close(open_private(args.log_file))  # 0600 whatever the umask
     handler: logging.Handler = (
         logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler()
     )

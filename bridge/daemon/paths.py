@@ -2,17 +2,17 @@
 
 The socket directory is ``$XDG_RUNTIME_DIR/agent-bridge`` when that variable names an
 absolute directory, else ``<state dir>/run`` (for a ``:memory:`` state, a per-uid folder
-in the temporary directory).  It is created with mode 0700 and refused when another user
-owns it or others can enter it.  Names carry a short hash of the state directory, so each
-state directory has its own daemon: ``daemon-<hash>.sock``, ``daemon-<hash>.lock`` (an
-``flock`` held for the daemon's lifetime, holding its pid) and ``daemon-<hash>.log``.
+in the temporary directory).  It is created with mode 0700 whatever the umask and
+refused when another user owns it or others can write it
+(``agent_bridge.private_files``).  Names carry a short hash of the state directory, so
+each state directory has its own daemon: ``daemon-<hash>.sock``, ``daemon-<hash>.lock``
+(an ``flock`` held for the daemon's lifetime, holding its pid) and ``daemon-<hash>.log``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -65,15 +65,19 @@ def daemon_paths(state_dir: str | None, environ: Mapping[str, str] = os.environ)
     )
 
 
-def prepare_dir(directory: str) -> None:
-    """Create ``directory`` with mode 0700 (parents as needed), or check an existing one:
-    it must be a directory owned by this user that no one else can enter.  Raises
-    :class:`PathError`."""
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    info = os.lstat(directory)
-    if not stat.S_ISDIR(info.st_mode):
-        raise PathError(f"{directory} is not a directory")
-    if info.st_uid != os.getuid():
-        raise PathError(f"{directory} belongs to another user")
-    if info.st_mode & 0o077:
-        os.chmod(directory, 0o700)
+def prepare_dir(paths: DaemonPaths) -> None:
+    """Create the socket directory with mode 0700 (missing parents too, whatever the
+    umask), or check an existing one: a directory, not a link, owned by this user, that
+    no one else can write (one others can enter is made 0700).  The state directory is
+    checked the same way when the socket directory lies inside it.  Raises
+    :class:`PathError` (one line)."""
+    from agent_bridge.private_files import UnsafeDirectory, private_dir
+
+    try:
+        if paths.state_dir != MEMORY and paths.directory.startswith(paths.state_dir + os.sep):
+            private_dir(paths.state_dir)
+        private_dir(paths.directory, follow_symlinks=False, tighten=True)
+    except UnsafeDirectory as exc:
+        raise PathError(str(exc)) from None
+    except OSError as exc:
+        raise PathError(f"cannot create {paths.directory}: {exc.strerror}") from None

@@ -34,7 +34,7 @@ def start_daemon(paths: DaemonPaths, daemon_args: Sequence[str]) -> int:
     Raises :class:`ConnectError`."""
     from agent_bridge.processes import ProcessSpec, SpawnError, spawn_detached
 
-    prepare_dir(paths.directory)
+    prepare_dir(paths)
     # The daemon is the bridge itself, not a provider: it gets this user's environment as
     # it is (the adapters filter what reaches provider processes).  It is the
     # environment of the first connect; later ones share the running daemon.

@@ -50,7 +50,7 @@ class LockedDaemon:
     """The single-instance lock, held for the daemon's lifetime (the file holds its pid)."""
 
     def __init__(self, paths: DaemonPaths) -> None:
-        prepare_dir(paths.directory)
+        prepare_dir(paths)
         self._fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

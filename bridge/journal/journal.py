@@ -160,8 +160,12 @@ class Journal:
         """Open (creating, upgrading, recovering after a crash, applying retention) the
         journal in ``state_dir``; raises :class:`JournalError` with a one-line message."""
         clock = clock or Clock()
+        from agent_bridge.private_files import UnsafeDirectory, private_dir
+
         try:
-            os.makedirs(state_dir, mode=0o700, exist_ok=True)
+            private_dir(state_dir)
+        except UnsafeDirectory as exc:
+            raise JournalError(f"refusing the state directory: {exc}") from None
         except OSError as exc:
             raise JournalError(
                 f"cannot create the state directory {state_dir}: {exc.strerror}"

@@ -312,8 +312,9 @@ def _open_locked(path: str, busy_timeout: float, sync: Sync) -> sqlite3.Connecti
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         configure(conn, sync)
         if not os.path.exists(_marker(path)):
-            with open(_marker(path), "wb"):
-                pass
+            from agent_bridge.private_files import open_private
+
+            os.close(open_private(_marker(path), os.O_WRONLY))
     except OSError as exc:
         conn.close()
         raise JournalError(f"cannot create {_marker(path)}: {exc.strerror}") from None
