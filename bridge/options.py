@@ -1,4 +1,16 @@
-"""Validate session and run options against a provider's declared option descriptors."""
+"""Validate session and run options against a provider's declared option descriptors,
+and say what of them may be stored.
+
+An option named ``env`` (type ``json``: an object of strings) is, by the adapters'
+convention (``acp``, ``gemini``), environment for the agent's process: its values may be
+credentials.  The journal keeps session options so a later bridge can resume a session;
+:func:`storable_options` is what it keeps -- the ``env`` option's names with every value
+withheld, and any other string with the credentials this process passed to a child
+redacted.  A session reopened in the same process gets its withheld values back from
+memory (:func:`restore_withheld`); after a restart they are gone by design, and a resume
+without ``options`` is refused (``invalid_option``, option ``env``) so the host resumes
+it with its options again.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +20,12 @@ from typing import Any, Literal
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.providers import OptionDescriptor
 
-__all__ = ["resolve_options"]
+__all__ = ["ENV_OPTION", "WITHHELD", "resolve_options", "restore_withheld", "storable_options"]
+
+#: the option holding environment variables for the agent's process (see above)
+ENV_OPTION = "env"
+#: what the journal holds in place of each of its values
+WITHHELD = "[withheld]"
 
 
 def _fits(option: OptionDescriptor, value: Any) -> bool:
@@ -70,3 +87,40 @@ def resolve_options(
         if name not in out and option.default is not None:
             out[name] = option.default
     return out
+
+
+def storable_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Return what of ``options`` may be stored: each value of the ``env`` option replaced
+    by :data:`WITHHELD`, and every other string with remembered credentials redacted."""
+    from agent_bridge.redaction import redact_values
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact_values(value)
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        return value
+
+    out = {name: clean(value) for name, value in options.items()}
+    env = options.get(ENV_OPTION)
+    if isinstance(env, dict):
+        out[ENV_OPTION] = dict.fromkeys(env, WITHHELD)
+    return out
+
+
+def restore_withheld(
+    stored: Mapping[str, Any], remembered: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Return the options to resume with from ``stored`` (the journal's) and
+    ``remembered`` (the same session's full options, kept in this process, or ``None``).
+
+    Raises ``BridgeError("invalid_option")`` naming ``env`` when values were withheld and
+    this process does not have them: the host must resume with the options again."""
+    env = stored.get(ENV_OPTION)
+    if not (isinstance(env, dict) and WITHHELD in env.values()):
+        return dict(stored)
+    if remembered is not None:
+        return dict(remembered)
+    raise BridgeError("invalid_option", details={"option": ENV_OPTION, "scope": "session"})

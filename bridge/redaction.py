@@ -4,17 +4,38 @@ Why this module exists: a provider's stderr, an upstream error body or a CLI's m
 may carry API keys, bearer tokens or passwords, and such text must not reach a log, an
 error detail or a host unscrubbed.  :func:`redact` is that one safety net, shared by the
 process layer (:mod:`bridge.processes` redacts every stderr tail) and the adapters.  It
-depends on nothing but :mod:`re`, so anything may import it.
+depends on nothing but :mod:`re` (``logging`` only once a secret is remembered), so
+anything may import it.
+
+Two ways a secret is recognised:
+
+* by **shape**: ``Authorization:`` values, ``api_key=...``, ``sk-...`` and the like;
+* by **value**: every credential the bridge itself passes to a child process is
+  remembered (:func:`remember_secrets`, called by
+  :func:`agent_bridge.processes.build_child_env`, the one place a child's environment
+  is built) and replaced wherever it appears, whatever it looks like
+  (``ANTHROPIC_AUTH_TOKEN=tok-...`` has no key shape).  From the first remembered
+  secret on, every log record's message of this process is redacted as it is made
+  (a :mod:`logging` record factory), so no handler -- ``--log-file``, stderr, the
+  daemon's log -- can print one, whichever module logged it.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Final
+from collections.abc import Iterable
+from typing import Any, Final
 
-__all__ = ["redact"]
+__all__ = ["MIN_SECRET_LENGTH", "redact", "redact_values", "remember_secrets"]
 
 _REDACTED: Final = "[REDACTED]"
+
+#: Shorter values are not remembered: replacing every ``1`` or ``true`` would make logs
+#: unreadable and hide nothing (a credential that short is not one).
+MIN_SECRET_LENGTH: Final = 8
+
+#: the remembered values, longest first (so a secret containing another goes whole)
+_values: tuple[str, ...] = ()
 
 # Every pattern below runs in linear time on any input: matches start only where the
 # previous character cannot continue the match (a lookbehind, not \b, since tokens
@@ -76,8 +97,52 @@ def redact(text: str) -> str:
     This is a safety net for text the bridge did not write (a provider's stderr, an
     upstream error body), not a licence to log secrets.
     """
+    text = redact_values(text)
     text = _AUTH_HEADER_RE.sub(rf"\1{_REDACTED}", text)
     text = _BEARER_RE.sub(rf"\1{_REDACTED}", text)
     text = _KEY_VALUE_RE.sub(_redact_key_value, text)
     text = _URL_USERINFO_RE.sub(rf"\1{_REDACTED}@", text)
     return _TOKEN_SHAPES_RE.sub(_REDACTED, text)
+
+
+def redact_values(text: str) -> str:
+    """Return ``text`` with every remembered secret value (:func:`remember_secrets`)
+    replaced by ``[REDACTED]``; time O(len(text) x remembered values)."""
+    for value in _values:
+        if value in text:
+            text = text.replace(value, _REDACTED)
+    return text
+
+
+def remember_secrets(values: Iterable[str]) -> None:
+    """Remember credential ``values`` (those of at least :data:`MIN_SECRET_LENGTH`
+    characters) for the life of the process: :func:`redact` replaces them from now on,
+    and so does every log record made from now on."""
+    global _values
+    new = {v for v in values if len(v) >= MIN_SECRET_LENGTH} - set(_values)
+    if not new:
+        return
+    _values = tuple(sorted({*_values, *new}, key=len, reverse=True))
+    _redact_log_records()
+
+
+def _redact_log_records() -> None:
+    """Install (once) a log record factory that redacts each record's message."""
+    import logging
+
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "agent_bridge_redacts", False):
+        return
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # logging reports a bad format itself
+            return record
+        record.msg = redact(message)
+        record.args = None
+        return record
+
+    factory.agent_bridge_redacts = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)

@@ -238,7 +238,13 @@ def find_executable(
 def child_env(spec: AgentSpec, parent: Mapping[str, str] | None = None) -> dict[str, str]:
     """The complete environment of the agent's process (see the module doc)."""
     declared = {"NO_COLOR": "1", **spec.env}
-    return build_child_env(declared, passthrough=sorted(set(spec.pass_env)), parent=parent)
+    # what a configuration or host chose to pass may be a credential whatever its name
+    return build_child_env(
+        declared,
+        passthrough=sorted(set(spec.pass_env)),
+        parent=parent,
+        secret_names=(*spec.env, *spec.pass_env),
+    )
 
 
 def argv_for(spec: AgentSpec, executable: str) -> tuple[str, ...]:

@@ -232,7 +232,8 @@ def child_env(
     names |= _env_keys_in_overrides(overrides)
     names |= set(pass_env)
     names = {n for n in names if _ENV_NAME.fullmatch(n)}
-    return build_child_env(declared, passthrough=sorted(names), parent=source)
+    # each is a key variable or one the host named (passEnv): a credential, whatever its name
+    return build_child_env(declared, passthrough=sorted(names), parent=source, secret_names=names)
 
 
 # ----------------------------------------------------------------------------- argv

@@ -15,7 +15,9 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Final
 
-__all__ = ["CHILD_ENV_ALLOWLIST", "build_child_env", "check_env_entry"]
+from agent_bridge.redaction import remember_secrets
+
+__all__ = ["CHILD_ENV_ALLOWLIST", "build_child_env", "check_env_entry", "names_a_credential"]
 
 #: Variables copied from the bridge's own environment into every child, and why:
 #:
@@ -40,6 +42,18 @@ _EMPTY_ENV: Final[Mapping[str, str]] = MappingProxyType({})
 
 _ENV_NAME_RE: Final = re.compile(r"[^=\0]+")
 
+#: a variable whose name says it holds a credential (``ANTHROPIC_AUTH_TOKEN``,
+#: ``AWS_SECRET_ACCESS_KEY``, ``OPENAI_API_KEY``, ``DB_PASSWORD``,
+#: ``GOOGLE_APPLICATION_CREDENTIALS``)
+_CREDENTIAL_NAME_RE: Final = re.compile(
+    r"(?i)(key|token|secret|passw(or)?d|credential|auth(?!or)|cookie)"
+)
+
+
+def names_a_credential(name: str) -> bool:
+    """Whether the variable ``name`` says it holds a credential."""
+    return _CREDENTIAL_NAME_RE.search(name) is not None
+
 
 def check_env_entry(name: str, value: str) -> None:
     """Check one environment entry; return nothing.
@@ -60,6 +74,7 @@ def build_child_env(
     *,
     passthrough: Iterable[str] = (),
     parent: Mapping[str, str] | None = None,
+    secret_names: Iterable[str] = (),
 ) -> dict[str, str]:
     """Build the complete environment for a child process, from an allowlist.
 
@@ -73,6 +88,13 @@ def build_child_env(
     ``parent`` defaults to :data:`os.environ`.  Nothing else is copied: a credential in
     the bridge's environment (``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD`` ...)
     reaches the child only if it is declared or passed through by name.
+
+    Every credential given to the child is remembered for redaction by value
+    (:func:`agent_bridge.redaction.remember_secrets`): the values of passed-through or
+    declared variables whose name says they hold one (:func:`names_a_credential`) and of
+    every name in ``secret_names`` (what a host or a configuration chose to pass: the
+    ``env`` and ``passEnv`` options), so the child's own output cannot print them into a
+    log whatever they look like.
 
     Returns a new ``dict``.  Raises :class:`TypeError` for a non-``str`` name or value
     and :class:`ValueError` for an empty name, a name containing ``=`` or NUL, or a
@@ -94,4 +116,10 @@ def build_child_env(
     for name, value in declared.items():
         check_env_entry(name, value)
         env[name] = value
+    secret = set(secret_names)
+    remember_secrets(
+        value
+        for name, value in env.items()
+        if name not in CHILD_ENV_ALLOWLIST and (name in secret or names_a_credential(name))
+    )
     return env

@@ -43,7 +43,7 @@ import msgspec
 from agent_bridge.errors import BridgeError
 from agent_bridge.ids import Clock, IdFactory
 from agent_bridge.journal import History, MemoryHistory, SessionRecord
-from agent_bridge.options import resolve_options
+from agent_bridge.options import resolve_options, restore_withheld, storable_options
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime.inputs import prepare
 from agent_bridge.runtime.reading import check_page, guard, read_page, replay
@@ -141,6 +141,8 @@ class Runtime:
         self._health: str = "ok"
         self._fault_limit = journal_fault_limit
         self._fault_episode = 0
+        #: sessions' full options where the journal holds them withheld (credentials)
+        self._withheld: dict[str, dict[str, Any]] = {}
 
     async def __aenter__(self) -> Runtime:
         await self.history.start(self._committed)
@@ -370,7 +372,7 @@ class Runtime:
                 title=title,
                 created_at=session.created_at,
                 updated_at=session.updated_at,
-                options=resolved,
+                options=self._storable(session.id, resolved),
             )
         )
         session.save_recovery()
@@ -495,7 +497,7 @@ class Runtime:
             updated_at=session.updated_at,
             title=session.title,
             workspace=session.workspace,
-            options=session.options,
+            options=self._storable(session_id, session.options),
         )
         session.stream.publish(None, SessionResumed())
         session.save_recovery()
@@ -518,7 +520,9 @@ class Runtime:
         if not descriptor.capabilities.recovery.resume:
             raise BridgeError("unsupported")
         resolved = (
-            resolve_options(descriptor.options, options, "session") if options else record.options
+            resolve_options(descriptor.options, options, "session")
+            if options
+            else restore_withheld(record.options, self._withheld.get(record.session_id))
         )
         return self._new_session(
             record.session_id,
@@ -656,9 +660,19 @@ class Runtime:
             raise BridgeError("unsupported")
         await session.dispose_provider()
         session.options = resolved
-        self.history.update_session(session_id, options=resolved)
+        self.history.update_session(session_id, options=self._storable(session_id, resolved))
         await self.flush()
         return session.info()
+
+    def _storable(self, session_id: str, options: dict[str, Any]) -> dict[str, Any]:
+        """What of a session's ``options`` the journal may keep (no credential values);
+        what it may not is remembered here, for a reopen in this process."""
+        stored = storable_options(options)
+        if stored != options:
+            self._withheld[session_id] = dict(options)
+        else:
+            self._withheld.pop(session_id, None)
+        return stored
 
     def session_options(self, session_id: str) -> dict[str, Any]:
         """The options of a session open here (``{}`` when it is not)."""
