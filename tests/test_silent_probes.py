@@ -76,7 +76,7 @@ def test_probes_and_sessions_make_no_lookup(tmp_path: Path) -> None:
         "-p",
         "no:cacheprovider",
         "-k",
-        os.environ.get("AGENT_BRIDGE_NETNS_SELECT", "inner_"),
+        os.environ.get("AGENT_BRIDGE_NETNS_SELECT", "inner_ and not inner_gemini"),
         str(Path(__file__)),
         "--rootdir",
         str(HERE.parent),
@@ -96,6 +96,71 @@ def test_probes_and_sessions_make_no_lookup(tmp_path: Path) -> None:
     assert result["rc"] == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " passed" in done.stdout and "failed" not in done.stdout, done.stdout[-4000:]
     assert result["queries"] == [], f"DNS lookups from inside the namespace: {result['queries']}"
+
+
+def test_case_9_gemini_probe_honours_the_user_settings_and_makes_no_lookup(
+    tmp_path: Path,
+) -> None:
+    """Issue 30, item 9: the Gemini probe ran the CLI in a throwaway home, so the user's
+    settings were never read, and with usage statistics on (Gemini's default) every
+    ``providers/list`` made it look up its statistics service (play.googleapis.com,
+    twice, before this fix). Now the probe's home holds the user's settings with the
+    quiet ones laid over them: silent with no settings file and with statistics turned
+    on in the user's file, and nothing is written under the user's home."""
+    if INSIDE:
+        pytest.skip("the outer test, not run inside the namespace")
+    if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None:
+        pytest.skip("LOUD SKIP: needs root, unshare and ip to build a network namespace")
+    gemini = require_cli("gemini")
+    log = tmp_path / "dns.json"
+    env = {**os.environ, "AGENT_BRIDGE_IN_NETNS": "1", "AGENT_BRIDGE_GEMINI_PATH": gemini}
+    for name in ("GEMINI_CLI_HOME", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        env.pop(name, None)
+    inner = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k",
+             "inner_gemini", str(Path(__file__)), "--rootdir", str(HERE.parent)]
+    done = subprocess.run(
+        ["unshare", "--net", "--mount", sys.executable, str(HERE / "netns_dns.py"),
+         "--log", str(log), "--", *inner],
+        env=env, cwd=HERE.parent, capture_output=True, text=True, timeout=170, check=False,
+    )
+    assert log.exists(), done.stdout + done.stderr
+    result = json.loads(log.read_text())
+    assert result["rc"] == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "2 passed" in done.stdout and "failed" not in done.stdout, done.stdout[-4000:]
+    assert result["queries"] == [], f"DNS lookups from inside the namespace: {result['queries']}"
+
+
+def test_case_9_probe_home_keeps_the_user_settings_under_the_quiet_ones(tmp_path: Path) -> None:
+    from agent_bridge.adapters.acp.launch import GEMINI, probe_home_files
+
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    user = {
+        "privacy": {"usageStatisticsEnabled": True},
+        "general": {"vimMode": True},
+        "telemetry": {"enabled": True, "target": "local"},
+    }
+    (home / ".gemini" / "settings.json").write_text(json.dumps(user))
+    [(path, content)] = probe_home_files(GEMINI, {"HOME": str(home)}).items()
+    assert path == ".gemini/settings.json"
+    assert json.loads(content) == {
+        "privacy": {"usageStatisticsEnabled": False},
+        "general": {"vimMode": True},  # the user's own settings hold in the probe
+        "telemetry": {"enabled": False, "target": "local"},
+    }
+    # GEMINI_CLI_HOME, when set, is where the user's settings are
+    other = tmp_path / "cli-home"
+    (other / ".gemini").mkdir(parents=True)
+    (other / ".gemini" / "settings.json").write_text('{"ui": {"theme": "x"}}')
+    env = {"HOME": str(home), "GEMINI_CLI_HOME": str(other)}
+    assert json.loads(probe_home_files(GEMINI, env)[".gemini/settings.json"])["ui"] == {
+        "theme": "x"
+    }
+    # no file, or one that is not a JSON object: the quiet settings alone
+    (other / ".gemini" / "settings.json").write_text("[1, 2]")
+    assert json.loads(probe_home_files(GEMINI, env)[".gemini/settings.json"]) == dict(
+        GEMINI.hints.quiet_settings
+    )
 
 
 # --------------------------------------------------------------------- inside
@@ -188,3 +253,46 @@ async def _wait_terminal(bridge: Any, run_id: str) -> None:
         timeout=60,
     )
     assert message["params"]["payload"]["type"] == "run.completed", message
+
+
+async def _inner_gemini_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, user_settings: dict[str, Any] | None
+) -> None:
+    """The provider's own probe, in this process: the same code ``providers/list`` runs,
+    with a longer ``initialize`` deadline than the product's 10 s (Gemini CLI takes 13 s
+    to answer on this 2-core machine under the parallel suite's load; the default would
+    make the probe end before the CLI got to its statistics, and prove nothing)."""
+    from agent_bridge.adapters.acp import probe as acp_probe
+    from agent_bridge.adapters.acp.provider import gemini_provider
+
+    home = tmp_path / "home"
+    home.mkdir()
+    if user_settings is not None:
+        (home / ".gemini").mkdir()
+        (home / ".gemini" / "settings.json").write_text(json.dumps(user_settings))
+    before = sorted(str(p) for p in home.rglob("*"))
+    settings = [p.read_bytes() for p in home.rglob("settings.json")]
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
+    defaults = acp_probe.probe_initialize.__kwdefaults__
+    assert defaults is not None
+    monkeypatch.setitem(defaults, "timeout", 60.0)
+    availability = await gemini_provider().probe()
+    assert availability.status == "available", availability
+    assert sorted(str(p) for p in home.rglob("*")) == before  # nothing written there
+    assert [p.read_bytes() for p in home.rglob("settings.json")] == settings
+
+
+@inside_only
+async def test_inner_gemini_probe_without_user_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _inner_gemini_probe(tmp_path, monkeypatch, None)
+
+
+@inside_only
+async def test_inner_gemini_probe_with_statistics_on_in_user_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _inner_gemini_probe(tmp_path, monkeypatch, {"privacy": {"usageStatisticsEnabled": True}})

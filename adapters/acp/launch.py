@@ -18,6 +18,7 @@ The child's environment is the bridge's allowlist
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -38,6 +39,7 @@ __all__ = [
     "agents_from_config",
     "child_env",
     "find_executable",
+    "probe_home_files",
 ]
 
 _ID: Final = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
@@ -61,12 +63,22 @@ class Hints:
     by one), so after an interrupted run the adapter starts a new agent process and
     continues the session there (``session/resume`` or ``session/load``) before the next
     run.
+
+    ``settings_file``: the agent's user settings file, relative to its configuration home
+    (the variable ``config_home_env`` when it is set, else ``HOME``).  A probe runs the
+    agent in a throwaway home (nothing may be written under the user's), so it copies
+    that file there -- the user's settings hold in the probe too -- with
+    ``quiet_settings`` laid over it: what keeps the probe off the network whatever the
+    user's file says (a probe only asks ``initialize``).
     """
 
     resume: bool | None = None
     resume_defect: str | None = None
     auth_method: str | None = None
     restart_after_cancel: bool = False
+    settings_file: str | None = None
+    config_home_env: str | None = None
+    quiet_settings: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +128,16 @@ GEMINI: Final = AgentSpec(
             "gemini-cli 0.61: session/load in a new process fails with "
             '"No previous sessions found for this project"'
         ),
+        # Gemini CLI reads ~/.gemini/settings.json ($GEMINI_CLI_HOME/.gemini/...); with
+        # usage statistics on (its default) even an initialize-only run posts to its
+        # statistics service.  Its documented GEMINI_CLI_SYSTEM_SETTINGS_PATH did not
+        # silence 0.61.0 (measured with tests/netns_dns.py); the user file does.
+        settings_file=".gemini/settings.json",
+        config_home_env="GEMINI_CLI_HOME",
+        quiet_settings={
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+        },
     ),
     # Proven end to end (tests/test_acp_e2e.py, in CI with the pinned version).
     maturity="verified",
@@ -256,3 +278,41 @@ def string_list(options: Mapping[str, Any], name: str) -> Sequence[str]:
     """A ``stringList`` option (empty when absent)."""
     value = options.get(name)
     return tuple(value) if isinstance(value, list) else ()
+
+
+def probe_home_files(
+    spec: AgentSpec, environ: Mapping[str, str] | None = None
+) -> dict[str, bytes]:
+    """The files a probe of ``spec`` puts in its throwaway home, by relative path: the
+    user's settings file (read, never written) with the hints' ``quiet_settings`` laid
+    over it, or nothing when the agent has no settings file.  A user file that is not a
+    JSON object is replaced by the quiet settings alone."""
+    hints = spec.hints
+    if hints.settings_file is None:
+        return {}
+    env = os.environ if environ is None else environ
+    home = (env.get(hints.config_home_env) if hints.config_home_env else None) or env.get(
+        "HOME", ""
+    )
+    user: Any = {}
+    if home:
+        try:
+            with open(os.path.join(home, hints.settings_file), "rb") as fh:
+                user = json.loads(fh.read())
+        except (OSError, ValueError):
+            user = {}
+    if not isinstance(user, dict):
+        user = {}
+    merged = _overlay(user, hints.quiet_settings)
+    return {hints.settings_file: json.dumps(merged, indent=2).encode()}
+
+
+def _overlay(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        below = out.get(key)
+        if isinstance(value, Mapping) and isinstance(below, Mapping):
+            out[key] = _overlay(below, value)
+        else:
+            out[key] = value
+    return out

@@ -3,9 +3,12 @@ own ``initialize`` advertise.
 
 The probe starts the agent with a throwaway ``HOME`` and ``TMPDIR`` (unless the entry
 sets them), sends one ``initialize`` over the project's JSON-RPC connection, reads the
-answer and stops the agent: bounded in time, silent (nothing but ``initialize`` is asked,
-so an agent has no reason to touch the network), and nothing is written under the user's
-home.  The answer feeds the provider's descriptor (:mod:`~agent_bridge.adapters.acp.provider`).
+answer and stops the agent: bounded in time, silent, and nothing is written under the
+user's home.  Silent is not automatic: Gemini CLI posts usage statistics from an
+initialize-only run unless its settings say not to, so the throwaway home holds the
+user's own settings file with the agent's quiet settings laid over it
+(:func:`~agent_bridge.adapters.acp.launch.probe_home_files`).  The answer feeds the
+provider's descriptor (:mod:`~agent_bridge.adapters.acp.provider`).
 ACP has no way to ask whether someone is logged in, so authentication stays ``unknown``.
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import tempfile
 from collections.abc import Mapping
 
@@ -36,15 +40,27 @@ async def probe_initialize(
     env: Mapping[str, str],
     *,
     private_home: bool = True,
+    home_files: Mapping[str, bytes] | None = None,
+    home_envs: tuple[str, ...] = (),
     timeout: float = PROBE_TIMEOUT,
 ) -> p.AgentInfo | None:
     """Run the agent, ask ``initialize``, stop it; the advertised info or ``None``.
-    With ``private_home`` the agent gets a throwaway ``HOME`` and ``TMPDIR``."""
+    With ``private_home`` the agent gets a throwaway ``HOME`` and ``TMPDIR`` (and so do
+    the variables ``home_envs``, e.g. an agent's own configuration home), holding
+    ``home_files`` (relative path -> content: the user's settings, made quiet)."""
     info: p.AgentInfo | None = None
     with tempfile.TemporaryDirectory(prefix="agent-bridge-acp-") as scratch:
         probe_env = dict(env)
         if private_home:
             probe_env["HOME"] = probe_env["TMPDIR"] = scratch
+            for name in home_envs:
+                if name in probe_env:
+                    probe_env[name] = scratch
+            for relative, content in (home_files or {}).items():
+                path = os.path.join(scratch, relative)
+                os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+                with open(path, "wb") as fh:
+                    fh.write(content)
         spec = ProcessSpec(argv, cwd=scratch, env=probe_env, name=f"{argv[0]} (probe)")
         async with anyio.create_task_group() as tg:
             try:

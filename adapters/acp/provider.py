@@ -30,6 +30,7 @@ from agent_bridge.adapters.acp.launch import (
     argv_for,
     child_env,
     find_executable,
+    probe_home_files,
     spec_from_entry,
     with_session_overrides,
 )
@@ -190,10 +191,13 @@ class AcpProvider(AgentProvider):
                 next_step=self.spec.install_hint
                 or f"install the agent, or point {self.spec.env_var} at it",
             )
+        hints = self.spec.hints
         info = await probe_initialize(
             argv_for(self.spec, found),
             child_env(self.spec),
             private_home="HOME" not in self.spec.env,
+            home_files=probe_home_files(self.spec),
+            home_envs=(hints.config_home_env,) if hints.config_home_env else (),
         )
         if info is None:
             return Availability(
