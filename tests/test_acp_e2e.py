@@ -309,9 +309,11 @@ async def test_claude_agent_acp_end_to_end(claude_acp: ClaudeAcp, tmp_path: Path
 @pytest.mark.parametrize("restart", [False, True], ids=["as-is", "restartAfterCancel"])
 async def test_claude_agent_acp_interrupt(claude_acp: ClaudeAcp, restart: bool) -> None:
     """Interrupt works; afterwards claude-agent-acp 0.23.1 shifts turns by one (upstream
-    agentclientprotocol/claude-agent-acp#551): pinned as-is, and with the entry's
-    ``restartAfterCancel`` hint the adapter continues the session in a new agent process
-    and the turns are right again."""
+    agentclientprotocol/claude-agent-acp#551): the next prompt is answered at once with
+    the cancelled turn's result. As configured (no hint) the adapter sees that answer
+    cannot be the prompt's (no update, no token used), says so in a diagnostic and asks
+    again in a new agent process; with the entry's ``restartAfterCancel`` hint it starts
+    the new process before the next prompt. Either way each run gets its own text."""
     c = claude_acp
     if restart:
         c.config.write_text(c.config.read_text() + "restartAfterCancel = true\n")
@@ -325,14 +327,52 @@ async def test_claude_agent_acp_interrupt(claude_acp: ClaudeAcp, restart: bool) 
             events = await drive(bridge, run_id, timeout=20)
         assert events[-1]["type"] == "run.interrupted"
         assert events[-1].get("forced", False) is False
-        after = await drive(bridge, await start(bridge, session_id, "ECHO:after"), timeout=60)
+        after = await drive(bridge, await start(bridge, session_id, "ECHO:after"), timeout=90)
         later = await drive(bridge, await start(bridge, session_id, "ECHO:later"), timeout=60)
     assert after[-1]["type"] == later[-1]["type"] == "run.completed"
-    if restart:
-        assert text_of(after) == "after" and text_of(later) == "later"
-    elif pinned("0.23.1"):
-        assert text_of(after) == ""  # the defect: an empty turn at once ...
-        assert text_of(later).startswith("after")  # ... then the previous reply
+    assert text_of(after) == "after" and text_of(later) == "later"
+    unattributed = [e for e in of_type(after, "diagnostic") if e["code"] == "acp_turn_unattributed"]
+    assert len(unattributed) == (0 if restart else 1)
+
+
+async def test_case_10_generic_acp_provider_attributes_each_turn_after_an_interrupt(
+    claude_acp: ClaudeAcp,
+) -> None:
+    """Issue 30, item 10: the generic ``acp`` provider (the agent named by the ``command``
+    option, no configuration entry, so no hint) driving the real claude-agent-acp against
+    the Anthropic stand-in. Before the fix, after an interrupt the next run completed with
+    no text and the run after it returned two turns' text ("afterlater"), and nothing
+    said so. Now the answer that belongs to the cancelled turn is not taken as the next
+    run's (a diagnostic says so) and every run gets its own text."""
+    c = claude_acp
+    options = {
+        "command": tapped(c.log, [require_cli("claude-agent-acp")]),
+        "passEnv": ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY",
+                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CONFIG_DIR",
+                    "CLAUDE_CODE_MAX_RETRIES"],
+    }
+    env = {k: v for k, v in c.env.items() if k != "AGENT_BRIDGE_CONFIG"}
+    async with running_bridge("newline", env=env) as bridge:
+        params = {"provider": "acp", "workspace": str(c.work), "options": options}
+        session_id = (await bridge.result("session/create", params, timeout=60))["session"][
+            "sessionId"
+        ]
+        first = await drive(bridge, await start(bridge, session_id, "ECHO:first"), timeout=60)
+        assert text_of(first) == "first"
+        run_id = await start(bridge, session_id, "SLOW")
+        await bridge.event("text.delta", timeout=60)
+        with anyio.fail_after(20):
+            await bridge.result("run/interrupt", {"runId": run_id})
+            events = await drive(bridge, run_id, timeout=20)
+        assert events[-1]["type"] == "run.interrupted"
+        runs = [
+            await drive(bridge, await start(bridge, session_id, f"ECHO:{word}"), timeout=90)
+            for word in ("after", "later", "last")
+        ]
+    assert [r[-1]["type"] for r in runs] == ["run.completed"] * 3
+    assert [text_of(r) for r in runs] == ["after", "later", "last"]  # was ["", "afterlater", …]
+    codes = [e["code"] for e in of_type(runs[0], "diagnostic")]
+    assert "acp_turn_unattributed" in codes, codes
 
 
 class CodexAcp:

@@ -301,6 +301,31 @@ def prompt_outcome(result: Any, *, interrupt_requested: bool) -> RunOutcome:
     return RunOutcome.failed("provider_contract", f"session/prompt returned stopReason {stop!r}")
 
 
+def answers_a_cancelled_turn(result: Any, updates: int) -> bool:
+    """Whether a ``session/prompt`` result, the first after a cancelled turn, cannot be
+    this prompt's answer: it arrived with no ``session/update`` for the prompt at all and
+    reports no tokens used (an ACP agent streams a turn's updates before its answer, and
+    a turn the model ran uses tokens).  claude-agent-acp 0.23 answers so -- ``end_turn``,
+    every usage figure 0 -- with the cancelled turn's left-over result, and streams this
+    prompt's reply during the next one (agentclientprotocol/claude-agent-acp#551)."""
+    if updates:
+        return False
+    body = obj(result)
+    if body.get("stopReason") == "cancelled":
+        return False
+    usage = obj(body.get("usage"))
+    return not any(isinstance(v, int | float) and v > 0 for v in usage.values())
+
+
+#: the diagnostic of a prompt answered with a cancelled turn's result
+UNATTRIBUTED: Final = Diagnostic(
+    level="warning",
+    code="acp_turn_unattributed",
+    message="The agent answered this prompt with the result of the cancelled turn before "
+    "it; that result was not taken as this run's",
+)
+
+
 def classify_rpc_error(code: int, method: str) -> ErrorCode:
     """An ACP error response → the bridge's error code."""
     if code == -32000:

@@ -96,6 +96,8 @@ class AcpRun(RunHandle):
         self.pending: set[InteractionHandle] = set()
         self.interrupt_wanted = False
         self.cancel_sent = False
+        #: ``session/update`` notifications attributed to this run so far
+        self.updates = 0
 
     async def interrupt(self, reason: str) -> None:
         self.interrupt_wanted = True
@@ -153,6 +155,9 @@ class AcpSession(ProviderSession):
         #: The last run was cancelled and the agent must be restarted before the next
         #: (hint ``restart_after_cancel``).
         self._restart = False
+        #: The last run was cancelled: the next prompt's answer is checked before it is
+        #: taken as that run's (:func:`mapping.answers_a_cancelled_turn`).
+        self._after_cancel = False
         self.info: p.AgentInfo | None = None
         self.callbacks = Callbacks(
             workspace=settings.workspace,
@@ -358,17 +363,20 @@ class AcpSession(ProviderSession):
             raise ProviderFailure("provider_crashed", "the agent is no longer running")
         run = AcpRun(self, ctx)
         self._run = run
-        entry = proc.conn.open_request(
-            "session/prompt",
-            {
-                "sessionId": self.settings.acp_session_id,
-                "prompt": p.text_prompt(input.plain_text()),
-            },
+        suspect, self._after_cancel = self._after_cancel, False
+        self._tasks.start(
+            self._prompt, proc, run, input.plain_text(), suspect, name="session/prompt"
         )
-        self._tasks.start(self._await_prompt, proc, run, entry, name="session/prompt")
         return run
 
-    async def _await_prompt(self, proc: _Proc, run: AcpRun, entry: LedgerEntry[Any]) -> None:
+    async def _prompt(self, proc: _Proc, run: AcpRun, text: str, suspect: bool) -> None:
+        """Send ``session/prompt`` and settle ``run`` with its answer -- once the answer
+        is known to be this prompt's (correlate before settling).  ``suspect``: the turn
+        before was cancelled, and an agent may still answer with that turn's result."""
+        entry = proc.conn.open_request(
+            "session/prompt",
+            {"sessionId": self.settings.acp_session_id, "prompt": p.text_prompt(text)},
+        )
         try:
             result = await proc.conn.wait(entry)
         except RpcError as exc:
@@ -378,18 +386,60 @@ class AcpSession(ProviderSession):
             code = failure.error_code
             run.finish(RunOutcome.failed(code if code != "unsupported" else "provider_failed"))
             return
+        if (
+            suspect
+            and not run.finished
+            and not run.interrupt_wanted
+            and mapping.answers_a_cancelled_turn(result, run.updates)
+        ):
+            await self._reattribute(proc, run, text)
+            return
         run.finish(mapping.prompt_outcome(result, interrupt_requested=run.interrupt_wanted))
+
+    async def _reattribute(self, proc: _Proc, run: AcpRun, text: str) -> None:
+        """The agent answered ``run``'s prompt with a cancelled turn's result, and holds
+        this prompt's reply for a later one: that process can no longer be trusted to
+        answer in order.  Say so (a diagnostic), and when the agent can continue the
+        session elsewhere, continue it in a new process and ask again there; otherwise
+        fail the run and stop the agent (its next answer would be this prompt's)."""
+        log.warning(
+            "acp %s: session/prompt answered with a cancelled turn's result",
+            self.settings.spec.id,
+        )
+        run.emit(mapping.UNATTRIBUTED)
+        info = self.info
+        resumable = (
+            info is not None
+            and info.can_resume
+            and self.settings.acp_session_id is not None
+            and self.settings.spec.hints.resume is not False
+        )
+        if not resumable:
+            self._proc = None
+            with anyio.CancelScope(shield=True):
+                await proc.stop()
+            run.finish(RunOutcome.failed("provider_contract", "prompt answered out of turn"))
+            return
+        try:
+            await self._restart_agent()
+        except BridgeError as exc:
+            run.finish(RunOutcome.failed(exc.error_code, "could not continue the session"))
+            return
+        fresh = self._proc
+        if run.finished or run.interrupt_wanted or fresh is None or fresh.closed:
+            run.finish(RunOutcome.interrupted() if run.interrupt_wanted else RunOutcome.failed(
+                "provider_crashed", "the agent is no longer running"))
+            return
+        await self._prompt(fresh, run, text, suspect=False)
 
     def run_finished(self, run: AcpRun) -> None:
         if self._run is run:
             self._run = None
         outcome = run.outcome
-        if (
-            self.settings.spec.hints.restart_after_cancel
-            and outcome is not None
-            and outcome.state == "interrupted"
-        ):
-            self._restart = True
+        if outcome is not None and outcome.state == "interrupted":
+            self._after_cancel = True
+            if self.settings.spec.hints.restart_after_cancel:
+                self._restart = True
 
     async def _restart_agent(self) -> None:
         """Stop the agent and continue the session in a new process (the workaround for
@@ -438,6 +488,7 @@ class AcpSession(ProviderSession):
         if run is None:
             log.debug("acp: update %r outside a run ignored", update.get("sessionUpdate"))
             return
+        run.updates += 1
         record = bytes(raw)
         for payload in mapping.update_payloads(run.state, update):
             run.emit(payload, raw=record)
