@@ -123,4 +123,11 @@ def restore_withheld(
         return dict(stored)
     if remembered is not None:
         return dict(remembered)
-    raise BridgeError("invalid_option", details={"option": ENV_OPTION, "scope": "session"})
+    raise BridgeError(
+        "invalid_option",
+        details={
+            "option": ENV_OPTION,
+            "scope": "session",
+            "reason": "the journal keeps no credential: resume with the session's options",
+        },
+    )
