@@ -7,3 +7,11 @@ shapes), ``mapping`` (pure functions from provider records to bridge payloads) a
 ``session`` (the scripted provider, which has no child, has ``script`` instead of
 ``launch``/``probe``/``protocol``).
 """
+
+# This folder is importable only as agent_bridge.adapters (the installed package); from
+# the checkout's root it would load as 'adapters', a second copy of every module.
+if __name__ != "agent_bridge.adapters":
+    raise ImportError(
+        f"{__name__!r} is a folder of the agent-bridge checkout, not a package: import "
+        "agent_bridge.adapters instead (bash scripts/setup.sh installs it)"
+    )

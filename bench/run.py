@@ -87,7 +87,7 @@ class BridgeProtocol:
     def stream_scripts(count: int, text: str) -> list[dict[str, Any]]:
         """Scripts for the streaming run, tried in order until session/create accepts one.
 
-        The first is the shape adapters/scripted/script.py decodes (steps tagged by
+        The first is the shape bridge/wire/script.py decodes (steps tagged by
         ``type``); the second is the shape first announced for the harness."""
         return [
             {"steps": [{"type": "stream", "count": count, "text": text}]},

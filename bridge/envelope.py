@@ -1,4 +1,4 @@
-"""Stamping: a payload becomes an encoded :class:`~bridge.wire.events.EventEnvelope`.
+"""Stamping: a payload becomes an encoded :class:`~agent_bridge.wire.events.EventEnvelope`.
 
 One bytes template per session, so stamping an event is a single ``%`` operation.  The
 ``eventId`` is ``evt_<session token>_<sequence in hex>``: unique, and the same whether the

@@ -1,6 +1,6 @@
 """The bridge's exception tree: one root, translated to the wire at the edge.
 
-:class:`BridgeError` carries a code from the closed set in :mod:`bridge.wire.errors`;
+:class:`BridgeError` carries a code from the closed set in :mod:`agent_bridge.wire.errors`;
 its wire form is a JSON-RPC error whose code comes from :data:`RPC_CODES`
 (``SERVER_NOT_INITIALIZED`` for "not initialized", ``SERVER_OVERLOADED`` for
 "overloaded", ``SERVER_ERROR`` otherwise) and whose ``data`` is the :class:`ErrorInfo`.

@@ -3,7 +3,7 @@
 Why this module exists: a provider's stderr, an upstream error body or a CLI's message
 may carry API keys, bearer tokens or passwords, and such text must not reach a log, an
 error detail or a host unscrubbed.  :func:`redact` is that one safety net, shared by the
-process layer (:mod:`bridge.processes` redacts every stderr tail) and the adapters.  It
+process layer (:mod:`agent_bridge.processes` redacts every stderr tail) and the adapters.  It
 depends on nothing but :mod:`re` (``logging`` only once a secret is remembered), so
 anything may import it.
 

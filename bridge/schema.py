@@ -1,12 +1,12 @@
 """Generate the published wire contract (``schemas/``) from the msgspec wire types.
 
 ``agent-bridge schema --out schemas`` writes three files, all derived from
-:mod:`bridge.wire` (the Structs, the named ``Literal``/union aliases and ``CATALOG``):
+:mod:`agent_bridge.wire` (the Structs, the named ``Literal``/union aliases and ``CATALOG``):
 
 ``agent-bridge.schema.json``
     One JSON Schema (draft 2020-12) document.  Its ``$defs`` hold every wire Struct (by
     class name), every named alias of the wire modules (``ErrorCode``, ``EventPayload``,
-    ``Answer`` …), the JSON-RPC envelope of :mod:`bridge.wire.jsonrpc`
+    ``Answer`` …), the JSON-RPC envelope of :mod:`agent_bridge.wire.jsonrpc`
     (``JsonRpcRequest`` … ``JsonRpcErrorResponse``, ``JsonRpcError``) and the errors the
     bridge sends (``BridgeJsonRpcError``, ``JsonRpcErrorCode``), one message type per
     method (``SessionCreateRequest``, ``SessionCreateResponse``, ``EventNotification`` …)
@@ -98,7 +98,7 @@ class _RpcCode:
 
 
 #: How each JSON-RPC error code the bridge sends is published.  Which closed-set codes
-#: use which JSON-RPC code is not repeated here: it comes from bridge.errors.rpc_code, and
+#: use which JSON-RPC code is not repeated here: it comes from agent_bridge.errors.rpc_code, and
 #: every code it produces is checked against this table at generation time, so a new
 #: mapping cannot go unpublished.
 _RPC_ERRORS: Final[dict[int, _RpcCode]] = {
@@ -195,9 +195,12 @@ def _is_alias(value: Any) -> bool:
 
 
 def _wire_aliases() -> dict[str, Any]:
-    """Every public named ``Literal``/union alias of the :mod:`bridge.wire` modules."""
+    """Every public named ``Literal``/union alias of the :mod:`agent_bridge.wire` modules
+    but the scripted provider's script language (published apart, see :func:`_script_defs`)."""
     aliases: dict[str, Any] = {}
     for info in sorted(pkgutil.iter_modules(agent_bridge.wire.__path__), key=lambda i: i.name):
+        if f"agent_bridge.wire.{info.name}" == _SCRIPT_MODULE:
+            continue
         module = importlib.import_module(f"agent_bridge.wire.{info.name}")
         for name, value in vars(module).items():
             if name.startswith("_") or not name[:1].isupper() or not _is_alias(value):
@@ -891,7 +894,7 @@ def _typescript(defs: JsonObject, methods: list[MethodInfo], method_map: JsonObj
 
 # --------------------------------------------------------------------- TypeScript extras
 
-_SCRIPT_MODULE: Final = "agent_bridge.adapters.scripted.script"
+_SCRIPT_MODULE: Final = "agent_bridge.wire.script"
 _OPTION_TS: Final = {
     "boolean": "boolean",
     "integer": "number",
@@ -902,7 +905,7 @@ _OPTION_TS: Final = {
 
 
 def _script_defs(wire: JsonObject) -> tuple[str, dict[str, JsonObject]]:
-    """The scripted provider's script types (``adapters/scripted/script.py``) as schema
+    """The scripted provider's script types (``bridge/wire/script.py``) as schema
     definitions named ``Scripted…``; the wire types they use keep their wire names."""
     script_module = importlib.import_module(_SCRIPT_MODULE)
     own = {

@@ -9,6 +9,14 @@ so ``agent-bridge serve`` can answer ``initialize`` before it has (see
 
 from __future__ import annotations
 
+# This folder is importable only as agent_bridge.rpc (the installed package); from the checkout's
+# root it would load as 'rpc', a second copy of every module.
+if __name__ != "agent_bridge.rpc":
+    raise ImportError(
+        f"{__name__!r} is a folder of the agent-bridge checkout, not a package: import "
+        "agent_bridge.rpc instead (bash scripts/setup.sh installs it)"
+    )
+
 import importlib
 from typing import TYPE_CHECKING, Any
 

@@ -1,15 +1,16 @@
 """A JSON-RPC connection over a pair of byte streams: the thin anyio layer.
 
 It exists to wire the sans-I/O pieces to a pair of byte streams: the framer
-(:mod:`rpc.framing`, which also frames output), the message layer (:mod:`rpc.messages`),
-python-lsp-jsonrpc's ``Endpoint`` as the state machine for incoming requests and
-notifications (fenced in by :mod:`rpc.endpoint`), and the request-ID ledger
-(:mod:`rpc.ledger`) for every request we send.
+(:mod:`agent_bridge.rpc.framing`, which also frames output), the message layer
+(:mod:`agent_bridge.rpc.messages`), python-lsp-jsonrpc's ``Endpoint`` as the state
+machine for incoming requests and notifications (fenced in by
+:mod:`agent_bridge.rpc.endpoint`), and the request-ID ledger (:mod:`agent_bridge.rpc.ledger`)
+for every request we send.
 
 Why each piece is where it is:
 
 * ``Endpoint`` is fed only envelopes that passed our validation, through
-  :class:`~rpc.endpoint.EndpointGlue`, which guards its known defects.
+  :class:`~agent_bridge.rpc.endpoint.EndpointGlue`, which guards its known defects.
   ``$/cancelRequest`` is handled here (``Endpoint``'s own handler leaves a cancelled
   queued request without a reply).
 * Responses to *our* requests bypass ``Endpoint``: its client side keys futures by its
@@ -17,7 +18,7 @@ Why each piece is where it is:
 * Cheap handlers run inline in the reader loop; only ``async`` handlers get a task.
   The frames of one read are served by :meth:`Connection._serve`: a well-formed request
   for a synchronous method is answered straight from its envelope, off ``Endpoint`` and
-  off the per-message objects of :mod:`rpc.messages`, its reply framed as it is made;
+  off the per-message objects of :mod:`agent_bridge.rpc.messages`, its reply framed as it is made;
   everything else takes the general way (:meth:`Connection._dispatch_frame`, the only
   way into ``Endpoint``).  A read's replies are queued as one chunk, which the reader
   writes itself when the writer is idle (one write per read, no wake-up of the writer
@@ -158,7 +159,7 @@ _FRAME_GUESS: Final = 24
 
 
 #: The most output the reader writes itself (see ``Connection._flush_now``): a pipe's
-#: capacity (rpc.pipes asks for 1 MiB), so what it writes usually goes in one system call.
+#: capacity (rpc/pipes.py asks for 1 MiB), so what it writes usually goes in one system call.
 _INLINE_WRITE_MAX: Final = 1 << 20
 #: A write at least this large means output is streaming; the writer then lets the
 #: producers run one more turn of the event loop before its next write, unless
@@ -605,7 +606,7 @@ class Connection:
         no gate), is answered here, straight from its envelope, as :meth:`_dispatch_frame`
         would have answered it: the checks of the message layer and of
         :meth:`_on_request` that can apply to it, then the method's wrapped handler (see
-        :data:`~rpc.endpoint.InlineEntry`; params that its object-only decoder does not
+        :data:`~agent_bridge.rpc.endpoint.InlineEntry`; params that its object-only decoder does not
         take go the slow way, which says what is wrong with them).  Its reply is framed
         as it is made (one format of a framed template) and kept back, so the replies of
         one read are queued as one chunk.  Everything else goes, as it came, to

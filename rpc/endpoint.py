@@ -1,4 +1,4 @@
-"""python-lsp-jsonrpc's ``Endpoint``, fenced in: everything :mod:`rpc.connection` needs
+"""python-lsp-jsonrpc's ``Endpoint``, fenced in: everything :mod:`agent_bridge.rpc.connection` needs
 to use it as the state machine for incoming requests and notifications.
 
 Why this module exists: ``Endpoint`` has defects and habits the connection must guard

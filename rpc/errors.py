@@ -1,7 +1,7 @@
 """JSON-RPC error codes and the one exception type the message layer raises.
 
 This module exists so that every JSON-RPC error code has one name, defined once: the
-rpc layer, the bridge's error tree (:mod:`bridge.errors`), the schema generator and the
+rpc layer, the bridge's error tree (:mod:`agent_bridge.errors`), the schema generator and the
 adapters use these constants, never bare numbers.
 
 Handlers raise :class:`RpcError` (or a subclass) to answer a request with an error.
@@ -40,7 +40,7 @@ INTERNAL_ERROR: Final = -32603
 REQUEST_CANCELLED: Final = -32800
 
 # The server-defined range (-32000..-32099).
-#: A classified server error; the bridge's :class:`~bridge.errors.BridgeError` default.
+#: A classified server error; the bridge's :class:`~agent_bridge.errors.BridgeError` default.
 SERVER_ERROR: Final = -32000
 #: Too many requests in flight; retry later.
 SERVER_OVERLOADED: Final = -32001

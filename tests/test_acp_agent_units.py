@@ -9,8 +9,8 @@ import msgspec
 import pytest
 from acp_agent_support import BRIDGE
 
+from agent_bridge.commands.acp import parse_options
 from agent_bridge.errors import BridgeError
-from agent_bridge.frontends.acp.command import parse_options
 from agent_bridge.frontends.acp.options import apply_choice, config_options, mcp_options
 from agent_bridge.frontends.acp.prompt import run_input
 from agent_bridge.frontends.acp.server import TITLE_CHARS, acp_error, prompt_title

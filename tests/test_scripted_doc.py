@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 
-from agent_bridge.adapters.scripted.script import Step, decode_script
+from agent_bridge.wire.script import Step, decode_script
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "scripted.md"
 

@@ -1,4 +1,5 @@
-"""``serve``'s command line read without argparse (:func:`agent_bridge.serve_options.parse_serve`)
+"""``serve``'s command line read without argparse
+(:func:`agent_bridge.commands.options.parse_serve`)
 gives what argparse gives, or declines; and it imports no argparse."""
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_bridge.cli import _parser
-from agent_bridge.serve_options import JOURNAL_FLAGS, SERVE_OPTIONS, history_settings, parse_serve
+from agent_bridge.commands.options import (
+    JOURNAL_FLAGS,
+    SERVE_OPTIONS,
+    history_settings,
+    parse_serve,
+)
 
 
 def _argparse(argv: list[str]) -> dict[str, object] | None:
@@ -97,7 +103,7 @@ def test_reading_a_serve_command_line_imports_no_argparse() -> None:
     code = (
         "import sys\n"
         "from agent_bridge.cli import main\n"
-        "from agent_bridge.serve_options import parse_serve\n"
+        "from agent_bridge.commands.options import parse_serve\n"
         "assert parse_serve(['serve', '--framing', 'newline']) is not None\n"
         "assert 'argparse' not in sys.modules\n"
         "assert 'logging' not in sys.modules\n"
@@ -154,7 +160,7 @@ def test_history_settings_are_what_open_history_takes() -> None:
 def test_the_journal_s_defaults_are_the_options_defaults() -> None:
     """The defaults ``serve`` (and ``acp``, ``daemon``) parse to are the journal's own, so a
     bridge embedded without the command line keeps the same promises."""
-    from agent_bridge.journal import DEFAULT_MEMORY_HISTORY_MB
+    from agent_bridge.journal.memory import DEFAULT_MEMORY_HISTORY_MB
     from agent_bridge.journal.schema import DEFAULT_SYNC
 
     settings_ = history_settings(_parser().parse_args(["serve"]))

@@ -6,7 +6,9 @@ on the answers, fails with a classified error, waits until interrupted, and can 
 provider contract on purpose for the runtime's tests.
 
 * :mod:`~agent_bridge.adapters.scripted.provider` — descriptor, options, create/resume;
-* :mod:`~agent_bridge.adapters.scripted.script` — the script language and its validation;
+* :mod:`~agent_bridge.adapters.scripted.script` — reading the ``script`` option; the
+  script language itself, a published contract shared with ``agent-bridge record``, is
+  :mod:`agent_bridge.wire.script`;
 * :mod:`~agent_bridge.adapters.scripted.mapping` — pure functions from steps to payloads
   and interactions;
 * :mod:`~agent_bridge.adapters.scripted.session` — the session and its runs.

@@ -9,16 +9,6 @@ import hashlib
 
 import msgspec
 
-from agent_bridge.adapters.scripted.script import (
-    ApprovalStep,
-    DiagnosticStep,
-    PlanStep,
-    QuestionSetStep,
-    QuestionStep,
-    TextStep,
-    ToolStep,
-    UsageStep,
-)
 from agent_bridge.spi import InteractionOutcome
 from agent_bridge.wire.events import (
     ContextUsage,
@@ -42,6 +32,16 @@ from agent_bridge.wire.interactions import (
     QuestionSetRequest,
 )
 from agent_bridge.wire.methods import RunInput
+from agent_bridge.wire.script import (
+    ApprovalStep,
+    DiagnosticStep,
+    PlanStep,
+    QuestionSetStep,
+    QuestionStep,
+    TextStep,
+    ToolStep,
+    UsageStep,
+)
 
 __all__ = [
     "approval_request",

@@ -1,7 +1,7 @@
 """The scripted provider: its descriptor and creating or resuming a session.
 
 Options (declared in the descriptor): session ``script`` (inline JSON, see
-:mod:`agent_bridge.adapters.scripted.script`, or a string: the path of a JSON file, such
+:mod:`agent_bridge.wire.script`, or a string: the path of a JSON file, such
 as one written by ``agent-bridge record``) or ``scriptFile`` (a path to a JSON file);
 run ``script`` overrides the session's for one run.  Its recovery record carries the
 script and the inputs so far, so ``session/resume`` works across bridge processes.
@@ -111,8 +111,9 @@ class ScriptedProvider(AgentProvider):
     async def resume_session(self, ctx: SessionContext, opaque: Any) -> ProviderSession:
         import msgspec
 
-        from agent_bridge.adapters.scripted.script import decode_script, load_script
+        from agent_bridge.adapters.scripted.script import load_script
         from agent_bridge.adapters.scripted.session import ScriptedSession
+        from agent_bridge.wire.script import decode_script
 
         if not isinstance(opaque, dict) or not isinstance(opaque.get("history"), list):
             raise BridgeError("recovery_invalid")

@@ -20,7 +20,24 @@ from agent_bridge.adapters.kit.approvals import approval_verdict, is_allow
 from agent_bridge.adapters.kit.runs import RunHandle
 from agent_bridge.adapters.kit.tasks import TaskSupervisor
 from agent_bridge.adapters.scripted import mapping
-from agent_bridge.adapters.scripted.script import (
+from agent_bridge.adapters.scripted.script import load_script
+from agent_bridge.errors import BridgeError
+from agent_bridge.spi import (
+    ProviderRun,
+    ProviderSession,
+    RunContext,
+    RunOutcome,
+    SessionContext,
+)
+from agent_bridge.wire.errors import ErrorCode
+from agent_bridge.wire.events import TextDelta, ThinkingDelta, ToolActivity
+from agent_bridge.wire.interactions import (
+    ApprovalRequest,
+    QuestionAnswer,
+    QuestionSetAnswer,
+)
+from agent_bridge.wire.methods import RunInput
+from agent_bridge.wire.script import (
     ApprovalStep,
     CompleteStep,
     CompleteWithPendingStep,
@@ -44,24 +61,7 @@ from agent_bridge.adapters.scripted.script import (
     ToolStep,
     UsageStep,
     WaitForInterruptStep,
-    load_script,
 )
-from agent_bridge.errors import BridgeError
-from agent_bridge.spi import (
-    ProviderRun,
-    ProviderSession,
-    RunContext,
-    RunOutcome,
-    SessionContext,
-)
-from agent_bridge.wire.errors import ErrorCode
-from agent_bridge.wire.events import TextDelta, ThinkingDelta, ToolActivity
-from agent_bridge.wire.interactions import (
-    ApprovalRequest,
-    QuestionAnswer,
-    QuestionSetAnswer,
-)
-from agent_bridge.wire.methods import RunInput
 
 __all__ = ["ScriptedRun", "ScriptedSession"]
 

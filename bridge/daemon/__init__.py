@@ -7,5 +7,6 @@
   relay that starts the daemon when none runs, so any host that spawns a stdio server
   (and ``ssh HOST agent-bridge connect``) attaches to the shared runtime unchanged.
 
-See ``docs/daemon.md``.
+The commands that run them are in :mod:`agent_bridge.commands.daemon`.  See
+``docs/daemon.md``.
 """

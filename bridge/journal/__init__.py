@@ -1,8 +1,8 @@
 """Durable session history: an embedded SQLite journal, or memory.
 
 :func:`open_history` picks the backend from the state-directory setting (see
-:mod:`bridge.journal.paths`).  The runtime talks to either through the
-:class:`~bridge.journal.base.History` port.  ``docs/journal.md`` describes the design:
+:mod:`agent_bridge.journal.paths`).  The runtime talks to either through the
+:class:`~agent_bridge.journal.base.History` port.  ``docs/journal.md`` describes the design:
 tables, write path, durability bounds, recovery and retention.
 """
 

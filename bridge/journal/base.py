@@ -2,8 +2,8 @@
 
 :class:`History` is the runtime's port: synchronous, non-blocking writes (the journal
 queues them for its writer thread), commit tickets to wait on, and asynchronous reads.
-:class:`~bridge.journal.memory.MemoryHistory` implements it in memory (``--state-dir
-:memory:``); :class:`~bridge.journal.journal.Journal` in SQLite.
+:class:`~agent_bridge.journal.memory.MemoryHistory` implements it in memory (``--state-dir
+:memory:``); :class:`~agent_bridge.journal.journal.Journal` in SQLite.
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def _type_codes() -> dict[type, int]:
     return codes
 
 
-#: Payload class -> its type code (every tagged payload of :mod:`bridge.wire.events`).
+#: Payload class -> its type code (every tagged payload of :mod:`agent_bridge.wire.events`).
 TYPE_CODES: Final[dict[type, int]] = _type_codes()
 
 

@@ -1,9 +1,9 @@
-"""The SQLite journal: durable history behind the :class:`~bridge.journal.base.History` port.
+"""The SQLite journal: durable history behind the :class:`~agent_bridge.journal.base.History` port.
 
 One file, ``<state dir>/journal.sqlite3``, in WAL mode, shared by every bridge process
 that uses the same state directory.  Three connections per process, each used by one
-thread at a time: the writer thread's (:mod:`bridge.journal.writer`), the readers'
-(:mod:`bridge.journal.reader`, in worker threads) and a control connection for the few
+thread at a time: the writer thread's (:mod:`agent_bridge.journal.writer`), the readers'
+(:mod:`agent_bridge.journal.reader`, in worker threads) and a control connection for the few
 operations that must see and change ownership in one transaction (reopening and deleting
 sessions, crash recovery, retention at start-up).
 
@@ -20,9 +20,9 @@ runtime (told through ``on_commit``, which also runs on every change of health) 
 providers back and refuses new work.  The first commit that succeeds makes it ``ok``
 again.  A damaged file (found by a commit, by a read, or at open) makes it ``corrupt``:
 the writer stops, nothing is written to the file again, and waits and reads raise
-:class:`~bridge.journal.errors.JournalCorrupt`.  A commit that fails on a bug (not a
+:class:`~agent_bridge.journal.errors.JournalCorrupt`.  A commit that fails on a bug (not a
 storage fault) makes it ``broken``: the writer stops and nothing more is written by this
-process, waits raise :class:`~bridge.journal.errors.JournalBroken`; reads go on.
+process, waits raise :class:`~agent_bridge.journal.errors.JournalBroken`; reads go on.
 """
 
 from __future__ import annotations

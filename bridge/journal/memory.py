@@ -110,7 +110,7 @@ class _Stored:
 
 
 class MemoryHistory:
-    """:class:`~bridge.journal.base.History` kept in this process only, within
+    """:class:`~agent_bridge.journal.base.History` kept in this process only, within
     ``max_bytes`` (see the module docstring)."""
 
     durable = False

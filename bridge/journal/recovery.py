@@ -3,7 +3,7 @@
 A session is *owned* by the bridge process that has it open (``sessions.owner``).  When
 that process ends without closing it (SIGKILL, OOM, power loss) the next bridge to open
 the journal — at start-up, or when asked to resume one of its sessions — finds the owner
-gone (see :mod:`bridge.journal.owners`) and, in one transaction per dead owner, appends
+gone (see :mod:`agent_bridge.journal.owners`) and, in one transaction per dead owner, appends
 to each of its sessions, after the last committed event:
 
 1. ``interaction.settled`` (``cancelled``, ``auto``) for each interaction still pending;

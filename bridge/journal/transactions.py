@@ -6,7 +6,7 @@ crash recovery, retention, the writer's group commit) is one ``BEGIN IMMEDIATE``
 ``COMMIT`` that must be rolled back when anything in it fails, and that block was
 copied into each of them.  :func:`transaction` is the block.
 
-Connections are opened in autocommit mode (:func:`bridge.journal.schema.connect`), so
+Connections are opened in autocommit mode (:func:`agent_bridge.journal.schema.connect`), so
 transactions are explicit; ``IMMEDIATE`` takes the write lock at ``BEGIN``, so a busy
 journal fails there (``SQLITE_BUSY``) rather than half-way through.
 """

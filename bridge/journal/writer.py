@@ -16,17 +16,17 @@ streams.  Nothing is reordered: operations commit in the order they were queued,
 transaction commits entirely or not at all.
 
 A session's batches within a transaction are stored as blocks
-(:mod:`bridge.journal.blocks`) at its end, built by C loops; every other operation is a
+(:mod:`agent_bridge.journal.blocks`) at its end, built by C loops; every other operation is a
 row insert or update.  ``SQLITE_BUSY`` (another
 bridge on the same journal holding the write lock past the busy timeout) is retried.
 A commit that fails otherwise is rolled back and its operations are *kept*: the fault is
-reported once through ``notify`` (classified by :func:`~bridge.journal.errors.classify`),
+reported once through ``notify`` (classified by :func:`~agent_bridge.journal.errors.classify`),
 and the same operations (with whatever was queued since) are tried again with a bounded
 backoff (:data:`RETRY_MIN` doubling to :data:`RETRY_MAX`) until a commit succeeds, which
 is reported as usual.  So a full disk, an I/O error or a read-only remount delays
 commits and never loses or reorders one.  Damage (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``)
 is reported and ends the thread: a damaged file is never written to.  So does a bug
-(:func:`~bridge.journal.errors.classify_commit`: ``internal``, e.g. a ``TypeError`` or a
+(:func:`~agent_bridge.journal.errors.classify_commit`: ``internal``, e.g. a ``TypeError`` or a
 ``sqlite3.ProgrammingError`` from a wrong operation): retrying it would fail forever.
 """
 

@@ -5,13 +5,13 @@ rules for starting one safely (no shell, an allowlisted environment, an own proc
 group with a parent-death signal and a reaper, deadlock-free pipes, a bounded stop) are
 kept in one place instead of in every adapter.  Import from here; the modules are
 
-* :mod:`~bridge.processes.environment` -- :func:`build_child_env` and its allowlist;
-* :mod:`~bridge.processes.spawning` -- :class:`ProcessSpec`, :func:`spawn`,
+* :mod:`~agent_bridge.processes.environment` -- :func:`build_child_env` and its allowlist;
+* :mod:`~agent_bridge.processes.spawning` -- :class:`ProcessSpec`, :func:`spawn`,
   :class:`ChildProcess`, :class:`SpawnError`: the one module that starts processes;
-* :mod:`~bridge.processes.pipes` -- the child's pipes as anyio byte streams;
-* :mod:`~bridge.processes.reaper` -- kills the children's groups if the bridge dies.
+* :mod:`~agent_bridge.processes.pipes` -- the child's pipes as anyio byte streams;
+* :mod:`~agent_bridge.processes.reaper` -- kills the children's groups if the bridge dies.
 
-:func:`redact` lives in :mod:`bridge.redaction` and is re-exported here, as before.
+:func:`redact` lives in :mod:`agent_bridge.redaction` and is re-exported here, as before.
 
 Tests that patch module globals must patch them where they are looked up:
 ``agent_bridge.processes.spawning._pdeathsig_preexec``, for example.

@@ -3,7 +3,7 @@
 Why this module exists: every adapter builds its child's environment, and the rule that
 keeps the bridge's credentials away from providers -- start from nothing, copy a short
 documented allowlist, add only what the adapter declares or names -- must be written
-once.  :func:`check_env_entry` is also what :class:`~bridge.processes.ProcessSpec` uses
+once.  :func:`check_env_entry` is also what :class:`~agent_bridge.processes.ProcessSpec` uses
 to validate a complete environment.
 """
 

@@ -2,7 +2,7 @@
 protocol that feeds them.
 
 Why this module exists: ``anyio.open_process`` cannot run code in the child before
-``exec``, so :mod:`bridge.processes.spawning` drives
+``exec``, so :mod:`agent_bridge.processes.spawning` drives
 :meth:`asyncio.loop.subprocess_exec` itself, and these classes turn asyncio's protocol
 callbacks into bounded, flow-controlled streams: stdout/stderr pause the pipe at a
 high-water mark (a child that writes while nobody reads blocks in ``write()`` instead of

@@ -3,7 +3,7 @@
 Why this module exists: ``PR_SET_PDEATHSIG`` covers a provider but not the processes it
 starts, and nothing inside the bridge can act once it has been SIGKILLed, so a helper
 process must.  This module is the helper's program and the bookkeeping of which groups
-it must kill; the helper itself is started by :mod:`bridge.processes.spawning`, the one
+it must kill; the helper itself is started by :mod:`agent_bridge.processes.spawning`, the one
 module that starts processes, through the ``start`` function given to :class:`Reaper`.
 """
 

@@ -14,27 +14,27 @@ only):
   :func:`shutil.which` semantics against the *child's* ``PATH`` so that a missing binary
   is a typed :class:`SpawnError` ("provider unavailable") rather than a stray
   ``OSError``.
-* **An allowlisted environment**, built by :mod:`bridge.processes.environment`.
+* **An allowlisted environment**, built by :mod:`agent_bridge.processes.environment`.
 * **Own process group, parent-death signal, reaper.**  Each child starts a new session
   (``start_new_session=True``), so its whole tree -- including grandchildren that
   inherited our pipes -- can be signalled at once.  On Linux the child also gets
   ``PR_SET_PDEATHSIG = SIGKILL`` (see :func:`_pdeathsig_preexec`), so providers die
   when the bridge itself is killed with SIGKILL and cannot clean up.  The kernel clears
   that setting in the child's own children, so a grandchild would outlive it; the
-  reaper (:mod:`bridge.processes.reaper`) -- one tiny helper process per bridge, started
+  reaper (:mod:`agent_bridge.processes.reaper`) -- one tiny helper process per bridge, started
   here with the first child -- holds the list of live process groups and SIGKILLs them
   all when the bridge's end of its pipe closes, however the bridge ended.
 * **No pipe deadlocks.**  stderr is drained concurrently by a task in the caller's task
   group into a capped tail buffer (only the last ``stderr_tail_bytes`` are kept), so a
   provider that writes megabytes of stderr while stdout is silent never blocks.  stdout
   is buffered up to a fixed high-water mark and then flow-controlled
-  (:mod:`bridge.processes.pipes`), so memory stays bounded when nobody reads.
+  (:mod:`agent_bridge.processes.pipes`), so memory stays bounded when nobody reads.
 * **Bounded, cancellation-proof stop.**  :meth:`ChildProcess.stop` escalates stdin EOF
   -> SIGTERM to the group -> SIGKILL to the group, each step with its own budget, always
   reaps the child, kills whatever is left in the group, and runs shielded from
   cancellation so a cancelled owner cannot leak a process or a zombie.
 * **Redaction.**  :meth:`ChildProcess.stderr_tail` scrubs API keys and bearer tokens
-  (:func:`bridge.redaction.redact`) before the tail can reach a log or an error message.
+  (:func:`agent_bridge.redaction.redact`) before the tail can reach a log or an error message.
 
 The project runs anyio on the asyncio backend only.  ``anyio.open_process`` cannot run
 code in the child before ``exec`` (it has no ``preexec_fn``), so this module drives
@@ -278,7 +278,7 @@ def _pdeathsig_preexec(parent_pid: int) -> Callable[[], None] | None:
 
 
 class _ReaperHelper:
-    """The reaper's helper process, as :class:`~bridge.processes.reaper.Reaper` uses it."""
+    """The reaper's helper process, as :class:`~agent_bridge.processes.reaper.Reaper` uses it."""
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self._proc = proc

@@ -2,9 +2,9 @@
 error objects, and the ``data`` shapes of the bridge's protocol-level errors.
 
 Why this module exists: the envelope is part of the published contract like every other
-wire type, so it is declared here, in :mod:`bridge.wire`, where the schema generator
-(:mod:`bridge.schema`) finds it.  The rpc layer (:mod:`rpc.messages`) does not decode
-through these types: it parses and encodes the envelope by hand on its hot path, and
+wire type, so it is declared here, in :mod:`agent_bridge.wire`, where the schema generator
+(:mod:`agent_bridge.schema`) finds it.  The rpc layer (:mod:`agent_bridge.rpc.messages`)
+does not decode through these types: it parses and encodes the envelope by hand on its hot path, and
 these Structs describe exactly what it accepts and sends.
 """
 

@@ -8,7 +8,7 @@
 * :mod:`~agent_bridge.frontends.acp.options` — config options and modes from a provider's
   options, MCP servers passed through.
 
-``agent-bridge acp`` (:mod:`agent_bridge.cli`) serves it on stdio; see docs/acp-agent.md.
+``agent-bridge acp`` (:mod:`agent_bridge.commands.acp`) serves it on stdio; see docs/acp-agent.md.
 """
 
 from __future__ import annotations

@@ -14,16 +14,38 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import anyio
-import anyio.abc
+if TYPE_CHECKING:
+    import argparse
 
-from agent_bridge.processes import ProcessSpec, build_child_env, spawn
-from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Method
-from agent_bridge.rpc.framing import FramingKind, make_framer
+    from agent_bridge.rpc.connection import ByteReceiver, ByteSender
+    from agent_bridge.rpc.framing import FramingKind
 
-__all__ = ["DEMO_SCRIPT", "run_demo"]
+__all__ = ["DEMO_SCRIPT", "add_parsers", "run", "run_demo"]
+
+
+def add_parsers(sub: Any) -> None:
+    """Add ``demo`` to the subcommand parsers ``sub``."""
+    demo = sub.add_parser(
+        "demo",
+        help="spawn the server and drive a scripted session",
+        description="Spawn `agent-bridge serve` and drive one scripted session over its pipes.",
+        epilog="example: agent-bridge demo --framing newline --raw",
+    )
+    demo.add_argument(
+        "--framing",
+        choices=("content-length", "newline"),
+        default="content-length",
+        help="framing the demo host uses (default: content-length)",
+    )
+    demo.add_argument("--raw", action="store_true", help="print the raw JSON-RPC exchanged")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``demo`` (see :func:`run_demo`)."""
+    return run_demo(framing=args.framing, raw=args.raw)
+
 
 DEMO_SCRIPT: Final[dict[str, Any]] = {
     "steps": [
@@ -111,6 +133,8 @@ class _TapReceive:
     """A receive stream that shows every frame it passes on (bridge → host)."""
 
     def __init__(self, inner: ByteReceiver, framing: FramingKind, printer: _Printer) -> None:
+        from agent_bridge.rpc.framing import make_framer
+
         self._inner = inner
         self._framer = make_framer(framing, 1 << 30)
         self._printer = printer
@@ -127,6 +151,8 @@ class _TapSend:
     """A send stream that shows every frame it passes on (host → bridge)."""
 
     def __init__(self, inner: ByteSender, framing: FramingKind, printer: _Printer) -> None:
+        from agent_bridge.rpc.framing import make_framer
+
         self._inner = inner
         self._framer = make_framer(framing, 1 << 30)
         self._printer = printer
@@ -144,8 +170,15 @@ def _brief(value: Any, limit: int = 160) -> str:
 
 
 async def _demo(framing: str, printer: _Printer) -> int:
+    import anyio
+
+    import agent_bridge
+    from agent_bridge.processes import ProcessSpec, build_child_env, spawn
+    from agent_bridge.rpc.connection import Connection, Method
+
     env = build_child_env(passthrough=("PYTHONPATH",))
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # the folder that holds the agent_bridge package, so the child imports this one
+    root = os.path.dirname(os.path.dirname(os.path.abspath(agent_bridge.__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     spec = ProcessSpec(
         # The demo leaves no history behind in the user's state directory.
@@ -250,4 +283,6 @@ async def _demo(framing: str, printer: _Printer) -> int:
 
 def run_demo(*, framing: str = "content-length", raw: bool = False) -> int:
     """Run the demo; return 0 when the whole exchange went as expected, 1 otherwise."""
+    import anyio
+
     return anyio.run(_demo, framing, _Printer(raw))

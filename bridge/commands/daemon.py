@@ -1,22 +1,23 @@
-"""The ``daemon`` and ``connect`` subcommands of the command line.
+"""``agent-bridge daemon`` and ``agent-bridge connect``: one shared runtime per user on a
+Unix socket (:mod:`agent_bridge.daemon`), and the relay a host attaches through.
 
-Kept apart from :mod:`agent_bridge.cli` so the daemon's imports stay off every other
-command's start path.
+The daemon's imports stay off every other command's start path: they are loaded when one
+of these commands runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import sys
 import time
 from typing import Any
 
-from agent_bridge.serve_options import JOURNAL_FLAGS, add_options, history_settings
+from agent_bridge.commands import boot
+from agent_bridge.commands.options import JOURNAL_FLAGS, add_options
 
-__all__ = ["add_parsers", "connect_command", "run_command"]
+__all__ = ["add_parsers", "connect_command", "run"]
 
 
 def add_parsers(sub: Any) -> None:
@@ -66,7 +67,7 @@ def add_parsers(sub: Any) -> None:
     )
 
 
-def run_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``daemon`` or ``connect``; return the exit code."""
     if args.command == "connect":
         return connect_command(args.state_dir, autostart=not args.no_start)
@@ -105,7 +106,7 @@ def connect_command(state_dir: str | None, *, autostart: bool) -> int:
         sys.stderr.write(f"agent-bridge: {exc}\n")
         return 1
     except KeyboardInterrupt:
-        return 130
+        return boot.EXIT_INTERRUPTED
     return 0
 
 
@@ -127,30 +128,16 @@ def _daemon(args: argparse.Namespace) -> int:
         while read_pid(paths) is not None and time.monotonic() < deadline:
             time.sleep(0.05)
         return 0 if read_pid(paths) is None else 1
-    if args.log_file:
-        from agent_bridge.private_files import open_private
+    if not boot.start_logging("daemon", args.log_level, args.log_file):
+        return 2
 
-        os.close(open_private(args.log_file))  # 0600 whatever the umask
-    handler: logging.Handler = (
-        logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler()
-    )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.getLogger().addHandler(handler)
-    logging.getLogger().setLevel(args.log_level)
-
+    from agent_bridge.commands.options import history_settings
     from agent_bridge.journal import JournalError, open_history
-    from agent_bridge.registry import ProviderRegistry
     from agent_bridge.runtime import Runtime
 
     def runtime() -> Runtime:
         history = open_history(paths.state_dir, **history_settings(args))
-        return Runtime(
-            ProviderRegistry.default(),
-            interrupt_grace=args.interrupt_grace,
-            history=history,
-            hold_unanswerable=True,
-            journal_fault_limit=args.journal_fault_limit,
-        )
+        return boot.build_runtime(args, history, hold_unanswerable=True)
 
     try:
         return main(paths, runtime, idle_timeout=args.idle_timeout, frontend_options={})

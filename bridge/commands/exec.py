@@ -41,37 +41,32 @@ Exit codes (:data:`EXIT_CODES`, also in ``docs/testing-hosts.md``):
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import signal
 import sys
-import threading
-from collections.abc import Callable
-from typing import IO, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-import anyio
-import msgspec
+from agent_bridge.commands import boot
+from agent_bridge.commands.options import add_options
 
-from agent_bridge.errors import BridgeError
-from agent_bridge.runtime import Interaction, Runtime
-from agent_bridge.wire.interactions import (
-    Answer,
-    ApprovalAnswer,
-    ApprovalRequest,
-    QuestionAnswer,
-    QuestionRequest,
-    QuestionSetAnswer,
-    QuestionSetRequest,
-)
+if TYPE_CHECKING:
+    import argparse
 
-__all__ = ["EXIT_CODES", "Policy", "exit_code_for", "parse_option", "run_exec"]
+    from agent_bridge.frontends.exec_host import ExecHost, Policy
 
-Policy = Literal["once", "deny", "ask"]
+__all__ = [
+    "EXIT_CODES",
+    "add_parsers",
+    "exit_code_for",
+    "not_utf8",
+    "parse_option",
+    "run",
+    "run_exec",
+]
 
 EXIT_COMPLETED: Final = 0
 EXIT_FAILED: Final = 1
-EXIT_INTERRUPTED: Final = 130
+EXIT_INTERRUPTED: Final = boot.EXIT_INTERRUPTED
 
 #: Exit code per error class (codes not listed: 1).
 EXIT_CODES: Final[dict[str, int]] = {
@@ -98,7 +93,55 @@ EXIT_CODES: Final[dict[str, int]] = {
     "run_active": 6,
 }
 
-_TERMINAL: Final = ("run.completed", "run.failed", "run.interrupted")
+
+def add_parsers(sub: Any) -> None:
+    """Add ``exec`` to the subcommand parsers ``sub``."""
+    exe = sub.add_parser(
+        "exec",
+        help="one run: events as NDJSON on stdout, the exit code from its end",
+        description="Run PROMPT once on a fresh session (or --session ID) and print its "
+        "events. Exit codes: 0 completed, 1 failed, 2 usage, 3 provider unavailable, "
+        "4 provider broke, 5 transient (retry), 6 session unusable, 130 interrupted.",
+    )
+    exe.add_argument("prompt", metavar="PROMPT", help="the input text; '-' reads stdin")
+    exe.add_argument(
+        "--provider",
+        help="provider id (default: $AGENT_BRIDGE_PROVIDER, else claude-code; with "
+        "--session: the session's)",
+    )
+    exe.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="a session or run option; V is parsed as JSON when it can be (repeatable)",
+    )
+    exe.add_argument(
+        "--approve",
+        choices=("once", "deny", "ask"),
+        default="deny",
+        help="answer approvals: allow once, deny (default), or ask on the terminal",
+    )
+    exe.add_argument("--session", metavar="ID", help="continue this journaled session")
+    exe.add_argument("--format", choices=("ndjson", "text"), default="ndjson")
+    exe.add_argument("--workspace", metavar="DIR", help="the session's workspace")
+    exe.add_argument("--state-dir", metavar="DIR", help="the journal (as for serve)")
+    add_options(exe, ("--interrupt-grace",))  # as serve has it (checked, with its help)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the parsed ``exec`` command; return the exit code."""
+    return run_exec(
+        prompt=args.prompt,
+        provider=args.provider,
+        options=args.option,
+        approve=args.approve,
+        session_id=args.session,
+        fmt=args.format,
+        state_dir=args.state_dir,
+        workspace=args.workspace,
+        interrupt_grace=args.interrupt_grace,
+    )
 
 
 def exit_code_for(code: str) -> int:
@@ -118,253 +161,6 @@ def parse_option(text: str) -> tuple[str, Any]:
         return key, value
 
 
-# ---------------------------------------------------------------- output
-
-
-class _Output:
-    """Writes events as NDJSON or as readable text to the protocol's stdout."""
-
-    def __init__(self, out: IO[bytes], fmt: Literal["ndjson", "text"]) -> None:
-        self._out = out
-        self._fmt = fmt
-        self._mid_line = False
-
-    def event(self, body: bytes, envelope: dict[str, Any]) -> None:
-        if self._fmt == "ndjson":
-            self._out.write(body + b"\n")
-        else:
-            self._out.write(self._text(envelope["payload"]).encode("utf-8", "replace"))
-        self._out.flush()
-
-    def close(self) -> None:
-        try:
-            if self._mid_line:
-                self._out.write(b"\n")
-            self._out.flush()
-        except OSError:
-            pass
-
-    def _line(self, text: str) -> str:
-        prefix = "\n" if self._mid_line else ""
-        self._mid_line = False
-        return f"{prefix}· {text}\n"
-
-    def _text(self, p: dict[str, Any]) -> str:
-        kind = p["type"]
-        if kind == "text.delta":
-            self._mid_line = not p["text"].endswith("\n")
-            return str(p["text"])
-        if kind == "thinking.delta":
-            return self._line(f"thinking: {p['text']}")
-        if kind == "tool.activity":
-            detail = p.get("output") if p["status"] == "output" else p.get("input")
-            extra = "" if detail is None else f" {json.dumps(detail, ensure_ascii=False)}"
-            return self._line(f"tool {p['name']} {p['status']}{extra}")
-        if kind == "interaction.requested":
-            r = p["request"]
-            return self._line(f"{r['kind']}: {r.get('title') or r.get('prompt') or ''}")
-        if kind == "interaction.settled":
-            answer = p.get("answer")
-            said = "" if answer is None else f" {json.dumps(answer, ensure_ascii=False)}"
-            return self._line(f"{p['status']}{said}")
-        if kind == "run.completed":
-            return self._line(f"completed ({p.get('stopReason') or 'no stop reason'})")
-        if kind == "run.failed":
-            return self._line(f"failed: {p['error']['code']}: {p['error']['message']}")
-        if kind == "run.interrupted":
-            return self._line(f"interrupted ({p['reason']})")
-        if kind == "run.started":
-            return ""
-        return self._line(json.dumps(p, ensure_ascii=False))
-
-
-# ---------------------------------------------------------------- answering
-
-
-def _describe(request: Any) -> str:
-    if isinstance(request, ApprovalRequest):
-        lines = [f"approval: {request.title}"]
-        if request.command:
-            lines.append(f"  command: {request.command}")
-        elif request.input is not None:
-            lines.append(f"  input: {json.dumps(request.input, ensure_ascii=False)}")
-        if request.cwd:
-            lines.append(f"  cwd: {request.cwd}")
-        return "\n".join(lines) + "\n"
-    if isinstance(request, QuestionRequest):
-        lines = [f"question: {request.prompt}"]
-        lines += [f"  {c.id}) {c.label}" for c in request.choices]
-        return "\n".join(lines) + "\n"
-    return f"questions: {request.title}\n"
-
-
-def ask_on_terminal(request: Any, tty: IO[str]) -> Answer | None:
-    """Ask ``request`` on ``tty`` (blocking); ``None`` when the user gives up (EOF)."""
-    tty.write(_describe(request))
-    if isinstance(request, ApprovalRequest):
-        modes = "/a(lways, this session)" if "session" in request.modes else ""
-        while True:
-            tty.write(f"allow? y(es)/n(o){modes} ")
-            tty.flush()
-            line = tty.readline()
-            if not line:
-                return None
-            reply = line.strip().lower()
-            if reply in ("y", "yes"):
-                return ApprovalAnswer("allow", "once")
-            if reply in ("n", "no", ""):
-                return ApprovalAnswer("deny")
-            if modes and reply in ("a", "always"):
-                return ApprovalAnswer("allow", "session")
-    if isinstance(request, QuestionRequest):
-        ids = {c.id for c in request.choices}
-        while True:
-            tty.write("answer: ")
-            tty.flush()
-            line = tty.readline()
-            if not line:
-                return None
-            reply = line.strip()
-            if reply in ids:
-                return QuestionAnswer(choice=reply)
-            if request.allow_free_text or not ids:
-                return QuestionAnswer(text=reply)
-    if isinstance(request, QuestionSetRequest):
-        answers: dict[str, str] = {}
-        for item in request.items:
-            tty.write(f"{item.key}: {item.prompt} ")
-            tty.write("".join(f"[{c.id}) {c.label}] " for c in item.choices))
-            tty.flush()
-            line = tty.readline()
-            if not line:
-                return None
-            answers[item.key] = line.strip()
-        return QuestionSetAnswer(answers)
-    return None
-
-
-class _ExecHost:
-    """The runtime subscriber of ``exec``: prints events, answers interactions."""
-
-    def __init__(
-        self,
-        output: _Output,
-        policy: Policy,
-        ask: Callable[[Any], Answer | None],
-    ) -> None:
-        self._output = output
-        self._policy = policy
-        self._ask = ask
-        self.run_id: str | None = None
-        self.terminal: dict[str, Any] | None = None
-        self.ended = anyio.Event()
-        self._early: list[tuple[bytes, dict[str, Any]]] = []
-
-    # Subscriber protocol
-
-    def publish(self, envelope: bytes) -> bool:
-        self._handle(envelope)
-        return False
-
-    def publish_many(self, envelopes: list[bytes]) -> bool:
-        for envelope in envelopes:
-            self._handle(envelope)
-        return False
-
-    @property
-    def congested(self) -> bool:
-        return False
-
-    async def drained(self) -> None:
-        return None
-
-    def can_answer(self, kind: str) -> bool:
-        return kind == "approval" or self._policy == "ask"
-
-    async def ask(self, interaction: Interaction) -> None:
-        answer: Answer | None
-        if self._policy == "ask":
-            answer = await _in_daemon_thread(self._ask, interaction.request)
-        elif isinstance(interaction.request, ApprovalRequest):
-            answer = ApprovalAnswer("allow" if self._policy == "once" else "deny")
-        else:
-            answer = None
-        if answer is None:
-            answer = ApprovalAnswer("deny") if interaction.kind == "approval" else None
-        if answer is None:
-            interaction.settle("cancelled")
-            return
-        try:
-            interaction.respond(answer)
-        except BridgeError as exc:  # settled meanwhile (an interrupt), or a bad answer
-            if exc.error_code == "invalid_answer":
-                sys.stderr.write("agent-bridge exec: that answer does not fit; cancelled\n")
-                interaction.settle("cancelled")
-
-    def close_output(self) -> None:
-        """End the output (a last newline for text) and flush it."""
-        self._output.close()
-
-    # events
-
-    def _handle(self, body: bytes) -> None:
-        if self.terminal is not None:
-            return  # one run: nothing after its end
-        envelope: dict[str, Any] = msgspec.json.decode(body)
-        self._output.event(body, envelope)
-        payload = envelope["payload"]
-        run_id = envelope.get("runId")
-        if payload["type"] in _TERMINAL and run_id is not None and self.run_id in (None, run_id):
-            self.terminal = envelope
-            self.ended.set()
-
-
-async def _in_daemon_thread(fn: Callable[[Any], Answer | None], arg: Any) -> Answer | None:
-    """Run blocking ``fn(arg)`` in a daemon thread (a prompt left unanswered at an
-    interrupt must not keep the process alive)."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Answer | None] = loop.create_future()
-
-    def deliver(value: Answer | None, error: BaseException | None) -> None:
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)
-
-    def target() -> None:
-        try:
-            value = fn(arg)
-        except BaseException as exc:
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(deliver, None, exc)
-            return
-        if not loop.is_closed():
-            loop.call_soon_threadsafe(deliver, value, None)
-
-    threading.Thread(target=target, daemon=True, name="exec-ask").start()
-    return await future
-
-
-def _terminal_asker() -> Callable[[Any], Answer | None]:
-    warned = False
-
-    def ask(request: Any) -> Answer | None:
-        nonlocal warned
-        try:
-            tty = open("/dev/tty", "r+", encoding="utf-8")  # noqa: SIM115
-        except OSError:
-            if not warned:
-                sys.stderr.write("agent-bridge exec: --approve ask needs a terminal; denied\n")
-                warned = True
-            return None
-        with tty:
-            return ask_on_terminal(request, tty)
-
-    return ask
-
-
 # ---------------------------------------------------------------- the run
 
 
@@ -375,13 +171,19 @@ async def _run(
     policy: Policy,
     session_id: str | None,
     prompt: str,
-    host: _ExecHost,
+    host: ExecHost,
     state_dir: str | None,
     workspace: str | None,
     interrupt_grace: float,
 ) -> int:
+    import signal
+
+    import anyio
+
+    from agent_bridge.errors import BridgeError
     from agent_bridge.journal import open_history
     from agent_bridge.registry import ProviderRegistry
+    from agent_bridge.runtime import Runtime
     from agent_bridge.wire.methods import RunInput, RunStartParams
 
     registry = ProviderRegistry.default()
@@ -408,9 +210,7 @@ async def _run(
             tg.start_soon(on_signals, tg.cancel_scope)
             try:
                 if session_id is None:
-                    provider_id = provider or os.environ.get(
-                        "AGENT_BRIDGE_PROVIDER", "claude-code"
-                    )
+                    provider_id = provider or os.environ.get("AGENT_BRIDGE_PROVIDER", "claude-code")
                     declared = registry.get(provider_id).describe().options
                     session_opts, run_opts = _split(declared, options)
                     info = await runtime.create_session(
@@ -443,9 +243,7 @@ async def _run(
             except BridgeError as exc:
                 said = "; ".join(f"{k}: {v}" for k, v in (exc.info.details or {}).items())
                 said = f" ({said})" if said else ""
-                sys.stderr.write(
-                    f"agent-bridge exec: {exc.error_code}: {exc.info.message}{said}\n"
-                )
+                sys.stderr.write(f"agent-bridge exec: {exc.error_code}: {exc.info.message}{said}\n")
                 tg.cancel_scope.cancel()
                 return exit_code_for(exc.error_code)
             tg.cancel_scope.cancel()
@@ -502,10 +300,7 @@ def run_exec(
 ) -> int:
     """The ``exec`` command; returns the exit code (see the module docstring)."""
     # Only events on the real stdout: fd 1 and sys.stdout now point at stderr.
-    out_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    out = os.fdopen(out_fd, "wb")
+    out = os.fdopen(boot.guard_stdout(), "wb")
     try:
         parsed = dict(parse_option(o) for o in options or [])
     except ValueError as exc:
@@ -518,9 +313,12 @@ def run_exec(
     if refusal:
         sys.stderr.write(f"agent-bridge exec: the prompt {refusal}\n")
         return 2
+    import anyio
+
+    from agent_bridge.frontends.exec_host import ExecHost, Output, terminal_asker
     from agent_bridge.journal import JournalError
 
-    host = _ExecHost(_Output(out, fmt), approve, _terminal_asker())
+    host = ExecHost(Output(out, fmt), approve, terminal_asker())
     try:
         code = anyio.run(
             lambda: _run(

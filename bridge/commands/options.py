@@ -1,4 +1,6 @@
-"""The options of ``agent-bridge serve``, in one table read two ways.
+"""The options of ``agent-bridge serve``, in one table read two ways; every other command
+that has one of them (the journal's, logging, ``--interrupt-grace``) takes it from this
+table (:func:`add_options`), so a flag is defined once.
 
 :func:`add_serve_options` gives them to the ``argparse`` parser (help, usage, error
 messages).  :func:`parse_serve` reads a plain ``serve`` command line itself, without
@@ -23,6 +25,7 @@ from typing import Any, Final
 
 __all__ = [
     "JOURNAL_FLAGS",
+    "LOGGING_FLAGS",
     "SERVE_OPTIONS",
     "ServeOption",
     "add_options",
@@ -270,6 +273,10 @@ JOURNAL_FLAGS: Final = (
     "--journal-sync",
     "--journal-fault-limit",
 )
+
+
+#: where logs go and from which level (``serve``, ``acp``)
+LOGGING_FLAGS: Final = ("--log-file", "--log-level")
 
 
 def add_serve_options(parser: Any) -> None:

@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
 
-__all__ = ["DEFAULT_PROVIDER", "LOGIN_COMMANDS", "parse_options", "run_acp"]
+from agent_bridge.commands import boot
+from agent_bridge.commands.options import JOURNAL_FLAGS, LOGGING_FLAGS, add_options
+
+if TYPE_CHECKING:
+    from agent_bridge.frontends.acp.server import AcpFrontend
+    from agent_bridge.rpc.stdio import FdReceiveStream, FdSendStream
+    from agent_bridge.runtime import Runtime
+
+__all__ = ["DEFAULT_PROVIDER", "LOGIN_COMMANDS", "add_parsers", "parse_options", "run"]
 
 DEFAULT_PROVIDER: Final = "claude-code"
 #: Each provider's own login command (after its executable), for ``--login``.
@@ -25,6 +32,40 @@ LOGIN_COMMANDS: Final[Mapping[str, tuple[str, ...]]] = {
     "codex": ("login",),
     "gemini": (),
 }
+
+
+def add_parsers(sub: Any) -> None:
+    """Add ``acp`` to the subcommand parsers ``sub``."""
+    acp = sub.add_parser(
+        "acp",
+        help="be an Agent Client Protocol agent on stdin/stdout (what an ACP editor spawns)",
+        description="Serve the Agent Client Protocol (newline-delimited JSON-RPC) on "
+        "stdin/stdout as an agent, over the bridge's providers and journal; logs go to "
+        "stderr. See docs/acp-agent.md.",
+        epilog="example: agent-bridge acp --provider claude-code --option model=sonnet",
+    )
+    acp.add_argument(
+        "--provider",
+        metavar="ID",
+        help="the provider new sessions use (default: [acp_agent] provider in the "
+        "configuration file, else claude-code)",
+    )
+    acp.add_argument(
+        "--option",
+        "-o",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a session option of the provider (repeatable; VALUE is JSON when it parses "
+        "as JSON, else a string), e.g. -o model=sonnet -o permissionMode=plan",
+    )
+    acp.add_argument(
+        "--login",
+        action="store_true",
+        help="run the provider's own login command in this terminal and exit (the ACP "
+        "terminal authentication method)",
+    )
+    add_options(acp, (*JOURNAL_FLAGS, *LOGGING_FLAGS, "--interrupt-grace"))  # as serve's
 
 
 def parse_options(items: list[str]) -> dict[str, Any]:
@@ -82,7 +123,7 @@ def _login(provider_id: str) -> int:
     return 1
 
 
-def run_acp(args: argparse.Namespace, configure_logging: Callable[[str, str | None], None]) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``agent-bridge acp``; return the exit status."""
     try:
         provider_id, options = _settings(args)
@@ -102,68 +143,18 @@ def run_acp(args: argparse.Namespace, configure_logging: Callable[[str, str | No
     if args.login:
         return _login(provider_id)
 
-    protocol_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    try:
-        configure_logging(args.log_level, args.log_file)
-    except OSError as exc:
-        sys.stderr.write(f"agent-bridge acp: --log-file: {exc.strerror or exc}\n")
+    protocol_fd = boot.guard_stdout()
+    if not boot.start_logging("acp", args.log_level, args.log_file):
         return 2
-
-    from agent_bridge.journal import JournalError, open_history
-    from agent_bridge.serve_options import history_settings
-
-    try:
-        history = open_history(args.state_dir, **history_settings(args))
-    except JournalError as exc:
-        sys.stderr.write(f"agent-bridge: {exc}\n")
+    history = boot.open_journal("agent-bridge", args.state_dir, args)
+    if history is None:
         return 1
-    return _serve(
-        registry,
-        history,
-        provider_id,
-        options,
-        protocol_fd,
-        args.interrupt_grace,
-        args.journal_fault_limit,
-    )
-
-
-def _serve(
-    registry: Any,
-    history: Any,
-    provider_id: str,
-    options: dict[str, Any],
-    protocol_fd: int,
-    interrupt_grace: float,
-    journal_fault_limit: float,
-) -> int:
-
-    import anyio
 
     from agent_bridge.frontends.acp.server import AcpFrontend
-    from agent_bridge.frontends.stdio_owner import serve_owning
-    from agent_bridge.rpc.stdio import FdReceiveStream, FdSendStream
-    from agent_bridge.runtime import Runtime
 
-    async def run() -> None:
-        receive = FdReceiveStream(0)
-        send = FdSendStream(protocol_fd)
-        runtime = Runtime(
-            registry,
-            interrupt_grace=interrupt_grace,
-            history=history,
-            journal_fault_limit=journal_fault_limit,
-        )
-        server = AcpFrontend(runtime, receive, send, provider=provider_id, provider_options=options)
+    def frontend(runtime: Runtime, receive: FdReceiveStream, send: FdSendStream) -> AcpFrontend:
+        return AcpFrontend(runtime, receive, send, provider=provider_id, provider_options=options)
 
-        # The client owns this runtime: at its EOF every session is closed, stopping
-        # provider processes through their escalation.
-        await serve_owning(runtime, server, receive, send)
-
-    try:
-        anyio.run(run)
-    except KeyboardInterrupt:
-        return 130
-    return 0
+    # The client owns this runtime: at its EOF every session is closed, stopping
+    # provider processes through their escalation.
+    return boot.serve_stdio(args, history, protocol_fd, frontend, registry=registry)

@@ -13,12 +13,35 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import anyio
-import msgspec
+if TYPE_CHECKING:
+    import argparse
 
-__all__ = ["run_doctor"]
+__all__ = ["add_parsers", "run", "run_doctor"]
+
+
+def add_parsers(sub: Any) -> None:
+    """Add ``doctor`` to the subcommand parsers ``sub``."""
+    doctor = sub.add_parser(
+        "doctor",
+        help="check providers, the state directory and the journal",
+        description="Probe every provider (no network but loopback, bounded in time) and "
+        "check the state directory and journal (read-only). Exit status 1 when no provider "
+        "is usable.",
+        epilog="example: agent-bridge doctor --provider claude-code --json",
+    )
+    doctor.add_argument("--json", action="store_true", help="print one JSON object")
+    doctor.add_argument("--provider", metavar="ID", help="check only this provider")
+    doctor.add_argument(
+        "--state-dir", metavar="DIR", help="the state directory to check (default: as serve)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``doctor`` (see :func:`run_doctor`)."""
+    return run_doctor(as_json=args.json, provider=args.provider, state_dir=args.state_dir)
+
 
 #: The whole probe phase is bounded: a provider still probing after this is reported as
 #: timed out.
@@ -60,6 +83,9 @@ def _journal(state_dir: str | None) -> dict[str, Any]:
 
 
 async def _probe_all(only: str | None) -> list[dict[str, Any]]:
+    import anyio
+    import msgspec
+
     from agent_bridge.registry import ProviderRegistry
 
     results: list[dict[str, Any]] = []
@@ -122,6 +148,9 @@ def _table(report: dict[str, Any], colour: bool) -> str:
 def run_doctor(*, as_json: bool, provider: str | None, state_dir: str | None) -> int:
     """Print the report; return 0 when some provider is usable, 1 otherwise (2 for an
     unknown ``provider``)."""
+    import anyio
+    import msgspec
+
     from agent_bridge.registry import ProviderRegistry
 
     known = [p.id for p in ProviderRegistry.default().all()]

@@ -26,16 +26,25 @@ each interaction).  The journal is read through its package face only.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import msgspec
-
-from agent_bridge.errors import BridgeError
-from agent_bridge.journal import History
 from agent_bridge.redaction import redact
 
-__all__ = ["PROVIDER_TYPES", "normalized_payload", "record_session", "script_from_events"]
+if TYPE_CHECKING:
+    import argparse
+
+    from agent_bridge.journal import History
+
+__all__ = [
+    "PROVIDER_TYPES",
+    "add_parsers",
+    "normalized_payload",
+    "record_session",
+    "run",
+    "script_from_events",
+]
 
 #: Payload types a provider emits (everything else the runtime produces itself).
 PROVIDER_TYPES: Final = frozenset(
@@ -206,7 +215,10 @@ async def record_session(history: History, session_id: str, recorded_at: str) ->
     """Read ``session_id`` from ``history`` (events and raw records) and return its
     script, checked against the scripted provider's script language.  Raises
     ``session_not_found``."""
-    from agent_bridge.adapters.scripted.script import decode_script
+    import msgspec
+
+    from agent_bridge.errors import BridgeError
+    from agent_bridge.wire.script import decode_script
 
     record = await history.load_session(session_id)
     if record is None:
@@ -233,3 +245,54 @@ async def record_session(history: History, session_id: str, recorded_at: str) ->
     )
     decode_script(script)  # what we write must replay
     return script
+
+
+def add_parsers(sub: Any) -> None:
+    """Add ``record`` to the subcommand parsers ``sub``."""
+    rec = sub.add_parser(
+        "record",
+        help="turn a journaled session into a scripted-provider script",
+    )
+    rec.add_argument("session_id", metavar="SESSION_ID")
+    rec.add_argument("--out", required=True, metavar="FILE", help="where to write ('-': stdout)")
+    rec.add_argument("--state-dir", metavar="DIR", help="the journal (as for serve)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``record``: write the script of ``args.session_id`` to ``args.out``; return
+    the exit status (1 for a journal that cannot be read, 2 for ``:memory:``, 6 for an
+    unknown session)."""
+    import json
+
+    import anyio
+
+    from agent_bridge.commands import boot
+    from agent_bridge.errors import BridgeError
+    from agent_bridge.ids import Clock
+    from agent_bridge.journal import MemoryHistory
+
+    history = boot.open_journal("agent-bridge record", args.state_dir)
+    if history is None:
+        return 1
+    if isinstance(history, MemoryHistory):
+        sys.stderr.write("agent-bridge record: a ':memory:' state directory keeps no sessions\n")
+        return 2
+
+    async def main() -> dict[str, Any]:
+        try:
+            return await record_session(history, args.session_id, Clock().now_iso())
+        finally:
+            await history.aclose()
+
+    try:
+        script = anyio.run(main)
+    except BridgeError as exc:
+        sys.stderr.write(f"agent-bridge record: {exc.error_code}: {exc.info.message}\n")
+        return 6 if exc.error_code == "session_not_found" else 1
+    text = json.dumps(script, ensure_ascii=False, indent=1) + "\n"
+    if args.out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    return 0

@@ -1,0 +1,286 @@
+"""``exec``'s host: one run's events written to stdout, its interactions answered by policy.
+
+The runtime :class:`~agent_bridge.runtime.Subscriber` of ``agent-bridge exec``
+(:mod:`agent_bridge.commands.exec`): :class:`ExecHost` writes each event the runtime
+publishes (NDJSON, exactly the envelope a host would receive, or readable text through
+:class:`Output`) and answers the run's interactions as ``--approve`` says: ``deny``,
+``once``, or ``ask`` on the terminal (:func:`ask_on_terminal`, in a daemon thread so an
+unanswered prompt never keeps the process alive).  It records the run's terminal event,
+from which the command takes its exit status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+from collections.abc import Callable
+from typing import IO, Any, Final, Literal
+
+import anyio
+import msgspec
+
+from agent_bridge.errors import BridgeError
+from agent_bridge.runtime import Interaction
+from agent_bridge.wire.interactions import (
+    Answer,
+    ApprovalAnswer,
+    ApprovalRequest,
+    QuestionAnswer,
+    QuestionRequest,
+    QuestionSetAnswer,
+    QuestionSetRequest,
+)
+
+__all__ = ["ExecHost", "Output", "Policy", "ask_on_terminal", "terminal_asker"]
+
+Policy = Literal["once", "deny", "ask"]
+
+_TERMINAL: Final = ("run.completed", "run.failed", "run.interrupted")
+
+
+class Output:
+    """Writes events as NDJSON or as readable text to the protocol's stdout."""
+
+    def __init__(self, out: IO[bytes], fmt: Literal["ndjson", "text"]) -> None:
+        self._out = out
+        self._fmt = fmt
+        self._mid_line = False
+
+    def event(self, body: bytes, envelope: dict[str, Any]) -> None:
+        if self._fmt == "ndjson":
+            self._out.write(body + b"\n")
+        else:
+            self._out.write(self._text(envelope["payload"]).encode("utf-8", "replace"))
+        self._out.flush()
+
+    def close(self) -> None:
+        try:
+            if self._mid_line:
+                self._out.write(b"\n")
+            self._out.flush()
+        except OSError:
+            pass
+
+    def _line(self, text: str) -> str:
+        prefix = "\n" if self._mid_line else ""
+        self._mid_line = False
+        return f"{prefix}· {text}\n"
+
+    def _text(self, p: dict[str, Any]) -> str:
+        kind = p["type"]
+        if kind == "text.delta":
+            self._mid_line = not p["text"].endswith("\n")
+            return str(p["text"])
+        if kind == "thinking.delta":
+            return self._line(f"thinking: {p['text']}")
+        if kind == "tool.activity":
+            detail = p.get("output") if p["status"] == "output" else p.get("input")
+            extra = "" if detail is None else f" {json.dumps(detail, ensure_ascii=False)}"
+            return self._line(f"tool {p['name']} {p['status']}{extra}")
+        if kind == "interaction.requested":
+            r = p["request"]
+            return self._line(f"{r['kind']}: {r.get('title') or r.get('prompt') or ''}")
+        if kind == "interaction.settled":
+            answer = p.get("answer")
+            said = "" if answer is None else f" {json.dumps(answer, ensure_ascii=False)}"
+            return self._line(f"{p['status']}{said}")
+        if kind == "run.completed":
+            return self._line(f"completed ({p.get('stopReason') or 'no stop reason'})")
+        if kind == "run.failed":
+            return self._line(f"failed: {p['error']['code']}: {p['error']['message']}")
+        if kind == "run.interrupted":
+            return self._line(f"interrupted ({p['reason']})")
+        if kind == "run.started":
+            return ""
+        return self._line(json.dumps(p, ensure_ascii=False))
+
+
+# ---------------------------------------------------------------- answering
+
+
+def _describe(request: Any) -> str:
+    if isinstance(request, ApprovalRequest):
+        lines = [f"approval: {request.title}"]
+        if request.command:
+            lines.append(f"  command: {request.command}")
+        elif request.input is not None:
+            lines.append(f"  input: {json.dumps(request.input, ensure_ascii=False)}")
+        if request.cwd:
+            lines.append(f"  cwd: {request.cwd}")
+        return "\n".join(lines) + "\n"
+    if isinstance(request, QuestionRequest):
+        lines = [f"question: {request.prompt}"]
+        lines += [f"  {c.id}) {c.label}" for c in request.choices]
+        return "\n".join(lines) + "\n"
+    return f"questions: {request.title}\n"
+
+
+def ask_on_terminal(request: Any, tty: IO[str]) -> Answer | None:
+    """Ask ``request`` on ``tty`` (blocking); ``None`` when the user gives up (EOF)."""
+    tty.write(_describe(request))
+    if isinstance(request, ApprovalRequest):
+        modes = "/a(lways, this session)" if "session" in request.modes else ""
+        while True:
+            tty.write(f"allow? y(es)/n(o){modes} ")
+            tty.flush()
+            line = tty.readline()
+            if not line:
+                return None
+            reply = line.strip().lower()
+            if reply in ("y", "yes"):
+                return ApprovalAnswer("allow", "once")
+            if reply in ("n", "no", ""):
+                return ApprovalAnswer("deny")
+            if modes and reply in ("a", "always"):
+                return ApprovalAnswer("allow", "session")
+    if isinstance(request, QuestionRequest):
+        ids = {c.id for c in request.choices}
+        while True:
+            tty.write("answer: ")
+            tty.flush()
+            line = tty.readline()
+            if not line:
+                return None
+            reply = line.strip()
+            if reply in ids:
+                return QuestionAnswer(choice=reply)
+            if request.allow_free_text or not ids:
+                return QuestionAnswer(text=reply)
+    if isinstance(request, QuestionSetRequest):
+        answers: dict[str, str] = {}
+        for item in request.items:
+            tty.write(f"{item.key}: {item.prompt} ")
+            tty.write("".join(f"[{c.id}) {c.label}] " for c in item.choices))
+            tty.flush()
+            line = tty.readline()
+            if not line:
+                return None
+            answers[item.key] = line.strip()
+        return QuestionSetAnswer(answers)
+    return None
+
+
+class ExecHost:
+    """The runtime subscriber of ``exec``: prints events, answers interactions."""
+
+    def __init__(
+        self,
+        output: Output,
+        policy: Policy,
+        ask: Callable[[Any], Answer | None],
+    ) -> None:
+        self._output = output
+        self._policy = policy
+        self._ask = ask
+        self.run_id: str | None = None
+        self.terminal: dict[str, Any] | None = None
+        self.ended = anyio.Event()
+        self._early: list[tuple[bytes, dict[str, Any]]] = []
+
+    # Subscriber protocol
+
+    def publish(self, envelope: bytes) -> bool:
+        self._handle(envelope)
+        return False
+
+    def publish_many(self, envelopes: list[bytes]) -> bool:
+        for envelope in envelopes:
+            self._handle(envelope)
+        return False
+
+    @property
+    def congested(self) -> bool:
+        return False
+
+    async def drained(self) -> None:
+        return None
+
+    def can_answer(self, kind: str) -> bool:
+        return kind == "approval" or self._policy == "ask"
+
+    async def ask(self, interaction: Interaction) -> None:
+        answer: Answer | None
+        if self._policy == "ask":
+            answer = await _in_daemon_thread(self._ask, interaction.request)
+        elif isinstance(interaction.request, ApprovalRequest):
+            answer = ApprovalAnswer("allow" if self._policy == "once" else "deny")
+        else:
+            answer = None
+        if answer is None:
+            answer = ApprovalAnswer("deny") if interaction.kind == "approval" else None
+        if answer is None:
+            interaction.settle("cancelled")
+            return
+        try:
+            interaction.respond(answer)
+        except BridgeError as exc:  # settled meanwhile (an interrupt), or a bad answer
+            if exc.error_code == "invalid_answer":
+                sys.stderr.write("agent-bridge exec: that answer does not fit; cancelled\n")
+                interaction.settle("cancelled")
+
+    def close_output(self) -> None:
+        """End the output (a last newline for text) and flush it."""
+        self._output.close()
+
+    # events
+
+    def _handle(self, body: bytes) -> None:
+        if self.terminal is not None:
+            return  # one run: nothing after its end
+        envelope: dict[str, Any] = msgspec.json.decode(body)
+        self._output.event(body, envelope)
+        payload = envelope["payload"]
+        run_id = envelope.get("runId")
+        if payload["type"] in _TERMINAL and run_id is not None and self.run_id in (None, run_id):
+            self.terminal = envelope
+            self.ended.set()
+
+
+async def _in_daemon_thread(fn: Callable[[Any], Answer | None], arg: Any) -> Answer | None:
+    """Run blocking ``fn(arg)`` in a daemon thread (a prompt left unanswered at an
+    interrupt must not keep the process alive)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Answer | None] = loop.create_future()
+
+    def deliver(value: Answer | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def target() -> None:
+        try:
+            value = fn(arg)
+        except BaseException as exc:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(deliver, None, exc)
+            return
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(deliver, value, None)
+
+    threading.Thread(target=target, daemon=True, name="exec-ask").start()
+    return await future
+
+
+def terminal_asker() -> Callable[[Any], Answer | None]:
+    """``ask``'s asker: each request asked on ``/dev/tty``; without a terminal, ``None``
+    (denied, or a question cancelled) and one warning on stderr."""
+    warned = False
+
+    def ask(request: Any) -> Answer | None:
+        nonlocal warned
+        try:
+            tty = open("/dev/tty", "r+", encoding="utf-8")  # noqa: SIM115
+        except OSError:
+            if not warned:
+                sys.stderr.write("agent-bridge exec: --approve ask needs a terminal; denied\n")
+                warned = True
+            return None
+        with tty:
+            return ask_on_terminal(request, tty)
+
+    return ask
