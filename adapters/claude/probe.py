@@ -21,7 +21,7 @@ from agent_bridge.adapters.claude.launch import (
     child_env,
     discover_executable,
 )
-from agent_bridge.adapters.kit.probe import run_probe
+from agent_bridge.adapters.kit.probe import run_probe, throwaway_home
 from agent_bridge.wire.providers import Availability
 
 __all__ = [
@@ -93,13 +93,15 @@ async def probe_cli(environ: Mapping[str, str] | None = None) -> Availability:
             next_step=NEXT_STEP,
         )
     cli_env = child_env(env.get("CLAUDE_CONFIG_DIR") or None, env) | PROBE_ENV
-    output = await run_probe(
-        [found.path, "--version"],
-        env=cli_env,
-        timeout=PROBE_TIMEOUT,
-        max_output=PROBE_OUTPUT_LIMIT,
-        name="claude --version",
-    )
+    with throwaway_home({}, "agent-bridge-claude-") as scratch:
+        output = await run_probe(
+            [found.path, "--version"],
+            env=cli_env | {"HOME": scratch, "CLAUDE_CONFIG_DIR": scratch},
+            cwd=scratch,
+            timeout=PROBE_TIMEOUT,
+            max_output=PROBE_OUTPUT_LIMIT,
+            name="claude --version",
+        )
     parsed = parse_version(output or "")
     if parsed is None:
         return Availability(
@@ -119,13 +121,21 @@ async def probe_cli(environ: Mapping[str, str] | None = None) -> Availability:
             authentication="unknown",
             reason="this CLI version is too old to report its authentication status",
         )
-    output = await run_probe(
-        [found.path, "auth", "status", "--json"],
-        env=cli_env,
-        timeout=PROBE_TIMEOUT,
-        max_output=PROBE_OUTPUT_LIMIT,
-        name="claude auth status",
-    )
+    # `claude auth status` writes (a `.claude.json`, `backups/`): it runs on copies of the
+    # files it reads, in a throwaway home (a check writes nothing).
+    with throwaway_home(_auth_files(env), "agent-bridge-claude-") as scratch:
+        home_env = cli_env | {
+            "HOME": scratch,
+            "CLAUDE_CONFIG_DIR": os.path.join(scratch, ".claude"),
+        }
+        output = await run_probe(
+            [found.path, "auth", "status", "--json"],
+            env=home_env,
+            cwd=scratch,
+            timeout=PROBE_TIMEOUT,
+            max_output=PROBE_OUTPUT_LIMIT,
+            name="claude auth status",
+        )
     authentication, reason, next_step = parse_auth_status(output or "")
     return Availability(
         status="available",
@@ -135,3 +145,18 @@ async def probe_cli(environ: Mapping[str, str] | None = None) -> Availability:
         reason=reason,
         next_step=next_step,
     )
+
+
+def _auth_files(env: Mapping[str, str]) -> dict[str, str | None]:
+    """What ``claude auth status`` reads, by its place in the throwaway home (which is
+    also its ``CLAUDE_CONFIG_DIR``): the global config (``$CLAUDE_CONFIG_DIR/.claude.json``,
+    else ``~/.claude.json``), the credentials and the settings of the config directory."""
+    configured = env.get("CLAUDE_CONFIG_DIR") or ""
+    home = env.get("HOME") or os.path.expanduser("~")
+    config_dir = configured or os.path.join(home, ".claude")
+    global_config = os.path.join(configured or home, ".claude.json")
+    return {
+        ".claude/.claude.json": global_config,
+        ".claude/.credentials.json": os.path.join(config_dir, ".credentials.json"),
+        ".claude/settings.json": os.path.join(config_dir, "settings.json"),
+    }

@@ -28,7 +28,7 @@ from agent_bridge.adapters.codex.launch import (
     find_executable,
 )
 from agent_bridge.adapters.codex.protocol import AccountReadResponse
-from agent_bridge.adapters.kit.probe import run_probe
+from agent_bridge.adapters.kit.probe import run_probe, throwaway_home
 from agent_bridge.processes import ProcessSpec, SpawnError, redact, spawn
 from agent_bridge.rpc.connection import Connection
 from agent_bridge.rpc.errors import RpcError
@@ -68,12 +68,18 @@ async def probe_version(
     return None if output is None else parse_version(output)
 
 
+#: what ``account/read`` depends on, copied from the user's ``CODEX_HOME``
+_AUTH_FILES: Final = ("auth.json", "config.toml")
+
+
 async def probe_auth(
     executable: str, env: Mapping[str, str], timeout: float = 10.0
 ) -> Literal["authenticated", "unauthenticated", "unknown"]:
     """Ask a short-lived ``codex app-server`` (``initialize`` then ``account/read``)
-    whether someone is logged in, with the user's own ``CODEX_HOME`` (that is where the
-    login lives, so Codex may write its usual helper files there).
+    whether someone is logged in.  The app-server creates its databases, logs and an
+    installation id in ``CODEX_HOME``, and a check writes nothing: it runs on a
+    throwaway ``CODEX_HOME`` (and ``HOME``) holding copies of the user's ``auth.json``
+    (the login) and ``config.toml`` (which provider, hence whether a login is needed).
 
     ``authenticated`` when an account is returned; ``unauthenticated`` when none is and
     the configured provider requires an OpenAI login; ``unknown`` otherwise (a provider
@@ -81,11 +87,17 @@ async def probe_auth(
     timeout) — never guessed.
     """
     result: Literal["authenticated", "unauthenticated", "unknown"] = "unknown"
-    with tempfile.TemporaryDirectory(prefix="agent-bridge-codex-") as scratch:
+    user_home = env.get("CODEX_HOME") or os.path.join(
+        env.get("HOME") or os.path.expanduser("~"), ".codex"
+    )
+    copies = {f"codex-home/{name}": os.path.join(user_home, name) for name in _AUTH_FILES}
+    with throwaway_home(copies, "agent-bridge-codex-") as scratch:
+        codex_home = os.path.join(scratch, "codex-home")
+        os.makedirs(codex_home, mode=0o700, exist_ok=True)
         spec = ProcessSpec(
             (executable, "app-server", *(a for c in SILENT_CONFIG for a in ("-c", c))),
             cwd=scratch,
-            env=dict(env),
+            env={**env, "HOME": scratch, "CODEX_HOME": codex_home},
             stderr_tail_bytes=16 * 1024,
             name="codex app-server (probe)",
         )

@@ -6,20 +6,30 @@ command is spawned through :mod:`agent_bridge.processes` (no shell, allowlisted
 environment, own process group), stdin is closed at once (a CLI that would read a prompt
 sees EOF), at most ``max_output`` bytes of stdout are read within ``timeout`` seconds,
 and the child is stopped — with everything it started — before the result is returned.
+
+A probe is a check, and a check writes nothing: not under the user's home either (a CLI
+asked for its version or login state may create its configuration directory, a
+``.claude.json``, a ``~/.codex`` full of databases).  :func:`throwaway_home` gives a
+probe a temporary home holding read-only copies of the user's files the CLI reads for
+the check (its credentials, its settings), so what the probe reports is the user's
+state and whatever the CLI writes is deleted with it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Final
 
 import anyio
 
 from agent_bridge.processes import ProcessSpec, SpawnError, spawn
 
-__all__ = ["DEFAULT_MAX_OUTPUT", "DEFAULT_TIMEOUT", "run_probe"]
+__all__ = ["DEFAULT_MAX_OUTPUT", "DEFAULT_TIMEOUT", "run_probe", "throwaway_home"]
 
 log = logging.getLogger("agent_bridge.provider.probe")
 
@@ -75,3 +85,20 @@ async def run_probe(
         log.info("%s did not finish within %.0f s", name, timeout)
         return None
     return data[:max_output].decode("utf-8", errors="replace")
+
+
+@contextlib.contextmanager
+def throwaway_home(copies: Mapping[str, str | None], prefix: str) -> Iterator[str]:
+    """Yield a new private temporary directory holding, for each ``relative: source`` of
+    ``copies``, a copy of the file ``source`` (when it exists and is readable) at
+    ``relative``; the directory is removed afterwards.  The sources are only read."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
+        for relative, source in copies.items():
+            if not source or not os.path.isfile(source):
+                continue
+            target = os.path.join(scratch, relative)
+            os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+            with contextlib.suppress(OSError):
+                shutil.copyfile(source, target)
+                os.chmod(target, 0o600)
+        yield scratch
