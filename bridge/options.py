@@ -15,12 +15,22 @@ it with its options again.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.providers import OptionDescriptor
 
-__all__ = ["ENV_OPTION", "WITHHELD", "resolve_options", "restore_withheld", "storable_options"]
+if TYPE_CHECKING:
+    from agent_bridge.spi import AgentProvider
+
+__all__ = [
+    "ENV_OPTION",
+    "WITHHELD",
+    "check_session_options",
+    "resolve_options",
+    "restore_withheld",
+    "storable_options",
+]
 
 #: the option holding environment variables for the agent's process (see above)
 ENV_OPTION = "env"
@@ -131,3 +141,13 @@ def restore_withheld(
             "reason": "the journal keeps no credential: resume with the session's options",
         },
     )
+
+
+def check_session_options(provider: AgentProvider, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Check session options for ``provider`` as ``session/create`` would, without a
+    session (``agent-bridge acp`` checks its ``-o`` options at start): the declared
+    names and types, then the provider's own check. Returns the resolved options; raises
+    ``BridgeError("invalid_option")`` with a ``reason``."""
+    resolved = resolve_options(provider.describe().options, options, "session")
+    provider.check_options(resolved)
+    return resolved

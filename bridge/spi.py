@@ -267,8 +267,9 @@ class AgentProvider(abc.ABC):
     def check_options(self, options: Mapping[str, Any]) -> None:
         """Raise ``BridgeError("invalid_option")`` (with a ``reason``) when the session
         options ``options`` (already checked against the declared types) cannot work,
-        without making a session: ``agent-bridge acp`` checks its ``-o`` options at start
-        with it. The default finds nothing wrong."""
+        without making a session (:func:`agent_bridge.options.check_session_options`:
+        ``agent-bridge acp`` checks its ``-o`` options at start). The default finds
+        nothing wrong."""
         del options
 
     @abc.abstractmethod

@@ -267,6 +267,9 @@ class Connection:
         self._tg: anyio.abc.TaskGroup | None = None
         self.closed_event = anyio.Event()
         self.framing_errors = 0
+        #: Called with nothing each time input that is not JSON is answered with a parse
+        #: error (``serve`` on a terminal uses it to tell a person what to type).
+        self.on_parse_error: Callable[[], None] | None = None
         self._glue = EndpointGlue(
             name,
             self._methods,
@@ -482,6 +485,8 @@ class Connection:
             log.warning("%s: dropped message: %s", self.name, message.message)
 
     def _answer_invalid(self, message: Invalid, batch: _BatchReplies | None) -> None:
+        if message.code == PARSE_ERROR and self.on_parse_error is not None:
+            self.on_parse_error()
         error: dict[str, Any] = {"code": message.code, "message": message.message}
         if message.code == INVALID_PARAMS:
             error["data"] = {"path": "params"}

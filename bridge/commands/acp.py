@@ -131,17 +131,31 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"agent-bridge acp: {exc}\n")
         return 2
     from agent_bridge.errors import BridgeError
+    from agent_bridge.options import check_session_options
     from agent_bridge.registry import ProviderRegistry
 
     registry = ProviderRegistry.default()
     try:
-        registry.get(provider_id)
+        provider = registry.get(provider_id)
     except BridgeError:
         known = ", ".join(p.id for p in registry.all())
         sys.stderr.write(f"agent-bridge acp: --provider {provider_id}: unknown (known: {known})\n")
         return 2
     if args.login:
         return _login(provider_id)
+    # Options that cannot work fail here, not at the client's first session/new.
+    try:
+        check_session_options(provider, options)
+    except BridgeError as exc:
+        info = exc.info
+        sys.stderr.write(boot.describe_error("acp", info.code, info.message, info.details))
+        return 2
+    if sys.stdin.isatty():
+        sys.stderr.write(
+            "agent-bridge acp: waiting for an ACP client on stdin: an ACP editor (Zed, "
+            "JetBrains, Neovim, Emacs, acpx) spawns this, see editors/acp/README.md; "
+            "Ctrl-C to stop\n"
+        )
 
     protocol_fd = boot.guard_stdout()
     if not boot.start_logging("acp", args.log_level, args.log_file):

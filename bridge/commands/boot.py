@@ -31,6 +31,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "build_runtime",
     "configure_logging",
+    "describe_error",
     "guard_stdout",
     "log_file_usable",
     "open_journal",
@@ -40,6 +41,18 @@ __all__ = [
 
 #: The exit status after Ctrl-C (128 + SIGINT), as a shell reports it.
 EXIT_INTERRUPTED = 130
+
+
+def describe_error(command: str, code: str, message: str, details: Any = None) -> str:
+    """The lines a person reads for a classified error: ``agent-bridge COMMAND: code:
+    message``, then each of its ``details`` on a line of its own (``reason: …``,
+    ``missing: …``, ``next step: …``), never a dict. Ends with a newline."""
+    lines = [f"agent-bridge {command}: {code}: {message}"]
+    for key, value in (details or {}).items():
+        label = "".join(f" {c.lower()}" if c.isupper() else c for c in key)
+        shown = ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        lines.append(f"  {label}: {shown}")
+    return "\n".join(lines) + "\n"
 
 
 def guard_stdout() -> int:

@@ -122,12 +122,17 @@ def _daemon(args: argparse.Namespace) -> int:
             print(f"socket {paths.socket}: " + (f"pid {pid}" if pid else "no daemon"))
             return 0 if pid else 3
         if pid is None:
+            sys.stderr.write(f"agent-bridge daemon: no daemon is running ({paths.socket})\n")
             return 0
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 30
         while read_pid(paths) is not None and time.monotonic() < deadline:
             time.sleep(0.05)
-        return 0 if read_pid(paths) is None else 1
+        if read_pid(paths) is None:
+            sys.stderr.write(f"agent-bridge daemon: stopped the daemon (pid {pid})\n")
+            return 0
+        sys.stderr.write(f"agent-bridge daemon: the daemon (pid {pid}) did not stop in 30 s\n")
+        return 1
     if not boot.start_logging("daemon", args.log_level, args.log_file):
         return 2
 

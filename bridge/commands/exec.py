@@ -123,7 +123,13 @@ def add_parsers(sub: Any) -> None:
         help="answer approvals: allow once, deny (default), or ask on the terminal",
     )
     exe.add_argument("--session", metavar="ID", help="continue this journaled session")
-    exe.add_argument("--format", choices=("ndjson", "text"), default="ndjson")
+    exe.add_argument(
+        "--format",
+        choices=("ndjson", "text"),
+        default="ndjson",
+        help="ndjson (default): each event envelope as one JSON object a line, as a host "
+        "receives it; text: the reply's text and one readable line per other event",
+    )
     exe.add_argument("--workspace", metavar="DIR", help="the session's workspace")
     exe.add_argument("--state-dir", metavar="DIR", help="the journal (as for serve)")
     add_options(exe, ("--interrupt-grace",))  # as serve has it (checked, with its help)
@@ -241,9 +247,10 @@ async def _run(
                 host.run_id = started.run_id
                 await host.ended.wait()
             except BridgeError as exc:
-                said = "; ".join(f"{k}: {v}" for k, v in (exc.info.details or {}).items())
-                said = f" ({said})" if said else ""
-                sys.stderr.write(f"agent-bridge exec: {exc.error_code}: {exc.info.message}{said}\n")
+                error = exc.info
+                sys.stderr.write(
+                    boot.describe_error("exec", error.code, error.message, error.details)
+                )
                 tg.cancel_scope.cancel()
                 return exit_code_for(exc.error_code)
             tg.cancel_scope.cancel()

@@ -253,13 +253,24 @@ def add_parsers(sub: Any) -> None:
         "record",
         help="turn a journaled session into a scripted-provider script",
     )
-    rec.add_argument("session_id", metavar="SESSION_ID")
-    rec.add_argument("--out", required=True, metavar="FILE", help="where to write ('-': stdout)")
+    rec.add_argument(
+        "session_id",
+        metavar="SESSION_ID",
+        help="the journaled session to record (exec prints its id on stderr; "
+        "session/list lists them)",
+    )
+    rec.add_argument(
+        "--out",
+        default="-",
+        metavar="FILE",
+        help="where to write the script (default: stdout)",
+    )
     rec.add_argument("--state-dir", metavar="DIR", help="the journal (as for serve)")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``record``: write the script of ``args.session_id`` to ``args.out``; return
+    """Run ``record``: write the script of ``args.session_id`` to ``args.out`` (``-``, the
+    default: stdout); return
     the exit status (1 for a journal that cannot be read, 2 for ``:memory:``, 6 for an
     unknown session)."""
     import json
@@ -292,6 +303,7 @@ def run(args: argparse.Namespace) -> int:
     text = json.dumps(script, ensure_ascii=False, indent=1) + "\n"
     if args.out == "-":
         sys.stdout.write(text)
+        sys.stdout.flush()
     else:
         with open(args.out, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -42,11 +42,14 @@ def run(args: Any) -> int:
         from agent_bridge.commands.daemon import connect_command
 
         return connect_command(args.state_dir, autostart=True)
-    if os.isatty(0):
+    typed = os.isatty(0)
+    if typed:
         sys.stderr.write(
             "agent-bridge serve: waiting for JSON-RPC on stdin (a host spawns this; "
             "try `agent-bridge demo` or `agent-bridge doctor`; Ctrl-C to stop)\n"
         )
+        if args.framing == "auto":
+            args.framing = "newline"  # a person types lines, not Content-Length headers
     protocol_fd = boot.guard_stdout()
     # Logging is configured after the first reply (nothing logs before it, and importing
     # it is milliseconds of the host's wait); a log file that cannot be opened still
@@ -102,10 +105,22 @@ def run(args: Any) -> int:
 
     def frontend(runtime: Runtime, receive: FdReceiveStream, send: FdSendStream) -> BridgeFrontend:
         server = BridgeFrontend(runtime, receive, send, framing=first.framing, limits=limits)
+        if typed:
+            server.conn.on_parse_error = _typed_hint
         if first.params is not None and first.handshake is not None:
             server.adopt(first.params, first.handshake)
         return server
 
     return boot.serve_stdio(
         args, history, protocol_fd, frontend, prefix=first.data, signalled_before=signalled
+    )
+
+
+def _typed_hint() -> None:
+    """On a terminal: the line just typed was not JSON (it was answered with -32700)."""
+    sys.stderr.write(
+        "agent-bridge serve: that line is not JSON-RPC. serve talks JSON-RPC 2.0, one "
+        'message a line, e.g. {"jsonrpc":"2.0","id":1,"method":"initialize","params":'
+        '{"protocolVersion":1,"clientInfo":{"name":"me"},"capabilities":{}}}; '
+        "to see it in action run `agent-bridge demo --raw`; Ctrl-D ends\n"
     )

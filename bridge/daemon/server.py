@@ -216,11 +216,29 @@ def main(
     except (PathError, OSError) as exc:
         sys.stderr.write(f"agent-bridge: cannot start the daemon: {exc}\n")
         return 1
+
+    def say_listening() -> None:
+        until = (
+            f"exits after {idle_timeout:g} s with no host"
+            if idle_timeout > 0
+            else "runs until stopped"
+        )
+        sys.stderr.write(
+            f"agent-bridge daemon: listening on {paths.socket} (pid {os.getpid()}, journal "
+            f"{paths.state_dir}); hosts attach with `agent-bridge connect`; {until}; "
+            "Ctrl-C or `agent-bridge daemon --stop` stops it\n"
+        )
+        sys.stderr.flush()
+
     try:
         runtime = runtime_factory()
         anyio.run(
             lambda: run_daemon(
-                paths, runtime, idle_timeout=idle_timeout, frontend_options=frontend_options
+                paths,
+                runtime,
+                idle_timeout=idle_timeout,
+                frontend_options=frontend_options,
+                ready=say_listening,
             )
         )
     except KeyboardInterrupt:

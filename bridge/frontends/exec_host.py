@@ -89,12 +89,43 @@ class Output:
         if kind == "run.completed":
             return self._line(f"completed ({p.get('stopReason') or 'no stop reason'})")
         if kind == "run.failed":
-            return self._line(f"failed: {p['error']['code']}: {p['error']['message']}")
+            error = p["error"]
+            details = "; ".join(f"{k}: {v}" for k, v in (error.get("details") or {}).items())
+            said = f" ({details})" if details else ""
+            return self._line(f"failed: {error['code']}: {error['message']}{said}")
         if kind == "run.interrupted":
             return self._line(f"interrupted ({p['reason']})")
         if kind == "run.started":
             return ""
+        if kind == "usage":
+            return self._line(f"usage: {_usage(p)}")
+        if kind == "diagnostic":
+            return self._line(f"{p['level']} {p['code']}: {p['message']}")
+        if kind == "plan.updated":
+            steps = "; ".join(f"[{s['status']}] {s['text']}" for s in p["steps"])
+            return self._line(f"plan: {steps}")
         return self._line(json.dumps(p, ensure_ascii=False))
+
+
+def _usage(p: dict[str, Any]) -> str:
+    """A usage payload in words: the run's tokens (and cost), then the context's fill."""
+    parts: list[str] = []
+    spent = p.get("cumulative") or {}
+    for key, label in (
+        ("inputTokens", "input tokens"),
+        ("outputTokens", "output tokens"),
+        ("cachedInputTokens", "cached input tokens"),
+    ):
+        if spent.get(key):
+            parts.append(f"{spent[key]} {label}")
+    if spent.get("costUsd") is not None:
+        parts.append(f"${spent['costUsd']:.4f}")
+    context = p.get("context")
+    if context:
+        most = context.get("maxTokens")
+        of = f" of {most}" if most else ""
+        parts.append(f"context {context['usedTokens']}{of} tokens")
+    return ", ".join(parts) or "nothing reported"
 
 
 # ---------------------------------------------------------------- answering

@@ -403,14 +403,6 @@ class Runtime:
             session_id,
         )
 
-    def check_session_options(self, provider_id: str, options: dict[str, Any]) -> None:
-        """Check session options for ``provider_id`` as :meth:`create_session` would,
-        without making a session.  Raises ``provider_not_found`` or ``invalid_option``
-        (its ``reason`` saying what is wrong)."""
-        provider = self.registry.get(provider_id)
-        resolved = resolve_options(provider.describe().options, options, "session")
-        provider.check_options(resolved)
-
     async def resume_session(
         self,
         record: RecoveryRecord,
