@@ -1,6 +1,6 @@
 """The adapter kit (adapters/kit/): finish-once runs, supervised tasks, the bounded probe
-runner, the NDJSON reader, the resident child and the approval helpers — against real
-tasks and real child processes."""
+runner, the NDJSON reader, the resident child, the JSON-RPC child and the approval
+helpers — against real tasks and real child processes."""
 
 from __future__ import annotations
 
@@ -16,10 +16,13 @@ from agent_bridge.adapters.kit.approvals import approval_modes, approval_verdict
 from agent_bridge.adapters.kit.ndjson import read_ndjson
 from agent_bridge.adapters.kit.probe import run_probe
 from agent_bridge.adapters.kit.resident import StopGraces, start_resident
+from agent_bridge.adapters.kit.rpc_child import RpcChild, RpcChildSpec, probe_rpc, start_rpc_child
 from agent_bridge.adapters.kit.runs import RunHandle
 from agent_bridge.adapters.kit.tasks import TaskSupervisor
 from agent_bridge.errors import BridgeError, ProviderFailure
 from agent_bridge.processes import ProcessSpec, build_child_env
+from agent_bridge.rpc.connection import Connection, Method
+from agent_bridge.rpc.errors import RpcError
 from agent_bridge.rpc.framing import FramingError
 from agent_bridge.spi import InteractionOutcome, RunOutcome
 from agent_bridge.wire.interactions import ApprovalAnswer
@@ -240,6 +243,167 @@ async def test_start_resident_reports_what_is_missing(tmp_path: Any) -> None:
             await start_resident(spec, tg, log=LOG, label="absent", missing="absent cli")
     assert caught.value.error_code == "provider_unavailable"
     assert caught.value.info.details == {"missing": "absent cli", "reason": "executable_not_found"}
+
+
+# --------------------------------------------------------------------------- JSON-RPC child
+
+#: A JSON-RPC peer on stdin/stdout: ``echo`` answers its params, ``fail`` an error,
+#: ``ask`` first calls the bridge's ``whoami`` and answers with its result, ``exit``
+#: exits with status ``params.code`` without answering, ``hold`` starts a grandchild that
+#: keeps stdout open and exits, ``sleep`` never answers.  It speaks as it is spoken to
+#: (with the ``"jsonrpc"`` member or without).
+_PEER = """
+import json, subprocess, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "method" not in msg or "id" not in msg:
+        continue
+    m, i, params = msg["method"], msg["id"], msg.get("params")
+    v = {"jsonrpc": "2.0"} if "jsonrpc" in msg else {}
+    if m == "echo":
+        out = {**v, "id": i, "result": params}
+    elif m == "fail":
+        out = {**v, "id": i, "error": {"code": -32000, "message": "no such thing"}}
+    elif m == "ask":
+        print(json.dumps({**v, "id": "q", "method": "whoami", "params": {}}), flush=True)
+        reply = json.loads(sys.stdin.readline())
+        out = {**v, "id": i, "result": reply.get("result")}
+    elif m == "exit":
+        sys.stderr.write("going away\\n")
+        sys.exit(params["code"])
+    elif m == "hold":
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        sys.exit(0)
+    else:
+        continue
+    print(json.dumps(out), flush=True)
+"""
+
+
+def _rpc_spec(argv: tuple[str, ...] = (sys.executable, "-c", _PEER), **over: Any) -> RpcChildSpec:
+    fields: dict[str, Any] = {
+        "argv": argv,
+        "cwd": None,
+        "env": _env(),
+        "label": "peer",
+        "name": "peer",
+        "missing": "python",
+        "option": "args",
+        "jsonrpc": False,
+        "graces": StopGraces(0.5, 0.5, 1.0),
+        "drain_grace": 0.2,
+    }
+    fields.update(over)
+    return RpcChildSpec(**fields)
+
+
+async def test_rpc_child_calls_serves_and_classifies_failures() -> None:
+    served: list[RpcChild] = []
+
+    async def serve(child: RpcChild) -> None:
+        await child.serve()
+        served.append(child)
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tasks = TaskSupervisor(tg, LOG, owner="t")
+            methods = {"whoami": Method(lambda _p: {"me": "bridge"})}
+            child = await start_rpc_child(
+                _rpc_spec(), tg, tasks, log=LOG, methods=methods, notifications={}, serve=serve
+            )
+            assert await child.call("echo", {"x": 1}, timeout=5) == {"x": 1}
+            # The child's request is served while ours waits.
+            assert await child.call("ask", {}, timeout=5) == {"me": "bridge"}
+            with pytest.raises(RpcError) as caught:
+                await child.call("fail", {}, timeout=5)
+            # The peer's own error is the adapter's to classify.
+            assert await child.failure(caught.value, "fail", exit_is_unavailable=True) is None
+            with pytest.raises(RpcError) as caught:
+                await child.call("sleep", {}, timeout=0.2)
+            timeout = await child.failure(caught.value, "sleep", exit_is_unavailable=True)
+            assert timeout is not None and timeout.error_code == "provider_timeout"
+            # Cancelling the caller settles the request; the connection goes on.
+            with anyio.move_on_after(0.1):
+                await child.call("sleep", {}, timeout=5)
+            assert len(child.conn.ledger) == 0
+            assert await child.call("echo", [2], timeout=5) == [2]
+            assert not child.closed
+            with pytest.raises(RpcError) as caught:
+                await child.call("exit", {"code": 3}, timeout=5)
+            gone = await child.failure(caught.value, "exit", exit_is_unavailable=True)
+            assert gone is not None and gone.error_code == "provider_unavailable"
+            again = await child.failure(caught.value, "exit", exit_is_unavailable=False)
+            assert again is not None and again.error_code == "provider_crashed"
+            with anyio.fail_after(5):
+                await child.resident.output_ended.wait()
+            assert child.closed
+            await child.stop()
+            assert child.resident.stopping
+    assert served == [child]
+
+
+async def test_rpc_child_closes_a_connection_held_open_by_a_grandchild() -> None:
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tasks = TaskSupervisor(tg, LOG, owner="t")
+            child = await start_rpc_child(
+                _rpc_spec(), tg, tasks, log=LOG, methods={}, notifications={},
+                serve=lambda c: c.serve(),
+            )
+            with pytest.raises(RpcError) as caught:
+                await child.call("hold", {}, timeout=10)
+            crashed = await child.failure(caught.value, "hold", exit_is_unavailable=False)
+            assert crashed is not None and crashed.error_code == "provider_crashed"
+            with anyio.fail_after(5):
+                await child.resident.output_ended.wait()
+            assert child.conn.closed
+            await child.stop()
+
+
+async def test_start_rpc_child_classifies_what_cannot_start(tmp_path: Any) -> None:
+    async def serve(child: RpcChild) -> None:
+        await child.serve()
+
+    async with anyio.create_task_group() as tg:
+        tasks = TaskSupervisor(tg, LOG, owner="t")
+        with pytest.raises(BridgeError) as caught:
+            await start_rpc_child(
+                _rpc_spec((sys.executable, "nul\0byte")), tg, tasks, log=LOG,
+                methods={}, notifications={}, serve=serve,
+            )
+        assert caught.value.error_code == "invalid_option"
+        assert caught.value.info.details == {"option": "args"}
+        with pytest.raises(BridgeError) as caught:
+            await start_rpc_child(
+                _rpc_spec((str(tmp_path / "absent"),)), tg, tasks, log=LOG,
+                methods={}, notifications={}, serve=serve,
+            )
+        assert caught.value.error_code == "provider_unavailable"
+        assert caught.value.info.details == {"missing": "python", "reason": "executable_not_found"}
+
+
+async def test_probe_rpc_answers_or_says_none(tmp_path: Any) -> None:
+    def spec(*argv: str) -> ProcessSpec:
+        return ProcessSpec(argv, cwd=None, env=_env(), name="peer (probe)")
+
+    async def echo(conn: Connection) -> Any:
+        return await conn.request("echo", {"ok": True})
+
+    async def sleep(conn: Connection) -> Any:
+        return await conn.request("sleep", {})
+
+    async def fail(conn: Connection) -> Any:
+        return await conn.request("fail", {})
+
+    peer = spec(sys.executable, "-c", _PEER)
+    with anyio.fail_after(20):
+        assert await probe_rpc(peer, echo, jsonrpc=True, timeout=5, log=LOG) == {"ok": True}
+        started = time.monotonic()
+        assert await probe_rpc(peer, sleep, jsonrpc=True, timeout=0.3, log=LOG) is None
+        assert time.monotonic() - started < 5
+        assert await probe_rpc(peer, fail, jsonrpc=True, timeout=5, log=LOG) is None
+        absent = spec(str(tmp_path / "absent"))
+        assert await probe_rpc(absent, echo, jsonrpc=True, timeout=5, log=LOG) is None
 
 
 # --------------------------------------------------------------------------- approvals

@@ -2,7 +2,8 @@
 own ``initialize`` advertise.
 
 The probe starts the agent with a throwaway ``HOME`` and ``TMPDIR`` (unless the entry
-sets them), sends one ``initialize`` over the project's JSON-RPC connection, reads the
+sets them), sends one ``initialize`` over the project's JSON-RPC connection (the kit's
+:func:`~agent_bridge.adapters.kit.rpc_child.probe_rpc`), reads the
 answer and stops the agent: bounded in time, silent, and nothing is written under the
 user's home.  Silent is not automatic: Gemini CLI posts usage statistics from an
 initialize-only run unless its settings say not to, so the throwaway home holds the
@@ -14,19 +15,16 @@ ACP has no way to ask whether someone is logged in, so authentication stays ``un
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import tempfile
 from collections.abc import Mapping
 
-import anyio
-
 from agent_bridge import __version__ as BRIDGE_VERSION
 from agent_bridge.adapters.acp import protocol as p
-from agent_bridge.processes import ProcessSpec, SpawnError, redact, spawn
+from agent_bridge.adapters.kit.rpc_child import probe_rpc
+from agent_bridge.processes import ProcessSpec
 from agent_bridge.rpc.connection import Connection
-from agent_bridge.rpc.errors import RpcError
 
 __all__ = ["PROBE_TIMEOUT", "probe_initialize"]
 
@@ -48,7 +46,6 @@ async def probe_initialize(
     With ``private_home`` the agent gets a throwaway ``HOME`` and ``TMPDIR`` (and so do
     the variables ``home_envs``, e.g. an agent's own configuration home), holding
     ``home_files`` (relative path -> content: the user's settings, made quiet)."""
-    info: p.AgentInfo | None = None
     with tempfile.TemporaryDirectory(prefix="agent-bridge-acp-") as scratch:
         probe_env = dict(env)
         if private_home:
@@ -62,30 +59,12 @@ async def probe_initialize(
                 with open(path, "wb") as fh:
                     fh.write(content)
         spec = ProcessSpec(argv, cwd=scratch, env=probe_env, name=f"{argv[0]} (probe)")
-        async with anyio.create_task_group() as tg:
-            try:
-                child = await spawn(spec, tg)
-            except (SpawnError, OSError) as exc:
-                log.info("acp probe of %s could not start: %s", argv[0], type(exc).__name__)
-                return None
-            conn = Connection(
-                child.stdout, child.stdin, framing="newline", jsonrpc=True, name="acp probe"
+
+        async def ask(conn: Connection) -> p.AgentInfo:
+            caps = p.client_capabilities(fs=False, terminal=False, elicitation=False)
+            result = await conn.request(
+                "initialize", p.initialize_params(BRIDGE_VERSION, caps)
             )
-            tg.start_soon(conn.run)
-            try:
-                with anyio.move_on_after(timeout):
-                    result = await conn.request(
-                        "initialize",
-                        p.initialize_params(
-                            BRIDGE_VERSION,
-                            p.client_capabilities(fs=False, terminal=False, elicitation=False),
-                        ),
-                    )
-                    info = p.AgentInfo.from_result(result)
-            except RpcError as exc:
-                log.info("acp probe of %s: initialize failed: %s", argv[0], redact(exc.message))
-            finally:
-                with contextlib.suppress(TimeoutError):
-                    await child.stop(eof_grace=1.0, term_grace=1.0, kill_grace=2.0)
-                conn.close()
-    return info
+            return p.AgentInfo.from_result(result)
+
+        return await probe_rpc(spec, ask, jsonrpc=True, timeout=timeout, log=log)

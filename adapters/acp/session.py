@@ -1,7 +1,8 @@
 """One ACP session: a resident agent process and one ACP session in it.
 
-The agent speaks JSON-RPC 2.0, one object a line.  The adapter drives it with the
-project's own :class:`~agent_bridge.rpc.connection.Connection`: the requests it sends
+The agent speaks JSON-RPC 2.0, one object a line.  The adapter drives it as the kit's
+:class:`~agent_bridge.adapters.kit.rpc_child.RpcChild` (the project's own
+:class:`~agent_bridge.rpc.connection.Connection` over a resident child): the requests it sends
 (``initialize``, ``authenticate``, ``session/new``/``load``/``resume``, ``session/prompt``,
 ``session/set_mode``) are in the request-ID ledger and all fail at once at EOF; the
 agent's callbacks that the session enabled are served, every other one is answered
@@ -32,14 +33,14 @@ from agent_bridge.adapters.acp import mapping
 from agent_bridge.adapters.acp import protocol as p
 from agent_bridge.adapters.acp.callbacks import Callbacks
 from agent_bridge.adapters.acp.launch import AgentSpec
-from agent_bridge.adapters.kit.resident import ResidentChild, StopGraces, start_resident
+from agent_bridge.adapters.kit.resident import StopGraces
+from agent_bridge.adapters.kit.rpc_child import RpcChild, RpcChildSpec, start_rpc_child
 from agent_bridge.adapters.kit.runs import RunHandle
 from agent_bridge.adapters.kit.tasks import TaskSupervisor
 from agent_bridge.errors import BridgeError, ProviderFailure
-from agent_bridge.processes import ProcessSpec, redact
-from agent_bridge.rpc.connection import Connection, Method
-from agent_bridge.rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
-from agent_bridge.rpc.ledger import LedgerEntry
+from agent_bridge.processes import redact
+from agent_bridge.rpc.connection import Method
+from agent_bridge.rpc.errors import RpcError
 from agent_bridge.spi import (
     InteractionHandle,
     ProviderRun,
@@ -122,20 +123,6 @@ class AcpRun(RunHandle):
         return True
 
 
-class _Proc:
-    def __init__(self, resident: ResidentChild, conn: Connection) -> None:
-        self.resident = resident
-        self.conn = conn
-
-    @property
-    def closed(self) -> bool:
-        return self.resident.output_ended.is_set() or self.conn.closed
-
-    async def stop(self) -> None:
-        await self.resident.stop()
-        self.conn.close()
-
-
 class AcpSession(ProviderSession):
     """A resident ACP agent and one session in it."""
 
@@ -148,7 +135,7 @@ class AcpSession(ProviderSession):
             ctx.task_group, log, owner=f"acp session ({settings.spec.id})",
             on_failure=self._task_failed,
         )
-        self._proc: _Proc | None = None
+        self._proc: RpcChild | None = None
         self._run: AcpRun | None = None
         self._disposed = False
         self._loading = False
@@ -193,38 +180,24 @@ class AcpSession(ProviderSession):
             self._proc = None
             raise
 
-    async def _spawn(self) -> _Proc:
+    async def _spawn(self) -> RpcChild:
         s = self.settings
-        try:
-            spec = ProcessSpec(s.argv, cwd=s.cwd, env=s.env, name=s.spec.id)
-        except (TypeError, ValueError):
-            raise BridgeError("invalid_option", details={"option": "args"}) from None
-        resident = await start_resident(
-            spec, self._ctx.task_group, log=log, label=self._label, missing=s.spec.argv[0],
-            graces=STOP_GRACES,
+        spec = RpcChildSpec(
+            s.argv, s.cwd, s.env, label=self._label, name=s.spec.id, missing=s.spec.argv[0],
+            option="args", jsonrpc=True, graces=STOP_GRACES, drain_grace=EXIT_DRAIN_GRACE,
         )
-        conn = Connection(
-            resident.child.stdout,
-            resident.child.stdin,
-            methods=self._methods(),
+        proc = await start_rpc_child(
+            spec, self._ctx.task_group, self._tasks, log=log, methods=self._methods(),
             notifications={"session/update": Method(self._on_update, msgspec.Raw)},
-            framing="newline",
-            jsonrpc=True,
-            name=s.spec.id,
+            serve=self._serve,
         )
-        proc = _Proc(resident, conn)
         self._proc = proc
-        self._tasks.start(self._serve, proc, name="connection")
-        resident.watch_exit(
-            self._tasks, drain_grace=EXIT_DRAIN_GRACE, on_held_open=lambda _c: conn.close()
-        )
         return proc
 
-    async def _serve(self, proc: _Proc) -> None:
+    async def _serve(self, proc: RpcChild) -> None:
         try:
-            await proc.conn.run()
+            await proc.serve()
         finally:
-            proc.resident.mark_output_ended()
             run = self._run
             if not self._disposed and not proc.resident.stopping:
                 proc.resident.log_exit("unexpectedly")
@@ -236,29 +209,17 @@ class AcpSession(ProviderSession):
         if run is not None:
             run.finish(RunOutcome.failed(code, detail))
 
-    async def _call(self, proc: _Proc, method: str, params: Any, timeout: float) -> Any:
-        entry: LedgerEntry[Any] = proc.conn.open_request(method, params, timeout=timeout)
+    async def _call(self, proc: RpcChild, method: str, params: Any, timeout: float) -> Any:
         try:
-            return await proc.conn.wait(entry)
-        except anyio.get_cancelled_exc_class():
-            proc.conn.cancel_request(entry, notify_peer=False)
-            raise
+            return await proc.call(method, params, timeout=timeout)
         except RpcError as exc:
             raise await self._failure(proc, exc, method) from None
 
-    async def _failure(self, proc: _Proc, exc: RpcError, method: str) -> BridgeError:
+    async def _failure(self, proc: RpcChild, exc: RpcError, method: str) -> BridgeError:
         """Classify a failed request; what the agent said goes to the log only."""
-        if isinstance(exc, RequestTimedOut):
-            log.warning("acp %s: %s timed out", self.settings.spec.id, method)
-            return ProviderFailure("provider_timeout", f"{method} timed out")
-        if isinstance(exc, ConnectionClosed):
-            code: int | None = None
-            with anyio.move_on_after(2):
-                code = await proc.resident.child.wait()
-            proc.resident.log_exit(f"during {method}")
-            if method == "initialize" and code not in (None, 0):
-                return ProviderFailure("provider_unavailable", f"agent exited with {code}")
-            return ProviderFailure("provider_crashed", f"the agent exited during {method}")
+        failure = await proc.failure(exc, method, exit_is_unavailable=method == "initialize")
+        if failure is not None:
+            return failure
         log.warning(
             "acp %s: %s failed (%d): %s", self.settings.spec.id, method, exc.code,
             redact(exc.message)[:2000],
@@ -268,7 +229,7 @@ class AcpSession(ProviderSession):
             return BridgeError(classified)
         return ProviderFailure(classified, f"{method} failed ({exc.code})")
 
-    async def _handshake(self, proc: _Proc, *, resume: bool) -> None:
+    async def _handshake(self, proc: RpcChild, *, resume: bool) -> None:
         s = self.settings
         caps = p.client_capabilities(fs=s.fs, terminal=s.terminal, elicitation=s.elicitation)
         result = await self._call(
@@ -369,7 +330,7 @@ class AcpSession(ProviderSession):
         )
         return run
 
-    async def _prompt(self, proc: _Proc, run: AcpRun, text: str, suspect: bool) -> None:
+    async def _prompt(self, proc: RpcChild, run: AcpRun, text: str, suspect: bool) -> None:
         """Send ``session/prompt`` and settle ``run`` with its answer -- once the answer
         is known to be this prompt's (correlate before settling).  ``suspect``: the turn
         before was cancelled, and an agent may still answer with that turn's result."""
@@ -396,7 +357,7 @@ class AcpSession(ProviderSession):
             return
         run.finish(mapping.prompt_outcome(result, interrupt_requested=run.interrupt_wanted))
 
-    async def _reattribute(self, proc: _Proc, run: AcpRun, text: str) -> None:
+    async def _reattribute(self, proc: RpcChild, run: AcpRun, text: str) -> None:
         """The agent answered ``run``'s prompt with a cancelled turn's result, and holds
         this prompt's reply for a later one: that process can no longer be trusted to
         answer in order.  Say so (a diagnostic), and when the agent can continue the

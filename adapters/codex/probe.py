@@ -4,22 +4,20 @@ whether someone is logged in.
 The version comes from ``codex --version`` run by the kit's bounded probe runner
 (:func:`agent_bridge.adapters.kit.probe.run_probe`) with a throwaway ``CODEX_HOME``; the
 login from a short-lived ``codex app-server`` asked ``account/read`` over the project's
-JSON-RPC connection, bounded in time as well, started with
+JSON-RPC connection (the kit's :func:`~agent_bridge.adapters.kit.rpc_child.probe_rpc`),
+bounded in time as well, started with
 :data:`~agent_bridge.adapters.codex.launch.SILENT_CONFIG` (no plugin sync).  Nothing here
 talks to the network (``tests/test_silent_probes.py`` checks it in a network namespace).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
 import tempfile
 from collections.abc import Mapping
 from typing import Final, Literal
-
-import anyio
 
 from agent_bridge.adapters.codex.launch import (
     INSTALL_HINT,
@@ -29,14 +27,16 @@ from agent_bridge.adapters.codex.launch import (
 )
 from agent_bridge.adapters.codex.protocol import AccountReadResponse
 from agent_bridge.adapters.kit.probe import run_probe, throwaway_home
-from agent_bridge.processes import ProcessSpec, SpawnError, redact, spawn
+from agent_bridge.adapters.kit.rpc_child import probe_rpc
+from agent_bridge.processes import ProcessSpec
 from agent_bridge.rpc.connection import Connection
-from agent_bridge.rpc.errors import RpcError
 from agent_bridge.wire.providers import Availability
 
 __all__ = ["parse_version", "probe_auth", "probe_cli", "probe_version"]
 
 log = logging.getLogger("agent_bridge.codex")
+
+Auth = Literal["authenticated", "unauthenticated", "unknown"]
 
 _VERSION: Final = re.compile(r"(\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.\-+]*)?)")
 
@@ -74,7 +74,7 @@ _AUTH_FILES: Final = ("auth.json", "config.toml")
 
 async def probe_auth(
     executable: str, env: Mapping[str, str], timeout: float = 10.0
-) -> Literal["authenticated", "unauthenticated", "unknown"]:
+) -> Auth:
     """Ask a short-lived ``codex app-server`` (``initialize`` then ``account/read``)
     whether someone is logged in.  The app-server creates its databases, logs and an
     installation id in ``CODEX_HOME``, and a check writes nothing: it runs on a
@@ -86,7 +86,6 @@ async def probe_auth(
     that authenticates with a key variable, an old server without ``account/read``, a
     timeout) — never guessed.
     """
-    result: Literal["authenticated", "unauthenticated", "unknown"] = "unknown"
     user_home = env.get("CODEX_HOME") or os.path.join(
         env.get("HOME") or os.path.expanduser("~"), ".codex"
     )
@@ -101,38 +100,19 @@ async def probe_auth(
             stderr_tail_bytes=16 * 1024,
             name="codex app-server (probe)",
         )
-        async with anyio.create_task_group() as tg:
-            # Inside the group: an error raised here must not come out as an ExceptionGroup.
-            try:
-                child = await spawn(spec, tg)
-            except (SpawnError, OSError) as exc:
-                log.info("codex auth probe failed: %s", type(exc).__name__)
-                return result
-            conn = Connection(
-                child.stdout, child.stdin, framing="newline", jsonrpc=False, name="codex probe"
+
+        async def ask(conn: Connection) -> Auth:
+            await conn.request(
+                "initialize", {"clientInfo": {"name": "agent_bridge_probe", "version": "0"}}
             )
-            tg.start_soon(conn.run)
-            try:
-                with anyio.move_on_after(timeout):
-                    await conn.request(
-                        "initialize",
-                        {"clientInfo": {"name": "agent_bridge_probe", "version": "0"}},
-                    )
-                    conn.notify("initialized")
-                    account = await conn.request(
-                        "account/read", {}, result_type=AccountReadResponse
-                    )
-                    if account.account is not None:
-                        result = "authenticated"
-                    elif account.requires_openai_auth:
-                        result = "unauthenticated"
-            except RpcError as exc:
-                log.info("codex auth probe: %s", redact(exc.message))
-            finally:
-                with contextlib.suppress(TimeoutError):
-                    await child.stop(eof_grace=1.0, term_grace=1.0, kill_grace=2.0)
-                conn.close()
-    return result
+            conn.notify("initialized")
+            account = await conn.request("account/read", {}, result_type=AccountReadResponse)
+            if account.account is not None:
+                return "authenticated"
+            return "unauthenticated" if account.requires_openai_auth else "unknown"
+
+        result = await probe_rpc(spec, ask, jsonrpc=False, timeout=timeout, log=log)
+    return "unknown" if result is None else result
 
 
 async def probe_cli(environ: Mapping[str, str] | None = None) -> Availability:

@@ -1,8 +1,9 @@
 """One Codex session: a resident ``codex app-server`` child and one thread in it.
 
 The child speaks newline-delimited JSON-RPC without a ``"jsonrpc"`` member.  The adapter
-drives it with the project's own :class:`~agent_bridge.rpc.connection.Connection` (the
-same engine and request-ID ledger the bridge uses toward hosts): requests it sends
+drives it as the kit's :class:`~agent_bridge.adapters.kit.rpc_child.RpcChild` (the
+project's own :class:`~agent_bridge.rpc.connection.Connection`, the same engine and
+request-ID ledger the bridge uses toward hosts): requests it sends
 (``initialize``, ``thread/start``/``thread/resume``, ``turn/start``, ``turn/steer``,
 ``turn/interrupt``) are recorded in the ledger and all fail at once at EOF; server→client
 requests it understands become bridge interactions, every other one is answered
@@ -36,12 +37,13 @@ from agent_bridge.adapters.codex import mapping
 from agent_bridge.adapters.codex import protocol as p
 from agent_bridge.adapters.codex.launch import Settings
 from agent_bridge.adapters.codex.probe import parse_version
-from agent_bridge.adapters.kit.resident import ResidentChild, StopGraces, start_resident
+from agent_bridge.adapters.kit.resident import StopGraces
+from agent_bridge.adapters.kit.rpc_child import RpcChild, RpcChildSpec, start_rpc_child
 from agent_bridge.adapters.kit.runs import RunHandle
 from agent_bridge.adapters.kit.tasks import TaskSupervisor
 from agent_bridge.errors import BridgeError, ProviderFailure
-from agent_bridge.processes import ProcessSpec, redact
-from agent_bridge.rpc.connection import Connection, Method, current_request_id
+from agent_bridge.processes import redact
+from agent_bridge.rpc.connection import Method, current_request_id
 from agent_bridge.rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
 from agent_bridge.rpc.ledger import LedgerEntry
 from agent_bridge.spi import (
@@ -175,29 +177,6 @@ class CodexRun(RunHandle):
         return True
 
 
-# ----------------------------------------------------------------------------- the child
-
-
-class _Proc:
-    """One running ``codex app-server`` and the connection to it."""
-
-    def __init__(self, resident: ResidentChild, conn: Connection) -> None:
-        self.resident = resident
-        self.conn = conn
-        #: The handshake succeeded (until then its own error reporting covers EOF).
-        self.ready = False
-
-    @property
-    def closed(self) -> bool:
-        """Whether the connection has ended (the child's output is done)."""
-        return self.resident.output_ended.is_set()
-
-    async def stop(self) -> None:
-        """Stop the child (bounded, shielded) and close the connection."""
-        await self.resident.stop()
-        self.conn.close()
-
-
 class CodexSession(ProviderSession):
     """A resident ``codex app-server`` child and one thread in it."""
 
@@ -207,7 +186,7 @@ class CodexSession(ProviderSession):
         self._tasks = TaskSupervisor(
             ctx.task_group, log, owner="codex session", on_failure=self._task_failed
         )
-        self._proc: _Proc | None = None
+        self._proc: RpcChild | None = None
         self._run: CodexRun | None = None
         self._disposed = False
         self._lock = anyio.Lock()
@@ -271,92 +250,49 @@ class CodexSession(ProviderSession):
             self._proc = None
             raise
 
-    async def _spawn(self) -> _Proc:
+    async def _spawn(self) -> RpcChild:
         s = self.settings
-        try:
-            spec = ProcessSpec(s.argv(), cwd=s.cwd, env=s.env, name="codex app-server")
-        except (TypeError, ValueError):
-            raise BridgeError("invalid_option", details={"option": "config"}) from None
-        resident = await start_resident(
+        spec = RpcChildSpec(
+            s.argv(),
+            s.cwd,
+            s.env,
+            label="codex app-server",
+            name="codex app-server",
+            missing="codex",
+            option="config",
+            jsonrpc=False,
+            graces=STOP_GRACES,
+            drain_grace=EXIT_DRAIN_GRACE,
+        )
+        proc = await start_rpc_child(
             spec,
             self._ctx.task_group,
+            self._tasks,
             log=log,
-            label="codex app-server",
-            missing="codex",
-            graces=STOP_GRACES,
-        )
-        conn = Connection(
-            resident.child.stdout,
-            resident.child.stdin,
             methods=self._requests,
             notifications=self._notifications,
-            framing="newline",
-            jsonrpc=False,
-            name="codex",
+            serve=self._serve,
         )
-        proc = _Proc(resident, conn)
         self._proc = proc
         self._resolved.clear()  # server request ids start again at 0 in a new process
-        self._tasks.start(self._serve, proc, name="connection")
-        resident.watch_exit(
-            self._tasks,
-            drain_grace=EXIT_DRAIN_GRACE,
-            on_held_open=functools.partial(self._held_open, proc),
-        )
         return proc
 
-    def _held_open(self, proc: _Proc, status: int) -> None:
-        """The app-server exited but a process it started still holds its stdout: end
-        the connection (``_serve`` then treats it as EOF)."""
-        log.warning(
-            "codex app-server exited (status %s) but its output is still held open; "
-            "closing the connection",
-            status,
-        )
-        proc.conn.close()
-
-    async def _call(
-        self, proc: _Proc, method: str, params: Any, result_type: Any, timeout: float
-    ) -> Any:
-        entry: LedgerEntry[Any] = proc.conn.open_request(
-            method, params, result_type=result_type, timeout=timeout
-        )
-        try:
-            return await proc.conn.wait(entry)
-        except anyio.get_cancelled_exc_class():
-            proc.conn.cancel_request(entry, notify_peer=False)
-            raise
-
-    async def _startup_failure(self, proc: _Proc, exc: RpcError, what: str) -> BridgeError:
-        """Classify a failed handshake request; log what the child said."""
-        if isinstance(exc, RequestTimedOut):
-            log.warning("codex: %s timed out", what)
-            return ProviderFailure("provider_timeout", f"{what} timed out")
-        if isinstance(exc, ConnectionClosed):
-            code: int | None = None
-            with anyio.move_on_after(2):
-                code = await proc.resident.child.wait()
-            log.warning(
-                "codex exited during %s (status %s); stderr tail:\n%s",
-                what,
-                code,
-                proc.resident.stderr_tail(),
-            )
-            # A non-zero exit at start-up is a configuration or installation problem
-            # (bad config.toml under --strict-config, missing CODEX_HOME, ...).
-            if code not in (None, 0):
-                return ProviderFailure("provider_unavailable", f"codex exited with {code}")
-            return ProviderFailure("provider_crashed", f"codex closed its output during {what}")
+    async def _startup_failure(self, proc: RpcChild, exc: RpcError, what: str) -> BridgeError:
+        """Classify a failed handshake request; log what the child said.  A non-zero
+        exit at start-up is a configuration or installation problem (bad config.toml
+        under --strict-config, missing CODEX_HOME, ...): ``provider_unavailable``."""
+        failure = await proc.failure(exc, what, exit_is_unavailable=True)
+        if failure is not None:
+            return failure
         log.warning("codex: %s failed: %s", what, redact(exc.message))
         if what == "thread/resume":
             return BridgeError("recovery_invalid")
         return ProviderFailure("provider_failed", f"{what} failed")
 
-    async def _handshake(self, proc: _Proc, *, resume: bool) -> None:
+    async def _handshake(self, proc: RpcChild, *, resume: bool) -> None:
         s = self.settings
         try:
-            init = await self._call(
-                proc,
+            init = await proc.call(
                 "initialize",
                 {
                     "clientInfo": {
@@ -365,8 +301,8 @@ class CodexSession(ProviderSession):
                         "version": BRIDGE_VERSION,
                     }
                 },
-                p.InitializeResponse,
-                STARTUP_TIMEOUT,
+                result_type=p.InitializeResponse,
+                timeout=STARTUP_TIMEOUT,
             )
         except RpcError as exc:
             raise await self._startup_failure(proc, exc, "initialize") from None
@@ -388,7 +324,9 @@ class CodexSession(ProviderSession):
             # read-only; excludeTurns avoids the deprecated full-history hydration.
             params = {"threadId": s.thread_id, "excludeTurns": True, **params}
         try:
-            thread = await self._call(proc, method, params, p.ThreadResponse, STARTUP_TIMEOUT)
+            thread = await proc.call(
+                method, params, result_type=p.ThreadResponse, timeout=STARTUP_TIMEOUT
+            )
         except RpcError as exc:
             raise await self._startup_failure(proc, exc, method) from None
         s.thread_id = thread.thread.id
@@ -400,18 +338,13 @@ class CodexSession(ProviderSession):
             s.cwd = thread.cwd
         proc.ready = True
 
-    async def _serve(self, proc: _Proc) -> None:
+    async def _serve(self, proc: RpcChild) -> None:
         """Serve the connection; at EOF, end the active run as crashed."""
-        try:
-            await proc.conn.run()
-        finally:
-            proc.resident.mark_output_ended()
+        await proc.serve()
         if proc.resident.stopping or not proc.ready or self._disposed or proc is not self._proc:
             return
         run = self._run
-        code: int | None = None
-        with anyio.move_on_after(1):
-            code = await proc.resident.child.wait()
+        code = await proc.exit_status(1)
         if run is not None:
             details = {"cause": "cli_exited"}
             if code is not None:
@@ -490,8 +423,8 @@ class CodexSession(ProviderSession):
             if self.settings.reasoning_effort is not None:
                 params["effort"] = self.settings.reasoning_effort
             try:
-                started = await self._call(
-                    proc, "turn/start", params, p.TurnStartResponse, REQUEST_TIMEOUT
+                started = await proc.call(
+                    "turn/start", params, result_type=p.TurnStartResponse, timeout=REQUEST_TIMEOUT
                 )
             except RpcError as exc:
                 if self._run is run:
@@ -526,7 +459,7 @@ class CodexSession(ProviderSession):
         )
         self._tasks.start(self._settle_quietly, proc, entry)
 
-    async def _settle_quietly(self, proc: _Proc, entry: LedgerEntry[Any]) -> None:
+    async def _settle_quietly(self, proc: RpcChild, entry: LedgerEntry[Any]) -> None:
         try:
             await proc.conn.wait(entry)
         except RpcError as exc:
@@ -546,7 +479,9 @@ class CodexSession(ProviderSession):
             "input": p.text_input(input.plain_text()),
         }
         try:
-            await self._call(proc, "turn/steer", params, p.TurnSteerResponse, CONTROL_TIMEOUT)
+            await proc.call(
+                "turn/steer", params, result_type=p.TurnSteerResponse, timeout=CONTROL_TIMEOUT
+            )
         except ConnectionClosed:
             raise ProviderFailure("provider_crashed", "codex exited at turn/steer") from None
         except RequestTimedOut:

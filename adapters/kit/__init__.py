@@ -8,6 +8,9 @@ Each adapter used to hand-roll the same machinery; it lives here once, one job a
 * :mod:`~agent_bridge.adapters.kit.runs` — a run handle whose outcome is set exactly once;
 * :mod:`~agent_bridge.adapters.kit.resident` — a resident child process per session, its
   exit watcher and a bounded, shielded stop;
+* :mod:`~agent_bridge.adapters.kit.rpc_child` — a resident child that speaks JSON-RPC
+  (Codex's app-server, ACP agents): spawn, connection, bounded calls, failures
+  classified, and the short-lived probe variant;
 * :mod:`~agent_bridge.adapters.kit.ndjson` — a bounded NDJSON line reader over a child's
   stdout (the project's :class:`~agent_bridge.rpc.framing.NewlineFramer`);
 * :mod:`~agent_bridge.adapters.kit.probe` — a bounded probe runner for ``providers/list``;
