@@ -1,6 +1,6 @@
 """The adapter kit (adapters/kit/): finish-once runs, supervised tasks, the bounded probe
-runner, the NDJSON reader, the resident child, the JSON-RPC child and the approval
-helpers — against real tasks and real child processes."""
+runner, the NDJSON reader, the resident child, the JSON-RPC child, the tool-call tracker
+and the approval helpers — against real tasks and real child processes."""
 
 from __future__ import annotations
 
@@ -19,12 +19,14 @@ from agent_bridge.adapters.kit.resident import StopGraces, start_resident
 from agent_bridge.adapters.kit.rpc_child import RpcChild, RpcChildSpec, probe_rpc, start_rpc_child
 from agent_bridge.adapters.kit.runs import RunHandle
 from agent_bridge.adapters.kit.tasks import TaskSupervisor
+from agent_bridge.adapters.kit.tools import ToolCalls
 from agent_bridge.errors import BridgeError, ProviderFailure
 from agent_bridge.processes import ProcessSpec, build_child_env
 from agent_bridge.rpc.connection import Connection, Method
 from agent_bridge.rpc.errors import RpcError
 from agent_bridge.rpc.framing import FramingError
 from agent_bridge.spi import InteractionOutcome, RunOutcome
+from agent_bridge.wire.events import ToolActivity
 from agent_bridge.wire.interactions import ApprovalAnswer
 
 LOG = logging.getLogger("test.adapter_kit")
@@ -404,6 +406,29 @@ async def test_probe_rpc_answers_or_says_none(tmp_path: Any) -> None:
         assert await probe_rpc(peer, fail, jsonrpc=True, timeout=5, log=LOG) is None
         absent = spec(str(tmp_path / "absent"))
         assert await probe_rpc(absent, echo, jsonrpc=True, timeout=5, log=LOG) is None
+
+
+# --------------------------------------------------------------------------- tool calls
+
+
+def test_tool_calls_start_once_end_once_and_fail_the_open_ones_in_order() -> None:
+    tools = ToolCalls()
+    first = tools.start("a", "Bash", detail=["change"])
+    assert first is not None and (first.id, first.name, first.detail) == ("a", "Bash", ["change"])
+    assert tools.start("a", "Other") is None  # started before: nothing to report again
+    assert tools.name("a", "tool") == "Bash" and tools.name("zz", "tool") == "tool"
+    assert tools.get("a") is first and tools.get("zz") is None
+    assert tools.start("b", "Read") is not None and tools.start("c", "Edit") is not None
+    assert "b" in tools and "zz" not in tools and len(tools) == 3
+    assert tools.end("b") is True
+    assert tools.end("b") is False and tools.end("zz") is False
+    assert tools.is_ended("b") and not tools.is_ended("a") and not tools.is_ended("zz")
+    assert tools.fail_open() == [
+        ToolActivity("a", "Bash", "failed"),
+        ToolActivity("c", "Edit", "failed"),
+    ]
+    assert tools.fail_open() == []
+    assert tools.end("a") is False
 
 
 # --------------------------------------------------------------------------- approvals

@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 
 from agent_bridge.adapters.acp.protocol import obj, objs
 from agent_bridge.adapters.kit.approvals import approval_verdict
+from agent_bridge.adapters.kit.tools import ToolCalls
 from agent_bridge.spi import InteractionOutcome, RunOutcome
 from agent_bridge.wire.acp import (
     CANCELLED_OUTCOME,
@@ -80,10 +81,9 @@ def _diag(level: Literal["info", "warning", "error"], code: str, message: str) -
 
 @dataclass(slots=True)
 class TurnState:
-    """What one run has seen: the tool calls started (id → name)."""
+    """What one run has seen: its tool calls, and the once-only diagnostics reported."""
 
-    tools: dict[str, str] = field(default_factory=dict)
-    finished_tools: set[str] = field(default_factory=set)
+    tools: ToolCalls = field(default_factory=ToolCalls)
     reported: set[Any] = field(default_factory=set)
 
 
@@ -188,17 +188,16 @@ def tool_payloads(state: TurnState, call: Mapping[str, Any]) -> list[ProviderPay
     if not isinstance(tool_id, str):
         return []
     out: list[ProviderPayload] = []
-    name = state.tools.get(tool_id)
     status = _TOOL_STATUS.get(str(call.get("status") or "pending"), "output")
-    if name is None:
-        name = tool_name(call)
-        state.tools[tool_id] = name
+    started = state.tools.start(tool_id, tool_name(call))
+    name = state.tools.name(tool_id, "other")
+    if started is not None:
         view = _view(call, first=True)
         out.append(ToolActivity(tool_id, name, "started", input=call.get("rawInput"), **view))
         if status == "started":
             return out
         # Gemini reports a call only when it ends: its content goes with the end.
-    if tool_id in state.finished_tools:
+    if state.tools.is_ended(tool_id):
         return out
     output = tool_output(call.get("content"))
     view = _view(call, first=False)
@@ -207,7 +206,7 @@ def tool_payloads(state: TurnState, call: Mapping[str, Any]) -> list[ProviderPay
     if not view.get("locations"):
         view.pop("locations", None)
     if status in ("completed", "failed"):
-        state.finished_tools.add(tool_id)
+        state.tools.end(tool_id)
         out.append(ToolActivity(tool_id, name, status, output=output, **view))
     elif output is not None or "content" in view or "locations" in view:
         out.append(ToolActivity(tool_id, name, "output", output=output, **view))
@@ -216,12 +215,7 @@ def tool_payloads(state: TurnState, call: Mapping[str, Any]) -> list[ProviderPay
 
 def open_tools_failed(state: TurnState) -> list[ProviderPayload]:
     """At a run's end: every tool call started and not finished is reported ``failed``."""
-    out: list[ProviderPayload] = []
-    for tool_id, name in state.tools.items():
-        if tool_id not in state.finished_tools:
-            state.finished_tools.add(tool_id)
-            out.append(ToolActivity(tool_id, name, "failed"))
-    return out
+    return list(state.tools.fail_open())
 
 
 def _usage(update: Mapping[str, Any]) -> Usage | None:

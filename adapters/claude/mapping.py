@@ -17,6 +17,7 @@ from typing import Any, Final, Literal
 
 from agent_bridge.adapters.claude import protocol
 from agent_bridge.adapters.kit.approvals import approval_modes, approval_verdict, is_allow
+from agent_bridge.adapters.kit.tools import ToolCalls
 from agent_bridge.spi import InteractionOutcome, RunOutcome
 from agent_bridge.wire.errors import ErrorCode, FailureCause
 from agent_bridge.wire.events import (
@@ -472,8 +473,8 @@ def _nonempty(value: object) -> bool:
 class TurnState:
     """What the mapping remembers within one turn."""
 
-    #: Tool-use id → tool name, for the tools started in this turn.
-    tools: dict[str, str] = field(default_factory=dict)
+    #: The tools started in this turn (by tool-use id).
+    tools: ToolCalls = field(default_factory=ToolCalls)
     #: Ids of assistant messages whose text was already streamed as deltas.
     streamed: set[str] = field(default_factory=set)
     #: Prompt size of the last model request (``None`` until one started).
@@ -541,9 +542,8 @@ def assistant_payloads(state: TurnState, message: Mapping[str, Any]) -> list[Pro
         kind = block.get("type")
         if kind == "tool_use":
             tool_id, name = block.get("id"), block.get("name")
-            if isinstance(tool_id, str) and tool_id not in state.tools:
-                name = name if isinstance(name, str) and name else "tool"
-                state.tools[tool_id] = name
+            name = name if isinstance(name, str) and name else "tool"
+            if isinstance(tool_id, str) and state.tools.start(tool_id, name) is not None:
                 tool_input = block.get("input")
                 out.append(
                     ToolActivity(
@@ -627,7 +627,7 @@ def tool_result_payloads(state: TurnState, message: Mapping[str, Any]) -> list[P
         tool_id = block.get("tool_use_id")
         if not isinstance(tool_id, str):
             continue
-        name = state.tools.get(tool_id, "tool")
+        name = state.tools.name(tool_id, "tool")
         status: Literal["completed", "failed"] = (
             "failed" if block.get("is_error") is True else "completed"
         )

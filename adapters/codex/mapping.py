@@ -21,6 +21,7 @@ from agent_bridge.adapters.kit.approvals import (
     approval_verdict,
     is_allow,
 )
+from agent_bridge.adapters.kit.tools import ToolCalls
 from agent_bridge.spi import InteractionOutcome, RunOutcome
 from agent_bridge.wire.errors import ErrorCode, FailureCause
 from agent_bridge.wire.events import (
@@ -265,14 +266,10 @@ def sandbox_mode(policy: Any) -> str | None:
 
 @dataclass(slots=True)
 class Item:
-    """One ``ThreadItem`` of the turn as the mapping tracks it."""
+    """One text or reasoning ``ThreadItem`` of the turn as the mapping tracks it."""
 
-    kind: str  # "text" | "thinking" | "tool"
-    name: str = ""
+    kind: str  # "text" | "thinking"
     deltas: int = 0
-    output: bool = False
-    done: bool = False
-    changes: Any = None
 
 
 @dataclass(eq=False)
@@ -280,6 +277,8 @@ class TurnState:
     """What the mapping remembers within one turn."""
 
     items: dict[str, Item] = field(default_factory=dict)
+    #: The turn's tool-like items (a tool call's ``detail``: its file changes, if any).
+    tools: ToolCalls = field(default_factory=ToolCalls)
     #: Whether text was emitted (a second agent message is separated by a blank line).
     text_seen: bool = False
     #: Keys of the once-only diagnostics already reported.
@@ -328,7 +327,7 @@ def summary_part(delta: p.DeltaNotification) -> list[ProviderPayload]:
 def output_delta(state: TurnState, delta: p.DeltaNotification) -> list[ProviderPayload]:
     """``item/commandExecution/outputDelta`` / ``item/fileChange/outputDelta`` → tool
     output of a started tool."""
-    tool = state.items.get(delta.item_id)
+    tool = state.tools.get(delta.item_id)
     if tool is None or not delta.delta:
         return []
     tool.output = True
@@ -382,10 +381,10 @@ def item_started(state: TurnState, item: dict[str, Any]) -> list[ProviderPayload
             )
         ]
     tool = tool_of(item)
-    if tool is not None and item_id not in state.items:
+    if tool is not None:
         name, tool_input, changes = tool
-        state.items[item_id] = Item("tool", name, changes=changes)
-        return [ToolActivity(item_id, name, "started", input=tool_input, **tool_view(item))]
+        if state.tools.start(item_id, name, changes) is not None:
+            return [ToolActivity(item_id, name, "started", input=tool_input, **tool_view(item))]
     if tool is None and kind not in _QUIET_ITEMS:
         shown = kind if isinstance(kind, str) and _IDENTIFIER.fullmatch(kind) else "?"
         return once(
@@ -418,17 +417,17 @@ def item_completed(state: TurnState, item: dict[str, Any]) -> list[ProviderPaylo
     if tool_of(item) is None:
         return []
     out: list[ProviderPayload] = []
-    if known is None or known.kind != "tool":
+    call = state.tools.get(item_id)
+    if call is None:
         out += item_started(state, item)
-        known = state.items.get(item_id)
-        if known is None:
+        call = state.tools.get(item_id)
+        if call is None:
             return out
-    if known.done:
+    if not state.tools.end(item_id):
         return out
-    known.done = True
     output = item.get("aggregatedOutput")
-    if not known.output and isinstance(output, str) and output:
-        out.append(ToolActivity(item_id, known.name, "output", output=output))
+    if not call.output and isinstance(output, str) and output:
+        out.append(ToolActivity(item_id, call.name, "output", output=output))
     status = item.get("status")
     ok = status == "completed" or (kind == "dynamicToolCall" and item.get("success") is True)
     if kind == "webSearch":
@@ -437,7 +436,7 @@ def item_completed(state: TurnState, item: dict[str, Any]) -> list[ProviderPaylo
     out.append(
         ToolActivity(
             item_id,
-            known.name,
+            call.name,
             "completed" if ok else "failed",
             exit_code=exit_code if isinstance(exit_code, int) else None,
         )
@@ -448,12 +447,7 @@ def item_completed(state: TurnState, item: dict[str, Any]) -> list[ProviderPaylo
 def open_tools_failed(state: TurnState) -> list[ProviderPayload]:
     """A ``failed`` tool activity for every tool of the turn that never completed (the
     run is ending); marks them done."""
-    out: list[ProviderPayload] = []
-    for item_id, item in state.items.items():
-        if item.kind == "tool" and not item.done:
-            item.done = True
-            out.append(ToolActivity(item_id, item.name, "failed"))
-    return out
+    return list(state.tools.fail_open())
 
 
 def tool_of(item: dict[str, Any]) -> tuple[str, Any, Any] | None:

@@ -689,8 +689,8 @@ class CodexSession(ProviderSession):
         run = await self._run_for(params.thread_id, params.turn_id)
         if run is None:
             return dict(mapping.DECLINE)
-        item = run.state.items.get(params.item_id)
-        request = mapping.file_change_approval(params, item.changes if item is not None else None)
+        call = run.state.tools.get(params.item_id)
+        request = mapping.file_change_approval(params, call.detail if call is not None else None)
         return mapping.file_change_reply(await self._ask(run, request))
 
     async def _on_permissions_approval(self, raw: msgspec.Raw) -> dict[str, Any]:

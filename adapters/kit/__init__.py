@@ -15,7 +15,9 @@ Each adapter used to hand-roll the same machinery; it lives here once, one job a
   stdout (the project's :class:`~agent_bridge.rpc.framing.NewlineFramer`);
 * :mod:`~agent_bridge.adapters.kit.probe` — a bounded probe runner for ``providers/list``;
 * :mod:`~agent_bridge.adapters.kit.approvals` — the bridge's approval answer as a verdict
-  an adapter maps onto its provider's decision.
+  an adapter maps onto its provider's decision;
+* :mod:`~agent_bridge.adapters.kit.tools` — a run's tool calls as the mappings track them
+  (started once, ended once, the open ones failed when the run ends).
 
 The package face imports nothing: adapters import the modules they use.
 """
