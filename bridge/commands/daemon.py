@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from agent_bridge.commands import boot
-from agent_bridge.commands.options import JOURNAL_FLAGS, add_options
+from agent_bridge.commands.options import JOURNAL_FLAGS, add_options, non_negative
 
 __all__ = ["add_parsers", "connect_command", "run"]
 
@@ -32,7 +32,7 @@ def add_parsers(sub: Any) -> None:
     add_options(daemon, JOURNAL_FLAGS)  # the journal's options are serve's
     daemon.add_argument(
         "--idle-timeout",
-        type=float,
+        type=non_negative,
         default=600.0,
         metavar="SECONDS",
         help="exit after this long with no host and no active run; 0: never (default: 600)",

@@ -28,7 +28,7 @@ def add_parsers(sub: Any) -> None:
         help="check providers, the state directory and the journal",
         description="Probe every provider (no network but loopback, bounded in time) and "
         "check the state directory and journal (read-only). Exit status 1 when no provider "
-        "is usable.",
+        "is usable (installed and not logged out).",
         epilog="example: agent-bridge doctor --provider claude-code --json",
     )
     doctor.add_argument("--json", action="store_true", help="print one JSON object")
@@ -173,10 +173,14 @@ def run_doctor(*, as_json: bool, provider: str | None, state_dir: str | None) ->
     else:
         colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         sys.stdout.write(_table(report, colour))
-    # The scripted provider is always there and drives no agent: it counts only when
-    # asked for by name.
+    # Usable: installed and not known to be logged out ("unknown" -- a key variable, an
+    # ACP agent -- cannot be told offline, so it is not held against the provider).  The
+    # scripted provider is always there and drives no agent: it counts only when asked
+    # for by name.
     usable = any(
-        p.get("status") == "available" and (p["id"] != "scripted" or provider == "scripted")
+        p.get("status") == "available"
+        and p.get("authentication") != "unauthenticated"
+        and (p["id"] != "scripted" or provider == "scripted")
         for p in providers
     )
     return 0 if usable else 1

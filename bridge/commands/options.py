@@ -95,6 +95,17 @@ def positive(text: str) -> float:
     return value
 
 
+def non_negative(text: str) -> float:
+    """``text`` as a finite number of at least 0; raises otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise _invalid(f"not a number: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise _invalid("must be 0 or more (a finite number)")
+    return value
+
+
 def writable_file(text: str) -> str:
     """``text``, a file path whose directory exists and is writable; raises otherwise."""
     directory = os.path.dirname(os.path.abspath(text))

@@ -1,11 +1,12 @@
-"""Issue 30, item 12: a check writes nothing.
+"""Issue 30, item 12: a check writes nothing, and says what it found.
 
 `agent-bridge doctor` (and every `providers/list` with `probe`) ran `claude auth status`
 and a short-lived `codex app-server` with the user's own home: on a fresh home the check
 created `~/.claude.json`, `~/.claude/backups/` and a `~/.codex` full of databases. Rule
 (`agent_bridge.adapters.kit.probe.throwaway_home`): a probe runs in a throwaway home
 holding copies of the files the CLI reads for the check, so it reports the user's state
-and writes nothing of theirs.
+and writes nothing of theirs. And `doctor` exited 0 with every real provider installed but
+logged out; the README says it exits non-zero while no real provider is usable.
 
 Real CLIs (`.tools`, installed by scripts/install-provider-clis.sh), a real `doctor`
 process, a fresh `HOME`; no network is needed (nothing here logs in).
@@ -60,6 +61,8 @@ def test_case_12_doctor_writes_nothing_under_a_fresh_home(tmp_path: Path) -> Non
     assert providers["claude-code"]["authentication"] == "unauthenticated"
     assert providers["codex"]["authentication"] == "unauthenticated"
     assert _tree(home) == {}, "the check wrote under the user's home"
+    # the README: doctor "exits non-zero while no real provider is usable"
+    assert done.returncode == 1, (done.returncode, done.stderr)
 
 
 def test_case_12_the_probes_report_the_users_login_from_copies(tmp_path: Path) -> None:
@@ -68,8 +71,10 @@ def test_case_12_the_probes_report_the_users_login_from_copies(tmp_path: Path) -
     (home / ".codex" / "auth.json").write_text('{"OPENAI_API_KEY": "sk-test-not-a-real-key-0001"}')
     (home / ".claude.json").write_text('{"primaryApiKey": "sk-ant-api03-not-a-real-key-0002"}')
     before = _tree(home)
-    providers = _by_id(_doctor(home, "--json").stdout)
+    done = _doctor(home, "--json")
+    providers = _by_id(done.stdout)
     assert providers["codex"]["authentication"] == "authenticated"  # read from the copy
+    assert done.returncode == 0, done.stderr
     # `claude auth status` reports a stored key as a claude.ai login
     assert providers["claude-code"]["authentication"] in ("authenticated", "unknown")
     assert providers["claude-code"]["authentication"] != "unauthenticated"
