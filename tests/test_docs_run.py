@@ -13,7 +13,10 @@ doc are bound to the real ones; the bridge's request id is compared as written);
 pytest plugin example of docs/testing-hosts.md in a new project with no async settings;
 the Node host example from the checkout with ``agent-bridge`` not on ``PATH``; the
 record-and-replay lines with the scripted provider in place of Claude Code; the acpx
-lines of editors/acp/README.md with the scripted provider in place of Claude Code.
+lines of editors/acp/README.md with the scripted provider in place of Claude Code; the
+``agent-bridge acp`` command lines of docs/acp-agent.md and editors/acp/README.md with an
+empty stdin, as the ACP registry launches an agent (each checks its options at start and
+exits 0 at the end of its input).
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ BLOCKS: dict[tuple[str, str], str] = {
     (
         "docs/acp-agent.md",
         "agent-bridge acp",
-    ): "not run: each line waits for an ACP client on stdin; tests/test_acp_agent_*.py drive them",
+    ): "run: test_the_acp_command_lines_start (the uvx line: scripts/release.py check)",
     (
         "docs/daemon.md",
         "agent-bridge connect",
@@ -126,7 +129,7 @@ BLOCKS: dict[tuple[str, str], str] = {
     (
         "editors/acp/README.md",
         "agent-bridge acp --provider codex -o reasoningEf",
-    ): "not run: waits for an ACP client on stdin; tests/test_acp_agent_*.py drive it",
+    ): "run: test_the_acp_command_lines_start",
     (
         "editors/acp/README.md",
         'acpx --agent "agent-bridge acp --provider claude',
@@ -437,3 +440,35 @@ def test_the_acpx_lines_run(tmp_path: Path, acpx_home: Path) -> None:
     assert "You said: fix the tests" in outputs[0]  # exec: one turn
     assert outputs[1].strip().startswith("ses_")  # sessions new
     assert "You said: fix the tests" in outputs[2]  # the prompt, in that session
+
+
+# =====================================================================================
+# docs/acp-agent.md and editors/acp/README.md: the acp command lines
+# =====================================================================================
+def test_the_acp_command_lines_start(tmp_path: Path) -> None:
+    """Each ``agent-bridge acp`` line starts (its provider and options are checked at
+    start: a misspelled option or value fails with exit 2) and ends at its input's end."""
+    lines = [
+        line.split("  #")[0].strip()
+        for body in (block(ROOT / "docs" / "acp-agent.md", "agent-bridge acp "),
+                     block(EDITORS_ACP, "agent-bridge acp --provider codex"))
+        for line in body.splitlines()
+    ]  # fmt: skip
+    runnable = [line for line in lines if line.startswith("agent-bridge acp")]
+    assert len(runnable) >= 4, lines
+    (tmp_path / "demo.json").write_text('{"steps": [{"type": "echo"}]}')
+    env = _env_without_bridge(HOME=str(tmp_path), AGENT_BRIDGE_STATE_DIR=str(tmp_path / "s"))
+    for line in runnable:
+        argv = line.split()
+        done = subprocess.run(
+            [sys.executable, "-m", "agent_bridge", *argv[1:]], cwd=tmp_path, env=env,
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, (line, done.stderr[-2000:])
+        assert done.stdout == "", line
+    wrong = subprocess.run(
+        [sys.executable, "-m", "agent_bridge", "acp", "--provider", "codex",
+         "-o", "reasoningEffort=extreme"], cwd=tmp_path, env=env,
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert wrong.returncode == 2 and "reasoningEffort" in wrong.stderr, wrong.stderr
