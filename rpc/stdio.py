@@ -3,7 +3,10 @@
 anyio offers no stream over an inherited pipe, so these wrap a file descriptor in
 non-blocking mode and wait for readiness with ``anyio.wait_readable``/``wait_writable``.
 A descriptor that cannot be polled (a regular file redirected to stdin) falls back to
-blocking reads in a worker thread.  The original blocking mode is restored on close.
+blocking reads in a worker thread.  Every read yields to the event loop, also when input
+was already there (a descriptor that is always readable, such as ``/dev/zero``, would
+otherwise starve the loop: no signal handler, timer or writer would ever run).  The
+original blocking mode is restored on close.
 
 On asyncio the receiving descriptor stays registered with the event loop between waits
 while it is read (``anyio.wait_readable`` registers and unregisters it each time: two
@@ -19,6 +22,7 @@ import os
 import stat
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from agent_bridge.rpc.pipes import widen_pipe
@@ -57,12 +61,19 @@ class FdReceiveStream:
         if not self._pollable:
             data = await anyio.to_thread.run_sync(os.read, self._fd, max_bytes)
         else:
+            waited = False
             while True:
                 try:
                     data = os.read(self._fd, max_bytes)
                     break
                 except BlockingIOError:
                     await self._readable()
+                    waited = True
+            if not waited:
+                # Input that is always there (``< /dev/zero``, a peer that never stops
+                # writing) must not keep the event loop from everything else: signal
+                # handlers, writers, timers run between reads.
+                await anyio.lowlevel.checkpoint()
         if not data:
             raise anyio.EndOfStream
         return data
