@@ -11,13 +11,21 @@ as an agent-bridge journal.  Opening:
 * a file that is not SQLite, or SQLite that is not ours, or a damaged one: refused;
 * a file another program keeps locked past the busy timeout: refused;
 * a 0-byte file in a state directory that held a journal (the marker file
-  ``journal.created``, written once the schema is first committed, is there): refused as
-  truncated.  A 0-byte file without the marker is a journal another bridge has just
-  begun to create, or a new one: created.  A missing file is a new journal (the user
-  moved the old one away), marker or not;
-* a file whose pages SQLite finds damaged (``PRAGMA quick_check``): refused;
+  ``journal.created``, written once the schema is first committed, is there) and no
+  write-ahead log: refused as emptied.  A 0-byte file without the marker is a journal
+  another bridge has just begun to create, or a new one: created.  A missing file is a
+  new journal (the user moved the old one away), marker or not;
+* a file whose pages SQLite finds damaged (``PRAGMA quick_check``, which reads through
+  the write-ahead log): refused;
 * a ``-shm`` file without its ``-wal`` (the log of committed transactions was lost):
   refused, before SQLite would silently open the older state.
+
+A refusal is certain: what is only suspected from the raw file (shorter than its header
+says) is never a reason by itself, because the newest pages may sit in the write-ahead log
+(a checkpoint cut short by a full disk leaves exactly that: page 1 already rewritten, the
+file not yet extended); it names the damage SQLite itself found.  A failure that is not
+damage (a full disk, an I/O error, a read-only filesystem) is reported as what it is,
+never as damage, and no refusal advises discarding data that SQLite can read.
 
 Every refusal is a :class:`JournalError` (:class:`JournalCorrupt` for damage) with a
 one-line message.  The checks, the creation and the upgrade run holding an exclusive
@@ -30,11 +38,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import Iterator
 from typing import Final, Literal
 
-from agent_bridge.journal.errors import JournalCorrupt, JournalError
+from agent_bridge.journal.errors import JournalCorrupt, JournalError, classify, on_read_only_fs
 from agent_bridge.journal.transactions import transaction
 
 __all__ = [
@@ -55,9 +64,11 @@ MARKER_FILE: Final = "journal.created"
 #: Held (``flock``) while a journal is checked, created or upgraded.
 OPEN_LOCK_FILE: Final = "journal.open.lock"
 _DAMAGED_ADVICE: Final = (
-    "keep a copy, then restore it from a backup or recover it "
-    "(sqlite3 FILE .recover), or choose another --state-dir"
+    "keep a copy of it and of its -wal file, then save what SQLite can still read "
+    "(sqlite3 FILE .recover) or restore a backup; or choose another --state-dir"
 )
+#: A write-ahead log holds frames past its 32-byte header.
+_WAL_HEADER: Final = 32
 _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
 
 #: Version 1: sessions, event blocks, raw provider records and their links to events,
@@ -188,10 +199,10 @@ def _check_header(path: str) -> None:
         return
     except OSError as exc:
         raise JournalError(f"cannot read the journal {path}: {exc.strerror}") from None
-    if not head and os.path.exists(_marker(path)):
+    if not head and os.path.exists(_marker(path)) and not _wal_has_frames(path):
         raise JournalCorrupt(
-            f"the journal {path} is empty, but this state directory held a journal "
-            f"(truncated?); {_DAMAGED_ADVICE.replace('FILE', path)} — or delete it and "
+            f"the journal {path} is empty (0 bytes, no write-ahead log), but this state "
+            f"directory held a journal; restore it from a backup, or delete it and "
             f"{_marker(path)} to start a new one"
         )
     if head and (len(head) < 100 or not head.startswith(_SQLITE_MAGIC)):
@@ -199,19 +210,55 @@ def _check_header(path: str) -> None:
             f"the journal {path} is not a SQLite database (damaged?); "
             "move it away or choose another --state-dir"
         )
-    if head and _pages_missing(head, os.path.getsize(path)):
-        raise JournalCorrupt(
-            f"the journal {path} is shorter than its header says (truncated); "
-            f"{_DAMAGED_ADVICE.replace('FILE', path)}"
-        )
     if os.path.exists(path + "-shm") and not os.path.exists(path + "-wal"):
         time.sleep(0.1)  # another bridge closing the journal deletes the -wal first
         if os.path.exists(path + "-shm") and not os.path.exists(path + "-wal"):
-            raise JournalCorrupt(
-                f"the journal {path} lost its write-ahead log ({path}-wal is missing, "
-                f"{path}-shm is there): committed history may be gone; restore the -wal "
-                f"file, or {_DAMAGED_ADVICE.replace('FILE', path)}"
-            )
+            missing = _frames_not_checkpointed(path + "-shm")
+            if missing:
+                raise JournalCorrupt(
+                    f"the journal {path} lost its write-ahead log ({path}-wal is missing; "
+                    f"{path}-shm says {missing} committed pages were only in it); restore "
+                    f"the -wal file, or {_DAMAGED_ADVICE.replace('FILE', path)}"
+                )
+
+
+def _frames_not_checkpointed(shm: str) -> int:
+    """Return how many frames of the write-ahead log the wal-index ``shm`` says were
+    never copied into the journal file (``mxFrame - nBackfill``; SQLite's wal-index
+    header, native byte order); 1 when the file cannot be read or makes no sense, so that
+    only a wal-index that proves nothing was lost lets the journal open."""
+    try:
+        with open(shm, "rb") as fh:
+            head = fh.read(136)
+    except OSError:
+        return 1
+    if len(head) < 100 or head[12] != 1 or head[:48] != head[48:96]:
+        return 1  # not initialised, or the two copies of the header disagree
+    max_frame = int.from_bytes(head[16:20], sys.byteorder)
+    backfilled = int.from_bytes(head[96:100], sys.byteorder)
+    return max(max_frame - backfilled, 0) if backfilled <= max_frame else 1
+
+
+def _wal_has_frames(path: str) -> bool:
+    """Whether the journal's write-ahead log exists and holds frames (committed pages
+    that the journal file itself may not have yet)."""
+    try:
+        return os.path.getsize(path + "-wal") > _WAL_HEADER
+    except OSError:
+        return False
+
+
+def _truncated(path: str) -> bool:
+    """Whether the journal file is shorter than the page count its header records, with
+    no write-ahead log that could hold the missing pages (used only to name damage that
+    SQLite found, never as a reason to refuse by itself)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(100)
+        size = os.path.getsize(path)
+    except OSError:
+        return False
+    return len(head) == 100 and _pages_missing(head, size) and not _wal_has_frames(path)
 
 
 def _pages_missing(head: bytes, size: int) -> bool:
@@ -263,18 +310,52 @@ def _create_private(path: str) -> None:
 
 
 def explain(path: str, exc: sqlite3.Error) -> JournalError:
-    """Return the one-line :class:`JournalError` for a SQLite error on ``path``."""
-    text = str(exc)
+    """Return the one-line :class:`JournalError` for a SQLite error on ``path``:
+    :class:`JournalCorrupt` only for damage SQLite reports (``SQLITE_CORRUPT``,
+    ``SQLITE_NOTADB``); a full disk, an I/O error, a read-only filesystem are named as
+    such, with the journal left as it is."""
+    text = " ".join(str(exc).split())
     if "locked" in text or "busy" in text:
         return JournalError(
             f"the journal {path} is locked by another program; "
             "close it or choose another --state-dir"
         )
-    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+    fault = on_read_only_fs(classify(exc), os.path.dirname(path) or ".")
+    if fault == "damaged":
+        what = "shorter than its header says: truncated" if _truncated(path) else text
         return JournalCorrupt(
-            f"the journal {path} is damaged ({text}); {_DAMAGED_ADVICE.replace('FILE', path)}"
+            f"the journal {path} is damaged ({what}); {_DAMAGED_ADVICE.replace('FILE', path)}"
+        )
+    if fault == "disk_full":
+        return JournalError(
+            f"the disk holding the journal {path} is full ({_free(path)} free); free some "
+            "space and start again (the journal was not changed)"
+        )
+    if fault == "read_only":
+        return JournalError(
+            f"the filesystem holding the journal {path} is read-only; remount it "
+            "read-write or choose another --state-dir (the journal was not changed)"
+        )
+    if fault == "io_error":
+        return JournalError(
+            f"the journal {path} cannot be read or written (I/O error: {text}); check the "
+            "disk (the journal was not changed)"
         )
     return JournalError(f"cannot use the journal {path}: {text}")
+
+
+def _free(path: str) -> str:
+    """The space left on the filesystem holding ``path``, for a person ("12 KiB")."""
+    try:
+        st = os.statvfs(os.path.dirname(path) or ".")
+    except OSError:
+        return "no space"
+    free = st.f_bavail * st.f_frsize
+    if free < 1024:
+        return f"{free} bytes"
+    if free < 1 << 20:
+        return f"{free >> 10} KiB"
+    return f"{free >> 20} MiB"
 
 
 def open_journal_db(
@@ -334,12 +415,11 @@ def _quick_check(path: str, conn: sqlite3.Connection) -> None:
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             return  # checked by the opening transaction below
-        raise JournalCorrupt(
-            f"the journal {path} is damaged ({' '.join(str(exc).split())}); "
-            f"{_DAMAGED_ADVICE.replace('FILE', path)}"
-        ) from None
+        raise explain(path, exc) from None
     if row is None or row[0] != "ok":
         detail = "?" if row is None else " ".join(str(row[0]).split())[:80]
+        if _truncated(path):
+            detail = f"shorter than its header says: truncated; {detail}"
         raise JournalCorrupt(
             f"the journal {path} is damaged ({detail}); {_DAMAGED_ADVICE.replace('FILE', path)}"
         )
