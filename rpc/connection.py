@@ -80,6 +80,7 @@ from agent_bridge.rpc.messages import (
     encode_notification,
     encode_request,
     parse_body,
+    request_id_in,
     result_template,
 )
 
@@ -125,6 +126,9 @@ class Limits:
     #: Bytes waiting to be written before the reader and ``notify_flow`` wait.
     outbound_high_water: int = 4 * 1024 * 1024
     read_chunk_bytes: int = 256 * 1024
+    #: the command-line option that sets ``max_message_bytes``, named in the error that
+    #: answers a message over it (``None``: the peer cannot set it)
+    max_message_option: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -723,24 +727,33 @@ class Connection:
 
     def _on_framing_error(self, error: FramingError) -> None:
         """Answer input the framer rejected: with the request's id when the damaged bytes
-        still name one (a lying length), else with id ``null`` (``-32600`` for a message
-        over the limit, ``-32700`` for bytes that are not a frame).  Nothing is answered at
-        EOF (``truncated``): nobody is left to read it."""
+        still name one (a lying length; the start of a message over the limit), else with
+        id ``null`` (``-32600`` for a message over the limit, naming the limit and the
+        option that sets it, ``-32700`` for bytes that are not a frame).  Nothing is
+        answered at EOF (``truncated``): nobody is left to read it."""
         self.framing_errors += 1
         log.warning("%s: framing error: %s", self.name, error.detail)
         if error.reason == "truncated" or self._closed:
             return
         id: bytes | None = None
         code = INVALID_REQUEST if error.reason in ("too_large", "length_mismatch") else PARSE_ERROR
-        if error.body:
+        data: dict[str, Any] = {"reason": error.reason}
+        detail = error.detail
+        if error.reason == "too_large":
+            id = request_id_in(error.body)
+            limits = self._limits
+            data["limit"] = limits.max_message_bytes
+            if limits.max_message_option:
+                data["option"] = limits.max_message_option
+                detail += f" (raise it with {limits.max_message_option})"
+        elif error.body:
             message = parse_body(error.body, require_jsonrpc=self._jsonrpc)
             if isinstance(message, Request):
                 id = message.id
-        data = {"reason": error.reason}
         self._write(
             encode_error_response(
                 id,
-                {"code": code, "message": "Framing error: " + error.detail, "data": data},
+                {"code": code, "message": "Framing error: " + detail, "data": data},
                 jsonrpc=self._jsonrpc,
             )
         )

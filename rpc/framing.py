@@ -43,6 +43,9 @@ __all__ = [
 
 DEFAULT_MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
 MAX_HEADER_BLOCK_BYTES: Final = 8 * 1024
+#: How much of a message over the limit is kept (in :attr:`FramingError.body`) to find
+#: its id in.
+HEAD_BYTES: Final = 4096
 _MAX_LENGTH_DIGITS: Final = 12
 
 FramingKind = Literal["auto", "content-length", "newline"]
@@ -81,7 +84,8 @@ class FramingError:
     ``bad_content_length``, ``too_large``, ``bad_header``, ``header_too_large``,
     ``length_mismatch``, ``truncated``); ``detail`` is a human-readable sentence that
     never contains body bytes.  ``body`` is, for ``length_mismatch``, the bytes of the
-    damaged message (so its id can be answered), else empty; it is not compared.
+    damaged message, for ``too_large`` its first :data:`HEAD_BYTES` bytes read (so its id
+    can be answered), else empty; it is not compared.
     """
 
     __slots__ = ("body", "detail", "reason")
@@ -249,6 +253,7 @@ class ContentLengthFramer:
                     FramingError(
                         "too_large",
                         f"message of {length} bytes exceeds the limit of {self._max} bytes",
+                        buf[end + 4 : end + 4 + HEAD_BYTES],
                     )
                 )
                 # The length may be a lie: scan for the next header instead of skipping.
@@ -420,13 +425,17 @@ class NewlineFramer:
 
     def _check_overflow(self, out: list[bytes | FramingError]) -> None:
         if len(self._buf) > self._max:
-            out.append(FramingError("too_large", f"line exceeds the limit of {self._max} bytes"))
+            head = bytes(self._buf[:HEAD_BYTES])
+            out.append(self._too_large(head))
             self._buf.clear()
             self._discarding = True
 
+    def _too_large(self, head: bytes) -> FramingError:
+        return FramingError("too_large", f"line exceeds the limit of {self._max} bytes", head)
+
     def _emit(self, line: bytes, out: list[bytes | FramingError]) -> None:
         if len(line) > self._max:
-            out.append(FramingError("too_large", f"line exceeds the limit of {self._max} bytes"))
+            out.append(self._too_large(line[:HEAD_BYTES]))
             return
         if line.endswith(b"\r"):
             line = line[:-1]

@@ -17,13 +17,24 @@ app-server does); a present member must still say ``"2.0"``.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 import msgspec
 
-from agent_bridge.rpc.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+from agent_bridge.rpc.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    REQUEST_CANCELLED,
+    SERVER_NOT_INITIALIZED,
+    SERVER_OVERLOADED,
+)
 
 __all__ = [
+    "REASONS",
     "Batch",
     "Invalid",
     "Message",
@@ -36,6 +47,7 @@ __all__ = [
     "encode_request",
     "encode_result_response",
     "parse_body",
+    "request_id_in",
     "result_template",
 ]
 
@@ -161,6 +173,51 @@ def _valid_id(raw: bytes) -> bool:
         return True
     body = raw[1:] if first == b"-" else raw
     return body.isdigit() and body.isascii()
+
+
+#: One token of a JSON text: a string, a structural character, or a run of anything else.
+_TOKEN: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^"{}\[\]:,\s]+')
+
+
+def request_id_in(head: bytes) -> bytes | None:
+    """Return the ``id`` of the request whose frame begins with ``head`` (the start of a
+    message too large to be read whole), as the exact bytes to answer with, or ``None``
+    when ``head`` does not show one: the ``id`` member of the top-level object, a string or
+    an integer, found before ``head`` ends (hosts write ``id`` before ``params``).  A scan
+    of tokens, never a parse of the message; never raises."""
+    depth = 0
+    expect_key = False
+    tokens = _TOKEN.finditer(head.lstrip())
+    for match in tokens:
+        token = match.group()
+        if token in (b"{", b"["):
+            depth += 1
+            expect_key = token == b"{" and depth == 1
+        elif token in (b"}", b"]"):
+            depth -= 1
+            if depth <= 0:
+                return None
+        elif token == b",":
+            expect_key = depth == 1
+        elif depth == 1 and expect_key:
+            expect_key = False
+            if token != b'"id"':
+                continue
+            colon = next(tokens, None)
+            value = next(tokens, None)
+            if colon is None or colon.group() != b":" or value is None:
+                return None
+            raw = value.group()
+            if value.end() >= len(head.lstrip()) or not _valid_id(raw):
+                return None  # cut by the end of ``head``, or not an id
+            try:
+                msgspec.json.decode(raw)
+            except msgspec.DecodeError:
+                return None
+            return raw
+        elif depth == 0:
+            return None
+    return None
 
 
 def _params(raw: msgspec.Raw) -> bytes | Invalid | None:
@@ -309,12 +366,29 @@ def encode_result_response(
 def encode_error_response(
     id: bytes | None, error: dict[str, Any], *, jsonrpc: bool = True
 ) -> bytes:
-    """Return an error response body; ``id`` ``None`` is sent as ``null``."""
+    """Return an error response body; ``id`` ``None`` is sent as ``null``.  An error
+    without ``data`` is given ``{"reason": …}`` naming its kind (:data:`REASONS`): every
+    error the project sends carries ``data`` (this is the one function they all pass)."""
+    if "data" not in error or error["data"] is None:
+        error = {**error, "data": {"reason": REASONS.get(error.get("code"), "error")}}
     return b'%s"id":%s,"error":%s}' % (
         _head(jsonrpc),
         _ID_NULL if id is None else id,
         _encode(error),
     )
+
+
+#: ``data.reason`` of an error that has no other data, by JSON-RPC code.
+REASONS: Final[dict[Any, str]] = {
+    PARSE_ERROR: "parse_error",
+    INVALID_REQUEST: "invalid_request",
+    METHOD_NOT_FOUND: "method_not_found",
+    INVALID_PARAMS: "invalid_params",
+    INTERNAL_ERROR: "internal",
+    REQUEST_CANCELLED: "cancelled",
+    SERVER_OVERLOADED: "overloaded",
+    SERVER_NOT_INITIALIZED: "not_initialized",
+}
 
 
 def encode_request(id: int, method: str, params: bytes | None, *, jsonrpc: bool = True) -> bytes:

@@ -132,4 +132,8 @@ def test_serve_newline_resyncs_after_junk_and_an_overlong_line() -> None:
     replies = _drive(data, f, "--max-message-bytes", "65536")
     assert [r["id"] for r in replies] == ["init", None, 1, None, 2, "bye"]
     assert replies[1]["error"]["code"] == -32700
-    assert replies[3]["error"]["data"] == {"reason": "too_large"}
+    assert replies[3]["error"]["data"] == {
+        "reason": "too_large",
+        "limit": 65536,
+        "option": "--max-message-bytes",
+    }

@@ -65,7 +65,9 @@ def add_parsers(sub: Any) -> None:
         help="run the provider's own login command in this terminal and exit (the ACP "
         "terminal authentication method)",
     )
-    add_options(acp, (*JOURNAL_FLAGS, *LOGGING_FLAGS, "--interrupt-grace"))  # as serve's
+    add_options(  # as serve's
+        acp, (*JOURNAL_FLAGS, *LOGGING_FLAGS, "--interrupt-grace", "--max-message-bytes")
+    )
 
 
 def parse_options(items: list[str]) -> dict[str, Any]:
@@ -165,9 +167,16 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
     from agent_bridge.frontends.acp.server import AcpFrontend
+    from agent_bridge.rpc.connection import Limits
+
+    limits = Limits(
+        max_message_bytes=args.max_message_bytes, max_message_option="--max-message-bytes"
+    )
 
     def frontend(runtime: Runtime, receive: FdReceiveStream, send: FdSendStream) -> AcpFrontend:
-        return AcpFrontend(runtime, receive, send, provider=provider_id, provider_options=options)
+        return AcpFrontend(
+            runtime, receive, send, provider=provider_id, provider_options=options, limits=limits
+        )
 
     # The client owns this runtime: at its EOF every session is closed, stopping
     # provider processes through their escalation.

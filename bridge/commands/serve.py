@@ -100,7 +100,9 @@ def run(args: Any) -> int:
     from agent_bridge.rpc.connection import Limits
 
     limits = Limits(
-        max_message_bytes=args.max_message_bytes, max_inflight_requests=args.max_inflight
+        max_message_bytes=args.max_message_bytes,
+        max_inflight_requests=args.max_inflight,
+        max_message_option="--max-message-bytes",
     )
 
     def frontend(runtime: Runtime, receive: FdReceiveStream, send: FdSendStream) -> BridgeFrontend:

@@ -149,3 +149,51 @@ def test_a_cancel_in_the_same_write_as_its_prompt_cancels_the_turn(tmp_path: Pat
         stderr = acp.close()
     assert acp.proc.returncode == 0, stderr
     assert b"Traceback" not in stderr
+
+
+def test_a_request_over_the_limit_is_answered_under_its_id_naming_the_option(
+    tmp_path: Path,
+) -> None:
+    """Rule: an error answers the request it is about whenever the frame names it, and
+    says how to avoid it (issue 30, item 13)."""
+    acp = RawAcp(tmp_path, "--max-message-bytes", "2048")
+    try:
+        session = acp.start(tmp_path)
+        big = _prompt(9, session)
+        big["params"]["prompt"][0]["text"] = "x" * 5000
+        acp.write(big)
+        reply = acp.reply(9, timeout=30)
+        error = reply["error"]
+        assert error["code"] == -32600
+        assert "--max-message-bytes" in error["message"]
+        assert error["data"] == {
+            "reason": "too_large",
+            "limit": 2048,
+            "option": "--max-message-bytes",
+        }
+        acp.write(_prompt(10, session), _cancel(session))  # still serving
+        assert acp.reply(10)["result"] == {"stopReason": "cancelled"}
+    finally:
+        stderr = acp.close()
+    assert b"Traceback" not in stderr
+
+
+def test_parse_errors_and_unknown_methods_carry_data(tmp_path: Path) -> None:
+    """docs/acp-agent.md: every error has ``data``."""
+    acp = RawAcp(tmp_path)
+    try:
+        acp.start(tmp_path)
+        acp.write(b"{not json\n")
+        parse = acp.until(lambda m: "error" in m and m.get("id") is None)
+        assert parse["error"]["code"] == -32700
+        assert parse["error"]["data"] == {"reason": "parse_error"}
+        acp.write({"jsonrpc": "2.0", "id": 11, "method": "no/such", "params": {}})
+        unknown = acp.reply(11)["error"]
+        assert unknown["code"] == -32601
+        assert unknown["data"] == {"reason": "method_not_found"}
+        acp.write({"jsonrpc": "2.0", "id": 12, "method": 5})
+        invalid = acp.reply(12)["error"]
+        assert invalid["code"] == -32600 and "data" in invalid
+    finally:
+        stderr = acp.close()
+    assert b"Traceback" not in stderr

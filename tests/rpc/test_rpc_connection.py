@@ -423,7 +423,11 @@ async def test_case_16_sync_request_reusing_the_id_of_a_pending_one_rejected() -
         assert await peer.recv() == {
             "jsonrpc": "2.0",
             "id": 7,
-            "error": {"code": -32600, "message": "a request with this id is still pending"},
+            "error": {
+                "code": -32600,
+                "message": "a request with this id is still pending",
+                "data": {"reason": "invalid_request"},
+            },
         }
         assert await peer.recv() == {"jsonrpc": "2.0", "id": 8, "result": "pong"}
         gate.release.set()
@@ -1220,7 +1224,11 @@ async def test_gate_error_answers_request_without_dispatching() -> None:
         assert reply == {
             "jsonrpc": "2.0",
             "id": 1,
-            "error": {"code": -32002, "message": "not initialized"},
+            "error": {
+                "code": -32002,
+                "message": "not initialized",
+                "data": {"reason": "not_initialized"},
+            },
         }
         assert calls == []
 
@@ -1287,8 +1295,8 @@ async def test_max_message_bytes_at_limit_served_and_one_over_dropped() -> None:
     async with serve(methods=_ECHO, limits=limits) as (conn, peer):
         await peer.send(_padded_request(1, 120), _padded_request(2, 121))
         replies = await peer.until_sync()
-        assert [r["id"] for r in replies] == [1, None]
-        assert replies[1]["error"]["data"] == {"reason": "too_large"}
+        assert [r["id"] for r in replies] == [1, 2]  # the frame names its id: answered
+        assert replies[1]["error"]["data"] == {"reason": "too_large", "limit": 120}
         assert replies[0]["result"]["text"] == json.loads(_padded_request(1, 120))["params"]["text"]
         assert conn.framing_errors == 1
 

@@ -331,7 +331,7 @@ def test_encoders_produce_valid_json_with_raw_ids() -> None:
     assert json.loads(err) == {
         "jsonrpc": "2.0",
         "id": None,
-        "error": {"code": -32600, "message": "m"},
+        "error": {"code": -32600, "message": "m", "data": {"reason": "invalid_request"}},
     }
     assert json.loads(encode_request(3, 'a"b', None)) == {
         "jsonrpc": "2.0",
