@@ -16,8 +16,8 @@
         only the registry's static checks of an entry directory (default editors/acp).
     python3 scripts/release.py version X.Y.Z
         set the version: bridge/__init__.py is the one place it is written (pyproject.toml
-        reads it from there); the registry entry, which must carry it literally, is
-        rewritten to match.
+        reads it from there); the registry entry, which must carry it literally, and the
+        wheel's file name in the docs are rewritten to match.
     python3 scripts/release.py publish [--repository NAME]
         ``check`` on a clean git tree, then ``twine upload`` of exactly the checked files.
         twine takes the credentials (``~/.pypirc`` or ``TWINE_USERNAME``/``TWINE_PASSWORD``);
@@ -53,6 +53,8 @@ VERSION_FILE = ROOT / "bridge" / "__init__.py"
 PROJECT = "agent-bridge"
 DIST_NAME = "agent_bridge"
 VERSION_RE = re.compile(r'^__version__ = "([^"]+)"$', re.M)
+#: The documents that name the built wheel's file (``version`` rewrites them).
+WHEEL_DOCS = ("README.md", "docs/acp-agent.md", "editors/acp/README.md")
 
 # What the ACP registry accepts (its FORMAT.md and agent.schema.json).
 ENTRY_MEMBERS = {
@@ -109,7 +111,18 @@ def set_version(new: str) -> None:
     if isinstance(uvx, dict):
         uvx["package"] = f"{PROJECT}=={new}"
     path.write_text(json.dumps(entry, indent=2, ensure_ascii=False) + "\n", "utf-8")
-    say(f"version {new}: {VERSION_FILE.relative_to(ROOT)}, {path.relative_to(ROOT)}")
+    changed = [VERSION_FILE, path]
+    # the docs name the wheel a build makes, so its file name follows too
+    wheel = re.compile(rf"{DIST_NAME}-[0-9]+\.[0-9]+\.[0-9]+-py3-none-any\.whl")
+    for doc in WHEEL_DOCS:
+        target = ROOT / doc
+        if target.is_file():
+            text = target.read_text("utf-8")
+            updated = wheel.sub(f"{DIST_NAME}-{new}-py3-none-any.whl", text)
+            if updated != text:
+                target.write_text(updated, "utf-8")
+                changed.append(target)
+    say(f"version {new}: " + ", ".join(str(p.relative_to(ROOT)) for p in changed))
 
 
 # =====================================================================================

@@ -48,6 +48,18 @@ def _script(*args: str, cwd: Path = ROOT, timeout: float = 60) -> subprocess.Com
     )
 
 
+def test_the_docs_name_the_wheel_of_this_version() -> None:
+    import re
+
+    import agent_bridge
+
+    for doc in ("README.md", "docs/acp-agent.md", "editors/acp/README.md"):
+        named = set(
+            re.findall(r"agent_bridge-([0-9.]+)-py3-none-any\.whl", (ROOT / doc).read_text())
+        )
+        assert named == {agent_bridge.__version__}, (doc, named)
+
+
 def test_the_version_is_written_once() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in project["project"]
@@ -63,7 +75,14 @@ def test_the_version_is_written_once() -> None:
 
 
 def test_release_version_rewrites_the_one_place_and_the_entry(tmp_path: Path) -> None:
-    for name in ("scripts/release.py", "bridge/__init__.py", "editors/acp/agent.json"):
+    for name in (
+        "scripts/release.py",
+        "bridge/__init__.py",
+        "editors/acp/agent.json",
+        "README.md",
+        "docs/acp-agent.md",
+        "editors/acp/README.md",
+    ):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, tmp_path / name)
     proc = _script("version", "7.8.9", cwd=tmp_path)
@@ -72,6 +91,10 @@ def test_release_version_rewrites_the_one_place_and_the_entry(tmp_path: Path) ->
     entry = json.loads((tmp_path / "editors/acp/agent.json").read_text())
     assert entry["version"] == "7.8.9"
     assert entry["distribution"]["uvx"]["package"] == "agent-bridge==7.8.9"
+    for doc in ("README.md", "docs/acp-agent.md", "editors/acp/README.md"):
+        text = (tmp_path / doc).read_text()
+        assert "agent_bridge-7.8.9-py3-none-any.whl" in text, doc
+        assert "agent_bridge-0.1.0-py3-none-any.whl" not in text, doc
     bad = _script("version", "7.8", cwd=tmp_path)
     assert bad.returncode == 1 and "not X.Y.Z" in bad.stdout
 
