@@ -311,3 +311,60 @@ def test_paths_need_a_workspace() -> None:
         "field": "input.content.0",
         "reason": "the session has no workspace for paths",
     }
+
+
+# ------------------------------------------------------------------ the journal's images
+
+
+def _journal_blobs(state: Path) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    import sqlite3
+
+    from agent_bridge.journal.schema import database_path
+
+    conn = sqlite3.connect(f"file:{database_path(str(state))}?mode=ro", uri=True)
+    try:
+        blobs = dict(conn.execute("SELECT sha256, size FROM blobs").fetchall())
+        refs = conn.execute(
+            "SELECT s.session_id, r.sha256 FROM blob_refs r JOIN sessions s USING (skey)"
+        ).fetchall()
+    finally:
+        conn.close()
+    return blobs, sorted(refs)
+
+
+async def test_images_are_journaled_once_by_content_and_go_with_their_last_session(
+    workspace: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    other = PNG + b"\x00trailing"
+    image = {"type": "image", "mimeType": "image/png", "data": _b64(PNG)}
+    async with running_bridge(env={"AGENT_BRIDGE_STATE_DIR": str(state)}) as bridge:
+        first = await _session(bridge, workspace)
+        second = await _session(bridge, workspace)
+        sends = [
+            (first, [image]),
+            (first, [{"type": "image", "path": "shot.png"}]),  # the same bytes from a file
+            (first, [image, {"type": "image", "mimeType": "image/png", "data": _b64(other)}]),
+            (second, [image]),
+        ]
+        for sid, content in sends:
+            await bridge.result("run/start", {"sessionId": sid, "input": {"content": content}})
+            assert (await bridge.terminal())["payload"]["type"] == "run.completed"
+        blobs, refs = _journal_blobs(state)
+        assert blobs == {_sha(PNG): len(PNG), _sha(other): len(other)}
+        assert refs == sorted([(first, _sha(PNG)), (first, _sha(other)), (second, _sha(PNG))])
+        await bridge.result("session/delete", {"sessionId": first})
+        blobs, refs = _journal_blobs(state)
+        assert blobs == {_sha(PNG): len(PNG)} and refs == [(second, _sha(PNG))]
+    from agent_bridge.journal import open_history
+
+    history = open_history(str(state))
+    await history.start(lambda: None)
+    try:
+        assert await history.read_blob(_sha(PNG)) == PNG
+        assert await history.read_blob(_sha(other)) is None
+        assert await history.delete(second) == "deleted"
+        assert await history.read_blob(_sha(PNG)) is None
+    finally:
+        await history.aclose()
+    assert _journal_blobs(state) == ({}, [])

@@ -125,6 +125,11 @@ class History(Protocol):
         """Record the first receipt of ``command_id``."""
         ...
 
+    def add_blob(self, session_id: str, sha256: str, data: bytes) -> None:
+        """Record a run input's image, ``data`` with SHA-256 ``sha256`` (hex): stored once
+        however many runs and sessions send it, kept while a session references it."""
+        ...
+
     def mark(self) -> int:
         """Return a ticket covering every write made so far."""
         ...
@@ -156,6 +161,10 @@ class History(Protocol):
 
     async def read_raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
         """Return the raw records events ``lo``..``hi`` were projected from."""
+        ...
+
+    async def read_blob(self, sha256: str) -> bytes | None:
+        """Return the image recorded with this SHA-256 (hex), or ``None``."""
         ...
 
     # ------------------------------------------------------------ ownership

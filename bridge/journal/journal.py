@@ -63,6 +63,7 @@ from agent_bridge.journal.schema import (
 )
 from agent_bridge.journal.transactions import transaction
 from agent_bridge.journal.writer import (
+    OP_BLOB,
     OP_EVENTS,
     OP_FORGET,
     OP_INTERACTION,
@@ -478,6 +479,10 @@ class Journal:
         """Queue a command receipt (the first one of ``command_id`` stays)."""
         self._submit((OP_RECEIPT, command_id, session_id, payload, result, created_at))
 
+    def add_blob(self, session_id: str, sha256: str, data: bytes) -> None:
+        """Queue a run input's image (stored once by ``sha256``, referenced by the session)."""
+        self._submit((OP_BLOB, session_id, sha256, data))
+
     # ------------------------------------------------------------------ reads
 
     def _check(self) -> None:
@@ -528,6 +533,10 @@ class Journal:
     async def read_raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
         """Return the raw records events ``lo``..``hi`` were projected from."""
         return await self._read(self._reader.raw, session_id, lo, hi)
+
+    async def read_blob(self, sha256: str) -> bytes | None:
+        """Return the stored image with this SHA-256 (hex), or ``None``."""
+        return await self._read(self._reader.blob, sha256)
 
     # ------------------------------------------------------------------ ownership
 

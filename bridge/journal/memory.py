@@ -12,6 +12,8 @@ in batches), always keeping that session's newest event.  So
 a quiet session keeps its history while a busy one keeps its recent past, and the total
 never exceeds the budget by more than one event.  Sequences stay gapless and are never
 reused; reading events that were dropped answers ``history_unavailable``.
+
+Images sent as run input are not kept (``run.started`` still records their hash).
 """
 
 from __future__ import annotations
@@ -214,6 +216,13 @@ class MemoryHistory:
     ) -> None:
         """Keep the first receipt of ``command_id``."""
         self._receipts.setdefault(command_id, (payload, result))
+
+    def add_blob(self, session_id: str, sha256: str, data: bytes) -> None:
+        """Not kept in memory (see the module docstring)."""
+
+    async def read_blob(self, sha256: str) -> bytes | None:
+        """Always ``None``: images are not kept in memory."""
+        return None
 
     def mark(self) -> int:
         """Every write is committed already."""

@@ -142,6 +142,12 @@ class Reader:
         more = int(rows[limit - 1][0]) if len(rows) > limit else None
         return records, more
 
+    def blob(self, sha256: str) -> bytes | None:
+        """The stored image with this SHA-256, or ``None``."""
+        with self.lock:
+            row = self.conn.execute("SELECT data FROM blobs WHERE sha256 = ?", (sha256,)).fetchone()
+        return None if row is None else bytes(row[0])
+
     def receipt(self, command_id: str) -> tuple[bytes, bytes] | None:
         """Return ``(payload, result)`` of the first use of ``command_id``."""
         with self.lock:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from agent_bridge.journal.blocks import block_spans, encode_bodies, pack_sizes
 
 __all__ = [
+    "add_blob",
     "delete_session_rows",
     "insert_events",
     "last_sequence",
@@ -64,8 +65,29 @@ def insert_events(
     return stored
 
 
+def add_blob(conn: sqlite3.Connection, skey: int, sha256: str, data: bytes) -> int:
+    """Store ``data`` once under ``sha256`` and reference it from the session; return the
+    bytes the session is charged (the blob's size the first time it references it)."""
+    conn.execute(
+        "INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?, ?, ?)",
+        (sha256, len(data), data),
+    )
+    cursor = conn.execute(
+        "INSERT OR IGNORE INTO blob_refs (skey, sha256) VALUES (?, ?)", (skey, sha256)
+    )
+    return len(data) if cursor.rowcount == 1 else 0
+
+
 def delete_session_rows(conn: sqlite3.Connection, skey: int) -> None:
-    """Delete everything the journal holds about one session."""
+    """Delete everything the journal holds about one session (and the blobs no other
+    session references)."""
+    shas = [row[0] for row in conn.execute("SELECT sha256 FROM blob_refs WHERE skey = ?", (skey,))]
+    conn.execute("DELETE FROM blob_refs WHERE skey = ?", (skey,))
+    conn.executemany(
+        "DELETE FROM blobs WHERE sha256 = ? "
+        "AND NOT EXISTS (SELECT 1 FROM blob_refs WHERE sha256 = ?)",
+        [(sha, sha) for sha in shas],
+    )
     for table in (
         "event_blocks",
         "raw_links",

@@ -156,8 +156,25 @@ _V2: Final = (
     "CREATE INDEX sessions_retention ON sessions(state, updated_at)",
 )
 
+#: Version 3: the bytes of run inputs' images, stored once by their SHA-256 (``blobs``)
+#: and referenced by the sessions whose runs sent them (``blob_refs``); a blob goes with
+#: the last session that references it.
+_V3: Final = (
+    """CREATE TABLE blobs (
+        sha256 TEXT PRIMARY KEY,
+        size INTEGER NOT NULL,
+        data BLOB NOT NULL
+    )""",
+    """CREATE TABLE blob_refs (
+        skey INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        PRIMARY KEY (skey, sha256)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX blob_refs_sha256 ON blob_refs(sha256)",
+)
+
 #: Version n is reached from n - 1 by running ``MIGRATIONS[n]``.
-MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2}
+MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2, 3: _V3}
 SCHEMA_VERSION: Final = max(MIGRATIONS)
 
 Sync = Literal["normal", "full"]

@@ -41,11 +41,12 @@ from typing import Any, Final
 
 from agent_bridge.journal.errors import Fault, classify_commit, on_read_only_fs
 from agent_bridge.journal.retention import Retention, RetentionClock, apply_retention
-from agent_bridge.journal.rows import insert_events, last_sequence, session_key
+from agent_bridge.journal.rows import add_blob, insert_events, last_sequence, session_key
 from agent_bridge.journal.transactions import begin_immediate, transaction
 from agent_bridge.lazylog import lazy_logger
 
 __all__ = [
+    "OP_BLOB",
     "OP_EVENTS",
     "OP_FORGET",
     "OP_INTERACTION",
@@ -79,6 +80,9 @@ OP_RECEIPT: Final = 7
 #: it (its key and last sequence).  An operation, so that only the writer thread ever
 #: touches those caches.
 OP_FORGET: Final = 8
+
+#: ``(OP_BLOB, session_id, sha256, data)``: a run input's image, stored once
+OP_BLOB: Final = 9
 
 _UPDATABLE: Final = frozenset(
     {"state", "owner", "updated_at", "title", "workspace", "options", "recovery"}
@@ -301,14 +305,16 @@ class Writer:
 
     def _apply(self, ops: list[tuple[Any, ...]]) -> tuple[int, int]:
         pending: dict[str, list[EventBatch]] = {}
+        events = nbytes = 0
         for op in ops:
             if op[0] == OP_EVENTS:
                 batch: EventBatch
                 for batch in op[1]:
                     pending.setdefault(batch.session_id, []).append(batch)
+            elif op[0] == OP_BLOB:
+                nbytes += self._store_blob(op)
             else:
                 self._apply_other(op)
-        events = nbytes = 0
         for session_id, batches in pending.items():
             stored, count = self._store_events(session_id, batches)
             nbytes += stored
@@ -356,6 +362,20 @@ class Writer:
             stored += sum(len(r[2]) for r in raws)
         conn.execute("UPDATE sessions SET bytes = bytes + ? WHERE skey = ?", (stored, skey))
         return stored, len(bodies)
+
+    def _store_blob(self, op: tuple[Any, ...]) -> int:
+        """Store a run input's image once; return the bytes its session is charged."""
+        _, session_id, sha256, data = op
+        skey = self._skey(session_id)
+        if skey is None:
+            log.warning("journal: image for unknown session %s dropped", session_id)
+            return 0
+        charged = add_blob(self._conn, skey, sha256, data)
+        if charged:
+            self._conn.execute(
+                "UPDATE sessions SET bytes = bytes + ? WHERE skey = ?", (charged, skey)
+            )
+        return charged
 
     def _apply_other(self, op: tuple[Any, ...]) -> None:
         conn = self._conn

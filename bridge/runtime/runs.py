@@ -117,6 +117,8 @@ class Run:
         session = self.session
         history = session.services.history
         self._publish(RunStarted(input=self.input.text, content=self.input.record))
+        for sha256, data in self.input.images.items():  # once each, by content
+            history.add_blob(session.id, sha256, data)
         history.run_started(session.id, self.id, session.stream.last_sequence)
         session.touch()
         provider_session = session.provider_session
