@@ -322,7 +322,8 @@ async def test_bad_input_gets_clear_errors_and_the_agent_keeps_serving(tmp_path:
 
 #: a real 1x1 PNG, base64
 PNG = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 )
 
 

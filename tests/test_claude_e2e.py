@@ -145,6 +145,59 @@ async def test_real_cli_streams_text(env: Env, standin: AnthropicStandIn) -> Non
     assert all(r.path.startswith("/") for r in standin.requests)
 
 
+#: a real 1x1 PNG, base64
+PNG_B64 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
+async def test_real_cli_receives_images_files_and_resources(
+    env: Env, standin: AnthropicStandIn
+) -> None:
+    """Run input blocks reach the real CLI's model request as Messages API content: the
+    image as a base64 image block (inline and from a workspace file), the file reference
+    as an ``@`` mention with its lines, the embedded resource as context text."""
+    import base64
+    import os
+
+    (env.workspace / "shot.png").write_bytes(base64.b64decode(PNG_B64))
+    (env.workspace / "main.py").write_text("print('hi')\n")
+    standin.push(Text("I see it."))
+    content = [
+        {"type": "text", "text": "What is in this picture?"},
+        {"type": "image", "mimeType": "image/png", "data": PNG_B64},
+        {"type": "image", "path": "shot.png"},
+        {"type": "file", "path": "main.py", "startLine": 1, "endLine": 1},
+        {"type": "resource", "text": "x = 1", "uri": "untitled:1"},
+    ]
+    async with bridge(env) as b:
+        session_id = await create(b, env)
+        await b.result("run/start", {"sessionId": session_id, "input": {"content": content}})
+        terminal = await b.terminal(timeout=30)
+        assert terminal["payload"]["type"] == "run.completed", terminal
+        refused = await b.call(
+            "run/start",
+            {
+                "sessionId": session_id,
+                "input": {"content": [content[1] | {"mimeType": "image/bmp"}]},
+            },
+        )
+        assert refused["error"]["data"]["code"] == "unsupported"
+    (turn,) = standin.model_requests()
+    user = [m for m in turn.body["messages"] if m.get("role") == "user"][-1]
+    blocks = [b for b in user["content"] if isinstance(b, dict)]
+    images = [b for b in blocks if b.get("type") == "image"]
+    assert [i["source"] for i in images] == [
+        {"type": "base64", "media_type": "image/png", "data": PNG_B64}
+    ] * 2
+    texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
+    main = os.path.realpath(env.workspace / "main.py")
+    assert "What is in this picture?" in texts
+    assert f"@{main} (lines 1-1)" in texts
+    assert '<context ref="untitled:1">\nx = 1\n</context>' in texts
+
+
 async def test_real_cli_bash_approved(env: Env, standin: AnthropicStandIn) -> None:
     standin.push(ToolUse("touch approved.txt"), Text("Done."))
     async with bridge(env) as b:

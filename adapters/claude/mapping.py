@@ -30,6 +30,7 @@ from agent_bridge.wire.events import (
     ToolActivity,
     Usage,
 )
+from agent_bridge.wire.inputs import FileInput, ImageInput, ResourceInput, TextInput
 from agent_bridge.wire.interactions import (
     Answer,
     ApprovalRequest,
@@ -41,6 +42,7 @@ from agent_bridge.wire.interactions import (
     QuestionSetAnswer,
     QuestionSetRequest,
 )
+from agent_bridge.wire.methods import RunInput
 from agent_bridge.wire.tools import ToolContent, ToolEdit, ToolKind, ToolLocation
 
 __all__ = [
@@ -71,6 +73,7 @@ __all__ = [
     "tool_result_payloads",
     "turn_tokens",
     "usage_payload",
+    "user_content",
 ]
 
 _MAX_QUESTIONS: Final = 16
@@ -769,3 +772,33 @@ def permission_reply(
             permission.session_updates if verdict == "allow_session" else None,
         )
     return protocol.deny_reply(interrupt=interrupt)
+
+
+def user_content(input: RunInput) -> str | list[dict[str, Any]]:
+    """A run's input as the content of the CLI's user message: its text when it is text
+    only; else Messages API blocks, in order: a text block as text, an image as a base64
+    ``image`` block, a file reference as the mention ``@<path>`` (with ``(lines a-b)``)
+    for the CLI's tools to read, an embedded resource as its text in
+    ``<context ref="…">`` … ``</context>``."""
+    if input.text is not None:
+        return input.text
+    out: list[dict[str, Any]] = []
+    for block in input.content:
+        if isinstance(block, TextInput):
+            out.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageInput):
+            source = {"type": "base64", "media_type": block.mime_type, "data": block.data}
+            out.append({"type": "image", "source": source})
+        elif isinstance(block, FileInput):
+            out.append({"type": "text", "text": _mention(block)})
+        elif isinstance(block, ResourceInput):
+            ref = block.uri or "untitled"
+            out.append({"type": "text", "text": f'<context ref="{ref}">\n{block.text}\n</context>'})
+    return out
+
+
+def _mention(block: FileInput) -> str:
+    if block.start_line is None:
+        return f"@{block.path}"
+    end = block.end_line if block.end_line is not None else block.start_line
+    return f"@{block.path} (lines {block.start_line}-{end})"

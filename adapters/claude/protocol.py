@@ -48,11 +48,13 @@ IGNORED_TYPES: Final = frozenset(
 )
 
 
-def user_message(text: str) -> dict[str, Any]:
-    """A user turn (the CLI ignores the ``session_id`` of input messages)."""
+def user_message(content: str | list[dict[str, Any]]) -> dict[str, Any]:
+    """A user turn: its text, or its Messages API content blocks (see
+    :func:`agent_bridge.adapters.claude.mapping.user_content`); the CLI ignores the
+    ``session_id`` of input messages."""
     return {
         "type": "user",
-        "message": {"role": "user", "content": text},
+        "message": {"role": "user", "content": content},
         "parent_tool_use_id": None,
         "session_id": "default",
     }

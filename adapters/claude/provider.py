@@ -22,6 +22,8 @@ from agent_bridge.wire.providers import (
     ApprovalCapability,
     Availability,
     Capabilities,
+    ImageInputCapability,
+    InputCapabilities,
     InteractionCapabilities,
     OptionDescriptor,
     ProviderDescriptor,
@@ -118,6 +120,18 @@ def _session_class() -> type[ClaudeSession]:
     return ClaudeSession
 
 
+#: What a run's input may hold: text, images (the Messages API's types; at most 3.75 MiB,
+#: so that the base64 the CLI sends stays within the API's 5 MB per image), file
+#: references and embedded resources (given as text; see ``mapping.user_content``).
+INPUT: Final = InputCapabilities(
+    kinds=("text", "image", "file", "resource"),
+    image=ImageInputCapability(
+        mime_types=("image/png", "image/jpeg", "image/gif", "image/webp"),
+        max_bytes=5 * 1024 * 1024 * 3 // 4,
+    ),
+)
+
+
 class ClaudeCodeProvider(AgentProvider):
     """Claude Code through its CLI (``claude``)."""
 
@@ -136,6 +150,7 @@ class ClaudeCodeProvider(AgentProvider):
                     question=QuestionCapability(supported=True, question_set=True),
                 ),
                 recovery=RecoveryCapability(resume=True),
+                input=INPUT,
             ),
             options=OPTIONS,
         )

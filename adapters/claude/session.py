@@ -302,7 +302,7 @@ class ClaudeSession(ProviderSession):
         if self._run is not None and not self._run.finished:
             raise BridgeError("run_active")
         try:
-            frame = msgspec.json.encode(protocol.user_message(input.plain_text()))
+            frame = msgspec.json.encode(protocol.user_message(mapping.user_content(input)))
         except UnicodeEncodeError:
             raise BridgeError("invalid_params") from None
         if not self._alive:
