@@ -123,7 +123,6 @@ export interface BridgeJsonRpcErrorResponse {
   jsonrpc: "2.0";
   id: JsonRpcId | null;
   error: BridgeJsonRpcError;
-  [key: string]: unknown;
 }
 
 /** The `bridge/ping` request (host->bridge): Echo data back (health check). */
@@ -139,7 +138,6 @@ export interface BridgePingResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: PingResult;
-  [key: string]: unknown;
 }
 
 /** Any message the bridge sends: a request or notification of a bridge->host method, a response to a host->bridge request, or an error response. */
@@ -341,7 +339,6 @@ export interface EventNotification {
   jsonrpc: "2.0";
   method: "event";
   params: EventEnvelope;
-  [key: string]: unknown;
 }
 
 /** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, RunStarted, RunCompleted, RunFailed, RunInterrupted, InteractionRequested, InteractionSettled, SessionClosed, SessionResumed. */
@@ -397,7 +394,6 @@ export interface EventsReadResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: EventsReadResult;
-  [key: string]: unknown;
 }
 
 /**
@@ -531,7 +527,6 @@ export interface InitializeResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: InitializeResult;
-  [key: string]: unknown;
 }
 
 /** The negotiated protocol version and the bridge's capabilities. */
@@ -597,7 +592,6 @@ export interface InteractionRequestRequest {
   id: JsonRpcId;
   method: "interaction/request";
   params: InteractionRequestParams;
-  [key: string]: unknown;
 }
 
 /** The successful response to `interaction/request`. */
@@ -640,7 +634,6 @@ export interface InteractionRespondResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: InteractionRespondResult;
-  [key: string]: unknown;
 }
 
 /** `applied` for the settling answer, `duplicate` for the same answer again. */
@@ -704,7 +697,6 @@ export interface JournalStatusNotification {
   jsonrpc: "2.0";
   method: "journal/status";
   params: JournalStatusParams;
-  [key: string]: unknown;
 }
 
 /**
@@ -863,7 +855,6 @@ export interface ProvidersListResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: ProvidersListResult;
-  [key: string]: unknown;
 }
 
 /** Every registered provider's descriptor. */
@@ -1020,7 +1011,6 @@ export interface RunInterruptResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: RunInterruptResult;
-  [key: string]: unknown;
 }
 
 /**
@@ -1064,7 +1054,6 @@ export interface RunStartResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: RunStartResult;
-  [key: string]: unknown;
 }
 
 /** The new run's id; `duplicate` when `commandId` was seen with the same payload. */
@@ -1108,7 +1097,6 @@ export interface RunSteerResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: Empty;
-  [key: string]: unknown;
 }
 
 /**
@@ -1160,7 +1148,6 @@ export interface SessionAttachResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: SessionAttachResult;
-  [key: string]: unknown;
 }
 
 /**
@@ -1187,7 +1174,6 @@ export interface SessionCloseResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: SessionResult;
-  [key: string]: unknown;
 }
 
 /**
@@ -1226,7 +1212,6 @@ export interface SessionCreateResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: SessionResult;
-  [key: string]: unknown;
 }
 
 /** The `session/delete` request (host->bridge): Close a session and delete its history. */
@@ -1242,7 +1227,6 @@ export interface SessionDeleteResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: SessionDeleteResult;
-  [key: string]: unknown;
 }
 
 /**
@@ -1268,7 +1252,6 @@ export interface SessionExportResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: SessionExportResult;
-  [key: string]: unknown;
 }
 
 /** The recovery record to give `session/resume` later (in any bridge process). */
@@ -1325,7 +1308,6 @@ export interface SessionListResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: SessionListResult;
-  [key: string]: unknown;
 }
 
 /** Sessions, newest first; `nextCursor` when more follow. */
@@ -1380,7 +1362,6 @@ export interface SessionResumeResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: SessionResult;
-  [key: string]: unknown;
 }
 
 /**
@@ -1407,7 +1388,6 @@ export interface ShutdownResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
   result: null;
-  [key: string]: unknown;
 }
 
 /** A piece of the assistant's reply text. */
@@ -1747,9 +1727,10 @@ export type BridgeNotificationMethod = MethodName<"bridge->host", "notification"
 export type ParamsOf<M extends keyof Methods> = Methods[M]["params"];
 /** The result type of request method `M`. */
 export type ResultOf<M extends keyof Methods> = Methods[M] extends { result: infer R } ? R : never;
-/** The event types this version knows.  Narrow an incoming payload with a guard
- * `(p): p is EventPayload` (is `p.type` in your list of KnownEventType?) before
- * switching on `type`; anything else is an UnknownEventPayload to skip. */
+/** The event types this version knows (as a value: `KNOWN_EVENT_TYPES` in
+ * agent-bridge.mjs).  Narrow a received payload with its guard `isKnownEvent`
+ * (`p is EventPayload`), then switch on `p.type`; any other payload is an
+ * UnknownEventPayload (a later version's event) to skip or show generically. */
 export type KnownEventType = "diagnostic" | "interaction.requested" | "interaction.settled" | "plan.updated" | "run.completed" | "run.failed" | "run.interrupted" | "run.started" | "session.closed" | "session.resumed" | "text.delta" | "thinking.delta" | "tool.activity" | "usage";
 
 /** An ErrorInfo of one code: `ErrorInfoOf<"provider_failed">`. */

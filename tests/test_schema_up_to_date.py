@@ -18,13 +18,21 @@ import pytest
 from jsonschema import Draft202012Validator
 from provider_clis import require_cli
 
-from agent_bridge.schema import DTS_FILE, METHODS_FILE, SCHEMA_FILE, generate, write_schemas
+from agent_bridge.schema import (
+    DMTS_FILE,
+    DTS_FILE,
+    METHODS_FILE,
+    MJS_FILE,
+    SCHEMA_FILE,
+    generate,
+    write_schemas,
+)
 from agent_bridge.wire.catalog import CATALOG
 from agent_bridge.wire.errors import ERROR_CODES
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMAS = REPO / "schemas"
-FILES = (SCHEMA_FILE, METHODS_FILE, DTS_FILE)
+FILES = (SCHEMA_FILE, METHODS_FILE, DTS_FILE, MJS_FILE, DMTS_FILE)
 HINT = "run `.venv/bin/python -m agent_bridge schema --out schemas` and commit the result"
 
 
@@ -206,14 +214,41 @@ def test_typescript_declares_every_definition_and_method() -> None:
 
 
 def test_typescript_compiles(tmp_path: Path) -> None:
-    """The declarations compile under ``tsc --strict`` (installed by
-    scripts/install-provider-clis.sh; a failure, not a skip, in CI)."""
+    """The declarations, and those of the runtime module, compile under ``tsc --strict``
+    (installed by scripts/install-provider-clis.sh; a failure, not a skip, in CI)."""
     tsc = require_cli("tsc")
-    shutil.copy(SCHEMAS / DTS_FILE, tmp_path / DTS_FILE)
+    for name in (DTS_FILE, DMTS_FILE):
+        shutil.copy(SCHEMAS / name, tmp_path / name)
     result = subprocess.run(
-        [tsc, "--noEmit", "--strict", DTS_FILE], cwd=tmp_path, capture_output=True, text=True
+        [tsc, "--noEmit", "--strict", "--module", "nodenext", DTS_FILE, DMTS_FILE],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_runtime_module_lists_the_known_event_types() -> None:
+    """``agent-bridge.mjs`` holds exactly the event types of the schema, and the .d.mts
+    declares every value it exports."""
+    schema = _load(SCHEMA_FILE)
+    defs = schema["$defs"]
+    known = sorted(
+        defs[m["$ref"].rsplit("/", 1)[1]]["properties"]["type"]["const"]
+        for m in defs["EventPayload"]["oneOf"]
+    )
+    mjs = (SCHEMAS / MJS_FILE).read_text("utf-8")
+    listed = mjs.split("KNOWN_EVENT_TYPES = Object.freeze([", 1)[1].split("]);", 1)[0]
+    assert json.loads("[" + listed.rstrip().rstrip(",") + "]") == known
+    exported = set(re.findall(r"^export (?:const|function) (\w+)", mjs, re.M))
+    dmts = (SCHEMAS / DMTS_FILE).read_text("utf-8")
+    declared = set(re.findall(r"^export declare (?:const|function) (\w+)", dmts, re.M))
+    assert exported == declared == {
+        "KNOWN_EVENT_TYPES",
+        "PROTOCOL_VERSION",
+        "isKnownEvent",
+        "isKnownEventType",
+    }
 
 
 _HOST_TS = """\

@@ -1,6 +1,6 @@
 """Generate the published wire contract (``schemas/``) from the msgspec wire types.
 
-``agent-bridge schema --out schemas`` writes three files, all derived from
+``agent-bridge schema --out schemas`` writes five files, all derived from
 :mod:`agent_bridge.wire` (the Structs, the named ``Literal``/union aliases and ``CATALOG``):
 
 ``agent-bridge.schema.json``
@@ -21,7 +21,14 @@
 ``agent-bridge.d.ts``
     TypeScript declarations of the same definitions (interfaces for Structs, string-literal
     unions for ``Literal`` s, discriminated unions for tagged unions, ``?`` for members with
-    defaults) and a ``Methods`` map type; no dependency.
+    defaults) and a ``Methods`` map type; no dependency.  The JSON-RPC envelopes are
+    closed and an unknown event's ``type`` is branded, so a strict host narrows what it
+    receives (:mod:`~agent_bridge.schema.typescript`).
+
+``agent-bridge.mjs`` and ``agent-bridge.d.mts``
+    The runtime values a JavaScript host needs (``KNOWN_EVENT_TYPES``, the guard
+    ``isKnownEvent``), an ES module with no dependency, and its declarations, which
+    re-export every type of the ``.d.ts``.
 
 Output is deterministic (sorted keys and declarations, ``\\n`` line ends, final newline), so
 ``--check`` can compare it byte for byte with what is checked in.  This package is only
@@ -34,12 +41,29 @@ definitions (with :mod:`~agent_bridge.schema.rpc_errors`, the published JSON-RPC
 :mod:`~agent_bridge.schema.walk`, the tree walks); :mod:`~agent_bridge.schema.methodmap`
 the method map; :mod:`~agent_bridge.schema.typescript` the declarations (rendered by
 :mod:`~agent_bridge.schema.ts_render`, with :mod:`~agent_bridge.schema.ts_extras`);
+:mod:`~agent_bridge.schema.javascript` the runtime module; and
 :mod:`~agent_bridge.schema.files` generates, writes and checks the files.
 """
 
 from __future__ import annotations
 
-from agent_bridge.schema.common import DTS_FILE, METHODS_FILE, SCHEMA_FILE, SCHEMA_ID
+from agent_bridge.schema.common import (
+    DMTS_FILE,
+    DTS_FILE,
+    METHODS_FILE,
+    MJS_FILE,
+    SCHEMA_FILE,
+    SCHEMA_ID,
+)
 from agent_bridge.schema.files import generate, write_schemas
 
-__all__ = ["DTS_FILE", "METHODS_FILE", "SCHEMA_FILE", "SCHEMA_ID", "generate", "write_schemas"]
+__all__ = [
+    "DMTS_FILE",
+    "DTS_FILE",
+    "METHODS_FILE",
+    "MJS_FILE",
+    "SCHEMA_FILE",
+    "SCHEMA_ID",
+    "generate",
+    "write_schemas",
+]

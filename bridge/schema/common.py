@@ -10,10 +10,12 @@ from agent_bridge.wire.common import PROTOCOL_VERSION
 
 __all__ = [
     "DEFS",
+    "DMTS_FILE",
     "DRAFT",
     "DTS_FILE",
     "GENERATED",
     "METHODS_FILE",
+    "MJS_FILE",
     "SCHEMA_FILE",
     "SCHEMA_ID",
     "SCRIPT_MODULE",
@@ -25,6 +27,10 @@ __all__ = [
 SCHEMA_FILE: Final = "agent-bridge.schema.json"
 METHODS_FILE: Final = "methods.json"
 DTS_FILE: Final = "agent-bridge.d.ts"
+#: The runtime values a JavaScript host needs (the known event types and their guard).
+MJS_FILE: Final = "agent-bridge.mjs"
+#: Their declarations (and every type of ``DTS_FILE``), for ``import … from "./agent-bridge.mjs"``.
+DMTS_FILE: Final = "agent-bridge.d.mts"
 SCHEMA_ID: Final = f"urn:agent-bridge:protocol:{PROTOCOL_VERSION}:schema"
 DRAFT: Final = "https://json-schema.org/draft/2020-12/schema"
 #: The pointer prefix of a definition: ``#/$defs/Name``.

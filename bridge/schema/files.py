@@ -8,8 +8,15 @@ import os
 import sys
 from collections.abc import Iterator
 
-from agent_bridge.schema import jsonschema, methodmap, typescript
-from agent_bridge.schema.common import DTS_FILE, METHODS_FILE, SCHEMA_FILE, Json
+from agent_bridge.schema import javascript, jsonschema, methodmap, typescript
+from agent_bridge.schema.common import (
+    DMTS_FILE,
+    DTS_FILE,
+    METHODS_FILE,
+    MJS_FILE,
+    SCHEMA_FILE,
+    Json,
+)
 
 __all__ = ["generate", "write_schemas"]
 
@@ -26,6 +33,8 @@ def generate() -> dict[str, str]:
         SCHEMA_FILE: _dump(jsonschema.schema_document(model)),
         METHODS_FILE: _dump(methodmap.method_document(model, method_map)),
         DTS_FILE: typescript.declarations(model, method_map),
+        MJS_FILE: javascript.runtime_module(model.defs),
+        DMTS_FILE: javascript.runtime_declarations(),
     }
 
 

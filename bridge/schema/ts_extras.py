@@ -90,9 +90,10 @@ def _provider_options() -> list[tuple[str, str, list[Any]]]:
 def _events_and_errors(defs: JsonObject) -> list[str]:
     known = known_event_types(defs)
     return [
-        "/** The event types this version knows.  Narrow an incoming payload with a guard",
-        " * `(p): p is EventPayload` (is `p.type` in your list of KnownEventType?) before",
-        " * switching on `type`; anything else is an UnknownEventPayload to skip. */",
+        "/** The event types this version knows (as a value: `KNOWN_EVENT_TYPES` in",
+        " * agent-bridge.mjs).  Narrow a received payload with its guard `isKnownEvent`",
+        " * (`p is EventPayload`), then switch on `p.type`; any other payload is an",
+        " * UnknownEventPayload (a later version's event) to skip or show generically. */",
         "export type KnownEventType = " + ts_union([ts_literal(t) for t in known]) + ";",
         "",
         '/** An ErrorInfo of one code: `ErrorInfoOf<"provider_failed">`. */',
