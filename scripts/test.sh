@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: sets everything up on a fresh machine, then runs the whole check
-# (ruff, a strict type check of the packages, the test suite with warnings as errors and
-# a per-test timeout). Needs Python >= 3.11; Node.js and npm for the real provider CLIs.
+# (scripts/check: ruff, strict type checks of the package and the tests, the layering
+# contracts; then the test suite with warnings as errors and a per-test timeout).
+# Needs Python >= 3.11; Node.js and npm for the real provider CLIs.
 #
 #   bash scripts/test.sh            # everything
 #   bash scripts/test.sh -k claude  # extra arguments go to pytest
@@ -26,15 +27,7 @@ bash scripts/setup.sh --dev
 if [[ "${1:-}" == "--fast" ]]; then
   shift
   PY="$ROOT/.venv/bin/python"
-  if [[ -x scripts/check ]]; then
-    echo "== scripts/check"
-    scripts/check
-  else
-    echo "== ruff"
-    "$PY" -m ruff check bridge rpc adapters tests bench
-    echo "== mypy --strict (bridge, rpc, adapters)"
-    "$PY" -m mypy
-  fi
+  bash scripts/check
   echo "== pytest (fast: no e2e, editors, ACP clients or hardening)"
   # Not a CI run, whatever the environment says: a missing tool is a skip here.
   exec env -u CI -u AGENT_BRIDGE_REQUIRE_CLIS -u AGENT_BRIDGE_REQUIRE_EDITORS \
@@ -100,9 +93,7 @@ if ! command -v mkfs.ext4 >/dev/null 2>&1; then
 fi
 
 PY="$ROOT/.venv/bin/python"
-echo "== ruff"
-"$PY" -m ruff check bridge rpc adapters tests bench
-echo "== mypy --strict (bridge, rpc, adapters)"
-"$PY" -m mypy
+# The fast first gate: ruff, mypy on the package and the tests, the layering contracts.
+bash scripts/check
 echo "== pytest"
 "$PY" -m pytest "$@"

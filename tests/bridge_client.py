@@ -33,7 +33,7 @@ Message = dict[str, Any]
 
 def _validator() -> Any:
     try:
-        from wire_validation import WireValidator  # type: ignore[import-not-found]
+        from wire_validation import WireValidator
     except ImportError:
         return None
     try:

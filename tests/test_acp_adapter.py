@@ -193,8 +193,7 @@ def test_standin_matches_the_transcript_shapes(tmp_path: Path) -> None:
     init = next(m for m in real if m.get("id") == 0 and "result" in m)["result"]
     new = next(m for m in real if m.get("id") == 2 and "result" in m)["result"]
     ask = next(m for m in real if m.get("method") == "session/request_permission")["params"]
-    sys.path.insert(0, str(FAKE.parent))
-    import fake_acp
+    from standins import fake_acp
 
     assert set(init) == {"protocolVersion", "authMethods", "agentInfo", "agentCapabilities"}
     assert init["agentCapabilities"] == fake_acp.GEMINI_CAPS
@@ -420,7 +419,8 @@ async def test_approval_allowed_and_denied(fake: Fake) -> None:
 
         def answer(params: Msg) -> Msg:
             asked.append(params["request"])
-            return allow()(params)
+            reply: Msg = allow()(params)
+            return reply
 
         payloads = await run_text(bridge, session_id, "TOOL:touch approved.txt", answer)
         assert (fake.work / "approved.txt").exists()

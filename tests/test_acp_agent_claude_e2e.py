@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 from acp_agent_support import BRIDGE, TAP, check_schema
 from provider_clis import require_cli
-
-from tests.standins.anthropic_server import AnthropicStandIn, Text, ToolUse
+from standins.anthropic_server import AnthropicStandIn, Text, ToolUse
 
 acp = pytest.importorskip("acp", reason="LOUD SKIP: agent-client-protocol is not installed")
 from acp import spawn_agent_process, text_block  # noqa: E402
@@ -89,7 +88,7 @@ async def test_claude_code_behind_the_acp_agent(tmp_path: Path, standin: Anthrop
     ]
     standin.push(ToolUse("touch approved.txt"), Text("Done."), Text("Second answer."))
     client = Client()
-    async with spawn_agent_process(client, argv[0], *argv[1:], env=env) as (conn, _process):
+    async with spawn_agent_process(client, argv[0], *argv[1:], env=env) as (conn, _process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
         await conn.initialize(protocol_version=1)
         session = await conn.new_session(cwd=str(work), mcp_servers=[])
         sid = session.session_id
@@ -143,10 +142,11 @@ async def test_provider_switch_before_the_first_prompt(
     argv = [sys.executable, str(TAP), "--log", str(log), "--", BRIDGE, "acp",
             "--state-dir", str(tmp_path / "state")]  # fmt: skip
     client = Client()
-    async with spawn_agent_process(client, argv[0], *argv[1:], env=env) as (conn, _process):
+    async with spawn_agent_process(client, argv[0], *argv[1:], env=env) as (conn, _process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
         await conn.initialize(protocol_version=1)
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         sid = session.session_id
+        assert session.config_options is not None
         assert session.config_options[0].current_value == "claude-code"  # the default
         changed = await conn.set_config_option(
             config_id="provider", session_id=sid, value="scripted"

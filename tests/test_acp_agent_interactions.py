@@ -124,7 +124,7 @@ async def play(tmp_path: Path, name: str, elicitation: bool) -> tuple[Client, li
     )
     argv = agent_argv(log, tmp_path / f"state-{name}", script)
     texts: list[str] = []
-    async with spawn_agent_process(client, argv[0], *argv[1:], use_unstable_protocol=True) as (
+    async with spawn_agent_process(client, argv[0], *argv[1:], use_unstable_protocol=True) as (  # type: ignore[arg-type]  # a client of the methods the bridge calls
         conn,
         _process,
     ):

@@ -95,11 +95,13 @@ async def test_python_sdk_client_drives_the_scenario(tmp_path: Path) -> None:
     work.mkdir()
     client = Recorder()
     argv = agent_argv(log, state, script)
-    async with spawn_agent_process(client, argv[0], *argv[1:]) as (conn, process):
+    async with spawn_agent_process(client, argv[0], *argv[1:]) as (conn, process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
         init = await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
         assert init.protocol_version == 1
+        assert init.agent_capabilities is not None and init.auth_methods is not None
         assert init.agent_capabilities.load_session is True
         caps = init.agent_capabilities.session_capabilities
+        assert caps is not None
         assert caps.list is not None and caps.resume is not None and caps.close is not None
         # the agent method is always there; no terminal method for this client
         assert [m.id for m in init.auth_methods] == ["provider-credentials"]
@@ -160,7 +162,7 @@ async def test_python_sdk_client_drives_the_scenario(tmp_path: Path) -> None:
         with pytest.raises(RequestError) as bad:
             await conn.prompt(session_id="ses_nope", prompt=[text_block("x")])
         assert bad.value.code == -32002
-        assert bad.value.data["code"] == "session_not_found"
+        assert bad.value.data is not None and bad.value.data["code"] == "session_not_found"
         with pytest.raises(RequestError) as bad:
             await conn.set_config_option(config_id="nope", session_id=sid, value="x")
         assert bad.value.code == -32602
@@ -172,11 +174,12 @@ async def test_python_sdk_client_drives_the_scenario(tmp_path: Path) -> None:
     client2 = Recorder()
     log2 = tmp_path / "acp2.log"
     argv = agent_argv(log2, state, script)
-    async with spawn_agent_process(client2, argv[0], *argv[1:]) as (conn, _process):
+    async with spawn_agent_process(client2, argv[0], *argv[1:]) as (conn, _process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
         init = await conn.initialize(
             protocol_version=1,
             client_capabilities=ClientCapabilities(auth=AuthCapabilities(terminal=True)),
         )
+        assert init.auth_methods is not None
         terminal = [m for m in init.auth_methods if getattr(m, "type", None) == "terminal"]
         assert [(m.id, m.args) for m in terminal] == [("provider-login", ["--login"])]
         listed = await conn.list_sessions(cwd=str(work))
@@ -213,7 +216,7 @@ async def test_a_title_comes_from_the_prompt_s_text_not_its_resources(tmp_path: 
     script.write_text(json.dumps({"runs": [{"steps": [{"type": "echo"}]}]}))
     argv = agent_argv(log, tmp_path / "state", script)
     client = Recorder()
-    async with spawn_agent_process(client, argv[0], *argv[1:]) as (conn, _process):
+    async with spawn_agent_process(client, argv[0], *argv[1:]) as (conn, _process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
         await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         (tmp_path / "main.py").write_text("print()\n")
@@ -344,15 +347,17 @@ async def test_images_resources_and_links_reach_the_provider_and_history(tmp_pat
     (tmp_path / "secret.py").write_text("x\n")
     argv = agent_argv(log, tmp_path / "state", script)
     client = Recorder()
-    prompt = [
+    prompt: list[Any] = [  # the SDK's block helpers are typed as BaseModel
         text_block("What is wrong?"),
         image_block(PNG, "image/png"),
         resource_link_block(name="main.py", uri=(work / "main.py").as_uri()),
         resource_block(embedded_text_resource("untitled:1", "x = 1", mime_type="text/x-python")),
     ]
-    async with spawn_agent_process(client, argv[0], *argv[1:]) as (conn, _process):
+    async with spawn_agent_process(client, argv[0], *argv[1:]) as (conn, _process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
         init = await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        assert init.agent_capabilities is not None
         prompts = init.agent_capabilities.prompt_capabilities
+        assert prompts is not None
         assert (prompts.image, prompts.audio, prompts.embedded_context) == (True, False, True)
         session = await conn.new_session(cwd=str(work), mcp_servers=[])
         sid = session.session_id
@@ -381,15 +386,16 @@ async def test_images_resources_and_links_reach_the_provider_and_history(tmp_pat
             (resource_link_block(name="m", uri=(work / "missing.py").as_uri()), "input.content.1"),
         ]:
             with pytest.raises(RequestError) as refused:
-                await conn.prompt(session_id=sid, prompt=[text_block("x"), bad])
+                await conn.prompt(session_id=sid, prompt=[text_block("x"), bad])  # type: ignore[list-item]
             assert refused.value.code == -32602, bad
+            assert refused.value.data is not None
             assert refused.value.data["details"]["field"] == field
     check_schema(log)
 
     log2 = tmp_path / "acp2.log"
     client2 = Recorder()
     argv = agent_argv(log2, tmp_path / "state", script)
-    async with spawn_agent_process(client2, argv[0], *argv[1:]) as (conn, _process):
+    async with spawn_agent_process(client2, argv[0], *argv[1:]) as (conn, _process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
         await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
         await conn.load_session(session_id=sid, cwd=str(work), mcp_servers=[])
         asked = [u.content for _, u in client2.updates if u.session_update == "user_message_chunk"]

@@ -111,7 +111,7 @@ class Client:
 async def through_acp(base: Path, script: Path, work: Path) -> None:
     client = Client()
     argv = agent_argv(base / "acp.log", base / "state-acp", script)
-    async with spawn_agent_process(client, argv[0], *argv[1:]) as (conn, process):
+    async with spawn_agent_process(client, argv[0], *argv[1:]) as (conn, process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
         await conn.initialize(protocol_version=1)
         sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
         assert (await conn.prompt(session_id=sid, prompt=[text_block("Greet")])).stop_reason

@@ -74,7 +74,7 @@ async def test_a_client_that_takes_toggles_gets_and_sets_the_boolean_options(
     log = tmp_path / "acp.log"
     argv, env = _outer(tmp_path, log)
     client = Client()
-    async with spawn_agent_process(client, argv[0], *argv[1:], env=env) as (conn, _process):
+    async with spawn_agent_process(client, argv[0], *argv[1:], env=env) as (conn, _process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
         await conn.initialize(protocol_version=1, client_capabilities=TOGGLES)
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         sid = session.session_id
@@ -111,7 +111,7 @@ async def test_a_client_that_takes_toggles_gets_and_sets_the_boolean_options(
 async def test_a_client_without_toggles_gets_selects_only(tmp_path: Path) -> None:
     log = tmp_path / "acp.log"
     argv, env = _outer(tmp_path, log)
-    async with spawn_agent_process(Client(), argv[0], *argv[1:], env=env) as (conn, _process):
+    async with spawn_agent_process(Client(), argv[0], *argv[1:], env=env) as (conn, _process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
         await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         options = session.config_options or []

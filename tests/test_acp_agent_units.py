@@ -137,7 +137,7 @@ def _prompt(blocks: list[dict[str, Any]]) -> acp.Prompt:
     return msgspec.convert(blocks, acp.Prompt)
 
 
-PROMPT = [
+PROMPT: list[dict[str, Any]] = [
     {"type": "text", "text": "look at"},
     {"type": "resource_link", "uri": "file:///w/a%20b.py", "name": "a b.py"},
     {"type": "resource_link", "uri": "https://example.test/x", "name": "x"},
@@ -150,7 +150,8 @@ def test_a_prompt_for_a_text_only_provider_is_text() -> None:
         text="look at\n@file:///w/a%20b.py\n@https://example.test/x\n"
         "<resource uri=file:///w/b.py>\nprint()\n</resource>"
     )
-    image = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    image: dict[str, Any] = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    block: dict[str, Any]
     for block in (
         image,
         {"type": "audio", "data": "AA==", "mimeType": "audio/wav"},
@@ -165,8 +166,12 @@ def test_a_prompt_for_a_text_only_provider_is_text() -> None:
 
 
 def test_a_prompt_for_a_provider_taking_blocks_passes_them_through() -> None:
-    image = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
-    blob = {"uri": "file:///w/c.png", "blob": "iVBORw0KGgo=", "mimeType": "image/png"}
+    image: dict[str, Any] = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    blob: dict[str, Any] = {
+        "uri": "file:///w/c.png",
+        "blob": "iVBORw0KGgo=",
+        "mimeType": "image/png",
+    }
     kinds: tuple[InputKind, ...] = ("text", "image", "file", "resource")
     got = run_input(_prompt([*PROMPT, image, {"type": "resource", "resource": blob}]), kinds)
     assert got == RunInput(

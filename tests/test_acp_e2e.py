@@ -28,9 +28,8 @@ import pytest
 from acp_schema import AcpSchema, read_transcript
 from conftest import running_bridge
 from provider_clis import pinned, require_cli
+from standins.gemini_server import GeminiStandIn
 from test_acp_adapter import allow, deny, drive, of_type, start, text_of
-
-from tests.standins.gemini_server import GeminiStandIn
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -259,7 +258,7 @@ class ClaudeAcp:
 
 @pytest.fixture
 def claude_acp(tmp_path: Path) -> Iterator[ClaudeAcp]:
-    from tests.standins.anthropic_server import AnthropicStandIn, rules_responder
+    from standins.anthropic_server import AnthropicStandIn, rules_responder
 
     cli = require_cli("claude-agent-acp")
     with AnthropicStandIn(responder=rules_responder(slow_words=200, slow_delay=0.2)) as server:
@@ -383,7 +382,7 @@ class CodexAcp:
     ASKING = 'approval_policy = "untrusted"\nsandbox_mode = "danger-full-access"\n'
 
     def __init__(self, base: Path, server: Any, cli: str, *, asking: bool = True) -> None:
-        from tests.standins.responses_server import CODEX_OFFLINE_CONFIG
+        from standins.responses_server import CODEX_OFFLINE_CONFIG
 
         self.base = base
         self.server = server
@@ -419,7 +418,7 @@ class CodexAcp:
 
 @pytest.fixture
 def codex_acp(tmp_path: Path) -> Iterator[CodexAcp]:
-    from tests.standins.responses_server import ResponsesStandIn
+    from standins.responses_server import ResponsesStandIn
 
     cli = require_cli("codex-acp")
     with ResponsesStandIn() as server:

@@ -29,7 +29,7 @@ def test_methods_json_marks_which_host_requests_are_cancellable() -> None:
 def test_frontend_binds_uncancellable_methods_as_such() -> None:
     from agent_bridge.frontends.bridge_protocol import BridgeFrontend
 
-    methods, _ = BridgeFrontend._handlers.__get__(_Stub())()  # type: ignore[attr-defined]
+    methods, _ = BridgeFrontend._handlers.__get__(_Stub())()
     assert {name for name, spec in methods.items() if not spec.cancellable} == _UNCANCELLABLE
 
 

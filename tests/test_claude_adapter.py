@@ -797,7 +797,7 @@ async def test_export_and_resume_in_another_bridge(tmp_path: Path) -> None:
 
 async def test_resume_of_an_unknown_conversation_is_recovery_invalid(tmp_path: Path) -> None:
     fake = Fake(tmp_path)
-    record = {
+    record: dict[str, Any] = {
         "providerId": "claude-code",
         "providerVersion": "1.0.0",
         "wireVersion": 1,

@@ -18,8 +18,7 @@ import pytest
 from bridge_client import BridgeProcess
 from conftest import running_bridge
 from provider_clis import pinned, require_cli
-
-from tests.standins.anthropic_server import (
+from standins.anthropic_server import (
     AnthropicStandIn,
     RecordedRequest,
     Text,
@@ -164,7 +163,7 @@ async def test_real_cli_receives_images_files_and_resources(
     (env.workspace / "shot.png").write_bytes(base64.b64decode(PNG_B64))
     (env.workspace / "main.py").write_text("print('hi')\n")
     standin.push(Text("I see it."))
-    content = [
+    content: list[dict[str, Any]] = [
         {"type": "text", "text": "What is in this picture?"},
         {"type": "image", "mimeType": "image/png", "data": PNG_B64},
         {"type": "image", "path": "shot.png"},

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from provider_clis import require_cli
+from standins.anthropic_server import AnthropicStandIn, Text, ToolUse
 from test_claude_e2e import Env
 
 from agent_bridge.testing import BridgeClient, Cassette, normalized, replay_cassette
-from tests.standins.anthropic_server import AnthropicStandIn, Text, ToolUse
 
 pytestmark = pytest.mark.e2e
 

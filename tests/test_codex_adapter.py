@@ -998,7 +998,7 @@ async def test_the_payloads_of_one_message_are_emitted_in_one_batch() -> None:
     nothing once the run ended."""
     from agent_bridge.adapters.codex.session import CodexRun
     from agent_bridge.spi import RunOutcome
-    from agent_bridge.wire.events import TextDelta, ThinkingDelta
+    from agent_bridge.wire.events import ProviderPayload, TextDelta, ThinkingDelta
 
     calls: list[tuple[str, list[Any], Any]] = []
 
@@ -1015,7 +1015,7 @@ async def test_the_payloads_of_one_message_are_emitted_in_one_batch() -> None:
 
     run = CodexRun(Session(), Ctx())  # type: ignore[arg-type]
     run.raw = b'{"method":"item/agentMessage/delta"}'
-    payloads = [TextDelta(text="a"), ThinkingDelta(text="b")]
+    payloads: list[ProviderPayload] = [TextDelta(text="a"), ThinkingDelta(text="b")]
     run.emit_all(payloads)
     run.emit_all([])
     assert calls == [("many", payloads, run.raw)]

@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.provider_clis import require_cli
-from tests.standins.responses_server import (
+from provider_clis import require_cli
+from standins.responses_server import (
     CODEX_OFFLINE_CONFIG as CONFIG,
 )
-from tests.standins.responses_server import ResponsesStandIn, reply, text
+from standins.responses_server import ResponsesStandIn, reply, text
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 

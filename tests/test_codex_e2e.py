@@ -18,12 +18,11 @@ from typing import Any
 import pytest
 from conftest import running_bridge
 from provider_clis import pinned, require_cli
-from test_codex_adapter import allow, deny, drive, of_type, start, text_of
-
-from tests.standins.responses_server import (
+from standins.responses_server import (
     CODEX_OFFLINE_CONFIG as CONFIG,
 )
-from tests.standins.responses_server import ResponsesStandIn, reply, text
+from standins.responses_server import ResponsesStandIn, reply, text
+from test_codex_adapter import allow, deny, drive, of_type, start, text_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 

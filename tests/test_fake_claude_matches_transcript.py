@@ -33,8 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.standins.anthropic_server import AnthropicStandIn, Text, ToolUse
+from standins.anthropic_server import AnthropicStandIn, Text, ToolUse
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "claude"
@@ -171,7 +170,7 @@ class Fake:
 
     def rest(self, timeout: float = 10.0) -> list[Msg]:
         """Everything until stdout closes."""
-        out = []
+        out: list[Msg] = []
         end = time.monotonic() + timeout
         while True:
             m = self.q.get(timeout=max(0.01, end - time.monotonic()))

@@ -216,7 +216,7 @@ async def test_host_without_approval_capability_gets_approvals_denied_visibly() 
 
 
 async def test_question_choice_free_text_and_invalid_answers() -> None:
-    steps = [
+    steps: list[dict[str, Any]] = [
         {
             "type": "question",
             "prompt": "Which colour?",

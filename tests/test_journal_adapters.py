@@ -24,7 +24,7 @@ SCRIPTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 }
 # A first turn that completes (so the CLI has a conversation to go back to: the Claude
 # adapter offers one only once a turn has been written), then one that hangs.
-HANGING = {
+HANGING: dict[str, dict[str, Any]] = {
     "claude": {"turns": ["first answer", [{"text": "working"}, {"hang": True}]]},
     "codex": {"replies": [[{"text": "first answer"}], [{"text": "working"}, {"sleep": 120}]]},
 }

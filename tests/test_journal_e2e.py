@@ -311,7 +311,7 @@ async def test_attach_replays_then_follows_live_with_no_gap_and_reasks_pending(
     tmp_path: Path,
 ) -> None:
     state = tmp_path / "state"
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"type": "stream", "count": 3000, "text": "a"},
         {"type": "approval", "title": "go on?", "onAllow": [{"type": "stream", "count": 3000}]},
     ]
@@ -375,7 +375,7 @@ async def test_attach_to_a_session_from_an_earlier_process_replays_its_history(
 
 async def test_pages_read_during_a_live_run_match_the_stream(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"type": "stream", "count": 3000, "text": "z"},
         {"type": "approval", "onAllow": [{"type": "stream", "count": 3000, "text": "w"}]},
     ]
@@ -438,7 +438,7 @@ async def test_pages_read_during_a_live_run_match_the_stream(tmp_path: Path) -> 
 
 async def test_settled_and_raw_views(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"type": "thinking", "text": "hmm"},
         {"type": "text", "text": "Hello, world", "chunks": 4},
         {"type": "tool", "name": "Bash", "id": "call_1", "output": "ok"},

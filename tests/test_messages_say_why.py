@@ -65,7 +65,7 @@ def _exec(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProce
         text=True,
         timeout=60,
         cwd=tmp_path,
-        env=_env(tmp_path, **extra),
+        env=_env(tmp_path, None, **extra),
         stdin=subprocess.DEVNULL,
     )
 

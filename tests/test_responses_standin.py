@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.standins.responses_server import ResponsesStandIn, reply, text, tool_call
+from standins.responses_server import ResponsesStandIn, reply, text, tool_call
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -23,7 +23,7 @@ from conftest import running_bridge
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.runtime.inputs import prepare_input
-from agent_bridge.wire.inputs import FileInput, ImageInput, ResourceInput, TextInput
+from agent_bridge.wire.inputs import FileInput, ImageInput, InputBlock, ResourceInput, TextInput
 from agent_bridge.wire.methods import RunInput
 from agent_bridge.wire.providers import ImageInputCapability, InputCapabilities
 
@@ -259,13 +259,12 @@ def _refusal(input: RunInput, caps: InputCapabilities, workspace: str | None) ->
 
 
 def test_a_text_only_provider_refuses_every_other_kind_by_name(workspace: Path) -> None:
-    for i, block in enumerate(
-        [
-            ImageInput(mime_type="image/png", data=_b64(PNG)),
-            FileInput("src/main.py"),
-            ResourceInput("x"),
-        ]
-    ):
+    blocks: list[InputBlock] = [
+        ImageInput(mime_type="image/png", data=_b64(PNG)),
+        FileInput("src/main.py"),
+        ResourceInput("x"),
+    ]
+    for i, block in enumerate(blocks):
         input = RunInput(content=(TextInput("a"),) * i + (block,))
         refusal = _refusal(input, TEXT_ONLY, str(workspace))
         kind = block.__struct_config__.tag

@@ -175,8 +175,9 @@ async def test_scripted_provider_rejects_a_bad_script_clearly() -> None:
         assert caught.value.error_code == "invalid_option"
         details = caught.value.info.details
         assert details is not None and details["option"] == "script"
-        assert details["reason"].startswith("the script does not validate: ")
-        assert "dance" in details["reason"] and "steps[0]" in details["reason"]
+        reason = str(details["reason"])
+        assert reason.startswith("the script does not validate: ")
+        assert "dance" in reason and "steps[0]" in reason
 
 
 async def test_third_party_provider_is_found_through_the_entry_point_group(tmp_path: Path) -> None:

@@ -16,13 +16,13 @@ from agent_bridge.wire.events import EventEnvelope, RunFailed, TextDelta, ToolAc
 from agent_bridge.wire.interactions import ApprovalAnswer, ApprovalRequest, QuestionSetAnswer
 from agent_bridge.wire.methods import InteractionRequestParams, SessionInfo, SessionResult
 
-INIT = {
+INIT: dict[str, Any] = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
     "params": {"protocolVersion": 1, "clientInfo": {"name": "t"}},
 }
-INIT_RESULT = {
+INIT_RESULT: dict[str, Any] = {
     "jsonrpc": "2.0",
     "id": 1,
     "result": {

@@ -16,7 +16,7 @@ from agent_bridge.runtime import Runtime
 from agent_bridge.runtime.flag import Flag
 from agent_bridge.runtime.session_tasks import SessionTasks
 
-_IDLE = {"script": {"steps": []}}
+_IDLE: dict[str, Any] = {"script": {"steps": []}}
 
 
 async def test_idle_sessions_add_no_task() -> None:

@@ -25,9 +25,8 @@ from typing import Any
 import pytest
 from conftest import running_bridge
 from provider_clis import find_cli, require_cli
-
-from tests.standins.anthropic_server import AnthropicStandIn, Text
-from tests.standins.responses_server import ResponsesStandIn, reply, text
+from standins.anthropic_server import AnthropicStandIn, Text
+from standins.responses_server import ResponsesStandIn, reply, text
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 

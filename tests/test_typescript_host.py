@@ -116,7 +116,7 @@ def _host_dir(tmp: Path, dts: str) -> Path:
 async def _bridge_messages() -> list[dict[str, Any]]:
     """What a real bridge sends in one scripted run: responses, events, an approval
     request, an error response."""
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"type": "text", "text": "Hi"},
         {"type": "tool", "id": "call_1", "name": "Bash", "input": {"command": "ls"}},
         {

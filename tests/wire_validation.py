@@ -92,7 +92,7 @@ class Contract:
     rpc_errors: dict[int, dict[str, Any]]
     error_codes: dict[str, dict[str, Any]]
     schema_id: str
-    _registry: Registry = field(repr=False)  # type: ignore[type-arg]
+    _registry: Registry = field(repr=False)
     #: the id of the schema with event payloads discriminated by type, if it can be
     _fast_id: str | None = field(default=None, repr=False)
     _validators: dict[str, Draft202012Validator] = field(default_factory=dict, repr=False)
@@ -170,7 +170,8 @@ def _discriminated(schema: dict[str, Any]) -> dict[str, Any] | None:
     fast = json.loads(json.dumps(schema))
     fast["$id"] = schema["$id"] + ":discriminated"
     fast["$defs"]["EventEnvelope"]["properties"]["payload"] = chain
-    return fast
+    out: dict[str, Any] = fast
+    return out
 
 
 @cache
@@ -179,7 +180,7 @@ def load_contract(schemas_dir: Path = SCHEMAS_DIR) -> Contract:
     schema = json.loads((schemas_dir / "agent-bridge.schema.json").read_text("utf-8"))
     method_doc = json.loads((schemas_dir / "methods.json").read_text("utf-8"))
     schema_id = schema["$id"]
-    registry: Registry = Registry().with_resource(schema_id, Resource.from_contents(schema))  # type: ignore[type-arg]
+    registry: Registry = Registry().with_resource(schema_id, Resource.from_contents(schema))
     fast = _discriminated(schema)
     if fast is not None:
         registry = registry.with_resource(fast["$id"], Resource.from_contents(fast))

@@ -40,7 +40,7 @@ def _record(state_dir: str, session_id: str, out: Path) -> None:
 def record_claude(out: Path, cli: str) -> list[dict[str, Any]]:
     """Record a Claude Code session with one approved Bash call into ``out``; return
     the run's events as the host saw them."""
-    from tests.standins.anthropic_server import AnthropicStandIn, Text, ToolUse
+    from standins.anthropic_server import AnthropicStandIn, Text, ToolUse
 
     with tempfile.TemporaryDirectory(prefix="record-claude-") as tmp, AnthropicStandIn() as server:
         base = Path(tmp)
@@ -70,7 +70,7 @@ def record_claude(out: Path, cli: str) -> list[dict[str, Any]]:
 
 def record_codex(out: Path, cli: str) -> list[dict[str, Any]]:
     """Record a Codex session with one approved command into ``out``."""
-    from tests.standins.responses_server import CODEX_OFFLINE_CONFIG, ResponsesStandIn
+    from standins.responses_server import CODEX_OFFLINE_CONFIG, ResponsesStandIn
 
     with tempfile.TemporaryDirectory(prefix="record-codex-") as tmp, ResponsesStandIn() as server:
         base = Path(tmp)

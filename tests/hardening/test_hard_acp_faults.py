@@ -59,7 +59,7 @@ class RawAcp:
         while True:
             while b"\n" in self._buf:
                 line, self._buf = self._buf.split(b"\n", 1)
-                message = json.loads(line)
+                message: dict[str, Any] = json.loads(line)
                 self.received.append(message)
                 if predicate(message):
                     return message

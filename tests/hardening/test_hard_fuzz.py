@@ -26,17 +26,17 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
+from chunking import split_at
 from conftest import running_bridge
-from fuzzkit import BASE_MESSAGES, MUTATORS, declared_lengths, garbage_stream, mutate
+from hardening.fuzzkit import BASE_MESSAGES, MUTATORS, declared_lengths, garbage_stream, mutate
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from agent_bridge.rpc.connection import Connection, Limits, Method
 from agent_bridge.rpc.errors import RpcError
 from agent_bridge.rpc.framing import MAX_HEADER_BLOCK_BYTES, FramingError, encode_frame, make_framer
-from agent_bridge.rpc.ledger import Ledger
+from agent_bridge.rpc.ledger import Ledger, LedgerEntry
 from agent_bridge.rpc.messages import Batch, Invalid, Notification, Request, Response, parse_body
-from tests.chunking import split_at
 
 FUZZ = settings(
     max_examples=300,
@@ -138,9 +138,9 @@ def test_fuzz_framer_random_input_only_declared_errors_and_chunking_does_not_mat
 def test_fuzz_framer_valid_message_after_garbage_is_delivered(
     kind: str, garbage: Garbage, cuts: list[int]
 ) -> None:
-    garbage = garbage.data  # type: ignore[assignment]
-    assume(declared_lengths(garbage) <= 4 * LIMIT)
-    stream = garbage + _pad(kind, garbage) + encode_frame(kind, VALID)  # type: ignore[arg-type]
+    data = garbage.data
+    assume(declared_lengths(data) <= 4 * LIMIT)
+    stream = data + _pad(kind, data) + encode_frame(kind, VALID)  # type: ignore[arg-type]
     framer = make_framer(kind, LIMIT)  # type: ignore[arg-type]
     out: list[bytes | FramingError] = []
     for chunk in split_at(stream, cuts):
@@ -303,9 +303,9 @@ async def _connection_scenario(kind: str, chunks: list[bytes], pad: bytes) -> li
 def test_fuzz_connection_survives_garbage_and_serves_the_next_request(
     kind: str, garbage: Garbage, cuts: list[int]
 ) -> None:
-    garbage = garbage.data  # type: ignore[assignment]
-    assume(declared_lengths(garbage) <= 4 * LIMIT)
-    replies = anyio.run(_connection_scenario, kind, split_at(garbage, cuts), _pad(kind, garbage))
+    data = garbage.data
+    assume(declared_lengths(data) <= 4 * LIMIT)
+    replies = anyio.run(_connection_scenario, kind, split_at(data, cuts), _pad(kind, data))
     for reply in replies:
         check_reply(reply)
     syncs = [r for r in replies if isinstance(r, dict) and r.get("id") == "sync"]
@@ -364,7 +364,7 @@ def test_fuzz_ledger_deeply_nested_result_fails_the_pending_request() -> None:
     """A result nested too deep for the ledger's decoder still settles the request it
     answers, as an error (case 22: never left hanging)."""
     ledger = Ledger()
-    entry = ledger.open("deep", Any)
+    entry: LedgerEntry[Any] = ledger.open("deep", Any)
     nested = b"[" * 100_000 + b"]" * 100_000
     assert ledger.settle_result(entry.id, nested) is entry
     assert entry.state == "error"

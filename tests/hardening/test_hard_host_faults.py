@@ -22,8 +22,8 @@ from typing import Any
 
 import anyio
 import pytest
-from fakecli import FakeCLI, cpu_seconds, eventually, pids_with, rss_bytes
-from hosts import RawHost, RecordingBridge
+from hardening.fakecli import FakeCLI, cpu_seconds, eventually, pids_with, rss_bytes
+from hardening.hosts import RawHost, RecordingBridge
 
 from agent_bridge.wire.errors import ERROR_CODES
 

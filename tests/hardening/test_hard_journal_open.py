@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from test_hard_storage import (
+from hardening.test_hard_storage import (
     _assert_one_line_refusal,
     fault_status,
     fill,

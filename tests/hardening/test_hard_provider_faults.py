@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakecli import FakeCLI, alive, eventually, pids_with
-from hosts import RawHost, RecordingBridge, recording_bridge
+from hardening.fakecli import FakeCLI, alive, eventually, pids_with
+from hardening.hosts import RawHost, RecordingBridge, recording_bridge
 
 from agent_bridge.processes import CHILD_ENV_ALLOWLIST
 from agent_bridge.wire.errors import ERROR_CODES
@@ -132,7 +132,7 @@ NEEDLES = [
     "hardeningBEARERtoken0005",
 ]
 
-CRASH_MID_RUN = {
+CRASH_MID_RUN: dict[str, Any] = {
     "claude": {
         "turns": [
             [
@@ -147,11 +147,11 @@ CRASH_MID_RUN = {
         "faults": {"crash": {"after": "item/agentMessage/delta", "code": 101, "stderr": SECRETS}},
     },
 }
-CRASH_AT_START = {
+CRASH_AT_START: dict[str, Any] = {
     "claude": {"startup": [{"crash": {"exit_code": 2, "stderr": SECRETS}}]},
     "codex": {"faults": {"exit_at_start": {"code": 1, "stderr": SECRETS}}},
 }
-UPSTREAM_ERROR = {
+UPSTREAM_ERROR: dict[str, Any] = {
     "claude": {"turns": [[{"api_error": {"status": 401, "message": SECRETS}}]]},
     "codex": {"replies": [[{"error": SECRETS, "codexErrorInfo": "unauthorized"}]]},
 }
@@ -278,12 +278,12 @@ async def test_case_33_stdout_noise_lines_and_crlf_are_skipped_and_accepted(
     assert b"Debugger listening" not in bridge.all_bytes()
 
 
-TRUNCATED_RESULT = {
+TRUNCATED_RESULT: dict[str, Any] = {
     # A result record cut short at EOF: it must not complete the run.
     "claude": '{"type":"result","subtype":"success","is_error":false,"result":"forged","sessi',
     "codex": '{"method":"turn/completed","params":{"threadId":"x","turn":{"id":"t","status":"compl',
 }
-EXIT_MID_TURN = {
+EXIT_MID_TURN: dict[str, Any] = {
     "claude": {"turns": [[{"text": "partial"}, {"exit": 0}]]},
     "codex": {
         "replies": [[{"text": "partial"}, {"sleep": 5}]],
@@ -307,7 +307,7 @@ async def test_case_33_truncated_last_line_is_dropped_and_the_run_fails_cleanly(
     assert b"forged" not in bridge.all_bytes()
 
 
-OVERSIZED = {
+OVERSIZED: dict[str, Any] = {
     # Just over each adapter's line limit: Codex goes through rpc.Connection (16 MiB),
     # Claude's reader has its own 64 MiB limit.
     # (more than one read chunk over, so the limit is crossed before the newline arrives)
@@ -315,7 +315,7 @@ OVERSIZED = {
     "codex": 17 * 1024 * 1024,
 }
 AFTER = {"claude": '"subtype":"init"', "codex": "turn/started"}
-TWO_TURNS = {
+TWO_TURNS: dict[str, Any] = {
     "claude": {"turns": [[{"sleep": 0.2}, {"text": "after the big line"}], "second"]},
     "codex": {"replies": [[{"sleep": 0.2}, {"text": "after the big line"}], [{"text": "second"}]]},
 }
@@ -343,7 +343,7 @@ async def test_case_33_oversized_stdout_line_is_a_per_message_error(
 
 # --------------------------------------------------------------------------- case 28/45
 
-EXIT_WITH_PENDING = {
+EXIT_WITH_PENDING: dict[str, Any] = {
     "claude": {
         "turns": [
             [
@@ -412,7 +412,7 @@ async def test_case_28_provider_exits_while_an_interaction_is_pending(
         await bridge.result("bridge/ping", {})
 
 
-CRASH_PLAIN = {
+CRASH_PLAIN: dict[str, Any] = {
     "claude": {"turns": [[{"text": "partial"}, {"crash": {"exit_code": 3, "stderr": "boom"}}]]},
     "codex": {
         "replies": [[{"text": "partial"}, {"sleep": 5}]],
@@ -443,7 +443,7 @@ async def test_case_31_provider_exits_while_a_grandchild_holds_its_stdout(
 
 # --------------------------------------------------------------------------- case 34
 
-HANDSHAKE_NEVER_ANSWERED = {
+HANDSHAKE_NEVER_ANSWERED: dict[str, Any] = {
     "claude": {"startup_delay": 60},
     "codex": {"faults": {"hang": {"on": "initialize"}}},
 }

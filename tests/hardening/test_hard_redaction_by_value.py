@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakecli import FakeCLI
-from hosts import RecordingBridge, recording_bridge
+from hardening.fakecli import FakeCLI
+from hardening.hosts import RecordingBridge, recording_bridge
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc"),

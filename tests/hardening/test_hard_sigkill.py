@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 import pytest
 from bridge_client import BridgeProcess
-from fakecli import FakeCLI, alive, pids_with, wait_until
+from hardening.fakecli import FakeCLI, alive, pids_with, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 

@@ -340,7 +340,11 @@ async def test_case_14_method_not_a_string_answered_with_invalid_request() -> No
 
 async def test_case_14_rpc_dot_method_answered_with_method_not_found() -> None:
     calls: list[Any] = []
-    methods = {"rpc.discover": Method(lambda p: calls.append(p) or "listed")}
+    def discover(params: Any) -> str:
+        calls.append(params)
+        return "listed"
+
+    methods = {"rpc.discover": Method(discover)}
     async with serve(methods=methods) as (_conn, peer):
         await peer.send(_req(4, "rpc.discover"))
         (reply,) = await peer.until_sync()
@@ -462,7 +466,8 @@ class RequiredParams(msgspec.Struct):
 
 
 def _echo(params: EchoParams) -> dict[str, Any]:
-    return msgspec.to_builtins(params)
+    out: dict[str, Any] = msgspec.to_builtins(params)
+    return out
 
 
 _ECHO = {
@@ -512,7 +517,7 @@ async def test_case_17_missing_required_field_answered_with_invalid_params() -> 
 
 async def test_case_17_null_and_missing_params_accepted_where_optional() -> None:
     async with serve(methods=_ECHO) as (_conn, peer):
-        expected = {"text": "", "inner": None, "tags": []}
+        expected: dict[str, Any] = {"text": "", "inner": None, "tags": []}
         await peer.send(
             {"jsonrpc": "2.0", "id": 1, "method": "echo", "params": None}, _req(2, "echo")
         )
@@ -738,7 +743,8 @@ async def _outgoing(peer: Peer, method: str) -> dict[str, Any]:
     message = await peer.recv()
     assert message["method"] == method
     assert isinstance(message["id"], int)
-    return message
+    out: dict[str, Any] = message
+    return out
 
 
 async def test_case_22_response_with_unknown_id_dropped_and_pending_request_unaffected() -> None:
@@ -1217,7 +1223,11 @@ async def test_gate_error_answers_request_without_dispatching() -> None:
         if method != "ping":
             raise RpcError(-32002, "not initialized")
 
-    methods = {"work": Method(lambda p: calls.append(p) or "worked")}
+    def work(params: Any) -> str:
+        calls.append(params)
+        return "worked"
+
+    methods = {"work": Method(work)}
     async with serve(methods=methods, gate=gate) as (_conn, peer):
         await peer.send(_req(1, "work"))
         reply = await peer.recv()

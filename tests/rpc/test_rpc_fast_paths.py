@@ -19,6 +19,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from chunking import split_at
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +33,6 @@ from agent_bridge.rpc.framing import (
     encode_frame,
     make_framer,
 )
-from tests.chunking import split_at
 
 _SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from chunking import split_at
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +21,6 @@ from agent_bridge.rpc.framing import (
     NewlineFramer,
     encode_frame,
 )
-from tests.chunking import split_at
 
 _SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -161,6 +161,6 @@ def test_frames_encoder_output_equals_one_frame_per_body(
 
     before = list(bodies)
     for kind in ("content-length", "newline"):
-        expected = b"".join(encode_frame(kind, head + b + tail) for b in bodies)  # type: ignore[arg-type]
-        assert frames_encoder(kind)(bodies, head, tail) == expected  # type: ignore[arg-type]
+        expected = b"".join(encode_frame(kind, head + b + tail) for b in bodies)
+        assert frames_encoder(kind)(bodies, head, tail) == expected
         assert bodies == before  # the caller's list is not changed

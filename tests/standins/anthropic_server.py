@@ -6,7 +6,7 @@ the CLI asked (for example that the follow-up request carries a ``tool_result``)
 
 Use it in-process (it serves from a background thread)::
 
-    from tests.standins.anthropic_server import AnthropicStandIn, Text, ToolUse
+    from standins.anthropic_server import AnthropicStandIn, Text, ToolUse
 
     with AnthropicStandIn() as server:
         server.push(ToolUse("touch approved.txt"), Text("Done."))
@@ -594,7 +594,7 @@ class AnthropicStandIn:
         reqs = self.model_requests()
         if not reqs:
             return []
-        out = []
+        out: list[Any] = []
         for msg in reqs[-1].body.get("messages") or []:
             content = msg.get("content")
             if isinstance(content, list):

@@ -62,7 +62,7 @@ AUTH_METHODS = [
     {"id": "oauth-personal", "name": "Log in with Google", "description": "Log in"},
     {"id": "gemini-api-key", "name": "Gemini API key", "description": "Use an API key"},
 ]
-MODES = {
+MODES: dict[str, Any] = {
     "availableModes": [
         {"id": "default", "name": "Default", "description": "Prompts for approval"},
         {"id": "yolo", "name": "YOLO", "description": "Auto-approves all tools"},
@@ -166,13 +166,15 @@ class Agent:
     def handle(self, msg: dict[str, Any]) -> None:
         if "method" not in msg:
             with self.cond:
-                self.replies[msg.get("id")] = msg
+                reply_id: Any = msg.get("id")
+                self.replies[reply_id] = msg
                 self.cond.notify_all()
             return
         method, params, id = msg["method"], msg.get("params") or {}, msg.get("id")
         if id is None:
             if method == "session/cancel":
-                self.cancelled.add(params.get("sessionId"))
+                cancelled: Any = params.get("sessionId")
+                self.cancelled.add(cancelled)
             return
         handler = getattr(self, "on_" + method.replace("/", "_"), None)
         if handler is None:
@@ -218,7 +220,8 @@ class Agent:
             self.error(id, -32002, "Resource not found")
             return None
         self.sessions[params["sessionId"]] = saved
-        return saved
+        restored: dict[str, Any] = saved
+        return restored
 
     def on_session_load(self, id: Any, params: dict[str, Any]) -> None:
         caps = self.script.get("capabilities", GEMINI_CAPS)
@@ -260,8 +263,8 @@ class Agent:
                               "content": {"type": "text", "text": part}})
 
     def on_session_prompt(self, id: Any, params: dict[str, Any]) -> None:
-        sid = params.get("sessionId")
-        session = self.sessions.get(sid or "")
+        sid = str(params.get("sessionId") or "")
+        session = self.sessions.get(sid)
         if session is None:
             self.error(id, -32602, "Session not found")
             return

@@ -1251,12 +1251,14 @@ class FakeClaude:
         captured: list[dict[str, Any]] = []
         real_emit = self.emit
         if fmt != "stream-json":
-            self.emit = captured.append  # type: ignore[method-assign]
+            self.emit = captured.append  # type: ignore[method-assign,assignment]
         self.run_turn({"message": {"role": "user", "content": prompt}})
         self.emit = real_emit  # type: ignore[method-assign]
         if fmt == "stream-json":
             return 1 if self.last_turn_failed else 0
-        result = next((m for m in reversed(captured) if m.get("type") == "result"), {})
+        result: dict[str, Any] = next(
+            (m for m in reversed(captured) if m.get("type") == "result"), {}
+        )
         if fmt == "json":
             self.emit(result)
         else:

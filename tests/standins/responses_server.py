@@ -24,7 +24,7 @@ body) so a test can assert on what the CLI asked.
 
 In-process use (a background thread)::
 
-    from tests.standins.responses_server import ResponsesStandIn, reply, text, tool_call
+    from standins.responses_server import ResponsesStandIn, reply, text, tool_call
 
     with ResponsesStandIn() as server:
         server.script(
