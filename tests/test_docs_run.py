@@ -16,7 +16,8 @@ record-and-replay lines with the scripted provider in place of Claude Code; the 
 lines of editors/acp/README.md with the scripted provider in place of Claude Code; the
 ``agent-bridge acp`` command lines of docs/acp-agent.md and editors/acp/README.md with an
 empty stdin, as the ACP registry launches an agent (each checks its options at start and
-exits 0 at the end of its input).
+exits 0 at the end of its input); and the README's real-agent step (``exec --provider
+claude-code``) with the pinned Claude Code CLI against the stand-in Messages API (e2e).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import json
 import os
 import queue
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -472,3 +474,40 @@ def test_the_acp_command_lines_start(tmp_path: Path) -> None:
         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert wrong.returncode == 2 and "reasoningEffort" in wrong.stderr, wrong.stderr
+
+
+# =====================================================================================
+# README: the real agent's last step, against a stand-in model
+# =====================================================================================
+@pytest.mark.e2e
+def test_the_real_agent_step_runs_against_a_stand_in(tmp_path: Path) -> None:
+    """Step 6 of "A real agent, in six steps", as written, with the pinned Claude Code
+    CLI talking to the stand-in Messages API on 127.0.0.1 instead of an account."""
+    from provider_clis import require_cli
+
+    from tests.standins.anthropic_server import AnthropicStandIn, Text
+
+    found = re.search(r"^6\. `(agent-bridge exec [^`]+)`", README.read_text("utf-8"), re.M)
+    assert found, "README: no step 6 with an exec command"
+    argv = shlex.split(found.group(1))
+    claude = require_cli("claude")
+    for name in ("home", "config", "work"):
+        (tmp_path / name).mkdir()
+    with AnthropicStandIn() as server:
+        server.push(Text("It bridges editors and coding agents."))
+        env = {
+            **_bridge_env(tmp_path),
+            "AGENT_BRIDGE_CLAUDE_PATH": claude,
+            "HOME": str(tmp_path / "home"),
+            "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
+            "ANTHROPIC_BASE_URL": server.base_url,
+            "ANTHROPIC_API_KEY": "dummy",
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+        }
+        done = subprocess.run(
+            argv, cwd=tmp_path / "work", env=env, capture_output=True, text=True,
+            timeout=120, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.stdout.startswith("It bridges editors and coding agents."), done.stdout
+    assert "· completed (end_turn)" in done.stdout, done.stdout
