@@ -9,14 +9,39 @@ pays only for its own imports.
 
 from __future__ import annotations
 
-import functools
-import importlib
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from agent_bridge import __version__
-from agent_bridge.commands.options import parse_serve
+
+def _leave_quietly(_signum: int, _frame: object) -> None:
+    raise SystemExit(130)
+
+
+def _quiet_ctrl_c_while_starting() -> None:
+    """A Ctrl-C while the command is still importing (the first quarter second) exits
+    130 without a traceback: until :func:`main` runs, SIGINT raises ``SystemExit``,
+    which unwinds an import quietly.  Only when this process *is* the command (the
+    ``agent-bridge`` script or ``python -m agent_bridge``), never in a program that
+    imports the package."""
+    entry = sys.modules.get("__main__")
+    spec = getattr(entry, "__spec__", None)
+    script = str(getattr(entry, "__file__", "") or "")
+    if (spec is not None and spec.name.startswith("agent_bridge")) or script.endswith(
+        "agent-bridge"
+    ):
+        import signal
+
+        signal.signal(signal.SIGINT, _leave_quietly)
+
+
+_quiet_ctrl_c_while_starting()
+
+import functools  # noqa: E402 - after the Ctrl-C guard, which must come first
+import importlib  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from typing import TYPE_CHECKING, Any, Final, NoReturn  # noqa: E402
+
+from agent_bridge import __version__  # noqa: E402
+from agent_bridge.commands.options import parse_serve  # noqa: E402
 
 if TYPE_CHECKING:
     import argparse
@@ -74,7 +99,19 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the process exit code."""
+    """Run the command line; return the process exit code (130, quietly, for a Ctrl-C
+    that arrives before a command has its own handling of it, e.g. while it imports)."""
+    import signal
+
+    try:
+        if signal.getsignal(signal.SIGINT) is _leave_quietly:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        return _main(argv)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # What a host spawns is read without argparse; anything else (or anything unusual)
     # goes through it.

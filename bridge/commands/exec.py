@@ -17,7 +17,9 @@ it into a script.  The run's interactions are answered by ``--approve``:
   terminal they are denied (questions cancelled) and a warning goes to stderr.
 
 SIGINT (or SIGTERM) interrupts the run cleanly; exec then prints the rest of its events
-and exits 130.  A second SIGINT stops at once (the sessions are still closed).
+and exits 130.  A second SIGINT stops at once: the run is ended without the provider's
+grace (the sessions are still closed).  When stdout's reader goes away (``exec ... |
+head``) the run is stopped the same way and exec exits 141, saying nothing.
 
 Exit codes (:data:`EXIT_CODES`, also in ``docs/testing-hosts.md``):
 
@@ -36,6 +38,7 @@ Exit codes (:data:`EXIT_CODES`, also in ``docs/testing-hosts.md``):
      ``session_closed``, ``session_in_use``, ``recovery_invalid``,
      ``history_unavailable``, ``run_active``)
 130  the run was interrupted (SIGINT, SIGTERM)
+141  stdout was closed by its reader; the run was stopped
 ===  ===========================================================================
 """
 
@@ -67,6 +70,9 @@ __all__ = [
 EXIT_COMPLETED: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_INTERRUPTED: Final = boot.EXIT_INTERRUPTED
+#: stdout's reader went away (``exec ... | head``): the run was stopped; 128 + SIGPIPE,
+#: what a process killed by the broken pipe reports
+EXIT_STDOUT_CLOSED: Final = 141
 
 #: Exit code per error class (codes not listed: 1).
 EXIT_CODES: Final[dict[str, int]] = {
@@ -182,6 +188,7 @@ async def _run(
     workspace: str | None,
     interrupt_grace: float,
 ) -> int:
+    import contextlib
     import signal
 
     import anyio
@@ -203,6 +210,7 @@ async def _run(
                 async for _ in signals:
                     if interrupted or host.run_id is None:
                         interrupted = True
+                        runtime.hurry()  # the second: at once, no grace
                         scope.cancel()
                         return
                     interrupted = True
@@ -246,6 +254,13 @@ async def _run(
                 )
                 host.run_id = started.run_id
                 await host.ended.wait()
+                if host.stdout_closed and host.terminal is None:
+                    # `exec ... | head`: nobody reads; stop the run now, quietly
+                    runtime.hurry()
+                    with contextlib.suppress(BridgeError):
+                        runtime.interrupt_run(started.run_id, "stdout closed")
+                    tg.cancel_scope.cancel()
+                    return EXIT_STDOUT_CLOSED
             except BridgeError as exc:
                 error = exc.info
                 sys.stderr.write(

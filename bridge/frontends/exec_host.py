@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -41,26 +42,50 @@ _TERMINAL: Final = ("run.completed", "run.failed", "run.interrupted")
 
 
 class Output:
-    """Writes events as NDJSON or as readable text to the protocol's stdout."""
+    """Writes events as NDJSON or as readable text to the protocol's stdout.
+
+    A stdout that can no longer be written (its reader went away: ``exec ... | head``)
+    is not an error to report: :attr:`closed` becomes true, nothing more is written, and
+    the descriptor is pointed at ``/dev/null`` so what the buffer still holds is dropped
+    quietly at exit.  Its owner stops the run (:class:`ExecHost`)."""
 
     def __init__(self, out: IO[bytes], fmt: Literal["ndjson", "text"]) -> None:
         self._out = out
         self._fmt = fmt
         self._mid_line = False
+        self.closed = False
 
     def event(self, body: bytes, envelope: dict[str, Any]) -> None:
-        if self._fmt == "ndjson":
-            self._out.write(body + b"\n")
-        else:
-            self._out.write(self._text(envelope["payload"]).encode("utf-8", "replace"))
-        self._out.flush()
+        if self.closed:
+            return
+        try:
+            if self._fmt == "ndjson":
+                self._out.write(body + b"\n")
+            else:
+                self._out.write(self._text(envelope["payload"]).encode("utf-8", "replace"))
+            self._out.flush()
+        except OSError:
+            self._gone()
 
     def close(self) -> None:
+        if self.closed:
+            return
         try:
             if self._mid_line:
                 self._out.write(b"\n")
             self._out.flush()
         except OSError:
+            self._gone()
+
+    def _gone(self) -> None:
+        self.closed = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self._out.fileno())
+            finally:
+                os.close(devnull)
+        except (OSError, ValueError):
             pass
 
     def _line(self, text: str) -> str:
@@ -255,6 +280,11 @@ class ExecHost:
         """End the output (a last newline for text) and flush it."""
         self._output.close()
 
+    @property
+    def stdout_closed(self) -> bool:
+        """Whether stdout's reader went away (then :attr:`ended` is set: stop the run)."""
+        return self._output.closed
+
     # events
 
     def _handle(self, body: bytes) -> None:
@@ -262,6 +292,8 @@ class ExecHost:
             return  # one run: nothing after its end
         envelope: dict[str, Any] = msgspec.json.decode(body)
         self._output.event(body, envelope)
+        if self._output.closed:
+            self.ended.set()  # nobody reads: the command stops the run
         payload = envelope["payload"]
         run_id = envelope.get("runId")
         if payload["type"] in _TERMINAL and run_id is not None and self.run_id in (None, run_id):

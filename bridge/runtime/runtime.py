@@ -714,6 +714,12 @@ class Runtime:
         self._receipts.forget_session(session_id)
         return SessionDeleteResult(session_id, deleted=True)
 
+    def hurry(self) -> None:
+        """From now on, an interrupt or a close gives providers no grace: a run still
+        going is ended as interrupted (forced) at once.  For a command told to stop now
+        (a second Ctrl-C, a closed stdout)."""
+        self.services.interrupt_grace = 0.0
+
     async def shutdown(self) -> None:
         """Close every active session (concurrently, bounded)."""
         active = [s for s in self.sessions.values() if s.state == "active"]

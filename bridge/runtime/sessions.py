@@ -274,7 +274,8 @@ class Session:
             for run in list(self.active_runs.values()):
                 if not run.terminal and run.state != "interrupting":
                     run.begin_interrupt(reason)
-            with anyio.move_on_after(services.interrupt_grace + 1):
+            grace = services.interrupt_grace
+            with anyio.move_on_after(grace + 1 if grace else 0):
                 for run in list(self.active_runs.values()):
                     await run.done.wait()
             for run in list(self.active_runs.values()):
