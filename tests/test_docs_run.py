@@ -485,7 +485,7 @@ def test_the_real_agent_step_runs_against_a_stand_in(tmp_path: Path) -> None:
     CLI talking to the stand-in Messages API on 127.0.0.1 instead of an account."""
     from provider_clis import require_cli
 
-    from tests.standins.anthropic_server import AnthropicStandIn, Text
+    from standins.anthropic_server import AnthropicStandIn, Text
 
     found = re.search(r"^6\. `(agent-bridge exec [^`]+)`", README.read_text("utf-8"), re.M)
     assert found, "README: no step 6 with an exec command"
