@@ -109,6 +109,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(argv)
     except KeyboardInterrupt:
         return 130
+    except BaseException as exc:
+        if not _stdout_gone(exc):
+            raise
+        # `agent-bridge demo | head`: the reader went away; that ends the command, quietly
+        # (128 + SIGPIPE, what a process the broken pipe killed reports)
+        _drop_stdout()
+        return 141
+
+
+def _stdout_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` is a broken pipe (alone, or all an exception group holds)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_stdout_gone(e) for e in exc.exceptions)
+    return isinstance(exc, BrokenPipeError)
+
+
+def _drop_stdout() -> None:
+    """Point stdout at ``/dev/null``, so what its buffer still holds is dropped at exit
+    instead of failing again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -88,6 +88,26 @@ def test_case_5_exec_stops_quietly_and_promptly_when_its_stdout_closes(tmp_path:
     assert elapsed < 10, elapsed
 
 
+@pytest.mark.parametrize("argv", [["demo"], ["doctor", "--provider", "scripted"]], ids=str)
+def test_case_5_printing_commands_stop_quietly_when_stdout_closes(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    """The same rule for every command that prints on stdout (``demo | head`` printed
+    an exception-group traceback): a broken pipe ends the command, exit 141, quietly
+    (``cli.main``)."""
+    proc = _spawn(tmp_path, *argv)
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader is gone before the first line
+    try:
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert b"Traceback" not in err and b"Exception ignored" not in err, err[-3000:]
+    assert proc.returncode == 141, (proc.returncode, err)
+
+
 @pytest.mark.parametrize("command", ["demo", "exec"])
 def test_case_11_ctrl_c_while_starting_prints_no_traceback(tmp_path: Path, command: str) -> None:
     argv = ["demo"] if command == "demo" else ["exec", "--provider", "scripted", "hi"]
