@@ -9,7 +9,7 @@ import msgspec
 import pytest
 from acp_agent_support import BRIDGE
 
-from agent_bridge.commands.acp import parse_options
+from agent_bridge.commands.options import parse_options
 from agent_bridge.errors import BridgeError
 from agent_bridge.frontends.acp.options import apply_choice, config_options, mcp_options
 from agent_bridge.frontends.acp.prompt import run_input

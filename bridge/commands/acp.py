@@ -10,20 +10,19 @@ EOF (or SIGTERM / SIGINT) every session is closed and provider processes stopped
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_bridge.commands import boot
-from agent_bridge.commands.options import JOURNAL_FLAGS, LOGGING_FLAGS, add_options
+from agent_bridge.commands.options import JOURNAL_FLAGS, LOGGING_FLAGS, add_options, parse_options
 
 if TYPE_CHECKING:
     from agent_bridge.frontends.acp.server import AcpFrontend
     from agent_bridge.rpc.stdio import FdReceiveStream, FdSendStream
     from agent_bridge.runtime import Runtime
 
-__all__ = ["DEFAULT_PROVIDER", "LOGIN_COMMANDS", "add_parsers", "parse_options", "run"]
+__all__ = ["DEFAULT_PROVIDER", "LOGIN_COMMANDS", "add_parsers", "run"]
 
 DEFAULT_PROVIDER: Final = "claude-code"
 #: Each provider's own login command (after its executable), for ``--login``.
@@ -68,22 +67,6 @@ def add_parsers(sub: Any) -> None:
     add_options(  # as serve's
         acp, (*JOURNAL_FLAGS, *LOGGING_FLAGS, "--interrupt-grace", "--max-message-bytes")
     )
-
-
-def parse_options(items: list[str]) -> dict[str, Any]:
-    """``NAME=VALUE`` items as options (a VALUE that parses as JSON is that JSON);
-    raises ``ValueError`` naming an item without ``=``."""
-    out: dict[str, Any] = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        if not sep or not name:
-            raise ValueError(f"--option {item!r}: expected NAME=VALUE")
-        try:
-            value: Any = json.loads(text)
-        except ValueError:
-            value = text
-        out[name] = value
-    return out
 
 
 def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:

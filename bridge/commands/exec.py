@@ -44,13 +44,12 @@ Exit codes (:data:`EXIT_CODES`, also in ``docs/testing-hosts.md``):
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agent_bridge.commands import boot
-from agent_bridge.commands.options import add_options
+from agent_bridge.commands.options import add_options, parse_options
 
 if TYPE_CHECKING:
     import argparse
@@ -62,7 +61,6 @@ __all__ = [
     "add_parsers",
     "exit_code_for",
     "not_utf8",
-    "parse_option",
     "run",
     "run_exec",
 ]
@@ -159,18 +157,6 @@ def run(args: argparse.Namespace) -> int:
 def exit_code_for(code: str) -> int:
     """The exit code for an error ``code`` (see :data:`EXIT_CODES`)."""
     return EXIT_CODES.get(code, EXIT_FAILED)
-
-
-def parse_option(text: str) -> tuple[str, Any]:
-    """``k=v`` → ``(k, v)``: ``v`` as JSON when it parses (``true``, ``3``,
-    ``{"a": 1}``, ``["x"]``), else the string itself.  Raises ``ValueError``."""
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise ValueError(f"--option wants key=value, got {text!r}")
-    try:
-        return key, json.loads(value)
-    except ValueError:
-        return key, value
 
 
 # ---------------------------------------------------------------- the run
@@ -324,7 +310,7 @@ def run_exec(
     # Only events on the real stdout: fd 1 and sys.stdout now point at stderr.
     out = os.fdopen(boot.guard_stdout(), "wb")
     try:
-        parsed = dict(parse_option(o) for o in options or [])
+        parsed = parse_options(options or [])
     except ValueError as exc:
         sys.stderr.write(f"agent-bridge exec: {exc}\n")
         return 2

@@ -33,6 +33,7 @@ __all__ = [
     "count",
     "history_settings",
     "log_level",
+    "parse_options",
     "parse_serve",
     "positive",
     "seconds",
@@ -301,6 +302,25 @@ def add_options(parser: Any, flags: Sequence[str]) -> None:
     ``argparse`` (sub)parser ``parser``, as ``serve`` has them."""
     for flag in flags:
         parser.add_argument(flag, **_BY_FLAG[flag].argparse_kwargs())
+
+
+def parse_options(items: list[str]) -> dict[str, Any]:
+    """``NAME=VALUE`` items (each ``--option`` of ``acp`` and ``exec``) as options: a
+    VALUE that parses as JSON (``true``, ``3``, ``{"a": 1}``) is that JSON, else the
+    string itself; raises ``ValueError`` naming an item without ``=`` or a name."""
+    import json
+
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--option {item!r}: expected NAME=VALUE")
+        try:
+            value: Any = json.loads(text)
+        except ValueError:
+            value = text
+        out[name] = value
+    return out
 
 
 def history_settings(args: Any) -> dict[str, Any]:
