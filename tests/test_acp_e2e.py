@@ -192,25 +192,34 @@ async def test_gemini_resume_in_a_fresh_bridge_is_refused(gemini: Gemini, tmp_pa
 
 
 async def test_gemini_load_defect_is_still_there(gemini: Gemini, tmp_path: Path) -> None:
-    """Pins the upstream defect itself: through the generic ``acp`` provider (which
-    trusts the advertised ``loadSession``), a load in a fresh process fails and is
-    classified ``recovery_invalid``.  When a Gemini release fixes it this test fails:
-    then drop the built-in's ``resume=False`` hint."""
+    """Pins the upstream defect itself: as a generic ``acp`` command Gemini is recognised
+    by its ``initialize`` and its profile refuses the resume (``unsupported``); a
+    configured entry that overrides the profile (``resume = true``) tries the
+    ``session/load`` in a fresh process, which fails and is classified
+    ``recovery_invalid``.  When a Gemini release fixes it this test fails: then drop the
+    profile's ``resume=False``."""
     g = gemini
     if not pinned("0.61.0"):
         pytest.skip("the defect is pinned for 0.61.0 only")
-    args = ("--state-dir", str(tmp_path / "bridge-state"))
-    command = {"command": tapped(g.log, [g.real_cli, "--acp"]), "passEnv": [
-        "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GEMINI_CLI_HOME",
-        "GEMINI_CLI_TRUST_WORKSPACE"]}
-    async with running_bridge("newline", *args, env=g.env) as bridge:
-        session_id = await _create(bridge, g, "acp", **command)
-        await drive(bridge, await start(bridge, session_id, "say hi"), timeout=60)
-        await bridge.result("session/close", {"sessionId": session_id}, timeout=30)
-    async with running_bridge("newline", *args, env=g.env) as bridge:
-        reply = await bridge.call("session/resume", {"sessionId": session_id}, timeout=60)
-        assert reply["error"]["data"]["code"] == "recovery_invalid"
-    assert json.dumps(reply).find("No previous sessions") == -1  # no upstream prose
+    env_names = ["GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GEMINI_CLI_HOME",
+                 "GEMINI_CLI_TRUST_WORKSPACE"]
+    command = tapped(g.log, [g.real_cli, "--acp"])
+    config = tmp_path / "config.toml"
+    write_config(config, "gem", command, env_names, "resume = true\n")
+    env = {**g.env, "AGENT_BRIDGE_CONFIG": str(config)}
+    for provider, options, code in (
+        ("acp", {"command": command, "passEnv": env_names}, "unsupported"),
+        ("gem", {}, "recovery_invalid"),
+    ):
+        args = ("--state-dir", str(tmp_path / f"bridge-state-{provider}"))
+        async with running_bridge("newline", *args, env=env) as bridge:
+            session_id = await _create(bridge, g, provider, **options)
+            await drive(bridge, await start(bridge, session_id, "say hi"), timeout=60)
+            await bridge.result("session/close", {"sessionId": session_id}, timeout=30)
+        async with running_bridge("newline", *args, env=env) as bridge:
+            reply = await bridge.call("session/resume", {"sessionId": session_id}, timeout=60)
+            assert reply["error"]["data"]["code"] == code, provider
+        assert json.dumps(reply).find("No previous sessions") == -1  # no upstream prose
 
 
 # --------------------------------------------------------------------------- configured agents
@@ -305,17 +314,19 @@ async def test_claude_agent_acp_end_to_end(claude_acp: ClaudeAcp, tmp_path: Path
         assert text_of(events) == HELLO
 
 
-@pytest.mark.parametrize("restart", [False, True], ids=["as-is", "restartAfterCancel"])
+@pytest.mark.parametrize("restart", [False, True], ids=["as-is", "profile"])
 async def test_claude_agent_acp_interrupt(claude_acp: ClaudeAcp, restart: bool) -> None:
     """Interrupt works; afterwards claude-agent-acp 0.23.1 shifts turns by one (upstream
     agentclientprotocol/claude-agent-acp#551): the next prompt is answered at once with
-    the cancelled turn's result. As configured (no hint) the adapter sees that answer
-    cannot be the prompt's (no update, no token used), says so in a diagnostic and asks
-    again in a new agent process; with the entry's ``restartAfterCancel`` hint it starts
-    the new process before the next prompt. Either way each run gets its own text."""
+    the cancelled turn's result. With the workaround off (the entry says
+    ``restartAfterCancel = false``) the adapter sees that answer cannot be the prompt's
+    (no update, no token used), says so in a diagnostic and asks again in a new agent
+    process; with its profile's workaround (recognised by its ``initialize``, nothing
+    configured) it starts the new process before the next prompt. Either way each run
+    gets its own text."""
     c = claude_acp
-    if restart:
-        c.config.write_text(c.config.read_text() + "restartAfterCancel = true\n")
+    if not restart:
+        c.config.write_text(c.config.read_text() + "restartAfterCancel = false\n")
     async with running_bridge("newline", env=c.env) as bridge:
         result = await bridge.result("session/create", c.params(), timeout=60)
         session_id = result["session"]["sessionId"]
@@ -341,8 +352,11 @@ async def test_case_10_generic_acp_provider_attributes_each_turn_after_an_interr
     option, no configuration entry, so no hint) driving the real claude-agent-acp against
     the Anthropic stand-in. Before the fix, after an interrupt the next run completed with
     no text and the run after it returned two turns' text ("afterlater"), and nothing
-    said so. Now the answer that belongs to the cancelled turn is not taken as the next
-    run's (a diagnostic says so) and every run gets its own text."""
+    said so. Now claude-agent-acp is recognised by its ``initialize`` (its profile, issue
+    33) and the adapter continues the session in a new agent process before the next
+    prompt, so every run gets its own text without a wasted round trip; the correlation
+    rule itself (the diagnostic) is proven by ``test_claude_agent_acp_interrupt[as-is]``,
+    where the entry turns the profile's workaround off."""
     c = claude_acp
     options = {
         "command": tapped(c.log, [require_cli("claude-agent-acp")]),
@@ -371,7 +385,7 @@ async def test_case_10_generic_acp_provider_attributes_each_turn_after_an_interr
     assert [r[-1]["type"] for r in runs] == ["run.completed"] * 3
     assert [text_of(r) for r in runs] == ["after", "later", "last"]  # was ["", "afterlater", …]
     codes = [e["code"] for e in of_type(runs[0], "diagnostic")]
-    assert "acp_turn_unattributed" in codes, codes
+    assert "acp_turn_unattributed" not in codes, codes  # restarted before the prompt
 
 
 class CodexAcp:

@@ -13,7 +13,9 @@ the environment variable named by the entry (``AGENT_BRIDGE_GEMINI_PATH`` for th
 
 The child's environment is the bridge's allowlist
 (:func:`agent_bridge.processes.build_child_env`) plus the entry's ``passEnv`` and
-``env``, then the session's ``passEnv`` and ``env`` options.  Nothing else.
+``env``, then the session's ``passEnv`` and ``env`` options; then, for every variable not
+set so, the quiet defaults of the known agents' profiles (telemetry off, no update
+checks: :data:`~agent_bridge.adapters.acp.profiles.QUIET_ENV`).  Nothing else.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from agent_bridge.adapters.acp.profiles import QUIET_ENV
 from agent_bridge.config import Config
 from agent_bridge.processes import build_child_env
 from agent_bridge.wire.providers import Maturity
@@ -62,7 +65,8 @@ class Hints:
     agent is not usable after a cancelled prompt (claude-agent-acp 0.23: the turns shift
     by one), so after an interrupted run the adapter starts a new agent process and
     continues the session there (``session/resume`` or ``session/load``) before the next
-    run.
+    run.  ``None`` for either: the agent's profile decides
+    (:mod:`~agent_bridge.adapters.acp.profiles`), else what the agent advertises.
 
     ``settings_file``: the agent's user settings file, relative to its configuration home
     (the variable ``config_home_env`` when it is set, else ``HOME``).  A probe runs the
@@ -75,7 +79,7 @@ class Hints:
     resume: bool | None = None
     resume_defect: str | None = None
     auth_method: str | None = None
-    restart_after_cancel: bool = False
+    restart_after_cancel: bool | None = None
     settings_file: str | None = None
     config_home_env: str | None = None
     quiet_settings: Mapping[str, Any] = field(default_factory=dict)
@@ -94,6 +98,8 @@ class AgentSpec:
     maturity: Maturity = "experimental"
     executable_env: str | None = None
     install_hint: str | None = None
+    #: The profile a built-in expects, used until the agent has answered ``initialize``.
+    profile: str | None = None
 
     @property
     def env_var(self) -> str:
@@ -103,9 +109,9 @@ class AgentSpec:
         return "AGENT_BRIDGE_ACP_" + re.sub(r"[^A-Z0-9]", "_", self.id.upper()) + "_PATH"
 
 
-#: Gemini CLI (``gemini --acp``).  Its variables are passed through by name; in the
-#: pinned version ``session/load`` in a new process fails (the new process rewrites the
-#: chat file's header before reading it), so its sessions are declared not resumable.
+#: Gemini CLI (``gemini --acp``).  Its variables are passed through by name; its profile
+#: declares its sessions not resumable (``session/load`` in a new process fails: the new
+#: process rewrites the chat file's header before reading it).
 GEMINI: Final = AgentSpec(
     id="gemini",
     display_name="Gemini CLI",
@@ -123,11 +129,6 @@ GEMINI: Final = AgentSpec(
         "GEMINI_MODEL",
     ),
     hints=Hints(
-        resume=False,
-        resume_defect=(
-            "gemini-cli 0.61: session/load in a new process fails with "
-            '"No previous sessions found for this project"'
-        ),
         # Gemini CLI reads ~/.gemini/settings.json ($GEMINI_CLI_HOME/.gemini/...); with
         # usage statistics on (its default) even an initialize-only run posts to its
         # statistics service.  Its documented GEMINI_CLI_SYSTEM_SETTINGS_PATH did not
@@ -139,6 +140,7 @@ GEMINI: Final = AgentSpec(
             "telemetry": {"enabled": False},
         },
     ),
+    profile="gemini",
     # Proven end to end (tests/test_acp_e2e.py, in CI with the pinned version).
     maturity="verified",
     executable_env="AGENT_BRIDGE_GEMINI_PATH",
@@ -196,8 +198,8 @@ def spec_from_entry(agent_id: str, entry: Mapping[str, Any]) -> AgentSpec:
     resume = entry.get("resume")
     if resume is not None and not isinstance(resume, bool):
         raise ConfigEntryError("resume must be true or false")
-    restart = entry.get("restartAfterCancel", False)
-    if not isinstance(restart, bool):
+    restart = entry.get("restartAfterCancel")
+    if restart is not None and not isinstance(restart, bool):
         raise ConfigEntryError("restartAfterCancel must be true or false")
     return AgentSpec(
         id=agent_id,
@@ -261,12 +263,15 @@ def child_env(spec: AgentSpec, parent: Mapping[str, str] | None = None) -> dict[
     """The complete environment of the agent's process (see the module doc)."""
     declared = {"NO_COLOR": "1", **spec.env}
     # what a configuration or host chose to pass may be a credential whatever its name
-    return build_child_env(
+    env = build_child_env(
         declared,
         passthrough=sorted(set(spec.pass_env)),
         parent=parent,
         secret_names=(*spec.env, *spec.pass_env),
     )
+    for name, value in QUIET_ENV.items():
+        env.setdefault(name, value)
+    return env
 
 
 def argv_for(spec: AgentSpec, executable: str) -> tuple[str, ...]:

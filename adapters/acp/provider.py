@@ -12,6 +12,12 @@ level config options) becomes the allowed values of the ``mode``, ``model`` and
 ``thoughtLevel`` options.  What the agent does not advertise is declared unsupported.
 Until the agent has been asked, the declared options are free strings and resume is
 whatever the entry's hints say (trusting the agent when they say nothing).
+
+A known agent is recognised by its ``initialize`` answer and gets its profile
+(:mod:`~agent_bridge.adapters.acp.profiles`): its resume correction, its workarounds
+and its maturity (the profile's for a proven version, else ``experimental``), whichever
+way it was configured.  The generic ``acp`` provider learns the agent per session: its
+sessions apply the profile (:class:`~agent_bridge.adapters.acp.session.AcpSession`).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from agent_bridge.adapters.acp.launch import (
     BUILTIN_AGENTS,
     AgentSpec,
     ConfigEntryError,
+    Hints,
     agents_from_config,
     argv_for,
     child_env,
@@ -33,6 +40,13 @@ from agent_bridge.adapters.acp.launch import (
     probe_home_files,
     spec_from_entry,
     with_session_overrides,
+)
+from agent_bridge.adapters.acp.profiles import (
+    BY_KEY,
+    Profile,
+    effective_hints,
+    maturity_for,
+    profile_for,
 )
 from agent_bridge.config import Config, load_config
 from agent_bridge.errors import BridgeError
@@ -152,9 +166,21 @@ class AcpProvider(AgentProvider):
         ]
         return "Transports the agent takes: " + ", ".join(transports) + "."
 
+    @property
+    def profile(self) -> Profile | None:
+        """The agent's profile: by its ``initialize`` answer once asked; else (not asked,
+        or an answer no profile names) the one a built-in expects."""
+        expected = BY_KEY.get(self.spec.profile) if self.spec.profile else None
+        return profile_for(self.info) or expected
+
+    @property
+    def hints(self) -> Hints:
+        """The entry's hints completed by the agent's profile."""
+        return effective_hints(self.spec.hints, self.profile)
+
     def can_resume(self) -> bool:
         """Whether a session can be continued in a new agent process."""
-        hint = self.spec.hints.resume
+        hint = self.hints.resume
         if hint is not None:
             return hint
         return True if self.info is None else self.info.can_resume
@@ -164,7 +190,7 @@ class AcpProvider(AgentProvider):
             id=self.id,
             display_name=self.spec.display_name,
             version=ADAPTER_VERSION,
-            maturity=self.spec.maturity,
+            maturity=maturity_for(self.info, self.spec.maturity),
             capabilities=Capabilities(
                 run=RunCapabilities(interrupt="cooperative", steer=False, max_concurrent_runs=1),
                 interactions=InteractionCapabilities(
@@ -264,8 +290,8 @@ class AcpProvider(AgentProvider):
 
         if not isinstance(opaque, dict) or not isinstance(opaque.get("sessionId"), str):
             raise BridgeError("recovery_invalid")
-        if not self.can_resume():
-            raise BridgeError("unsupported")
+        if not self.can_resume() or opaque.get("resumable") is False:
+            raise BridgeError("unsupported", details={"reason": "resume_defect"})
         settings = self._settings(ctx, opaque)
         settings.acp_session_id = opaque["sessionId"]
         session = AcpSession(ctx, settings, self)

@@ -32,7 +32,8 @@ from agent_bridge import __version__ as BRIDGE_VERSION
 from agent_bridge.adapters.acp import mapping
 from agent_bridge.adapters.acp import protocol as p
 from agent_bridge.adapters.acp.callbacks import Callbacks
-from agent_bridge.adapters.acp.launch import AgentSpec
+from agent_bridge.adapters.acp.launch import AgentSpec, Hints
+from agent_bridge.adapters.acp.profiles import BY_KEY, effective_hints, profile_for
 from agent_bridge.adapters.kit.resident import StopGraces
 from agent_bridge.adapters.kit.rpc_child import RpcChild, RpcChildSpec, start_rpc_child
 from agent_bridge.adapters.kit.runs import RunHandle
@@ -146,6 +147,11 @@ class AcpSession(ProviderSession):
         #: taken as that run's (:func:`mapping.answers_a_cancelled_turn`).
         self._after_cancel = False
         self.info: p.AgentInfo | None = None
+        #: The entry's hints completed by the agent's profile (known once the agent has
+        #: answered ``initialize``; until then the profile a built-in expects).
+        self.hints: Hints = effective_hints(
+            settings.spec.hints, BY_KEY.get(settings.spec.profile or "")
+        )
         self.callbacks = Callbacks(
             workspace=settings.workspace,
             session_id=lambda: self.settings.acp_session_id,
@@ -237,6 +243,10 @@ class AcpSession(ProviderSession):
         )
         info = self.info = p.AgentInfo.from_result(result)
         self._provider.learned(info)
+        profile = profile_for(info)
+        if profile is not None:  # (else the profile a built-in expects stays)
+            self.hints = effective_hints(s.spec.hints, profile)
+            log.debug("acp %s: recognised as %s %s", s.spec.id, profile.key, info.version)
         if info.protocol_version != p.PROTOCOL_VERSION:
             log.warning("acp %s speaks protocol %d", s.spec.id, info.protocol_version)
             raise ProviderFailure("provider_unavailable", "unsupported ACP protocol version")
@@ -249,7 +259,7 @@ class AcpSession(ProviderSession):
         if resume:
             assert s.acp_session_id is not None
             params = {**base, "sessionId": s.acp_session_id}
-            if s.spec.hints.resume is False:
+            if self.hints.resume is False:
                 raise BridgeError("unsupported", details={"reason": "resume_defect"})
             if info.session_resume:
                 result = await self._call(proc, "session/resume", params, STARTUP_TIMEOUT)
@@ -291,10 +301,17 @@ class AcpSession(ProviderSession):
             )
 
     def export_recovery_record(self) -> Any:
+        """The ACP session to continue; marked ``resumable: false`` for an agent whose
+        profile (or entry) says a new process cannot continue it, so a resume is refused
+        ``unsupported`` instead of silently starting a fresh session."""
         s = self.settings
-        if s.acp_session_id is None or s.spec.hints.resume is False:
+        if s.acp_session_id is None:
             return None
-        return {"agent": s.spec.id, "sessionId": s.acp_session_id, "cwd": s.cwd}
+        record: dict[str, Any] = {"agent": s.spec.id, "sessionId": s.acp_session_id,
+                                  "cwd": s.cwd}
+        if self.hints.resume is False:
+            record["resumable"] = False
+        return record
 
     async def dispose(self) -> None:
         self._disposed = True
@@ -373,7 +390,7 @@ class AcpSession(ProviderSession):
             info is not None
             and info.can_resume
             and self.settings.acp_session_id is not None
-            and self.settings.spec.hints.resume is not False
+            and self.hints.resume is not False
         )
         if not resumable:
             self._proc = None
@@ -399,7 +416,7 @@ class AcpSession(ProviderSession):
         outcome = run.outcome
         if outcome is not None and outcome.state == "interrupted":
             self._after_cancel = True
-            if self.settings.spec.hints.restart_after_cancel:
+            if self.hints.restart_after_cancel:
                 self._restart = True
 
     async def _restart_agent(self) -> None:

@@ -39,7 +39,9 @@ Script: a JSON object from ``--script PATH`` (other arguments are ignored, so th
 adapter's argv, e.g. ``--acp``, works).  Keys: ``log`` (every message in and out, one
 ``{"dir": "->"|"<-", "msg": ...}`` a line; ``->`` is what the client sent, as in the
 captured transcript), ``state_dir``, ``capabilities``, ``auth_required``,
-``load_defect``, ``delay`` (seconds between chunks), ``slow_delay``.
+``load_defect``, ``delay`` (seconds between chunks), ``slow_delay``, ``agent_info``
+(replaces the ``agentInfo`` it answers with, to pass for another agent) and ``env_log``
+(a file that gets the process's environment as one JSON object a line, at start).
 """
 
 from __future__ import annotations
@@ -192,7 +194,9 @@ class Agent:
             {
                 "protocolVersion": 1,
                 "authMethods": AUTH_METHODS,
-                "agentInfo": {"name": "fake-acp", "title": "Fake ACP", "version": "0.61.0"},
+                "agentInfo": self.script.get(
+                    "agent_info", {"name": "fake-acp", "title": "Fake ACP", "version": "0.61.0"}
+                ),
                 "agentCapabilities": self.script.get("capabilities", GEMINI_CAPS),
             },
         )
@@ -399,6 +403,9 @@ def main() -> None:
     if "--script" in args:
         with open(args[args.index("--script") + 1]) as fh:
             script = json.load(fh)
+    if script.get("env_log"):
+        with open(script["env_log"], "a") as fh:
+            fh.write(json.dumps(dict(os.environ)) + "\n")
     agent = Agent(script)
     for line in sys.stdin:
         line = line.strip()
