@@ -33,6 +33,8 @@ BUILTIN_PROVIDERS: dict[str, str] = {
     "claude-code": "agent_bridge.adapters.claude:ClaudeCodeProvider",
     "codex": "agent_bridge.adapters.codex:CodexProvider",
     "gemini": "agent_bridge.adapters.acp:gemini_provider",
+    "opencode": "agent_bridge.adapters.acp:opencode_provider",
+    "qwen": "agent_bridge.adapters.acp:qwen_provider",
     "acp": "agent_bridge.adapters.acp:generic_provider",
 }
 

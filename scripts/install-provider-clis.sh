@@ -35,6 +35,8 @@ PROVIDERS=(
   "gemini       @google/gemini-cli                0.61.0   gemini            --version"
   "claude-acp   @zed-industries/claude-agent-acp  0.23.1   claude-agent-acp  -"
   "codex-acp    @zed-industries/codex-acp         0.16.0   codex-acp         --help"
+  "opencode     opencode-ai                       1.18.33  opencode          --version"
+  "qwen         @qwen-code/qwen-code              0.24.4   qwen              --version"
   "acp-schema   @agentclientprotocol/sdk          2.4.0    -                 -"
   "typescript   typescript                        5.9.3    tsc               --version"
 )

@@ -35,6 +35,8 @@ _ENV_NAMES = {
     "gemini": "AGENT_BRIDGE_GEMINI_PATH",
     "claude-agent-acp": "AGENT_BRIDGE_ACP_CLAUDE_ACP_PATH",
     "codex-acp": "AGENT_BRIDGE_ACP_CODEX_ACP_PATH",
+    "opencode": "AGENT_BRIDGE_OPENCODE_PATH",
+    "qwen": "AGENT_BRIDGE_QWEN_PATH",
 }
 
 

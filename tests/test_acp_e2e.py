@@ -337,7 +337,11 @@ async def test_claude_agent_acp_interrupt(claude_acp: ClaudeAcp, restart: bool) 
             events = await drive(bridge, run_id, timeout=20)
         assert events[-1]["type"] == "run.interrupted"
         assert events[-1].get("forced", False) is False
-        after = await drive(bridge, await start(bridge, session_id, "ECHO:after"), timeout=90)
+        # (run/start waits for the agent's restart: generous under load)
+        started = await bridge.result(
+            "run/start", {"sessionId": session_id, "input": {"text": "ECHO:after"}}, timeout=60
+        )
+        after = await drive(bridge, started["runId"], timeout=90)
         later = await drive(bridge, await start(bridge, session_id, "ECHO:later"), timeout=60)
     assert after[-1]["type"] == later[-1]["type"] == "run.completed"
     assert text_of(after) == "after" and text_of(later) == "later"

@@ -152,6 +152,7 @@ async def test_gemini_three_ways(tmp_path: Path, way: str) -> None:
         if d is not None:
             assert d["capabilities"]["recovery"]["resume"] is False
             assert d["maturity"] == "verified"
+            assert d["availability"]["nextStep"].startswith("authenticates with GEMINI_API_KEY")
         result = await bridge.result("session/create", c.params(), timeout=30)
         session_id = result["session"]["sessionId"]
         assert text_of(await run_text(bridge, session_id, "hi")) == HELLO

@@ -1,10 +1,13 @@
-"""Agent Client Protocol agents as providers: the built-in ``gemini`` (``gemini --acp``),
+"""Agent Client Protocol agents as providers: the built-ins ``gemini`` (``gemini --acp``),
+``opencode`` (``opencode acp``) and ``qwen`` (``qwen --acp``),
 the generic ``acp`` (any agent named by the ``command`` option) and every agent of the
 ``[acp.agents.<id>]`` tables of the bridge's configuration file.
 
 * :mod:`~agent_bridge.adapters.acp.provider` — descriptors (from the agent's own
   ``initialize`` and ``session/new``), options, create/resume;
 * :mod:`~agent_bridge.adapters.acp.launch` — agent entries, executable, environment;
+* :mod:`~agent_bridge.adapters.acp.profiles` — what is known about each agent, by its
+  ``initialize`` answer (corrections, workarounds, quiet environment, maturity);
 * :mod:`~agent_bridge.adapters.acp.probe` — the bounded, silent ``initialize`` probe;
 * :mod:`~agent_bridge.adapters.acp.protocol` — ACP's wire shapes;
 * :mod:`~agent_bridge.adapters.acp.mapping` — pure functions from ACP records to the
@@ -23,6 +26,15 @@ from agent_bridge.adapters.acp.provider import (
     configured_providers,
     gemini_provider,
     generic_provider,
+    opencode_provider,
+    qwen_provider,
 )
 
-__all__ = ["AcpProvider", "configured_providers", "gemini_provider", "generic_provider"]
+__all__ = [
+    "AcpProvider",
+    "configured_providers",
+    "gemini_provider",
+    "generic_provider",
+    "opencode_provider",
+    "qwen_provider",
+]

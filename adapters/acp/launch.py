@@ -36,6 +36,8 @@ from agent_bridge.wire.providers import Maturity
 __all__ = [
     "BUILTIN_AGENTS",
     "GEMINI",
+    "OPENCODE",
+    "QWEN",
     "AgentSpec",
     "ConfigEntryError",
     "Hints",
@@ -147,7 +149,59 @@ GEMINI: Final = AgentSpec(
     install_hint="install the Gemini CLI (npm package @google/gemini-cli)",
 )
 
-BUILTIN_AGENTS: Final = {GEMINI.id: GEMINI}
+#: OpenCode (``opencode acp``).  Its model provider comes from its own configuration
+#: (``opencode.json``, or the file or JSON text ``OPENCODE_CONFIG`` /
+#: ``OPENCODE_CONFIG_CONTENT`` name), its keys from the variables passed by name here.
+OPENCODE: Final = AgentSpec(
+    id="opencode",
+    display_name="OpenCode",
+    argv=("opencode", "acp"),
+    pass_env=(
+        "OPENCODE_CONFIG",
+        "OPENCODE_CONFIG_CONTENT",
+        "OPENCODE_CONFIG_DIR",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "GOOGLE_GENERATIVE_AI_API_KEY",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "XDG_CACHE_HOME",
+    ),
+    # Proven end to end (tests/test_acp_agents_e2e.py, in CI with the pinned version).
+    maturity="verified",
+    executable_env="AGENT_BRIDGE_OPENCODE_PATH",
+    install_hint="install OpenCode (npm package opencode-ai)",
+    profile="opencode",
+)
+
+#: Qwen Code (``qwen --acp``, a Gemini CLI fork).  The model API is chosen in
+#: ``~/.qwen/settings.json`` (``security.auth.selectedType``: ``openai``, ``anthropic``,
+#: ``gemini`` …) and reached through the variables passed by name here.
+QWEN: Final = AgentSpec(
+    id="qwen",
+    display_name="Qwen Code",
+    argv=("qwen", "--acp"),
+    pass_env=(
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_MODEL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_MODEL",
+        "GEMINI_API_KEY",
+        "GOOGLE_GEMINI_BASE_URL",
+        "QWEN_CODE_HOME",
+    ),
+    # Proven end to end (tests/test_acp_agents_e2e.py, in CI with the pinned version).
+    maturity="verified",
+    executable_env="AGENT_BRIDGE_QWEN_PATH",
+    install_hint="install Qwen Code (npm package @qwen-code/qwen-code)",
+    profile="qwen",
+)
+
+BUILTIN_AGENTS: Final = {spec.id: spec for spec in (GEMINI, OPENCODE, QWEN)}
 
 
 def _strings(value: Any, what: str) -> tuple[str, ...]:

@@ -30,7 +30,7 @@ __all__ = ["PROBE_TIMEOUT", "probe_initialize"]
 
 log = logging.getLogger("agent_bridge.acp")
 
-PROBE_TIMEOUT = 10.0
+PROBE_TIMEOUT = 14.0  # within the runtime's 15 s; node agents start slowly on a busy machine
 
 
 async def probe_initialize(

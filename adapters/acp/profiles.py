@@ -65,6 +65,9 @@ class Profile:
     restart_after_cancel: bool = False
     restart_defect: str | None = None
     quiet_env: Mapping[str, str] = field(default_factory=dict)
+    #: How the agent authenticates (ACP cannot ask whether it is logged in): shown by
+    #: ``doctor`` and the probe as the next step of an available agent.
+    auth: str | None = None
 
 
 PROFILES: Final[tuple[Profile, ...]] = (
@@ -80,6 +83,7 @@ PROFILES: Final[tuple[Profile, ...]] = (
             '"No previous sessions found for this project"'
         ),
         quiet_env={"GEMINI_TELEMETRY_ENABLED": "false"},
+        auth="GEMINI_API_KEY, Vertex AI, or `gemini` login (authMethod option)",
     ),
     Profile(
         key="claude-acp",
@@ -98,6 +102,7 @@ PROFILES: Final[tuple[Profile, ...]] = (
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_TELEMETRY": "1",
         },
+        auth="ANTHROPIC_API_KEY (passEnv), or a Claude Code login",
     ),
     Profile(
         key="codex-acp",
@@ -105,26 +110,33 @@ PROFILES: Final[tuple[Profile, ...]] = (
         names=("codex-acp",),
         proven=("0.16.0",),
         maturity="verified",
+        auth="OPENAI_API_KEY / CODEX_API_KEY or ChatGPT login (authMethod option)",
     ),
     Profile(
         key="opencode",
         display_name="OpenCode",
         names=("OpenCode",),
+        proven=("1.18.33",),
+        maturity="verified",
         quiet_env={
             "OPENCODE_DISABLE_AUTOUPDATE": "1",
             "OPENCODE_DISABLE_MODELS_FETCH": "1",
             "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
             "OPENCODE_DISABLE_SHARE": "1",
         },
+        auth="a key in its configuration or environment, or `opencode auth login`",
     ),
     Profile(
         key="qwen",
         display_name="Qwen Code",
         names=("qwen-code",),
+        proven=("0.24.4",),
+        maturity="verified",
         quiet_env={
             "QWEN_TELEMETRY_ENABLED": "false",
             "QWEN_USAGE_STATISTICS_ENABLED": "false",
         },
+        auth="~/.qwen/settings.json selectedType plus its key (OPENAI_API_KEY …)",
     ),
     Profile(
         key="mistral-vibe",

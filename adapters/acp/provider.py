@@ -1,6 +1,7 @@
 """ACP agents as providers: one :class:`AcpProvider` per configured agent.
 
-The providers are the built-in ``gemini`` (``gemini --acp``), the generic ``acp`` (any
+The providers are the built-ins ``gemini`` (``gemini --acp``), ``opencode`` (``opencode
+acp``) and ``qwen`` (``qwen --acp``), the generic ``acp`` (any
 agent, named per session by the ``command`` option), and one per ``[acp.agents.<id>]``
 table of the bridge's configuration file (:func:`configured_providers`, see
 ``docs/providers/acp.md``).
@@ -63,7 +64,14 @@ from agent_bridge.wire.providers import (
     RunCapabilities,
 )
 
-__all__ = ["ADAPTER_VERSION", "AcpProvider", "configured_providers", "generic_provider"]
+__all__ = [
+    "ADAPTER_VERSION",
+    "AcpProvider",
+    "configured_providers",
+    "generic_provider",
+    "opencode_provider",
+    "qwen_provider",
+]
 
 log = logging.getLogger("agent_bridge.acp")
 
@@ -233,8 +241,11 @@ class AcpProvider(AgentProvider):
                 next_step=f"check the installation: run {self.spec.argv[0]} by hand",
             )
         self.learned(info)
+        profile = self.profile
         return Availability(
-            status="available", executable=found, version=info.version, authentication="unknown"
+            status="available", executable=found, version=info.version, authentication="unknown",
+            next_step=None if profile is None or profile.auth is None
+            else "authenticates with " + profile.auth,
         )
 
     # ------------------------------------------------------------------ sessions
@@ -307,6 +318,16 @@ def builtin_provider(agent_id: str) -> AcpProvider:
 def gemini_provider() -> AcpProvider:
     """The built-in ``gemini`` provider (registry factory)."""
     return builtin_provider("gemini")
+
+
+def opencode_provider() -> AcpProvider:
+    """The built-in ``opencode`` provider (registry factory)."""
+    return builtin_provider("opencode")
+
+
+def qwen_provider() -> AcpProvider:
+    """The built-in ``qwen`` provider (registry factory)."""
+    return builtin_provider("qwen")
 
 
 def generic_provider() -> AcpProvider:

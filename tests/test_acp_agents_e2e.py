@@ -1,0 +1,289 @@
+"""OpenCode and Qwen Code end to end: the real, pinned agents
+(scripts/install-provider-clis.sh) as the built-in ``opencode`` and ``qwen`` providers,
+each against the Anthropic stand-in on 127.0.0.1 (tests/standins/anthropic_server.py).
+
+For each agent: a text reply; a command approved (the file exists) and denied (it does
+not); an interrupt, then two more runs with the right text each; a resume in a new
+bridge process; every message both ways valid against ACP's schema (through the tap,
+tests/standins/acp_tap.py); no agent process left once the bridge has gone.
+
+Where the machine can build a network namespace (root, ``unshare``, ``ip``), the tests
+run inside one that has only loopback, with a DNS logger (tests/netns_dns.py), and
+``test_zero_dns_lookups`` fails on any lookup; elsewhere they run directly and that
+test is skipped loudly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from acp_schema import AcpSchema, read_transcript
+from conftest import running_bridge
+from provider_clis import find_cli, pinned, require_cli
+from test_acp_adapter import allow, deny, drive, of_type, start, text_of
+
+from tests.standins.anthropic_server import (
+    AnthropicStandIn,
+    ScriptItem,
+    ToolUse,
+    last_tool_result,
+    last_user_text,
+    rules_responder,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+
+HERE = Path(__file__).resolve().parent
+TAP = HERE / "standins" / "acp_tap.py"
+HELLO = "Hi! I am the stand-in model."
+INSIDE = os.environ.get("AGENT_BRIDGE_IN_NETNS") == "1"
+CAN_NETNS = os.geteuid() == 0 and bool(shutil.which("unshare")) and bool(shutil.which("ip"))
+#: The agent tests run here unless they run inside the namespace (test_zero_dns_lookups).
+outside_ns = pytest.mark.skipif(
+    CAN_NETNS and not INSIDE, reason="run inside the loopback-only namespace by "
+    "test_zero_dns_lookups"
+)
+
+Msg = dict[str, Any]
+
+
+def responder(tool_name: str) -> Any:
+    """The stand-in's rules, with ``TOOL:<cmd>`` as the agent's own shell tool."""
+    rules = rules_responder(slow_words=200, slow_delay=0.2)
+
+    def respond(body: dict[str, Any]) -> ScriptItem:
+        prompt = last_user_text(body).strip()
+        if prompt.startswith("TOOL:") and last_tool_result(body) is None:
+            return ToolUse(prompt[len("TOOL:"):].strip(), name=tool_name)
+        return rules(body)
+
+    return respond
+
+
+class Agent:
+    """One real agent as a built-in provider: a private HOME, its stand-in, the tap."""
+
+    def __init__(self, base: Path, provider: str, cli: str, server: AnthropicStandIn) -> None:
+        self.base = base
+        self.provider = provider
+        self.server = server
+        self.home = base / "home"
+        self.work = base / "work"
+        for d in (self.home, self.work, base / "tmp"):
+            d.mkdir(parents=True, exist_ok=True)
+        self.log = base / "acp.log"
+        # The built-in finds its executable through AGENT_BRIDGE_<ID>_PATH: a wrapper
+        # that puts the tap in front.
+        self.cli = base / provider
+        argv = [sys.executable, str(TAP), "--log", str(self.log), "--", cli]
+        self.cli.write_text("#!/bin/sh\nexec " + " ".join(json.dumps(a) for a in argv)
+                            + ' "$@"\n')
+        self.cli.chmod(0o755)
+        self.env: dict[str, str] = {
+            f"AGENT_BRIDGE_{provider.upper()}_PATH": str(self.cli),
+            "HOME": str(self.home),
+            "TMPDIR": str(base / "tmp"),
+            "AGENT_BRIDGE_CONFIG": "",
+        }
+        #: Messages the agent sends that are not ACP's (named upstream defects).
+        self.off_schema: tuple[str, ...] = ()
+
+    def params(self) -> Msg:
+        return {"provider": self.provider, "workspace": str(self.work)}
+
+    def check_schema(self) -> None:
+        records = read_transcript(self.log)
+        assert records, "the tap logged nothing"
+        # The agent's own non-ACP requests (named in off_schema) and the bridge's
+        # answers to them are left out; everything else must fit.
+        theirs = {r["msg"].get("id") for r in records if r["dir"] == "<-"
+                  and r["msg"].get("method") in self.off_schema}
+        kept = [r for r in records if not (
+            (r["dir"] == "<-" and r["msg"].get("method") in self.off_schema)
+            or (r["dir"] == "->" and "method" not in r["msg"] and r["msg"].get("id") in theirs)
+        )]
+        answers = [r["msg"] for r in records if r["dir"] == "->" and "method" not in r["msg"]
+                   and r["msg"].get("id") in theirs]
+        assert all(m.get("error", {}).get("code") == -32601 for m in answers), answers
+        problems = AcpSchema().check_transcript(kept)
+        assert problems == [], problems
+
+    def strays(self) -> list[int]:
+        """Processes still running with this test's HOME (the agent and its children)."""
+        marker = b"HOME=" + str(self.home).encode() + b"\0"
+        out = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and int(entry.name) != os.getpid():
+                try:
+                    if marker in (entry / "environ").read_bytes():
+                        out.append(int(entry.name))
+                except OSError:
+                    continue
+        return out
+
+
+def opencode(base: Path, server: AnthropicStandIn) -> Agent:
+    a = Agent(base, "opencode", require_cli("opencode"), server)
+    a.env["OPENCODE_CONFIG_CONTENT"] = json.dumps({
+        "model": "stub/stub-model",
+        "autoupdate": False,
+        "share": "disabled",
+        "provider": {"stub": {
+            "npm": "@ai-sdk/anthropic",
+            "name": "Stand-in",
+            "options": {"baseURL": server.base_url + "/v1", "apiKey": "dummy"},
+            "models": {"stub-model": {"name": "Stand-in model", "tool_call": True}},
+        }},
+        "permission": {"bash": "ask", "edit": "ask"},
+    })
+    return a
+
+
+def qwen(base: Path, server: AnthropicStandIn) -> Agent:
+    a = Agent(base, "qwen", require_cli("qwen"), server)
+    (a.home / ".qwen").mkdir()
+    (a.home / ".qwen" / "settings.json").write_text(json.dumps({
+        "security": {"auth": {"selectedType": "anthropic"}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+    }))
+    a.env.update({"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "dummy",
+                  "ANTHROPIC_MODEL": "claude-stand-in"})
+    # Qwen Code 0.24.4 calls its own craft/drainMidTurnQueue after a tool call (not an
+    # ACP method: answered -32601 by the bridge).
+    a.off_schema = ("craft/drainMidTurnQueue",)
+    return a
+
+
+AGENTS = {"opencode": (opencode, "bash", "1.18.33"), "qwen": (qwen, "run_shell_command", "0.24.4")}
+
+
+@pytest.fixture(params=sorted(AGENTS))
+def agent(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Agent]:
+    make, tool, _version = AGENTS[request.param]
+    with AnthropicStandIn(responder=responder(tool)) as server:
+        a = make(tmp_path, server)
+        yield a
+        assert {r.path for r in server.requests} <= {"/v1/messages"}, [
+            r.path for r in server.requests]
+        deadline = time.monotonic() + 10
+        while a.strays() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert a.strays() == [], "agent processes left behind"
+        if a.log.exists():
+            a.check_schema()
+
+
+async def _session(bridge: Any, a: Agent) -> str:
+    result = await bridge.result("session/create", a.params(), timeout=90)
+    session_id: str = result["session"]["sessionId"]
+    return session_id
+
+
+@outside_ns
+async def test_descriptor_text_and_approvals(agent: Agent) -> None:
+    a = agent
+    async with running_bridge("newline", env=a.env) as bridge:
+        session_id = await _session(bridge, a)
+        # What the session's initialize taught the provider (no probe: a cold start of
+        # these agents can outlast the probe's bound on a busy machine).
+        listed = await bridge.result("providers/list", {"probe": False}, timeout=30)
+        d = next(x for x in listed["providers"] if x["id"] == a.provider)
+        if pinned(AGENTS[a.provider][2]):
+            assert d["maturity"] == "verified"
+        assert d["capabilities"]["recovery"]["resume"] is True
+        events = await drive(bridge, await start(bridge, session_id, "say hi"), timeout=90)
+        assert events[-1] == {"type": "run.completed", "stopReason": "end_turn"}
+        assert text_of(events) == HELLO
+
+        events = await drive(
+            bridge, await start(bridge, session_id, "TOOL:touch approved.txt"), allow(),
+            timeout=90,
+        )
+        assert events[-1]["type"] == "run.completed", events[-1]
+        asked = of_type(events, "interaction.requested")[0]["request"]
+        assert asked["action"] == "command"
+        assert "touch approved.txt" in json.dumps(asked)
+        assert of_type(events, "tool.activity")[0]["kind"] == "execute"
+        assert (a.work / "approved.txt").exists()
+
+        events = await drive(
+            bridge, await start(bridge, session_id, "TOOL:touch denied.txt"), deny, timeout=90
+        )
+        assert events[-1]["type"] in ("run.completed", "run.failed"), events[-1]
+        assert of_type(events, "interaction.requested")
+        assert not (a.work / "denied.txt").exists()
+
+
+@outside_ns
+async def test_interrupt_then_two_runs_and_resume_in_a_new_bridge(
+    agent: Agent, tmp_path: Path
+) -> None:
+    a = agent
+    args = ("--state-dir", str(tmp_path / "bridge-state"))
+    async with running_bridge("newline", *args, env=a.env) as bridge:
+        session_id = await _session(bridge, a)
+        run_id = await start(bridge, session_id, "SLOW")
+        await bridge.event("text.delta", timeout=90)
+        with anyio.fail_after(30):
+            await bridge.result("run/interrupt", {"runId": run_id})
+            events = await drive(bridge, run_id, timeout=30)
+        assert events[-1]["type"] == "run.interrupted"
+        for word in ("after", "later"):
+            started = await bridge.result(
+                "run/start", {"sessionId": session_id, "input": {"text": f"ECHO:{word}"}},
+                timeout=90,
+            )
+            events = await drive(bridge, started["runId"], timeout=90)
+            assert events[-1]["type"] == "run.completed"
+            assert text_of(events) == word
+        await bridge.result("session/close", {"sessionId": session_id}, timeout=30)
+    async with running_bridge("newline", *args, env=a.env) as bridge:
+        await bridge.result("session/resume", {"sessionId": session_id}, timeout=90)
+        events = await drive(bridge, await start(bridge, session_id, "say hi"), timeout=90)
+        assert events[-1]["type"] == "run.completed"
+        assert text_of(events) == HELLO
+    resumed = [r["msg"] for r in read_transcript(a.log)
+               if r["dir"] == "->" and r["msg"].get("method") == "session/resume"]
+    assert len(resumed) == 1
+
+
+@pytest.mark.timeout(960)
+def test_zero_dns_lookups(tmp_path: Path) -> None:
+    """The tests above, inside a network namespace with only loopback and a DNS logger:
+    they pass, and neither the probes nor the sessions look any name up."""
+    if INSIDE:
+        pytest.skip("the outer test, not run inside the namespace")
+    if not CAN_NETNS:
+        pytest.skip("LOUD SKIP: needs root, unshare and ip to build a network namespace")
+    for name in ("opencode", "qwen"):
+        require_cli(name)
+    log = tmp_path / "dns.json"
+    env = {**os.environ, "AGENT_BRIDGE_IN_NETNS": "1"}
+    for name in ("opencode", "qwen"):
+        env[f"AGENT_BRIDGE_{name.upper()}_PATH"] = find_cli(name) or ""
+    inner = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k",
+             os.environ.get("AGENT_BRIDGE_NETNS_SELECT", "not zero_dns"), str(Path(__file__)),
+             "--rootdir", str(HERE.parent)]
+    done = subprocess.run(
+        ["unshare", "--net", "--mount", sys.executable, str(HERE / "netns_dns.py"),
+         "--log", str(log), "--", *inner],
+        env=env, cwd=HERE.parent, capture_output=True, text=True, timeout=900, check=False,
+    )
+    assert log.exists(), done.stdout + done.stderr
+    result = json.loads(log.read_text())
+    assert result["rc"] == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and "failed" not in done.stdout, done.stdout[-4000:]
+    assert "skipped" not in done.stdout, done.stdout[-4000:]
+    assert result["queries"] == [], f"DNS lookups from inside the namespace: {result['queries']}"
