@@ -134,6 +134,10 @@ class Agent:
 
 def opencode(base: Path, server: AnthropicStandIn) -> Agent:
     a = Agent(base, "opencode", require_cli("opencode"), server)
+    # OpenCode 1.18 installs @opencode-ai/plugin into its config directory in the
+    # background at every start (nothing turns it off; offline it fails, logged as a
+    # warning): npm's registry on loopback keeps that from looking a name up.
+    (a.home / ".npmrc").write_text("registry=http://127.0.0.1:9/\n")
     a.env["OPENCODE_CONFIG_CONTENT"] = json.dumps({
         "model": "stub/stub-model",
         "autoupdate": False,
