@@ -382,10 +382,14 @@ async def test_case_10_generic_acp_provider_attributes_each_turn_after_an_interr
             await bridge.result("run/interrupt", {"runId": run_id})
             events = await drive(bridge, run_id, timeout=20)
         assert events[-1]["type"] == "run.interrupted"
-        runs = [
-            await drive(bridge, await start(bridge, session_id, f"ECHO:{word}"), timeout=90)
-            for word in ("after", "later", "last")
-        ]
+        runs = []
+        for word in ("after", "later", "last"):
+            # (the first run/start waits for the agent's restart: generous under load)
+            started = await bridge.result(
+                "run/start", {"sessionId": session_id, "input": {"text": f"ECHO:{word}"}},
+                timeout=90,
+            )
+            runs.append(await drive(bridge, started["runId"], timeout=90))
     assert [r[-1]["type"] for r in runs] == ["run.completed"] * 3
     assert [text_of(r) for r in runs] == ["after", "later", "last"]  # was ["", "afterlater", …]
     codes = [e["code"] for e in of_type(runs[0], "diagnostic")]
