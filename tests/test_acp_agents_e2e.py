@@ -30,16 +30,16 @@ import pytest
 from acp_schema import AcpSchema, read_transcript
 from conftest import running_bridge
 from provider_clis import find_cli, pinned, require_cli
-from test_acp_adapter import allow, deny, drive, of_type, start, text_of
-
-from tests.standins.anthropic_server import (
+from standins.anthropic_server import (
     AnthropicStandIn,
+    Responder,
     ScriptItem,
     ToolUse,
     last_tool_result,
     last_user_text,
     rules_responder,
 )
+from test_acp_adapter import allow, deny, drive, of_type, start, text_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -57,11 +57,11 @@ outside_ns = pytest.mark.skipif(
 Msg = dict[str, Any]
 
 
-def responder(tool_name: str) -> Any:
+def responder(tool_name: str) -> Responder:
     """The stand-in's rules, with ``TOOL:<cmd>`` as the agent's own shell tool."""
     rules = rules_responder(slow_words=200, slow_delay=0.2)
 
-    def respond(body: dict[str, Any]) -> ScriptItem:
+    def respond(body: dict[str, Any]) -> ScriptItem | None:
         prompt = last_user_text(body).strip()
         if prompt.startswith("TOOL:") and last_tool_result(body) is None:
             return ToolUse(prompt[len("TOOL:"):].strip(), name=tool_name)
