@@ -19,7 +19,9 @@ stand-in behind the generic ``acp`` provider (an ``env`` option).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -155,3 +157,25 @@ async def test_case_8_the_journal_stores_no_env_option_value_and_resume_still_wo
         await bridge.result("session/close", {"sessionId": sid}, timeout=30)
     assert seen.read_text() == f"{VALUE}\n{VALUE}\n{VALUE}\n"
     assert VALUE.encode() not in _journal_bytes(state)
+
+
+def test_case_8_exec_stderr_redacts_the_value(tmp_path: Path) -> None:
+    """``exec`` logs through Python's last-resort handler (no logging configured): its
+    stderr, where the crashed CLI's stderr tail is reported, holds no value either."""
+    script = {"turns": [[{"text": "partial"}, {"crash": {"exit_code": 3, "stderr": PRINTED}}]]}
+    fake = FakeCLI(tmp_path, "claude", script)
+    env = {
+        **os.environ,
+        **fake.env(ANTHROPIC_AUTH_TOKEN=VALUE),
+        "AGENT_BRIDGE_STATE_DIR": str(tmp_path / "state"),
+    }
+    argv = ["exec", "--provider", "claude-code", "--option", "startupTimeoutSeconds=10"]
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_bridge", *argv, "--workspace", str(fake.workspace), "hi"],
+        env=env,
+        capture_output=True,
+        timeout=90,
+    )
+    assert done.returncode == 4, done  # provider_crashed
+    assert VALUE.encode() not in done.stderr + done.stdout
+    assert b"[REDACTED]" in done.stderr, done.stderr  # the tail was reported, scrubbed
