@@ -484,7 +484,6 @@ def test_the_real_agent_step_runs_against_a_stand_in(tmp_path: Path) -> None:
     """Step 6 of "A real agent, in six steps", as written, with the pinned Claude Code
     CLI talking to the stand-in Messages API on 127.0.0.1 instead of an account."""
     from provider_clis import require_cli
-
     from standins.anthropic_server import AnthropicStandIn, Text
 
     found = re.search(r"^6\. `(agent-bridge exec [^`]+)`", README.read_text("utf-8"), re.M)
