@@ -16,7 +16,13 @@ from agent_bridge.adapters.kit.approvals import approval_modes, approval_verdict
 from agent_bridge.adapters.kit.ndjson import read_ndjson
 from agent_bridge.adapters.kit.probe import run_probe
 from agent_bridge.adapters.kit.resident import StopGraces, start_resident
-from agent_bridge.adapters.kit.rpc_child import RpcChild, RpcChildSpec, probe_rpc, start_rpc_child
+from agent_bridge.adapters.kit.rpc_child import (
+    RpcChild,
+    RpcChildSpec,
+    probe_rpc,
+    request_quietly,
+    start_rpc_child,
+)
 from agent_bridge.adapters.kit.runs import RunHandle
 from agent_bridge.adapters.kit.tasks import TaskSupervisor
 from agent_bridge.adapters.kit.tools import ToolCalls
@@ -253,11 +259,15 @@ async def test_start_resident_reports_what_is_missing(tmp_path: Any) -> None:
 #: ``ask`` first calls the bridge's ``whoami`` and answers with its result, ``exit``
 #: exits with status ``params.code`` without answering, ``hold`` starts a grandchild that
 #: keeps stdout open and exits, ``sleep`` never answers.  It speaks as it is spoken to
-#: (with the ``"jsonrpc"`` member or without).
+#: (with the ``"jsonrpc"`` member or without).  Given a path as its argument, it writes
+#: there the notifications it receives.
 _PEER = """
 import json, subprocess, sys
 for line in sys.stdin:
     msg = json.loads(line)
+    if "method" in msg and "id" not in msg and len(sys.argv) > 1:
+        with open(sys.argv[1], "a") as fh:
+            fh.write(msg["method"] + "\\n")
     if "method" not in msg or "id" not in msg:
         continue
     m, i, params = msg["method"], msg["id"], msg.get("params")
@@ -406,6 +416,28 @@ async def test_probe_rpc_answers_or_says_none(tmp_path: Any) -> None:
         assert await probe_rpc(peer, fail, jsonrpc=True, timeout=5, log=LOG) is None
         absent = spec(str(tmp_path / "absent"))
         assert await probe_rpc(absent, echo, jsonrpc=True, timeout=5, log=LOG) is None
+
+
+async def test_a_probe_that_times_out_tells_the_child_nothing(tmp_path: Any) -> None:
+    """``request_quietly``: the bridge's ``$/cancelRequest`` is no ACP or Codex method,
+    so a probe that gives up stops the child without sending it (a plain request
+    would: the control below)."""
+    heard = tmp_path / "notifications"
+
+    async def quiet(conn: Connection) -> Any:
+        return await request_quietly(conn, "sleep", {})
+
+    async def loud(conn: Connection) -> Any:
+        return await conn.request("sleep", {})
+
+    peer = ProcessSpec(
+        (sys.executable, "-c", _PEER, str(heard)), cwd=None, env=_env(), name="peer (probe)"
+    )
+    with anyio.fail_after(20):
+        assert await probe_rpc(peer, quiet, jsonrpc=True, timeout=0.3, log=LOG) is None
+        assert not heard.exists()
+        assert await probe_rpc(peer, loud, jsonrpc=True, timeout=0.3, log=LOG) is None
+    assert heard.read_text() == "$/cancelRequest\n"
 
 
 # --------------------------------------------------------------------------- tool calls

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from agent_bridge import __version__ as BRIDGE_VERSION
 from agent_bridge.adapters.acp import protocol as p
-from agent_bridge.adapters.kit.rpc_child import probe_rpc
+from agent_bridge.adapters.kit.rpc_child import probe_rpc, request_quietly
 from agent_bridge.processes import ProcessSpec
 from agent_bridge.rpc.connection import Connection
 
@@ -62,8 +62,8 @@ async def probe_initialize(
 
         async def ask(conn: Connection) -> p.AgentInfo:
             caps = p.client_capabilities(fs=False, terminal=False, elicitation=False)
-            result = await conn.request(
-                "initialize", p.initialize_params(BRIDGE_VERSION, caps)
+            result = await request_quietly(
+                conn, "initialize", p.initialize_params(BRIDGE_VERSION, caps)
             )
             return p.AgentInfo.from_result(result)
 

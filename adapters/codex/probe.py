@@ -27,7 +27,7 @@ from agent_bridge.adapters.codex.launch import (
 )
 from agent_bridge.adapters.codex.protocol import AccountReadResponse
 from agent_bridge.adapters.kit.probe import run_probe, throwaway_home
-from agent_bridge.adapters.kit.rpc_child import probe_rpc
+from agent_bridge.adapters.kit.rpc_child import probe_rpc, request_quietly
 from agent_bridge.processes import ProcessSpec
 from agent_bridge.rpc.connection import Connection
 from agent_bridge.wire.providers import Availability
@@ -72,9 +72,7 @@ async def probe_version(
 _AUTH_FILES: Final = ("auth.json", "config.toml")
 
 
-async def probe_auth(
-    executable: str, env: Mapping[str, str], timeout: float = 10.0
-) -> Auth:
+async def probe_auth(executable: str, env: Mapping[str, str], timeout: float = 10.0) -> Auth:
     """Ask a short-lived ``codex app-server`` (``initialize`` then ``account/read``)
     whether someone is logged in.  The app-server creates its databases, logs and an
     installation id in ``CODEX_HOME``, and a check writes nothing: it runs on a
@@ -102,11 +100,12 @@ async def probe_auth(
         )
 
         async def ask(conn: Connection) -> Auth:
-            await conn.request(
-                "initialize", {"clientInfo": {"name": "agent_bridge_probe", "version": "0"}}
-            )
+            client = {"clientInfo": {"name": "agent_bridge_probe", "version": "0"}}
+            await request_quietly(conn, "initialize", client)
             conn.notify("initialized")
-            account = await conn.request("account/read", {}, result_type=AccountReadResponse)
+            account = await request_quietly(
+                conn, "account/read", {}, result_type=AccountReadResponse
+            )
             if account.account is not None:
                 return "authenticated"
             return "unauthenticated" if account.requires_openai_auth else "unknown"

@@ -43,7 +43,7 @@ from agent_bridge.rpc.connection import Connection, Method
 from agent_bridge.rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
 from agent_bridge.rpc.ledger import LedgerEntry
 
-__all__ = ["RpcChild", "RpcChildSpec", "probe_rpc", "start_rpc_child"]
+__all__ = ["RpcChild", "RpcChildSpec", "probe_rpc", "request_quietly", "start_rpc_child"]
 
 T = TypeVar("T")
 
@@ -72,6 +72,28 @@ class RpcChildSpec:
     #: After the child exits, how long its output may stay open before the connection
     #: is closed (messages written before the exit are read meanwhile).
     drain_grace: float
+
+
+async def request_quietly(
+    conn: Connection,
+    method: str,
+    params: Any,
+    *,
+    timeout: float | None = None,
+    result_type: Any = Any,
+) -> Any:
+    """Send a request on ``conn`` and return its result (decoded as ``result_type``).
+    Raises :class:`RpcError` as :meth:`Connection.request` does; a cancelled caller
+    settles the request as cancelled without telling the child (the bridge's
+    ``$/cancelRequest`` is no method of ACP or Codex: a child is stopped instead)."""
+    entry: LedgerEntry[Any] = conn.open_request(
+        method, params, result_type=result_type, timeout=timeout
+    )
+    try:
+        return await conn.wait(entry)
+    except anyio.get_cancelled_exc_class():
+        conn.cancel_request(entry, notify_peer=False)
+        raise
 
 
 class RpcChild:
@@ -103,14 +125,9 @@ class RpcChild:
         :class:`RpcError` (:class:`RequestTimedOut` after ``timeout`` seconds,
         :class:`ConnectionClosed` when the child went away first); a cancelled caller
         settles the request as cancelled without telling the child."""
-        entry: LedgerEntry[Any] = self.conn.open_request(
-            method, params, result_type=result_type, timeout=timeout
+        return await request_quietly(
+            self.conn, method, params, timeout=timeout, result_type=result_type
         )
-        try:
-            return await self.conn.wait(entry)
-        except anyio.get_cancelled_exc_class():
-            self.conn.cancel_request(entry, notify_peer=False)
-            raise
 
     async def failure(
         self, exc: RpcError, method: str, *, exit_is_unavailable: bool
@@ -216,7 +233,9 @@ async def probe_rpc(
     log: logging.Logger,
 ) -> T | None:
     """Start ``process``, serve a connection to it, return ``await ask(conn)`` and stop
-    the child (with everything it started).  ``None`` when the child could not be
+    the child (with everything it started).  ``ask`` should send its requests with
+    :func:`request_quietly` (a timeout then tells the child nothing before it is
+    stopped).  ``None`` when the child could not be
     started, ``ask`` did not finish within ``timeout`` seconds, or a request failed
     (logged, redacted).  Never raises for the child's behaviour."""
     result: T | None = None
