@@ -54,13 +54,13 @@ def test_interleaved_streams_release_exactly_what_is_committed(seed: int, batche
                     counts.appended += 1
                     owner.append((stream, stream.last_sequence))
                     bodies.append(b"%s:%d" % (stream.session_id.encode(), stream.last_sequence))
-                delivery.hold_many(stream, bodies)
+                stream._held.hold_many(bodies)
                 continue
             for _ in range(count):
                 stream.last_sequence += 1
                 counts.appended += 1
                 owner.append((stream, stream.last_sequence))
-                delivery.hold(stream, b"%s:%d" % (stream.session_id.encode(), stream.last_sequence))
+                stream._held.hold(b"%s:%d" % (stream.session_id.encode(), stream.last_sequence))
         else:
             counts.committed = rng.randint(counts.committed, counts.appended)
             delivery.release()
@@ -71,9 +71,9 @@ def test_interleaved_streams_release_exactly_what_is_committed(seed: int, batche
             assert all(body.endswith(b":%d" % seq) for seq, body in stream.released)
             done = max(got, default=0)
             # committed_sequence: the newest committed sequence, before any held one
-            assert delivery.committed_sequence(stream) == done
+            assert stream.committed_sequence() == done
     counts.committed = counts.appended
     delivery.release()
     for stream in streams:
         assert [seq for seq, _ in stream.released] == list(range(1, stream.last_sequence + 1))
-        assert stream.held is None
+        assert stream._held.bodies is None

@@ -1,13 +1,19 @@
 """Release of events to subscribers: in each session's order, and only once durable.
 
 With a journal, an event is given to subscribers only after the commit that holds it: the
-stream stamps it, queues it for the journal and *holds* it here; each commit releases
-what it made durable, one batch per stream.  So everything a host has seen survives a
-crash of the bridge, and a page read from history and the live stream never disagree.
-Without a journal (:class:`~agent_bridge.journal.MemoryHistory`) events go straight to the
-subscribers and this class is not involved.
+stream stamps it, queues it for the journal and *holds* it in its :class:`Held` queue;
+each commit releases what it made durable, one batch per stream.  So everything a host
+has seen survives a crash of the bridge, and a page read from history and the live stream
+never disagree.  Without a journal (:class:`~agent_bridge.journal.MemoryHistory`) events
+go straight to the subscribers and nothing is held.
 
-Backpressure on the journal: :meth:`Delivery.hold` reports congestion when more than
+Each field has one writer.  :class:`Held` (one per stream, made by :meth:`Delivery.queue`)
+is the only writer of what a stream holds; :class:`Delivery` is the only writer of which
+queues hold something and of the high water; the stream itself
+(:class:`~agent_bridge.runtime.stream.EventStream`) is the only writer of its sequence and
+its subscribers' state, which this module only reads.
+
+Backpressure on the journal: :meth:`Held.hold` reports congestion when more than
 ``high_water`` events wait for a commit, and :meth:`Delivery.drained` waits until half of
 them are committed.  While the journal fails to commit, :meth:`Delivery.pause` lowers
 the high water to zero, so every producer waits in :meth:`Delivery.drained` until
@@ -25,12 +31,134 @@ import anyio
 if TYPE_CHECKING:
     from agent_bridge.runtime.stream import EventStream
 
-__all__ = ["Delivery"]
+__all__ = ["Delivery", "Held"]
 
 
 class _Counts(Protocol):
     appended: int
     committed: int
+
+
+class Held:
+    """The envelopes of one stream that wait for their commit, in order.
+
+    ``bodies`` is one list (``None``: nothing held); ``marks`` says which history event
+    each stretch of it is: ``(history index of its first envelope, its position in the
+    list)``, a new mark only where the history's counter skipped (another session's
+    events came between), so one mark while a session streams alone.  ``next`` is the
+    history index the next envelope has if nothing comes between.
+    """
+
+    __slots__ = ("_delivery", "_history", "_stream", "bodies", "marks", "next")
+
+    def __init__(self, delivery: Delivery, history: _Counts, stream: EventStream) -> None:
+        self._delivery = delivery
+        self._history = history
+        self._stream = stream
+        self.bodies: list[bytes] | None = None
+        self.marks: list[tuple[int, int]] = []
+        self.next = 0
+
+    def hold(self, body: bytes) -> bool:
+        """Hold the stream's newest envelope (the history's latest event) until it is
+        committed; return whether producers should wait (:meth:`EventStream.drained`).
+
+        The hot path: one list append, no object per event."""
+        history = self._history
+        index = history.appended
+        held = self.bodies
+        if held is None:
+            held = self._start(index)
+        elif index != self.next:
+            self.marks.append((index, len(held)))
+        held.append(body)
+        self.next = index + 1
+        if history.committed >= index:
+            self.release()
+        return index - history.committed > self._delivery.high_water or self._stream.behind
+
+    def hold_many(self, bodies: list[bytes]) -> bool:
+        """As :meth:`hold` for the stream's newest ``len(bodies)`` envelopes (the
+        history's latest events, consecutive there too: one list extend)."""
+        history = self._history
+        appended = history.appended
+        index = appended - len(bodies) + 1  # the first of them in the history
+        held = self.bodies
+        if held is None:
+            held = self._start(index)
+        elif index != self.next:
+            self.marks.append((index, len(held)))
+        held += bodies
+        self.next = appended + 1
+        if history.committed >= index:
+            self.release()
+        return appended - history.committed > self._delivery.high_water or self._stream.behind
+
+    def _start(self, index: int) -> list[bytes]:
+        held: list[bytes] = []
+        self.bodies = held
+        self.marks = [(index, 0)]
+        self._delivery._track(self)
+        return held
+
+    def _durable_count(self, committed: int) -> int:
+        """Return how many held envelopes (from the first) are committed when the
+        history's first ``committed`` events are."""
+        held = self.bodies
+        assert held is not None
+        marks = self.marks
+        last = len(marks) - 1
+        for i, (index, pos) in enumerate(marks):
+            end = marks[i + 1][1] if i < last else len(held)
+            if committed < index + (end - pos) - 1:
+                return pos + max(0, committed - index + 1)
+        return len(held)
+
+    def release(self) -> None:
+        """Give the stream's subscribers every held envelope that is now committed."""
+        held = self.bodies
+        if held is None:
+            return
+        count = self._durable_count(self._history.committed)
+        if not count:
+            return
+        stream = self._stream
+        first = stream.last_sequence - len(held) + 1
+        # One batch for the whole committed stretch: the hot path while streaming.
+        if count == len(held):
+            ready = held
+            self.bodies = None
+            self._delivery._untrack(self)
+        else:
+            marks = self.marks
+            last = len(marks) - 1
+            kept: list[tuple[int, int]] = []
+            for i, (index, pos) in enumerate(marks):
+                end = marks[i + 1][1] if i < last else len(held)
+                if end <= count:
+                    continue  # wholly released
+                if pos < count:  # cut inside this stretch: it now begins at the cut
+                    kept.append((index + count - pos, 0))
+                else:
+                    kept.append((index, pos - count))
+            self.marks = kept
+            ready = held[:count]
+            del held[:count]
+        stream.release(first, ready)
+
+    def committed_sequence(self) -> int:
+        """Return the newest sequence of the stream that is committed."""
+        held = self.bodies
+        last = self._stream.last_sequence
+        if not held:
+            return last
+        return last - (len(held) - self._durable_count(self._history.committed))
+
+    def forget(self) -> None:
+        """Drop what is held (the stream's session was deleted)."""
+        self.bodies = None
+        self.marks = []
+        self._delivery._untrack(self)
 
 
 class Delivery:
@@ -42,97 +170,24 @@ class Delivery:
         self._history = history
         self.high_water = high_water
         self._normal = high_water
-        self._holding: dict[EventStream, None] = {}
+        #: the queues holding something, in the order they began to
+        self._holding: dict[Held, None] = {}
         self._space: anyio.Event | None = None
 
-    def hold(self, stream: EventStream, body: bytes) -> bool:
-        """Hold the stream's newest envelope (the history's latest event) until it is
-        committed; return whether producers should wait (:meth:`EventStream.drained`).
+    def queue(self, stream: EventStream) -> Held:
+        """Return a new, empty queue of held envelopes for ``stream`` (its only one)."""
+        return Held(self, self._history, stream)
 
-        The hot path: one list append, no object per event.  A stream's held envelopes
-        are one list; ``held_marks`` says which history event each stretch of it is:
-        ``(history index of its first envelope, its position in the list)``, a new mark
-        only where the history's counter skipped (another session's events came
-        between), so one mark while a session streams alone."""
-        history = self._history
-        index = history.appended
-        held = stream.held
-        if held is None:
-            held = stream.held = []
-            stream.held_marks = [(index, 0)]
-            self._holding[stream] = None
-        elif index != stream.held_next:
-            stream.held_marks.append((index, len(held)))
-        held.append(body)
-        stream.held_next = index + 1
-        if history.committed >= index:
-            self._release(stream)
-        return index - history.committed > self.high_water or stream.behind
+    def _track(self, held: Held) -> None:
+        self._holding[held] = None
 
-    def hold_many(self, stream: EventStream, bodies: list[bytes]) -> bool:
-        """As :meth:`hold` for the stream's newest ``len(bodies)`` envelopes (the
-        history's latest events, consecutive there too: one list extend)."""
-        history = self._history
-        index = history.appended - len(bodies) + 1  # the first of them in the history
-        held = stream.held
-        if held is None:
-            held = stream.held = []
-            stream.held_marks = [(index, 0)]
-            self._holding[stream] = None
-        elif index != stream.held_next:
-            stream.held_marks.append((index, len(held)))
-        held += bodies
-        stream.held_next = history.appended + 1
-        if history.committed >= index:
-            self._release(stream)
-        return history.appended - history.committed > self.high_water or stream.behind
-
-    @staticmethod
-    def _durable_count(stream: EventStream, committed: int) -> int:
-        """Return how many of ``stream``'s held envelopes (from the first) are committed
-        when the history's first ``committed`` events are."""
-        held = stream.held
-        assert held is not None
-        marks = stream.held_marks
-        last = len(marks) - 1
-        for i, (index, pos) in enumerate(marks):
-            end = marks[i + 1][1] if i < last else len(held)
-            if committed < index + (end - pos) - 1:
-                return pos + max(0, committed - index + 1)
-        return len(held)
-
-    def _release(self, stream: EventStream) -> None:
-        held = stream.held
-        assert held is not None
-        count = self._durable_count(stream, self._history.committed)
-        if count:
-            first = stream.last_sequence - len(held) + 1
-            # One batch for the whole committed stretch: the hot path while streaming.
-            if count == len(held):
-                ready = held
-                stream.held = None
-                self._holding.pop(stream, None)
-            else:
-                marks = stream.held_marks
-                last = len(marks) - 1
-                kept: list[tuple[int, int]] = []
-                for i, (index, pos) in enumerate(marks):
-                    end = marks[i + 1][1] if i < last else len(held)
-                    if end <= count:
-                        continue  # wholly released
-                    if pos < count:  # cut inside this stretch: it now begins at the cut
-                        kept.append((index + count - pos, 0))
-                    else:
-                        kept.append((index, pos - count))
-                stream.held_marks = kept
-                ready = held[:count]
-                del held[:count]
-            stream.release(first, ready)
+    def _untrack(self, held: Held) -> None:
+        self._holding.pop(held, None)
 
     def release(self) -> None:
         """Send every held envelope that is now committed (called after each commit)."""
-        for stream in list(self._holding):
-            self._release(stream)
+        for held in list(self._holding):
+            held.release()
         space = self._space
         if space is not None and self._backlog() <= self.high_water // 2:
             self._space = None
@@ -140,7 +195,7 @@ class Delivery:
 
     def pause(self) -> None:
         """Hold producers back until :meth:`resume` (the journal cannot commit): every
-        event makes :meth:`hold` report congestion and :meth:`drained` wait."""
+        event makes :meth:`Held.hold` report congestion and :meth:`drained` wait."""
         self.high_water = 0
 
     def resume(self) -> None:
@@ -157,16 +212,3 @@ class Delivery:
             if self._space is None:
                 self._space = anyio.Event()
             await self._space.wait()
-
-    def committed_sequence(self, stream: EventStream) -> int:
-        """Return the newest sequence of ``stream`` that is committed."""
-        held = stream.held
-        if not held:
-            return stream.last_sequence
-        waiting = len(held) - self._durable_count(stream, self._history.committed)
-        return stream.last_sequence - waiting
-
-    def forget(self, stream: EventStream) -> None:
-        """Drop what ``stream`` still holds (its session was deleted)."""
-        stream.held = None
-        self._holding.pop(stream, None)

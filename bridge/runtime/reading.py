@@ -95,5 +95,5 @@ async def replay(
             await subscriber.drained()
         sent += len(page)
         lo = hi + 1
-    subscription.cursor = max(subscription.cursor, last)
+    subscription.replayed(last)
     return sent

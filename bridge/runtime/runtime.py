@@ -707,7 +707,7 @@ class Runtime:
         if status == "not_found" and session is None:
             raise BridgeError("session_not_found")
         if session is not None:
-            self.services.delivery.forget(session.stream)
+            session.stream.forget_held()
         self.sessions.pop(session_id, None)
         for run_id in [r for r, run in self.runs.items() if run.session.id == session_id]:
             del self.runs[run_id]

@@ -85,7 +85,8 @@ class Subscriber(Protocol):
 
 
 class Subscription:
-    """One subscriber's view of one stream: its cursor, and its buffer while replaying."""
+    """One subscriber's view of one stream: its cursor, and its buffer while replaying
+    (both written only by its own methods)."""
 
     __slots__ = ("buffer", "cursor", "subscriber")
 
@@ -123,6 +124,10 @@ class Subscription:
         self.buffer = []
         self.cursor = after
 
+    def replayed(self, last: int) -> None:
+        """Record that history up to sequence ``last`` was given to the subscriber."""
+        self.cursor = max(self.cursor, last)
+
     def end_replay(self) -> bool:
         """Send what was held during the replay (past the cursor) and go live again;
         return whether the subscriber is congested."""
@@ -134,19 +139,21 @@ class Subscription:
 
 
 class EventStream:
-    """The events of one session (see the module docstring)."""
+    """The events of one session (see the module docstring).
+
+    The stream is the only writer of its sequence, run id, raw-record marks, ``behind``
+    and subscription table; what waits for a commit is its
+    :class:`~agent_bridge.runtime.delivery.Held` queue's, written only by that queue."""
 
     __slots__ = (
         "_fmt",
+        "_held",
         "_history",
         "_run_id",
         "_run_id_bytes",
         "behind",
         "clock",
         "delivery",
-        "held",
-        "held_marks",
-        "held_next",
         "last_sequence",
         "raw_id",
         "raw_object",
@@ -170,11 +177,8 @@ class EventStream:
         self.last_sequence = last_sequence
         self._run_id: str | None = None
         self._run_id_bytes = b""
-        #: envelopes waiting for their commit, in order, and which history events they
-        #: are (see :meth:`Delivery.hold`)
-        self.held: list[bytes] | None = None
-        self.held_marks: list[tuple[int, int]] = []
-        self.held_next = 0
+        #: envelopes waiting for their commit (written only by the delivery's queue)
+        self._held = delivery.queue(self)
         #: whether a subscriber said it was congested when last given events
         self.behind = False
         #: the raw record of the latest emit that had one, and its id
@@ -223,8 +227,9 @@ class EventStream:
             raw_id = self._raw_id(raw, sequence)
         history = self._history
         history.append(self.session_id, sequence, _TYPE_CODES[type(payload)], body, raw_id)
-        if history.durable or self.held is not None:
-            return self.delivery.hold(self, body)
+        held = self._held
+        if history.durable or held.bodies is not None:
+            return held.hold(body)
         # not journaled and nothing waiting: straight to the subscribers
         congested = False
         for subscription in self.subscriptions.values():
@@ -260,8 +265,9 @@ class EventStream:
             raw_id = self._raw_id(raw, first)
         history = self._history
         history.append_many(self.session_id, first, codes, bodies, raw_id)
-        if history.durable or self.held is not None:
-            return self.delivery.hold_many(self, bodies)
+        held = self._held
+        if history.durable or held.bodies is not None:
+            return held.hold_many(bodies)
         congested = False
         for subscription in self.subscriptions.values():
             congested = subscription.send(first, bodies) or congested
@@ -282,7 +288,8 @@ class EventStream:
 
     def release(self, first: int, bodies: list[bytes]) -> None:
         """Give every subscriber the newly durable envelopes ``bodies`` (the first at
-        sequence ``first``); called by the delivery."""
+        sequence ``first``); called by the stream's :class:`~agent_bridge.runtime.delivery.Held`
+        queue."""
         congested = False
         for subscription in self.subscriptions.values():
             congested = subscription.send(first, bodies) or congested
@@ -314,4 +321,8 @@ class EventStream:
 
     def committed_sequence(self) -> int:
         """The newest sequence that is durable."""
-        return self.delivery.committed_sequence(self)
+        return self._held.committed_sequence()
+
+    def forget_held(self) -> None:
+        """Drop the envelopes still waiting for their commit (the session was deleted)."""
+        self._held.forget()
