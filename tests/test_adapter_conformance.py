@@ -4,6 +4,7 @@ fail: a kit that passes everything proves nothing."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Mapping
 from typing import Any
 
@@ -189,6 +190,12 @@ class _Session(ProviderSession):
         self.provider = provider
         self.disposed = 0
         self.runs = 0
+        self.child: subprocess.Popen[bytes] | None = None
+
+    async def start(self) -> None:
+        if "dispose_leaks_child" in self.provider.flags:
+            # a child the session owns, and that its dispose forgets
+            self.child = subprocess.Popen(["sleep", "30"])
 
     async def start_run(
         self, input: RunInput, options: Mapping[str, Any], ctx: RunContext
@@ -204,6 +211,8 @@ class _Session(ProviderSession):
 
     async def dispose(self) -> None:
         self.disposed += 1
+        if "dispose_leaks_child" in self.provider.flags:
+            return
         if "dispose_raises" in self.provider.flags and self.disposed > 1:
             raise RuntimeError("already disposed")
         if "dispose_hangs_after_cancel" in self.provider.flags and self.disposed > 1:
@@ -216,6 +225,7 @@ class Broken(AgentProvider):
 
     def __init__(self, *flags: str) -> None:
         self.flags = set(flags)
+        self.sessions: list[_Session] = []
 
     def describe(self) -> ProviderDescriptor:
         stub = stub_descriptor(self.id, "Broken")
@@ -225,7 +235,10 @@ class Broken(AgentProvider):
         )
 
     async def create_session(self, ctx: SessionContext) -> ProviderSession:
-        return _Session(self)
+        session = _Session(self)
+        self.sessions.append(session)
+        await session.start()
+        return session
 
 
 class _StubOnly(Broken):
@@ -267,6 +280,17 @@ def test_an_interrupt_that_disposes_fails_interrupt_not_dispose() -> None:
 
 def test_a_dispose_that_raises_when_repeated_fails_dispose_idempotent() -> None:
     _fails("dispose_idempotent", broken("dispose_raises"), r"raised RuntimeError")
+
+
+def test_a_dispose_that_leaves_a_child_fails_dispose_idempotent() -> None:
+    adapter = broken("dispose_leaks_child")
+    try:
+        _fails("dispose_idempotent", adapter, r"outlived the session")
+    finally:
+        for session in adapter.provider.sessions:  # type: ignore[attr-defined]
+            if session.child is not None:
+                session.child.kill()
+                session.child.wait()
 
 
 def test_a_dispose_that_hangs_on_retry_fails_dispose_retry() -> None:

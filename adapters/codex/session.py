@@ -457,14 +457,21 @@ class CodexSession(ProviderSession):
             {"threadId": self.thread_id, "turnId": run.turn_id},
             timeout=CONTROL_TIMEOUT,
         )
-        self._tasks.start(self._settle_quietly, proc, entry)
+        self._tasks.start(self._settle_interrupt, proc, entry, run)
 
-    async def _settle_quietly(self, proc: RpcChild, entry: LedgerEntry[Any]) -> None:
+    async def _settle_interrupt(
+        self, proc: RpcChild, entry: LedgerEntry[Any], run: CodexRun
+    ) -> None:
+        """Wait for the answer to ``turn/interrupt``.  A refusal ("no active turn to
+        interrupt") means the turn ended meanwhile, or that Codex has not made it active
+        yet (an interrupt right after ``turn/start``): then it is sent again with the
+        turn's next notification (see :meth:`route`), so an early interrupt is not lost."""
         try:
             await proc.conn.wait(entry)
         except RpcError as exc:
-            # "no active turn to interrupt": the turn ended on its own meanwhile.
             log.info("codex: %s: %s", entry.method, redact(exc.message))
+            if not run.finished and self._run is run:
+                run.interrupt_sent = False
 
     async def steer(self, run: CodexRun, input: RunInput) -> None:
         if run.finished:
@@ -535,6 +542,8 @@ class CodexSession(ProviderSession):
             self._unexpected(method)
         finally:
             run.raw = None
+        if run.interrupt_wanted and not run.interrupt_sent:
+            self.send_interrupt(run)  # refused before the turn was active: again now
 
     def _unexpected(self, method: str) -> None:
         log.warning("codex: %s did not have the expected shape", method)

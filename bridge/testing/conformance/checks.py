@@ -17,6 +17,7 @@ import anyio
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.runtime import Interaction
+from agent_bridge.spi import ProviderSession
 from agent_bridge.testing.conformance.adapter import CONTRACT, AdapterUnderTest, RunSpec
 from agent_bridge.testing.conformance.harness import (
     SEMANTIC,
@@ -232,9 +233,15 @@ async def _bounded(
         raise fail(item, f"{what} did not return within {adapter.timeout:g}s")
 
 
-async def _released(adapter: AdapterUnderTest, item: str, session: object) -> None:
-    if adapter.released is not None and not await maybe_await(adapter.released(session)):  # type: ignore[arg-type]
+async def _released(b: Bench, item: str, session: ProviderSession) -> None:
+    """The session's resources are released: the adapter's ``released`` hook says so,
+    and every child process started since the session was created is gone (reaped)."""
+    adapter = b.adapter
+    if adapter.released is not None and not await maybe_await(adapter.released(session)):
         raise fail(item, "the session's resources were not released after dispose")
+    left = await b.children_left()
+    if left:
+        raise fail(item, f"child processes {sorted(left)} outlived the session's dispose")
 
 
 async def check_dispose_idempotent(adapter: AdapterUnderTest) -> None:
@@ -251,7 +258,7 @@ async def check_dispose_idempotent(adapter: AdapterUnderTest) -> None:
 
         await _bounded(adapter, item, "two concurrent disposes", twice)
         await _bounded(adapter, item, "a third dispose", session.dispose)
-        await _released(adapter, item, session)
+        await _released(b, item, session)
         # the runtime's own close disposes once more
         await _bounded(adapter, item, "closing the session", lambda: _close(b, session_id))
         _clean(b, item, allow_contract=True)
@@ -275,7 +282,7 @@ async def check_dispose_retry(adapter: AdapterUnderTest) -> None:
             await maybe_await(adapter.fail_dispose(session))
             await _bounded(adapter, item, "a dispose made to fail", session.dispose)
         await _bounded(adapter, item, "the retried dispose", session.dispose)
-        await _released(adapter, item, session)
+        await _released(b, item, session)
         await _bounded(adapter, item, "closing the session", lambda: _close(b, session_id))
 
 

@@ -9,6 +9,7 @@ diagnostics are the runtime's own, exactly as a bridge serves them.
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ from agent_bridge.wire.interactions import Answer, InteractionRequest
 from agent_bridge.wire.methods import RunInput, RunStartParams
 from agent_bridge.wire.providers import Availability, ProviderDescriptor
 
-__all__ = ["Bench", "ConformanceFailure", "Host", "RunRecord", "bench", "kind"]
+__all__ = ["Bench", "ConformanceFailure", "Host", "RunRecord", "bench", "child_pids", "kind"]
 
 _decode_envelope: Final = msgspec.json.Decoder(EventEnvelope).decode
 SEMANTIC: Final = frozenset(get_args(ProviderPayload))
@@ -61,6 +62,30 @@ def kind(event: EventEnvelope) -> str:
 def fail(item: str, message: str) -> ConformanceFailure:
     """Return the failure of contract item ``item``."""
     return ConformanceFailure(f"[{item}] {message}")
+
+
+def child_pids() -> set[int] | None:
+    """The ids of this process's living, unreaped child processes (Linux ``/proc``), or
+    ``None`` where they cannot be listed."""
+    me = os.getpid()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    children: set[int] = set()
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces, so split after its ")"
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            children.add(int(name))
+    return children
 
 
 async def maybe_await(value: Any) -> Any:
@@ -287,9 +312,29 @@ class Bench:
         self.host = host
         self.spi = record
         self.provider_id = adapter.provider.id
+        self.children_before: set[int] | None = None
+
+    async def children_left(self, grace: float = 2.0) -> set[int]:
+        """The child processes started since the session was created that are still
+        there (not exited, or exited and not reaped) after ``grace`` seconds; empty
+        where processes cannot be listed."""
+        before = self.children_before
+        left: set[int] = set()
+        with anyio.move_on_after(grace):
+            while True:
+                now = child_pids()
+                if now is None or before is None:
+                    return set()
+                left = now - before
+                if not left:
+                    return left
+                await anyio.sleep(0.05)
+        return left
 
     async def create_session(self) -> str:
-        """Create a session of the adapter's provider; return its id."""
+        """Create a session of the adapter's provider; return its id.  The child processes
+        this process had before are remembered (see :meth:`children_left`)."""
+        self.children_before = child_pids()
         info = await self.runtime.create_session(
             self.provider_id,
             workspace=self.adapter.workspace,
