@@ -28,9 +28,10 @@ def _quiet_ctrl_c_while_starting() -> None:
     if (spec is not None and spec.name.startswith("agent_bridge")) or script.endswith(
         "agent-bridge"
     ):
-        import signal
+        # the C module: `signal` builds enums, and a Ctrl-C could land there
+        import _signal  # type: ignore[import-not-found]
 
-        signal.signal(signal.SIGINT, _leave_quietly)
+        _signal.signal(_signal.SIGINT, _leave_quietly)
 
 
 _quiet_ctrl_c_while_starting()

@@ -82,12 +82,38 @@ DEMO_SCRIPT: Final[dict[str, Any]] = {
 }
 
 
+def _drop_stdout() -> None:
+    """Point stdout at ``/dev/null``: what its buffer holds is dropped at exit."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 class _Printer:
     """Prints the exchange: a summary, or (``raw``) only the frames the taps see."""
 
     def __init__(self, raw: bool) -> None:
         self.raw = raw
         self._line_open = False
+        #: stdout's reader went away (``demo | head``): nothing more is printed, the
+        #: exchange ends as usual (its ``serve`` child closed) and the demo exits 141
+        self.gone = False
+
+    def _print(self, text: str, end: str = "\n") -> None:
+        if self.gone:
+            return
+        try:
+            print(text, end=end, flush=True)
+        except OSError:
+            self.gone = True
+            _drop_stdout()
 
     def frame(self, arrow: str, body: bytes) -> None:
         """One raw message body (``raw`` only): ``> {...}`` or ``< {...}``."""
@@ -95,12 +121,12 @@ class _Printer:
 
     def _close_line(self) -> None:
         if self._line_open:
-            print(flush=True)
+            self._print("")
             self._line_open = False
 
     def out(self, text: str) -> None:
         self._close_line()
-        print(text, flush=True)
+        self._print(text)
 
     def note(self, text: str) -> None:
         """A summary line (not shown with ``raw``)."""
@@ -121,9 +147,9 @@ class _Printer:
         if kind in ("text.delta", "thinking.delta"):
             if not self._line_open:
                 label = "assistant" if kind == "text.delta" else "thinking"
-                print(f"⇠ #{envelope['sequence']:<3} {label}: ", end="", flush=True)
+                self._print(f"⇠ #{envelope['sequence']:<3} {label}: ", end="")
                 self._line_open = True
-            print(payload["text"], end="", flush=True)
+            self._print(payload["text"], end="")
             return
         details = {k: v for k, v in payload.items() if k != "type"}
         self.out(f"⇠ #{envelope['sequence']:<3} {kind} {_brief(details)}")
@@ -285,4 +311,6 @@ def run_demo(*, framing: str = "content-length", raw: bool = False) -> int:
     """Run the demo; return 0 when the whole exchange went as expected, 1 otherwise."""
     import anyio
 
-    return anyio.run(_demo, framing, _Printer(raw))
+    printer = _Printer(raw)
+    code = anyio.run(_demo, framing, printer)
+    return 141 if printer.gone else code

@@ -249,12 +249,18 @@ class Run:
         provider_run = self.provider_run
         if provider_run is None:  # already ended
             return
-        with anyio.move_on_after(self.session.services.interrupt_grace):
+        grace = self.session.services.interrupt_grace
+        with anyio.move_on_after(grace):
             with quietly(f"run {self.id}: provider interrupt()"):
                 await provider_run.interrupt(self.interrupt_reason)
             await self.done.wait()
         if not self.terminal:
-            log.warning("run %s ignored its interrupt; stopping the provider", self.id)
+            # with no grace (Runtime.hurry: told to stop now) forcing is the plan, not news
+            log.log(
+                logging.WARNING if grace else logging.DEBUG,
+                "run %s ignored its interrupt; stopping the provider",
+                self.id,
+            )
             self.finish(RunOutcome.interrupted(), forced=True)
             await self.session.dispose_provider()
 
