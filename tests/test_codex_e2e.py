@@ -9,6 +9,7 @@ missing CLI fails them.
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Iterator
@@ -98,6 +99,57 @@ async def test_real_codex_streams_text_and_reports_itself(setup: Setup) -> None:
         assert usage["context"]["usedTokens"] > 0 and usage["cumulative"]["inputTokens"] > 0
         await bridge.result("session/close", {"sessionId": session}, timeout=20)
     assert s.server.response_bodies()[-1]["model"] == "stub-model"
+
+
+PNG_B64 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
+def _parts(body: Msg) -> list[Msg]:
+    """Every content part of the user messages of a Responses request."""
+    out: list[Msg] = []
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and item.get("role") == "user":
+            content = item.get("content")
+            if isinstance(content, list):
+                out += [c for c in content if isinstance(c, dict)]
+    return out
+
+
+async def test_real_codex_receives_images_files_and_resources(setup: Setup) -> None:
+    """Run input blocks reach the real Codex's model request: an inline image as an
+    input_image with its data URL, a workspace image (localImage) as an input_image, the
+    file reference and the embedded resource as text."""
+    import os
+
+    s = setup
+    (s.work / "shot.png").write_bytes(base64.b64decode(PNG_B64))
+    (s.work / "main.py").write_text("print('hi')\n")
+    content = [
+        {"type": "text", "text": "What is in this picture?"},
+        {"type": "image", "mimeType": "image/png", "data": PNG_B64},
+        {"type": "image", "path": "shot.png"},
+        {"type": "file", "path": "main.py", "startLine": 1, "endLine": 1},
+        {"type": "resource", "text": "x = 1", "uri": "untitled:1"},
+    ]
+    env = {**s.env, "CODEX_HOME": str(s.codex_home)}
+    async with running_bridge("newline", env=env) as bridge:
+        s.server.script(reply(text("I see it.")))
+        session = await create(bridge, s)
+        await bridge.result("run/start", {"sessionId": session, "input": {"content": content}})
+        assert (await bridge.terminal(timeout=30))["payload"]["type"] == "run.completed"
+        await bridge.result("session/close", {"sessionId": session}, timeout=20)
+    parts = _parts(s.server.response_bodies()[-1])
+    images = [p["image_url"] for p in parts if p.get("type") == "input_image"]
+    assert len(images) == 2, parts
+    assert f"data:image/png;base64,{PNG_B64}" in images
+    assert all(i.startswith("data:image/") for i in images)
+    texts = "\n".join(p.get("text", "") for p in parts if p.get("type") == "input_text")
+    assert "What is in this picture?" in texts
+    assert f"@{os.path.realpath(s.work / 'main.py')} (lines 1-1)" in texts
+    assert '<context ref="untitled:1">\nx = 1\n</context>' in texts
 
 
 async def test_real_codex_command_approved_and_declined(setup: Setup) -> None:

@@ -16,6 +16,9 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
+from agent_bridge.wire.inputs import FileInput, ImageInput, ResourceInput, TextInput
+from agent_bridge.wire.methods import RunInput
+
 __all__ = [
     "SERVER_NOTIFICATIONS",
     "SERVER_REQUESTS",
@@ -42,6 +45,7 @@ __all__ = [
     "WarningNotification",
     "decode",
     "text_input",
+    "user_input",
 ]
 
 
@@ -62,6 +66,36 @@ def decode(kind: type[_T], raw: bytes) -> _T:
 def text_input(text: str) -> list[dict[str, Any]]:
     """The ``input`` of ``turn/start`` / ``turn/steer``: one text element."""
     return [{"type": "text", "text": text, "text_elements": []}]
+
+
+def user_input(input: RunInput) -> list[dict[str, Any]]:
+    """The ``input`` of ``turn/start`` / ``turn/steer`` for a run's input: its text as one
+    text element; else one element per block: text; an image from a workspace file as
+    ``localImage`` (its path), an inline one as ``image`` with a ``data:`` URL; a file
+    reference as the text ``@<path>`` (with ``(lines a-b)``) for Codex's tools to read; an
+    embedded resource as its text in ``<context ref="…">`` … ``</context>``."""
+    if input.text is not None:
+        return text_input(input.text)
+    out: list[dict[str, Any]] = []
+    for block in input.content:
+        if isinstance(block, TextInput):
+            out += text_input(block.text)
+        elif isinstance(block, ImageInput):
+            if block.path is not None:
+                out.append({"type": "localImage", "path": block.path})
+            else:
+                url = f"data:{block.mime_type};base64,{block.data}"
+                out.append({"type": "image", "url": url})
+        elif isinstance(block, FileInput):
+            mention = f"@{block.path}"
+            if block.start_line is not None:
+                end = block.end_line if block.end_line is not None else block.start_line
+                mention += f" (lines {block.start_line}-{end})"
+            out += text_input(mention)
+        elif isinstance(block, ResourceInput):
+            ref = block.uri or "untitled"
+            out += text_input(f'<context ref="{ref}">\n{block.text}\n</context>')
+    return out
 
 
 class _Lenient(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):

@@ -25,6 +25,8 @@ from agent_bridge.wire.providers import (
     ApprovalCapability,
     Availability,
     Capabilities,
+    ImageInputCapability,
+    InputCapabilities,
     InteractionCapabilities,
     OptionDescriptor,
     ProviderDescriptor,
@@ -161,6 +163,18 @@ def _codex_home(value: Any, option: str = "codexHome") -> str | None:
     return os.path.abspath(value)
 
 
+#: What a run's input may hold: text, images (as ``localImage`` from a workspace file, or
+#: an ``image`` data URL; the Responses API's types, at most 10 MiB here), file references
+#: and embedded resources (given as text; see ``protocol.user_input``).
+INPUT: Final = InputCapabilities(
+    kinds=("text", "image", "file", "resource"),
+    image=ImageInputCapability(
+        mime_types=("image/png", "image/jpeg", "image/gif", "image/webp"),
+        max_bytes=10 * 1024 * 1024,
+    ),
+)
+
+
 class CodexProvider(AgentProvider):
     """OpenAI Codex through a resident ``codex app-server`` per session (id ``codex``)."""
 
@@ -182,6 +196,7 @@ class CodexProvider(AgentProvider):
                     question=QuestionCapability(supported=False),
                 ),
                 recovery=RecoveryCapability(resume=True),
+                input=INPUT,
             ),
             options=OPTIONS,
         )

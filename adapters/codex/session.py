@@ -418,7 +418,7 @@ class CodexSession(ProviderSession):
             run.emit_all(list(pending))
             params: dict[str, Any] = {
                 "threadId": self.thread_id,
-                "input": p.text_input(input.plain_text()),
+                "input": p.user_input(input),
             }
             if self.settings.reasoning_effort is not None:
                 params["effort"] = self.settings.reasoning_effort
@@ -483,7 +483,7 @@ class CodexSession(ProviderSession):
         params = {
             "threadId": self.thread_id,
             "expectedTurnId": run.turn_id,
-            "input": p.text_input(input.plain_text()),
+            "input": p.user_input(input),
         }
         try:
             await proc.call(
