@@ -28,9 +28,15 @@ pytestmark = pytest.mark.timeout(180)
 
 
 def _doctor(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    claude = require_cli("claude")
-    codex = require_cli("codex")
-    path = os.pathsep.join([os.path.dirname(claude), os.path.dirname(codex), "/usr/bin", "/bin"])
+    """``doctor`` with only the real ``claude`` and ``codex`` on PATH (the other agents
+    in .tools would answer ``unknown``, which doctor does not hold against them)."""
+    bin_dir = home.parent / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name in ("claude", "codex"):
+        link = bin_dir / name
+        if not link.exists():
+            link.symlink_to(os.path.realpath(require_cli(name)))
+    path = os.pathsep.join([str(bin_dir), "/usr/bin", "/bin"])
     env = {"PATH": path, "HOME": str(home), "LANG": "C.UTF-8"}
     return subprocess.run(
         [sys.executable, "-m", "agent_bridge", "doctor", *args],
