@@ -117,12 +117,12 @@ class BridgeFrontend:
     def publish_many(self, envelopes: list[bytes]) -> bool:
         """Send several event envelopes, in order, as ``event`` notifications; return
         whether the host is congested."""
-        return self.conn.notify_encoded_many(envelopes, _EVENT_HEAD, _EVENT_TAIL)
+        return self.conn.notify_encoded(envelopes, _EVENT_HEAD, _EVENT_TAIL)
 
     def publish(self, envelope: bytes) -> bool:
         """Send one event envelope as an ``event`` notification; return whether the host
         is congested."""
-        return self.conn.notify_wrapped(envelope, _EVENT_HEAD, _EVENT_TAIL)
+        return self.conn.notify_encoded([envelope], _EVENT_HEAD, _EVENT_TAIL)
 
     @property
     def congested(self) -> bool:

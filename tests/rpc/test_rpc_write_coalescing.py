@@ -75,7 +75,7 @@ async def test_streaming_output_is_written_in_fewer_larger_writes_in_order() -> 
                 b'{"n":%d,"text":"%s"}' % (turn * per_turn + i, b"x" * 300) for i in range(per_turn)
             ]
             sent += bodies
-            conn.notify_encoded_many(bodies, HEAD, TAIL)
+            conn.notify_encoded(bodies, HEAD, TAIL)
             await anyio.lowlevel.checkpoint()
         await _turns(4)
         writes = list(recorder.writes)
@@ -87,7 +87,7 @@ async def test_streaming_output_is_written_in_fewer_larger_writes_in_order() -> 
 
 async def test_a_lone_notification_is_written_in_the_writers_first_turn() -> None:
     async with _running() as (conn, recorder):
-        conn.notify_encoded_many([b'{"n":1}'], HEAD, TAIL)
+        conn.notify_encoded([b'{"n":1}'], HEAD, TAIL)
         await _turns(1)
         assert recorder.writes == [_expected([b'{"n":1}'])]
 
@@ -95,11 +95,11 @@ async def test_a_lone_notification_is_written_in_the_writers_first_turn() -> Non
 async def test_after_a_stream_ends_a_small_write_waits_at_most_one_more_turn() -> None:
     async with _running() as (conn, recorder):
         big = [b'{"text":"%s"}' % (b"y" * 1000)] * 100  # one streaming-sized write
-        conn.notify_encoded_many(big, HEAD, TAIL)
+        conn.notify_encoded(big, HEAD, TAIL)
         await _turns(1)
         assert len(recorder.writes) == 1
         await _turns(3)  # the stream has ended: the loop is quiet
-        conn.notify_encoded_many([b'{"n":2}'], HEAD, TAIL)
+        conn.notify_encoded([b'{"n":2}'], HEAD, TAIL)
         await _turns(2)
         assert recorder.writes[-1] == _expected([b'{"n":2}'])
         assert b"".join(recorder.writes) == _expected([*big, b'{"n":2}'])
