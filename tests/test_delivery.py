@@ -14,6 +14,7 @@ from agent_bridge.ids import Clock
 from agent_bridge.journal import MemoryHistory
 from agent_bridge.runtime.delivery import Delivery
 from agent_bridge.runtime.stream import EventStream
+from agent_bridge.wire.events import EventPayload, TextDelta
 
 
 class _Counts:
@@ -31,8 +32,18 @@ class _Probe(EventStream):
         super().__init__(name, MemoryHistory(), delivery, Clock())
         self.released: list[tuple[int, bytes]] = []
 
-    def release(self, first: int, bodies: list[bytes]) -> None:
+    def release(
+        self,
+        first: int,
+        bodies: list[bytes],
+        payloads: list[EventPayload],
+        run_ids: list[str | None],
+    ) -> bool:
+        # what each envelope encodes travels with it, in step
+        assert [p.text for p in payloads] == [b.decode() for b in bodies]  # type: ignore[union-attr]
+        assert run_ids == [self.session_id] * len(bodies)
         self.released.extend(enumerate(bodies, first))
+        return False
 
 
 @pytest.mark.parametrize("batched", [False, True], ids=["hold", "hold_many"])
@@ -54,13 +65,15 @@ def test_interleaved_streams_release_exactly_what_is_committed(seed: int, batche
                     counts.appended += 1
                     owner.append((stream, stream.last_sequence))
                     bodies.append(b"%s:%d" % (stream.session_id.encode(), stream.last_sequence))
-                stream._held.hold_many(bodies)
+                payloads: list[EventPayload] = [TextDelta(b.decode()) for b in bodies]
+                stream._held.hold_many(bodies, payloads, stream.session_id)
                 continue
             for _ in range(count):
                 stream.last_sequence += 1
                 counts.appended += 1
                 owner.append((stream, stream.last_sequence))
-                stream._held.hold(b"%s:%d" % (stream.session_id.encode(), stream.last_sequence))
+                body = b"%s:%d" % (stream.session_id.encode(), stream.last_sequence)
+                stream._held.hold(body, TextDelta(body.decode()), stream.session_id)
         else:
             counts.committed = rng.randint(counts.committed, counts.appended)
             delivery.release()

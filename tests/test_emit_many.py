@@ -25,7 +25,7 @@ from stub_providers import stub_descriptor
 from agent_bridge.ids import Clock, IdFactory
 from agent_bridge.journal.journal import Journal
 from agent_bridge.registry import ProviderRegistry
-from agent_bridge.runtime import Interaction, Runtime
+from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.spi import (
     AgentProvider,
     ProviderRun,
@@ -51,11 +51,8 @@ class Host:
         self.events: list[dict[str, Any]] = []
         self._on_publish = on_publish
 
-    def publish(self, envelope: bytes) -> bool:
-        return self.publish_many([envelope])
-
-    def publish_many(self, envelopes: list[bytes]) -> bool:
-        for envelope in envelopes:
+    def publish(self, events: Released) -> bool:
+        for envelope in events.bodies:
             event = msgspec.json.decode(envelope)
             if self._on_publish is not None:
                 self._on_publish(event)

@@ -27,7 +27,7 @@ from agent_bridge.journal.retention import Retention, apply_retention
 from agent_bridge.journal.rows import insert_events
 from agent_bridge.journal.schema import connect, open_journal_db
 from agent_bridge.registry import ProviderRegistry
-from agent_bridge.runtime import Interaction, Runtime
+from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.wire.events import SessionResumed
 from agent_bridge.wire.methods import EventsReadParams, RunInput, RunStartParams
 
@@ -40,12 +40,8 @@ class Host:
     def __init__(self) -> None:
         self.events: list[bytes] = []
 
-    def publish(self, envelope: bytes) -> bool:
-        self.events.append(envelope)
-        return False
-
-    def publish_many(self, envelopes: list[bytes]) -> bool:
-        self.events += envelopes
+    def publish(self, events: Released) -> bool:
+        self.events += events.bodies
         return False
 
     async def drained(self) -> None:

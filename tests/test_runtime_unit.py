@@ -18,7 +18,7 @@ from agent_bridge.errors import BridgeError
 from agent_bridge.ids import Clock, IdFactory
 from agent_bridge.options import resolve_options
 from agent_bridge.registry import ProviderRegistry
-from agent_bridge.runtime import Interaction, Runtime
+from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.spi import (
     AgentProvider,
     ProviderRun,
@@ -40,12 +40,8 @@ class FakeHost:
         self.events: list[dict[str, Any]] = []
         self.congested = False
 
-    def publish(self, envelope: bytes) -> bool:
-        self.events.append(msgspec.json.decode(envelope))
-        return False
-
-    def publish_many(self, envelopes: list[bytes]) -> bool:
-        self.events += [msgspec.json.decode(e) for e in envelopes]
+    def publish(self, events: Released) -> bool:
+        self.events += [msgspec.json.decode(e) for e in events.bodies]
         return False
 
     async def drained(self) -> None:

@@ -25,7 +25,7 @@ from agent_bridge.frontends.handshake import EXPERIMENTAL_METHODS, Handshake, ag
 from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Limits, Method
 from agent_bridge.rpc.errors import METHOD_NOT_FOUND, RpcError
 from agent_bridge.rpc.framing import FramingKind
-from agent_bridge.runtime import Interaction, Runtime
+from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.wire.catalog import CATALOG, handler_name
 from agent_bridge.wire.common import SUPPORTED_PROTOCOL_VERSIONS
 from agent_bridge.wire.interactions import Answer
@@ -114,15 +114,10 @@ class BridgeFrontend:
 
     # ------------------------------------------------------------------ host port
 
-    def publish_many(self, envelopes: list[bytes]) -> bool:
-        """Send several event envelopes, in order, as ``event`` notifications; return
-        whether the host is congested."""
-        return self.conn.notify_encoded(envelopes, _EVENT_HEAD, _EVENT_TAIL)
-
-    def publish(self, envelope: bytes) -> bool:
-        """Send one event envelope as an ``event`` notification; return whether the host
-        is congested."""
-        return self.conn.notify_encoded([envelope], _EVENT_HEAD, _EVENT_TAIL)
+    def publish(self, events: Released) -> bool:
+        """Send the events' envelopes, as encoded by the runtime, in order, as ``event``
+        notifications; return whether the host is congested."""
+        return self.conn.notify_encoded(events.bodies, _EVENT_HEAD, _EVENT_TAIL)
 
     @property
     def congested(self) -> bool:

@@ -23,7 +23,7 @@ import anyio
 import msgspec
 
 from agent_bridge.errors import BridgeError
-from agent_bridge.runtime import Interaction
+from agent_bridge.runtime import Interaction, Released
 from agent_bridge.wire.interactions import (
     Answer,
     ApprovalAnswer,
@@ -237,12 +237,8 @@ class ExecHost:
 
     # Subscriber protocol
 
-    def publish(self, envelope: bytes) -> bool:
-        self._handle(envelope)
-        return False
-
-    def publish_many(self, envelopes: list[bytes]) -> bool:
-        for envelope in envelopes:
+    def publish(self, events: Released) -> bool:
+        for envelope in events.bodies:
             self._handle(envelope)
         return False
 

@@ -20,6 +20,6 @@ from __future__ import annotations
 
 from agent_bridge.runtime.interactions import Interaction
 from agent_bridge.runtime.runtime import HealthWatcher, Runtime
-from agent_bridge.runtime.stream import Subscriber
+from agent_bridge.runtime.stream import Released, Subscriber
 
-__all__ = ["HealthWatcher", "Interaction", "Runtime", "Subscriber"]
+__all__ = ["HealthWatcher", "Interaction", "Released", "Runtime", "Subscriber"]

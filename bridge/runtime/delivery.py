@@ -30,6 +30,7 @@ import anyio
 
 if TYPE_CHECKING:
     from agent_bridge.runtime.stream import EventStream
+    from agent_bridge.wire.events import EventPayload
 
 __all__ = ["Delivery", "Held"]
 
@@ -49,17 +50,29 @@ class Held:
     history index the next envelope has if nothing comes between.
     """
 
-    __slots__ = ("_delivery", "_history", "_stream", "bodies", "marks", "next")
+    __slots__ = (
+        "_delivery",
+        "_history",
+        "_stream",
+        "bodies",
+        "marks",
+        "next",
+        "payloads",
+        "run_ids",
+    )
 
     def __init__(self, delivery: Delivery, history: _Counts, stream: EventStream) -> None:
         self._delivery = delivery
         self._history = history
         self._stream = stream
         self.bodies: list[bytes] | None = None
+        #: what each held envelope encodes (given to subscribers with it)
+        self.payloads: list[EventPayload] = []
+        self.run_ids: list[str | None] = []
         self.marks: list[tuple[int, int]] = []
         self.next = 0
 
-    def hold(self, body: bytes) -> bool:
+    def hold(self, body: bytes, payload: EventPayload, run_id: str | None) -> bool:
         """Hold the stream's newest envelope (the history's latest event) until it is
         committed; return whether producers should wait (:meth:`EventStream.drained`).
 
@@ -72,12 +85,14 @@ class Held:
         elif index != self.next:
             self.marks.append((index, len(held)))
         held.append(body)
+        self.payloads.append(payload)
+        self.run_ids.append(run_id)
         self.next = index + 1
         if history.committed >= index:
             self.release()
         return index - history.committed > self._delivery.high_water or self._stream.behind
 
-    def hold_many(self, bodies: list[bytes]) -> bool:
+    def hold_many(self, bodies: list[bytes], payloads: list[EventPayload], run_id: str) -> bool:
         """As :meth:`hold` for the stream's newest ``len(bodies)`` envelopes (the
         history's latest events, consecutive there too: one list extend)."""
         history = self._history
@@ -89,6 +104,8 @@ class Held:
         elif index != self.next:
             self.marks.append((index, len(held)))
         held += bodies
+        self.payloads += payloads
+        self.run_ids += [run_id] * len(bodies)
         self.next = appended + 1
         if history.committed >= index:
             self.release()
@@ -97,6 +114,8 @@ class Held:
     def _start(self, index: int) -> list[bytes]:
         held: list[bytes] = []
         self.bodies = held
+        self.payloads = []
+        self.run_ids = []
         self.marks = [(index, 0)]
         self._delivery._track(self)
         return held
@@ -126,8 +145,10 @@ class Held:
         first = stream.last_sequence - len(held) + 1
         # One batch for the whole committed stretch: the hot path while streaming.
         if count == len(held):
-            ready = held
+            ready, payloads, run_ids = held, self.payloads, self.run_ids
             self.bodies = None
+            self.payloads = []
+            self.run_ids = []
             self._delivery._untrack(self)
         else:
             marks = self.marks
@@ -144,7 +165,11 @@ class Held:
             self.marks = kept
             ready = held[:count]
             del held[:count]
-        stream.release(first, ready)
+            payloads = self.payloads[:count]
+            del self.payloads[:count]
+            run_ids = self.run_ids[:count]
+            del self.run_ids[:count]
+        stream.release(first, ready, payloads, run_ids)
 
     def committed_sequence(self) -> int:
         """Return the newest sequence of the stream that is committed."""
@@ -157,6 +182,8 @@ class Held:
     def forget(self) -> None:
         """Drop what is held (the stream's session was deleted)."""
         self.bodies = None
+        self.payloads = []
+        self.run_ids = []
         self.marks = []
         self._delivery._untrack(self)
 

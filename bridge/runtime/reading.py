@@ -14,7 +14,7 @@ import msgspec
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.journal import History, JournalCorrupt, JournalError, page_range, settle
-from agent_bridge.runtime.stream import Subscription
+from agent_bridge.runtime.stream import Released, Subscription
 from agent_bridge.wire.methods import EventsReadParams
 
 __all__ = ["EVENTS_READ_MAX", "check_page", "guard", "read_page", "replay"]
@@ -91,7 +91,7 @@ async def replay(
     while lo <= last:
         hi = min(last, lo + EVENTS_READ_MAX - 1)
         page = await _events(history, session_id, lo, hi)
-        if subscriber.publish_many(page):
+        if subscriber.publish(Released(session_id, lo, page)):
             await subscriber.drained()
         sent += len(page)
         lo = hi + 1

@@ -22,19 +22,73 @@ import msgspec
 
 from agent_bridge.envelope import EnvelopeFormat
 from agent_bridge.journal import TYPE_CODES, History, encode_raw
-from agent_bridge.wire.events import EventPayload
+from agent_bridge.wire.events import EventEnvelope, EventPayload
 
 if TYPE_CHECKING:
     from agent_bridge.ids import Clock
     from agent_bridge.runtime.delivery import Delivery
     from agent_bridge.runtime.interactions import Interaction
 
-__all__ = ["EventStream", "Subscriber", "Subscription", "UnencodableEvent"]
+__all__ = ["EventStream", "Released", "Subscriber", "Subscription", "UnencodableEvent"]
 
 log = logging.getLogger("agent_bridge.runtime")
 
 _encode = msgspec.json.encode
 _TYPE_CODES: Final = TYPE_CODES
+_decode_envelope: Final = msgspec.json.Decoder(EventEnvelope).decode
+
+
+class Released:
+    """Consecutive events of one session, as the runtime gives them to a subscriber.
+
+    ``bodies`` are their encoded :class:`~agent_bridge.wire.events.EventEnvelope` s,
+    encoded once (the bridge protocol sends them as they are); ``first`` is the first
+    one's sequence.  For live events ``payloads`` and ``run_ids`` are what each event
+    says, the very objects that were encoded, so a front-end that works on payloads (the
+    ACP agent) does not decode what the runtime just encoded; for history being replayed
+    they are ``None`` and :meth:`events` decodes the bodies.
+    """
+
+    __slots__ = ("bodies", "first", "payloads", "run_ids", "session_id")
+
+    def __init__(
+        self,
+        session_id: str,
+        first: int,
+        bodies: list[bytes],
+        payloads: list[EventPayload] | None = None,
+        run_ids: list[str | None] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.first = first
+        self.bodies = bodies
+        self.payloads = payloads
+        self.run_ids = run_ids
+
+    def events(self) -> list[tuple[str | None, EventPayload]]:
+        """Return each event's ``(run id, payload)``, in order: the objects themselves
+        for live events, decoded from the bodies for replayed history.  Raises
+        ``msgspec.DecodeError`` for a stored body that is not an event envelope."""
+        if self.payloads is not None and self.run_ids is not None:
+            return list(zip(self.run_ids, self.payloads, strict=True))
+        decoded = map(_decode_envelope, self.bodies)
+        return [(event.run_id, event.payload) for event in decoded]
+
+    def after(self, sequence: int) -> Released | None:
+        """The events past ``sequence`` (``None``: none), sharing what they can."""
+        skip = sequence + 1 - self.first
+        if skip <= 0:
+            return self
+        if skip >= len(self.bodies):
+            return None
+        payloads, run_ids = self.payloads, self.run_ids
+        return Released(
+            self.session_id,
+            self.first + skip,
+            self.bodies[skip:],
+            None if payloads is None else payloads[skip:],
+            None if run_ids is None else run_ids[skip:],
+        )
 
 
 class UnencodableEvent(ValueError):
@@ -57,13 +111,9 @@ def _encoded(payload: EventPayload) -> bytes:
 class Subscriber(Protocol):
     """One client attached to the runtime (a front-end's host connection)."""
 
-    def publish(self, envelope: bytes) -> bool:
-        """Send one encoded :class:`EventEnvelope` (never blocks); return whether the
-        client is now congested (producers should await :meth:`drained`)."""
-        ...
-
-    def publish_many(self, envelopes: list[bytes]) -> bool:
-        """Send several envelopes in order; return whether the client is congested."""
+    def publish(self, events: Released) -> bool:
+        """Send ``events`` (never blocks); return whether the client is now congested
+        (producers should await :meth:`drained`)."""
         ...
 
     @property
@@ -94,30 +144,27 @@ class Subscription:
         self.subscriber = subscriber
         #: the newest sequence this subscriber was given
         self.cursor = cursor
-        #: while replaying: live stretches ``(first sequence, envelopes)`` held back
-        self.buffer: list[tuple[int, list[bytes]]] | None = None
+        #: while replaying: the live stretches held back
+        self.buffer: list[Released] | None = None
 
     @property
     def replaying(self) -> bool:
         """Whether history is being replayed to this subscriber (live events wait)."""
         return self.buffer is not None
 
-    def send(self, first: int, bodies: list[bytes]) -> bool:
-        """Give the subscriber the consecutive envelopes ``bodies`` (the first at sequence
-        ``first``), skipping any it already has; return whether it is congested."""
+    def send(self, events: Released) -> bool:
+        """Give the subscriber ``events``, skipping any it already has; return whether it
+        is congested."""
         if self.buffer is not None:
-            self.buffer.append((first, bodies))
+            self.buffer.append(events)
             return False
-        skip = self.cursor + 1 - first
-        if skip > 0:
-            bodies = bodies[skip:]
-            if not bodies:
+        if events.first <= self.cursor:
+            left = events.after(self.cursor)
+            if left is None:
                 return False
-            first += skip
-        self.cursor = first + len(bodies) - 1
-        if len(bodies) == 1:
-            return self.subscriber.publish(bodies[0])
-        return self.subscriber.publish_many(bodies)
+            events = left
+        self.cursor = events.first + len(events.bodies) - 1
+        return self.subscriber.publish(events)
 
     def begin_replay(self, after: int) -> None:
         """Hold live events from now on; the replay continues after sequence ``after``."""
@@ -133,8 +180,8 @@ class Subscription:
         return whether the subscriber is congested."""
         held, self.buffer = self.buffer or [], None
         congested = False
-        for first, bodies in held:
-            congested = self.send(first, bodies) or congested
+        for events in held:
+            congested = self.send(events) or congested
         return congested
 
 
@@ -229,13 +276,9 @@ class EventStream:
         history.append(self.session_id, sequence, _TYPE_CODES[type(payload)], body, raw_id)
         held = self._held
         if history.durable or held.bodies is not None:
-            return held.hold(body)
+            return held.hold(body, payload, run_id)
         # not journaled and nothing waiting: straight to the subscribers
-        congested = False
-        for subscription in self.subscriptions.values():
-            congested = subscription.send(sequence, [body]) or congested
-        self.behind = congested
-        return congested
+        return self.release(sequence, [body], [payload], [run_id])
 
     def publish_many(self, run_id: str, payloads: list[EventPayload], raw: Any = None) -> bool:
         """As :meth:`publish` for each of ``payloads`` (a run's, at least one), in order,
@@ -267,12 +310,8 @@ class EventStream:
         history.append_many(self.session_id, first, codes, bodies, raw_id)
         held = self._held
         if history.durable or held.bodies is not None:
-            return held.hold_many(bodies)
-        congested = False
-        for subscription in self.subscriptions.values():
-            congested = subscription.send(first, bodies) or congested
-        self.behind = congested
-        return congested
+            return held.hold_many(bodies, payloads, run_id)
+        return self.release(first, bodies, payloads, [run_id] * len(bodies))
 
     def _raw_id(self, raw: Any, sequence: int) -> int:
         """Record ``raw``, a raw record not seen in the previous emit, as the one the event
@@ -286,14 +325,23 @@ class EventStream:
         self._history.add_raw(self.session_id, sequence, record)
         return sequence
 
-    def release(self, first: int, bodies: list[bytes]) -> None:
-        """Give every subscriber the newly durable envelopes ``bodies`` (the first at
-        sequence ``first``); called by the stream's :class:`~agent_bridge.runtime.delivery.Held`
-        queue."""
+    def release(
+        self,
+        first: int,
+        bodies: list[bytes],
+        payloads: list[EventPayload],
+        run_ids: list[str | None],
+    ) -> bool:
+        """Give every subscriber the events ``bodies`` (the first at sequence ``first``;
+        ``payloads`` and ``run_ids`` are what they encode), newly durable or not
+        journaled; return whether one of them is congested (called by the stream's
+        :class:`~agent_bridge.runtime.delivery.Held` queue, and by :meth:`publish`)."""
+        events = Released(self.session_id, first, bodies, payloads, run_ids)
         congested = False
         for subscription in self.subscriptions.values():
-            congested = subscription.send(first, bodies) or congested
+            congested = subscription.send(events) or congested
         self.behind = congested
+        return congested
 
     async def drained(self) -> None:
         """Wait until the journal and every congested subscriber have caught up."""

@@ -25,7 +25,7 @@ from stub_providers import stub_descriptor
 from agent_bridge.errors import BridgeError
 from agent_bridge.journal import open_history
 from agent_bridge.registry import ProviderRegistry
-from agent_bridge.runtime import Runtime
+from agent_bridge.runtime import Released, Runtime
 from agent_bridge.spi import (
     AgentProvider,
     ProviderRun,
@@ -137,12 +137,8 @@ class _Host:
         self.events: list[dict[str, Any]] = []
         self.congested = False
 
-    def publish(self, envelope: bytes) -> bool:
-        self.events.append(msgspec.json.decode(envelope))
-        return False
-
-    def publish_many(self, envelopes: list[bytes]) -> bool:
-        self.events += [msgspec.json.decode(e) for e in envelopes]
+    def publish(self, events: Released) -> bool:
+        self.events += [msgspec.json.decode(e) for e in events.bodies]
         return False
 
     async def drained(self) -> None:

@@ -46,9 +46,9 @@ from agent_bridge.frontends.acp.prompt import prompt_capabilities, prompt_texts,
 from agent_bridge.frontends.acp.updates import UpdateMapper, is_terminal, stop_reason
 from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Limits, Method
 from agent_bridge.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, RpcError
-from agent_bridge.runtime import Interaction, Runtime
+from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.wire import acp
-from agent_bridge.wire.events import EventEnvelope, EventPayload, RunFailed
+from agent_bridge.wire.events import EventPayload, RunFailed
 from agent_bridge.wire.methods import RunStartParams
 from agent_bridge.wire.providers import ProviderDescriptor
 
@@ -56,7 +56,6 @@ __all__ = ["CREDENTIALS_METHOD", "LOGIN_ARGS", "AcpFrontend", "acp_error"]
 
 log = logging.getLogger("agent_bridge.acp")
 
-_decode_envelope: Final = msgspec.json.Decoder(EventEnvelope).decode
 #: ACP code of the bridge's error codes that ACP names; the rest are ``-32603``.
 _ACP_CODES: Final = {
     "provider_auth_required": acp.AUTH_REQUIRED,
@@ -204,31 +203,28 @@ class AcpFrontend:
 
     # ------------------------------------------------------------------ subscriber port
 
-    def publish(self, envelope: bytes) -> bool:
-        """Send one event as ``session/update`` s; return whether the client is congested."""
+    def publish(self, events: Released) -> bool:
+        """Send events as ``session/update`` s (from the payload objects the runtime
+        gives: live events are not decoded again); return whether the client is
+        congested."""
         try:
-            event = _decode_envelope(envelope)
+            decoded = events.events()
         except msgspec.DecodeError:
             log.exception("an event could not be read")
             return self.conn.congested
-        session_id = event.session_id
-        payload = event.payload
+        session_id = events.session_id
         mapper = self._mappers.get(session_id)
         if mapper is None:
             mapper = self._mappers[session_id] = UpdateMapper()
-        for update in mapper.updates(payload, replay=session_id in self._replaying):
-            self.conn.notify("session/update", {"sessionId": session_id, "update": update})
-        if is_terminal(payload):
-            turn = self._turns.get(session_id)
-            if turn is not None and turn.run_id in (None, event.run_id):
-                turn.terminal = payload
-                turn.done.set()
-        return self.conn.congested
-
-    def publish_many(self, envelopes: list[bytes]) -> bool:
-        """Send several events in order; return whether the client is congested."""
-        for envelope in envelopes:
-            self.publish(envelope)
+        replay = session_id in self._replaying
+        for run_id, payload in decoded:
+            for update in mapper.updates(payload, replay=replay):
+                self.conn.notify("session/update", {"sessionId": session_id, "update": update})
+            if is_terminal(payload):
+                turn = self._turns.get(session_id)
+                if turn is not None and turn.run_id in (None, run_id):
+                    turn.terminal = payload
+                    turn.done.set()
         return self.conn.congested
 
     @property

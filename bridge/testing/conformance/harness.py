@@ -19,7 +19,7 @@ import anyio
 import msgspec
 
 from agent_bridge.registry import ProviderRegistry
-from agent_bridge.runtime import Interaction, Runtime
+from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.spi import (
     AgentProvider,
     InteractionHandle,
@@ -241,11 +241,8 @@ class Host:
         self.runtime: Runtime | None = None
         self.changed = anyio.Event()
 
-    def publish(self, envelope: bytes) -> bool:
-        return self.publish_many([envelope])
-
-    def publish_many(self, envelopes: list[bytes]) -> bool:
-        for envelope in envelopes:
+    def publish(self, events: Released) -> bool:
+        for envelope in events.bodies:
             try:
                 self.events.append(_decode_envelope(envelope))
             except msgspec.ValidationError as exc:
