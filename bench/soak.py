@@ -619,6 +619,33 @@ def write_fake_claude(directory: Path) -> Path:
     return wrapper
 
 
+async def phase_faults(report: Report, slow_host_events: int, junk_mib: int) -> None:
+    """The issue-30 phases (bench/soak_faults.py): a slow host among fast ones on the
+    daemon, and a junk flood; their figures go to the report's notes."""
+    import soak_faults
+
+    slow = junk = None
+    if slow_host_events > 0:
+        slow = await asyncio.to_thread(soak_faults.slow_host_phase, slow_host_events)
+        report.check(
+            "slow host",
+            "caught up gapless",
+            1,
+            float(slow["slow_host_gapless"]),
+            "= 1",
+            bool(slow["slow_host_gapless"]),
+        )
+    if junk_mib > 0:
+        junk = await asyncio.to_thread(soak_faults.junk_phase, junk_mib)
+    import contextlib
+    import io
+
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        soak_faults.print_figures(slow, junk)
+    report.notes.extend(text.getvalue().splitlines())
+
+
 def print_report(report: Report, total: Snapshot, start: Snapshot) -> None:
     print(f"{'phase':<18} {'metric':<16} {'before':>10} {'after':>10}  {'bound':<22} result")
     for c in report.checks:
@@ -657,6 +684,7 @@ async def soak(args: argparse.Namespace) -> int:
         await phase_stream(host, report, args.stream_bytes, args.event_size)
         if args.disk_full_events > 0:
             await phase_disk_full(tmp, report, args.disk_full_events)
+        await phase_faults(report, args.slow_host_events, args.junk_mib)
         total = await settle(host.proc.pid)
         report.check(
             "whole run",
@@ -707,6 +735,14 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         help="events of the disk-full phase's run (default 100000, --quick 40000; 0: skip)",
     )
+    parser.add_argument(
+        "--slow-host-events",
+        type=int,
+        help="events a run of the slow-host phase (default 100000, --quick 0: skip)",
+    )
+    parser.add_argument(
+        "--junk-mib", type=int, help="MiB of each junk of the junk-flood phase (256, --quick 0)"
+    )
     parser.add_argument("--json", help="also write the checks here")
     args = parser.parse_args(argv)
     if not sys.platform.startswith("linux"):
@@ -719,6 +755,10 @@ def main(argv: list[str] | None = None) -> int:
         args.provider_sessions = 5 if quick else 100
     if args.disk_full_events is None:
         args.disk_full_events = 40_000 if quick else 100_000
+    if args.slow_host_events is None:
+        args.slow_host_events = 0 if quick else 100_000
+    if args.junk_mib is None:
+        args.junk_mib = 0 if quick else 256
     if args.stream_bytes is None:
         args.stream_bytes = 32 * MiB if quick else 1024 * MiB
     return asyncio.run(soak(args))

@@ -7,6 +7,7 @@ presented as authoritative.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable
 from typing import Final, TypeVar
 
@@ -14,14 +15,15 @@ import msgspec
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.journal import History, JournalCorrupt, JournalError, page_range, settle
-from agent_bridge.runtime.stream import Released, Subscription
+from agent_bridge.runtime.stream import EventStream, Released, Subscription
 from agent_bridge.wire.methods import EventsReadParams
 
-__all__ = ["EVENTS_READ_MAX", "check_page", "guard", "read_page", "replay"]
+__all__ = ["EVENTS_READ_MAX", "catch_up", "check_page", "guard", "read_page", "replay"]
 
 EVENTS_READ_MAX: Final = 1000
 
 _encode = msgspec.json.encode
+log = logging.getLogger("agent_bridge.runtime")
 
 T = TypeVar("T")
 
@@ -97,3 +99,32 @@ async def replay(
         lo = hi + 1
     subscription.replayed(last)
     return sent
+
+
+async def catch_up(history: History, stream: EventStream, subscription: Subscription) -> None:
+    """Bring a lagging subscription (one that fell behind while others kept up, see
+    :meth:`EventStream._may_lag`) back to the live stream: wait until its subscriber has
+    drained, send it the next committed events from the journal, a page at a time, and
+    go live again in the same step that finds it at the newest committed event (so no
+    event is missed or sent twice).  Ends early when the subscriber detaches; a history
+    that cannot be read leaves it lagging (logged: its host can attach again)."""
+    subscriber = subscription.subscriber
+    session_id = stream.session_id
+    try:
+        while stream.subscriptions.get(subscriber) is subscription:
+            if subscriber.congested:
+                await subscriber.drained()
+                continue
+            newest = stream.committed_sequence()
+            if subscription.cursor >= newest:
+                subscription.lagging = False  # live from the next release on
+                return
+            lo = subscription.cursor + 1
+            hi = min(newest, lo + EVENTS_READ_MAX - 1)
+            page = await _events(history, session_id, lo, hi)
+            if stream.subscriptions.get(subscriber) is not subscription:
+                return
+            subscription.cursor = hi
+            subscriber.publish(Released(session_id, lo, page))
+    except BridgeError as exc:
+        log.warning("session %s: a lagging client cannot catch up (%s)", session_id, exc.error_code)

@@ -46,12 +46,12 @@ from agent_bridge.journal import History, MemoryHistory, SessionRecord
 from agent_bridge.options import resolve_options, restore_withheld, storable_options
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime.inputs import prepare
-from agent_bridge.runtime.reading import check_page, guard, read_page, replay
+from agent_bridge.runtime.reading import catch_up, check_page, guard, read_page, replay
 from agent_bridge.runtime.receipts import Receipts
 from agent_bridge.runtime.runs import Run
 from agent_bridge.runtime.services import Services
 from agent_bridge.runtime.sessions import ProviderStart, Session, record_info
-from agent_bridge.runtime.stream import Subscriber, Subscription
+from agent_bridge.runtime.stream import EventStream, Subscriber, Subscription
 from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
 from agent_bridge.wire.errors import ErrorCode
 from agent_bridge.wire.events import SessionResumed
@@ -93,6 +93,7 @@ def require_unicode(field: str, value: object) -> None:
             "invalid_params",
             details={"field": field, "reason": "text that is not valid Unicode (not UTF-8)"},
         ) from None
+
 
 class HealthWatcher(Protocol):
     """A client told when the journal's health changes (a front-end's host connection)."""
@@ -314,7 +315,7 @@ class Runtime:
         created_at: str,
         last_sequence: int = 0,
     ) -> Session:
-        return Session(
+        session = Session(
             session_id,
             provider,
             descriptor,
@@ -325,6 +326,14 @@ class Runtime:
             self.services,
             last_sequence,
         )
+        session.stream.on_lag = self._catch_up
+        return session
+
+    def _catch_up(self, stream: EventStream, subscription: Subscription) -> None:
+        """Start bringing a client that fell behind back from the journal (each client
+        has its own cursor: one that stops reading does not stall the others)."""
+        if self._tg is not None:
+            self._tg.start_soon(catch_up, self.history, stream, subscription)
 
     async def _start(self, session: Session, start: ProviderStart) -> None:
         assert self._tg is not None, "runtime not started"

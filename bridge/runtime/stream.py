@@ -16,8 +16,10 @@ sequence it was given) and its own backpressure; while a subscription replays hi
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+import anyio
 import msgspec
 
 from agent_bridge.envelope import EnvelopeFormat
@@ -138,7 +140,7 @@ class Subscription:
     """One subscriber's view of one stream: its cursor, and its buffer while replaying
     (both written only by its own methods)."""
 
-    __slots__ = ("buffer", "cursor", "subscriber")
+    __slots__ = ("buffer", "cursor", "lagging", "subscriber")
 
     def __init__(self, subscriber: Subscriber, cursor: int) -> None:
         self.subscriber = subscriber
@@ -146,6 +148,9 @@ class Subscription:
         self.cursor = cursor
         #: while replaying: the live stretches held back
         self.buffer: list[Released] | None = None
+        #: fell behind while others kept up: given no live events (and holding nobody
+        #: back) until it has caught up from the journal (:func:`reading.catch_up`)
+        self.lagging = False
 
     @property
     def replaying(self) -> bool:
@@ -202,6 +207,7 @@ class EventStream:
         "clock",
         "delivery",
         "last_sequence",
+        "on_lag",
         "raw_id",
         "raw_object",
         "session_id",
@@ -232,6 +238,10 @@ class EventStream:
         self.raw_object: Any = None
         self.raw_id = 0
         self.subscriptions: dict[Subscriber, Subscription] = {}
+        #: called with a subscription that fell behind while another subscriber kept up
+        #: (the runtime starts its catch-up from the journal); ``None``: a slow
+        #: subscriber holds the producers back, as it always does when it is the only one
+        self.on_lag: Callable[[EventStream, Subscription], None] | None = None
 
     # ------------------------------------------------------------------ publishing
 
@@ -339,19 +349,67 @@ class EventStream:
         events = Released(self.session_id, first, bodies, payloads, run_ids)
         congested = False
         for subscription in self.subscriptions.values():
-            congested = subscription.send(events) or congested
+            if subscription.lagging:
+                continue
+            if subscription.send(events):
+                if self._may_lag(subscription):
+                    subscription.lagging = True
+                    self.on_lag(self, subscription)  # type: ignore[misc]
+                else:
+                    congested = True
         self.behind = congested
         return congested
 
+    def _may_lag(self, subscription: Subscription) -> bool:
+        """Whether ``subscription`` may fall behind alone: one host that stops reading
+        must not stall the others.  When a subscriber is congested while another keeps
+        up, and the events are journaled, it falls behind alone (``lagging``: no live
+        events, nothing waits for it; its memory is bounded by its connection's
+        high-water mark) and :attr:`on_lag` starts its catch-up from the journal.  Alone
+        (or all slow, or replaying an attach), it holds the producers back as before."""
+        if self.on_lag is None or not self._history.durable or subscription.replaying:
+            return False
+        return any(
+            other is not subscription and not other.lagging and not other.subscriber.congested
+            for other in self.subscriptions.values()
+        )
+
     async def drained(self) -> None:
-        """Wait until the journal and every congested subscriber have caught up."""
+        """Wait until the journal has caught up, and the subscribers: every congested one
+        when a slow subscriber must hold the producers back (it is the only one, or the
+        events are not journaled); else only the first to drain, the others still
+        congested then falling behind alone (see :meth:`_may_lag`): the producers go at
+        the pace of the fastest subscriber, never of the slowest."""
         await self.delivery.drained()
-        if self.behind:
-            for subscription in list(self.subscriptions.values()):
+        if not self.behind:
+            return
+        live = [s for s in self.subscriptions.values() if not s.lagging]
+        if self.on_lag is None or not self._history.durable or len(live) < 2:
+            for subscription in live:
                 subscriber = subscription.subscriber
                 if subscriber.congested:
                     await subscriber.drained()
             self.behind = False
+            return
+        if all(s.subscriber.congested for s in live):
+            async with anyio.create_task_group() as tg:
+
+                async def first_drained(subscriber: Subscriber) -> None:
+                    await subscriber.drained()
+                    tg.cancel_scope.cancel()
+
+                for subscription in live:
+                    tg.start_soon(first_drained, subscription.subscriber)
+        for subscription in live:
+            if (
+                subscription.subscriber.congested
+                and not subscription.lagging
+                and self.subscriptions.get(subscription.subscriber) is subscription
+                and self._may_lag(subscription)
+            ):
+                subscription.lagging = True
+                self.on_lag(self, subscription)
+        self.behind = False
 
     # ------------------------------------------------------------------ subscribers
 
