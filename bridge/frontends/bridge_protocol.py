@@ -69,9 +69,12 @@ _EVENT_TAIL: Final = b"}"
 #: The id of the bridge's first request to a host (``interaction/request``), then counting
 #: up.  Far above any host's own request counter, so a client that matches responses by id
 #: alone (Vim 9.0's LSP channel hands a request whose id equals one of its own pending
-#: ids to that request's callback) never confuses the two; 2**40 stays well inside the
-#: integers JSON numbers carry exactly (2**53).
-FIRST_REQUEST_ID: Final = 2**40
+#: ids to that request's callback) never confuses the two.  Vim keeps that id in a C
+#: ``int``, so it compares ids on their low 32 bits: ids from 2**40 would collide again
+#: (2**40 + 6 is its request 6).  2**31 has the 32nd bit set, so no 32-bit view of the
+#: bridge's ids (2**31 up to 2**32, reached after two billion requests) equals a host's
+#: small positive ids, and every JSON number implementation carries them exactly.
+FIRST_REQUEST_ID: Final = 2**31
 
 Phase = Literal["new", "initialized", "shutdown"]
 

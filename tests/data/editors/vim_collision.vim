@@ -1,8 +1,11 @@
-" Vim 9's LSP channel routes a message by its id alone: a bridge request whose id equals
-" one of Vim's pending request ids goes to that request's callback and is never answered.
+" Vim 9's LSP channel routes a message by its id alone, and on its low 32 bits (it keeps
+" the id in a C int): a bridge request whose id, so cut, equals one of Vim's pending
+" request ids goes to that request's callback and is never answered.
 " This keeps Vim's request id 1 pending (a session/close that waits out the interrupt
-" grace of a run that ignores interrupts) while another session's run asks an approval:
-" the approval must still reach the channel callback and be answered.
+" grace of a run that ignores interrupts) while another session's run asks two approvals,
+" so the bridge's first two request ids arrive: with ids from 2**40 the second one
+" (2**40 + 1) reached the close's callback. Both must reach the channel callback and be
+" answered.
 " Everything else is sent raw (ch_sendraw, ids from 900001) so that the close is Vim's
 " own first request. Env: AB_CMD (the bridge argv, JSON), AB_OUT (the outcome, JSON).
 let s:state = #{requestIds: [], closeId: -1, closeCallback: {}, textB: '', terminalB: '',
@@ -82,7 +85,10 @@ try
   let s:sidB = s:Await(s:Raw('session/create', #{provider: 'scripted', options: #{script:
         \ #{steps: [#{type: 'approval', title: 'Run `make`',
         \   onAllow: [#{type: 'text', text: 'allowed'}],
-        \   onDeny: [#{type: 'text', text: 'denied'}]}]}}})).session.sessionId
+        \   onDeny: [#{type: 'text', text: 'denied'}]},
+        \  #{type: 'approval', title: 'Run `make install`',
+        \   onAllow: [#{type: 'text', text: ' twice'}],
+        \   onDeny: [#{type: 'text', text: ' denied'}]}]}}})).session.sessionId
   " Vim's own first request (id 1): pending for the interrupt grace.
   let s:close = ch_sendexpr(s:ch, #{method: 'session/close', params: #{sessionId: s:sidA}},
         \ #{callback: function('s:OnClose')})
