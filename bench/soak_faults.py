@@ -157,7 +157,7 @@ def slow_host_phase(events: int, fast_hosts: int = 2) -> dict[str, Any]:
             hosts[0].call("run/start", {"sessionId": sid, "input": {"text": label}})
             ends: list[float] = []
             threads = [
-                threading.Thread(target=lambda h=h: ends.append(h.read_until(completed, 300)))
+                threading.Thread(target=lambda h=h: ends.append(h.read_until(completed, 60)))
                 for h in hosts
             ]
             for thread in threads:
