@@ -81,6 +81,8 @@ ELISP
 start emacs -nw -Q -l "$WORK/init.el"
 wait_for "# agent-bridge"
 keys C-x 1 M-x "agent-bridge-prompt" Enter "Fix the build" Enter
+wait_for "? approval"
+keys a
 wait_for "allow for session"
 shoot "$ROOT/editors/emacs/screenshot.png"
 stop

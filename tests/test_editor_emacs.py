@@ -4,8 +4,9 @@ against the real bridge, and its lint.
 The ERT scenario (tests/data/editors/emacs_session.el) drives a whole scripted session
 through the package's own commands, with asynchronous requests only: a missing bridge is
 a `user-error` with the next step; text and thinking stream into the chat buffer
-(`agent-bridge-chat-mode`), folded blocks toggle; an approval is answered through
-`read-multiple-choice` offering the request's modes (pending count 1 while asked); the
+(`agent-bridge-chat-mode`), folded blocks toggle; an approval is never asked on its own,
+keys typed elsewhere answer nothing, `a` then q, C-g, ESC or another key in the chat
+dismiss it (still pending), `a s` answers it (offering the request's modes); the
 edit shows in `diff-mode`; a question is answered; a run is interrupted; the traffic log
 has both directions; after the bridge restarts on the same state directory the session
 is listed (`tabulated-list-mode`), reopened with no gap and no duplicate, and runs again.

@@ -24,13 +24,18 @@
 ;;   `agent-bridge-cancel'       interrupt the current run
 ;;   `agent-bridge-sessions'     the journal's sessions; RET reattaches/resumes
 ;;   `agent-bridge-approvals'    answer a pending approval or question
+;;                               (`a' in the chat, or RET on its "? " line)
 ;;   `agent-bridge-diff'         an edit of the session in `diff-mode'
 ;;   `agent-bridge-ediff'        the same edit in `ediff'
 ;;   `agent-bridge-log'          the protocol traffic log
 ;;   `agent-bridge-stop'         shut the bridge down
 ;;
-;; Approvals are asked with `read-multiple-choice', offering the request's
-;; modes (allow once, allow for the session, deny).  See README.md.
+;; An approval or question is never asked on its own: it shows as a "? "
+;; line in the chat and in the header line's pending count, and only a
+;; deliberate act there (`a', or RET or a click on that line) opens its
+;; prompt.  The prompt offers the request's modes (allow once, allow for
+;; the session, deny); C-g, ESC, q or any other key dismiss it and the
+;; request stays pending.  See README.md.
 
 ;;; Code:
 
@@ -83,12 +88,6 @@ nil means `agent-bridge' on variable `exec-path', else `uvx agent-bridge'."
 
 (defvar agent-bridge--current nil
   "The id of the session used last.")
-
-(defvar agent-bridge--prompting nil
-  "Non-nil while a prompt is being shown.")
-
-(defvar agent-bridge--queue nil
-  "Interactions waiting for the prompt: a list of (SESSION-ID . PARAMS).")
 
 (defvar-local agent-bridge--session-id nil
   "The session id of this chat buffer.")
@@ -200,8 +199,7 @@ output is then parsed at once."
   (when (eq conn agent-bridge--connection)
     (setq agent-bridge--connection nil
           agent-bridge--ready nil
-          agent-bridge--waiting nil
-          agent-bridge--queue nil)
+          agent-bridge--waiting nil)
     (maphash (lambda (_id s) (setf (agent-bridge--session-pending s) nil))
              agent-bridge--sessions)))
 
@@ -540,8 +538,8 @@ their bodies are folded, TAB toggles the block at point.
        (setf (alist-get (plist-get p :interactionId) (agent-bridge--session-pending s)
                         nil nil #'equal)
              request)
-       (agent-bridge--append s (list (format "? %s: %s" (plist-get request :kind)
-                                             (agent-bridge--describe request))))))
+       (agent-bridge--append s (list (agent-bridge--pending-line
+                                      (plist-get p :interactionId) request)))))
     ("interaction.settled"
      (setf (agent-bridge--session-pending s)
            (assoc-delete-all (plist-get p :interactionId) (agent-bridge--session-pending s)))
@@ -588,7 +586,9 @@ their bodies are folded, TAB toggles the block at point.
   "Handle the bridge's notification METHOD with PARAMS."
   (pcase method
     ('event (agent-bridge--on-event params))
-    ('$/cancelRequest (run-at-time 0 nil #'agent-bridge--drop-settled))
+    ;; The bridge withdraws an interaction/request once it is settled; what is
+    ;; pending follows the interaction.* events.
+    ('$/cancelRequest nil)
     ('journal/status
      (unless (equal (plist-get params :state) "ok")
        (agent-bridge--message "journal %s (%s)" (plist-get params :state)
@@ -604,66 +604,77 @@ so the prompt is never shown inside the process filter."
   (unless (eq method 'interaction/request)
     (signal 'jsonrpc-error '((jsonrpc-error-code . -32601)
                              (jsonrpc-error-message . "method not found"))))
-  (let* ((sid (plist-get params :sessionId))
-         (s (agent-bridge--session sid))
+  (let* ((s (agent-bridge--session (plist-get params :sessionId)))
          (iid (plist-get params :interactionId)))
     (unless (assoc iid (agent-bridge--session-pending s))
       (push (cons iid (plist-get params :request)) (agent-bridge--session-pending s)))
-    (unless (cl-find iid agent-bridge--queue :key (lambda (q) (plist-get (cdr q) :interactionId))
-                     :test #'equal)
-      (setq agent-bridge--queue (append agent-bridge--queue (list (cons sid params)))))
-    (run-at-time 0 nil #'agent-bridge--next-prompt)
+    (force-mode-line-update t)
+    (agent-bridge--message "%s pending in %s: `a' there answers it"
+                           (plist-get (plist-get params :request) :kind)
+                           (buffer-name (agent-bridge--buffer s)))
     (throw 'agent-bridge--deferred 'deferred)))
 
-(defun agent-bridge--drop-settled ()
-  "Drop the queued interactions that are no longer pending."
-  (setq agent-bridge--queue
-        (cl-remove-if-not
-         (lambda (q)
-           (let ((s (gethash (car q) agent-bridge--sessions)))
-             (and s (assoc (plist-get (cdr q) :interactionId)
-                           (agent-bridge--session-pending s)))))
-         agent-bridge--queue)))
+(defun agent-bridge--pending-line (iid request)
+  "Return the chat line of pending interaction IID (REQUEST): a button.
+RET or a click on it answers it through `agent-bridge-approvals'."
+  (let ((line (format "? %s: %s" (plist-get request :kind) (agent-bridge--describe request))))
+    ;; a copy of LINE with the button's properties (Emacs 28 copies a string)
+    (make-text-button line nil
+                      'agent-bridge-interaction iid
+                      'action (lambda (button)
+                                (agent-bridge-approvals
+                                 (get-text-property button 'agent-bridge-interaction)))
+                      'follow-link t
+                      'help-echo "RET or mouse-1: answer (C-g, ESC or q: not now)")))
 
-(defun agent-bridge--next-prompt ()
-  "Ask the next queued interaction, unless a prompt is showing."
-  (agent-bridge--drop-settled)
-  (when (and agent-bridge--queue (not agent-bridge--prompting))
-    (let* ((item (pop agent-bridge--queue))
-           (params (cdr item))
-           (iid (plist-get params :interactionId))
-           (answer (let ((agent-bridge--prompting t))
-                     (condition-case nil
-                         (agent-bridge-ask (plist-get params :request))
-                       (quit nil)))))
-      (when answer
-        (agent-bridge--call 'interaction/respond
-                            (list :interactionId iid :answer answer)))
-      (run-at-time 0 nil #'agent-bridge--next-prompt))))
+(defun agent-bridge--read-key-choice (prompt choices)
+  "Ask PROMPT, one key picking one of CHOICES, each (KEY NAME VALUE).
+Return the VALUE picked, or nil when dismissed: \\[keyboard-quit],
+ESC, q or any other key dismiss (the question stays where it was,
+nothing is answered)."
+  (let* ((text (concat prompt "("
+                       (mapconcat (lambda (c) (format "%s %s" (single-key-description (car c))
+                                                      (nth 1 c)))
+                                  choices ", ")
+                       ", C-g/q dismiss): "))
+         (key (condition-case nil
+                  (let ((inhibit-quit nil)) (read-key text))
+                (quit ?\C-g)))
+         (choice (and (not (memq key '(?q ?\C-g ?\e escape))) (assq key choices))))
+    (unless choice (agent-bridge--message "dismissed: it stays pending"))
+    (nth 2 choice)))
 
 (defun agent-bridge--approval-choices (request)
-  "Return the `read-multiple-choice' choices for approval REQUEST's modes.
-Each is (KEY NAME DESCRIPTION ANSWER)."
+  "Return the choices for approval REQUEST's modes, each (KEY NAME ANSWER)."
   (let ((modes (append (or (plist-get request :modes) ["once"]) nil))
         choices)
     (when (member "once" modes)
-      (push (list ?o "allow once" "Allow once"
-                  (list :kind "approval" :decision "allow" :mode "once"))
+      (push (list ?o "allow once" (list :kind "approval" :decision "allow" :mode "once"))
             choices))
     (when (member "session" modes)
-      (push (list ?s "allow for session" "Allow for this session"
+      (push (list ?s "allow for session"
                   (list :kind "approval" :decision "allow" :mode "session"))
             choices))
-    (push (list ?d "deny" "Deny" (list :kind "approval" :decision "deny")) choices)
+    (push (list ?d "deny" (list :kind "approval" :decision "deny")) choices)
     (nreverse choices)))
+
+(defun agent-bridge--read-text (prompt)
+  "Read a free-text answer to PROMPT; nil when quit or empty."
+  (let ((text (condition-case nil
+                  (let ((inhibit-quit nil)) (read-string prompt))
+                (quit nil))))
+    (if (or (null text) (string-empty-p text))
+        (progn (agent-bridge--message "dismissed: it stays pending") nil)
+      text)))
 
 (defun agent-bridge--ask-one (q title)
   "Ask question Q (prompt, choices, allowFreeText) under TITLE.
-Return (choice-id . nil), (nil . text) or nil."
+Return (choice-id . nil), (nil . text), or nil when dismissed."
   (let ((choices (append (plist-get q :choices) nil))
         (prompt (concat title (or (plist-get q :prompt) ""))))
     (if (null choices)
-        (cons nil (read-string (concat prompt " ")))
+        (let ((text (agent-bridge--read-text (concat prompt " "))))
+          (and text (cons nil text)))
       (let* ((keys (string-to-list "123456789abcefghijklmnoprstuvwxyz"))
              (items (cl-loop for c in choices for k in keys
                              collect (list k (or (plist-get c :label) (plist-get c :id))
@@ -671,35 +682,36 @@ Return (choice-id . nil), (nil . text) or nil."
              (items (if (eq (plist-get q :allowFreeText) t)
                         (append items (list (list ?\s "other…" 'free-text)))
                       items))
-             (picked (read-multiple-choice prompt items)))
-        (if (eq (nth 2 picked) 'free-text)
-            (cons nil (read-string (concat (plist-get q :prompt) " ")))
-          (cons (nth 2 picked) nil))))))
+             (picked (agent-bridge--read-key-choice (concat prompt " ") items)))
+        (cond ((eq picked 'free-text)
+               (let ((text (agent-bridge--read-text (concat (plist-get q :prompt) " "))))
+                 (and text (cons nil text))))
+              (picked (cons picked nil)))))))
 
 (defun agent-bridge-ask (request)
-  "Ask the user interaction REQUEST; return the wire answer or nil.
-Approvals use `read-multiple-choice' with the request's modes."
+  "Ask the user interaction REQUEST; return the wire answer, nil when dismissed.
+Approvals offer the request's modes, one key each."
   (pcase (plist-get request :kind)
     ("approval"
-     (let* ((choices (agent-bridge--approval-choices request))
-            (picked (read-multiple-choice
-                     (concat "agent-bridge approval: " (agent-bridge--describe request) " ")
-                     (mapcar (lambda (c) (list (nth 0 c) (nth 1 c) (nth 2 c))) choices))))
-       (nth 3 (assq (car picked) choices))))
+     (agent-bridge--read-key-choice
+      (concat "agent-bridge approval: " (agent-bridge--describe request) " ")
+      (agent-bridge--approval-choices request)))
     ("question"
      (let ((a (agent-bridge--ask-one request "agent-bridge question: ")))
        (cond ((car a) (list :kind "question" :choice (car a)))
              ((cdr a) (list :kind "question" :text (cdr a))))))
     ("questionSet"
      (let ((items (append (plist-get request :items) nil)) (i 0) answers)
-       (dolist (item items)
-         (cl-incf i)
-         (let ((a (agent-bridge--ask-one
-                   item (format "agent-bridge %s (%d/%d): "
-                                (or (plist-get request :title) "questions") i (length items)))))
-           (setq answers (plist-put answers (intern (concat ":" (plist-get item :key)))
-                                    (or (car a) (cdr a))))))
-       (list :kind "questionSet" :answers answers)))))
+       (catch 'dismissed
+         (dolist (item items)
+           (cl-incf i)
+           (let ((a (agent-bridge--ask-one
+                     item (format "agent-bridge %s (%d/%d): "
+                                  (or (plist-get request :title) "questions") i (length items)))))
+             (unless a (throw 'dismissed nil))
+             (setq answers (plist-put answers (intern (concat ":" (plist-get item :key)))
+                                      (or (car a) (cdr a))))))
+         (list :kind "questionSet" :answers answers))))))
 
 ;;;; Commands
 
@@ -874,20 +886,34 @@ ON-LISTED, when given, is called with the buffer once it is filled."
     (when info (agent-bridge-open info))))
 
 ;;;###autoload
-(defun agent-bridge-approvals ()
-  "Answer one of the current session's pending approvals or questions."
+(defun agent-bridge-approvals (&optional interaction-id)
+  "Answer one of the current session's pending approvals or questions.
+INTERACTION-ID names it; else the one asked first (with several pending,
+picked by name).  Dismissing the prompt (\\[keyboard-quit], ESC, q)
+answers nothing: it stays pending."
   (interactive)
   (let* ((s (agent-bridge--require-session))
-         (pending (agent-bridge--session-pending s)))
+         (pending (reverse (agent-bridge--session-pending s))))
     (if (null pending)
         (agent-bridge--message "no pending approvals")
       (let* ((labels (mapcar (lambda (p) (cons (agent-bridge--describe (cdr p)) (car p))) pending))
-             (iid (if (cdr labels)
-                      (cdr (assoc (completing-read "Pending: " labels nil t) labels))
-                    (cdar labels)))
-             (answer (agent-bridge-ask (cdr (assoc iid pending)))))
-        (when answer
-          (agent-bridge--call 'interaction/respond (list :interactionId iid :answer answer)))))))
+             (iid (cond (interaction-id)
+                        ((cdr labels)
+                         (cdr (assoc (condition-case nil
+                                         (completing-read "Pending: " labels nil t)
+                                       (quit nil))
+                                     labels)))
+                        (t (cdar labels))))
+             (request (cdr (assoc iid pending)))
+             (answer (and request (agent-bridge-ask request))))
+        (cond ((null request)
+               (unless (or interaction-id (null iid))
+                 (agent-bridge--message "no such pending interaction"))
+               (when interaction-id (agent-bridge--message "already answered")))
+              (answer
+               (agent-bridge--call 'interaction/respond
+                                   (list :interactionId iid :answer answer))))))))
+
 
 (defun agent-bridge--edit (n)
   "Return edit N (1-based; nil: the last) of the current session."

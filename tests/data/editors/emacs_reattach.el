@@ -1,9 +1,10 @@
 ;;; emacs_reattach.el --- agent-bridge.el reattaching through the daemon -*- lexical-binding: t; -*-
 
 ;; Two real `emacs --batch' runs (AB_PHASE 1 then 2) on `agent-bridge connect' (one
-;; daemon, one state dir): 1. a run asks an approval, the prompt is quit (C-g), so it
-;; stays pending, and Emacs exits (the host detaches); 2. a fresh Emacs lists the session
-;; (active), reattaches: the history is replayed and the approval asked again.
+;; daemon, one state dir): 1. a run asks an approval, the prompt opened by `a' in the
+;; chat is quit (C-g), so it stays pending, and Emacs exits (the host detaches); 2. a
+;; fresh Emacs lists the session (active), reattaches: the history is replayed, the
+;; approval is pending again and `a o' in the chat allows it.
 ;; Env: AB_PACKAGE, AB_BRIDGE, AB_STATE, AB_PHASE, AB_OUT.
 
 ;;; Code:
@@ -13,17 +14,19 @@
 (add-to-list 'load-path (getenv "AB_PACKAGE"))
 (require 'agent-bridge)
 
-(defvar test-picks nil "What the stubbed prompt answers, in order; `quit' quits.")
 (defvar test-asked nil "The prompts shown: (PROMPT PENDING-COUNT).")
+(defconst test-read-key (symbol-function 'read-key))
 
-(defun test-read-multiple-choice (prompt choices &rest _)
-  "Answer PROMPT with the choice of CHOICES named by the next of `test-picks'."
-  (let ((s (agent-bridge--current-session)) (want (pop test-picks)))
-    (push (list prompt (if s (agent-bridge-pending-count s) 0)) test-asked)
-    (if (eq want 'quit)
-        (signal 'quit nil)
-      (or (seq-find (lambda (c) (equal (cadr c) want)) choices)
-          (error "No choice %S" want)))))
+(defun test-read-key (prompt &rest args)
+  "Record PROMPT, then read the key as `read-key' does (ARGS)."
+  (let ((s (agent-bridge--current-session)))
+    (push (list prompt (if s (agent-bridge-pending-count s) 0)) test-asked))
+  (apply test-read-key prompt args))
+
+(defun test-type (keys)
+  "Type KEYS (a `kbd' string) in the current session's chat buffer."
+  (switch-to-buffer (agent-bridge--buffer (agent-bridge--current-session)))
+  (execute-kbd-macro (kbd keys)))
 
 (defun test-lines ()
   "The current session's chat, as lines."
@@ -44,7 +47,7 @@
   (with-temp-file (getenv "AB_OUT") (insert (json-serialize plist))))
 
 (ert-deftest agent-bridge-reattach ()
-  (cl-letf (((symbol-function 'read-multiple-choice) #'test-read-multiple-choice))
+  (cl-letf (((symbol-function 'read-key) #'test-read-key))
     (setq agent-bridge-command (list (getenv "AB_BRIDGE"))
           agent-bridge-subcommand "connect"
           agent-bridge-state-directory (getenv "AB_STATE"))
@@ -57,18 +60,21 @@
                                 :modes ["once" "session"]
                                 :onAllow [(:type "text" :text "Deployed after the reattach.")]
                                 :onDeny [(:type "text" :text "Not deploying.")])]))))
-          (setq test-picks '(quit))
           (agent-bridge-new-session "scripted" (list :scriptFile script) "Deploy")
           (test-wait "the session" #'agent-bridge--current-session)
           (agent-bridge-prompt "Deploy it")
-          (test-wait "the prompt" (lambda () test-asked))
+          (test-wait "the approval" (lambda () (member "? approval: Deploy to production"
+                                                       (test-lines))))
+          (accept-process-output nil 0.3)
+          (should-not test-asked)     ; nothing asks on its own
+          (test-type "a C-g")
+          (should test-asked)
           (accept-process-output nil 0.3)
           (let ((s (agent-bridge--current-session)))
             (should (= 1 (agent-bridge-pending-count s)))
             (test-save :session (agent-bridge--session-id s) :lines (vconcat (test-lines))))
           ;; Leave without shutdown: the host detaches, the run waits in the daemon.
           (jsonrpc-shutdown agent-bridge--connection))
-      (setq test-picks '("allow once"))
       (let (listed)
         (agent-bridge-sessions (lambda (buf) (setq listed buf)))
         (test-wait "the list" (lambda () listed))
@@ -76,6 +82,9 @@
           (goto-char (point-min))
           (should (search-forward "active" nil t))
           (agent-bridge-sessions-open)))
+      (test-wait "the approval" (lambda () (= 1 (agent-bridge-pending-count
+                                                 (agent-bridge--current-session)))))
+      (test-type "a o")
       (test-wait "the run" (lambda () (member "✓ done (end_turn)" (test-lines))))
       (test-save :session (agent-bridge--session-id (agent-bridge--current-session))
                  :pendingWhenAsked (nth 1 (car test-asked))

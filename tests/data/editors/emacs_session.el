@@ -1,8 +1,11 @@
 ;;; emacs_session.el --- agent-bridge.el driven through a whole session -*- lexical-binding: t; -*-
 
 ;; A whole scripted session driven through the package's own commands in a real
-;; `emacs --batch' (ERT), against the real bridge.  `read-multiple-choice' and
-;; `read-string' (the editor's prompt seam) are stubbed to pick from `test-picks'.
+;; `emacs --batch' (ERT), against the real bridge.  `read-string' (the pickers'
+;; free text) is stubbed to pick from `test-picks'; approvals and questions are answered
+;; by keys typed into the chat buffer (`execute-kbd-macro' through the command loop):
+;; nothing is asked on its own, keys typed elsewhere answer nothing, and a dismissed
+;; prompt (q, C-g, ESC, another key) leaves the request pending.
 ;; Env: AB_PACKAGE (editors/emacs), AB_BRIDGE, AB_STATE, AB_SCRIPT, AB_OUT.
 
 ;;; Code:
@@ -14,15 +17,23 @@
 
 (defvar test-picks nil "What the stubbed prompts answer, in order.")
 (defvar test-asked nil "The prompts shown: (PROMPT CHOICE-NAMES PENDING-COUNT).")
+(defvar test-keys-asked nil "The one-key prompts shown: (PROMPT PENDING-COUNT).")
+(defconst test-read-key (symbol-function 'read-key))
 
-(defun test-read-multiple-choice (prompt choices &rest _)
-  "Answer PROMPT with the first of CHOICES named by the next of `test-picks'."
-  (let* ((s (agent-bridge--current-session))
-         (want (pop test-picks)))
-    (push (list prompt (mapcar #'cadr choices) (if s (agent-bridge-pending-count s) 0))
-          test-asked)
-    (or (seq-find (lambda (c) (equal (cadr c) want)) choices)
-        (error "No choice %S in %S" want choices))))
+(defun test-read-key (prompt &rest args)
+  "Record PROMPT, then read the key as `read-key' does (ARGS)."
+  (let ((s (agent-bridge--current-session)))
+    (push (list prompt (if s (agent-bridge-pending-count s) 0)) test-keys-asked))
+  (apply test-read-key prompt args))
+
+(defun test-type (buffer keys)
+  "Type KEYS (a `kbd' string) in BUFFER, shown in the selected window."
+  (switch-to-buffer buffer)
+  (execute-kbd-macro (kbd keys)))
+
+(defun test-responded ()
+  "How many answers the chat shows."
+  (cl-count-if (lambda (l) (string-prefix-p "→ " l)) (test-lines)))
 
 (defun test-read-string (prompt &rest _)
   "Answer PROMPT with the next of `test-picks'."
@@ -49,7 +60,7 @@
       (error "Timed out waiting for %s; chat: %S" what (test-lines)))))
 
 (ert-deftest agent-bridge-whole-session ()
-  (cl-letf (((symbol-function 'read-multiple-choice) #'test-read-multiple-choice)
+  (cl-letf (((symbol-function 'read-key) #'test-read-key)
             ((symbol-function 'read-string) #'test-read-string))
     ;; 1. A bridge that is not there: a clear message with the next step.
     (let* ((agent-bridge-command '("/nonexistent/agent-bridge"))
@@ -91,13 +102,38 @@
     (let* ((s (agent-bridge--current-session))
            (sid (agent-bridge--session-id s)))
       ;; 3. A run: streamed text and thinking, an approval, an edit, a question.
-      (setq test-picks '("allow for session" "Yes"))
       (agent-bridge-prompt "Fix the build")
+      (test-wait "the approval" (lambda () (= 1 (agent-bridge-pending-count s))))
+      ;; Nothing asks on its own (timers run here), and keys typed for something else
+      ;; (in another buffer: the d of a command name, an o, an s) answer nothing.
+      (accept-process-output nil 0.3)
+      (should-not test-keys-asked)
+      (test-type (get-buffer-create "*test elsewhere*") "d o s agent-bridge-sessions")
+      (accept-process-output nil 0.3)
+      (should (= 1 (agent-bridge-pending-count s)))
+      ;; `a' in the chat asks; q, C-g, ESC and an unrelated key dismiss: still pending.
+      (dolist (keys '("a q" "a C-g" "a ESC" "a x"))
+        (test-type (agent-bridge--buffer s) keys)
+        (accept-process-output nil 0.2)
+        (should (= 1 (agent-bridge-pending-count s)))
+        (should (= 0 (test-responded))))
+      (should (= 4 (length test-keys-asked)))
+      (let ((prompt (car (car test-keys-asked))))
+        (should (string-prefix-p "agent-bridge approval: Edit Makefile " prompt))
+        (should (string-match-p "o allow once, s allow for session, d deny, C-g/q dismiss" prompt))
+        (should (= 1 (nth 1 (car test-keys-asked)))))
+      ;; The answer: `a' then `s' (allow for the session).
+      (test-type (agent-bridge--buffer s) "a s")
+      (test-wait "the question" (lambda () (member "? question: Run the tests too?" (test-lines))))
+      (should (member "→ responded: allow (session)" (test-lines)))
+      ;; The question: RET on its line in the chat, then its first choice (1: Yes).
+      (with-current-buffer (agent-bridge--buffer s)
+        (switch-to-buffer (current-buffer))
+        (goto-char (point-min))
+        (search-forward "? question: ")
+        (execute-kbd-macro (kbd "RET 1")))
+      (should (string-match-p "1 Yes, 2 No" (car (car test-keys-asked))))
       (test-wait "run 1" (lambda () (member "✓ done (end_turn)" (test-lines))))
-      (let ((approval (car (last test-asked))) (question (car (last test-asked 2))))
-        (should (equal (nth 1 approval) '("allow once" "allow for session" "deny")))
-        (should (equal (nth 2 approval) 1))
-        (should (equal (nth 1 question) '("Yes" "No"))))
       ;; Thinking and the tool call are folded: their bodies are invisible.
       (with-current-buffer (agent-bridge--buffer s)
         (goto-char (point-min))
