@@ -40,6 +40,7 @@ from agent_bridge.wire.errors import ErrorCode, ErrorDetailValue
 from agent_bridge.wire.events import ProviderPayload
 from agent_bridge.wire.interactions import Answer, InteractionRequest, InteractionStatus
 from agent_bridge.wire.methods import RunInput
+from agent_bridge.wire.native import NativeSessionsListResult, NativeSessionsReadResult
 from agent_bridge.wire.providers import Availability, ProviderDescriptor
 
 __all__ = [
@@ -282,6 +283,34 @@ class AgentProvider(abc.ABC):
         """Continue the session described by ``opaque`` (from
         ``export_recovery_record``).  Only called when the descriptor has
         ``recovery.resume``; the default raises ``unsupported``."""
+        from agent_bridge.errors import BridgeError
+
+        raise BridgeError("unsupported")
+
+    async def list_native_sessions(
+        self, workspace: str | None, cursor: str | None, limit: int
+    ) -> NativeSessionsListResult:
+        """A page of the sessions the provider keeps itself, newest first
+        (``provider/sessions/list``): only those of ``workspace`` when given, from
+        ``cursor`` (a previous page's), at most ``limit`` (already within 1..1000).
+        Scans when called, never otherwise.  Raises ``invalid_params`` for a cursor it did
+        not make, ``history_unavailable`` when the provider's store cannot be read now.
+        Only called when the descriptor's ``nativeSessions.list`` is ``supported``; the
+        default raises ``unsupported``."""
+        from agent_bridge.errors import BridgeError
+
+        raise BridgeError("unsupported")
+
+    async def read_native_session(
+        self, session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
+    ) -> NativeSessionsReadResult:
+        """A page of ``limit`` complete records of the provider session ``session_ref``
+        (``provider/sessions/read``), from ``cursor`` or, without one, from ``start``.
+        Strictly read-only.  Raises ``session_not_found`` (no such session),
+        ``invalid_params`` (a reference or cursor it did not make) or
+        ``history_unavailable`` (it exists but cannot be read now: retryable).  Only
+        called when ``nativeSessions.read`` is not ``unsupported``; the default raises
+        ``unsupported``."""
         from agent_bridge.errors import BridgeError
 
         raise BridgeError("unsupported")

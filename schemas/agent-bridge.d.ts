@@ -158,6 +158,8 @@ export type BridgeToHostMessage =
   | RunSteerResponse
   | InteractionRespondResponse
   | EventsReadResponse
+  | ProviderSessionsListResponse
+  | ProviderSessionsReadResponse
   | EventNotification
   | JournalStatusNotification
   | InteractionRequestRequest
@@ -181,6 +183,7 @@ export interface Capabilities {
   run: RunCapabilities;
   interactions: InteractionCapabilities;
   recovery: RecoveryCapability;
+  nativeSessions: NativeSessionsCapability;
   /** @defaultValue `{}` */
   input?: InputCapabilities;
   [key: string]: unknown;
@@ -468,6 +471,8 @@ export type HostToBridgeMessage =
   | RunSteerRequest
   | InteractionRespondRequest
   | EventsReadRequest
+  | ProviderSessionsListRequest
+  | ProviderSessionsReadRequest
   | InteractionRequestResponse
   | CancelRequestNotification
   | JsonRpcErrorResponse;
@@ -769,6 +774,113 @@ export interface JsonRpcResponse {
 
 export type Maturity = "experimental" | "stub" | "verified";
 
+/**
+ * One record of the provider's history, as stored.
+ *
+ * `ref` identifies the record within the session (stable while the provider
+ * appends).  `raw` is the record exactly as stored (for a JSONL file: the line
+ * without its newline); `raw_base64` replaces it when the stored bytes are not
+ * UTF-8.  `events` are the bridge event payloads projected from it (each refers to
+ * this record by being in it); a record that projects to nothing has none, one that
+ * could not be understood carries a `diagnostic` payload and is still delivered raw.
+ */
+export interface NativeRecord {
+  ref: string;
+  raw?: string | null;
+  rawBase64?: string | null;
+  /** @defaultValue `[]` */
+  events?: EventPayload[];
+  [key: string]: unknown;
+}
+
+/**
+ * One of a provider's own sessions.
+ *
+ * `session_ref` is the provider's reference, opaque to hosts (give it back to
+ * `provider/sessions/read`); `title` the provider's title for it, else its first
+ * prompt (cut to 200 characters); `workspace` its working directory when known;
+ * `created_at`/`updated_at` RFC 3339 times when known; `size_bytes` where the
+ * provider keeps a file.
+ */
+export interface NativeSessionInfo {
+  sessionRef: string;
+  title?: string | null;
+  workspace?: string | null;
+  createdAt?: string | null;
+  updatedAt?: string | null;
+  sizeBytes?: number | null;
+  [key: string]: unknown;
+}
+
+/**
+ * What a provider can do with the sessions it keeps itself (created in its own CLI or
+ * app, see `provider/sessions/list` and `provider/sessions/read`): `list` them,
+ * `read` one's history (and with which coverage: `exact`, every record as stored,
+ * or `settled`, transient live deltas omitted) and `continue` one in the bridge.
+ * Each is `unsupported` where the provider cannot; the methods then answer
+ * `unsupported`.
+ */
+export interface NativeSessionsCapability {
+  list: "supported" | "unsupported";
+  read: "exact" | "settled" | "unsupported";
+  continue: "supported" | "unsupported";
+  [key: string]: unknown;
+}
+
+/**
+ * List a provider's own sessions, newest first (by last update): `workspace` keeps
+ * only those whose working directory is this one; `cursor` is a previous page's
+ * `nextCursor`; `limit` is the page size (1..1000).
+ */
+export interface NativeSessionsListParams {
+  provider: string;
+  workspace?: string | null;
+  cursor?: string | null;
+  /** @defaultValue `100` */
+  limit?: number;
+}
+
+/** A page of sessions; `next_cursor` is absent on the last page. */
+export interface NativeSessionsListResult {
+  sessions: NativeSessionInfo[];
+  nextCursor?: string | null;
+  [key: string]: unknown;
+}
+
+/**
+ * Read a page of a provider session's history, `limit` complete records (1..1000).
+ *
+ * Without `cursor` the page starts at `from`: `start` (the oldest records) or
+ * `end` (the newest).  A cursor (a previous page's `nextCursor` or
+ * `previousCursor`) is opaque and stays valid while the provider appends.
+ */
+export interface NativeSessionsReadParams {
+  provider: string;
+  sessionRef: string;
+  cursor?: string | null;
+  /** @defaultValue `100` */
+  limit?: number;
+  /** @defaultValue `"start"` */
+  from?: "end" | "start";
+}
+
+/**
+ * A page of records, oldest first.
+ *
+ * `next_cursor` reads on after the last record (also after records the provider
+ * appends later: an empty page with the same cursor means nothing new yet);
+ * `previous_cursor` reads the records before the first, absent at the start.
+ * `coverage` is `exact` (every stored record, as stored) or `settled`
+ * (transient live deltas omitted).
+ */
+export interface NativeSessionsReadResult {
+  records: NativeRecord[];
+  coverage: "exact" | "settled";
+  nextCursor: string;
+  previousCursor?: string | null;
+  [key: string]: unknown;
+}
+
 /** The result of a request that returns nothing: `null`. */
 export type NullResult = null;
 
@@ -835,6 +947,36 @@ export type ProviderPayload =
   | PlanUpdated
   | Usage
   | Diagnostic;
+
+/** The `provider/sessions/list` request (host->bridge): List the sessions a provider keeps itself (its CLI's too), newest first. */
+export interface ProviderSessionsListRequest {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  method: "provider/sessions/list";
+  params: NativeSessionsListParams;
+}
+
+/** The successful response to `provider/sessions/list`. */
+export interface ProviderSessionsListResponse {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  result: NativeSessionsListResult;
+}
+
+/** The `provider/sessions/read` request (host->bridge): Read a page of a provider-kept session's history: raw records and their events. */
+export interface ProviderSessionsReadRequest {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  method: "provider/sessions/read";
+  params: NativeSessionsReadParams;
+}
+
+/** The successful response to `provider/sessions/read`. */
+export interface ProviderSessionsReadResponse {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  result: NativeSessionsReadResult;
+}
 
 /** `providers/list`: `probe` runs discovery now (installed? authenticated?). */
 export interface ProvidersListParams {
@@ -1582,6 +1724,26 @@ export interface Methods {
     params: JournalStatusParams;
     since: 1;
     stability: "stable";
+  };
+  /** List the sessions a provider keeps itself (its CLI's too), newest first. */
+  "provider/sessions/list": {
+    direction: "host->bridge";
+    kind: "request";
+    params: NativeSessionsListParams;
+    result: NativeSessionsListResult;
+    since: 1;
+    stability: "stable";
+    cancellable: true;
+  };
+  /** Read a page of a provider-kept session's history: raw records and their events. */
+  "provider/sessions/read": {
+    direction: "host->bridge";
+    kind: "request";
+    params: NativeSessionsReadParams;
+    result: NativeSessionsReadResult;
+    since: 1;
+    stability: "stable";
+    cancellable: true;
   };
   /** List providers with their descriptors and availability. */
   "providers/list": {

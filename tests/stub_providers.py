@@ -6,6 +6,7 @@ from agent_bridge.wire.providers import (
     ApprovalCapability,
     Capabilities,
     InteractionCapabilities,
+    NativeSessionsCapability,
     ProviderDescriptor,
     QuestionCapability,
     RecoveryCapability,
@@ -28,5 +29,6 @@ def stub_descriptor(provider_id: str, display_name: str) -> ProviderDescriptor:
                 question=QuestionCapability(supported=False),
             ),
             recovery=RecoveryCapability(resume=False),
+            native_sessions=NativeSessionsCapability.unsupported(),
         ),
     )

@@ -57,6 +57,7 @@ from agent_bridge.wire.providers import (
     Availability,
     Capabilities,
     InteractionCapabilities,
+    NativeSessionsCapability,
     OptionDescriptor,
     ProviderDescriptor,
     QuestionCapability,
@@ -206,6 +207,7 @@ class AcpProvider(AgentProvider):
                     question=QuestionCapability(supported=True, question_set=True),
                 ),
                 recovery=RecoveryCapability(resume=self.can_resume()),
+                native_sessions=NativeSessionsCapability.unsupported(),
             ),
             options=self._options(),
         )

@@ -8,7 +8,9 @@ when a session is created, so ``providers/list`` stays cheap.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import anyio
 
 from agent_bridge.adapters.claude.launch import (
     DEFAULT_STARTUP_TIMEOUT,
@@ -18,6 +20,7 @@ from agent_bridge.adapters.claude.launch import (
 )
 from agent_bridge.errors import BridgeError
 from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
+from agent_bridge.wire.native import NativeSessionsListResult, NativeSessionsReadResult
 from agent_bridge.wire.providers import (
     ApprovalCapability,
     Availability,
@@ -25,6 +28,7 @@ from agent_bridge.wire.providers import (
     ImageInputCapability,
     InputCapabilities,
     InteractionCapabilities,
+    NativeSessionsCapability,
     OptionDescriptor,
     ProviderDescriptor,
     QuestionCapability,
@@ -150,6 +154,9 @@ class ClaudeCodeProvider(AgentProvider):
                     question=QuestionCapability(supported=True, question_set=True),
                 ),
                 recovery=RecoveryCapability(resume=True),
+                native_sessions=NativeSessionsCapability(
+                    list="supported", read="exact", continue_="unsupported"
+                ),
                 input=INPUT,
             ),
             options=OPTIONS,
@@ -159,6 +166,24 @@ class ClaudeCodeProvider(AgentProvider):
         from agent_bridge.adapters.claude.probe import probe_cli
 
         return await probe_cli()
+
+    async def list_native_sessions(
+        self, workspace: str | None, cursor: str | None, limit: int
+    ) -> NativeSessionsListResult:
+        """The CLI's session files, newest first (:func:`~agent_bridge.adapters.claude.
+        native.list_page`, in a worker thread)."""
+        from agent_bridge.adapters.claude.native import list_page
+
+        return await anyio.to_thread.run_sync(list_page, workspace, cursor, limit)
+
+    async def read_native_session(
+        self, session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
+    ) -> NativeSessionsReadResult:
+        """A page of one session file (:func:`~agent_bridge.adapters.claude.native.
+        read_page`, in a worker thread; the file is opened read-only)."""
+        from agent_bridge.adapters.claude.native import read_page
+
+        return await anyio.to_thread.run_sync(read_page, session_ref, cursor, limit, start)
 
     async def create_session(self, ctx: SessionContext) -> ProviderSession:
         config = launch_config(ctx.options, ctx.workspace)

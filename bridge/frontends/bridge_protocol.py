@@ -58,6 +58,13 @@ from agent_bridge.wire.methods import (
     SessionResult,
     SessionResumeParams,
 )
+from agent_bridge.wire.native import (
+    MAX_PAGE,
+    NativeSessionsListParams,
+    NativeSessionsListResult,
+    NativeSessionsReadParams,
+    NativeSessionsReadResult,
+)
 
 __all__ = ["FIRST_REQUEST_ID", "BridgeFrontend"]
 
@@ -323,6 +330,26 @@ class BridgeFrontend:
 
     async def _events_read(self, params: EventsReadParams) -> msgspec.Raw:
         return await self.runtime.read_events(params)
+
+    async def _provider_sessions_list(
+        self, params: NativeSessionsListParams
+    ) -> NativeSessionsListResult:
+        provider = self.runtime.registry.get(params.provider)
+        if provider.describe().capabilities.native_sessions.list == "unsupported":
+            raise BridgeError("unsupported")
+        limit = max(1, min(params.limit, MAX_PAGE))
+        return await provider.list_native_sessions(params.workspace, params.cursor, limit)
+
+    async def _provider_sessions_read(
+        self, params: NativeSessionsReadParams
+    ) -> NativeSessionsReadResult:
+        provider = self.runtime.registry.get(params.provider)
+        if provider.describe().capabilities.native_sessions.read == "unsupported":
+            raise BridgeError("unsupported")
+        limit = max(1, min(params.limit, MAX_PAGE))
+        return await provider.read_native_session(
+            params.session_ref, params.cursor, limit, params.from_
+        )
 
     def _handlers(self) -> tuple[dict[str, Method], dict[str, Method]]:
         """The request and notification handlers, one per host->bridge method of the

@@ -44,6 +44,12 @@ from agent_bridge.wire.methods import (
     SessionResult,
     SessionResumeParams,
 )
+from agent_bridge.wire.native import (
+    NativeSessionsListParams,
+    NativeSessionsListResult,
+    NativeSessionsReadParams,
+    NativeSessionsReadResult,
+)
 
 __all__ = ["CATALOG", "MethodInfo", "handler_name"]
 
@@ -181,6 +187,18 @@ CATALOG: Final[tuple[MethodInfo, ...]] = (
         cancellable=False,
     ),
     _req("events/read", EventsReadParams, EventsReadResult, "Read a page of a session's events."),
+    _req(
+        "provider/sessions/list",
+        NativeSessionsListParams,
+        NativeSessionsListResult,
+        "List the sessions a provider keeps itself (its CLI's too), newest first.",
+    ),
+    _req(
+        "provider/sessions/read",
+        NativeSessionsReadParams,
+        NativeSessionsReadResult,
+        "Read a page of a provider-kept session's history: raw records and their events.",
+    ),
     MethodInfo(
         "event",
         "bridge->host",

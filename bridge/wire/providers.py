@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import msgspec
+
 from agent_bridge.wire.common import WireStruct
 from agent_bridge.wire.inputs import InputKind
 
@@ -20,6 +22,7 @@ __all__ = [
     "InputCapabilities",
     "InteractionCapabilities",
     "Maturity",
+    "NativeSessionsCapability",
     "OptionDescriptor",
     "ProviderDescriptor",
     "QuestionCapability",
@@ -65,6 +68,24 @@ class RecoveryCapability(WireStruct, frozen=True):
     resume: bool
 
 
+class NativeSessionsCapability(WireStruct, frozen=True):
+    """What a provider can do with the sessions it keeps itself (created in its own CLI or
+    app, see ``provider/sessions/list`` and ``provider/sessions/read``): ``list`` them,
+    ``read`` one's history (and with which coverage: ``exact``, every record as stored,
+    or ``settled``, transient live deltas omitted) and ``continue`` one in the bridge.
+    Each is ``unsupported`` where the provider cannot; the methods then answer
+    ``unsupported``."""
+
+    list: Literal["supported", "unsupported"]
+    read: Literal["exact", "settled", "unsupported"]
+    continue_: Literal["supported", "unsupported"] = msgspec.field(name="continue")
+
+    @classmethod
+    def unsupported(cls) -> NativeSessionsCapability:
+        """A provider that cannot list, read or continue its own sessions."""
+        return cls("unsupported", "unsupported", "unsupported")
+
+
 class ImageInputCapability(WireStruct, frozen=True):
     """The images a provider takes: their MIME types and the largest, in bytes (decoded)."""
 
@@ -88,6 +109,8 @@ class Capabilities(WireStruct, frozen=True):
     run: RunCapabilities
     interactions: InteractionCapabilities
     recovery: RecoveryCapability
+    #: the provider's own sessions (declared by every provider, ``unsupported`` or not)
+    native_sessions: NativeSessionsCapability
     input: InputCapabilities = InputCapabilities()
 
 

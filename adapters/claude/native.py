@@ -1,0 +1,495 @@
+"""Claude Code's own sessions, read from its session files (strictly read-only).
+
+The CLI keeps each session as JSON Lines in
+``$CLAUDE_CONFIG_DIR/projects/<encoded cwd>/<session id>.jsonl`` (``~/.claude`` when the
+variable is unset), appending one record per line while it runs.  This module lists
+those files and reads pages of one, for ``provider/sessions/list`` and
+``provider/sessions/read``.  Files are only ever opened ``O_RDONLY``.
+
+* A session reference is ``<project directory>/<session id>``: opaque to hosts, checked
+  on the way back in (one path component each, the id a CLI session id), so a reference
+  never names a file outside the projects directory.
+* A record's reference and the cursors are byte offsets of record starts; the CLI only
+  appends, so they stay valid while it writes.  A page never holds part of a record: a
+  last line without its newline (the CLI is writing it) is left for a later page.
+* Memory is bounded whatever the file's size: pages are read in blocks, the newest page
+  is found by scanning backward in blocks, one record larger than
+  :data:`MAX_RECORD_BYTES` is delivered as a ``record_too_large`` diagnostic instead of
+  its bytes, and a page stops early past :data:`PAGE_BYTES`.
+
+The blocking file work runs in a worker thread (:func:`list_sessions`,
+:func:`read_session`); the functions it calls take paths and return values.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from agent_bridge.errors import BridgeError
+from agent_bridge.wire.events import Diagnostic, EventPayload, RunStarted
+from agent_bridge.wire.native import (
+    NativeRecord,
+    NativeSessionInfo,
+    NativeSessionsListResult,
+    NativeSessionsReadResult,
+)
+
+__all__ = [
+    "MAX_RECORD_BYTES",
+    "PAGE_BYTES",
+    "config_dir",
+    "list_page",
+    "project_record",
+    "read_page",
+]
+
+BLOCK: Final = 64 * 1024
+#: The largest record delivered with its bytes; a larger one comes as a diagnostic.
+MAX_RECORD_BYTES: Final = 16 * 1024 * 1024
+#: A page stops after the record that reaches this many bytes (at least one record).
+PAGE_BYTES: Final = 8 * 1024 * 1024
+#: How much of a file's start is read to find its working directory, time and prompt.
+HEAD_BYTES: Final = 256 * 1024
+TITLE_CHARS: Final = 200
+
+_DIR_RE: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}")
+_ID_RE: Final = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+_CURSOR_RE: Final = re.compile(r"([fb])([0-9]{1,19})")
+_LIST_CURSOR_RE: Final = re.compile(r"([0-9]{1,20}):(.{1,400})", re.DOTALL)
+
+#: Record types the CLI writes that carry nothing for the bridge's events (not unknown).
+_QUIET_TYPES: Final = frozenset(
+    {
+        "queue-operation",
+        "attachment",
+        "last-prompt",
+        "summary",
+        "custom-title",
+        "ai-title",
+        "file-history-snapshot",
+        "system",
+        "progress",
+        "tag",
+        "agent-name",
+        "pr-link",
+        "permission-mode",
+        "worktree-state",
+        "content-replacement",
+    }
+)
+
+
+def config_dir() -> str:
+    """The CLI's configuration directory: ``CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    return configured if configured else os.path.join(os.path.expanduser("~"), ".claude")
+
+
+def _projects() -> str:
+    return os.path.join(config_dir(), "projects")
+
+
+def _unavailable(exc: OSError) -> BridgeError:
+    return BridgeError("history_unavailable", details={"cause": type(exc).__name__[:40]})
+
+
+def session_path(session_ref: str) -> str:
+    """The file of ``session_ref``; raises ``invalid_params`` for a reference this module
+    did not make (which could name another file)."""
+    directory, _, session_id = session_ref.partition("/")
+    if _DIR_RE.fullmatch(directory) is None or _ID_RE.fullmatch(session_id) is None:
+        raise BridgeError("invalid_params", details={"field": "sessionRef"})
+    return os.path.join(_projects(), directory, session_id + ".jsonl")
+
+
+# --------------------------------------------------------------------------- listing
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    ref: str
+    path: str
+    mtime_ns: int
+    size: int
+
+
+def _encoded(workspace: str) -> str:
+    """The CLI's directory name for a working directory (every character that is not a
+    letter or digit becomes ``-``)."""
+    return re.sub(r"[^A-Za-z0-9]", "-", workspace)
+
+
+def _entries(workspace: str | None) -> list[_Entry]:
+    projects = _projects()
+    wanted = None
+    if workspace is not None:
+        encoded = _encoded(os.path.realpath(workspace))
+        # The CLI shortens very long names; those are matched by their recorded cwd only.
+        wanted = encoded if len(encoded) <= 200 else None
+    out: list[_Entry] = []
+    try:
+        directories = list(os.scandir(projects))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise _unavailable(exc) from None
+    for directory in directories:
+        if wanted is not None and directory.name != wanted:
+            continue
+        if _DIR_RE.fullmatch(directory.name) is None or not directory.is_dir():
+            continue
+        try:
+            files = list(os.scandir(directory.path))
+        except OSError:
+            continue  # a project directory removed or unreadable meanwhile
+        for file in files:
+            stem, dot, ext = file.name.rpartition(".")
+            if ext != "jsonl" or not dot or _ID_RE.fullmatch(stem) is None:
+                continue
+            try:
+                st = file.stat()
+            except OSError:
+                continue
+            out.append(_Entry(directory.name + "/" + stem, file.path, st.st_mtime_ns, st.st_size))
+    return out
+
+
+def _rfc3339(ns: int) -> str:
+    moment = datetime.datetime.fromtimestamp(ns / 1e9, tz=datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _prompt_text(record: dict[str, Any]) -> str | None:
+    """The text a user typed, from a ``user`` record (``None`` for tool results and the
+    CLI's own meta records)."""
+    if record.get("type") != "user" or record.get("isMeta") is True:
+        return None
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            b["text"]
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        ]
+        if texts and not any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+        ):
+            return "\n".join(texts)
+    return None
+
+
+def _head(path: str) -> dict[str, Any]:
+    """What the start of a session file says: ``cwd``, ``created`` (the first record's
+    time), ``prompt`` (the first user prompt) and ``title`` (a title record)."""
+    import msgspec
+
+    found: dict[str, Any] = {}
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return found
+    try:
+        data = os.read(fd, HEAD_BYTES)
+    except OSError:
+        return found
+    finally:
+        os.close(fd)
+    for line in data.split(b"\n")[:-1]:
+        try:
+            record = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        if "created" not in found and isinstance(record.get("timestamp"), str):
+            found["created"] = record["timestamp"]
+        if "cwd" not in found and isinstance(record.get("cwd"), str):
+            found["cwd"] = record["cwd"]
+        kind = record.get("type")
+        if kind == "custom-title" and isinstance(record.get("customTitle"), str):
+            found["title"] = record["customTitle"]
+        elif kind == "summary" and isinstance(record.get("summary"), str):
+            found.setdefault("title", record["summary"])
+        if "prompt" not in found:
+            prompt = _prompt_text(record)
+            if prompt is not None:
+                found["prompt"] = prompt
+    return found
+
+
+def list_page(workspace: str | None, cursor: str | None, limit: int) -> NativeSessionsListResult:
+    """A page of the CLI's sessions, newest first (by last write), of ``workspace`` when
+    given, after ``cursor`` (``<mtime ns>:<reference>`` of the last one shown; a session
+    written to meanwhile moves to the front and is not repeated).  Raises
+    ``invalid_params`` for a malformed cursor and ``history_unavailable`` when the
+    projects directory cannot be read."""
+    after: tuple[int, str] | None = None
+    if cursor is not None:
+        match = _LIST_CURSOR_RE.fullmatch(cursor)
+        if match is None:
+            raise BridgeError("invalid_params", details={"field": "cursor"})
+        after = (-int(match.group(1)), match.group(2))
+    real_workspace = os.path.realpath(workspace) if workspace is not None else None
+    entries = sorted(_entries(workspace), key=lambda e: (-e.mtime_ns, e.ref))
+    sessions: list[NativeSessionInfo] = []
+    last: _Entry | None = None
+    more = False
+    for entry in entries:
+        if after is not None and (-entry.mtime_ns, entry.ref) <= after:
+            continue
+        head = _head(entry.path)
+        cwd = head.get("cwd")
+        if (
+            real_workspace is not None
+            and cwd is not None
+            and os.path.realpath(cwd) != real_workspace
+        ):
+            continue
+        if len(sessions) == limit:
+            more = True
+            break
+        title = head.get("title") or head.get("prompt")
+        sessions.append(
+            NativeSessionInfo(
+                session_ref=entry.ref,
+                title=title[:TITLE_CHARS] if isinstance(title, str) else None,
+                workspace=cwd,
+                created_at=head.get("created"),
+                updated_at=_rfc3339(entry.mtime_ns),
+                size_bytes=entry.size,
+            )
+        )
+        last = entry
+    next_cursor = f"{last.mtime_ns}:{last.ref}" if more and last is not None else None
+    return NativeSessionsListResult(tuple(sessions), next_cursor=next_cursor)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    offset: int
+    data: bytes | None  # None: longer than MAX_RECORD_BYTES
+    length: int
+
+
+def _lines(fd: int, start: int, end: int | None) -> Iterator[_Line]:
+    """The complete lines from ``start`` (a record start) up to ``end`` (or the end of
+    the file), each with its offset; a last line without its newline is not yielded."""
+    offset = start
+    pos = start
+    buffer = bytearray()
+    skipping = False  # the current line passed MAX_RECORD_BYTES: its bytes are dropped
+    skipped = 0
+    while end is None or pos < end:
+        size = BLOCK if end is None else min(BLOCK, end - pos)
+        block = os.pread(fd, size, pos)
+        if not block:
+            return
+        pos += len(block)
+        view = 0
+        while True:
+            newline = block.find(b"\n", view)
+            if newline < 0:
+                if skipping:
+                    skipped += len(block) - view
+                else:
+                    buffer += block[view:]
+                    if len(buffer) > MAX_RECORD_BYTES:
+                        skipping, skipped = True, len(buffer)
+                        buffer.clear()
+                break
+            if skipping:
+                length = skipped + newline - view
+                yield _Line(offset, None, length)
+                skipping, skipped = False, 0
+            else:
+                buffer += block[view:newline]
+                length = len(buffer)
+                yield _Line(offset, bytes(buffer) if length <= MAX_RECORD_BYTES else None, length)
+                buffer.clear()
+            offset += length + 1
+            view = newline + 1
+
+
+def _starts_before(fd: int, end: int, count: int) -> int:
+    """The start of the page of (up to) ``count`` records that ends at ``end`` (a record
+    start), found by reading backward in blocks; the page is shortened (keeping at least
+    one record) once it would span more than :data:`PAGE_BYTES`."""
+    found = 0
+    start = end
+    pos = end - 1  # the newline ending the record before ``end`` starts nothing
+    while pos > 0:
+        size = min(BLOCK, pos)
+        block = os.pread(fd, size, pos - size)
+        index = size
+        while (newline := block.rfind(b"\n", 0, index)) >= 0:
+            candidate = pos - size + newline + 1
+            found += 1
+            if found > 1 and end - candidate > PAGE_BYTES:
+                return start
+            start = candidate
+            if found == count:
+                return start
+            index = newline
+        pos -= size
+    # the file's first record (at 0) is the next one
+    if found >= 1 and end > PAGE_BYTES:
+        return start
+    return 0
+
+
+def _is_record_start(fd: int, offset: int) -> bool:
+    return offset == 0 or os.pread(fd, 1, offset - 1) == b"\n"
+
+
+def _complete_end(fd: int, size: int) -> int:
+    """The end of the last complete record (after its newline): a partial last line is
+    excluded."""
+    pos = size
+    while pos > 0:
+        step = min(BLOCK, pos)
+        block = os.pread(fd, step, pos - step)
+        newline = block.rfind(b"\n")
+        if newline >= 0:
+            return pos - step + newline + 1
+        pos -= step
+    return 0
+
+
+def read_page(
+    session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
+) -> NativeSessionsReadResult:
+    """A page of ``session_ref``'s records (see the module docstring for cursors).
+    Raises ``session_not_found`` (no such file), ``invalid_params`` (a reference or
+    cursor this module did not make, or one past the file's end) and
+    ``history_unavailable`` (the file exists but cannot be read)."""
+    path = session_path(session_ref)
+    mode, offset = "f", 0
+    if cursor is not None:
+        match = _CURSOR_RE.fullmatch(cursor)
+        if match is None:
+            raise BridgeError("invalid_params", details={"field": "cursor"})
+        mode, offset = match.group(1), int(match.group(2))
+    elif start == "end":
+        mode, offset = "b", -1
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise BridgeError("session_not_found") from None
+    except OSError as exc:
+        raise _unavailable(exc) from None
+    try:
+        size = os.fstat(fd).st_size
+        if offset > size or (offset > 0 and not _is_record_start(fd, offset)):
+            raise BridgeError("invalid_params", details={"field": "cursor"})
+        if mode == "b":
+            end = _complete_end(fd, size) if offset < 0 else offset
+            first = _starts_before(fd, end, limit) if end > 0 else 0
+            lines = list(_take(_lines(fd, first, end), limit))
+        else:
+            first = offset
+            lines = list(_take(_lines(fd, first, None), limit))
+    except OSError as exc:
+        raise _unavailable(exc) from None
+    finally:
+        os.close(fd)
+    records = tuple(_record(line, i) for i, line in enumerate(lines))
+    after = lines[-1].offset + lines[-1].length + 1 if lines else first
+    return NativeSessionsReadResult(
+        records,
+        coverage="exact",
+        next_cursor=f"f{after}",
+        previous_cursor=f"b{first}" if first > 0 else None,
+    )
+
+
+def _take(lines: Iterator[_Line], limit: int) -> Iterator[_Line]:
+    total = 0
+    for count, line in enumerate(lines, 1):
+        yield line
+        total += line.length
+        if count >= limit or total >= PAGE_BYTES:
+            return
+
+
+def _diagnostic(code: str, message: str) -> Diagnostic:
+    return Diagnostic(level="warning", code=code, message=message)
+
+
+def _record(line: _Line, _index: int) -> NativeRecord:
+    ref = f"o{line.offset}"
+    if line.data is None:
+        return NativeRecord(
+            ref,
+            events=(
+                _diagnostic(
+                    "record_too_large", "a record of the session file is too large to deliver"
+                ),
+            ),
+        )
+    try:
+        raw: str | None = line.data.decode("utf-8")
+    except UnicodeDecodeError:
+        raw = None
+    events = project_record(line.data)
+    if raw is None:
+        return NativeRecord(
+            ref, raw_base64=base64.b64encode(line.data).decode("ascii"), events=events
+        )
+    return NativeRecord(ref, raw=raw, events=events)
+
+
+def project_record(data: bytes) -> tuple[EventPayload, ...]:
+    """The bridge event payloads of one stored record: a user prompt is ``run.started``,
+    an assistant message its text, thinking and tool starts, a tool result its tool's
+    end; a record that is not JSON (``malformed_record``), of a type this adapter does
+    not know (``unknown_record``) or that fails to project (``projection_failed``) is a
+    diagnostic.  Each record is projected on its own (a tool result names its tool only
+    when the name is in the same record)."""
+    import msgspec
+
+    from agent_bridge.adapters.claude import mapping
+
+    try:
+        record = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return (_diagnostic("malformed_record", "a record of the session file is not valid JSON"),)
+    if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+        return (_diagnostic("malformed_record", "a record of the session file has no type"),)
+    kind = record["type"]
+    try:
+        if kind == "user":
+            out: list[EventPayload] = []
+            prompt = _prompt_text(record)
+            if prompt is not None:
+                out.append(RunStarted(input=prompt))
+            out.extend(mapping.tool_result_payloads(mapping.TurnState(), record))
+            return tuple(out)
+        if kind == "assistant":
+            return tuple(mapping.assistant_payloads(mapping.TurnState(), record))
+    except Exception:
+        return (
+            _diagnostic("projection_failed", "a record of the session file could not be projected"),
+        )
+    if kind in _QUIET_TYPES:
+        return ()
+    return (
+        Diagnostic(
+            level="info",
+            code="unknown_record",
+            message="a record of a type the adapter does not know",
+        ),
+    )
