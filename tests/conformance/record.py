@@ -362,6 +362,18 @@ def providers_list(rec: Recorder) -> None:
     rec.request("providers/list", {})
 
 
+@scenario("provider_sessions", doc=True)
+def provider_sessions(rec: Recorder) -> None:
+    """provider/sessions/list and read: a provider that cannot answers unsupported; a
+    workspace without sessions of the provider's own is an empty page."""
+    rec.request("provider/sessions/list", {"provider": "scripted"})
+    rec.request("provider/sessions/read", {"provider": "scripted", "sessionRef": "x"})
+    rec.request(
+        "provider/sessions/list",
+        {"provider": "claude-code", "workspace": "/nonexistent/workspace", "limit": 10},
+    )
+
+
 # -- sessions and runs
 
 STREAM_SCRIPT = {
