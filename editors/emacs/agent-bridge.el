@@ -205,6 +205,11 @@ output is then parsed at once."
 
 (defun agent-bridge--with-connection (fn)
   "Call FN with the ready bridge connection, starting the bridge if needed."
+  ;; A connection whose process ended but whose sentinel has not run yet is
+  ;; forgotten now: its `agent-bridge--on-shutdown', running later (possibly
+  ;; while the next bridge starts), must not drop FN from the new one's queue.
+  (when (and agent-bridge--connection (not (jsonrpc-running-p agent-bridge--connection)))
+    (agent-bridge--on-shutdown agent-bridge--connection))
   (if (and agent-bridge--connection (jsonrpc-running-p agent-bridge--connection))
       (if agent-bridge--ready
           (funcall fn agent-bridge--connection)
