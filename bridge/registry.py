@@ -35,6 +35,7 @@ BUILTIN_PROVIDERS: dict[str, str] = {
     "gemini": "agent_bridge.adapters.acp:gemini_provider",
     "opencode": "agent_bridge.adapters.acp:opencode_provider",
     "qwen": "agent_bridge.adapters.acp:qwen_provider",
+    "fast-agent": "agent_bridge.adapters.acp:fast_agent_provider",
     "acp": "agent_bridge.adapters.acp:generic_provider",
 }
 

@@ -2262,6 +2262,32 @@ export interface QwenSessionOptions {
   thoughtLevel?: string;
 }
 
+/** The `fast-agent` provider's session options (`providers/list`). */
+export interface FastAgentSessionOptions {
+  /** The agent's executable (a path, or a name looked up on PATH). Default: AGENT_BRIDGE_FAST_AGENT_PATH, then fast-agent on PATH. */
+  executable?: string;
+  /** Further arguments after the configured ones. */
+  args?: string[];
+  /** Further environment variables for the agent, as an object of strings. */
+  env?: unknown;
+  /** Names of further environment variables of the bridge to pass to the agent. */
+  passEnv?: string[];
+  /** MCP servers for session/new, in ACP's shape (an array of McpServer objects). Transports: stdio; http and sse if the agent advertises them. */
+  mcpServers?: unknown;
+  /** Serve the agent's fs/read_text_file and fs/write_text_file, confined to the workspace. */
+  clientFs?: boolean;
+  /** Serve the agent's terminal/* requests (commands run as argv in the workspace). */
+  clientTerminal?: boolean;
+  /** Call authenticate with this method (one of the agent's authMethods) before the session starts. */
+  authMethod?: string;
+  /** The session mode to switch to (one the agent offers). */
+  mode?: string;
+  /** The agent's model config option. */
+  model?: string;
+  /** The agent's thought level config option. */
+  thoughtLevel?: string;
+}
+
 /** The `acp` provider's session options (`providers/list`). */
 export interface AcpSessionOptions {
   /** The agent's argv (required): executable, then arguments, e.g. ["my-agent", "--acp"]. */
@@ -2295,6 +2321,7 @@ export interface BuiltinProviderOptions {
   acp: { session: AcpSessionOptions; };
   "claude-code": { session: ClaudeCodeSessionOptions; };
   codex: { session: CodexSessionOptions; };
+  "fast-agent": { session: FastAgentSessionOptions; };
   gemini: { session: GeminiSessionOptions; };
   opencode: { session: OpencodeSessionOptions; };
   qwen: { session: QwenSessionOptions; };

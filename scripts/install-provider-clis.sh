@@ -8,7 +8,8 @@
 # Usage: scripts/install-provider-clis.sh            # the pinned versions (what CI runs)
 #        scripts/install-provider-clis.sh --latest   # the newest published versions,
 #                                                    # into $ROOT/.tools/npm-latest
-# Binaries afterwards: $ROOT/.tools/npm/node_modules/.bin/<bin> (or npm-latest/...).
+# Binaries afterwards: $ROOT/.tools/npm/node_modules/.bin/<bin> (or npm-latest/...),
+# and the Python agents' $ROOT/.tools/py/<name>/bin/<bin> (scripts/install-python-agents.sh).
 # scripts/test-latest-clis.sh installs the latest set and runs every real-CLI
 # end-to-end test against it.
 #
@@ -48,6 +49,14 @@ log() { printf '[install-provider-clis] %s\n' "$*" >&2; }
 PROBE_HOME="$(mktemp -d)"
 trap 'rm -rf "$PROBE_HOME"' EXIT
 run_tool() { HOME="$PROBE_HOME" CODEX_HOME="$PROBE_HOME" CLAUDE_CONFIG_DIR="$PROBE_HOME" "$@"; }
+
+# The Python agents (fast-agent) live in their own venvs under .tools/py (or
+# .tools/py-latest): scripts/install-python-agents.sh finds a Python >= 3.12 for them.
+if [[ $LATEST == 1 ]]; then
+  bash "$ROOT/scripts/install-python-agents.sh" --latest
+else
+  bash "$ROOT/scripts/install-python-agents.sh"
+fi
 
 command -v npm >/dev/null || { log "npm not found (need Node >= 18 and npm)"; exit 1; }
 command -v node >/dev/null || { log "node not found"; exit 1; }

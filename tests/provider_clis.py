@@ -37,7 +37,16 @@ _ENV_NAMES = {
     "codex-acp": "AGENT_BRIDGE_ACP_CODEX_ACP_PATH",
     "opencode": "AGENT_BRIDGE_OPENCODE_PATH",
     "qwen": "AGENT_BRIDGE_QWEN_PATH",
+    "fast-agent": "AGENT_BRIDGE_FAST_AGENT_PATH",
 }
+#: The Python agents' venvs (scripts/install-python-agents.sh): ``.tools/py/<name>``, or
+#: ``.tools/py-latest`` with ``AGENT_BRIDGE_LATEST_CLIS=1``.
+PY_TOOLS_DIR = ROOT / ".tools" / ("py-latest" if LATEST else "py")
+
+
+def cli_env_name(name: str) -> str:
+    """The variable that overrides CLI ``name``'s path (the provider's own)."""
+    return _ENV_NAMES.get(name) or "AGENT_BRIDGE_" + name.upper().replace("-", "_") + "_PATH"
 
 
 def find_cli(name: str) -> str | None:
@@ -45,9 +54,9 @@ def find_cli(name: str) -> str | None:
     override = os.environ.get(_ENV_NAMES.get(name, ""), "")
     if override:
         return override if os.access(override, os.X_OK) else None
-    candidate = TOOLS_BIN / name
-    if candidate.exists() and os.access(candidate, os.X_OK):
-        return str(candidate)
+    for candidate in (TOOLS_BIN / name, PY_TOOLS_DIR / name / "bin" / name):
+        if candidate.exists() and os.access(candidate, os.X_OK):
+            return str(candidate)
     return shutil.which(name)
 
 

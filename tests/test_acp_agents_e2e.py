@@ -1,6 +1,8 @@
-"""OpenCode and Qwen Code end to end: the real, pinned agents
-(scripts/install-provider-clis.sh) as the built-in ``opencode`` and ``qwen`` providers,
-each against the Anthropic stand-in on 127.0.0.1 (tests/standins/anthropic_server.py).
+"""OpenCode, Qwen Code and fast-agent end to end: the real, pinned agents
+(scripts/install-provider-clis.sh; fast-agent in its own Python >= 3.12 venv,
+scripts/install-python-agents.sh) as the built-in ``opencode``, ``qwen`` and
+``fast-agent`` providers, each against the Anthropic stand-in on 127.0.0.1
+(tests/standins/anthropic_server.py).
 
 For each agent: a text reply; a command approved (the file exists) and denied (it does
 not); an interrupt, then two more runs with the right text each; a resume in a new
@@ -29,7 +31,7 @@ import anyio
 import pytest
 from acp_schema import AcpSchema, read_transcript
 from conftest import running_bridge
-from provider_clis import find_cli, pinned, require_cli
+from provider_clis import cli_env_name, find_cli, pinned, require_cli
 from standins.anthropic_server import (
     AnthropicStandIn,
     Responder,
@@ -90,16 +92,18 @@ class Agent:
                             + ' "$@"\n')
         self.cli.chmod(0o755)
         self.env: dict[str, str] = {
-            f"AGENT_BRIDGE_{provider.upper()}_PATH": str(self.cli),
+            cli_env_name(provider): str(self.cli),
             "HOME": str(self.home),
             "TMPDIR": str(base / "tmp"),
             "AGENT_BRIDGE_CONFIG": "",
         }
         #: Messages the agent sends that are not ACP's (named upstream defects).
         self.off_schema: tuple[str, ...] = ()
+        #: Session options the agent needs here.
+        self.options: Msg = {}
 
     def params(self) -> Msg:
-        return {"provider": self.provider, "workspace": str(self.work)}
+        return {"provider": self.provider, "workspace": str(self.work), "options": self.options}
 
     def check_schema(self) -> None:
         records = read_transcript(self.log)
@@ -170,7 +174,24 @@ def qwen(base: Path, server: AnthropicStandIn) -> Agent:
     return a
 
 
-AGENTS = {"opencode": (opencode, "bash", "1.18.33"), "qwen": (qwen, "run_shell_command", "0.24.4")}
+def fast_agent(base: Path, server: AnthropicStandIn) -> Agent:
+    a = Agent(base, "fast-agent", require_cli("fast-agent"), server)
+    # pydantic-settings' nested variables (fast-agent's Settings: env_nested_delimiter
+    # "__"); the model string is provider.model.
+    a.env.update({"ANTHROPIC__BASE_URL": server.base_url, "ANTHROPIC__API_KEY": "dummy",
+                  "DEFAULT_MODEL": "anthropic.claude-sonnet-4-0"})
+    # fast-agent 0.10.48 asks permission for a command only when it runs through the
+    # client's terminal (its local shell runtime runs commands without asking): the
+    # bridge serves terminal/* for it.
+    a.options = {"clientTerminal": True}
+    return a
+
+
+AGENTS = {
+    "opencode": (opencode, "bash", "1.18.33"),
+    "qwen": (qwen, "run_shell_command", "0.24.4"),
+    "fast-agent": (fast_agent, "execute", "0.10.48"),
+}
 
 
 @pytest.fixture(params=sorted(AGENTS))
@@ -271,12 +292,12 @@ def test_zero_dns_lookups(tmp_path: Path) -> None:
         pytest.skip("the outer test, not run inside the namespace")
     if not CAN_NETNS:
         pytest.skip("LOUD SKIP: needs root, unshare and ip to build a network namespace")
-    for name in ("opencode", "qwen"):
+    for name in AGENTS:
         require_cli(name)
     log = tmp_path / "dns.json"
     env = {**os.environ, "AGENT_BRIDGE_IN_NETNS": "1"}
-    for name in ("opencode", "qwen"):
-        env[f"AGENT_BRIDGE_{name.upper()}_PATH"] = find_cli(name) or ""
+    for name in AGENTS:
+        env[cli_env_name(name)] = find_cli(name) or ""
     inner = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k",
              os.environ.get("AGENT_BRIDGE_NETNS_SELECT", "not zero_dns"), str(Path(__file__)),
              "--rootdir", str(HERE.parent)]

@@ -24,6 +24,7 @@ from __future__ import annotations
 from agent_bridge.adapters.acp.provider import (
     AcpProvider,
     configured_providers,
+    fast_agent_provider,
     gemini_provider,
     generic_provider,
     opencode_provider,
@@ -33,6 +34,7 @@ from agent_bridge.adapters.acp.provider import (
 __all__ = [
     "AcpProvider",
     "configured_providers",
+    "fast_agent_provider",
     "gemini_provider",
     "generic_provider",
     "opencode_provider",

@@ -201,7 +201,35 @@ QWEN: Final = AgentSpec(
     profile="qwen",
 )
 
-BUILTIN_AGENTS: Final = {spec.id: spec for spec in (GEMINI, OPENCODE, QWEN)}
+#: fast-agent (``fast-agent --no-update-check acp --shell``; PyPI ``fast-agent-acp``,
+#: which installs ``fast-agent-mcp``: the ``fast-agent-acp`` executable of 0.10.48 is
+#: broken, its wheel lacks the ``fast_agent_acp`` module).  ``--shell`` gives it its
+#: local shell tool (asked for through ``session/request_permission``); the model and
+#: its API come from ``fastagent.config.yaml`` or the variables passed by name here
+#: (``ANTHROPIC__BASE_URL``: pydantic-settings' nested names).
+FAST_AGENT: Final = AgentSpec(
+    id="fast-agent",
+    display_name="fast-agent",
+    argv=("fast-agent", "--no-update-check", "acp", "--shell"),
+    pass_env=(
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC__API_KEY",
+        "ANTHROPIC__BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI__API_KEY",
+        "OPENAI__BASE_URL",
+        "GOOGLE_API_KEY",
+        "DEFAULT_MODEL",
+        "FAST_AGENT_HOME",
+    ),
+    # Proven end to end (tests/test_acp_agents_e2e.py, in CI with the pinned version).
+    maturity="verified",
+    executable_env="AGENT_BRIDGE_FAST_AGENT_PATH",
+    install_hint="install fast-agent (PyPI package fast-agent-acp, Python >= 3.12)",
+    profile="fast-agent",
+)
+
+BUILTIN_AGENTS: Final = {spec.id: spec for spec in (GEMINI, OPENCODE, QWEN, FAST_AGENT)}
 
 
 def _strings(value: Any, what: str) -> tuple[str, ...]:

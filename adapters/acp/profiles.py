@@ -147,6 +147,9 @@ PROFILES: Final[tuple[Profile, ...]] = (
         key="fast-agent",
         display_name="fast-agent",
         names=("fast-agent-acp",),
+        proven=("0.10.48",),
+        maturity="verified",
+        auth="keys in fastagent.secrets.yaml or the environment (ANTHROPIC_API_KEY, …)",
     ),
 )
 

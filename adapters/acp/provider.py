@@ -69,6 +69,7 @@ __all__ = [
     "ADAPTER_VERSION",
     "AcpProvider",
     "configured_providers",
+    "fast_agent_provider",
     "generic_provider",
     "opencode_provider",
     "qwen_provider",
@@ -330,6 +331,11 @@ def opencode_provider() -> AcpProvider:
 def qwen_provider() -> AcpProvider:
     """The built-in ``qwen`` provider (registry factory)."""
     return builtin_provider("qwen")
+
+
+def fast_agent_provider() -> AcpProvider:
+    """The built-in ``fast-agent`` provider (registry factory)."""
+    return builtin_provider("fast-agent")
 
 
 def generic_provider() -> AcpProvider:
