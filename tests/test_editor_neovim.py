@@ -183,12 +183,12 @@ def test_neovim_reattaches_through_the_daemon_and_the_pending_approval_comes_bac
     # Phase 2: a fresh Neovim lists the session as active, reattaches: the history is
     # replayed into its chat buffer, the approval is asked again and the run finishes.
     assert second["session"] == sid
-    assert second["asked"][0]["labels"] == [f"Deploy · scripted · active · {sid}"]
+    assert second["asked"][0]["labels"] == [f"Deploy · scripted · active · 1 pending · {sid}"]
     assert second["asked"][1]["prompt"] == "agent-bridge approval: Deploy to production"
     assert second["pending_when_reasked"] == 1
     assert second["lines"] == [
         *asked,
-        "→ responded: allow",
+        "→ responded: allow (once)",
         "Deployed after the reattach.",
         "✓ done (end_turn)",
     ]
@@ -209,3 +209,61 @@ def test_neovim_help_file_has_its_tags(tmp_path: Path) -> None:
     tags = {line.split("\t")[0] for line in (doc / "tags").read_text().splitlines()}
     for tag in ("agent-bridge", ":AgentBridge", ":AgentBridge-diff", "agent_bridge.setup()"):
         assert tag in tags, (tag, out)
+
+
+def test_neovim_tool_call_header_is_rewritten_in_place(tmp_path: Path) -> None:
+    # started (with input) → output → completed (exit code): the header extmark used to
+    # move down a line on each rewrite, leaving "[running]" behind and overwriting the
+    # "input:" line.
+    nvim = require_editor("nvim")
+    out = tmp_path / "outcome.json"
+    script = tmp_path / "script.json"
+    call = {"type": "tool.activity", "toolCallId": "call_9", "name": "Bash"}
+    payloads = [
+        {**call, "status": "started", "kind": "execute", "input": {"command": "make"}},
+        {**call, "status": "output", "output": "cc -o app main.c\n"},
+        {**call, "status": "completed", "exitCode": 0},
+    ]
+    steps = [{"type": "emit", "payloads": payloads}, {"type": "text", "text": "Built."}]
+    script.write_text(json.dumps({"steps": steps}))
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(tmp_path / "state"),
+        "AB_SCRIPT": str(script),
+        "AB_OUT": str(out),
+    }
+    log = run_editor(
+        [
+            nvim,
+            "--headless",
+            "-u",
+            "NONE",
+            "-i",
+            "NONE",
+            "-n",
+            "-l",
+            str(DATA / "nvim_tool_call.lua"),
+        ],
+        env=env,
+        timeout=60,
+    )
+    o = json.loads(out.read_text())
+    assert o.get("ok"), (o, log)
+    assert o["lines"] == [
+        f"# agent-bridge · Tools · {o['session']}",
+        "",
+        "## You",
+        "Build it",
+        "",
+        "## Agent",
+        "▸ tool Bash: make [completed, exit 0]",
+        '  │ input: {"command":"make"}',
+        "  │ cc -o app main.c",
+        "Built.",
+        "✓ done (end_turn)",
+    ]

@@ -129,8 +129,8 @@ function M.block(s, key, header)
   M.append(s, { M.HEADER .. header }, nil)
   local row = vim.api.nvim_buf_line_count(s.buf) - 1
   s.blocks[key] = {
-    header = vim.api.nvim_buf_set_extmark(s.buf, ns, row, 0, {}),
-    last = vim.api.nvim_buf_set_extmark(s.buf, ns, row, 0, {}),
+    header = vim.api.nvim_buf_set_extmark(s.buf, ns, row, 0, { right_gravity = false }),
+    last = vim.api.nvim_buf_set_extmark(s.buf, ns, row, 0, { right_gravity = false }),
   }
 end
 
@@ -163,7 +163,13 @@ function M.block_header(s, key, header)
     return
   end
   local row = vim.api.nvim_buf_get_extmark_by_id(s.buf, ns, b.header, {})[1]
-  M.set_lines(s, row, row + 1, { M.HEADER .. header })
+  -- The line's text is replaced in place (nvim_buf_set_text): replacing the whole line
+  -- (nvim_buf_set_lines) pushed the block's marks onto the next line, so the next rewrite
+  -- overwrote the "input:" line and left this header stale.
+  local old = vim.api.nvim_buf_get_lines(s.buf, row, row + 1, false)[1] or ''
+  vim.bo[s.buf].modifiable = true
+  vim.api.nvim_buf_set_text(s.buf, row, 0, row, #old, { M.HEADER .. header })
+  vim.bo[s.buf].modifiable = false
 end
 
 --- The buffer's lines (for tests and the screenshot).

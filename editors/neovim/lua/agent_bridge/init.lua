@@ -628,7 +628,8 @@ function M.sessions()
       kind = 'agent_bridge.session',
       format_item = function(info)
         local s = M.state.sessions[info.sessionId]
-        local n = s and M.pending_count(s) or 0
+        -- after a restart this editor knows nothing pending: the bridge's count says
+        local n = math.max(s and M.pending_count(s) or 0, info.pendingInteractions or 0)
         return ('%s · %s · %s%s · %s'):format(info.title or '(untitled)', info.providerId, info.state,
           n > 0 and (' · ' .. n .. ' pending') or '', info.sessionId)
       end,

@@ -146,7 +146,9 @@ function M.summary(answer)
     return ''
   end
   if answer.kind == 'approval' then
-    return answer.decision .. (answer.mode and (' (' .. answer.mode .. ')') or '')
+    -- An allow without a mode is allowed once (the protocol's default): say so.
+    local mode = answer.mode or (answer.decision == 'allow' and 'once' or nil)
+    return answer.decision .. (mode and (' (' .. mode .. ')') or '')
   elseif answer.kind == 'question' then
     return answer.choice or answer.text or ''
   elseif answer.kind == 'questionSet' then
