@@ -150,9 +150,10 @@ def test_emacs_reattaches_through_the_daemon_and_the_pending_approval_comes_back
     assert first["lines"] == asked
     assert second["session"] == first["session"]
     assert second["pendingWhenAsked"] == 1
+    assert second["listedPending"] == "1"  # the daemon's count, before reattaching
     assert second["lines"] == [
         *asked,
-        "→ responded: allow",
+        "→ responded: allow (once)",
         "Deployed after the reattach.",
         "✓ done (end_turn)",
     ]

@@ -280,8 +280,8 @@ An error is shown (by its `data.code'); ON-ERROR is also called with it."
     ("^  │ .*$" . font-lock-comment-face)
     ("^\\? .*$" . font-lock-warning-face)
     ("^→ .*$" . font-lock-string-face)
-    ("^✓ .*$" . success)
-    ("^✗ .*$" . error)
+    ("^✓ .*$" . 'success)               ; a face form: evaluated, so quoted
+    ("^✗ .*$" . 'error)
     ("^[—!] .*$" . font-lock-doc-face))
   "What `agent-bridge-chat-mode' highlights.")
 
@@ -412,9 +412,13 @@ their bodies are folded, TAB toggles the block at point.
       (with-current-buffer (agent-bridge--buffer s)
         (let ((inhibit-read-only t))
           (save-excursion
+            ;; Insert the new text first, then delete the old: deleting first put
+            ;; the fold overlay's start (at the header's end) at the line's start,
+            ;; so the header folded away with the body and only "..." showed.
             (goto-char (nth 0 b))
-            (delete-region (point) (line-end-position))
-            (insert "▸ " header)))))))
+            (let ((old (- (line-end-position) (point))))
+              (insert "▸ " header)
+              (delete-region (point) (+ (point) old)))))))))
 
 (defun agent-bridge-toggle-block ()
   "Fold or unfold the thinking or tool-call block at point."
@@ -454,10 +458,10 @@ their bodies are folded, TAB toggles the block at point.
 (defun agent-bridge--answer-summary (answer)
   "Return a short text for ANSWER."
   (pcase (plist-get answer :kind)
-    ("approval" (concat (plist-get answer :decision)
-                        (if (plist-get answer :mode)
-                            (format " (%s)" (plist-get answer :mode))
-                          "")))
+    ("approval" (let ((mode (or (plist-get answer :mode)
+                                ;; the protocol's default: allowed once
+                                (and (equal (plist-get answer :decision) "allow") "once"))))
+                  (concat (plist-get answer :decision) (if mode (format " (%s)" mode) ""))))
     ("question" (or (plist-get answer :choice) (plist-get answer :text) ""))
     ("questionSet"
      (let ((answers (plist-get answer :answers)) parts)
@@ -786,7 +790,10 @@ session options) and TITLE skip the pickers."
        (cond
         ((null provider)
          (agent-bridge--message "no provider %S" provider-id))
-        (provider-id (agent-bridge--create provider options title))
+        ;; an unavailable provider is refused at once, before any other question
+        ((or provider-id (equal (plist-get (plist-get provider :availability) :status)
+                                "unavailable"))
+         (agent-bridge--create provider options title))
         (t
          (let* ((model (agent-bridge--read-option
                         (agent-bridge--option provider '("model")) "Model"))
@@ -876,7 +883,10 @@ ON-LISTED, when given, is called with the buffer once it is filled."
                                  (vector (or (plist-get info :title) "(untitled)")
                                          (plist-get info :providerId)
                                          (plist-get info :state)
-                                         (number-to-string (if s (agent-bridge-pending-count s) 0))
+                                         (number-to-string
+                                          ;; after a restart only the bridge knows
+                                          (max (if s (agent-bridge-pending-count s) 0)
+                                               (or (plist-get info :pendingInteractions) 0)))
                                          (or (plist-get info :updatedAt) "")
                                          id))))
                        (plist-get result :sessions)))

@@ -15,6 +15,7 @@
 (require 'agent-bridge)
 
 (defvar test-asked nil "The prompts shown: (PROMPT PENDING-COUNT).")
+(defvar test-listed-pending nil "The Pending column of the session in the list.")
 (defconst test-read-key (symbol-function 'read-key))
 
 (defun test-read-key (prompt &rest args)
@@ -81,6 +82,7 @@
         (with-current-buffer listed
           (goto-char (point-min))
           (should (search-forward "active" nil t))
+          (setq test-listed-pending (aref (tabulated-list-get-entry) 3))
           (agent-bridge-sessions-open)))
       (test-wait "the approval" (lambda () (= 1 (agent-bridge-pending-count
                                                  (agent-bridge--current-session)))))
@@ -88,6 +90,7 @@
       (test-wait "the run" (lambda () (member "✓ done (end_turn)" (test-lines))))
       (test-save :session (agent-bridge--session-id (agent-bridge--current-session))
                  :pendingWhenAsked (nth 1 (car test-asked))
+                 :listedPending test-listed-pending
                  :lines (vconcat (test-lines)))
       (agent-bridge-stop)
       (test-wait "the bridge to stop" (lambda () (not (agent-bridge-running-p)))))))
