@@ -62,3 +62,35 @@ def test_a_bad_step_does_not_decode() -> None:
     except msgspec.ValidationError:
         return
     raise AssertionError("a misspelt member decoded")
+
+
+async def test_the_tool_call_with_a_diff_example_reaches_a_host_as_an_edit() -> None:
+    from bridge_client import script_session
+    from conftest import running_bridge
+
+    text = DOC.read_text("utf-8")
+    section = text[text.index("#### A tool call that carries a diff") :]
+    step = json.loads(re.findall(r"```json\n(.*?)```", section, re.S)[0])
+    async with running_bridge("newline") as bridge:
+        created = await bridge.result("session/create", script_session([step]))
+        sid = created["session"]["sessionId"]
+        await bridge.result("run/start", {"sessionId": sid, "input": {"text": "fix it"}})
+        request = await bridge.wait_for(lambda m: m.get("method") == "interaction/request")
+        answer = {"kind": "approval", "decision": "allow", "mode": "once"}
+        await bridge.send({"jsonrpc": "2.0", "id": request["id"], "result": answer})
+        terminal = await bridge.terminal()
+        assert terminal["payload"]["type"] == "run.completed"
+        tools = [
+            m["params"]["payload"]
+            for m in bridge.received
+            if m.get("method") == "event" and m["params"]["payload"]["type"] == "tool.activity"
+        ]
+        assert [t["status"] for t in tools] == ["started", "completed"]
+        assert tools[0]["content"] == [
+            {
+                "type": "edit",
+                "path": "Makefile",
+                "oldText": "all:\n\tcc -o app main.c\n",
+                "newText": "all:\n\tcc -Wall -o app main.c\n",
+            }
+        ]
