@@ -59,6 +59,11 @@ BLOCKS: dict[tuple[str, str], str] = {
     ): "not run: the test command itself (.ci/run runs it)",
     ("README.md", "bash scripts/test.sh --fast"): "not run: the test command itself",
     (
+        "docs/adapter-conformance.md",
+        "import pytest",
+    ): "not run: a template naming the reader's own adapter (my_adapter); "
+    "tests/test_adapter_conformance.py runs the same subclassing against the scripted provider",
+    (
         "README.md",
         "// VS Code extension (TypeScript), newline-delim",
     ): "not run: a fragment (onBytes, send); the whole host is docs/examples/node_host_test.mjs",
