@@ -69,9 +69,21 @@ export function renderItem(i: ChatItem): string {
   }
 }
 
+/** Returns what a call without a title acts on, from its input: a Bash call's command,
+ * an edit's file; undefined when the input names neither. */
+function toolTarget(input: unknown): string | undefined {
+  if (typeof input !== "object" || input === null) return undefined;
+  const o = input as Record<string, unknown>;
+  for (const k of ["command", "file_path", "path"]) {
+    if (typeof o[k] === "string" && o[k] !== "") return o[k] as string;
+  }
+  return undefined;
+}
+
 function renderTool(t: ToolItem): string {
   const icon = t.status === "completed" ? "✓" : t.status === "failed" ? "✗" : "…";
-  const head = `${icon} ${t.name}${t.title ? ` — ${t.title}` : ""}${t.exitCode !== undefined ? ` (exit ${t.exitCode})` : ""}`;
+  const what = t.title ?? toolTarget(t.input);
+  const head = `${icon} ${t.name}${what ? ` — ${what}` : ""}${t.exitCode !== undefined ? ` (exit ${t.exitCode})` : ""}`;
   const parts: string[] = [];
   if (t.input !== undefined) parts.push(`<div class="label">Input</div><pre>${escapeHtml(compactJson(t.input, 2000))}</pre>`);
   for (const text of t.texts) parts.push(`<pre>${escapeHtml(text)}</pre>`);

@@ -34,3 +34,13 @@ test("a pending approval renders one button per option; thinking and tools are c
   assert.ok(!renderItems(m).includes('data-action="answer"'));
   assert.match(renderItems(m), /<div class="outcome">denied<\/div>/);
 });
+
+test("a tool card's header shows what the call acts on when it has no title (a Bash command)", () => {
+  const m = new ChatModel("s");
+  m.applyAll([
+    ev(1, { type: "run.started", input: "go" }),
+    ev(2, { type: "tool.activity", toolCallId: "c1", name: "Bash", status: "started", input: { command: "make -j4" } }),
+    ev(3, { type: "tool.activity", toolCallId: "c1", name: "Bash", status: "completed", exitCode: 0 }),
+  ]);
+  assert.match(renderItems(m), /<summary>✓ Bash — make -j4 \(exit 0\)/);
+});

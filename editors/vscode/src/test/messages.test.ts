@@ -6,7 +6,7 @@ import type { ProviderDescriptor } from "../protocol";
 
 const gemini: ProviderDescriptor = {
   id: "gemini", displayName: "Gemini CLI", version: "0.1.0", maturity: "verified",
-  capabilities: { run: { interrupt: "cooperative" }, interactions: { approval: { supported: true }, question: { supported: true } }, recovery: { resume: false } },
+  capabilities: { run: { interrupt: "cooperative" }, interactions: { approval: { supported: true }, question: { supported: true } }, recovery: { resume: false }, nativeSessions: { list: "unsupported", read: "unsupported", continue: "unsupported" } },
   availability: { status: "unavailable", reason: "the gemini executable was not found", nextStep: "install the Gemini CLI (npm package @google/gemini-cli)" },
 };
 

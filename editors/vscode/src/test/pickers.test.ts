@@ -7,6 +7,7 @@ const caps = {
   run: { interrupt: "cooperative" as const },
   interactions: { approval: { supported: true, modes: ["once" as const] }, question: { supported: true } },
   recovery: { resume: true },
+  nativeSessions: { list: "unsupported" as const, read: "unsupported" as const, continue: "unsupported" as const },
 };
 const claude: ProviderDescriptor = {
   id: "claude-code", displayName: "Claude Code", version: "1.0.0", maturity: "verified", capabilities: caps,
