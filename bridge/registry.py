@@ -36,6 +36,7 @@ BUILTIN_PROVIDERS: dict[str, str] = {
     "opencode": "agent_bridge.adapters.acp:opencode_provider",
     "qwen": "agent_bridge.adapters.acp:qwen_provider",
     "fast-agent": "agent_bridge.adapters.acp:fast_agent_provider",
+    "mistral-vibe": "agent_bridge.adapters.acp:mistral_vibe_provider",
     "acp": "agent_bridge.adapters.acp:generic_provider",
 }
 

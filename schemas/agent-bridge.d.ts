@@ -2288,6 +2288,32 @@ export interface FastAgentSessionOptions {
   thoughtLevel?: string;
 }
 
+/** The `mistral-vibe` provider's session options (`providers/list`). */
+export interface MistralVibeSessionOptions {
+  /** The agent's executable (a path, or a name looked up on PATH). Default: AGENT_BRIDGE_MISTRAL_VIBE_PATH, then vibe-acp on PATH. */
+  executable?: string;
+  /** Further arguments after the configured ones. */
+  args?: string[];
+  /** Further environment variables for the agent, as an object of strings. */
+  env?: unknown;
+  /** Names of further environment variables of the bridge to pass to the agent. */
+  passEnv?: string[];
+  /** MCP servers for session/new, in ACP's shape (an array of McpServer objects). Transports: stdio; http and sse if the agent advertises them. */
+  mcpServers?: unknown;
+  /** Serve the agent's fs/read_text_file and fs/write_text_file, confined to the workspace. */
+  clientFs?: boolean;
+  /** Serve the agent's terminal/* requests (commands run as argv in the workspace). */
+  clientTerminal?: boolean;
+  /** Call authenticate with this method (one of the agent's authMethods) before the session starts. */
+  authMethod?: string;
+  /** The session mode to switch to (one the agent offers). */
+  mode?: string;
+  /** The agent's model config option. */
+  model?: string;
+  /** The agent's thought level config option. */
+  thoughtLevel?: string;
+}
+
 /** The `acp` provider's session options (`providers/list`). */
 export interface AcpSessionOptions {
   /** The agent's argv (required): executable, then arguments, e.g. ["my-agent", "--acp"]. */
@@ -2323,6 +2349,7 @@ export interface BuiltinProviderOptions {
   codex: { session: CodexSessionOptions; };
   "fast-agent": { session: FastAgentSessionOptions; };
   gemini: { session: GeminiSessionOptions; };
+  "mistral-vibe": { session: MistralVibeSessionOptions; };
   opencode: { session: OpencodeSessionOptions; };
   qwen: { session: QwenSessionOptions; };
   scripted: { session: ScriptedSessionOptions; run: ScriptedRunOptions; };

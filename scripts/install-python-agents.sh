@@ -25,6 +25,7 @@ if [[ $LATEST == 1 ]]; then PREFIX="$ROOT/.tools/py-latest"; else PREFIX="$ROOT/
 # name          PyPI package     version  bin         check
 AGENTS=(
   "fast-agent     fast-agent-acp   0.10.48  fast-agent  --version"
+  "mistral-vibe   mistral-vibe     3.0.2    vibe-acp    --version"
 )
 
 log() { printf '[install-python-agents] %s\n' "$*" >&2; }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Version drift: install the newest published provider CLIs (Claude Code, Codex, Gemini
 # CLI, claude-agent-acp, codex-acp, OpenCode, Qwen Code, ACP's schema package) into .tools/npm-latest
-# (and fast-agent into .tools/py-latest) and run
+# (and fast-agent, Mistral Vibe into .tools/py-latest) and run
 # every real-CLI end-to-end test (pytest -m e2e) against them. CI keeps the pinned
 # versions (scripts/test.sh); this is the one command to see whether the newest releases
 # still work. Assertions on pinned versions and pinned upstream defects are relaxed
@@ -23,5 +23,6 @@ export AGENT_BRIDGE_REQUIRE_CLIS=1
 # The env overrides of tests/provider_clis.py would point elsewhere: drop them.
 unset AGENT_BRIDGE_CLAUDE_PATH AGENT_BRIDGE_CODEX_PATH AGENT_BRIDGE_GEMINI_PATH \
   AGENT_BRIDGE_ACP_CLAUDE_ACP_PATH AGENT_BRIDGE_ACP_CODEX_ACP_PATH AGENT_BRIDGE_ACP_SCHEMA \
-  AGENT_BRIDGE_OPENCODE_PATH AGENT_BRIDGE_QWEN_PATH AGENT_BRIDGE_FAST_AGENT_PATH
+  AGENT_BRIDGE_OPENCODE_PATH AGENT_BRIDGE_QWEN_PATH AGENT_BRIDGE_FAST_AGENT_PATH \
+  AGENT_BRIDGE_MISTRAL_VIBE_PATH
 exec .venv/bin/python -m pytest -m e2e "$@"

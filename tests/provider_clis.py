@@ -38,6 +38,7 @@ _ENV_NAMES = {
     "opencode": "AGENT_BRIDGE_OPENCODE_PATH",
     "qwen": "AGENT_BRIDGE_QWEN_PATH",
     "fast-agent": "AGENT_BRIDGE_FAST_AGENT_PATH",
+    "vibe-acp": "AGENT_BRIDGE_MISTRAL_VIBE_PATH",
 }
 #: The Python agents' venvs (scripts/install-python-agents.sh): ``.tools/py/<name>``, or
 #: ``.tools/py-latest`` with ``AGENT_BRIDGE_LATEST_CLIS=1``.
@@ -54,7 +55,7 @@ def find_cli(name: str) -> str | None:
     override = os.environ.get(_ENV_NAMES.get(name, ""), "")
     if override:
         return override if os.access(override, os.X_OK) else None
-    for candidate in (TOOLS_BIN / name, PY_TOOLS_DIR / name / "bin" / name):
+    for candidate in (TOOLS_BIN / name, *PY_TOOLS_DIR.glob(f"*/bin/{name}")):
         if candidate.exists() and os.access(candidate, os.X_OK):
             return str(candidate)
     return shutil.which(name)

@@ -1,7 +1,7 @@
-"""OpenCode, Qwen Code and fast-agent end to end: the real, pinned agents
-(scripts/install-provider-clis.sh; fast-agent in its own Python >= 3.12 venv,
-scripts/install-python-agents.sh) as the built-in ``opencode``, ``qwen`` and
-``fast-agent`` providers, each against the Anthropic stand-in on 127.0.0.1
+"""OpenCode, Qwen Code, fast-agent and Mistral Vibe end to end: the real, pinned agents
+(scripts/install-provider-clis.sh; fast-agent and Mistral Vibe in their own Python >= 3.12 venvs,
+scripts/install-python-agents.sh) as the built-in ``opencode``, ``qwen``,
+``fast-agent`` and ``mistral-vibe`` providers, each against the Anthropic stand-in on 127.0.0.1
 (tests/standins/anthropic_server.py).
 
 For each agent: a text reply; a command approved (the file exists) and denied (it does
@@ -59,14 +59,19 @@ outside_ns = pytest.mark.skipif(
 Msg = dict[str, Any]
 
 
-def responder(tool_name: str) -> Responder:
-    """The stand-in's rules, with ``TOOL:<cmd>`` as the agent's own shell tool."""
+def responder(tool_name: str, strict: bool = False) -> Responder:
+    """The stand-in's rules, with ``TOOL:<cmd>`` as the agent's own shell tool
+    (``strict``: its input holds ``command`` only, for a tool whose schema allows no
+    other property)."""
     rules = rules_responder(slow_words=200, slow_delay=0.2)
 
     def respond(body: dict[str, Any]) -> ScriptItem | None:
         prompt = last_user_text(body).strip()
         if prompt.startswith("TOOL:") and last_tool_result(body) is None:
-            return ToolUse(prompt[len("TOOL:"):].strip(), name=tool_name)
+            command = prompt[len("TOOL:"):].strip()
+            if strict:
+                return ToolUse(name=tool_name, input={"command": command})
+            return ToolUse(command, name=tool_name)
         return rules(body)
 
     return respond
@@ -101,6 +106,8 @@ class Agent:
         self.off_schema: tuple[str, ...] = ()
         #: Session options the agent needs here.
         self.options: Msg = {}
+        #: How the agent continues a session in a new process (it advertises which).
+        self.resume_method = "session/resume"
 
     def params(self) -> Msg:
         return {"provider": self.provider, "workspace": str(self.work), "options": self.options}
@@ -187,17 +194,49 @@ def fast_agent(base: Path, server: AnthropicStandIn) -> Agent:
     return a
 
 
+def mistral_vibe(base: Path, server: AnthropicStandIn) -> Agent:
+    a = Agent(base, "mistral-vibe", require_cli("vibe-acp"), server)
+    # ~/.vibe/config.toml: an Anthropic-style provider on the stand-in; telemetry,
+    # update checks and GrowthBook experiments off (they would reach the network).
+    (a.home / ".vibe").mkdir()
+    (a.home / ".vibe" / "config.toml").write_text(
+        'active_model = "stub"\n'
+        "enable_telemetry = false\n"
+        "enable_update_checks = false\n"
+        "enable_auto_update = false\n"
+        "enable_connectors = false\n"
+        "[experiments]\nenable = false\n"
+        "[[providers]]\n"
+        'name = "stub"\n'
+        f'api_base = "{server.base_url}"\n'
+        'api_key_env_var = "ANTHROPIC_API_KEY"\n'
+        'api_style = "anthropic"\n'
+        "[[models]]\n"
+        'name = "claude-stand-in"\nprovider = "stub"\nalias = "stub"\n'
+    )
+    # Not MISTRAL_API_KEY: with it, Vibe 3.0.2 fetches its managed configuration from
+    # chat.mistral.ai and its connectors from api.mistral.ai at every session.
+    a.env["ANTHROPIC_API_KEY"] = "dummy"
+    # Vibe 3.0.2 advertises loadSession, not session/resume.
+    a.resume_method = "session/load"
+    return a
+
+
+#: provider -> (how to set it up, its shell tool, the pinned version, strict tool input)
 AGENTS = {
-    "opencode": (opencode, "bash", "1.18.33"),
-    "qwen": (qwen, "run_shell_command", "0.24.4"),
-    "fast-agent": (fast_agent, "execute", "0.10.48"),
+    "opencode": (opencode, "bash", "1.18.33", False),
+    "qwen": (qwen, "run_shell_command", "0.24.4", False),
+    "fast-agent": (fast_agent, "execute", "0.10.48", False),
+    "mistral-vibe": (mistral_vibe, "bash", "3.0.2", True),
 }
+#: The executable each provider's CLI is found as (tests/provider_clis.py).
+CLI_NAMES = {"mistral-vibe": "vibe-acp"}
 
 
 @pytest.fixture(params=sorted(AGENTS))
 def agent(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Agent]:
-    make, tool, _version = AGENTS[request.param]
-    with AnthropicStandIn(responder=responder(tool)) as server:
+    make, tool, _version, strict = AGENTS[request.param]
+    with AnthropicStandIn(responder=responder(tool, strict)) as server:
         a = make(tmp_path, server)
         yield a
         assert {r.path for r in server.requests} <= {"/v1/messages"}, [
@@ -280,7 +319,7 @@ async def test_interrupt_then_two_runs_and_resume_in_a_new_bridge(
         assert events[-1]["type"] == "run.completed"
         assert text_of(events) == HELLO
     resumed = [r["msg"] for r in read_transcript(a.log)
-               if r["dir"] == "->" and r["msg"].get("method") == "session/resume"]
+               if r["dir"] == "->" and r["msg"].get("method") == a.resume_method]
     assert len(resumed) == 1
 
 
@@ -293,11 +332,11 @@ def test_zero_dns_lookups(tmp_path: Path) -> None:
     if not CAN_NETNS:
         pytest.skip("LOUD SKIP: needs root, unshare and ip to build a network namespace")
     for name in AGENTS:
-        require_cli(name)
+        require_cli(CLI_NAMES.get(name, name))
     log = tmp_path / "dns.json"
     env = {**os.environ, "AGENT_BRIDGE_IN_NETNS": "1"}
     for name in AGENTS:
-        env[cli_env_name(name)] = find_cli(name) or ""
+        env[cli_env_name(name)] = find_cli(CLI_NAMES.get(name, name)) or ""
     inner = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k",
              os.environ.get("AGENT_BRIDGE_NETNS_SELECT", "not zero_dns"), str(Path(__file__)),
              "--rootdir", str(HERE.parent)]

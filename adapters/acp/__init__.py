@@ -27,6 +27,7 @@ from agent_bridge.adapters.acp.provider import (
     fast_agent_provider,
     gemini_provider,
     generic_provider,
+    mistral_vibe_provider,
     opencode_provider,
     qwen_provider,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "fast_agent_provider",
     "gemini_provider",
     "generic_provider",
+    "mistral_vibe_provider",
     "opencode_provider",
     "qwen_provider",
 ]

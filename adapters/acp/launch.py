@@ -229,7 +229,25 @@ FAST_AGENT: Final = AgentSpec(
     profile="fast-agent",
 )
 
-BUILTIN_AGENTS: Final = {spec.id: spec for spec in (GEMINI, OPENCODE, QWEN, FAST_AGENT)}
+#: Mistral Vibe (``vibe-acp``; PyPI ``mistral-vibe``, Python >= 3.12).  Its model
+#: providers, models, telemetry and experiments come from ``~/.vibe/config.toml``
+#: (``$VIBE_HOME/config.toml``); each provider names the variable holding its key
+#: (``api_key_env_var``): the usual ones are passed by name here.
+MISTRAL_VIBE: Final = AgentSpec(
+    id="mistral-vibe",
+    display_name="Mistral Vibe",
+    argv=("vibe-acp",),
+    pass_env=("VIBE_HOME", "MISTRAL_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"),
+    # Proven end to end (tests/test_acp_agents_e2e.py, in CI with the pinned version).
+    maturity="verified",
+    executable_env="AGENT_BRIDGE_MISTRAL_VIBE_PATH",
+    install_hint="install Mistral Vibe (PyPI package mistral-vibe, Python >= 3.12)",
+    profile="mistral-vibe",
+)
+
+BUILTIN_AGENTS: Final = {
+    spec.id: spec for spec in (GEMINI, OPENCODE, QWEN, FAST_AGENT, MISTRAL_VIBE)
+}
 
 
 def _strings(value: Any, what: str) -> tuple[str, ...]:

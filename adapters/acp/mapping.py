@@ -85,6 +85,10 @@ class TurnState:
 
     tools: ToolCalls = field(default_factory=ToolCalls)
     reported: set[Any] = field(default_factory=set)
+    #: What each tool call said about itself (``title``, ``kind``, ``rawInput``), by id:
+    #: a later ``session/request_permission`` may name the call by its id alone
+    #: (Mistral Vibe 3.0.2).
+    described: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def once(state: TurnState, key: Any, diagnostic: Diagnostic) -> list[ProviderPayload]:
@@ -183,11 +187,17 @@ def _view(call: Mapping[str, Any], *, first: bool) -> dict[str, Any]:
     return view
 
 
+_DESCRIBING: Final = ("title", "kind", "rawInput")
+
+
 def tool_payloads(state: TurnState, call: Mapping[str, Any]) -> list[ProviderPayload]:
     tool_id = call.get("toolCallId")
     if not isinstance(tool_id, str):
         return []
     out: list[ProviderPayload] = []
+    described = {k: call[k] for k in _DESCRIBING if call.get(k) is not None}
+    if described:
+        state.described.setdefault(tool_id, {}).update(described)
     status = _TOOL_STATUS.get(str(call.get("status") or "pending"), "output")
     started = state.tools.start(tool_id, tool_name(call))
     name = state.tools.name(tool_id, "other")
@@ -351,16 +361,20 @@ _ACTIONS: Final = {"execute": "command", "edit": "fileChange", "delete": "fileCh
                    "move": "fileChange"}
 
 
-def permission_request(params: Mapping[str, Any], cwd: str | None) -> Permission:
+def permission_request(
+    params: Mapping[str, Any], cwd: str | None, known: Mapping[str, Any] | None = None
+) -> Permission:
     """``session/request_permission`` → the approval to raise.  ``modes`` come from the
     offered options: ``once`` with an ``allow_once`` option, ``session`` with an
-    ``allow_always`` one."""
+    ``allow_always`` one.  ``known``: what the run's earlier ``tool_call`` said about the
+    same call (ACP's ``toolCall`` here is an update: a field it leaves out keeps that
+    value)."""
     by_kind: dict[str, str] = {}
     for option in objs(params.get("options")):
         kind, option_id = option.get("kind"), option.get("optionId")
         if isinstance(kind, str) and isinstance(option_id, str):
             by_kind.setdefault(kind, option_id)
-    call = obj(params.get("toolCall"))
+    call = {**(known or {}), **obj(params.get("toolCall"))}
     kind = tool_kind(call)
     title = call.get("title")
     title = title if isinstance(title, str) and title else f"Run a {kind} tool"

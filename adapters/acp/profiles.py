@@ -142,6 +142,9 @@ PROFILES: Final[tuple[Profile, ...]] = (
         key="mistral-vibe",
         display_name="Mistral Vibe",
         names=("@mistralai/mistral-vibe",),
+        proven=("3.0.2",),
+        maturity="verified",
+        auth="a provider in ~/.vibe/config.toml and the variable it names (MISTRAL_API_KEY)",
     ),
     Profile(
         key="fast-agent",

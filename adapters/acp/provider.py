@@ -71,6 +71,7 @@ __all__ = [
     "configured_providers",
     "fast_agent_provider",
     "generic_provider",
+    "mistral_vibe_provider",
     "opencode_provider",
     "qwen_provider",
 ]
@@ -336,6 +337,11 @@ def qwen_provider() -> AcpProvider:
 def fast_agent_provider() -> AcpProvider:
     """The built-in ``fast-agent`` provider (registry factory)."""
     return builtin_provider("fast-agent")
+
+
+def mistral_vibe_provider() -> AcpProvider:
+    """The built-in ``mistral-vibe`` provider (registry factory)."""
+    return builtin_provider("mistral-vibe")
 
 
 def generic_provider() -> AcpProvider:

@@ -476,8 +476,10 @@ class AcpSession(ProviderSession):
         run = self._current(params)
         if run is None or run.interrupt_wanted:
             return dict(mapping.CANCELLED)
-        permission = mapping.permission_request(params, self.settings.cwd)
         call = p.obj(params.get("toolCall"))
+        known = run.state.described.get(call["toolCallId"]) if isinstance(
+            call.get("toolCallId"), str) else None
+        permission = mapping.permission_request(params, self.settings.cwd, known)
         if isinstance(call.get("toolCallId"), str):
             for payload in mapping.tool_payloads(run.state, {**call, "status": "pending"}):
                 run.emit(payload, raw=bytes(raw))
