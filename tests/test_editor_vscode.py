@@ -443,6 +443,8 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
 
     # The webview in Chromium rendered the chat.
     assert r["webviewRendered"] is True
+    # The turn is over: its thinking (open while it streamed) is folded again.
+    assert "thinking" not in r["webviewOpenCards"], r["webviewOpenCards"]
     web = r["webviewText"]
     for text in (
         "Clean the build",

@@ -9,11 +9,19 @@
   const send = document.getElementById("send");
   const stop = document.getElementById("stop");
   const userToggled = new Map();
+  // Follow the output unless the user scrolled up (a card opened below keeps following).
+  let follow = true;
+  const atBottom = () => window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+  window.addEventListener("scroll", () => { follow = atBottom(); }, { passive: true });
 
-  chat.addEventListener("toggle", (ev) => {
-    const d = ev.target;
-    if (d && d.dataset && d.dataset.key) userToggled.set(d.dataset.key, d.open);
-  }, true);
+  chat.addEventListener("click", (ev) => {
+    // Only the user's own clicks on a card's summary count as toggles: the "toggle"
+    // event also fires for a re-render's `open` (a thinking block open while it
+    // streams), which kept that block open after the turn.
+    const summary = ev.target.closest("summary");
+    const d = summary && summary.parentElement;
+    if (d && d.dataset && d.dataset.key) userToggled.set(d.dataset.key, !d.open);
+  });
 
   chat.addEventListener("click", (ev) => {
     const b = ev.target.closest("button[data-action]");
@@ -29,25 +37,28 @@
     if (!text) return;
     vscode.postMessage({ type: "send", text });
     input.value = "";
+    follow = true; // the user's own prompt, and the reply to it, are always shown
+    window.scrollTo(0, document.body.scrollHeight);
   }
   send.addEventListener("click", submit);
   input.addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); submit(); }
+    // Enter sends, Shift+Enter is a new line (as in the agents' own chats).
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); submit(); }
   });
   stop.addEventListener("click", () => vscode.postMessage({ type: "cancel" }));
 
   window.addEventListener("message", (ev) => {
     const m = ev.data;
     if (!m || m.type !== "render") return;
-    const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
     header.innerHTML = m.header;
     chat.innerHTML = m.html;
     for (const d of chat.querySelectorAll("details[data-key]")) {
       if (userToggled.has(d.dataset.key)) d.open = userToggled.get(d.dataset.key);
     }
     stop.disabled = !m.running;
-    if (atBottom) window.scrollTo(0, document.body.scrollHeight);
-    vscode.postMessage({ type: "rendered", version: m.version, text: header.innerText + "\n" + chat.innerText });
+    if (follow) window.scrollTo(0, document.body.scrollHeight);
+    const open = [...chat.querySelectorAll("details[open]")].map((d) => d.className.split(" ")[0]);
+    vscode.postMessage({ type: "rendered", version: m.version, text: header.innerText + "\n" + chat.innerText, open });
   });
 
   vscode.postMessage({ type: "ready" });

@@ -18,7 +18,7 @@ export interface PanelActions {
 
 type FromWebview =
   | { type: "ready" }
-  | { type: "rendered"; version: number; text: string }
+  | { type: "rendered"; version: number; text: string; open?: string[] }
   | { type: "answer"; interactionId: string; option: number }
   | { type: "prompt"; interactionId: string }
   | { type: "openEdit"; runId: string; toolCallId: string; index: number }
@@ -29,7 +29,8 @@ export class ChatPanel implements vscode.Disposable {
   static readonly panels = new Map<string, ChatPanel>();
   readonly panel: vscode.WebviewPanel;
   /** The text the webview last reported showing, and for which model version. */
-  rendered = { version: -1, text: "" };
+  /** What the webview last reported it shows: its text, and the kinds of the cards open. */
+  rendered: { version: number; text: string; open: string[] } = { version: -1, text: "", open: [] };
   private timer: NodeJS.Timeout | undefined;
   private ready = false;
   private readonly subs: vscode.Disposable[] = [];
@@ -74,7 +75,7 @@ export class ChatPanel implements vscode.Disposable {
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${w.cspSource}; script-src 'nonce-${nonce}';">
 <link rel="stylesheet" href="${css}"></head>
 <body><header id="header"></header><main id="chat"></main>
-<footer><textarea id="input" rows="2" placeholder="Ask the agent… (Ctrl+Enter to send)"></textarea>
+<footer><textarea id="input" rows="2" placeholder="Ask the agent… (Enter sends, Shift+Enter: new line)"></textarea>
 <button id="send">Send</button><button id="stop" class="secondary">Stop</button></footer>
 <script nonce="${nonce}" src="${js}"></script></body></html>`;
     this.subs.push(
@@ -149,7 +150,7 @@ export class ChatPanel implements vscode.Disposable {
         this.render();
         break;
       case "rendered": {
-        this.rendered = { version: m.version, text: m.text };
+        this.rendered = { version: m.version, text: m.text, open: m.open ?? [] };
         const waiters = this.renderedWaiters.splice(0);
         for (const w of waiters) w();
         break;

@@ -163,6 +163,7 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
     panel.panel.reveal(undefined, false);
     result.webviewRendered = await panel.whenRendered(15000);
     result.webviewText = panel.rendered.text;
+    result.webviewOpenCards = panel.rendered.open;
     step("webview rendered");
 
     // 4. A turn that waits, cancelled with the Cancel command.
