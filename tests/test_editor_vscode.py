@@ -168,18 +168,20 @@ def _chromium() -> str:
 
 
 @pytest.fixture(scope="module")
-def vsix(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """Builds the extension once: returns the .vsix path and the build's output."""
+def vsix(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Path]:
+    """Builds the extension once: returns the shipped .vsix path, the build's output and
+    the .vsix with the test hooks (what the extension-host test installs)."""
     _require(
         "the VS Code build tools (tsc, vsce)", (TOOLS / "node_modules" / ".bin" / "vsce").exists()
     )
     out = tmp_path_factory.mktemp("vsix") / "agent-bridge-vscode.vsix"
+    hooks = out.with_name("agent-bridge-vscode-hooks.vsix")
     # The unit tests' state directories (os.tmpdir()) go under pytest's own temporary
     # directory, which pytest cleans, not into /tmp.
     scratch = tmp_path_factory.mktemp("vsix-tmp")
     env = {**os.environ, "AGENT_BRIDGE_BIN": str(BRIDGE), "TMPDIR": str(scratch)}
     proc = subprocess.run(
-        ["bash", str(EXT_DIR / "build.sh"), "--out", str(out)],
+        ["bash", str(EXT_DIR / "build.sh"), "--out", str(out), "--hooks-out", str(hooks)],
         capture_output=True,
         text=True,
         env=env,
@@ -187,13 +189,16 @@ def vsix(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     )
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"the extension build failed:\n{log[-6000:]}"
-    return out, log
+    return out, log, hooks
 
 
 @pytest.mark.timeout(300)
-def test_vscode_build_typechecks_runs_unit_tests_and_packages(vsix: tuple[Path, str]) -> None:
-    """tsc --strict passes, every node unit test passes, and the .vsix holds what the host loads."""
-    path, log = vsix
+def test_vscode_build_typechecks_runs_unit_tests_and_packages(
+    vsix: tuple[Path, str, Path],
+) -> None:
+    """tsc --strict passes, every node unit test passes, and the .vsix holds what the host
+    loads and nothing else (no tests, no test scenario, no demo, no build scripts)."""
+    path, log, _ = vsix
     assert "# fail 0" in log, log[-4000:]
     passed = int(log.split("# pass ")[1].split()[0])
     assert passed >= 20, log[-4000:]
@@ -209,6 +214,9 @@ def test_vscode_build_typechecks_runs_unit_tests_and_packages(vsix: tuple[Path, 
     ):
         assert name in names, name
     assert not any(n.startswith("extension/out/test/") for n in names), "unit tests are not shipped"
+    for hook in ("extension/out/testMode.js", "extension/out/demoMode.js"):
+        assert hook not in names, f"{hook} is test/demo code: not shipped"
+    assert not any(n.startswith("extension/scripts/") for n in names), names
     assert manifest["main"] == "./out/extension.js"
     commands = {c["command"] for c in manifest["contributes"]["commands"]}
     assert {
@@ -243,7 +251,7 @@ def _end_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture
-def host(tmp_path: Path, vsix: tuple[Path, str]) -> Iterator[dict[str, Any]]:
+def host(tmp_path: Path, vsix: tuple[Path, str, Path]) -> Iterator[dict[str, Any]]:
     """code-server with the extension installed and settings for the scenario, and Chromium
     on its workbench, each in its own process group (ended afterwards); yields the
     result file's path and the state dir."""
@@ -293,7 +301,7 @@ def host(tmp_path: Path, vsix: tuple[Path, str]) -> Iterator[dict[str, Any]]:
             "--extensions-dir",
             str(exts),
             "--install-extension",
-            str(vsix[0]),
+            str(vsix[2]),
         ],
         capture_output=True,
         text=True,

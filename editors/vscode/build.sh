@@ -6,6 +6,10 @@
 #   editors/vscode/build.sh                 # everything; the .vsix goes to editors/vscode/dist/
 #   editors/vscode/build.sh --out FILE      # the .vsix path
 #   editors/vscode/build.sh --no-tests      # skip the unit tests
+#   editors/vscode/build.sh --hooks-out F   # also a .vsix WITH the test and demo hooks
+#                                           # (out/testMode.js, out/demoMode.js) for the
+#                                           # extension-host test and the screenshot;
+#                                           # the shipped .vsix holds only what runs
 #
 # The tools come from scripts/install-vscode-host.sh ($ROOT/.tools/vscode-host, or
 # $AGENT_BRIDGE_VSCODE_TOOLS). The unit tests that talk to a real bridge use
@@ -17,10 +21,12 @@ TOOLS="${AGENT_BRIDGE_VSCODE_TOOLS:-$ROOT/.tools/vscode-host}"
 VERSION="$(node -p 'require(process.argv[1]).version' "$HERE/package.json")"
 OUT="$HERE/dist/agent-bridge-vscode-$VERSION.vsix"
 TESTS=1
+HOOKS_OUT=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) OUT="$2"; shift 2 ;;
     --no-tests) TESTS=0; shift ;;
+    --hooks-out) HOOKS_OUT="$2"; shift 2 ;;
     *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -52,10 +58,20 @@ cp "$ROOT/LICENSE" "$STAGE/LICENSE"
 cp -r media "$STAGE/media"
 [[ -d docs ]] && cp -r docs "$STAGE/docs"
 mkdir -p "$STAGE/out" "$STAGE/node_modules"
-cp out/*.js "$STAGE/out/"
+# Only what runs: the test scenario and the demo are not shipped (see --hooks-out).
+for js in out/*.js; do
+  case "$(basename "$js")" in testMode.js|demoMode.js) ;; *) cp "$js" "$STAGE/out/" ;; esac
+done
 cp -r "$TOOLS/node_modules/vscode-jsonrpc" "$STAGE/node_modules/vscode-jsonrpc"
-mkdir -p "$(dirname "$OUT")"
-log "vsce package -> $OUT"
-(cd "$STAGE" && "$TOOLS/node_modules/.bin/vsce" package --allow-missing-repository --no-rewrite-relative-links \
-  --skip-license --out "$OUT" >&2)
-log "built $OUT"
+package() { # the staged tree -> $1
+  mkdir -p "$(dirname "$1")"
+  log "vsce package -> $1"
+  (cd "$STAGE" && "$TOOLS/node_modules/.bin/vsce" package --allow-missing-repository --no-rewrite-relative-links \
+    --skip-license --out "$1" >&2)
+  log "built $1"
+}
+package "$OUT"
+if [[ -n $HOOKS_OUT ]]; then
+  cp out/testMode.js out/demoMode.js "$STAGE/out/"
+  package "$HOOKS_OUT"
+fi

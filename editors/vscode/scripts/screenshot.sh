@@ -25,7 +25,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-bash "$HERE/build.sh" --no-tests --out "$T/ext.vsix"
+bash "$HERE/build.sh" --no-tests --out "$T/shipped.vsix" --hooks-out "$T/ext.vsix"
 mkdir -p "$T/ud/User" "$T/exts" "$T/home" "$T/ws"
 printf "print('hello, world')\n" >"$T/ws/hello.py"
 cat >"$T/ud/User/settings.json" <<JSON
