@@ -291,6 +291,22 @@ async def test_descriptor_text_and_approvals(agent: Agent) -> None:
 
 
 @outside_ns
+@pytest.mark.parametrize("agent", ["fast-agent", "mistral-vibe"], indirect=True)
+async def test_probe(agent: Agent) -> None:
+    """``providers/list`` with ``probe`` finds the agent available at its version (inside
+    the namespace: without a lookup).  OpenCode and Qwen Code are left out: a cold start
+    of theirs can outlast the probe's bound on a busy machine."""
+    a = agent
+    async with running_bridge("newline", env=a.env) as bridge:
+        listed = await bridge.result("providers/list", {"probe": True}, timeout=60)
+    d = next(x for x in listed["providers"] if x["id"] == a.provider)
+    assert d["availability"]["status"] == "available", d["availability"]
+    if pinned(AGENTS[a.provider][2]):
+        assert d["availability"]["version"] == AGENTS[a.provider][2]
+        assert d["maturity"] == "verified"
+
+
+@outside_ns
 async def test_interrupt_then_two_runs_and_resume_in_a_new_bridge(
     agent: Agent, tmp_path: Path
 ) -> None:
