@@ -622,6 +622,8 @@ def write_fake_claude(directory: Path) -> Path:
 async def phase_faults(report: Report, slow_host_events: int, junk_mib: int) -> None:
     """The issue-30 phases (bench/soak_faults.py): a slow host among fast ones on the
     daemon, and a junk flood; their figures go to the report's notes."""
+    if str(ROOT / "bench") not in sys.path:  # a copy of this script run from elsewhere
+        sys.path.insert(0, str(ROOT / "bench"))
     import soak_faults
 
     slow = junk = None

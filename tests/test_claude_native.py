@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from agent_bridge.adapters.claude import native
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.events import Diagnostic, RunStarted, TextDelta
-from agent_bridge.wire.native import NativeSessionsReadResult
+from agent_bridge.wire.native import NativeRecord, NativeSessionsReadResult
 
 DATA = Path(__file__).parent / "data" / "claude" / "native_session_2.1.197.jsonl"
 LINES = DATA.read_bytes().splitlines()
@@ -41,9 +41,9 @@ def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "config"
 
 
-def read_all(ref: str, limit: int) -> tuple[list[native.NativeRecord], str]:
+def read_all(ref: str, limit: int) -> tuple[list[NativeRecord], str]:
     """Every record from the empty cursor on, ``limit`` at a time; and the last cursor."""
-    records: list[native.NativeRecord] = []
+    records: list[NativeRecord] = []
     cursor: str | None = None
     while True:
         page = native.read_page(ref, cursor, limit, "start")
@@ -56,7 +56,7 @@ def read_all(ref: str, limit: int) -> tuple[list[native.NativeRecord], str]:
         cursor = page.next_cursor
 
 
-def raws(records: list[native.NativeRecord]) -> list[bytes]:
+def raws(records: list[NativeRecord]) -> list[bytes]:
     return [r.raw.encode() if r.raw is not None else b"" for r in records]
 
 
@@ -191,7 +191,7 @@ def test_cursors_stable_while_the_cli_appends(
     path = lay_out(config, b"".join(line + b"\n" for line in LINES[:cut]))
     written = 0
     cursor: str | None = None
-    records: list[native.NativeRecord] = []
+    records: list[NativeRecord] = []
     for limit in limits:
         page: NativeSessionsReadResult = native.read_page(REF, cursor, limit, "start")
         records.extend(page.records)
