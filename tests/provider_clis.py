@@ -29,6 +29,7 @@ def pinned(version: str) -> str | None:
     where any version is accepted."""
     return None if LATEST else version
 
+
 _ENV_NAMES = {
     "claude": "AGENT_BRIDGE_CLAUDE_PATH",
     "codex": "AGENT_BRIDGE_CODEX_PATH",

@@ -86,8 +86,11 @@ class Fake:
         return read_transcript(self.log) if self.log.exists() else []
 
     def sent_by_bridge(self, method: str) -> list[Msg]:
-        return [r["msg"] for r in self.records() if r["dir"] == "->"
-                and r["msg"].get("method") == method]
+        return [
+            r["msg"]
+            for r in self.records()
+            if r["dir"] == "->" and r["msg"].get("method") == method
+        ]
 
     def replies_of_bridge(self) -> list[Msg]:
         return [r["msg"] for r in self.records() if r["dir"] == "->" and "method" not in r["msg"]]
@@ -95,8 +98,11 @@ class Fake:
     def check_schema(self, off_schema: str | None = None) -> None:
         """Every message both ways fits ACP's schema; ``off_schema`` names a record the
         stand-in sent off the schema on purpose (an unknown update kind)."""
-        records = [r for r in self.records()
-                   if off_schema is None or off_schema not in json.dumps(r["msg"])]
+        records = [
+            r
+            for r in self.records()
+            if off_schema is None or off_schema not in json.dumps(r["msg"])
+        ]
         problems = AcpSchema().check_transcript(records)
         assert problems == [], problems
 
@@ -162,8 +168,9 @@ def codes(payloads: list[Msg]) -> set[str]:
     return {x["code"] for x in payloads if x["type"] == "diagnostic"}
 
 
-async def run_text(bridge: Any, session_id: str, text: str, answer: Answer | None = None,
-                   timeout: float = 20) -> list[Msg]:
+async def run_text(
+    bridge: Any, session_id: str, text: str, answer: Answer | None = None, timeout: float = 20
+) -> list[Msg]:
     return await drive(bridge, await start(bridge, session_id, text), answer, timeout=timeout)
 
 
@@ -206,12 +213,16 @@ def test_standin_matches_the_transcript_shapes(tmp_path: Path) -> None:
         m["id"] for m in fake_acp.MODES["availableModes"]
     }
     # The updates Gemini sent are the ones the stand-in sends for the same prompts.
-    kinds = {m["params"]["update"]["sessionUpdate"] for m in real
-             if m.get("method") == "session/update"}
+    kinds = {
+        m["params"]["update"]["sessionUpdate"] for m in real if m.get("method") == "session/update"
+    }
     assert kinds == {"available_commands_update", "agent_message_chunk", "tool_call_update"}
-    texts = "".join(m["params"]["update"]["content"]["text"] for m in real[:20]
-                    if m.get("method") == "session/update"
-                    and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+    texts = "".join(
+        m["params"]["update"]["content"]["text"]
+        for m in real[:20]
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
     assert texts.startswith(HELLO)
 
 
@@ -275,8 +286,10 @@ def test_config_entries() -> None:
     assert agents[0].env_var == "AGENT_BRIDGE_ACP_GOOD_PATH"
     with pytest.raises(ConfigEntryError):
         spec_from_entry("x", {"command": "a --acp"})  # a string, not argv
-    env = child_env(spec_from_entry("x", {"command": ["a"], "env": {"E": "1"}, "passEnv": ["K"]}),
-                    parent={"PATH": "/bin", "K": "k", "SECRET_TOKEN": "s"})
+    env = child_env(
+        spec_from_entry("x", {"command": ["a"], "env": {"E": "1"}, "passEnv": ["K"]}),
+        parent={"PATH": "/bin", "K": "k", "SECRET_TOKEN": "s"},
+    )
     assert env["E"] == "1" and env["K"] == "k" and "SECRET_TOKEN" not in env
 
 
@@ -294,29 +307,47 @@ def test_descriptor_follows_initialize() -> None:
     assert provider.describe().capabilities.recovery.resume is True  # not asked yet
     provider.learned(p.AgentInfo.from_result({"agentCapabilities": {}, "authMethods": []}))
     assert provider.describe().capabilities.recovery.resume is False
-    provider.learned(p.AgentInfo.from_result({
-        "agentCapabilities": {"sessionCapabilities": {"resume": {}}},
-        "authMethods": [{"id": "key", "name": "Key"}],
-    }))
+    provider.learned(
+        p.AgentInfo.from_result(
+            {
+                "agentCapabilities": {"sessionCapabilities": {"resume": {}}},
+                "authMethods": [{"id": "key", "name": "Key"}],
+            }
+        )
+    )
     d = provider.describe()
     assert d.capabilities.recovery.resume is True
     auth = next(o for o in d.options if o.name == "authMethod")
     assert auth.type == "enum" and auth.values == ("key",)
-    provider.learned_session({"modes": {"availableModes": [{"id": "plan", "name": "Plan"}]},
-                              "configOptions": [{"id": "m", "name": "M", "category": "model",
-                                                 "type": "select", "currentValue": "a",
-                                                 "options": [{"value": "a", "name": "A"}]}]})
+    provider.learned_session(
+        {
+            "modes": {"availableModes": [{"id": "plan", "name": "Plan"}]},
+            "configOptions": [
+                {
+                    "id": "m",
+                    "name": "M",
+                    "category": "model",
+                    "type": "select",
+                    "currentValue": "a",
+                    "options": [{"value": "a", "name": "A"}],
+                }
+            ],
+        }
+    )
     options = {o.name: o for o in provider.describe().options}
     assert options["mode"].values == ("plan",) and options["model"].values == ("a",)
 
 
 def test_permission_replies() -> None:
-    params = {"options": [
-        {"optionId": "a1", "kind": "allow_once", "name": "Allow"},
-        {"optionId": "aa", "kind": "allow_always", "name": "Always"},
-        {"optionId": "r1", "kind": "reject_once", "name": "Reject"},
-        {"optionId": "ra", "kind": "reject_always", "name": "Never"},
-    ], "toolCall": {"toolCallId": "t", "title": "rm x", "kind": "delete"}}
+    params = {
+        "options": [
+            {"optionId": "a1", "kind": "allow_once", "name": "Allow"},
+            {"optionId": "aa", "kind": "allow_always", "name": "Always"},
+            {"optionId": "r1", "kind": "reject_once", "name": "Reject"},
+            {"optionId": "ra", "kind": "reject_always", "name": "Never"},
+        ],
+        "toolCall": {"toolCallId": "t", "title": "rm x", "kind": "delete"},
+    }
     perm = mapping.permission_request(params, "/w")
     assert perm.request.action == "fileChange" and perm.request.modes == ("once", "session")
 
@@ -336,8 +367,16 @@ def test_permission_replies() -> None:
 
 
 def test_elicitation_mapping() -> None:
-    asked = mapping.elicitation_request({"mode": "form", "message": "Pick", "requestedSchema": {
-        "type": "object", "properties": {"c": {"type": "string", "enum": ["r", "b"]}}}})
+    asked = mapping.elicitation_request(
+        {
+            "mode": "form",
+            "message": "Pick",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"c": {"type": "string", "enum": ["r", "b"]}},
+            },
+        }
+    )
     assert asked is not None
     request, fields = asked
     assert isinstance(request, QuestionRequest) and [c.id for c in request.choices] == ["r", "b"]
@@ -345,9 +384,17 @@ def test_elicitation_mapping() -> None:
         fields, InteractionOutcome("responded", QuestionAnswer(choice="b"))
     ) == {"action": "accept", "content": {"c": "b"}}
     assert mapping.elicitation_reply(fields, InteractionOutcome("cancelled")) == {
-        "action": "cancel"}
-    two = mapping.elicitation_request({"mode": "form", "message": "M", "requestedSchema": {
-        "properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"}}}})
+        "action": "cancel"
+    }
+    two = mapping.elicitation_request(
+        {
+            "mode": "form",
+            "message": "M",
+            "requestedSchema": {
+                "properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"}}
+            },
+        }
+    )
     assert two is not None and isinstance(two[0], QuestionSetRequest)
     assert mapping.elicitation_request({"mode": "url", "url": "u", "message": "m"}) is None
 
@@ -438,8 +485,11 @@ async def test_approval_allowed_and_denied(fake: Fake) -> None:
         assert "canceled by the user" in text_of(payloads)
         payloads = await run_text(bridge, session_id, "TOOL:touch always.txt", allow("session"))
         assert (fake.work / "always.txt").exists()
-    chosen = [r["result"]["outcome"].get("optionId") for r in fake.replies_of_bridge()
-              if "outcome" in (r.get("result") or {})]
+    chosen = [
+        r["result"]["outcome"].get("optionId")
+        for r in fake.replies_of_bridge()
+        if "outcome" in (r.get("result") or {})
+    ]
     assert chosen == ["proceed_once", "cancel", "proceed_always"]
     fake.check_schema()
 
@@ -470,8 +520,11 @@ async def test_interrupt_answers_pending_permission_cancelled(fake: Fake) -> Non
         settled = of_type(payloads, "interaction.settled")
         assert settled and settled[0]["status"] == "cancelled"
     assert not (fake.work / "never.txt").exists()
-    outcomes = [r["result"]["outcome"] for r in fake.replies_of_bridge()
-                if "outcome" in (r.get("result") or {})]
+    outcomes = [
+        r["result"]["outcome"]
+        for r in fake.replies_of_bridge()
+        if "outcome" in (r.get("result") or {})
+    ]
     assert outcomes == [{"outcome": "cancelled"}]
     fake.check_schema()
 
@@ -479,8 +532,10 @@ async def test_interrupt_answers_pending_permission_cancelled(fake: Fake) -> Non
 async def test_updates_map_to_events_and_unknown_keeps_raw(fake: Fake) -> None:
     async with running_bridge("newline", env=fake.env) as bridge:
         session_id = await create(bridge, fake)
-        assert of_type(await run_text(bridge, session_id, "THINK"), "thinking.delta")[0][
-            "text"] == "pondering"
+        assert (
+            of_type(await run_text(bridge, session_id, "THINK"), "thinking.delta")[0]["text"]
+            == "pondering"
+        )
         plan = of_type(await run_text(bridge, session_id, "PLAN"), "plan.updated")[0]
         assert [s["status"] for s in plan["steps"]] == ["completed", "inProgress", "pending"]
         usage = of_type(await run_text(bridge, session_id, "USAGE"), "usage")[0]
@@ -494,8 +549,11 @@ async def test_updates_map_to_events_and_unknown_keeps_raw(fake: Fake) -> None:
         page = await bridge.result(
             "events/read", {"sessionId": session_id, "view": "raw", "limit": 1000}
         )
-        unknown = [e["sequence"] for e in page["events"]
-                   if e["payload"].get("code") == "acp_unknown_update"]
+        unknown = [
+            e["sequence"]
+            for e in page["events"]
+            if e["payload"].get("code") == "acp_unknown_update"
+        ]
         raws = [r for r in page["raw"] if r["spans"][0][0] == unknown[0]]
         assert raws[0]["record"]["update"] == {"sessionUpdate": "_fake_weather", "sunny": True}
     fake.check_schema(off_schema="_fake_weather")
@@ -507,16 +565,22 @@ async def test_tool_calls_carry_the_tool_model_and_edits(fake: Fake) -> None:
         path = str(fake.work / "a.txt")
         tools = of_type(await run_text(bridge, session_id, f"EDIT:{path}"), "tool.activity")
         assert tools[0] == {
-            "type": "tool.activity", "toolCallId": "edit_1", "name": "edit",
-            "status": "started", "input": {"file_path": path}, "kind": "edit",
-            "title": "Edit a.txt", "locations": [{"path": path, "line": 1}],
+            "type": "tool.activity",
+            "toolCallId": "edit_1",
+            "name": "edit",
+            "status": "started",
+            "input": {"file_path": path},
+            "kind": "edit",
+            "title": "Edit a.txt",
+            "locations": [{"path": path, "line": 1}],
         }
         assert tools[1]["status"] == "completed"
         assert tools[1]["content"] == [
             {"type": "edit", "path": path, "oldText": "a\n", "newText": "b\n"}
         ]
-        allowed = of_type(await run_text(bridge, session_id, "TOOL:touch t.txt", allow()),
-                          "tool.activity")
+        allowed = of_type(
+            await run_text(bridge, session_id, "TOOL:touch t.txt", allow()), "tool.activity"
+        )
         assert allowed[0]["kind"] == "execute" and allowed[0]["title"] == "touch t.txt"
         assert allowed[0]["content"][0]["type"] == "text"
     fake.check_schema()
@@ -550,8 +614,9 @@ async def test_terminal_callbacks(fake: Fake) -> None:
         assert "error -32601" in text_of(await run_text(bridge, off, "TERM:echo hi"))
         on = await create(bridge, fake, clientTerminal=True)
         assert text_of(await run_text(bridge, on, "TERM:echo hello there")) == (
-            "exit 0: hello there")
-        assert text_of(await run_text(bridge, on, "TERM:false")) .strip() == "exit 1:"
+            "exit 0: hello there"
+        )
+        assert text_of(await run_text(bridge, on, "TERM:false")).strip() == "exit 1:"
     fake.check_schema()
 
 
@@ -695,7 +760,7 @@ async def test_gemini_resume_is_refused_by_descriptor(tmp_path: Path) -> None:
     gemini session cannot be resumed and the refusal is classified."""
     fake = Fake(tmp_path, agent_id="x")
     exe = tmp_path / "gemini"
-    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} --script {fake.script_path} \"$@\"\n")
+    exe.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE} --script {fake.script_path} "$@"\n')
     exe.chmod(0o755)
     env = {"AGENT_BRIDGE_GEMINI_PATH": str(exe)}
     async with running_bridge("newline", env=env) as bridge:

@@ -60,8 +60,7 @@ def _outer(tmp_path: Path, log: Path) -> tuple[list[str], dict[str, str]]:
     inner = [BRIDGE, "acp", "--provider", "scripted", "--state-dir", str(tmp_path / "inner")]
     config = tmp_path / "config.toml"
     config.write_text(
-        '[acp.agents.inner]\ndisplayName = "Inner bridge"\n'
-        f"command = {json.dumps(inner)}\n"
+        f'[acp.agents.inner]\ndisplayName = "Inner bridge"\ncommand = {json.dumps(inner)}\n'
     )
     argv = [sys.executable, str(TAP), "--log", str(log), "--", BRIDGE, "acp"]
     argv += ["--provider", "inner", "--state-dir", str(tmp_path / "outer")]
@@ -101,8 +100,7 @@ async def test_a_client_that_takes_toggles_gets_and_sets_the_boolean_options(
     records = check_schema(log)
     replies = [r["msg"] for r in records if r["dir"] == "<-" and "result" in r["msg"]]
     assert any(
-        {"id": "clientFs", "type": "boolean", "currentValue": True}.items()
-        <= o.items()
+        {"id": "clientFs", "type": "boolean", "currentValue": True}.items() <= o.items()
         for reply in replies
         for o in (reply["result"] or {}).get("configOptions", [])
     )

@@ -95,8 +95,6 @@ def test_typescript_sdk_client_drives_the_scenario(tmp_path: Path) -> None:
         and r["msg"].get("method") == "session/delete"
         and r["msg"]["params"]["sessionId"] == "ses_nope"
     ]
-    (answer,) = [
-        r["msg"] for r in records if r["dir"] == "<-" and r["msg"].get("id") == ask["id"]
-    ]
+    (answer,) = [r["msg"] for r in records if r["dir"] == "<-" and r["msg"].get("id") == ask["id"]]
     assert answer["error"]["code"] == -32002
     assert answer["error"]["data"]["code"] == "session_not_found"

@@ -52,8 +52,8 @@ INSIDE = os.environ.get("AGENT_BRIDGE_IN_NETNS") == "1"
 CAN_NETNS = os.geteuid() == 0 and bool(shutil.which("unshare")) and bool(shutil.which("ip"))
 #: The agent tests run here unless they run inside the namespace (test_zero_dns_lookups).
 outside_ns = pytest.mark.skipif(
-    CAN_NETNS and not INSIDE, reason="run inside the loopback-only namespace by "
-    "test_zero_dns_lookups"
+    CAN_NETNS and not INSIDE,
+    reason="run inside the loopback-only namespace by test_zero_dns_lookups",
 )
 
 Msg = dict[str, Any]
@@ -68,7 +68,7 @@ def responder(tool_name: str, strict: bool = False) -> Responder:
     def respond(body: dict[str, Any]) -> ScriptItem | None:
         prompt = last_user_text(body).strip()
         if prompt.startswith("TOOL:") and last_tool_result(body) is None:
-            command = prompt[len("TOOL:"):].strip()
+            command = prompt[len("TOOL:") :].strip()
             if strict:
                 return ToolUse(name=tool_name, input={"command": command})
             return ToolUse(command, name=tool_name)
@@ -93,8 +93,7 @@ class Agent:
         # that puts the tap in front.
         self.cli = base / provider
         argv = [sys.executable, str(TAP), "--log", str(self.log), "--", cli]
-        self.cli.write_text("#!/bin/sh\nexec " + " ".join(json.dumps(a) for a in argv)
-                            + ' "$@"\n')
+        self.cli.write_text("#!/bin/sh\nexec " + " ".join(json.dumps(a) for a in argv) + ' "$@"\n')
         self.cli.chmod(0o755)
         self.env: dict[str, str] = {
             cli_env_name(provider): str(self.cli),
@@ -117,14 +116,24 @@ class Agent:
         assert records, "the tap logged nothing"
         # The agent's own non-ACP requests (named in off_schema) and the bridge's
         # answers to them are left out; everything else must fit.
-        theirs = {r["msg"].get("id") for r in records if r["dir"] == "<-"
-                  and r["msg"].get("method") in self.off_schema}
-        kept = [r for r in records if not (
-            (r["dir"] == "<-" and r["msg"].get("method") in self.off_schema)
-            or (r["dir"] == "->" and "method" not in r["msg"] and r["msg"].get("id") in theirs)
-        )]
-        answers = [r["msg"] for r in records if r["dir"] == "->" and "method" not in r["msg"]
-                   and r["msg"].get("id") in theirs]
+        theirs = {
+            r["msg"].get("id")
+            for r in records
+            if r["dir"] == "<-" and r["msg"].get("method") in self.off_schema
+        }
+        kept = [
+            r
+            for r in records
+            if not (
+                (r["dir"] == "<-" and r["msg"].get("method") in self.off_schema)
+                or (r["dir"] == "->" and "method" not in r["msg"] and r["msg"].get("id") in theirs)
+            )
+        ]
+        answers = [
+            r["msg"]
+            for r in records
+            if r["dir"] == "->" and "method" not in r["msg"] and r["msg"].get("id") in theirs
+        ]
         assert all(m.get("error", {}).get("code") == -32601 for m in answers), answers
         problems = AcpSchema().check_transcript(kept)
         assert problems == [], problems
@@ -149,32 +158,45 @@ def opencode(base: Path, server: AnthropicStandIn) -> Agent:
     # background at every start (nothing turns it off; offline it fails, logged as a
     # warning): npm's registry on loopback keeps that from looking a name up.
     (a.home / ".npmrc").write_text("registry=http://127.0.0.1:9/\n")
-    a.env["OPENCODE_CONFIG_CONTENT"] = json.dumps({
-        "model": "stub/stub-model",
-        "autoupdate": False,
-        "share": "disabled",
-        "provider": {"stub": {
-            "npm": "@ai-sdk/anthropic",
-            "name": "Stand-in",
-            "options": {"baseURL": server.base_url + "/v1", "apiKey": "dummy"},
-            "models": {"stub-model": {"name": "Stand-in model", "tool_call": True}},
-        }},
-        "permission": {"bash": "ask", "edit": "ask"},
-    })
+    a.env["OPENCODE_CONFIG_CONTENT"] = json.dumps(
+        {
+            "model": "stub/stub-model",
+            "autoupdate": False,
+            "share": "disabled",
+            "provider": {
+                "stub": {
+                    "npm": "@ai-sdk/anthropic",
+                    "name": "Stand-in",
+                    "options": {"baseURL": server.base_url + "/v1", "apiKey": "dummy"},
+                    "models": {"stub-model": {"name": "Stand-in model", "tool_call": True}},
+                }
+            },
+            "permission": {"bash": "ask", "edit": "ask"},
+        }
+    )
     return a
 
 
 def qwen(base: Path, server: AnthropicStandIn) -> Agent:
     a = Agent(base, "qwen", require_cli("qwen"), server)
     (a.home / ".qwen").mkdir()
-    (a.home / ".qwen" / "settings.json").write_text(json.dumps({
-        "security": {"auth": {"selectedType": "anthropic"}},
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-    }))
-    a.env.update({"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "dummy",
-                  "ANTHROPIC_MODEL": "claude-stand-in"})
+    (a.home / ".qwen" / "settings.json").write_text(
+        json.dumps(
+            {
+                "security": {"auth": {"selectedType": "anthropic"}},
+                "privacy": {"usageStatisticsEnabled": False},
+                "telemetry": {"enabled": False},
+                "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            }
+        )
+    )
+    a.env.update(
+        {
+            "ANTHROPIC_BASE_URL": server.base_url,
+            "ANTHROPIC_API_KEY": "dummy",
+            "ANTHROPIC_MODEL": "claude-stand-in",
+        }
+    )
     # Qwen Code 0.24.4 calls its own craft/drainMidTurnQueue after a tool call (not an
     # ACP method: answered -32601 by the bridge).
     a.off_schema = ("craft/drainMidTurnQueue",)
@@ -185,8 +207,13 @@ def fast_agent(base: Path, server: AnthropicStandIn) -> Agent:
     a = Agent(base, "fast-agent", require_cli("fast-agent"), server)
     # pydantic-settings' nested variables (fast-agent's Settings: env_nested_delimiter
     # "__"); the model string is provider.model.
-    a.env.update({"ANTHROPIC__BASE_URL": server.base_url, "ANTHROPIC__API_KEY": "dummy",
-                  "DEFAULT_MODEL": "anthropic.claude-sonnet-4-0"})
+    a.env.update(
+        {
+            "ANTHROPIC__BASE_URL": server.base_url,
+            "ANTHROPIC__API_KEY": "dummy",
+            "DEFAULT_MODEL": "anthropic.claude-sonnet-4-0",
+        }
+    )
     # fast-agent 0.10.48 asks permission for a command only when it runs through the
     # client's terminal (its local shell runtime runs commands without asking): the
     # bridge serves terminal/* for it.
@@ -240,7 +267,8 @@ def agent(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Agent]:
         a = make(tmp_path, server)
         yield a
         assert {r.path for r in server.requests} <= {"/v1/messages"}, [
-            r.path for r in server.requests]
+            r.path for r in server.requests
+        ]
         deadline = time.monotonic() + 10
         while a.strays() and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -272,7 +300,9 @@ async def test_descriptor_text_and_approvals(agent: Agent) -> None:
         assert text_of(events) == HELLO
 
         events = await drive(
-            bridge, await start(bridge, session_id, "TOOL:touch approved.txt"), allow(),
+            bridge,
+            await start(bridge, session_id, "TOOL:touch approved.txt"),
+            allow(),
             timeout=90,
         )
         assert events[-1]["type"] == "run.completed", events[-1]
@@ -322,7 +352,8 @@ async def test_interrupt_then_two_runs_and_resume_in_a_new_bridge(
         assert events[-1]["type"] == "run.interrupted"
         for word in ("after", "later"):
             started = await bridge.result(
-                "run/start", {"sessionId": session_id, "input": {"text": f"ECHO:{word}"}},
+                "run/start",
+                {"sessionId": session_id, "input": {"text": f"ECHO:{word}"}},
                 timeout=90,
             )
             events = await drive(bridge, started["runId"], timeout=90)
@@ -334,8 +365,11 @@ async def test_interrupt_then_two_runs_and_resume_in_a_new_bridge(
         events = await drive(bridge, await start(bridge, session_id, "say hi"), timeout=90)
         assert events[-1]["type"] == "run.completed"
         assert text_of(events) == HELLO
-    resumed = [r["msg"] for r in read_transcript(a.log)
-               if r["dir"] == "->" and r["msg"].get("method") == a.resume_method]
+    resumed = [
+        r["msg"]
+        for r in read_transcript(a.log)
+        if r["dir"] == "->" and r["msg"].get("method") == a.resume_method
+    ]
     assert len(resumed) == 1
 
 
@@ -353,13 +387,37 @@ def test_zero_dns_lookups(tmp_path: Path) -> None:
     env = {**os.environ, "AGENT_BRIDGE_IN_NETNS": "1"}
     for name in AGENTS:
         env[cli_env_name(name)] = find_cli(CLI_NAMES.get(name, name)) or ""
-    inner = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k",
-             os.environ.get("AGENT_BRIDGE_NETNS_SELECT", "not zero_dns"), str(Path(__file__)),
-             "--rootdir", str(HERE.parent)]
+    inner = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        os.environ.get("AGENT_BRIDGE_NETNS_SELECT", "not zero_dns"),
+        str(Path(__file__)),
+        "--rootdir",
+        str(HERE.parent),
+    ]
     done = subprocess.run(
-        ["unshare", "--net", "--mount", sys.executable, str(HERE / "netns_dns.py"),
-         "--log", str(log), "--", *inner],
-        env=env, cwd=HERE.parent, capture_output=True, text=True, timeout=900, check=False,
+        [
+            "unshare",
+            "--net",
+            "--mount",
+            sys.executable,
+            str(HERE / "netns_dns.py"),
+            "--log",
+            str(log),
+            "--",
+            *inner,
+        ],
+        env=env,
+        cwd=HERE.parent,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     assert log.exists(), done.stdout + done.stderr
     result = json.loads(log.read_text())

@@ -49,6 +49,8 @@ def check_schema(log: Path) -> None:
     assert records, "the tap logged nothing"
     problems = AcpSchema().check_transcript(records)
     assert problems == [], problems
+
+
 HELLO = "Hi! I am the stand-in model."
 
 Msg = dict[str, Any]
@@ -67,7 +69,8 @@ class Gemini:
         # so the tap goes into a wrapper script.
         self.cli = str(base / "gemini")
         Path(self.cli).write_text(
-            "#!/bin/sh\nexec " + " ".join(json.dumps(a) for a in tapped(self.log, [cli]))
+            "#!/bin/sh\nexec "
+            + " ".join(json.dumps(a) for a in tapped(self.log, [cli]))
             + ' "$@"\n'
         )
         Path(self.cli).chmod(0o755)
@@ -201,8 +204,12 @@ async def test_gemini_load_defect_is_still_there(gemini: Gemini, tmp_path: Path)
     g = gemini
     if not pinned("0.61.0"):
         pytest.skip("the defect is pinned for 0.61.0 only")
-    env_names = ["GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GEMINI_CLI_HOME",
-                 "GEMINI_CLI_TRUST_WORKSPACE"]
+    env_names = [
+        "GEMINI_API_KEY",
+        "GOOGLE_GEMINI_BASE_URL",
+        "GEMINI_CLI_HOME",
+        "GEMINI_CLI_TRUST_WORKSPACE",
+    ]
     command = tapped(g.log, [g.real_cli, "--acp"])
     config = tmp_path / "config.toml"
     write_config(config, "gem", command, env_names, "resume = true\n")
@@ -225,8 +232,9 @@ async def test_gemini_load_defect_is_still_there(gemini: Gemini, tmp_path: Path)
 # --------------------------------------------------------------------------- configured agents
 
 
-def write_config(path: Path, agent_id: str, command: list[str], pass_env: list[str],
-                 extra: str = "") -> None:
+def write_config(
+    path: Path, agent_id: str, command: list[str], pass_env: list[str], extra: str = ""
+) -> None:
     path.write_text(
         f"[acp.agents.{agent_id}]\n"
         f'displayName = "{agent_id}"\n'
@@ -244,9 +252,18 @@ class ClaudeAcp:
             (base / name).mkdir(parents=True, exist_ok=True)
         self.config = base / "config.toml"
         self.log = base / "acp.log"
-        write_config(self.config, "claude-acp", tapped(self.log, [cli]), [
-            "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
-            "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_MAX_RETRIES"])
+        write_config(
+            self.config,
+            "claude-acp",
+            tapped(self.log, [cli]),
+            [
+                "ANTHROPIC_BASE_URL",
+                "ANTHROPIC_API_KEY",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+                "CLAUDE_CONFIG_DIR",
+                "CLAUDE_CODE_MAX_RETRIES",
+            ],
+        )
 
     @property
     def env(self) -> dict[str, str]:
@@ -364,9 +381,13 @@ async def test_case_10_generic_acp_provider_attributes_each_turn_after_an_interr
     c = claude_acp
     options = {
         "command": tapped(c.log, [require_cli("claude-agent-acp")]),
-        "passEnv": ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY",
-                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CONFIG_DIR",
-                    "CLAUDE_CODE_MAX_RETRIES"],
+        "passEnv": [
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_API_KEY",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+            "CLAUDE_CONFIG_DIR",
+            "CLAUDE_CODE_MAX_RETRIES",
+        ],
     }
     env = {k: v for k, v in c.env.items() if k != "AGENT_BRIDGE_CONFIG"}
     async with running_bridge("newline", env=env) as bridge:
@@ -386,7 +407,8 @@ async def test_case_10_generic_acp_provider_attributes_each_turn_after_an_interr
         for word in ("after", "later", "last"):
             # (the first run/start waits for the agent's restart: generous under load)
             started = await bridge.result(
-                "run/start", {"sessionId": session_id, "input": {"text": f"ECHO:{word}"}},
+                "run/start",
+                {"sessionId": session_id, "input": {"text": f"ECHO:{word}"}},
                 timeout=90,
             )
             runs.append(await drive(bridge, started["runId"], timeout=90))

@@ -34,8 +34,7 @@ from agent_bridge.adapters.acp.provider import AcpProvider
 pytestmark = pytest.mark.timeout(90)
 
 GEMINI = {"name": "gemini-cli", "title": "Gemini CLI", "version": "0.61.0"}
-CLAUDE = {"name": "@zed-industries/claude-agent-acp", "title": "Claude Agent",
-          "version": "0.23.1"}
+CLAUDE = {"name": "@zed-industries/claude-agent-acp", "title": "Claude Agent", "version": "0.23.1"}
 CLAUDE_CAPS = {"loadSession": True, "sessionCapabilities": {"resume": {}, "list": {}}}
 WAYS = ("builtin", "entry", "generic")
 
@@ -74,8 +73,10 @@ def test_recognised_by_initialize_and_explicit_hints_win() -> None:
 
 
 def test_quiet_environment_yields_to_explicit_values() -> None:
-    spec = spec_from_entry("x", {"command": ["a"], "env": {"DO_NOT_TRACK": "0"},
-                                 "passEnv": ["GEMINI_TELEMETRY_ENABLED"]})
+    spec = spec_from_entry(
+        "x",
+        {"command": ["a"], "env": {"DO_NOT_TRACK": "0"}, "passEnv": ["GEMINI_TELEMETRY_ENABLED"]},
+    )
     env = child_env(spec, parent={"PATH": "/bin", "GEMINI_TELEMETRY_ENABLED": "true"})
     assert env["DO_NOT_TRACK"] == "0" and env["GEMINI_TELEMETRY_ENABLED"] == "true"
     assert env["QWEN_TELEMETRY_ENABLED"] == "false"
@@ -99,16 +100,18 @@ def test_a_configured_entry_gets_the_profile_descriptor() -> None:
 class Configured:
     """The stand-in, passing for ``agent``, configured one of three ways."""
 
-    def __init__(self, tmp: Path, way: str, agent: dict[str, str], builtin: str,
-                 **script: Any) -> None:
+    def __init__(
+        self, tmp: Path, way: str, agent: dict[str, str], builtin: str, **script: Any
+    ) -> None:
         self.way = way
         self.env_log = tmp / "env.jsonl"
-        self.fake = Fake(tmp, agent_id="mine", agent_info=agent, env_log=str(self.env_log),
-                         **script)
+        self.fake = Fake(
+            tmp, agent_id="mine", agent_info=agent, env_log=str(self.env_log), **script
+        )
         # A wrapper whose name says nothing: the agent is known by its initialize only.
         exe = tmp / "some-agent"
         exe.write_text(
-            f"#!/bin/sh\nexec {sys.executable} {FAKE} --script {self.fake.script_path} \"$@\"\n"
+            f'#!/bin/sh\nexec {sys.executable} {FAKE} --script {self.fake.script_path} "$@"\n'
         )
         exe.chmod(0o755)
         self.exe = str(exe)
@@ -121,8 +124,11 @@ class Configured:
             self.options = {"command": [self.exe]}
 
     def params(self) -> dict[str, Any]:
-        return {"provider": self.provider, "workspace": str(self.fake.work),
-                "options": self.options}
+        return {
+            "provider": self.provider,
+            "workspace": str(self.fake.work),
+            "options": self.options,
+        }
 
     def initializes(self) -> int:
         return len(self.fake.sent_by_bridge("initialize"))
@@ -174,8 +180,9 @@ async def test_claude_agent_acp_restarts_after_cancel_however_configured(
     """claude-agent-acp 0.23's profile restarts the agent after a cancelled run and
     continues the session there (``session/resume``); an entry's explicit
     ``restartAfterCancel = false`` turns the workaround off."""
-    c = Configured(tmp_path, way.split("-")[0], CLAUDE, "claude-acp",
-                   capabilities=CLAUDE_CAPS, slow_delay=0.05)
+    c = Configured(
+        tmp_path, way.split("-")[0], CLAUDE, "claude-acp", capabilities=CLAUDE_CAPS, slow_delay=0.05
+    )
     if way == "entry-says-no":
         c.fake.config.write_text(c.fake.config.read_text() + "restartAfterCancel = false\n")
     async with running_bridge("newline", env=c.env) as bridge:
@@ -204,8 +211,7 @@ async def test_claude_agent_acp_restarts_after_cancel_however_configured(
 async def test_an_unknown_agent_stays_experimental_with_what_it_advertises(
     tmp_path: Path,
 ) -> None:
-    c = Configured(tmp_path, "entry", {"name": "brand-new-agent", "version": "1.0.0"},
-                   "gemini")
+    c = Configured(tmp_path, "entry", {"name": "brand-new-agent", "version": "1.0.0"}, "gemini")
     async with running_bridge("newline", env=c.env) as bridge:
         d = await _descriptor(bridge, c)
         assert d is not None

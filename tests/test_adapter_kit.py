@@ -359,7 +359,12 @@ async def test_rpc_child_closes_a_connection_held_open_by_a_grandchild() -> None
         async with anyio.create_task_group() as tg:
             tasks = TaskSupervisor(tg, LOG, owner="t")
             child = await start_rpc_child(
-                _rpc_spec(), tg, tasks, log=LOG, methods={}, notifications={},
+                _rpc_spec(),
+                tg,
+                tasks,
+                log=LOG,
+                methods={},
+                notifications={},
                 serve=lambda c: c.serve(),
             )
             with pytest.raises(RpcError) as caught:
@@ -380,15 +385,25 @@ async def test_start_rpc_child_classifies_what_cannot_start(tmp_path: Any) -> No
         tasks = TaskSupervisor(tg, LOG, owner="t")
         with pytest.raises(BridgeError) as caught:
             await start_rpc_child(
-                _rpc_spec((sys.executable, "nul\0byte")), tg, tasks, log=LOG,
-                methods={}, notifications={}, serve=serve,
+                _rpc_spec((sys.executable, "nul\0byte")),
+                tg,
+                tasks,
+                log=LOG,
+                methods={},
+                notifications={},
+                serve=serve,
             )
         assert caught.value.error_code == "invalid_option"
         assert caught.value.info.details == {"option": "args"}
         with pytest.raises(BridgeError) as caught:
             await start_rpc_child(
-                _rpc_spec((str(tmp_path / "absent"),)), tg, tasks, log=LOG,
-                methods={}, notifications={}, serve=serve,
+                _rpc_spec((str(tmp_path / "absent"),)),
+                tg,
+                tasks,
+                log=LOG,
+                methods={},
+                notifications={},
+                serve=serve,
             )
         assert caught.value.error_code == "provider_unavailable"
         assert caught.value.info.details == {"missing": "python", "reason": "executable_not_found"}

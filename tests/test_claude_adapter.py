@@ -89,9 +89,7 @@ async def bridge_with(
         yield b
 
 
-async def create(
-    bridge: BridgeProcess, fake: Fake, options: dict[str, Any] | None = None
-) -> str:
+async def create(bridge: BridgeProcess, fake: Fake, options: dict[str, Any] | None = None) -> str:
     result = await bridge.result(
         "session/create",
         {"provider": "claude-code", "workspace": str(fake.workspace), "options": options or {}},
@@ -889,9 +887,13 @@ def test_classify_result() -> None:
     }
     assert mapping.classify_result(aborted, interrupting=True).state == "interrupted"
     assert mapping.classify_result(aborted, interrupting=False).error_code == "provider_failed"
-    for status, code in ((401, "provider_auth_required"), (403, "provider_auth_required"),
-                         (429, "provider_rate_limited"), (500, "provider_failed"),
-                         (None, "provider_failed")):
+    for status, code in (
+        (401, "provider_auth_required"),
+        (403, "provider_auth_required"),
+        (429, "provider_rate_limited"),
+        (500, "provider_failed"),
+        (None, "provider_failed"),
+    ):
         result = {"subtype": "success", "is_error": True, "api_error_status": status}
         assert mapping.classify_result(result, interrupting=False).error_code == code
     result = {"subtype": "success", "is_error": True, "api_error_status": None}
@@ -899,9 +901,12 @@ def test_classify_result() -> None:
         result, interrupting=False, assistant_error="authentication_failed"
     )
     assert outcome.error_code == "provider_auth_required"
-    assert mapping.classify_result(
-        {"subtype": "error_max_turns", "is_error": True}, interrupting=False
-    ).error_code == "provider_failed"
+    assert (
+        mapping.classify_result(
+            {"subtype": "error_max_turns", "is_error": True}, interrupting=False
+        ).error_code
+        == "provider_failed"
+    )
 
 
 def test_malformed_questions_fall_back_to_an_approval() -> None:

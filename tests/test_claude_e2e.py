@@ -332,9 +332,11 @@ async def test_real_cli_at_a_closed_port_says_why(tmp_path: Path) -> None:
         session_id = result["session"]["sessionId"]
         run_id = await run(b, session_id, "hello?")
         end = await b.wait_for(
-            lambda m: m.get("method") == "event"
-            and m["params"].get("runId") == run_id
-            and m["params"]["payload"]["type"] in ("run.failed", "run.completed"),
+            lambda m: (
+                m.get("method") == "event"
+                and m["params"].get("runId") == run_id
+                and m["params"]["payload"]["type"] in ("run.failed", "run.completed")
+            ),
             timeout=90,
         )
         error = end["params"]["payload"]["error"]

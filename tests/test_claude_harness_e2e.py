@@ -32,9 +32,23 @@ def env(tmp_path: Path, standin: AnthropicStandIn) -> Env:
 
 def exec_claude(env: Env, state: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "agent_bridge", "exec", "--provider", "claude-code",
-         "--state-dir", state, "--workspace", str(env.workspace), *args],
-        capture_output=True, text=True, timeout=90, env={**os.environ, **env.vars},
+        [
+            sys.executable,
+            "-m",
+            "agent_bridge",
+            "exec",
+            "--provider",
+            "claude-code",
+            "--state-dir",
+            state,
+            "--workspace",
+            str(env.workspace),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**os.environ, **env.vars},
     )
 
 
@@ -72,9 +86,19 @@ def test_record_a_real_claude_session_with_an_approval_and_replay_it(
     assert any(e["payload"]["type"] == "interaction.requested" for e in recorded)
     out = tmp_path / "claude.json"
     subprocess.run(
-        [sys.executable, "-m", "agent_bridge", "record", session, "--out", str(out),
-         "--state-dir", agent_bridge_state_dir],
-        check=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "agent_bridge",
+            "record",
+            session,
+            "--out",
+            str(out),
+            "--state-dir",
+            agent_bridge_state_dir,
+        ],
+        check=True,
+        timeout=60,
     )
     cassette = Cassette(out)
     assert cassette.runs[0]["events"] == normalized(recorded)

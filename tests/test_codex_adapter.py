@@ -55,7 +55,7 @@ class Fake:
         self.exe.write_text(
             "#!/bin/sh\nexec "
             + " ".join(shlex.quote(a) for a in (sys.executable, str(FAKE), "--script"))
-            + f" {shlex.quote(str(self.script_path))} \"$@\"\n"
+            + f' {shlex.quote(str(self.script_path))} "$@"\n'
         )
         self.exe.chmod(0o755)
 
@@ -747,9 +747,7 @@ async def test_exit_while_a_grandchild_holds_stdout(tmp_path: Path) -> None:
     seconds = f"30.{os.getpid()}{int(time.monotonic() * 1000) % 100000}"
     marker = f"sleep\0{seconds}"  # a unique command line: the grandchild
     wrapper = tmp_path / "codex-with-grandchild"
-    wrapper.write_text(
-        f"#!/bin/sh\nsleep {seconds} &\nexec {shlex.quote(str(fake.exe))} \"$@\"\n"
-    )
+    wrapper.write_text(f'#!/bin/sh\nsleep {seconds} &\nexec {shlex.quote(str(fake.exe))} "$@"\n')
     wrapper.chmod(0o755)
     async with running_bridge("newline", env={disc.ENV_EXECUTABLE: str(wrapper)}) as bridge:
         session = await create(bridge, fake)
@@ -949,9 +947,7 @@ async def test_startup_failures_are_classified(tmp_path: Path) -> None:
             assert reply["error"]["data"]["code"] == "invalid_option"
         reply = await bridge.call("session/create", fake.session_params(passEnv=["A=B"]))
         assert reply["error"]["data"]["code"] == "invalid_option"
-        reply = await bridge.call(
-            "session/create", fake.session_params(sandbox="everything")
-        )
+        reply = await bridge.call("session/create", fake.session_params(sandbox="everything"))
         assert reply["error"]["data"]["code"] == "invalid_option"
         assert (await bridge.result("bridge/ping", {})).get("data") is None
     assert b"bad config" in bridge.stderr
@@ -963,7 +959,7 @@ async def test_argv_carries_strict_config_and_overrides(tmp_path: Path) -> None:
     wrapper = tmp_path / "codex-argv"
     wrapper.write_text(
         f'#!/bin/sh\nprintf "%s\\n" "$@" > {shlex.quote(str(argv_log))}\n'
-        f'env > {shlex.quote(str(tmp_path / "env.txt"))}\n'
+        f"env > {shlex.quote(str(tmp_path / 'env.txt'))}\n"
         f'exec {shlex.quote(str(fake.exe))} "$@"\n'
     )
     wrapper.chmod(0o755)

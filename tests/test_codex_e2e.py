@@ -217,7 +217,8 @@ async def test_real_codex_resume_in_a_fresh_bridge(setup: Setup) -> None:
     assert json.loads(json.dumps(record)) == record  # plain JSON, as a host would store it
     async with running_bridge("content-length", env=s.env) as bridge:
         resumed = await bridge.result(
-            "session/resume", {"record": record, "options": {"config": s.options()["config"]}},
+            "session/resume",
+            {"record": record, "options": {"config": s.options()["config"]}},
             timeout=30,
         )
         session = resumed["session"]["sessionId"]

@@ -107,9 +107,7 @@ class Host:
             {
                 "protocolVersion": 1,
                 "clientInfo": {"name": "daemon-test"},
-                "capabilities": {
-                    "interactions": APPROVE if interactions is None else interactions
-                },
+                "capabilities": {"interactions": APPROVE if interactions is None else interactions},
             },
         )
         self.send({"jsonrpc": "2.0", "method": "initialized"})
@@ -202,9 +200,7 @@ def test_hosts_on_one_streaming_session_see_the_same_gapless_sequence(
         others.append(host)
     everyone = [first, *others]
     # the approval is offered to every host that can answer it; one answers
-    requests = [
-        h.wait_for(lambda m: m.get("method") == "interaction/request") for h in everyone
-    ]
+    requests = [h.wait_for(lambda m: m.get("method") == "interaction/request") for h in everyone]
     assert len({r["params"]["interactionId"] for r in requests}) == 1
     answering = everyone[-1]
     answering.send(

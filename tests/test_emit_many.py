@@ -294,7 +294,6 @@ async def test_with_the_journal_no_event_of_a_batch_reaches_the_host_before_its_
     assert checks and all(sequence <= stored for sequence, stored in checks)
 
 
-
 def test_a_batch_template_stamps_the_same_bytes_as_the_single_one() -> None:
     from agent_bridge.envelope import EnvelopeFormat
 

@@ -26,8 +26,12 @@ from agent_bridge.testing import (
 
 ROOT = Path(__file__).resolve().parent.parent
 
-APPROVAL = Script().text("hi").approval(
-    "touch x", on_allow=Script().text("allowed"), on_deny=Script().fail("provider_rate_limited")
+APPROVAL = (
+    Script()
+    .text("hi")
+    .approval(
+        "touch x", on_allow=Script().text("allowed"), on_deny=Script().fail("provider_rate_limited")
+    )
 )
 
 
@@ -65,9 +69,12 @@ def test_exec_answers_approvals_by_policy(
 ) -> None:
     done = exec_cli(
         agent_bridge_state_dir,
-        "--provider", "scripted",
-        "--option", f"script={json.dumps(APPROVAL.build())}",
-        "--approve", policy,
+        "--provider",
+        "scripted",
+        "--option",
+        f"script={json.dumps(APPROVAL.build())}",
+        "--approve",
+        policy,
         "go",
     )
     assert done.returncode == code, done.stderr
@@ -95,8 +102,16 @@ def test_exec_exit_codes(agent_bridge_state_dir: str, args: list[str], code: int
 
 def test_exec_text_format(agent_bridge_state_dir: str) -> None:
     done = exec_cli(
-        agent_bridge_state_dir, "--provider", "scripted", "--format", "text", "--approve",
-        "once", "--option", f"script={json.dumps(APPROVAL.build())}", "go",
+        agent_bridge_state_dir,
+        "--provider",
+        "scripted",
+        "--format",
+        "text",
+        "--approve",
+        "once",
+        "--option",
+        f"script={json.dumps(APPROVAL.build())}",
+        "go",
     )
     assert done.returncode == 0
     assert done.stdout.startswith("hi\n· approval: touch x\n")
@@ -106,9 +121,22 @@ def test_exec_text_format(agent_bridge_state_dir: str) -> None:
 def test_exec_sigint_interrupts_the_run_cleanly(agent_bridge_state_dir: str) -> None:
     script = Script().text("waiting").wait_for_interrupt().build()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agent_bridge", "exec", "--state-dir", agent_bridge_state_dir,
-         "--provider", "scripted", "--option", f"script={json.dumps(script)}", "go"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "agent_bridge",
+            "exec",
+            "--state-dir",
+            agent_bridge_state_dir,
+            "--provider",
+            "scripted",
+            "--option",
+            f"script={json.dumps(script)}",
+            "go",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     lines = [proc.stdout.readline(), proc.stdout.readline()]  # run.started, text.delta
@@ -123,8 +151,12 @@ def test_exec_sigint_interrupts_the_run_cleanly(agent_bridge_state_dir: str) -> 
 def test_exec_continues_a_session_and_record_replays_it(agent_bridge_state_dir: str) -> None:
     script = {"runs": [{"steps": [{"type": "text", "text": "one"}]}, APPROVAL.build()]}
     first = exec_cli(
-        agent_bridge_state_dir, "--provider", "scripted", "--option",
-        f"script={json.dumps(script)}", "first",
+        agent_bridge_state_dir,
+        "--provider",
+        "scripted",
+        "--option",
+        f"script={json.dumps(script)}",
+        "first",
     )
     session = events_of(first.stdout)[0]["sessionId"]
     second = exec_cli(agent_bridge_state_dir, "--session", session, "--approve", "once", "go")
@@ -132,9 +164,20 @@ def test_exec_continues_a_session_and_record_replays_it(agent_bridge_state_dir: 
     assert events_of(second.stdout)[0]["payload"]["type"] == "session.resumed"
     out = Path(agent_bridge_state_dir).parent / "cassette.json"
     done = subprocess.run(
-        [sys.executable, "-m", "agent_bridge", "record", session, "--out", str(out),
-         "--state-dir", agent_bridge_state_dir],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "agent_bridge",
+            "record",
+            session,
+            "--out",
+            str(out),
+            "--state-dir",
+            agent_bridge_state_dir,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     cassette = Cassette(out)
@@ -150,26 +193,52 @@ def test_record_redacts_secret_shaped_text(agent_bridge_state_dir: str) -> None:
     secret = "sk-ant-abcdefghijklmnop1234"
     script = Script().text(f"the key is {secret}").build()
     first = exec_cli(
-        agent_bridge_state_dir, "--provider", "scripted", "--option",
-        f"script={json.dumps(script)}", "go",
+        agent_bridge_state_dir,
+        "--provider",
+        "scripted",
+        "--option",
+        f"script={json.dumps(script)}",
+        "go",
     )
     session = events_of(first.stdout)[0]["sessionId"]
     done = subprocess.run(
-        [sys.executable, "-m", "agent_bridge", "record", session, "--out", "-",
-         "--state-dir", agent_bridge_state_dir],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "agent_bridge",
+            "record",
+            session,
+            "--out",
+            "-",
+            "--state-dir",
+            agent_bridge_state_dir,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0 and secret not in done.stdout
     assert "[REDACTED]" in done.stdout
     missing = subprocess.run(
-        [sys.executable, "-m", "agent_bridge", "record", "ses_missing", "--out", "-",
-         "--state-dir", agent_bridge_state_dir],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "agent_bridge",
+            "record",
+            "ses_missing",
+            "--out",
+            "-",
+            "--state-dir",
+            agent_bridge_state_dir,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert missing.returncode == 6
 
 
-PROJECT_TEST = '''
+PROJECT_TEST = """
 import pytest
 from agent_bridge.testing import Script, assert_event_types, replay_cassette
 
@@ -191,14 +260,17 @@ async def test_async(agent_bridge_async):
 @pytest.mark.agent_bridge_cassette("cassette.json")
 def test_cassette(agent_bridge, agent_bridge_cassette):
     agent_bridge_cassette.assert_matches(replay_cassette(agent_bridge, agent_bridge_cassette))
-'''
+"""
 
 
 def run_project(tmp: Path, ini: str, *args: str) -> subprocess.CompletedProcess[str]:
     (tmp / "pytest.ini").write_text(ini)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=tmp, capture_output=True, text=True, timeout=180,
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=180,
         env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"},
     )
 
@@ -236,10 +308,17 @@ def test_the_node_host_example_of_the_docs_runs(tmp_path: Path) -> None:
     if node is None:
         pytest.skip("node is not installed")
     done = subprocess.run(
-        [node, str(ROOT / "docs/examples/node_host_test.mjs"),
-         str(ROOT / "tests/conformance/recorded/codex_approval.json"),
-         sys.executable, "-m", "agent_bridge"],
-        capture_output=True, text=True, timeout=60,
+        [
+            node,
+            str(ROOT / "docs/examples/node_host_test.mjs"),
+            str(ROOT / "tests/conformance/recorded/codex_approval.json"),
+            sys.executable,
+            "-m",
+            "agent_bridge",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**os.environ, "TMPDIR": str(tmp_path)},
     )
     assert done.returncode == 0, done.stdout + done.stderr

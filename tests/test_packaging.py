@@ -485,8 +485,10 @@ def test_wheel_has_one_top_level_package(built: Built) -> None:
 def test_twine_check_passes_for_sdist_and_wheel(built: Built) -> None:
     """The metadata PyPI would show (README as the long description, the SPDX license,
     URLs, classifiers) renders and validates for both artifacts."""
-    proc = _run([sys.executable, "-m", "twine", "check", "--strict", str(built.sdist),
-                 str(built.wheel)], timeout=120)
+    proc = _run(
+        [sys.executable, "-m", "twine", "check", "--strict", str(built.sdist), str(built.wheel)],
+        timeout=120,
+    )
     _check(proc, "twine check --strict")
     assert proc.stdout.count("PASSED") == 2, proc.stdout
 

@@ -39,6 +39,4 @@ def test_a_different_answer_takes_the_other_branch(
     events = agent_bridge.run(session, "create the file", answer_with("deny"))
     kinds = event_types(events)
     assert kinds[-1] == "run.completed"
-    assert any(
-        e["payload"].get("code") == "replay_diverged" for e in events if kinds
-    ), kinds
+    assert any(e["payload"].get("code") == "replay_diverged" for e in events if kinds), kinds

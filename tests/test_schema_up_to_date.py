@@ -243,12 +243,16 @@ def test_the_runtime_module_lists_the_known_event_types() -> None:
     exported = set(re.findall(r"^export (?:const|function) (\w+)", mjs, re.M))
     dmts = (SCHEMAS / DMTS_FILE).read_text("utf-8")
     declared = set(re.findall(r"^export declare (?:const|function) (\w+)", dmts, re.M))
-    assert exported == declared == {
-        "KNOWN_EVENT_TYPES",
-        "PROTOCOL_VERSION",
-        "isKnownEvent",
-        "isKnownEventType",
-    }
+    assert (
+        exported
+        == declared
+        == {
+            "KNOWN_EVENT_TYPES",
+            "PROTOCOL_VERSION",
+            "isKnownEvent",
+            "isKnownEventType",
+        }
+    )
 
 
 _HOST_TS = """\

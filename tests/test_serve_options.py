@@ -33,9 +33,33 @@ def _argparse(argv: list[str]) -> dict[str, object] | None:
 
 _VALUES = st.sampled_from(
     [
-        "auto", "newline", "content-length", "full", "normal", "off", "auto", "debug",
-        "INFO", "warn", "1024", "1023", "0", "1", "-1", "2.5", "3601", "x", "", ":memory:",
-        "/tmp/x.log", "/nonexistent/x.log", "=", "-", "--stdio", "1e3", "nan",
+        "auto",
+        "newline",
+        "content-length",
+        "full",
+        "normal",
+        "off",
+        "auto",
+        "debug",
+        "INFO",
+        "warn",
+        "1024",
+        "1023",
+        "0",
+        "1",
+        "-1",
+        "2.5",
+        "3601",
+        "x",
+        "",
+        ":memory:",
+        "/tmp/x.log",
+        "/nonexistent/x.log",
+        "=",
+        "-",
+        "--stdio",
+        "1e3",
+        "nan",
     ]
 )
 _FLAGS = st.sampled_from([o.flag for o in SERVE_OPTIONS] + ["--fram", "--bogus", "-h", "--"])

@@ -81,8 +81,17 @@ def test_probes_and_sessions_make_no_lookup(tmp_path: Path) -> None:
         str(HERE.parent),
     ]
     done = subprocess.run(
-        ["unshare", "--net", "--mount", sys.executable, str(HERE / "netns_dns.py"),
-         "--log", str(log), "--", *inner],
+        [
+            "unshare",
+            "--net",
+            "--mount",
+            sys.executable,
+            str(HERE / "netns_dns.py"),
+            "--log",
+            str(log),
+            "--",
+            *inner,
+        ],
         env=env,
         cwd=HERE.parent,
         capture_output=True,
@@ -115,12 +124,37 @@ def test_case_9_gemini_probe_honours_the_user_settings_and_makes_no_lookup(
     env = {**os.environ, "AGENT_BRIDGE_IN_NETNS": "1", "AGENT_BRIDGE_GEMINI_PATH": gemini}
     for name in ("GEMINI_CLI_HOME", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
         env.pop(name, None)
-    inner = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k",
-             "inner_gemini", str(Path(__file__)), "--rootdir", str(HERE.parent)]
+    inner = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "inner_gemini",
+        str(Path(__file__)),
+        "--rootdir",
+        str(HERE.parent),
+    ]
     done = subprocess.run(
-        ["unshare", "--net", "--mount", sys.executable, str(HERE / "netns_dns.py"),
-         "--log", str(log), "--", *inner],
-        env=env, cwd=HERE.parent, capture_output=True, text=True, timeout=170, check=False,
+        [
+            "unshare",
+            "--net",
+            "--mount",
+            sys.executable,
+            str(HERE / "netns_dns.py"),
+            "--log",
+            str(log),
+            "--",
+            *inner,
+        ],
+        env=env,
+        cwd=HERE.parent,
+        capture_output=True,
+        text=True,
+        timeout=170,
+        check=False,
     )
     assert log.exists(), done.stdout + done.stderr
     result = json.loads(log.read_text())
@@ -246,9 +280,11 @@ async def test_inner_codex_session(tmp_path: Path, homes: dict[str, str]) -> Non
 async def _wait_terminal(bridge: Any, run_id: str) -> None:
     terminal = ("run.completed", "run.failed", "run.interrupted")
     message = await bridge.wait_for(
-        lambda m: m.get("method") == "event"
-        and m["params"].get("runId") == run_id
-        and m["params"]["payload"]["type"] in terminal,
+        lambda m: (
+            m.get("method") == "event"
+            and m["params"].get("runId") == run_id
+            and m["params"]["payload"]["type"] in terminal
+        ),
         timeout=60,
     )
     assert message["params"]["payload"]["type"] == "run.completed", message

@@ -269,5 +269,3 @@ class Callbacks:
         for terminal in terminals:
             with contextlib.suppress(TimeoutError):
                 await terminal.child.stop(eof_grace=0.0, term_grace=1.0, kill_grace=2.0)
-
-

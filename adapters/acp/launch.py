@@ -385,9 +385,7 @@ def string_list(options: Mapping[str, Any], name: str) -> Sequence[str]:
     return tuple(value) if isinstance(value, list) else ()
 
 
-def probe_home_files(
-    spec: AgentSpec, environ: Mapping[str, str] | None = None
-) -> dict[str, bytes]:
+def probe_home_files(spec: AgentSpec, environ: Mapping[str, str] | None = None) -> dict[str, bytes]:
     """The files a probe of ``spec`` puts in its throwaway home, by relative path: the
     user's settings file (read, never written) with the hints' ``quiet_settings`` laid
     over it, or nothing when the agent has no settings file.  A user file that is not a

@@ -357,8 +357,12 @@ class Permission:
     reject_always: str | None
 
 
-_ACTIONS: Final = {"execute": "command", "edit": "fileChange", "delete": "fileChange",
-                   "move": "fileChange"}
+_ACTIONS: Final = {
+    "execute": "command",
+    "edit": "fileChange",
+    "delete": "fileChange",
+    "move": "fileChange",
+}
 
 
 def permission_request(
@@ -478,8 +482,7 @@ def elicitation_request(params: Mapping[str, Any]) -> tuple[InteractionRequest, 
     if len(fields) == 1:
         only = fields[0]
         return (
-            QuestionRequest(prompt=prompt, choices=only.choices,
-                            allow_free_text=not only.choices),
+            QuestionRequest(prompt=prompt, choices=only.choices, allow_free_text=not only.choices),
             fields,
         )
     items = tuple(QuestionItem(key=f.key, prompt=f.key, choices=f.choices) for f in fields)

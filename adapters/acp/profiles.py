@@ -88,8 +88,11 @@ PROFILES: Final[tuple[Profile, ...]] = (
     Profile(
         key="claude-acp",
         display_name="Claude Agent (claude-agent-acp)",
-        names=("@zed-industries/claude-agent-acp", "@agentclientprotocol/claude-agent-acp",
-               "claude-agent-acp"),
+        names=(
+            "@zed-industries/claude-agent-acp",
+            "@agentclientprotocol/claude-agent-acp",
+            "claude-agent-acp",
+        ),
         proven=("0.23.1",),
         maturity="verified",
         restart_after_cancel=True,

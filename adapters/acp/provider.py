@@ -127,37 +127,76 @@ class AcpProvider(AgentProvider):
         out: list[OptionDescriptor] = []
         if self.generic:
             out.append(
-                _option("command", "stringList", "The agent's argv (required): executable, "
-                        "then arguments, e.g. [\"my-agent\", \"--acp\"].")
+                _option(
+                    "command",
+                    "stringList",
+                    "The agent's argv (required): executable, "
+                    'then arguments, e.g. ["my-agent", "--acp"].',
+                )
             )
         out += [
-            _option("executable", "string", "The agent's executable (a path, or a name looked "
-                    f"up on PATH). Default: {self.spec.env_var}, then {self.spec.argv[0]} "
-                    "on PATH."),
+            _option(
+                "executable",
+                "string",
+                "The agent's executable (a path, or a name looked "
+                f"up on PATH). Default: {self.spec.env_var}, then {self.spec.argv[0]} "
+                "on PATH.",
+            ),
             _option("args", "stringList", "Further arguments after the configured ones."),
-            _option("env", "json", "Further environment variables for the agent, as an "
-                    "object of strings."),
-            _option("passEnv", "stringList", "Names of further environment variables of the "
-                    "bridge to pass to the agent."),
-            _option("mcpServers", "json", "MCP servers for session/new, in ACP's shape (an "
-                    f"array of McpServer objects). {self._mcp_note()}"),
-            _option("clientFs", "boolean", "Serve the agent's fs/read_text_file and "
-                    "fs/write_text_file, confined to the workspace.", default=False),
-            _option("clientTerminal", "boolean", "Serve the agent's terminal/* requests "
-                    "(commands run as argv in the workspace).", default=False),
+            _option(
+                "env",
+                "json",
+                "Further environment variables for the agent, as an object of strings.",
+            ),
+            _option(
+                "passEnv",
+                "stringList",
+                "Names of further environment variables of the bridge to pass to the agent.",
+            ),
+            _option(
+                "mcpServers",
+                "json",
+                "MCP servers for session/new, in ACP's shape (an "
+                f"array of McpServer objects). {self._mcp_note()}",
+            ),
+            _option(
+                "clientFs",
+                "boolean",
+                "Serve the agent's fs/read_text_file and "
+                "fs/write_text_file, confined to the workspace.",
+                default=False,
+            ),
+            _option(
+                "clientTerminal",
+                "boolean",
+                "Serve the agent's terminal/* requests (commands run as argv in the workspace).",
+                default=False,
+            ),
         ]
         if info is not None and info.auth_methods:
-            out.append(_option("authMethod", "enum", "Call authenticate with this method "
-                               "before the session starts.", values=info.auth_methods))
+            out.append(
+                _option(
+                    "authMethod",
+                    "enum",
+                    "Call authenticate with this method before the session starts.",
+                    values=info.auth_methods,
+                )
+            )
         else:
-            out.append(_option("authMethod", "string", "Call authenticate with this method "
-                               "(one of the agent's authMethods) before the session starts."))
+            out.append(
+                _option(
+                    "authMethod",
+                    "string",
+                    "Call authenticate with this method "
+                    "(one of the agent's authMethods) before the session starts.",
+                )
+            )
         if self.modes:
-            out.append(_option("mode", "enum", "The session mode to switch to.",
-                               values=self.modes))
+            out.append(_option("mode", "enum", "The session mode to switch to.", values=self.modes))
         else:
-            out.append(_option("mode", "string", "The session mode to switch to (one the "
-                               "agent offers)."))
+            out.append(
+                _option("mode", "string", "The session mode to switch to (one the agent offers).")
+            )
         for name, category in CONFIG_CATEGORIES.items():
             values = self.config_values.get(name)
             text = f"The agent's {category.replace('_', ' ')} config option."
@@ -247,8 +286,12 @@ class AcpProvider(AgentProvider):
         self.learned(info)
         profile = self.profile
         return Availability(
-            status="available", executable=found, version=info.version, authentication="unknown",
-            next_step=None if profile is None or profile.auth is None
+            status="available",
+            executable=found,
+            version=info.version,
+            authentication="unknown",
+            next_step=None
+            if profile is None or profile.auth is None
             else "authenticates with " + profile.auth,
         )
 
@@ -269,8 +312,11 @@ class AcpProvider(AgentProvider):
         if found is None:
             raise BridgeError(
                 "provider_unavailable",
-                details={"missing": spec.argv[0][:200], "nextStep": spec.install_hint
-                         or f"install the agent, or point {spec.env_var} at it"},
+                details={
+                    "missing": spec.argv[0][:200],
+                    "nextStep": spec.install_hint
+                    or f"install the agent, or point {spec.env_var} at it",
+                },
             )
         mcp = options.get("mcpServers")
         if mcp is not None and not isinstance(mcp, list):

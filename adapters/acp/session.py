@@ -133,7 +133,9 @@ class AcpSession(ProviderSession):
         self._provider = provider
         self._label = f"acp agent {settings.spec.id}"
         self._tasks = TaskSupervisor(
-            ctx.task_group, log, owner=f"acp session ({settings.spec.id})",
+            ctx.task_group,
+            log,
+            owner=f"acp session ({settings.spec.id})",
             on_failure=self._task_failed,
         )
         self._proc: RpcChild | None = None
@@ -189,11 +191,23 @@ class AcpSession(ProviderSession):
     async def _spawn(self) -> RpcChild:
         s = self.settings
         spec = RpcChildSpec(
-            s.argv, s.cwd, s.env, label=self._label, name=s.spec.id, missing=s.spec.argv[0],
-            option="args", jsonrpc=True, graces=STOP_GRACES, drain_grace=EXIT_DRAIN_GRACE,
+            s.argv,
+            s.cwd,
+            s.env,
+            label=self._label,
+            name=s.spec.id,
+            missing=s.spec.argv[0],
+            option="args",
+            jsonrpc=True,
+            graces=STOP_GRACES,
+            drain_grace=EXIT_DRAIN_GRACE,
         )
         proc = await start_rpc_child(
-            spec, self._ctx.task_group, self._tasks, log=log, methods=self._methods(),
+            spec,
+            self._ctx.task_group,
+            self._tasks,
+            log=log,
+            methods=self._methods(),
             notifications={"session/update": Method(self._on_update, msgspec.Raw)},
             serve=self._serve,
         )
@@ -227,7 +241,10 @@ class AcpSession(ProviderSession):
         if failure is not None:
             return failure
         log.warning(
-            "acp %s: %s failed (%d): %s", self.settings.spec.id, method, exc.code,
+            "acp %s: %s failed (%d): %s",
+            self.settings.spec.id,
+            method,
+            exc.code,
             redact(exc.message)[:2000],
         )
         classified = mapping.classify_rpc_error(exc.code, method)
@@ -282,8 +299,10 @@ class AcpSession(ProviderSession):
             if s.mode not in p.mode_ids(p.obj(result).get("modes")):
                 raise BridgeError("invalid_option", details={"option": "mode"})
             await self._call(
-                proc, "session/set_mode",
-                {"sessionId": s.acp_session_id, "modeId": s.mode}, REQUEST_TIMEOUT,
+                proc,
+                "session/set_mode",
+                {"sessionId": s.acp_session_id, "modeId": s.mode},
+                REQUEST_TIMEOUT,
             )
         from agent_bridge.adapters.acp.provider import CONFIG_CATEGORIES
 
@@ -295,7 +314,8 @@ class AcpSession(ProviderSession):
             if option is None or value not in p.select_values(option):
                 raise BridgeError("invalid_option", details={"option": name})
             await self._call(
-                proc, "session/set_config_option",
+                proc,
+                "session/set_config_option",
                 {"sessionId": s.acp_session_id, "configId": option.get("id"), "value": value},
                 REQUEST_TIMEOUT,
             )
@@ -307,8 +327,7 @@ class AcpSession(ProviderSession):
         s = self.settings
         if s.acp_session_id is None:
             return None
-        record: dict[str, Any] = {"agent": s.spec.id, "sessionId": s.acp_session_id,
-                                  "cwd": s.cwd}
+        record: dict[str, Any] = {"agent": s.spec.id, "sessionId": s.acp_session_id, "cwd": s.cwd}
         if self.hints.resume is False:
             record["resumable"] = False
         return record
@@ -405,8 +424,11 @@ class AcpSession(ProviderSession):
             return
         fresh = self._proc
         if run.finished or run.interrupt_wanted or fresh is None or fresh.closed:
-            run.finish(RunOutcome.interrupted() if run.interrupt_wanted else RunOutcome.failed(
-                "provider_crashed", "the agent is no longer running"))
+            run.finish(
+                RunOutcome.interrupted()
+                if run.interrupt_wanted
+                else RunOutcome.failed("provider_crashed", "the agent is no longer running")
+            )
             return
         await self._prompt(fresh, run, text, suspect=False)
 
@@ -477,8 +499,11 @@ class AcpSession(ProviderSession):
         if run is None or run.interrupt_wanted:
             return dict(mapping.CANCELLED)
         call = p.obj(params.get("toolCall"))
-        known = run.state.described.get(call["toolCallId"]) if isinstance(
-            call.get("toolCallId"), str) else None
+        known = (
+            run.state.described.get(call["toolCallId"])
+            if isinstance(call.get("toolCallId"), str)
+            else None
+        )
         permission = mapping.permission_request(params, self.settings.cwd, known)
         if isinstance(call.get("toolCallId"), str):
             for payload in mapping.tool_payloads(run.state, {**call, "status": "pending"}):

@@ -160,9 +160,7 @@ NEXT_STEP: Final = (
 )
 
 
-def discover_executable(
-    option: str | None, environ: Mapping[str, str] | None = None
-) -> Discovery:
+def discover_executable(option: str | None, environ: Mapping[str, str] | None = None) -> Discovery:
     """Find the CLI: the ``executable`` option, ``AGENT_BRIDGE_CLAUDE_PATH``, ``PATH``, the
     ``claude-agent-sdk`` bundle.  An explicit location (option or variable) that is not an
     executable file is reported as missing; discovery does not fall back from it."""
@@ -319,9 +317,7 @@ def passthrough_names(environ: Mapping[str, str]) -> list[str]:
 SILENT_ENV: Final[dict[str, str]] = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
 
 
-def child_env(
-    config_dir: str | None, environ: Mapping[str, str] | None = None
-) -> dict[str, str]:
+def child_env(config_dir: str | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The complete environment of a ``claude`` child: the bridge allowlist, the declared
     passthrough, :data:`SILENT_ENV` (unless the bridge's environment overrides it) and
     ``CLAUDE_CONFIG_DIR`` when the session has one."""
@@ -330,4 +326,3 @@ def child_env(
     if config_dir:
         declared["CLAUDE_CONFIG_DIR"] = config_dir
     return build_child_env(declared, passthrough=passthrough_names(env), parent=env)
-

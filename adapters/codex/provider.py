@@ -208,9 +208,7 @@ class CodexProvider(AgentProvider):
 
         return await probe_cli()
 
-    def _settings(
-        self, ctx: SessionContext, record: Mapping[str, Any] | None = None
-    ) -> Settings:
+    def _settings(self, ctx: SessionContext, record: Mapping[str, Any] | None = None) -> Settings:
         options = ctx.options
         _check_options(options)
         record = record or {}

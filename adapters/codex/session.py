@@ -225,9 +225,7 @@ class CodexSession(ProviderSession):
             "item/permissions/requestApproval": Method(
                 self._on_permissions_approval, msgspec.Raw, is_async=True
             ),
-            "item/tool/requestUserInput": Method(
-                self._on_user_input, msgspec.Raw, is_async=True
-            ),
+            "item/tool/requestUserInput": Method(self._on_user_input, msgspec.Raw, is_async=True),
         }
 
     @property

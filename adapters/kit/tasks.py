@@ -71,9 +71,7 @@ class TaskSupervisor:
         """How many supervised tasks are started and not yet ended."""
         return len(self._scopes) if self._scopes else 0
 
-    def start(
-        self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None
-    ) -> None:
+    def start(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
         """Start ``fn(*args)`` in the task group, guarded (see the class docstring).
         Returns at once.  After :meth:`cancel_all` a new task is cancelled as it starts."""
         label: str = name or str(getattr(fn, "__name__", "task"))

@@ -38,9 +38,7 @@ class Handshake:
 
     __slots__ = ("answers", "experimental", "result")
 
-    def __init__(
-        self, answers: set[str], experimental: set[str], result: InitializeResult
-    ) -> None:
+    def __init__(self, answers: set[str], experimental: set[str], result: InitializeResult) -> None:
         self.answers = answers
         self.experimental = experimental
         self.result = result

@@ -230,9 +230,12 @@ class Journal:
             if self._started:
                 # A failing journal gets a bounded chance to commit what is queued; what
                 # it cannot commit was never acknowledged to anyone.
-                with contextlib.suppress(JournalError), anyio.move_on_after(
-                    CLOSE_WAIT_FAILING if self.health == "failing" else None
-                ) as scope:
+                with (
+                    contextlib.suppress(JournalError),
+                    anyio.move_on_after(
+                        CLOSE_WAIT_FAILING if self.health == "failing" else None
+                    ) as scope,
+                ):
                     await self.committed_through(self.mark())
                 if scope.cancelled_caught:
                     log.error("journal %s: closing with uncommitted writes", self.path)

@@ -90,9 +90,7 @@ def _initialize_params(name: str) -> Message:
     return {
         "protocolVersion": 1,
         "clientInfo": {"name": name},
-        "capabilities": {
-            "interactions": {"approval": True, "question": True, "questionSet": True}
-        },
+        "capabilities": {"interactions": {"approval": True, "question": True, "questionSet": True}},
     }
 
 
@@ -225,17 +223,24 @@ class BridgeClient:
         while True:
             message = self.wait_for(
                 lambda m: (
-                    m.get("method") == "interaction/request"
-                    and m["params"].get("runId") == run_id
-                )
-                or (m.get("method") == "event" and m["params"].get("runId") == run_id),
+                    (
+                        m.get("method") == "interaction/request"
+                        and m["params"].get("runId") == run_id
+                    )
+                    or (m.get("method") == "event" and m["params"].get("runId") == run_id)
+                ),
                 max(0.0, deadline - time.monotonic()),
             )
             if message["method"] == "interaction/request":
                 reply = answer(message["params"])
                 if reply is None:
-                    self.send({"jsonrpc": "2.0", "id": message["id"], "error": {
-                        "code": -32800, "message": "declined"}})
+                    self.send(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": message["id"],
+                            "error": {"code": -32800, "message": "declined"},
+                        }
+                    )
                 else:
                     self.send({"jsonrpc": "2.0", "id": message["id"], "result": reply})
                 continue
@@ -351,9 +356,7 @@ class AsyncBridgeClient:
             message["params"] = params
         await self.send(message)
 
-    async def wait_for(
-        self, predicate: Callable[[Message], bool], timeout: float = 30
-    ) -> Message:
+    async def wait_for(self, predicate: Callable[[Message], bool], timeout: float = 30) -> Message:
         """The first message (held back or new) matching ``predicate``; others are kept."""
         for i, message in enumerate(self._held):
             if predicate(message):
@@ -412,15 +415,22 @@ class AsyncBridgeClient:
         with anyio.fail_after(timeout):
             while True:
                 message = await self.wait_for(
-                    lambda m: m.get("method") in ("interaction/request", "event")
-                    and m["params"].get("runId") == run_id,
+                    lambda m: (
+                        m.get("method") in ("interaction/request", "event")
+                        and m["params"].get("runId") == run_id
+                    ),
                     timeout,
                 )
                 if message["method"] == "interaction/request":
                     reply = answer(message["params"])
                     if reply is None:
-                        await self.send({"jsonrpc": "2.0", "id": message["id"], "error": {
-                            "code": -32800, "message": "declined"}})
+                        await self.send(
+                            {
+                                "jsonrpc": "2.0",
+                                "id": message["id"],
+                                "error": {"code": -32800, "message": "declined"},
+                            }
+                        )
                     else:
                         await self.send({"jsonrpc": "2.0", "id": message["id"], "result": reply})
                     continue

@@ -106,9 +106,7 @@ def event_types(events: Iterable[Message]) -> list[str]:
 def normalized(events: Iterable[Message]) -> list[Message]:
     """The payloads of ``events`` with ids and times aside (``interactionId`` removed):
     what two runs of the same script must agree on."""
-    return [
-        {k: v for k, v in e["payload"].items() if k != "interactionId"} for e in events
-    ]
+    return [{k: v for k, v in e["payload"].items() if k != "interactionId"} for e in events]
 
 
 def assert_event_types(events: Sequence[Message], expected: Sequence[str]) -> None:

@@ -140,9 +140,7 @@ def safe_details(
     if not details:
         return None
     out: dict[str, ErrorDetailValue] = {
-        k: (list(v) if isinstance(v, list) else v)
-        for k, v in details.items()
-        if _safe_value(k, v)
+        k: (list(v) if isinstance(v, list) else v) for k, v in details.items() if _safe_value(k, v)
     }
     return out or None
 

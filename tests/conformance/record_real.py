@@ -31,8 +31,17 @@ RECORDED = Path(__file__).resolve().parent / "recorded"
 
 def _record(state_dir: str, session_id: str, out: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "agent_bridge", "record", session_id, "--out", str(out),
-         "--state-dir", state_dir],
+        [
+            sys.executable,
+            "-m",
+            "agent_bridge",
+            "record",
+            session_id,
+            "--out",
+            str(out),
+            "--state-dir",
+            state_dir,
+        ],
         check=True,
     )
 

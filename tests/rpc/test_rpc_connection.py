@@ -340,6 +340,7 @@ async def test_case_14_method_not_a_string_answered_with_invalid_request() -> No
 
 async def test_case_14_rpc_dot_method_answered_with_method_not_found() -> None:
     calls: list[Any] = []
+
     def discover(params: Any) -> str:
         calls.append(params)
         return "listed"

@@ -240,8 +240,10 @@ class Agent:
             return
         for role, text in saved["history"]:
             kind = "user_message_chunk" if role == "user" else "agent_message_chunk"
-            self.update(params["sessionId"], {"sessionUpdate": kind,
-                                              "content": {"type": "text", "text": text}})
+            self.update(
+                params["sessionId"],
+                {"sessionUpdate": kind, "content": {"type": "text", "text": text}},
+            )
         self.result(id, {"modes": MODES})
 
     def on_session_resume(self, id: Any, params: dict[str, Any]) -> None:
@@ -263,8 +265,10 @@ class Agent:
     def text(self, sid: str, parts: list[str]) -> None:
         for part in parts:
             time.sleep(float(self.script.get("delay", 0.0)))
-            self.update(sid, {"sessionUpdate": "agent_message_chunk",
-                              "content": {"type": "text", "text": part}})
+            self.update(
+                sid,
+                {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": part}},
+            )
 
     def on_session_prompt(self, id: Any, params: dict[str, Any]) -> None:
         sid = str(params.get("sessionId") or "")
@@ -276,8 +280,13 @@ class Agent:
         blocks = params.get("prompt") or []
         text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
         if session["prompts"] == 0:
-            self.update(sid, {"sessionUpdate": "available_commands_update",
-                              "availableCommands": [{"name": "help", "description": "Help"}]})
+            self.update(
+                sid,
+                {
+                    "sessionUpdate": "available_commands_update",
+                    "availableCommands": [{"name": "help", "description": "Help"}],
+                },
+            )
         session["prompts"] += 1
         stop = self.turn(sid, session, text)
         reply = "".join(HELLO) if stop == "end_turn" else ""
@@ -298,31 +307,64 @@ class Agent:
         if text.startswith("EDIT:"):
             path = text[5:]
             call_id = "edit_1"
-            self.update(sid, {"sessionUpdate": "tool_call", "toolCallId": call_id,
-                              "title": f"Edit {os.path.basename(path)}", "kind": "edit",
-                              "status": "pending", "locations": [{"path": path, "line": 1}],
-                              "rawInput": {"file_path": path}})
-            self.update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
-                              "status": "completed",
-                              "content": [{"type": "diff", "path": path, "oldText": "a\n",
-                                           "newText": "b\n"}]})
+            self.update(
+                sid,
+                {
+                    "sessionUpdate": "tool_call",
+                    "toolCallId": call_id,
+                    "title": f"Edit {os.path.basename(path)}",
+                    "kind": "edit",
+                    "status": "pending",
+                    "locations": [{"path": path, "line": 1}],
+                    "rawInput": {"file_path": path},
+                },
+            )
+            self.update(
+                sid,
+                {
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": call_id,
+                    "status": "completed",
+                    "content": [{"type": "diff", "path": path, "oldText": "a\n", "newText": "b\n"}],
+                },
+            )
             return "end_turn"
         if text == "THINK":
-            self.update(sid, {"sessionUpdate": "agent_thought_chunk",
-                              "content": {"type": "text", "text": "pondering"}})
+            self.update(
+                sid,
+                {
+                    "sessionUpdate": "agent_thought_chunk",
+                    "content": {"type": "text", "text": "pondering"},
+                },
+            )
         elif text == "PLAN":
-            self.update(sid, {"sessionUpdate": "plan", "entries": [
-                {"content": "look", "priority": "high", "status": "completed"},
-                {"content": "fix", "priority": "medium", "status": "in_progress"},
-                {"content": "test", "priority": "low", "status": "pending"}]})
+            self.update(
+                sid,
+                {
+                    "sessionUpdate": "plan",
+                    "entries": [
+                        {"content": "look", "priority": "high", "status": "completed"},
+                        {"content": "fix", "priority": "medium", "status": "in_progress"},
+                        {"content": "test", "priority": "low", "status": "pending"},
+                    ],
+                },
+            )
         elif text == "USAGE":
-            self.update(sid, {"sessionUpdate": "usage_update", "used": 1200, "size": 200000,
-                              "cost": {"amount": 0.25, "currency": "USD"}})
+            self.update(
+                sid,
+                {
+                    "sessionUpdate": "usage_update",
+                    "used": 1200,
+                    "size": 200000,
+                    "cost": {"amount": 0.25, "currency": "USD"},
+                },
+            )
         elif text == "MODE":
             self.update(sid, {"sessionUpdate": "current_mode_update", "currentModeId": "yolo"})
         elif text == "CONFIG":
-            self.update(sid, {"sessionUpdate": "config_option_update",
-                              "configOptions": CONFIG_OPTIONS})
+            self.update(
+                sid, {"sessionUpdate": "config_option_update", "configOptions": CONFIG_OPTIONS}
+            )
         elif text == "UNKNOWN":
             self.update(sid, {"sessionUpdate": "_fake_weather", "sunny": True})
         elif text.startswith("READ:"):
@@ -332,13 +374,16 @@ class Agent:
             else:
                 self.text(sid, ["read: " + reply["result"]["content"]])
         elif text.startswith("WRITE:"):
-            reply = self.call("fs/write_text_file",
-                              {"sessionId": sid, "path": text[6:], "content": "written\n"})
+            reply = self.call(
+                "fs/write_text_file", {"sessionId": sid, "path": text[6:], "content": "written\n"}
+            )
             self.text(sid, [f"error {reply['error']['code']}" if "error" in reply else "wrote"])
         elif text.startswith("TERM:"):
             argv = text[5:].split()
-            made = self.call("terminal/create", {"sessionId": sid, "command": argv[0],
-                                                 "args": argv[1:], "outputByteLimit": 1000})
+            made = self.call(
+                "terminal/create",
+                {"sessionId": sid, "command": argv[0], "args": argv[1:], "outputByteLimit": 1000},
+            )
             if "error" in made:
                 self.text(sid, [f"error {made['error']['code']}"])
                 return "end_turn"
@@ -346,19 +391,36 @@ class Agent:
             waited = self.call("terminal/wait_for_exit", {"sessionId": sid, "terminalId": tid})
             out = self.call("terminal/output", {"sessionId": sid, "terminalId": tid})
             self.call("terminal/release", {"sessionId": sid, "terminalId": tid})
-            self.text(sid, [f"exit {waited['result'].get('exitCode')}: "
-                            + out["result"]["output"].strip()])
+            self.text(
+                sid,
+                [f"exit {waited['result'].get('exitCode')}: " + out["result"]["output"].strip()],
+            )
         elif text == "ASK":
-            reply = self.call("elicitation/create", {
-                "sessionId": sid, "mode": "form", "message": "Which colour?",
-                "requestedSchema": {"type": "object", "properties": {
-                    "colour": {"type": "string", "enum": ["red", "blue"]}},
-                    "required": ["colour"]}})
+            reply = self.call(
+                "elicitation/create",
+                {
+                    "sessionId": sid,
+                    "mode": "form",
+                    "message": "Which colour?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"colour": {"type": "string", "enum": ["red", "blue"]}},
+                        "required": ["colour"],
+                    },
+                },
+            )
             self.text(sid, ["answer: " + json.dumps(reply.get("result"))])
         elif text == "ASKURL":
-            reply = self.call("elicitation/create", {
-                "sessionId": sid, "mode": "url", "message": "Log in",
-                "url": "https://example.invalid/login", "elicitationId": "e1"})
+            reply = self.call(
+                "elicitation/create",
+                {
+                    "sessionId": sid,
+                    "mode": "url",
+                    "message": "Log in",
+                    "url": "https://example.invalid/login",
+                    "elicitationId": "e1",
+                },
+            )
             self.text(sid, ["answer: " + json.dumps(reply.get("result"))])
         elif text.startswith("CALL:"):
             reply = self.call(text[5:], {"sessionId": sid, "path": "/x", "command": "true"})
@@ -373,13 +435,27 @@ class Agent:
 
     def tool(self, sid: str, session: dict[str, Any], cmd: str) -> str:
         call_id = f"run_shell_command__{int(time.time() * 1000)}_0"
-        call = {"toolCallId": call_id, "status": "pending", "title": cmd,
-                "content": [{"type": "content", "content": {
-                    "type": "text", "text": f"[current working directory {session['cwd']}]"}}],
-                "locations": [], "kind": "execute"}
-        reply = self.call("session/request_permission",
-                          {"sessionId": sid, "options": PERMISSION_OPTIONS, "toolCall": call},
-                          timeout=300)
+        call = {
+            "toolCallId": call_id,
+            "status": "pending",
+            "title": cmd,
+            "content": [
+                {
+                    "type": "content",
+                    "content": {
+                        "type": "text",
+                        "text": f"[current working directory {session['cwd']}]",
+                    },
+                }
+            ],
+            "locations": [],
+            "kind": "execute",
+        }
+        reply = self.call(
+            "session/request_permission",
+            {"sessionId": sid, "options": PERMISSION_OPTIONS, "toolCall": call},
+            timeout=300,
+        )
         outcome = (reply.get("result") or {}).get("outcome") or {}
         if outcome.get("outcome") == "cancelled" or sid in self.cancelled:
             return "cancelled"
@@ -388,9 +464,18 @@ class Agent:
             if len(words) == 2 and words[0] == "touch":
                 with open(os.path.join(session["cwd"], os.path.basename(words[1])), "w"):
                     pass
-            self.update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
-                              "status": "completed", "title": cmd, "content": [],
-                              "locations": [], "kind": "execute"})
+            self.update(
+                sid,
+                {
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": call_id,
+                    "status": "completed",
+                    "title": cmd,
+                    "content": [],
+                    "locations": [],
+                    "kind": "execute",
+                },
+            )
             self.text(sid, ["Tool", " finished."])
         else:
             self.text(sid, ["Tool", " was", " canceled", " by", " the", " user."])

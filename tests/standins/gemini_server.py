@@ -123,21 +123,29 @@ class GeminiStandIn:
     def stream_parts(self, body: dict[str, Any]) -> list[tuple[dict[str, Any], float]]:
         """The parts of the streamed reply, each with the pause before it."""
         user = _last_user(body)
-        responses = [p["functionResponse"] for p in user.get("parts") or []
-                     if isinstance(p.get("functionResponse"), dict)]
+        responses = [
+            p["functionResponse"]
+            for p in user.get("parts") or []
+            if isinstance(p.get("functionResponse"), dict)
+        ]
         if responses:
             text = "Tool finished. Response: " + json.dumps(responses[-1], sort_keys=True)
             return [({"text": w}, self.chunk_delay) for w in _words(text)]
         text = "\n".join(_texts(user))
         if "TOOL:" in text:
             command = text.split("TOOL:", 1)[1].strip().splitlines()[0]
-            call = {"functionCall": {"name": "run_shell_command",
-                                     "args": {"command": command,
-                                              "description": "(scripted)"}}}
+            call = {
+                "functionCall": {
+                    "name": "run_shell_command",
+                    "args": {"command": command, "description": "(scripted)"},
+                }
+            }
             return [(call, 0.0)]
         if "SLOW" in text:
-            return [({"text": f"word{i}" if i == 0 else f" word{i}"}, self.slow_delay)
-                    for i in range(400)]
+            return [
+                ({"text": f"word{i}" if i == 0 else f" word{i}"}, self.slow_delay)
+                for i in range(400)
+            ]
         return [({"text": w}, self.chunk_delay) for w in HELLO]
 
 
@@ -151,8 +159,11 @@ def _chunk(part: dict[str, Any], *, last: bool) -> dict[str, Any]:
     chunk: dict[str, Any] = {"candidates": [candidate], "modelVersion": MODEL_VERSION}
     if last:
         candidate["finishReason"] = "STOP"
-        chunk["usageMetadata"] = {"promptTokenCount": 12, "candidatesTokenCount": 7,
-                                  "totalTokenCount": 19}
+        chunk["usageMetadata"] = {
+            "promptTokenCount": 12,
+            "candidatesTokenCount": 7,
+            "totalTokenCount": 19,
+        }
     return chunk
 
 
@@ -182,8 +193,7 @@ def _handler(server: GeminiStandIn) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             url = urlsplit(self.path)
             server.record(RecordedRequest("GET", url.path, url.query, None, "other"))
-            self._json(404, {"error": {"code": 404, "message": "not here",
-                                       "status": "NOT_FOUND"}})
+            self._json(404, {"error": {"code": 404, "message": "not here", "status": "NOT_FOUND"}})
 
         def do_POST(self) -> None:
             url = urlsplit(self.path)
@@ -205,8 +215,7 @@ def _handler(server: GeminiStandIn) -> type[BaseHTTPRequestHandler]:
                 self._json(200, {"totalTokens": 12})
                 return
             server.record(RecordedRequest("POST", url.path, url.query, body, "other"))
-            self._json(404, {"error": {"code": 404, "message": "not here",
-                                       "status": "NOT_FOUND"}})
+            self._json(404, {"error": {"code": 404, "message": "not here", "status": "NOT_FOUND"}})
 
         def _stream(self, body: dict[str, Any]) -> None:
             self.send_response(200)
