@@ -186,9 +186,11 @@ class Session:
 
     def save_recovery(self, opaque: Any = None) -> None:
         """Record the session's latest recovery record (``opaque``, or exported now) if it
-        changed."""
-        if not self.descriptor.capabilities.recovery.resume:
-            return
+        changed.  Whatever the provider exports is kept, even when the descriptor the
+        session started with says it cannot resume: the record is the adapter's word on
+        it (an ACP agent recognised only after its ``initialize`` marks its record not
+        resumable), so a later bridge refuses the resume ``unsupported`` instead of
+        finding no record and starting a fresh provider session under the old id."""
         if opaque is None:
             opaque = self.export_opaque()
         if opaque is None:
