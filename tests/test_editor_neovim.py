@@ -88,7 +88,14 @@ def test_neovim_plugin_drives_a_whole_session(tmp_path: Path) -> None:
     assert o["final"] == [header, "", *RUN1, *AFTER]
     # The missing bridge is a message with the next step.
     assert "was not found" in o["missing_bridge"]
-    assert "pipx install agent-bridge" in o["missing_bridge"]
+    # Before a release the next step is one that works: a clone, never the bare name.
+    for missing in (o["missing_bridge"], o["missing_on_path"]):
+        assert "not on PyPI yet" in missing, missing
+        assert "pipx install /path/to/agent-bridge" in missing
+        assert ".venv/bin/agent-bridge" in missing
+        assert "pipx install agent-bridge" not in missing
+        assert "uvx" not in missing
+    assert "agent-bridge was not found on PATH" in o["missing_on_path"]
     # The pickers: the provider list says what is unavailable; the model is free text;
     # the mode offers the enum's values; the unavailable provider's next step is shown.
     provider, model, mode = o["pickers"]

@@ -55,7 +55,7 @@
 
 (defcustom agent-bridge-command nil
   "The bridge command, a list of strings (program and arguments).
-nil means `agent-bridge' on variable `exec-path', else `uvx agent-bridge'."
+nil means `agent-bridge' on variable `exec-path'."
   :type '(choice (const :tag "Find it" nil) (repeat string)))
 
 (defcustom agent-bridge-subcommand "serve"
@@ -120,20 +120,27 @@ next step when there is one."
 
 ;;;; The bridge
 
+(defconst agent-bridge--install-step
+  "agent-bridge is not on PyPI yet: install it from a clone (pipx install \
+/path/to/agent-bridge, or uv tool install /path/to/agent-bridge), or set \
+`agent-bridge-command' to a clone's .venv/bin/agent-bridge (made by bash \
+scripts/setup.sh)"
+  "How to install agent-bridge before its first release (see its README).")
+
 (defun agent-bridge--command ()
-  "Return the bridge argv, or signal `user-error' with the next step."
+  "Return the bridge argv, or signal `user-error' with the next step.
+There is no `uvx agent-bridge' fallback: agent-bridge is not on PyPI yet,
+so it would only fail in uv's resolver."
   (let ((cmd agent-bridge-command))
     (cond
      (cmd
       (unless (executable-find (car cmd))
         (user-error "The agent-bridge command %S was not found: fix \
-`agent-bridge-command' or install agent-bridge (pipx install agent-bridge)" (car cmd)))
+`agent-bridge-command'; %s" (car cmd) agent-bridge--install-step))
       cmd)
      ((executable-find "agent-bridge") (list "agent-bridge"))
-     ((executable-find "uvx") (list "uvx" "agent-bridge"))
-     (t (user-error "The agent-bridge command was not found on `exec-path' \
-and there is no uvx: install it (pipx install agent-bridge, or uv tool install \
-agent-bridge) or set `agent-bridge-command'")))))
+     (t (user-error "The agent-bridge command was not found on `exec-path': %s"
+                    agent-bridge--install-step)))))
 
 (defun agent-bridge--argv ()
   "Return the full argv the bridge is started with."

@@ -1,7 +1,8 @@
 /**
  * Finds the bridge command: the `agentBridge.bridgePath` setting, else `agent-bridge`
- * on PATH, else `uvx agent-bridge`; and the messages shown when none is there. Pure
- * apart from the `isExecutable` probe, which the caller passes in.
+ * on PATH; and the messages shown when neither is there. Pure apart from the
+ * `isExecutable` probe, which the caller passes in. There is no `uvx agent-bridge`
+ * fallback: agent-bridge is not on PyPI yet, so it would only fail in uv's resolver.
  */
 import * as path from "path";
 
@@ -11,7 +12,7 @@ export interface BridgeSettings {
   stateDir: string;
 }
 
-export type BridgeSource = "setting" | "PATH" | "uvx";
+export type BridgeSource = "setting" | "PATH";
 
 export interface LocatedBridge {
   command: string;
@@ -25,6 +26,14 @@ export interface MissingBridge {
 }
 
 export const DEFAULT_ARGS = ["serve", "--stdio"];
+
+/**
+ * How to get agent-bridge before its first release (the README's Install section): from
+ * a clone, as a tool or through the clone's own `.venv`.
+ */
+export const INSTALL_STEP =
+  "agent-bridge is not on PyPI yet: install it from a clone (pipx install /path/to/agent-bridge, or uv tool install /path/to/agent-bridge), " +
+  "or set agentBridge.bridgePath to a clone's .venv/bin/agent-bridge (made by bash scripts/setup.sh)";
 
 /** Returns the first `name` found on `pathEnv`, or undefined. */
 export function findOnPath(name: string, pathEnv: string, isExecutable: (p: string) => boolean): string | undefined {
@@ -62,12 +71,9 @@ export function locateBridge(
   }
   const onPath = findOnPath("agent-bridge", pathEnv, isExecutable);
   if (onPath) return { command: onPath, args, source: "PATH" };
-  const uvx = findOnPath("uvx", pathEnv, isExecutable);
-  if (uvx) return { command: uvx, args: ["agent-bridge", ...args], source: "uvx" };
   return {
-    message: "agent-bridge was not found: agentBridge.bridgePath is not set and neither agent-bridge nor uvx is on PATH.",
-    nextStep:
-      "Install it (pipx install agent-bridge, or uv tool install agent-bridge), or set agentBridge.bridgePath to the agent-bridge executable.",
+    message: "agent-bridge was not found: agentBridge.bridgePath is not set and agent-bridge is not on PATH.",
+    nextStep: `${INSTALL_STEP[0].toUpperCase()}${INSTALL_STEP.slice(1)}.`,
   };
 }
 

@@ -3,13 +3,14 @@
  * unavailable provider. Each says what happened and the next step. Pure.
  */
 import { BridgeRequestError, BridgeStartError } from "./client";
+import { INSTALL_STEP } from "./locate";
 import type { ProviderDescriptor } from "./protocol";
 
 /** Returns the message for a bridge that could not be started. */
 export function startFailureMessage(err: BridgeStartError): string {
   switch (err.kind) {
     case "not_found":
-      return `agent-bridge could not be started: ${err.command} was not found. Next step: install agent-bridge (pipx install agent-bridge) or set agentBridge.bridgePath.`;
+      return `agent-bridge could not be started: ${err.command} was not found. Next step: ${INSTALL_STEP}.`;
     case "timeout":
       return `agent-bridge did not answer in time (${err.command}). Next step: run "${err.command} doctor" in a terminal, and see Agent Bridge: Show Protocol Traffic Log.`;
     case "exited":

@@ -66,7 +66,22 @@
     (let* ((agent-bridge-command '("/nonexistent/agent-bridge"))
            (err (should-error (agent-bridge-sessions) :type 'user-error)))
       (should (string-match-p "was not found" (cadr err)))
-      (should (string-match-p "pipx install agent-bridge" (cadr err))))
+      (should (string-match-p "not on PyPI yet" (cadr err)))
+      (should (string-match-p "pipx install /path/to/agent-bridge" (cadr err)))
+      (should-not (string-match-p "pipx install agent-bridge" (cadr err))))
+    ;; Nothing configured, no agent-bridge on `exec-path' but a uvx there: no `uvx
+    ;; agent-bridge' (it does not resolve before a release), the step that works now.
+    (let* ((bin (make-temp-file "ab-bin" t))
+           (uvx (expand-file-name "uvx" bin)))
+      (with-temp-file uvx (insert "#!/bin/sh\nexit 1\n"))
+      (set-file-modes uvx #o755)
+      (let* ((agent-bridge-command nil)
+             (exec-path (list bin))
+             (err (should-error (agent-bridge-sessions) :type 'user-error)))
+        (should (string-match-p "not found on .exec-path." (cadr err)))
+        (should (string-match-p "not on PyPI yet" (cadr err)))
+        (should (string-match-p "\\.venv/bin/agent-bridge" (cadr err)))
+        (should-not (string-match-p "uvx" (cadr err)))))
     (setq agent-bridge-command (list (getenv "AB_BRIDGE"))
           agent-bridge-state-directory (getenv "AB_STATE")
           agent-bridge-environment '("PATH=/usr/bin:/bin"

@@ -86,6 +86,20 @@ end
 ab.setup({ cmd = { '/nonexistent/agent-bridge' } })
 vim.cmd('AgentBridge sessions')
 outcome.missing_bridge = outcome.notes[#outcome.notes] and outcome.notes[#outcome.notes].msg
+-- Nothing configured, no agent-bridge on PATH, but a uvx there: no `uvx agent-bridge`
+-- (it does not resolve before a release), the install step that works now instead.
+do
+  local bin = vim.fn.tempname()
+  vim.fn.mkdir(bin, 'p')
+  vim.fn.writefile({ '#!/bin/sh', 'exit 1' }, bin .. '/uvx')
+  vim.fn.setfperm(bin .. '/uvx', 'rwxr-xr-x')
+  local saved = vim.env.PATH
+  vim.env.PATH = bin
+  ab.config.cmd = nil -- setup{} merges, so a cmd set before stays: clear it
+  vim.cmd('AgentBridge sessions')
+  vim.env.PATH = saved
+  outcome.missing_on_path = outcome.notes[#outcome.notes] and outcome.notes[#outcome.notes].msg
+end
 
 -- 2. The real bridge, where Claude Code is not installed. The pickers: provider (from
 --    providers/list, saying what is unavailable), model (free text), mode (the enum's

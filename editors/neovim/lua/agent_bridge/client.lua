@@ -14,8 +14,15 @@ Client.__index = Client
 
 M.LOG_LIMIT = 5000
 
+--- How to get agent-bridge before its first release (the README's Install section).
+M.INSTALL_STEP = 'agent-bridge is not on PyPI yet: install it from a clone '
+  .. '(pipx install /path/to/agent-bridge, or uv tool install /path/to/agent-bridge), '
+  .. 'or set cmd in require("agent_bridge").setup{} to a clone\'s .venv/bin/agent-bridge '
+  .. '(made by bash scripts/setup.sh)'
+
 --- The command that runs the bridge: `cmd` from the configuration, else `agent-bridge` on
---- PATH, else `uvx agent-bridge`. Returns the argv prefix, or nil and the next step.
+--- PATH. Returns the argv prefix, or nil and the next step. (No `uvx agent-bridge`
+--- fallback: agent-bridge is not on PyPI yet, so it would only fail in uv's resolver.)
 ---@param cfg table
 ---@return string[]|nil, string|nil
 function M.resolve_cmd(cfg)
@@ -28,19 +35,13 @@ function M.resolve_cmd(cfg)
       return cmd
     end
     return nil,
-      ('the bridge command %q was not found: fix cmd in require("agent_bridge").setup{} '):format(cmd[1])
-        .. 'or install agent-bridge (pipx install agent-bridge)'
+      ('the bridge command %q was not found: fix cmd in require("agent_bridge").setup{}; '):format(cmd[1])
+        .. M.INSTALL_STEP
   end
   if vim.fn.executable('agent-bridge') == 1 then
     return { 'agent-bridge' }
   end
-  if vim.fn.executable('uvx') == 1 then
-    return { 'uvx', 'agent-bridge' }
-  end
-  return nil,
-    'agent-bridge was not found on PATH and there is no uvx: install it '
-      .. '(pipx install agent-bridge, or uv tool install agent-bridge) '
-      .. 'or set cmd in require("agent_bridge").setup{}'
+  return nil, 'agent-bridge was not found on PATH: ' .. M.INSTALL_STEP
 end
 
 --- One line of the traffic log.

@@ -7,7 +7,7 @@ local prompts = require('agent_bridge.prompts')
 local M = {}
 
 M.config = {
-  cmd = nil, -- the bridge command (argv list or string); default: agent-bridge on PATH, else uvx
+  cmd = nil, -- the bridge command (argv list or string); default: agent-bridge on PATH
   subcommand = 'serve', -- 'connect' to reach the bridge's daemon (docs/daemon.md)
   state_dir = nil, -- --state-dir for the bridge; default: the bridge's own default
   args = {}, -- further `serve` arguments

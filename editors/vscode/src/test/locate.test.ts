@@ -18,16 +18,17 @@ test("a setting that names nothing is reported, not silently replaced", () => {
   assert.match(r.message, /agentBridge.bridgePath \("\/nope\/agent-bridge"\) was not found/);
 });
 
-test("PATH, then uvx, then a message with the next step", () => {
+test("PATH, then a message with the next step that works before a release", () => {
   assert.deepEqual(locateBridge(base, "/x:/usr/local/bin", has("/usr/local/bin/agent-bridge")), {
     command: "/usr/local/bin/agent-bridge", args: ["serve", "--stdio"], source: "PATH",
   });
-  assert.deepEqual(locateBridge(base, "/usr/bin", has("/usr/bin/uvx")), {
-    command: "/usr/bin/uvx", args: ["agent-bridge", "serve", "--stdio"], source: "uvx",
-  });
-  const r = locateBridge(base, "/usr/bin", has());
+  // uvx on PATH is no fallback: `uvx agent-bridge` does not resolve before a release.
+  const r = locateBridge(base, "/usr/bin", has("/usr/bin/uvx"));
   assert.ok(isMissing(r));
-  assert.match(r.nextStep, /pipx install agent-bridge/);
+  assert.match(r.nextStep, /not on PyPI yet/);
+  assert.match(r.nextStep, /pipx install \/path\/to\/agent-bridge/);
+  assert.match(r.nextStep, /agentBridge\.bridgePath to a clone's \.venv\/bin\/agent-bridge/);
+  assert.doesNotMatch(r.nextStep, /(pipx|uv tool) install agent-bridge/);
 });
 
 test("the state dir setting becomes --state-dir for serve and connect", () => {

@@ -29,6 +29,7 @@ test("an error's own next step wins; retryable errors say so; plain JSON-RPC err
 });
 
 test("a bridge that cannot start says how to fix it", () => {
-  assert.match(startFailureMessage(new BridgeStartError("not_found", "x", "/no/agent-bridge", "")), /\/no\/agent-bridge was not found. Next step: install agent-bridge/);
+  assert.match(startFailureMessage(new BridgeStartError("not_found", "x", "/no/agent-bridge", "")), /\/no\/agent-bridge was not found. Next step: agent-bridge is not on PyPI yet: install it from a clone \(pipx install \/path\/to\/agent-bridge/);
+  assert.doesNotMatch(startFailureMessage(new BridgeStartError("not_found", "x", "/no/agent-bridge", "")), /pipx install agent-bridge/);
   assert.match(startFailureMessage(new BridgeStartError("exited", "the bridge exited during start (exit code 2)", "ab", "usage: bad flag")), /exit code 2\) — usage: bad flag/);
 });
