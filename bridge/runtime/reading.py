@@ -103,7 +103,7 @@ async def replay(
 
 async def catch_up(history: History, stream: EventStream, subscription: Subscription) -> None:
     """Bring a lagging subscription (one that fell behind while others kept up, see
-    :meth:`EventStream._may_lag`) back to the live stream: wait until its subscriber has
+    :meth:`EventStream._lag`) back to the live stream: wait until its subscriber has
     drained, send it the next committed events from the journal, a page at a time, and
     go live again in the same step that finds it at the newest committed event (so no
     event is missed or sent twice).  Ends early when the subscriber detaches; a history
@@ -117,7 +117,7 @@ async def catch_up(history: History, stream: EventStream, subscription: Subscrip
                 continue
             newest = stream.committed_sequence()
             if subscription.cursor >= newest:
-                subscription.lagging = False  # live from the next release on
+                stream.rejoin(subscription)  # live from the next release on
                 return
             lo = subscription.cursor + 1
             hi = min(newest, lo + EVENTS_READ_MAX - 1)

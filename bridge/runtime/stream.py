@@ -16,7 +16,7 @@ sequence it was given) and its own backpressure; while a subscription replays hi
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
@@ -199,6 +199,7 @@ class EventStream:
         "_fmt",
         "_held",
         "_history",
+        "_rejoined",
         "_run_id",
         "_run_id_bytes",
         "behind",
@@ -240,6 +241,8 @@ class EventStream:
         #: (the runtime starts its catch-up from the journal); ``None``: a slow
         #: subscriber holds the producers back, as it always does when it is the only one
         self.on_lag: Callable[[EventStream, Subscription], None] | None = None
+        #: set when a lagging subscription is live again (only while producers wait)
+        self._rejoined: anyio.Event | None = None
 
     # ------------------------------------------------------------------ publishing
 
@@ -355,69 +358,103 @@ class EventStream:
             self.behind = False
             return False
         events = Released(self.session_id, first, bodies, payloads, run_ids)
-        congested = False
+        slow: list[Subscription] | None = None
         for subscription in subscriptions.values():
-            if subscription.lagging:
-                continue
-            if subscription.send(events):
-                if self._may_lag(subscription):
-                    subscription.lagging = True
-                    self.on_lag(self, subscription)  # type: ignore[misc]
+            if not subscription.lagging and subscription.send(events):
+                if slow is None:
+                    slow = [subscription]
                 else:
-                    congested = True
+                    slow.append(subscription)
+        # Judged only once every subscriber has been given the batch: a subscriber
+        # checked before another had its share would see that other "keeping up" and
+        # fall behind itself, leaving the slow one holding the producers back.
+        congested = slow is not None and not self._lag(slow)
         self.behind = congested
         return congested
 
-    def _may_lag(self, subscription: Subscription) -> bool:
-        """Whether ``subscription`` may fall behind alone: one host that stops reading
-        must not stall the others.  When a subscriber is congested while another keeps
-        up, and the events are journaled, it falls behind alone (``lagging``: no live
-        events, nothing waits for it; its memory is bounded by its connection's
-        high-water mark) and :attr:`on_lag` starts its catch-up from the journal.  Alone
-        (or all slow, or replaying an attach), it holds the producers back as before."""
-        if self.on_lag is None or not self._history.durable or subscription.replaying:
+    def _can_lag(self) -> bool:
+        return self.on_lag is not None and self._history.durable
+
+    def _lag(self, slow: list[Subscription]) -> bool:
+        """Let each congested subscription of ``slow`` fall behind alone if another
+        subscriber keeps up (one host that stops reading must not stall the others);
+        return whether none of them must hold the producers back.
+
+        A subscription that falls behind is ``lagging``: it is given no live events and
+        nothing waits for it (its memory is bounded by its connection's high-water mark),
+        and :attr:`on_lag` starts its catch-up from the journal.  Only for journaled
+        events; alone (or all slow), a subscriber holds the producers back."""
+        if not self._can_lag():
             return False
-        return any(
-            other is not subscription and not other.lagging and not other.subscriber.congested
-            for other in self.subscriptions.values()
-        )
-
-    async def drained(self) -> None:
-        """Wait until the journal has caught up, and the subscribers: every congested one
-        when a slow subscriber must hold the producers back (it is the only one, or the
-        events are not journaled); else only the first to drain, the others still
-        congested then falling behind alone (see :meth:`_may_lag`): the producers go at
-        the pace of the fastest subscriber, never of the slowest."""
-        await self.delivery.drained()
-        if not self.behind:
-            return
-        live = [s for s in self.subscriptions.values() if not s.lagging]
-        if self.on_lag is None or not self._history.durable or len(live) < 2:
-            for subscription in live:
-                subscriber = subscription.subscriber
-                if subscriber.congested:
-                    await subscriber.drained()
-            self.behind = False
-            return
-        if all(s.subscriber.congested for s in live):
-            async with anyio.create_task_group() as tg:
-
-                async def first_drained(subscriber: Subscriber) -> None:
-                    await subscriber.drained()
-                    tg.cancel_scope.cancel()
-
-                for subscription in live:
-                    tg.start_soon(first_drained, subscription.subscriber)
-        for subscription in live:
+        subscriptions = self.subscriptions.values()
+        if all(s.lagging or s.subscriber.congested for s in subscriptions):
+            return False  # nobody keeps up
+        assert self.on_lag is not None
+        for subscription in slow:
             if (
-                subscription.subscriber.congested
-                and not subscription.lagging
+                not subscription.lagging
+                and not subscription.replaying
                 and self.subscriptions.get(subscription.subscriber) is subscription
-                and self._may_lag(subscription)
             ):
                 subscription.lagging = True
                 self.on_lag(self, subscription)
+        return True
+
+    def rejoin(self, subscription: Subscription) -> None:
+        """Make a lagging ``subscription`` live again (its catch-up found it at the newest
+        committed event): it is given the next release, and producers waiting for a
+        subscriber to drain look again (:meth:`drained`)."""
+        subscription.lagging = False
+        rejoined = self._rejoined
+        if rejoined is not None:
+            self._rejoined = None
+            rejoined.set()
+
+    async def drained(self) -> None:
+        """Wait until the journal has caught up, and the subscribers: every congested one
+        when a slow subscriber must hold the producers back (the events are not
+        journaled); else until one subscriber keeps up (the first to drain, or a lagging
+        one back from its catch-up), the others still congested then falling behind
+        alone (see :meth:`_lag`): the producers go at the pace of the fastest
+        subscriber, never of the slowest."""
+        await self.delivery.drained()
+        waited = False
+        while self.behind:
+            live = [s for s in self.subscriptions.values() if not s.lagging]
+            congested = [s for s in live if s.subscriber.congested]
+            # (a subscription replaying an attach buffers its live events: it holds
+            # nobody back, see Subscription.send, but may be the one to drain first)
+            waiting = [s for s in congested if not s.replaying]
+            if not waiting:
+                break
+            if not self._can_lag():
+                for subscription in waiting:
+                    await subscription.subscriber.drained()
+                break
+            if self._lag(waiting) or waited:
+                break
+            await self._first_drained(congested, len(live) < len(self.subscriptions))
+            waited = True  # look once more: who drained keeps up, the others lag
         self.behind = False
+
+    async def _first_drained(self, waiting: list[Subscription], rejoin: bool) -> None:
+        """Wait until one of ``waiting`` has drained or (``rejoin``) a lagging
+        subscription is live again."""
+        if len(waiting) == 1 and not rejoin:
+            await waiting[0].subscriber.drained()
+            return
+        async with anyio.create_task_group() as tg:
+
+            async def first(wait: Callable[[], Awaitable[Any]]) -> None:
+                await wait()
+                tg.cancel_scope.cancel()
+
+            for subscription in waiting:
+                tg.start_soon(first, subscription.subscriber.drained)
+            if rejoin:
+                if self._rejoined is None:
+                    self._rejoined = anyio.Event()
+                tg.start_soon(first, self._rejoined.wait)
 
     # ------------------------------------------------------------------ subscribers
 
