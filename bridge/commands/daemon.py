@@ -15,7 +15,12 @@ import time
 from typing import Any
 
 from agent_bridge.commands import boot
-from agent_bridge.commands.options import JOURNAL_FLAGS, add_options, non_negative
+from agent_bridge.commands.options import (
+    JOURNAL_FLAGS,
+    LOGGING_FLAGS,
+    add_options,
+    non_negative,
+)
 
 __all__ = ["add_parsers", "connect_command", "run"]
 
@@ -38,14 +43,8 @@ def add_parsers(sub: Any) -> None:
         help="exit after this long with no host and no active run; 0: never (default: 600)",
     )
     add_options(daemon, ("--interrupt-grace",))
-    daemon.add_argument("--log-file", metavar="FILE", help="log here (default: stderr)")
-    daemon.add_argument(
-        "--log-level",
-        default="INFO",
-        type=str.upper,
-        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-        help="default: INFO",
-    )
+    # serve's logging options, with a daemon's default level
+    add_options(daemon, LOGGING_FLAGS, defaults={"--log-level": "INFO"})
     action = daemon.add_mutually_exclusive_group()
     action.add_argument(
         "--stop", action="store_true", help="stop the daemon of this state directory"

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     import argparse
 
     from agent_bridge.frontends.exec_host import ExecHost, Policy
+    from agent_bridge.journal import History
 
 __all__ = [
     "EXIT_CODES",
@@ -170,25 +171,25 @@ async def _run(
     session_id: str | None,
     prompt: str,
     host: ExecHost,
-    state_dir: str | None,
+    history: History,
     workspace: str | None,
     interrupt_grace: float,
 ) -> int:
     import contextlib
     import signal
+    from types import SimpleNamespace
 
     import anyio
 
     from agent_bridge.errors import BridgeError
-    from agent_bridge.journal import open_history
     from agent_bridge.registry import ProviderRegistry
-    from agent_bridge.runtime import Runtime
     from agent_bridge.wire.methods import RunInput, RunStartParams
 
     registry = ProviderRegistry.default()
-    history = open_history(state_dir)
     interrupted = False
-    async with Runtime(registry, history=history, interrupt_grace=interrupt_grace) as runtime:
+    # built the way every command builds it (commands/boot.py), with exec's options
+    runtime_args = SimpleNamespace(interrupt_grace=interrupt_grace)
+    async with boot.build_runtime(runtime_args, history, registry=registry) as runtime:
 
         async def on_signals(scope: anyio.CancelScope) -> None:
             nonlocal interrupted
@@ -258,12 +259,13 @@ async def _run(
     terminal = host.terminal
     if terminal is None:
         return EXIT_INTERRUPTED
-    payload = terminal["payload"]
-    if payload["type"] == "run.completed":
+    from agent_bridge.wire.events import RunCompleted, RunInterrupted
+
+    if isinstance(terminal, RunCompleted):
         return EXIT_COMPLETED
-    if payload["type"] == "run.interrupted":
+    if isinstance(terminal, RunInterrupted):
         return EXIT_INTERRUPTED
-    return exit_code_for(payload["error"]["code"])
+    return exit_code_for(terminal.error.code)
 
 
 def _split(declared: Any, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -326,6 +328,9 @@ def run_exec(
     from agent_bridge.frontends.exec_host import ExecHost, Output, terminal_asker
     from agent_bridge.journal import JournalError
 
+    history = boot.open_journal("agent-bridge exec", state_dir)
+    if history is None:
+        return 1
     host = ExecHost(Output(out, fmt), approve, terminal_asker())
     try:
         code = anyio.run(
@@ -336,7 +341,7 @@ def run_exec(
                 session_id=session_id,
                 prompt=prompt,
                 host=host,
-                state_dir=state_dir,
+                history=history,
                 workspace=workspace,
                 interrupt_grace=interrupt_grace,
             )

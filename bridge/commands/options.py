@@ -19,7 +19,7 @@ Only the standard library's lightest modules are imported here.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any, Final
 
@@ -190,7 +190,7 @@ SERVE_OPTIONS: Final = (
     ),
     ServeOption(
         "--log-level",
-        "debug, info, warning or error, any case (default: warning)",
+        "debug, info, warning or error, any case (default: %(default)s)",
         default="WARNING",
         check=log_level,
         metavar="LEVEL",
@@ -297,11 +297,17 @@ def add_serve_options(parser: Any) -> None:
         parser.add_argument(option.flag, **option.argparse_kwargs())
 
 
-def add_options(parser: Any, flags: Sequence[str]) -> None:
+def add_options(
+    parser: Any, flags: Sequence[str], defaults: Mapping[str, Any] | None = None
+) -> None:
     """Add the ``serve`` options named by ``flags`` (e.g. :data:`JOURNAL_FLAGS`) to the
-    ``argparse`` (sub)parser ``parser``, as ``serve`` has them."""
+    ``argparse`` (sub)parser ``parser``, as ``serve`` has them (check, choices, help),
+    with the command's own default where ``defaults`` names one (by flag)."""
     for flag in flags:
-        parser.add_argument(flag, **_BY_FLAG[flag].argparse_kwargs())
+        kwargs = _BY_FLAG[flag].argparse_kwargs()
+        if defaults and flag in defaults:
+            kwargs["default"] = defaults[flag]
+        parser.add_argument(flag, **kwargs)
 
 
 def parse_options(items: list[str]) -> dict[str, Any]:

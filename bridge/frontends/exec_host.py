@@ -24,6 +24,12 @@ import msgspec
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.runtime import Interaction, Released
+from agent_bridge.wire.events import (
+    EventPayload,
+    RunCompleted,
+    RunFailed,
+    RunInterrupted,
+)
 from agent_bridge.wire.interactions import (
     Answer,
     ApprovalAnswer,
@@ -38,7 +44,8 @@ __all__ = ["ExecHost", "Output", "Policy", "ask_on_terminal", "terminal_asker"]
 
 Policy = Literal["once", "deny", "ask"]
 
-_TERMINAL: Final = ("run.completed", "run.failed", "run.interrupted")
+_TERMINAL: Final = (RunCompleted, RunFailed, RunInterrupted)
+_to_builtins: Final = msgspec.to_builtins
 
 
 class Output:
@@ -55,14 +62,17 @@ class Output:
         self._mid_line = False
         self.closed = False
 
-    def event(self, body: bytes, envelope: dict[str, Any]) -> None:
+    def event(self, body: bytes, payload: EventPayload) -> None:
+        """Write one event: its envelope as the runtime encoded it (``ndjson``), or
+        ``payload`` (the object that was encoded, never decoded again) in words."""
         if self.closed:
             return
         try:
             if self._fmt == "ndjson":
                 self._out.write(body + b"\n")
             else:
-                self._out.write(self._text(envelope["payload"]).encode("utf-8", "replace"))
+                text = self._text(_to_builtins(payload))
+                self._out.write(text.encode("utf-8", "replace"))
             self._out.flush()
         except OSError:
             self._gone()
@@ -231,15 +241,23 @@ class ExecHost:
         self._policy = policy
         self._ask = ask
         self.run_id: str | None = None
-        self.terminal: dict[str, Any] | None = None
+        #: the run's terminal payload, once it came
+        self.terminal: RunCompleted | RunFailed | RunInterrupted | None = None
         self.ended = anyio.Event()
         self._early: list[tuple[bytes, dict[str, Any]]] = []
 
     # Subscriber protocol
 
     def publish(self, events: Released) -> bool:
-        for envelope in events.bodies:
-            self._handle(envelope)
+        """Print the events (from the bodies and payload objects the runtime gives: none
+        decoded again); never congested (stdout is written at once)."""
+        try:
+            decoded = events.events()  # the objects themselves for live events
+        except msgspec.DecodeError:  # only replayed history is decoded; exec replays none
+            sys.stderr.write("agent-bridge exec: an event could not be read\n")
+            return False
+        for body, (run_id, payload) in zip(events.bodies, decoded, strict=True):
+            self._handle(body, run_id, payload)
         return False
 
     @property
@@ -283,17 +301,14 @@ class ExecHost:
 
     # events
 
-    def _handle(self, body: bytes) -> None:
+    def _handle(self, body: bytes, run_id: str | None, payload: EventPayload) -> None:
         if self.terminal is not None:
             return  # one run: nothing after its end
-        envelope: dict[str, Any] = msgspec.json.decode(body)
-        self._output.event(body, envelope)
+        self._output.event(body, payload)
         if self._output.closed:
             self.ended.set()  # nobody reads: the command stops the run
-        payload = envelope["payload"]
-        run_id = envelope.get("runId")
-        if payload["type"] in _TERMINAL and run_id is not None and self.run_id in (None, run_id):
-            self.terminal = envelope
+        if isinstance(payload, _TERMINAL) and run_id is not None and self.run_id in (None, run_id):
+            self.terminal = payload
             self.ended.set()
 
 
