@@ -41,7 +41,7 @@ from agent_bridge.wire.events import ProviderPayload
 from agent_bridge.wire.interactions import Answer, InteractionRequest, InteractionStatus
 from agent_bridge.wire.methods import RunInput
 from agent_bridge.wire.native import NativeSessionsListResult, NativeSessionsReadResult
-from agent_bridge.wire.providers import Availability, ProviderDescriptor
+from agent_bridge.wire.providers import Availability, InputCapabilities, ProviderDescriptor
 
 __all__ = [
     "AgentProvider",
@@ -247,6 +247,13 @@ class ProviderSession(abc.ABC):
     async def dispose(self) -> None:
         """Release everything (stop the child process, close pipes).  Idempotent, safe to
         retry after a failure, and bounded in time; must not raise."""
+
+    def input_capabilities(self) -> InputCapabilities | None:
+        """What this session's runs may take as input, when the session knows better than
+        its provider's descriptor (an agent that states it once started); ``None`` (the
+        default): the descriptor's ``capabilities.input``.  The runtime checks every
+        run's input against it before the run starts."""
+        return None
 
 
 class AgentProvider(abc.ABC):

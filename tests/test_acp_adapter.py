@@ -9,6 +9,7 @@ step with the captured Gemini CLI transcript (tests/data/acp/).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sys
@@ -773,3 +774,89 @@ async def test_gemini_resume_is_refused_by_descriptor(tmp_path: Path) -> None:
         reply = await bridge.call("session/resume", {"sessionId": session_id}, timeout=30)
         assert reply["error"]["data"]["code"] == "unsupported"
     assert os.path.exists(fake.log)
+
+
+# --------------------------------------------------------------------------- rich input
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c63f8cfc0f01f0005000201a0a1c1e30000000049454e44ae426082"
+)
+
+
+def _rich_input(work: Path) -> Msg:
+    (work / "notes.py").write_text("a = 1\nb = 2\nc = 3\n")
+    return {
+        "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image", "mimeType": "image/png", "data": base64.b64encode(PNG).decode()},
+            {"type": "file", "path": "notes.py", "startLine": 2, "endLine": 3},
+            {"type": "resource", "text": "x = 9", "uri": "untitled:1", "mimeType": "text/x-python"},
+        ]
+    }
+
+
+def test_prompt_blocks_and_input_capabilities_follow_the_agent() -> None:
+    none = p.input_capabilities(p.AgentInfo.from_result({"agentCapabilities": {}}))
+    assert none.kinds == ("text", "file") and none.image is None
+    assert p.input_capabilities(None) == none  # not asked yet: ACP's baseline
+    both = p.input_capabilities(p.AgentInfo.from_result({"agentCapabilities": GEMINI_LIKE}))
+    assert both.kinds == ("text", "image", "file", "resource")
+    assert both.image is not None and "image/png" in both.image.mime_types
+    provider = AcpProvider(spec_from_entry("x", {"command": ["a"]}))
+    assert provider.describe().capabilities.input == none
+    provider.learned(p.AgentInfo.from_result({"agentCapabilities": GEMINI_LIKE}))
+    assert provider.describe().capabilities.input == both
+
+
+GEMINI_LIKE: Msg = {"promptCapabilities": {"image": True, "embeddedContext": True}}
+
+
+async def test_rich_input_reaches_the_agent_as_acp_blocks(fake: Fake) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        listed = await bridge.result("providers/list", {"probe": False})
+        d = next(x for x in listed["providers"] if x["id"] == "fake")
+        assert d["capabilities"]["input"]["kinds"] == ["text", "image", "file", "resource"]
+        result = await bridge.result(
+            "run/start", {"sessionId": session_id, "input": _rich_input(fake.work)}
+        )
+        events = await drive(bridge, result["runId"])
+        assert events[-1]["type"] == "run.completed"
+    (prompt,) = fake.sent_by_bridge("session/prompt")
+    real = (fake.work / "notes.py").resolve()
+    assert prompt["params"]["prompt"] == [
+        {"type": "text", "text": "look"},
+        {"type": "image", "data": base64.b64encode(PNG).decode(), "mimeType": "image/png"},
+        {"type": "resource_link", "uri": real.as_uri(), "name": "notes.py"},
+        {"type": "text", "text": "(lines 2-3 of notes.py)"},
+        {
+            "type": "resource",
+            "resource": {"uri": "untitled:1", "text": "x = 9", "mimeType": "text/x-python"},
+        },
+    ]
+    fake.check_schema()
+
+
+async def test_an_agent_is_never_sent_what_it_did_not_advertise(tmp_path: Path) -> None:
+    fake = Fake(tmp_path, capabilities={"loadSession": True})  # no promptCapabilities
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        rich = _rich_input(fake.work)
+        text, image, file, resource = rich["content"]
+        for block, kind in ((image, "image"), (resource, "resource")):
+            input = {"content": [text, block]}
+            reply = await bridge.call("run/start", {"sessionId": session_id, "input": input})
+            error = reply["error"]["data"]
+            assert error["code"] == "unsupported", error
+            assert error["details"]["field"] == "input.content.1"
+            assert kind in error["details"]["reason"]
+        assert fake.sent_by_bridge("session/prompt") == []  # nothing started
+        # What it takes (text, and a file as a resource_link, ACP's baseline) goes through.
+        ok = {"content": [text, file]}
+        result = await bridge.result("run/start", {"sessionId": session_id, "input": ok})
+        events = await drive(bridge, result["runId"])
+        assert events[-1]["type"] == "run.completed"
+    (prompt,) = fake.sent_by_bridge("session/prompt")
+    assert [b["type"] for b in prompt["params"]["prompt"]] == ["text", "resource_link", "text"]
+    fake.check_schema()

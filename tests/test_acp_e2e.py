@@ -16,6 +16,7 @@ Without a CLI these tests are skipped loudly; in CI a missing CLI fails them.
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import sys
@@ -519,3 +520,54 @@ async def test_codex_acp_end_to_end(codex_acp: CodexAcp, tmp_path: Path) -> None
         events = await drive(bridge, await start(bridge, session_id, "say hi"), timeout=60)
         assert events[-1]["type"] == "run.completed"
         assert HELLO in text_of(events)
+
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c63f8cfc0f01f0005000201a0a1c1e30000000049454e44ae426082"
+)
+
+
+def _last_user_parts(body: Msg) -> list[Msg]:
+    user = [c for c in body["contents"] if c.get("role", "user") == "user"][-1]
+    parts: list[Msg] = user["parts"]
+    return parts
+
+
+async def test_gemini_receives_an_image_a_file_and_a_resource(gemini: Gemini) -> None:
+    """Gemini advertises image and embeddedContext: an image, a file reference and an
+    embedded resource reach it as ACP blocks, and the model stand-in sees the image's
+    bytes as inline data and the file's and the resource's text.
+
+    Gemini CLI 0.61.0 drops a prompt's images when the same prompt holds a file link or
+    an embedded resource (its ``#resolvePrompt`` rebuilds such a prompt from the text
+    and the files only): the third run shows it (the bridge sent the image, the tap's
+    log has it); when an upgrade fixes it, this test says so."""
+    g = gemini
+    (g.work / "notes.txt").write_text("the marker line FILE-7731\n")
+    data = base64.b64encode(PNG).decode()
+    text = {"type": "text", "text": "say hi"}
+    image = {"type": "image", "mimeType": "image/png", "data": data}
+    file = {"type": "file", "path": "notes.txt"}
+    resource = {"type": "resource", "text": "RESOURCE-4410", "uri": "untitled:1"}
+    async with running_bridge("newline", env=g.env) as bridge:
+        session_id = await _create(bridge, g)
+        listed = await bridge.result("providers/list", {"probe": False})
+        d = next(x for x in listed["providers"] if x["id"] == "gemini")
+        assert d["capabilities"]["input"]["kinds"] == ["text", "image", "file", "resource"]
+        for content in ([text, image], [text, file, resource], [text, image, file]):
+            result = await bridge.result(
+                "run/start", {"sessionId": session_id, "input": {"content": content}}
+            )
+            events = await drive(bridge, result["runId"], timeout=60)
+            assert events[-1] == {"type": "run.completed", "stopReason": "end_turn"}
+    first, second, third = (_last_user_parts(r.body) for r in g.server.of_kind("stream"))
+    assert [p["inlineData"] for p in first if "inlineData" in p] == [
+        {"mimeType": "image/png", "data": data}
+    ]
+    texts = "\n".join(p.get("text", "") for p in second)
+    assert "FILE-7731" in texts and "RESOURCE-4410" in texts
+    sent = [r["msg"] for r in read_transcript(g.log) if r["msg"].get("method") == "session/prompt"]
+    assert [b["type"] for b in sent[2]["params"]["prompt"]] == ["text", "image", "resource_link"]
+    assert not [p for p in third if "inlineData" in p], "Gemini now keeps images beside files"
+    assert "FILE-7731" in "\n".join(p.get("text", "") for p in third)

@@ -17,11 +17,16 @@ shares with it lives in :mod:`agent_bridge.wire.acp`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from agent_bridge.wire.acp import AUTH_REQUIRED, PROTOCOL_VERSION, RESOURCE_NOT_FOUND, obj, objs
+from agent_bridge.wire.inputs import FileInput, ImageInput, InputKind, ResourceInput, TextInput
+from agent_bridge.wire.methods import RunInput
+from agent_bridge.wire.providers import ImageInputCapability, InputCapabilities
 
 __all__ = [
     "AUTH_REQUIRED",
@@ -31,8 +36,10 @@ __all__ = [
     "AgentInfo",
     "client_capabilities",
     "initialize_params",
+    "input_capabilities",
     "obj",
     "objs",
+    "prompt_blocks",
     "text_prompt",
 ]
 
@@ -77,6 +84,65 @@ def initialize_params(version: str, capabilities: Mapping[str, Any]) -> dict[str
 def text_prompt(text: str) -> list[dict[str, Any]]:
     """A prompt of one text block."""
     return [{"type": "text", "text": text}]
+
+
+#: The images the adapter gives an agent that takes images (ACP names no types or size:
+#: the types every model API behind the known agents takes; at most 3.75 MiB, whose
+#: base64 stays within the 5 MB per image those APIs accept).
+IMAGES: Final = ImageInputCapability(
+    mime_types=("image/png", "image/jpeg", "image/gif", "image/webp"),
+    max_bytes=5 * 1024 * 1024 * 3 // 4,
+)
+
+
+def input_capabilities(info: AgentInfo | None) -> InputCapabilities:
+    """What a run's input may hold for an agent that answered ``initialize`` with
+    ``info``: text and file references always (ACP's baseline: ``text`` and
+    ``resource_link`` blocks); images when its ``promptCapabilities.image`` says so;
+    embedded resources when ``embeddedContext`` does.  Audio is not a run input kind.
+    ``None`` (not asked yet): the baseline."""
+    kinds: list[InputKind] = ["text"]
+    if info is not None and info.prompt_image:
+        kinds.append("image")
+    kinds.append("file")
+    if info is not None and info.prompt_embedded_context:
+        kinds.append("resource")
+    return InputCapabilities(kinds=tuple(kinds), image=IMAGES if "image" in kinds else None)
+
+
+def prompt_blocks(input: RunInput) -> list[dict[str, Any]]:
+    """The ``prompt`` of ``session/prompt`` for a run's (checked) input: its text as one
+    text block; else one block per input block, in order: text as ``text``; an image as
+    ``image`` (base64 ``data`` and ``mimeType``); a file reference as a ``resource_link``
+    to its ``file://`` URI, followed, for a line range, by the text ``(lines a-b of
+    <name>)`` (a link has no place for lines); an embedded resource as ``resource`` with
+    its text (``uri`` ``untitled:resource-N`` when the host gave none: ACP requires one).
+    The runtime refused beforehand every kind the agent did not advertise
+    (:func:`input_capabilities`)."""
+    if input.text is not None:
+        return text_prompt(input.text)
+    out: list[dict[str, Any]] = []
+    for i, block in enumerate(input.content):
+        if isinstance(block, TextInput):
+            out.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageInput):
+            out.append({"type": "image", "data": block.data, "mimeType": block.mime_type})
+        elif isinstance(block, FileInput):
+            name = os.path.basename(block.path.rstrip("/")) or block.path
+            out.append({"type": "resource_link", "uri": Path(block.path).as_uri(), "name": name})
+            if block.start_line is not None:
+                end = block.end_line if block.end_line is not None else block.start_line
+                text = f"(lines {block.start_line}-{end} of {name})"
+                out.append({"type": "text", "text": text})
+        elif isinstance(block, ResourceInput):
+            resource: dict[str, Any] = {
+                "uri": block.uri or f"untitled:resource-{i}",
+                "text": block.text,
+            }
+            if block.mime_type is not None:
+                resource["mimeType"] = block.mime_type
+            out.append({"type": "resource", "resource": resource})
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -249,6 +249,7 @@ class AcpProvider(AgentProvider):
                 ),
                 recovery=RecoveryCapability(resume=self.can_resume()),
                 native_sessions=NativeSessionsCapability.unsupported(),
+                input=p.input_capabilities(self.info),
             ),
             options=self._options(),
         )

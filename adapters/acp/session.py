@@ -52,6 +52,7 @@ from agent_bridge.spi import (
 )
 from agent_bridge.wire.events import Diagnostic, ProviderPayload
 from agent_bridge.wire.methods import RunInput
+from agent_bridge.wire.providers import InputCapabilities
 
 if TYPE_CHECKING:
     from agent_bridge.adapters.acp.provider import AcpProvider
@@ -362,17 +363,25 @@ class AcpSession(ProviderSession):
         self._run = run
         suspect, self._after_cancel = self._after_cancel, False
         self._tasks.start(
-            self._prompt, proc, run, input.plain_text(), suspect, name="session/prompt"
+            self._prompt, proc, run, p.prompt_blocks(input), suspect, name="session/prompt"
         )
         return run
 
-    async def _prompt(self, proc: RpcChild, run: AcpRun, text: str, suspect: bool) -> None:
+    def input_capabilities(self) -> InputCapabilities:
+        """What this agent's prompts may hold, from its ``initialize`` answer
+        (:func:`~agent_bridge.adapters.acp.protocol.input_capabilities`): the generic
+        provider's descriptor cannot know it, a built-in's only once an agent answered."""
+        return p.input_capabilities(self.info)
+
+    async def _prompt(
+        self, proc: RpcChild, run: AcpRun, prompt: list[dict[str, Any]], suspect: bool
+    ) -> None:
         """Send ``session/prompt`` and settle ``run`` with its answer -- once the answer
         is known to be this prompt's (correlate before settling).  ``suspect``: the turn
         before was cancelled, and an agent may still answer with that turn's result."""
         entry = proc.conn.open_request(
             "session/prompt",
-            {"sessionId": self.settings.acp_session_id, "prompt": p.text_prompt(text)},
+            {"sessionId": self.settings.acp_session_id, "prompt": prompt},
         )
         try:
             result = await proc.conn.wait(entry)
@@ -389,11 +398,11 @@ class AcpSession(ProviderSession):
             and not run.interrupt_wanted
             and mapping.answers_a_cancelled_turn(result, run.updates)
         ):
-            await self._reattribute(proc, run, text)
+            await self._reattribute(proc, run, prompt)
             return
         run.finish(mapping.prompt_outcome(result, interrupt_requested=run.interrupt_wanted))
 
-    async def _reattribute(self, proc: RpcChild, run: AcpRun, text: str) -> None:
+    async def _reattribute(self, proc: RpcChild, run: AcpRun, prompt: list[dict[str, Any]]) -> None:
         """The agent answered ``run``'s prompt with a cancelled turn's result, and holds
         this prompt's reply for a later one: that process can no longer be trusted to
         answer in order.  Say so (a diagnostic), and when the agent can continue the
@@ -430,7 +439,7 @@ class AcpSession(ProviderSession):
                 else RunOutcome.failed("provider_crashed", "the agent is no longer running")
             )
             return
-        await self._prompt(fresh, run, text, suspect=False)
+        await self._prompt(fresh, run, prompt, suspect=False)
 
     def run_finished(self, run: AcpRun) -> None:
         if self._run is run:

@@ -784,7 +784,7 @@ class Runtime:
         if len(session.active_runs) >= limit:
             raise BridgeError("run_active")
         options = resolve_options(session.descriptor.options, params.options, "run")
-        capabilities = session.descriptor.capabilities.input
+        capabilities = session.input_capabilities()
         prepared = await prepare(params.input, capabilities, session.workspace)
         if command_id is not None:  # a retry may have started it while the input was read
             first = receipts.reserved(command_id, key)

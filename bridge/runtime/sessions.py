@@ -31,7 +31,7 @@ from agent_bridge.spi import AgentProvider, ProviderSession, RunOutcome, Session
 from agent_bridge.states import SESSION_TRANSITIONS, SessionState, transition
 from agent_bridge.wire.events import SessionClosed
 from agent_bridge.wire.methods import SessionInfo
-from agent_bridge.wire.providers import ProviderDescriptor
+from agent_bridge.wire.providers import InputCapabilities, ProviderDescriptor
 
 __all__ = ["ProviderStart", "Session", "record_info"]
 
@@ -114,6 +114,12 @@ class Session:
         #: set once closed; ``finished``: once its tasks have ended
         self.closed = Flag()
         self.finished = Flag()
+
+    def input_capabilities(self) -> InputCapabilities:
+        """What this session's runs may take as input: its provider session's own answer
+        (an ACP agent states it in ``initialize``) or else the descriptor's."""
+        own = None if self.provider_session is None else self.provider_session.input_capabilities()
+        return self.descriptor.capabilities.input if own is None else own
 
     def info(self, *, counts: bool = False) -> SessionInfo:
         """Return the wire view of this session; with ``counts``, how many clients are
