@@ -9,7 +9,10 @@ opens the workbench in headless Chromium, and lets the extension's test mode run
 scripted session through its own commands against a real bridge: streamed text, an edit
 opened in the diff view, an approval and a question answered at the quick-pick seam, a
 turn cancelled, an unanswered approval that comes back on reattach, the session listed
-and resumed after the bridge restarts. The result file it writes is asserted here.
+and resumed after the bridge restarts. Keys are pressed in the workbench as a user's
+keyboard would (Chromium's DevTools protocol, ``tests/data/editors/cdp_keys.js``, when the
+scenario asks through ``RESULT.keys``): the extension's keybindings and the chat's Escape.
+The result file it writes is asserted here.
 
 Without the tools these tests are skipped loudly; in CI (``CI=true`` or
 ``AGENT_BRIDGE_REQUIRE_CLIS=1``) a missing tool is a failure.
@@ -133,7 +136,15 @@ SCRIPT: dict[str, Any] = {
                 },
             ]
         },
-        {"steps": [{"type": "text", "text": "Working on it…"}, {"type": "waitForInterrupt"}]},
+        {
+            # Thinking that is still open (streaming) when the webview draws it; the turn
+            # is then interrupted by the keybinding, and the thinking must fold.
+            "steps": [
+                {"type": "thinking", "text": "Which target is slow?"},
+                {"type": "text", "text": "Working on it…"},
+                {"type": "waitForInterrupt"},
+            ]
+        },
         {
             "steps": [
                 {
@@ -146,6 +157,7 @@ SCRIPT: dict[str, Any] = {
             ]
         },
         {"steps": [{"type": "echo"}]},
+        {"steps": [{"type": "text", "text": "Waiting for you…"}, {"type": "waitForInterrupt"}]},
     ]
 }
 
@@ -312,6 +324,7 @@ def host(tmp_path: Path, vsix: tuple[Path, str, Path]) -> Iterator[dict[str, Any
         install.stdout + install.stderr
     )
     port = _free_port()
+    devtools = _free_port()
     cs_log = (tmp_path / "code-server.log").open("wb")
     code_server = subprocess.Popen(
         [
@@ -354,6 +367,8 @@ def host(tmp_path: Path, vsix: tuple[Path, str, Path]) -> Iterator[dict[str, Any
                 chromium,
                 *CHROMIUM_FLAGS,
                 f"--user-data-dir={tmp_path / 'chromium'}",
+                # The keys a user presses are sent through it (tests/data/editors/cdp_keys.js).
+                f"--remote-debugging-port={devtools}",
                 f"http://127.0.0.1:{port}/?folder={ws}",
             ],
             stdout=subprocess.DEVNULL,
@@ -370,6 +385,8 @@ def host(tmp_path: Path, vsix: tuple[Path, str, Path]) -> Iterator[dict[str, Any
             "tmp": tmp_path,
             "code_server": code_server,
             "browser": browser,
+            "devtools": devtools,
+            "port": port,
         }
     finally:
         if browser is not None:
@@ -379,10 +396,37 @@ def host(tmp_path: Path, vsix: tuple[Path, str, Path]) -> Iterator[dict[str, Any
         shutil.rmtree(browser_tmp, ignore_errors=True)
 
 
+def _press_keys(host: dict[str, Any], request: Path) -> None:
+    """Presses the keys the scenario asks for (RESULT.keys, a JSON list like
+    ``["ctrl+alt+a"]``) in the workbench through Chromium's DevTools protocol, then
+    removes the request: the scenario waits for that, then for the keys' effect."""
+    keys = json.loads(request.read_text())
+    node = shutil.which("node")
+    assert node is not None
+    proc = subprocess.run(
+        [
+            node,
+            "--experimental-websocket",
+            str(ROOT / "tests" / "data" / "editors" / "cdp_keys.js"),
+            str(host["devtools"]),
+            f"127.0.0.1:{host['port']}",
+            *keys,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0, f"pressing {keys} failed: {proc.stderr}"
+    request.unlink()
+
+
 def _wait_result(host: dict[str, Any], timeout: float = 180) -> dict[str, Any]:
     result: Path = host["result"]
+    keys = result.with_name(result.name + ".keys")
     deadline = time.monotonic() + timeout
     while not result.exists():
+        if keys.exists():
+            _press_keys(host, keys)
         assert host["code_server"].poll() is None, "code-server exited"
         assert time.monotonic() < deadline, (
             "the extension's test mode wrote no result: "
@@ -451,7 +495,7 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
 
     # The webview in Chromium rendered the chat.
     assert r["webviewRendered"] is True
-    # The turn is over: its thinking (open while it streamed) is folded again.
+    # The turn is over: its thinking is folded.
     assert "thinking" not in r["webviewOpenCards"], r["webviewOpenCards"]
     web = r["webviewText"]
     for text in (
@@ -465,8 +509,32 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
     ):
         assert text in web, (text, web)
 
-    # Turn 2 was cancelled.
-    assert r["cancelled"] is True
+    # The keys, pressed in the workbench: Ctrl+Alt+A put the focus in the chat's input box
+    # (from a text editor); Escape in the chat interrupted turn 2; Ctrl+Alt+X (from a text
+    # editor) interrupted turn 5.
+    assert r["keys"] == {
+        "ctrl+alt+a": "chat input focused",
+        "escape": "turn interrupted",
+        "ctrl+alt+x": "turn interrupted",
+    }
+    # Every contributed command and keybinding has its handler; the keys for new chat,
+    # send, interrupt, approve and focus are bound.
+    assert r["unboundCommands"] == []
+    bound = {
+        k["command"]: k["key"]
+        for k in json.loads((EXT_DIR / "package.json").read_text())["contributes"]["keybindings"]
+    }
+    assert bound == {
+        "agentBridge.newSession": "ctrl+alt+n",
+        "agentBridge.prompt": "ctrl+alt+p",
+        "agentBridge.cancel": "ctrl+alt+x",
+        "agentBridge.answerPending": "ctrl+alt+y",
+        "agentBridge.focusChat": "ctrl+alt+a",
+    }
+    # Turn 2's thinking was drawn open while it streamed, and folded once the turn ended
+    # (the webview once kept it open: its re-render's `open` counted as the user's toggle).
+    assert "thinking" in r["webviewOpenWhileStreaming"], r["webviewOpenWhileStreaming"]
+    assert "thinking" not in r["webviewOpenAfterTurn2"], r["webviewOpenAfterTurn2"]
 
     # Turn 3: the dismissed approval stayed pending and was counted in the tree; after the
     # chat was closed, reattaching replayed everything and asked the approval again.

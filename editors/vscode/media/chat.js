@@ -46,9 +46,23 @@
     if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); submit(); }
   });
   stop.addEventListener("click", () => vscode.postMessage({ type: "cancel" }));
+  // Escape in the chat interrupts the running turn (as in the agents' own chats).
+  document.addEventListener("keydown", (ev) => {
+    if (ev.key === "Escape" && !stop.disabled) {
+      ev.preventDefault();
+      vscode.postMessage({ type: "cancel" });
+    }
+  });
+
+  // The user's focus in the input box is reported (Agent Bridge: Focus the Chat puts it there).
+  input.addEventListener("focus", () => vscode.postMessage({ type: "focused" }));
 
   window.addEventListener("message", (ev) => {
     const m = ev.data;
+    if (m && m.type === "focus") {
+      input.focus();
+      return;
+    }
     if (!m || m.type !== "render") return;
     header.innerHTML = m.header;
     chat.innerHTML = m.html;

@@ -19,6 +19,7 @@ export interface PanelActions {
 type FromWebview =
   | { type: "ready" }
   | { type: "rendered"; version: number; text: string; open?: string[] }
+  | { type: "focused" }
   | { type: "answer"; interactionId: string; option: number }
   | { type: "prompt"; interactionId: string }
   | { type: "openEdit"; runId: string; toolCallId: string; index: number }
@@ -27,6 +28,10 @@ type FromWebview =
 
 export class ChatPanel implements vscode.Disposable {
   static readonly panels = new Map<string, ChatPanel>();
+  /** The chat the user was in last (the one Focus the Chat returns to). */
+  static lastActive: ChatPanel | undefined;
+  /** How many times the webview reported its input box focused. */
+  inputFocused = 0;
   readonly panel: vscode.WebviewPanel;
   /** The text the webview last reported showing, and for which model version. */
   /** What the webview last reported it shows: its text, and the kinds of the cards open. */
@@ -47,6 +52,12 @@ export class ChatPanel implements vscode.Disposable {
     const p = new ChatPanel(store, sessionId, extensionUri, actions);
     ChatPanel.panels.set(sessionId, p);
     return p;
+  }
+
+  /** Shows the panel and puts the keyboard focus in its input box. */
+  focusInput(): void {
+    this.panel.reveal(undefined, false);
+    void this.panel.webview.postMessage({ type: "focus" });
   }
 
   /** The panel of the active editor tab, if it is a chat. */
@@ -84,11 +95,16 @@ export class ChatPanel implements vscode.Disposable {
         if (id === sessionId || id === undefined) this.schedule();
       }),
       this.panel.onDidDispose(() => this.dispose()),
+      this.panel.onDidChangeViewState((e) => {
+        if (e.webviewPanel.active) ChatPanel.lastActive = this;
+      }),
     );
+    ChatPanel.lastActive = this;
   }
 
   dispose(): void {
     if (ChatPanel.panels.get(this.sessionId) === this) ChatPanel.panels.delete(this.sessionId);
+    if (ChatPanel.lastActive === this) ChatPanel.lastActive = undefined;
     if (this.timer) clearTimeout(this.timer);
     for (const s of this.subs) s.dispose();
     this.subs.length = 0;
@@ -155,6 +171,9 @@ export class ChatPanel implements vscode.Disposable {
         for (const w of waiters) w();
         break;
       }
+      case "focused":
+        this.inputFocused += 1;
+        break;
       case "answer":
         this.actions.answer(this.sessionId, m.interactionId, m.option).catch(fail);
         break;

@@ -52,10 +52,20 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
   const tree = new SessionsTree(store, bridge);
   const edits = new EditContentProvider();
   const view = vscode.window.createTreeView("agentBridge.sessions", { treeDataProvider: tree, showCollapseAll: false });
+  const contextKeys = new Map<string, boolean>();
+  const setContext = (key: string, value: boolean): void => {
+    if (contextKeys.get(key) === value) return;
+    contextKeys.set(key, value);
+    void vscode.commands.executeCommand("setContext", key, value);
+  };
   const updateBadge = (): void => {
     let pending = 0;
     for (const id of store.sessions.keys()) pending += store.pendingCount(id);
     view.badge = pending ? { value: pending, tooltip: `${pending} approval(s) or question(s) waiting` } : undefined;
+    // The context keys of the keybindings: interrupt while a turn runs, answer while one waits.
+    const running = [...store.sessions.values()].some((e) => e.model?.runState === "running");
+    setContext("agentBridge.pending", pending > 0);
+    setContext("agentBridge.running", running);
   };
   context.subscriptions.push(output, bridge, store, tree, view, store.onDidChange(() => updateBadge()));
   context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(EDIT_SCHEME, edits));
@@ -245,6 +255,20 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
     if (!pending.length) void uiProxy.info("Nothing is waiting for an answer in this session.");
     for (const p of pending) await store.showPrompt(p.interactionId);
     return pending.length;
+  });
+  // The keyboard's way into the chat: the active or last used chat, else the only open
+  // session's, else a new session.
+  reg("agentBridge.focusChat", async (arg?: SessionArg): Promise<string | undefined> => {
+    let id: string | undefined;
+    if (arg !== undefined) id = await pickSession(arg, "Focus the chat of which session?", false);
+    else id = ChatPanel.active()?.sessionId ?? ChatPanel.lastActive?.sessionId;
+    if (!id) {
+      const open = [...store.sessions.values()].filter((e) => e.info.state !== "closed" && e.model);
+      if (open.length === 1) id = open[0].info.sessionId;
+    }
+    if (!id) return newSession({});
+    showPanel(id).focusInput();
+    return id;
   });
   reg("agentBridge.refreshSessions", async () => {
     if (!(await bridge.ensureOrExplain())) return;

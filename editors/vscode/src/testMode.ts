@@ -94,6 +94,26 @@ async function until(what: string, cond: () => boolean, ms = 20000): Promise<voi
   }
 }
 
+/**
+ * Asks the test to press `key` in the workbench (it watches for RESULT.keys, presses the
+ * keys through Chromium's DevTools protocol, and removes the file); resolves once pressed.
+ */
+async function press(resultFile: string, key: string): Promise<void> {
+  const request = `${resultFile}.keys`;
+  fs.writeFileSync(`${request}.tmp`, JSON.stringify([key]));
+  fs.renameSync(`${request}.tmp`, request);
+  await until(`the test to press ${key}`, () => !fs.existsSync(request), 20000);
+}
+
+/** The commands the extension contributes (and binds to keys) that have no handler. */
+async function unboundCommands(): Promise<string[]> {
+  const ext = vscode.extensions.all.find((e) => (e.packageJSON as { name?: string }).name === "agent-bridge-vscode");
+  const c = (ext?.packageJSON as { contributes?: { commands?: { command: string }[]; keybindings?: { command: string }[] } })?.contributes;
+  if (!c) return ["(the extension's package.json was not found)"];
+  const registered = new Set(await vscode.commands.getCommands(true));
+  return [...(c.commands ?? []), ...(c.keybindings ?? [])].map((x) => x.command).filter((id) => !registered.has(id));
+}
+
 /** Runs the scenario and writes the result file (also on failure, with `error`). */
 export async function runScenario(api: ExtensionApi, resultFile: string): Promise<void> {
   const ui = new ScriptedUi();
@@ -166,11 +186,31 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
     result.webviewOpenCards = panel.rendered.open;
     step("webview rendered");
 
-    // 4. A turn that waits, cancelled with the Cancel command.
+    // 3b. The keyboard: from a text editor, the focus-chat key puts the focus in the chat's
+    //     input box (pressed by the test in the workbench, as a user would).
+    const keys: Record<string, string> = {};
+    result.keys = keys;
+    result.unboundCommands = await unboundCommands();
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.joinPath(vscode.workspace.workspaceFolders![0].uri, "hello.py"));
+    await vscode.window.showTextDocument(doc, { preview: false, preserveFocus: false });
+    await delay(300);
+    const focusedBefore = panel.inputFocused;
+    await press(resultFile, "ctrl+alt+a");
+    await until("ctrl+alt+a focuses the chat input", () => panel.inputFocused > focusedBefore, 10000);
+    keys["ctrl+alt+a"] = "chat input focused";
+    step("focus key");
+
+    // 4. A turn that thinks, then waits, interrupted with Escape in the chat. Its thinking
+    //    is drawn open while it streams, and folded once the turn is over.
     await exec("agentBridge.prompt", { sessionId, text: "Keep working" });
     await until("turn 2 streams", () => transcriptHas(sessionId, "Working on it") && model(sessionId)?.runState === "running");
-    result.cancelled = await exec<boolean>("agentBridge.cancel", sessionId);
-    await until("turn 2 interrupted", () => transcriptHas(sessionId, "Turn interrupted"));
+    await until("the webview draws turn 2", () => panel.rendered.text.includes("Working on it"), 15000);
+    result.webviewOpenWhileStreaming = panel.rendered.open;
+    await press(resultFile, "escape");
+    await until("escape in the chat interrupts turn 2", () => transcriptHas(sessionId, "Turn interrupted"), 10000);
+    keys["escape"] = "turn interrupted";
+    await until("the webview draws the interrupted turn", () => panel.rendered.text.includes("Turn interrupted"), 15000);
+    result.webviewOpenAfterTurn2 = panel.rendered.open;
     step("turn 2 interrupted");
 
     // 5. An approval left unanswered (prompt dismissed): it is pending, counted in the
@@ -216,6 +256,17 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
       result.webviewTextAfterRestart = p2.rendered.text;
     }
     step("resumed after restart");
+
+    // 6b. A turn that waits, interrupted from a text editor with the interrupt key (bound
+    //     while a turn runs).
+    await exec("agentBridge.prompt", { sessionId, text: "Wait" });
+    await until("turn 5 runs", () => transcriptHas(sessionId, "Waiting for you") && model(sessionId)?.runState === "running");
+    await vscode.window.showTextDocument(doc, { preview: false, preserveFocus: false });
+    await delay(500); // the running context key reaches the workbench
+    await press(resultFile, "ctrl+alt+x");
+    await until("ctrl+alt+x interrupts turn 5", () => (model(sessionId)?.transcript() ?? "").endsWith("-- Turn interrupted (user)"), 10000);
+    keys["ctrl+alt+x"] = "turn interrupted";
+    step("interrupt key");
 
     // 7. A provider that is not installed: a clear message with the next step.
     const before = ui.errors.length;
