@@ -56,6 +56,7 @@ from agent_bridge.journal.schema import (
     DEFAULT_SYNC,
     Sync,
     configure,
+    configure_sync,
     connect,
     database_path,
     explain,
@@ -177,11 +178,18 @@ class Journal:
         conns = [control]
         try:
             owner = OwnerLock(state_dir)
+            # This process's row is written without waiting for the disk: the host waits
+            # for its first reply behind this open, and the row need not be durable on its
+            # own.  It only says whose sessions these are, and every later commit (each
+            # synced) makes it durable with itself, since the WAL is written in order: a
+            # crash that loses the row loses everything this process wrote after it too.
+            control.execute("PRAGMA synchronous = OFF")
             with transaction(control):
                 control.execute(
                     "INSERT INTO owners (token, pid, started_at) VALUES (?, ?, ?)",
                     (owner.token, os.getpid(), clock.now_iso()),
                 )
+            configure_sync(control, sync)
             recovered = recover_dead_owners(control, state_dir, owner.token, clock)
             apply_retention(control, retention)
             writer_conn = connect(path, busy_timeout=30.0)

@@ -51,6 +51,7 @@ __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "configure",
+    "configure_sync",
     "connect",
     "database_path",
     "explain",
@@ -399,7 +400,7 @@ def _open_locked(path: str, busy_timeout: float, sync: Sync) -> sqlite3.Connecti
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise JournalError(f"the journal {path} cannot use write-ahead logging here")
-        conn.execute("PRAGMA synchronous = " + ("FULL" if sync == "full" else "NORMAL"))
+        configure_sync(conn, sync)
         with transaction(conn):
             version, app_id = _identify(path, conn)  # another process may have upgraded it
             for step in range(version + 1, SCHEMA_VERSION + 1):
@@ -460,9 +461,14 @@ def _identify(path: str, conn: sqlite3.Connection) -> tuple[int, int]:
     return version, app_id
 
 
+def configure_sync(conn: sqlite3.Connection, sync: Sync) -> None:
+    """Set the connection's ``synchronous`` pragma for the ``--journal-sync`` mode."""
+    conn.execute("PRAGMA synchronous = " + ("FULL" if sync == "full" else "NORMAL"))
+
+
 def configure(conn: sqlite3.Connection, sync: Sync) -> None:
     """Set the per-connection pragmas every journal connection uses."""
-    conn.execute("PRAGMA synchronous = " + ("FULL" if sync == "full" else "NORMAL"))
+    configure_sync(conn, sync)
     conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("PRAGMA wal_autocheckpoint = 4000")
     conn.execute("PRAGMA cache_size = -8192")
