@@ -8,9 +8,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 from conftest import running_bridge
+from runtime_hosts import FakeHost
 from stub_providers import stub_descriptor
 
 from agent_bridge.adapters.scripted import ScriptedProvider
@@ -18,7 +18,7 @@ from agent_bridge.errors import BridgeError
 from agent_bridge.ids import Clock, IdFactory
 from agent_bridge.options import resolve_options
 from agent_bridge.registry import ProviderRegistry
-from agent_bridge.runtime import Interaction, Released, Runtime
+from agent_bridge.runtime import Runtime
 from agent_bridge.spi import (
     AgentProvider,
     ProviderRun,
@@ -31,27 +31,6 @@ from agent_bridge.states import RUN_TRANSITIONS, IllegalTransition, transition
 from agent_bridge.wire.events import ToolActivity
 from agent_bridge.wire.methods import RunInput, RunStartParams
 from agent_bridge.wire.providers import OptionDescriptor, ProviderDescriptor
-
-
-class FakeHost:
-    """Collects what the runtime publishes; answers nothing."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self.congested = False
-
-    def publish(self, events: Released) -> bool:
-        self.events += [msgspec.json.decode(e) for e in events.bodies]
-        return False
-
-    async def drained(self) -> None:
-        return None
-
-    def can_answer(self, kind: str) -> bool:
-        return False
-
-    async def ask(self, interaction: Interaction) -> None:
-        return None
 
 
 class MutatingRun(ProviderRun):

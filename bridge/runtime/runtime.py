@@ -490,7 +490,7 @@ class Runtime:
             subscription = session.stream.subscribe(subscriber)
             if after is not None:
                 # held from here, so session.resumed reaches it once, in the replay
-                subscription.begin_replay(after)
+                session.stream.begin_replay(subscription, after)
         session.updated_at = self.services.clock.now_iso()
         self.history.update_session(
             session_id,
@@ -557,7 +557,7 @@ class Runtime:
             )
             return SessionAttachResult(info, replayed, info.last_sequence)
         subscription = session.stream.subscribe(subscriber)
-        subscription.begin_replay(after)
+        session.stream.begin_replay(subscription, after)
         return await self._replay_open(session, subscription, after)
 
     async def _replay_open(
@@ -571,7 +571,7 @@ class Runtime:
             last = session.stream.committed_sequence()
             replayed = await replay(self.history, session.id, after, last, subscription)
         finally:
-            if subscription.end_replay():
+            if session.stream.end_replay(subscription):
                 await subscription.subscriber.drained()
         session.reoffer(subscription.subscriber)
         return SessionAttachResult(session.info(), replayed, last)

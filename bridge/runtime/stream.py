@@ -10,7 +10,9 @@ A :class:`Subscriber` is one attached client of the runtime (a host connection o
 front-end); the runtime does not know the wire protocol or how many there are.  Each
 subscriber has its own :class:`Subscription` per stream, with its own cursor (the newest
 sequence it was given) and its own backpressure; while a subscription replays history
-(``session/attach``) its live events are buffered and then sent without gap or duplicate.
+(``session/attach``) its live events are buffered and then sent without gap or duplicate
+(at most :data:`REPLAY_BUFFER_MAX` of journaled events: past that it catches up from the
+journal, as a subscriber that falls behind does).
 """
 
 from __future__ import annotations
@@ -31,7 +33,14 @@ if TYPE_CHECKING:
     from agent_bridge.runtime.delivery import Delivery
     from agent_bridge.runtime.interactions import Interaction
 
-__all__ = ["EventStream", "Released", "Subscriber", "Subscription", "UnencodableEvent"]
+__all__ = [
+    "REPLAY_BUFFER_MAX",
+    "EventStream",
+    "Released",
+    "Subscriber",
+    "Subscription",
+    "UnencodableEvent",
+]
 
 log = logging.getLogger("agent_bridge.runtime")
 
@@ -131,11 +140,17 @@ class Subscriber(Protocol):
         ...
 
 
+#: the most live events held for a subscription replaying an attach; past it (journaled
+#: events only) they are dropped and the subscription catches up from the journal after
+#: its replay, so a host that stops reading during its replay costs bounded memory
+REPLAY_BUFFER_MAX: Final = 4096
+
+
 class Subscription:
     """One subscriber's view of one stream: its cursor, and its buffer while replaying
     (both written only by its own methods)."""
 
-    __slots__ = ("buffer", "cursor", "lagging", "subscriber")
+    __slots__ = ("buffer", "buffered", "cursor", "lagging", "limit", "spilled", "subscriber")
 
     def __init__(self, subscriber: Subscriber, cursor: int) -> None:
         self.subscriber = subscriber
@@ -143,6 +158,12 @@ class Subscription:
         self.cursor = cursor
         #: while replaying: the live stretches held back
         self.buffer: list[Released] | None = None
+        #: how many events the buffer holds, and the most it may (``None``: no bound)
+        self.buffered = 0
+        self.limit: int | None = None
+        #: the buffer outgrew its limit while replaying: its events were dropped, and
+        #: the subscription catches up from the journal once the replay ends
+        self.spilled = False
         #: fell behind while others kept up: given no live events (and holding nobody
         #: back) until it has caught up from the journal (:func:`reading.catch_up`)
         self.lagging = False
@@ -155,23 +176,30 @@ class Subscription:
     def send(self, events: Released) -> bool:
         """Give the subscriber ``events``, skipping any it already has; return whether it
         is congested."""
-        if self.buffer is not None:
-            self.buffer.append(events)
+        buffer = self.buffer
+        if buffer is not None:
+            if not self.spilled:
+                buffer.append(events)
+                self.buffered += len(events.bodies)
+                if self.limit is not None and self.buffered > self.limit:
+                    buffer.clear()  # the journal has them: caught up after the replay
+                    self.spilled = True
             return False
-        first = events.first
-        cursor = self.cursor
-        if first <= cursor:
-            left = events.after(cursor)
+        if events.first <= self.cursor:
+            left = events.after(self.cursor)
             if left is None:
                 return False
             events = left
-            first = left.first
-        self.cursor = first + len(events.bodies) - 1
+        self.cursor = events.first + len(events.bodies) - 1
         return self.subscriber.publish(events)
 
-    def begin_replay(self, after: int) -> None:
-        """Hold live events from now on; the replay continues after sequence ``after``."""
+    def begin_replay(self, after: int, limit: int | None = None) -> None:
+        """Hold live events from now on (at most ``limit`` of them; ``None``: all); the
+        replay continues after sequence ``after``."""
         self.buffer = []
+        self.buffered = 0
+        self.limit = limit
+        self.spilled = False
         self.cursor = after
 
     def replayed(self, last: int) -> None:
@@ -180,8 +208,15 @@ class Subscription:
 
     def end_replay(self) -> bool:
         """Send what was held during the replay (past the cursor) and go live again;
-        return whether the subscriber is congested."""
+        return whether the subscriber is congested.  A subscription whose buffer
+        :attr:`spilled` is left ``lagging`` instead (its owner starts the catch-up, see
+        :meth:`EventStream.end_replay`)."""
         held, self.buffer = self.buffer or [], None
+        self.buffered = 0
+        if self.spilled:
+            self.spilled = False
+            self.lagging = True
+            return False
         congested = False
         for events in held:
             congested = self.send(events) or congested
@@ -465,6 +500,25 @@ class EventStream:
             subscription = Subscription(subscriber, self.last_sequence)
             self.subscriptions[subscriber] = subscription
         return subscription
+
+    def begin_replay(self, subscription: Subscription, after: int) -> None:
+        """Start replaying history after sequence ``after`` to ``subscription``: its
+        live events are held meanwhile, at most :data:`REPLAY_BUFFER_MAX` of them when
+        they are journaled (the rest it catches up from the journal afterwards)."""
+        subscription.begin_replay(after, REPLAY_BUFFER_MAX if self._can_lag() else None)
+
+    def end_replay(self, subscription: Subscription) -> bool:
+        """End ``subscription``'s replay: send the live events it held, or, when they
+        outgrew their bound, start its catch-up from the journal; return whether its
+        subscriber is congested."""
+        congested = subscription.end_replay()
+        if (
+            subscription.lagging
+            and self.on_lag is not None
+            and self.subscriptions.get(subscription.subscriber) is subscription
+        ):
+            self.on_lag(self, subscription)
+        return congested
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
         """Stop sending to ``subscriber`` (it detached)."""

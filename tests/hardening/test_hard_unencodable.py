@@ -20,12 +20,13 @@ from typing import Any
 import msgspec
 import pytest
 from bridge_client import ROOT
+from runtime_hosts import FakeHost
 from stub_providers import stub_descriptor
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.journal import open_history
 from agent_bridge.registry import ProviderRegistry
-from agent_bridge.runtime import Released, Runtime
+from agent_bridge.runtime import Runtime
 from agent_bridge.spi import (
     AgentProvider,
     ProviderRun,
@@ -132,30 +133,11 @@ class _Provider(AgentProvider):
         return _Session()
 
 
-class _Host:
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self.congested = False
-
-    def publish(self, events: Released) -> bool:
-        self.events += [msgspec.json.decode(e) for e in events.bodies]
-        return False
-
-    async def drained(self) -> None:
-        return None
-
-    def can_answer(self, kind: str) -> bool:
-        return False
-
-    async def ask(self, interaction: Any) -> None:
-        return None
-
-
 async def test_an_unencodable_provider_event_takes_no_sequence_and_the_host_saw_what_is_stored(
     tmp_path: Path,
 ) -> None:
     registry = ProviderRegistry([_Provider()], load_entry_points=False)
-    host = _Host()
+    host = FakeHost()
     async with Runtime(registry, history=open_history(str(tmp_path))) as runtime:
         info = await runtime.create_session("surrogates", subscriber=host)
         with pytest.raises(BridgeError) as refused:  # input refused up front
