@@ -20,7 +20,11 @@ JSON-RPC 2.0 over stdio, one object a line.  What it does:
   ``TOOL:<cmd>`` asks ``session/request_permission`` (Gemini's three options) for an
   ``execute`` tool; when allowed and ``cmd`` is ``touch NAME`` it creates NAME in the
   session's cwd; then reports the tool and some text.  ``SLOW`` streams ``word0 word1
-  ...`` until ``session/cancel`` -> ``stopReason: cancelled``.  ``EDIT:<path>`` reports an
+  ...`` until ``session/cancel`` -> ``stopReason: cancelled``.  ``LATE`` streams as
+  ``SLOW`` does, and after the ``session/cancel`` asks ``session/request_permission`` once
+  before it ends ``cancelled`` (the race a real agent can lose: a request already on its
+  way as the cancel arrives; the adapter conformance kit's late interaction).
+  ``EDIT:<path>`` reports an
   ``edit`` tool call with a diff.  ``THINK`` a thought chunk; ``PLAN`` a plan;
   ``USAGE`` a usage update; ``MODE`` a current_mode_update; ``CONFIG`` a
   config_option_update; ``UNKNOWN`` an update kind ACP does not have.  ``READ:<path>`` /
@@ -86,6 +90,15 @@ PERMISSION_OPTIONS = [
     {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
     {"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
 ]
+#: what ``LATE`` asks permission for, after the cancel
+LATE_CALL: dict[str, Any] = {
+    "toolCallId": "late_1",
+    "status": "pending",
+    "title": "rm -rf build",
+    "content": [],
+    "locations": [],
+    "kind": "execute",
+}
 
 
 class Agent:
@@ -297,6 +310,18 @@ class Agent:
     def turn(self, sid: str, session: dict[str, Any], text: str) -> str:
         if text.startswith("TOOL:"):
             return self.tool(sid, session, text[5:])
+        if text.startswith("LATE"):
+            for i in range(1000):
+                if sid in self.cancelled:
+                    self.call(
+                        "session/request_permission",
+                        {"sessionId": sid, "options": PERMISSION_OPTIONS, "toolCall": LATE_CALL},
+                        timeout=30,
+                    )
+                    return "cancelled"
+                self.text(sid, [f"word{i}" if i == 0 else f" word{i}"])
+                time.sleep(float(self.script.get("slow_delay", 0.1)))
+            return "end_turn"
         if "SLOW" in text:
             for i in range(1000):
                 if sid in self.cancelled:
