@@ -12,7 +12,7 @@
 # Everything installs a lot: the pinned provider CLIs, ACP clients, code-server with a
 # headless Chromium and Neovim under .tools/ (about 2 GB), and, as root with apt-get,
 # Debian packages system-wide (chromium, g++, make, libkrb5-dev, ripgrep, emacs-nox, vim,
-# tmux, elpa-package-lint, openssh-server, e2fsprogs). --fast installs none of it.
+# tmux, elpa-package-lint, openssh-server, e2fsprogs, postgresql). --fast installs none of it.
 #
 # In CI (CI=true) a provider CLI that cannot be installed is a failure; elsewhere the
 # end-to-end tests that need it are skipped with a loud reason.
@@ -89,6 +89,18 @@ if ! command -v mkfs.ext4 >/dev/null 2>&1; then
       e2fsprogs >/dev/null
   else
     echo "WARNING: no mkfs.ext4 and no root apt-get: the read-only remount test will be skipped" >&2
+  fi
+fi
+
+# PostgreSQL for the PostgreSQL journal's tests (a throwaway cluster per test session,
+# tests/pgcluster.py: initdb and pg_ctl from /usr/lib/postgresql/*/bin, run as `postgres`).
+if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && ! command -v initdb >/dev/null 2>&1; then
+  if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing postgresql (for the PostgreSQL journal tests)"
+    apt_get update -qq >/dev/null
+    apt_get install -y -qq --no-install-recommends postgresql >/dev/null
+  else
+    echo "WARNING: no PostgreSQL and no root apt-get: the PostgreSQL journal tests will be skipped" >&2
   fi
 fi
 

@@ -7,9 +7,10 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -61,3 +62,27 @@ async def running_bridge(
             with anyio.CancelScope(shield=True):
                 await bridge.stop()
             tg.cancel_scope.cancel()
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Any]:
+    """A throwaway PostgreSQL cluster for the test session (``tests/pgcluster.py``):
+    skipped loudly where it cannot start, a failure in CI (``CI=true``)."""
+    from pgcluster import ClusterUnavailable, start_cluster
+
+    try:
+        cluster = start_cluster()
+    except ClusterUnavailable as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL must run in CI: {exc}")
+        pytest.skip(f"PostgreSQL unavailable, the PostgreSQL journal is NOT tested: {exc}")
+    try:
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture
+def pg_url(pg_cluster: Any) -> str:
+    """The address of a fresh, empty database on the session's cluster."""
+    return str(pg_cluster.new_database())

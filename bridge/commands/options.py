@@ -32,6 +32,7 @@ __all__ = [
     "add_serve_options",
     "count",
     "history_settings",
+    "journal_url",
     "log_level",
     "parse_options",
     "parse_serve",
@@ -105,6 +106,24 @@ def non_negative(text: str) -> float:
     if not 0 <= value < float("inf"):
         raise _invalid("must be 0 or more (a finite number)")
     return value
+
+
+def journal_url(text: str) -> str:
+    """``text``, a ``postgresql://`` address without a password; raises otherwise (plain
+    string checks: this runs before ``serve``'s first reply)."""
+    from agent_bridge.dburl import check_url
+
+    try:
+        return check_url(text)
+    except ValueError as exc:
+        raise _invalid(str(exc)) from None
+
+
+def node_name(text: str) -> str:
+    """``text`` as a fleet member's name: 1 to 64 letters, digits, ``.``, ``_``, ``-``."""
+    if not 0 < len(text) <= 64 or not all(c.isalnum() or c in "._-" for c in text):
+        raise _invalid("must be 1 to 64 letters, digits, '.', '_' or '-'")
+    return text
 
 
 def writable_file(text: str) -> str:
@@ -225,6 +244,29 @@ SERVE_OPTIONS: Final = (
         metavar="DIR",
     ),
     ServeOption(
+        "--journal",
+        "keep the journal in this PostgreSQL database instead of --state-dir "
+        "(postgresql://[user@]host/dbname?…; passwords come from libpq's password file, "
+        "service file or PG* environment, never the address; needs agent-bridge[postgres]; "
+        "see docs/fleet.md)",
+        check=journal_url,
+        metavar="URL",
+    ),
+    ServeOption(
+        "--node",
+        "with --journal, this member's name in the fleet (default: the host name)",
+        check=node_name,
+        metavar="NAME",
+    ),
+    ServeOption(
+        "--lease-seconds",
+        "with --journal, how long this member's sessions stay its own without it renewing "
+        "its lease (a dead member's sessions are taken over after this; default: 15)",
+        default=15.0,
+        check=positive,
+        metavar="SECONDS",
+    ),
+    ServeOption(
         "--memory-history-mb",
         "with --state-dir :memory:, the events (and raw records) kept for all sessions "
         "together; past it each appending session drops its oldest events, a ring "
@@ -279,6 +321,9 @@ _BY_FLAG: Final = {option.flag: option for option in SERVE_OPTIONS}
 #: ones, from this table
 JOURNAL_FLAGS: Final = (
     "--state-dir",
+    "--journal",
+    "--node",
+    "--lease-seconds",
     "--memory-history-mb",
     "--retain-days",
     "--retain-mb",
@@ -341,6 +386,9 @@ def history_settings(args: Any) -> dict[str, Any]:
         ),
         "sync": args.journal_sync,
         "memory_bytes": int(args.memory_history_mb * 1024 * 1024),
+        "journal": args.journal,
+        "lease": args.lease_seconds,
+        "node": args.node,
     }
 
 

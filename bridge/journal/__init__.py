@@ -1,6 +1,7 @@
-"""Durable session history: an embedded SQLite journal, or memory.
+"""Durable session history: an embedded SQLite journal, a PostgreSQL one, or memory.
 
-:func:`open_history` picks the backend from the state-directory setting (see
+:func:`open_history` picks the backend: PostgreSQL when ``--journal postgresql://…``
+names a database (``docs/fleet.md``), else from the state-directory setting (see
 :mod:`agent_bridge.journal.paths`).  The runtime talks to either through the
 :class:`~agent_bridge.journal.base.History` port.  ``docs/journal.md`` describes the design:
 tables, write path, durability bounds, recovery and retention.
@@ -42,11 +43,26 @@ def open_history(
     retention: Retention = Retention(),  # noqa: B008 - frozen
     sync: Sync = DEFAULT_SYNC,
     memory_bytes: int = DEFAULT_MEMORY_HISTORY_MB * 1024 * 1024,
+    journal: str | None = None,
+    lease: float | None = None,
+    node: str | None = None,
 ) -> History:
     """Return the history for ``state_dir`` (the ``--state-dir`` value, or ``None`` for
     the environment or platform default): :class:`MemoryHistory` for ``:memory:``, else
-    the opened journal; ``memory_bytes`` bounds the memory history.  Raises
+    the opened journal; ``memory_bytes`` bounds the memory history.  ``journal`` (the
+    ``--journal`` value) names a PostgreSQL database instead: then the journal is there
+    (:mod:`agent_bridge.journal.postgres`, whose driver is imported only then), ``lease``
+    is its owner lease in seconds and ``node`` this member's name.  Raises
     :class:`JournalError`."""
+    if journal is not None:
+        from agent_bridge.journal.postgres import DEFAULT_LEASE, open_pg_journal
+
+        return open_pg_journal(
+            journal,
+            retention=retention,
+            lease=DEFAULT_LEASE if lease is None else lease,
+            node=node,
+        )
     resolved = resolve_state_dir(state_dir)
     if resolved == MEMORY:
         return MemoryHistory(memory_bytes)

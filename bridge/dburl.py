@@ -1,0 +1,43 @@
+"""What ``--journal`` accepts: a PostgreSQL address without a password (plain string work).
+
+Its own small module because ``serve`` checks its options before its first reply
+(:mod:`agent_bridge.commands.options`), where importing the journal package or a URL
+parser would cost start-up time.  Everything else about the address is libpq's: the
+password file (``~/.pgpass``, ``PGPASSFILE``), the service file (``service=``,
+``PGSERVICE``), the ``PG*`` environment and TLS settings in the query.  A password
+written into the address is refused: it would sit in argv (any local user's ``ps``), in
+shell history and in whatever logs a command line.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["SCHEMES", "check_url", "is_pg_url"]
+
+SCHEMES: Final = ("postgresql://", "postgres://")
+_PASSFILE_ADVICE: Final = (
+    "put the password in the libpq password file (~/.pgpass, or PGPASSFILE), "
+    "or use a service file or client certificates"
+)
+
+
+def is_pg_url(text: str | None) -> bool:
+    """Whether ``text`` names a PostgreSQL journal."""
+    return text is not None and text.startswith(SCHEMES)
+
+
+def check_url(text: str) -> str:
+    """Return ``text`` if it is a PostgreSQL address without a password; raises
+    ``ValueError`` with a one-line reason (never repeating a password) otherwise."""
+    if not is_pg_url(text):
+        raise ValueError("must be a postgresql:// address (see docs/fleet.md)")
+    rest = text.split("://", 1)[1]
+    authority = rest.split("/", 1)[0].split("?", 1)[0]
+    if "@" in authority and ":" in authority.rsplit("@", 1)[0]:
+        raise ValueError(f"a password in the address is refused: {_PASSFILE_ADVICE}")
+    query = rest.split("?", 1)[1] if "?" in rest else ""
+    for item in query.split("&"):
+        if item.split("=", 1)[0].strip().lower() == "password":
+            raise ValueError(f"a password in the address is refused: {_PASSFILE_ADVICE}")
+    return text

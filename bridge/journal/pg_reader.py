@@ -1,0 +1,200 @@
+"""Reads from the PostgreSQL journal, on a connection of their own (run in worker threads).
+
+The queries of :class:`~agent_bridge.journal.reader.Reader`, in PostgreSQL's dialect.  A
+read that fails because the connection broke drops it; the next read connects again
+(so a database restart costs the reads made while it was down, nothing more).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
+
+from agent_bridge.journal.base import SessionRecord
+from agent_bridge.journal.blocks import decode_bodies, slice_block
+from agent_bridge.journal.pg_schema import connect_pg
+from agent_bridge.journal.pg_writer import pg_last_sequence, pg_session_key
+from agent_bridge.journal.raw import raw_records
+from agent_bridge.wire.methods import RawRecord
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["PgReader", "pg_session_record"]
+
+T = TypeVar("T")
+
+_SESSION_COLUMNS = (
+    "skey, session_id, provider_id, provider_version, workspace, title, options, "
+    "created_at, updated_at, state, recovery"
+)
+
+
+def pg_session_record(conn: psycopg.Connection[Any], row: Any) -> SessionRecord:
+    """Return the :class:`SessionRecord` of a row of ``_SESSION_COLUMNS``."""
+    skey, sid, provider, version, workspace, title, options, created, updated, state, recovery = row
+    return SessionRecord(
+        session_id=sid,
+        provider_id=provider,
+        provider_version=version,
+        workspace=workspace,
+        title=title,
+        created_at=created,
+        updated_at=updated,
+        state="closed" if state == "closed" else "active",
+        options=msgspec.json.decode(options) if options else {},
+        last_sequence=pg_last_sequence(conn, int(skey)),
+        recovery=None if recovery is None else msgspec.json.decode(recovery),
+    )
+
+
+class PgReader:
+    """Queries for ``events/read``, ``session/list``, receipts and stored sessions."""
+
+    def __init__(self, url: str, conn: psycopg.Connection[Any]) -> None:
+        self._url = url
+        self._conn: psycopg.Connection[Any] | None = conn
+        self.lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self.lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _run(self, read: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run ``read`` on the connection; a connection found broken (the server restarted
+        since it was last used) is replaced and the read made once more."""
+        with self.lock:
+            for attempt in (1, 2):
+                if self._conn is None or self._conn.closed:
+                    self._conn = connect_pg(self._url)
+                conn = self._conn
+                try:
+                    return read(conn)
+                except BaseException:
+                    if not (conn.broken or conn.closed):
+                        raise
+                    self._conn = None
+                    if attempt == 2:
+                        raise
+            raise AssertionError("unreachable")  # pragma: no cover
+
+    def events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
+        """Return the stored envelopes of sequences ``lo``..``hi`` of a session."""
+
+        def read(conn: psycopg.Connection[Any]) -> list[Any]:
+            skey = pg_session_key(conn, session_id)
+            if skey is None or hi < lo:
+                return []
+            return conn.execute(
+                "SELECT first_seq, codec, sizes, bodies FROM event_blocks "
+                "WHERE skey = %(k)s AND first_seq <= %(hi)s AND first_seq >= ("
+                "  SELECT COALESCE(MAX(first_seq), 0) FROM event_blocks"
+                "  WHERE skey = %(k)s AND first_seq <= %(lo)s"
+                ") ORDER BY first_seq",
+                {"k": skey, "lo": lo, "hi": hi},
+            ).fetchall()
+
+        out: list[bytes] = []
+        for first, codec, sizes, bodies in self._run(read):
+            out += slice_block(
+                int(first), bytes(sizes), decode_bodies(int(codec), bytes(bodies)), lo, hi
+            )
+        return out
+
+    def raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
+        """Return the raw records events ``lo``..``hi`` were projected from."""
+
+        def read(conn: psycopg.Connection[Any]) -> list[RawRecord]:
+            skey = pg_session_key(conn, session_id)
+            if skey is None or hi < lo:
+                return []
+            links = [
+                (int(a), int(b), int(r))
+                for a, b, r in conn.execute(
+                    "SELECT first_seq, last_seq, raw_id FROM raw_links "
+                    "WHERE skey = %(k)s AND first_seq <= %(hi)s AND first_seq >= ("
+                    "  SELECT COALESCE(MAX(first_seq), 0) FROM raw_links"
+                    "  WHERE skey = %(k)s AND first_seq <= %(lo)s"
+                    ") ORDER BY first_seq",
+                    {"k": skey, "lo": lo, "hi": hi},
+                ).fetchall()
+            ]
+            wanted = sorted({r for _, _, r in links})
+            records = {
+                int(raw_id): bytes(record)
+                for raw_id, record in conn.execute(
+                    "SELECT raw_id, record FROM raw_records WHERE skey = %s AND raw_id = ANY(%s)",
+                    (skey, wanted),
+                ).fetchall()
+            }
+            return raw_records(links, records, lo, hi)
+
+        return self._run(read)
+
+    def session(self, session_id: str) -> SessionRecord | None:
+        """Return a stored session, or ``None``."""
+
+        def read(conn: psycopg.Connection[Any]) -> SessionRecord | None:
+            row = conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = %s",  # noqa: S608
+                (session_id,),
+            ).fetchone()
+            return None if row is None else pg_session_record(conn, row)
+
+        return self._run(read)
+
+    def sessions(
+        self, provider: str | None, workspace: str | None, cursor: int | None, limit: int
+    ) -> tuple[list[SessionRecord], int | None]:
+        """Return up to ``limit`` sessions newest first (below key ``cursor``), and the key
+        to continue from when more follow."""
+        where: list[str] = []
+        args: list[Any] = []
+        if provider is not None:
+            where.append("provider_id = %s")
+            args.append(provider)
+        if workspace is not None:
+            where.append("workspace = %s")
+            args.append(workspace)
+        if cursor is not None:
+            where.append("skey < %s")
+            args.append(cursor)
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+
+        def read(conn: psycopg.Connection[Any]) -> tuple[list[SessionRecord], int | None]:
+            rows = conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions{clause} "  # noqa: S608
+                "ORDER BY skey DESC LIMIT %s",
+                (*args, limit + 1),
+            ).fetchall()
+            records = [pg_session_record(conn, row) for row in rows[:limit]]
+            more = int(rows[limit - 1][0]) if len(rows) > limit else None
+            return records, more
+
+        return self._run(read)
+
+    def blob(self, sha256: str) -> bytes | None:
+        """The stored image with this SHA-256, or ``None``."""
+
+        def read(conn: psycopg.Connection[Any]) -> bytes | None:
+            row = conn.execute("SELECT data FROM blobs WHERE sha256 = %s", (sha256,)).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return self._run(read)
+
+    def receipt(self, command_id: str) -> tuple[bytes, bytes] | None:
+        """Return ``(payload, result)`` of the first use of ``command_id``."""
+
+        def read(conn: psycopg.Connection[Any]) -> tuple[bytes, bytes] | None:
+            row = conn.execute(
+                "SELECT payload, result FROM receipts WHERE command_id = %s", (command_id,)
+            ).fetchone()
+            return None if row is None else (bytes(row[0]), bytes(row[1]))
+
+        return self._run(read)

@@ -1,0 +1,225 @@
+"""The PostgreSQL journal's address, connections, tables and failure classes.
+
+``--journal postgresql://…`` (or ``postgres://…``) names the database.  Everything else
+libpq knows how to find stays libpq's: the password file (``~/.pgpass``,
+``PGPASSFILE``), the service file (``service=`` in the query, ``PGSERVICE``), the ``PG*``
+environment, TLS settings in the query (``sslmode=verify-full&sslrootcert=…``).  A password
+written into the address itself is refused (:func:`check_url`): it would sit in argv (any
+local user's ``ps``), in shell history and in whatever logs a command line; the error says
+to use the password file instead.  So no credential ever passes through the bridge.
+
+This module imports ``psycopg`` only inside its functions: :func:`check_url` runs on the
+start path (``serve --journal …`` is parsed before the first reply) and is plain string
+work (:mod:`agent_bridge.dburl`).  The tables mirror the SQLite journal's
+(:mod:`agent_bridge.journal.schema`), in
+PostgreSQL types; ``journal_meta`` holds the schema version.  Creating them runs under a
+transaction-level advisory lock, so two bridges opening a fresh database at once never
+see each other's half-created schema.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from agent_bridge.dburl import SCHEMES, check_url, is_pg_url
+from agent_bridge.journal.errors import DAMAGE, Fault, JournalError
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = [
+    "PG_SCHEMA_VERSION",
+    "SCHEMES",
+    "LeaseLost",
+    "check_url",
+    "classify_pg",
+    "connect_pg",
+    "create_schema",
+    "is_pg_url",
+]
+
+PG_SCHEMA_VERSION: Final = 1
+#: ``pg_advisory_xact_lock`` key held while the schema is created or checked
+_SCHEMA_LOCK: Final = 0x41425247
+
+
+class LeaseLost(Exception):
+    """This process's owner row is gone from the journal: another member found its lease
+    expired and took its sessions over, so it must never write again (fencing)."""
+
+
+#: SQLSTATE classes and codes -> fault
+_BY_STATE: Final[dict[str, Fault]] = {
+    "53100": "disk_full",
+    "53": "disk_full",  # insufficient resources (out of memory, too many connections: heals)
+    "08": "io_error",  # connection exception
+    "57": "io_error",  # operator intervention: admin shutdown, crash shutdown, cannot connect now
+    "58": "io_error",  # system error (an I/O error on the server)
+    "25006": "read_only",  # read-only transaction (a standby, default_transaction_read_only)
+    "XX001": "damaged",  # data corrupted
+    "XX002": "damaged",  # index corrupted
+    "40": "other",  # serialization failure, deadlock: retrying heals
+    "55": "other",  # object not in prerequisite state (lock not available)
+}
+
+
+def classify_pg(exc: BaseException) -> Fault:
+    """Return what an exception from a PostgreSQL read or commit means (never raises):
+    a lost connection or a server going down is ``io_error`` (retried, like a full disk),
+    ``disk_full``/``read_only``/``damaged`` by SQLSTATE, a wrong statement or a broken
+    invariant ``internal`` (a bug: never retried), damaged stored data ``damaged``."""
+    import psycopg
+
+    if isinstance(exc, LeaseLost):
+        return "internal"
+    if isinstance(exc, psycopg.Error):
+        state = exc.sqlstate or ""
+        fault = _BY_STATE.get(state) or _BY_STATE.get(state[:2])
+        if fault is not None:
+            return fault
+        if isinstance(exc, psycopg.OperationalError) or state == "":
+            return "io_error"  # no SQLSTATE: the connection itself failed
+        if isinstance(
+            exc,
+            (
+                psycopg.ProgrammingError,
+                psycopg.IntegrityError,
+                psycopg.DataError,
+                psycopg.NotSupportedError,
+                psycopg.InterfaceError,
+            ),
+        ):
+            return "internal"
+        return "other"
+    if isinstance(exc, DAMAGE):
+        return "damaged"
+    if isinstance(exc, MemoryError):
+        return "other"
+    return "internal"
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of a driver error (libpq's messages name the server and the reason,
+    never a password; the address has none, see :func:`check_url`)."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def connect_pg(url: str) -> psycopg.Connection[Any]:
+    """Return an autocommit connection to the journal's database (transactions are
+    explicit); raises ``psycopg.Error``."""
+    import psycopg
+
+    return psycopg.connect(url, autocommit=True, application_name="agent-bridge")
+
+
+_TABLES: Final = (
+    """CREATE TABLE IF NOT EXISTS journal_meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS sessions (
+        skey BIGSERIAL PRIMARY KEY,
+        session_id TEXT NOT NULL UNIQUE,
+        provider_id TEXT NOT NULL,
+        provider_version TEXT NOT NULL,
+        workspace TEXT,
+        title TEXT,
+        options BYTEA NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        state TEXT NOT NULL,
+        owner TEXT,
+        recovery BYTEA,
+        bytes BIGINT NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX IF NOT EXISTS sessions_owner ON sessions(owner) WHERE owner IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS sessions_retention ON sessions(state, updated_at)",
+    """CREATE TABLE IF NOT EXISTS event_blocks (
+        skey BIGINT NOT NULL,
+        first_seq BIGINT NOT NULL,
+        last_seq BIGINT NOT NULL,
+        codec SMALLINT NOT NULL,
+        types BYTEA NOT NULL,
+        sizes BYTEA NOT NULL,
+        bodies BYTEA NOT NULL,
+        PRIMARY KEY (skey, first_seq)
+    )""",
+    """CREATE TABLE IF NOT EXISTS raw_records (
+        skey BIGINT NOT NULL,
+        raw_id BIGINT NOT NULL,
+        record BYTEA NOT NULL,
+        PRIMARY KEY (skey, raw_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS raw_links (
+        skey BIGINT NOT NULL,
+        first_seq BIGINT NOT NULL,
+        last_seq BIGINT NOT NULL,
+        raw_id BIGINT NOT NULL,
+        PRIMARY KEY (skey, first_seq)
+    )""",
+    """CREATE TABLE IF NOT EXISTS runs (
+        skey BIGINT NOT NULL,
+        run_id TEXT NOT NULL,
+        started_seq BIGINT NOT NULL,
+        ended_seq BIGINT,
+        state TEXT NOT NULL,
+        PRIMARY KEY (skey, run_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS interactions (
+        skey BIGINT NOT NULL,
+        interaction_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        request BYTEA NOT NULL,
+        answer BYTEA,
+        PRIMARY KEY (skey, interaction_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS receipts (
+        command_id TEXT PRIMARY KEY,
+        skey BIGINT NOT NULL,
+        payload BYTEA NOT NULL,
+        result BYTEA NOT NULL,
+        created_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS receipts_session ON receipts(skey)",
+    """CREATE TABLE IF NOT EXISTS owners (
+        token TEXT PRIMARY KEY,
+        node TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS blobs (
+        sha256 TEXT PRIMARY KEY,
+        size BIGINT NOT NULL,
+        data BYTEA NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS blob_refs (
+        skey BIGINT NOT NULL,
+        sha256 TEXT NOT NULL,
+        PRIMARY KEY (skey, sha256)
+    )""",
+    "CREATE INDEX IF NOT EXISTS blob_refs_sha256 ON blob_refs(sha256)",
+)
+
+
+def create_schema(conn: psycopg.Connection[Any], where: str) -> None:
+    """Create the journal's tables where missing, or check their version; raises
+    :class:`JournalError` for a database written by a newer agent-bridge (``where``
+    names the database in the message)."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        for statement in _TABLES:
+            conn.execute(statement)
+        row = conn.execute("SELECT value FROM journal_meta WHERE key = 'schema'").fetchone()
+        if row is None:
+            conn.execute(
+                "INSERT INTO journal_meta (key, value) VALUES ('schema', %s)",
+                (str(PG_SCHEMA_VERSION),),
+            )
+        elif int(row[0]) > PG_SCHEMA_VERSION:
+            raise JournalError(
+                f"the journal {where} was written by a newer agent-bridge (schema version "
+                f"{row[0]}; this one reads up to {PG_SCHEMA_VERSION}); upgrade agent-bridge"
+            )

@@ -1,0 +1,496 @@
+"""The PostgreSQL journal: the SQLite journal's contract on a database several machines share.
+
+:class:`PgJournal` is the :class:`~agent_bridge.journal.journal.Journal` with its storage
+replaced: the event-loop side (queueing writes, sealing event batches, tickets, health,
+``on_commit``) is inherited unchanged, so both backends release an event to a host only
+once it is committed, keep each session's sequence gapless, and hold (``failing``, the
+disk-full path) while commits fail.  For PostgreSQL "commits fail" includes the server
+going away: the writer (:mod:`agent_bridge.journal.pg_writer`) keeps the operations and
+reconnects until a commit succeeds, so a restarted database resumes the stream with
+nothing lost and no restart of the bridge.
+
+Ownership.  SQLite tells a live owner from a dead one by a lock file; a database shared by
+machines cannot, so each process holds a **lease**: its row in ``owners`` carries
+``expires_at``, renewed every third of the lease by a heartbeat thread on a connection of
+its own.  An owner is gone when its lease expired, or, on the same node, when its process
+no longer exists and its session-level advisory lock is free (a SIGKILLed bridge on this
+machine is recovered at once, not after the lease).  Recovering an owner deletes its row
+in the same transaction that closes its sessions (``bridge_crashed``, as
+:mod:`agent_bridge.journal.recovery`), and every commit of an owner first locks its own
+row (``FOR SHARE``): so recovery waits for a commit in flight, and an owner whose row is
+gone never commits again (fencing; see ``docs/fleet.md``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from agent_bridge.envelope import EnvelopeFormat, stamp
+from agent_bridge.ids import Clock
+from agent_bridge.journal.base import ClaimStatus, DeleteStatus
+from agent_bridge.journal.blocks import TYPE_CODES
+from agent_bridge.journal.errors import DAMAGE, JournalError
+from agent_bridge.journal.journal import Journal
+from agent_bridge.journal.pg_reader import PgReader
+from agent_bridge.journal.pg_schema import (
+    check_url,
+    classify_pg,
+    connect_pg,
+    create_schema,
+    one_line,
+)
+from agent_bridge.journal.pg_writer import (
+    PgWriter,
+    pg_delete_session_rows,
+    pg_insert_events,
+    pg_last_sequence,
+)
+from agent_bridge.journal.retention import Retention, _iso
+from agent_bridge.lazylog import lazy_logger
+from agent_bridge.wire.errors import ErrorInfo
+from agent_bridge.wire.events import EventPayload, InteractionSettled, RunFailed, SessionClosed
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["DEFAULT_LEASE", "PgJournal", "open_pg_journal"]
+
+log = lazy_logger("agent_bridge.journal")
+
+T = TypeVar("T")
+
+#: Seconds an owner's lease lasts without renewal (``--lease-seconds``).
+DEFAULT_LEASE: Final = 15.0
+#: The first key of the owners' session-level advisory locks (the second: the token's hash)
+_OWNER_LOCK_CLASS: Final = 0x4142
+
+
+class _Owner:
+    """This process in ``owners``: its token and node (what the SQLite journal's
+    :class:`~agent_bridge.journal.owners.OwnerLock` is for a state directory)."""
+
+    def __init__(self, node: str) -> None:
+        self.token = os.urandom(8).hex()
+        self.node = node
+
+    def release(self) -> None:
+        """Nothing to release locally (the lease lives in the database)."""
+
+
+def redact(url: str) -> str:
+    """``url`` without its query (which may name files and settings) for messages."""
+    return url.split("?", 1)[0]
+
+
+class PgJournal(Journal):
+    """Durable history in PostgreSQL; make one with :func:`open_pg_journal`."""
+
+    url: str
+    lease: float
+    node: str
+    #: the control connection (claims, deletes, recovery; the SQLite journal's ``_control``)
+    _pg: psycopg.Connection[Any]
+
+    # ------------------------------------------------------------------ lease
+
+    def _start_heartbeat(self, conn: psycopg.Connection[Any]) -> None:
+        self._lease_conn: psycopg.Connection[Any] | None = conn
+        self._beat_stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, name="journal-lease", daemon=True)
+        self._beat.start()
+
+    def _heartbeat(self) -> None:
+        """Renew the lease every third of it; reconnect (and take the owner's advisory
+        lock again) when the connection broke."""
+        interval = self.lease / 3
+        while not self._beat_stop.wait(interval):
+            try:
+                if self._lease_conn is None or self._lease_conn.closed:
+                    self._lease_conn = connect_pg(self.url)
+                    _hold_owner_lock(self._lease_conn, self._owner.token)
+                renewed = self._lease_conn.execute(
+                    "UPDATE owners SET expires_at = now() + make_interval(secs => %s) "
+                    "WHERE token = %s",
+                    (self.lease, self._owner.token),
+                ).rowcount
+            except Exception as exc:
+                log.warning("journal: cannot renew the lease (%s)", one_line(exc))
+                with contextlib.suppress(Exception):
+                    if self._lease_conn is not None:
+                        self._lease_conn.close()
+                self._lease_conn = None
+                continue
+            if not renewed:
+                log.error("journal: this bridge's lease was taken over by another member")
+                return
+
+    # ------------------------------------------------------------------ closing
+
+    def _close_sync(self) -> None:
+        self._beat_stop.set()
+        self._beat.join(5)
+        with self._control_lock:
+            try:
+                try:
+                    self._control_conn().execute(
+                        "DELETE FROM owners WHERE token = %s", (self._owner.token,)
+                    )
+                except Exception:
+                    if not self._pg.broken:
+                        raise
+                    self._control_conn().execute(
+                        "DELETE FROM owners WHERE token = %s", (self._owner.token,)
+                    )
+            except Exception as exc:
+                log.error("journal: could not record this process's exit (%s)", one_line(exc))
+            with contextlib.suppress(Exception):
+                self._pg.close()
+        with contextlib.suppress(Exception):
+            if self._lease_conn is not None:
+                self._lease_conn.close()
+        self._writer.close()
+        self._reader.close()
+
+    # ------------------------------------------------------------------ reads
+
+    async def _read(self, read: Callable[..., T], *args: Any) -> T:
+        """Run a read in a worker thread; raises :class:`JournalCorrupt` for damaged data,
+        :class:`JournalError` (one line, no credential) for another failure."""
+        import psycopg
+
+        from agent_bridge.workers import run_sync
+
+        self._check()
+        try:
+            return await run_sync(read, *args)
+        except (psycopg.Error, *DAMAGE) as exc:
+            if classify_pg(exc) == "damaged":
+                log.error("journal %s: a read found damage (%s)", self.path, one_line(exc))
+                self._set_corrupt()
+                if self._on_commit is not None:
+                    self._on_commit()
+                raise self._corrupt_error() from None
+            raise JournalError(f"cannot read the journal {self.path}: {one_line(exc)}") from None
+
+    def _control_conn(self) -> psycopg.Connection[Any]:
+        if self._pg.closed or self._pg.broken:
+            self._pg = connect_pg(self.url)
+        return self._pg
+
+    def _retrying(self, call: Callable[[str], T], session_id: str) -> T:
+        """``call(session_id)``, made once more on a new control connection when the
+        old one turns out broken (the server restarted since it was last used)."""
+        try:
+            return call(session_id)
+        except Exception:
+            if not (self._pg.closed or self._pg.broken):
+                raise
+        return call(session_id)
+
+    # ------------------------------------------------------------------ ownership
+
+    def _take_from_dead_owner(self, owner: str) -> bool:
+        if owner == self._owner.token:
+            return True
+        return bool(recover_if_dead(self._control_conn(), owner, self.node, self._clock))
+
+    def _claim_sync(self, session_id: str) -> tuple[ClaimStatus, Any]:
+        return self._retrying(self._claim_once, session_id)
+
+    def _claim_once(self, session_id: str) -> tuple[ClaimStatus, Any]:
+        me = self._owner.token
+        with self._control_lock:
+            conn = self._control_conn()
+            row = conn.execute(
+                "SELECT owner FROM sessions WHERE session_id = %s", (session_id,)
+            ).fetchone()
+            if row is None:
+                return "not_found", None
+            if row[0] is not None and not self._take_from_dead_owner(str(row[0])):
+                return "in_use", None
+            changed = conn.execute(
+                "UPDATE sessions SET owner = %s, state = 'active' "
+                "WHERE session_id = %s AND (owner IS NULL OR owner = %s)",
+                (me, session_id, me),
+            ).rowcount
+            if not changed:
+                return "in_use", None
+        record = self._reader.session(session_id)
+        return ("claimed", record) if record is not None else ("not_found", None)
+
+    def _delete_sync(self, session_id: str) -> DeleteStatus:
+        return self._retrying(self._delete_once, session_id)
+
+    def _delete_once(self, session_id: str) -> DeleteStatus:
+        with self._control_lock:
+            conn = self._control_conn()
+            row = conn.execute(
+                "SELECT skey, owner FROM sessions WHERE session_id = %s", (session_id,)
+            ).fetchone()
+            if row is None:
+                return "not_found"
+            if row[1] is not None and not self._take_from_dead_owner(str(row[1])):
+                return "in_use"
+            with conn.transaction():
+                pg_delete_session_rows(conn, int(row[0]))
+        return "deleted"
+
+
+def _lock_key(conn: psycopg.Connection[Any], token: str) -> int:
+    row = conn.execute("SELECT hashtext(%s)", (token,)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _hold_owner_lock(conn: psycopg.Connection[Any], token: str) -> None:
+    """Take the owner's session-level advisory lock on ``conn`` (held while it lives)."""
+    conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (_OWNER_LOCK_CLASS, token))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def recover_if_dead(conn: psycopg.Connection[Any], token: str, node: str, clock: Clock) -> bool:
+    """Recover the owner ``token`` if it is gone (see the module docstring): close its
+    sessions as crashed and delete its row, in one transaction; return whether it was
+    gone (an owner with no row at all is gone).  Raises ``psycopg.Error``."""
+    key = _lock_key(conn, token)
+    got = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_OWNER_LOCK_CLASS, key)).fetchone()
+    locked = bool(got and got[0])
+    try:
+        with conn.transaction():
+            row = conn.execute(
+                "SELECT node, pid, expires_at < now() FROM owners WHERE token = %s FOR UPDATE",
+                (token,),
+            ).fetchone()
+            if row is not None:
+                owner_node, pid, expired = row
+                crashed_here = owner_node == node and locked and not _pid_alive(int(pid))
+                if not (expired or crashed_here):
+                    return False
+            sessions = conn.execute(
+                "SELECT skey, session_id, state FROM sessions WHERE owner = %s FOR UPDATE",
+                (token,),
+            ).fetchall()
+            for skey, session_id, state in sessions:
+                close_crashed_session(conn, int(skey), str(session_id), str(state), clock)
+            conn.execute("DELETE FROM owners WHERE token = %s", (token,))
+            if sessions:
+                log.warning(
+                    "journal: owner %s is gone; closed its %d session(s) as crashed",
+                    token,
+                    len(sessions),
+                )
+        return True
+    finally:
+        if locked:
+            conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_OWNER_LOCK_CLASS, key))
+
+
+def recover_dead_owners(
+    conn: psycopg.Connection[Any], me: str, node: str, clock: Clock
+) -> list[str]:
+    """Recover every owner that is gone; return the ids of the sessions closed."""
+    tokens = {
+        str(row[0])
+        for row in conn.execute(
+            "SELECT owner FROM sessions WHERE owner IS NOT NULL UNION SELECT token FROM owners"
+        ).fetchall()
+    }
+    tokens.discard(me)
+    recovered: list[str] = []
+    for token in sorted(tokens):
+        ids = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT session_id FROM sessions WHERE owner = %s", (token,)
+            ).fetchall()
+        ]
+        if recover_if_dead(conn, token, node, clock):
+            recovered += ids
+    return recovered
+
+
+def close_crashed_session(
+    conn: psycopg.Connection[Any], skey: int, session_id: str, state: str, clock: Clock
+) -> int:
+    """Append the closing events of a crashed session (as
+    :func:`agent_bridge.journal.recovery.close_crashed_session`) and mark it closed and
+    unowned, inside the caller's transaction; return how many events were appended."""
+    now = clock.now_iso()
+    stamp_at = now.encode()
+    fmt = EnvelopeFormat(session_id)
+    sequence = pg_last_sequence(conn, skey)
+    first = sequence + 1
+    items: list[tuple[int, bytes]] = []
+
+    def append(run_id: str | None, payload: EventPayload) -> int:
+        nonlocal sequence
+        sequence += 1
+        items.append((TYPE_CODES[type(payload)], stamp(fmt, sequence, run_id, stamp_at, payload)))
+        return sequence
+
+    pending = conn.execute(
+        "SELECT interaction_id, run_id FROM interactions WHERE skey = %s "
+        "AND status = 'pending' ORDER BY interaction_id",
+        (skey,),
+    ).fetchall()
+    for interaction_id, run_id in pending:
+        append(str(run_id), InteractionSettled(str(interaction_id), "cancelled", None, True))
+    conn.execute(
+        "UPDATE interactions SET status = 'cancelled' WHERE skey = %s AND status = 'pending'",
+        (skey,),
+    )
+    runs = conn.execute(
+        "SELECT run_id FROM runs WHERE skey = %s AND ended_seq IS NULL ORDER BY started_seq",
+        (skey,),
+    ).fetchall()
+    for (run_id,) in runs:
+        ended = append(str(run_id), RunFailed(error=ErrorInfo.of("bridge_crashed")))
+        conn.execute(
+            "UPDATE runs SET ended_seq = %s, state = 'failed' WHERE skey = %s AND run_id = %s",
+            (ended, skey, run_id),
+        )
+    if state != "closed":
+        append(None, SessionClosed(reason="bridge_crashed"))
+    stored = 0
+    if items:
+        stored = pg_insert_events(
+            conn, skey, first, bytes(code for code, _ in items), [body for _, body in items]
+        )
+    conn.execute(
+        "UPDATE sessions SET state = 'closed', owner = NULL, updated_at = %s, "
+        "bytes = bytes + %s WHERE skey = %s",
+        (now, stored, skey),
+    )
+    return len(items)
+
+
+def apply_pg_retention(
+    conn: psycopg.Connection[Any], policy: Retention, now: float | None = None
+) -> list[str]:
+    """Delete the closed sessions the caps say to delete (as
+    :func:`agent_bridge.journal.retention.apply_retention`), in one transaction; return
+    their ids."""
+    import time
+
+    if not policy.enabled:
+        return []
+    now = time.time() if now is None else now
+    deleted: list[str] = []
+    with conn.transaction():
+        if policy.max_age_days is not None:
+            cutoff = _iso(now - policy.max_age_days * 86400.0)
+            for skey, session_id in conn.execute(
+                "SELECT skey, session_id FROM sessions WHERE state = 'closed' "
+                "AND updated_at < %s FOR UPDATE",
+                (cutoff,),
+            ).fetchall():
+                pg_delete_session_rows(conn, int(skey))
+                deleted.append(str(session_id))
+        if policy.max_bytes is not None:
+            row = conn.execute("SELECT COALESCE(SUM(bytes), 0) FROM sessions").fetchone()
+            total = int(row[0]) if row else 0
+            if total > policy.max_bytes:
+                for skey, session_id, size in conn.execute(
+                    "SELECT skey, session_id, bytes FROM sessions WHERE state = 'closed' "
+                    "ORDER BY updated_at, skey FOR UPDATE"
+                ).fetchall():
+                    if total <= policy.max_bytes:
+                        break
+                    pg_delete_session_rows(conn, int(skey))
+                    deleted.append(str(session_id))
+                    total -= int(size)
+    return deleted
+
+
+def open_pg_journal(
+    url: str,
+    *,
+    retention: Retention = Retention(),  # noqa: B008 - frozen
+    clock: Clock | None = None,
+    lease: float = DEFAULT_LEASE,
+    node: str | None = None,
+) -> PgJournal:
+    """Open (creating the tables where missing, recovering owners that are gone, applying
+    retention) the journal in the database ``url``; raises :class:`JournalError` with a
+    one-line message that names the database without its query and never a credential."""
+    try:
+        check_url(url)
+    except ValueError as exc:
+        raise JournalError(f"--journal: {exc}") from None
+    try:
+        import psycopg
+    except ImportError:
+        raise JournalError(
+            "--journal postgresql://… needs the PostgreSQL driver: "
+            "pip install 'agent-bridge[postgres]'"
+        ) from None
+    clock = clock or Clock()
+    node = node or socket.gethostname()
+    where = redact(url)
+    conns: list[psycopg.Connection[Any]] = []
+    owner = _Owner(node)
+    try:
+        control = connect_pg(url)
+        conns.append(control)
+        create_schema(control, where)
+        lease_conn = connect_pg(url)
+        conns.append(lease_conn)
+        _hold_owner_lock(lease_conn, owner.token)
+        control.execute(
+            "INSERT INTO owners (token, node, pid, started_at, expires_at) "
+            "VALUES (%s, %s, %s, %s, now() + make_interval(secs => %s))",
+            (owner.token, node, os.getpid(), clock.now_iso(), lease),
+        )
+        recovered = recover_dead_owners(control, owner.token, node, clock)
+        apply_pg_retention(control, retention)
+        writer_conn = connect_pg(url)
+        conns.append(writer_conn)
+        reader_conn = connect_pg(url)
+        conns.append(reader_conn)
+    except BaseException as exc:
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                conn.close()
+        if isinstance(exc, psycopg.Error):
+            raise JournalError(f"cannot open the journal {where}: {one_line(exc)}") from None
+        raise
+    journal = PgJournal(
+        where,
+        control,  # type: ignore[arg-type]
+        writer_conn,  # type: ignore[arg-type]
+        PgReader(url, reader_conn),  # type: ignore[arg-type]
+        owner,  # type: ignore[arg-type]
+        retention,
+        clock,
+        recovered,
+    )
+    journal.url = url
+    journal._pg = control
+    journal.lease = lease
+    journal.node = node
+    journal.path = where
+    journal._writer = PgWriter(  # type: ignore[assignment]
+        url,
+        writer_conn,
+        owner.token,
+        journal._notify,
+        retention,
+        lambda conn: apply_pg_retention(conn, retention),
+    )
+    journal._queue = journal._writer.queue
+    journal._start_heartbeat(lease_conn)
+    return journal

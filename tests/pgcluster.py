@@ -1,0 +1,139 @@
+"""A throwaway PostgreSQL cluster for tests: ``initdb`` in a temporary folder, a server on a
+Unix socket only (no TCP port to collide on), run as a non-root user, stopped at the end.
+
+:func:`start_cluster` returns a :class:`Cluster` or raises :class:`ClusterUnavailable`
+saying why; the ``pg_cluster`` fixture (``tests/conftest.py``) skips loudly on that,
+except in CI (``CI=true``), where it fails: there the project's scripts install PostgreSQL
+(``scripts/test.sh``), so a cluster that cannot start is a defect.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from typing import Final
+
+__all__ = ["Cluster", "ClusterUnavailable", "find_bindir", "start_cluster"]
+
+#: The cluster's superuser (trust authentication on its private socket)
+USER: Final = "bridge"
+
+
+class ClusterUnavailable(Exception):
+    """PostgreSQL cannot be started here (``str()``: why)."""
+
+
+def find_bindir() -> str | None:
+    """Return the folder of ``initdb``/``pg_ctl`` (Debian keeps them off PATH), or None."""
+    found = shutil.which("initdb")
+    if found:
+        return os.path.dirname(found)
+    for path in sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), reverse=True):
+        return os.path.dirname(path)
+    return None
+
+
+def _runas() -> list[str]:
+    """The prefix that runs a command as a non-root user (PostgreSQL refuses root)."""
+    if os.geteuid() != 0:
+        return []
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        raise ClusterUnavailable("running as root and there is no 'postgres' user") from None
+    return ["runuser", "-u", "postgres", "--"]
+
+
+class Cluster:
+    """A running server: :attr:`socket_dir` is its host; :meth:`url` names a database."""
+
+    def __init__(self, root: str, bindir: str, runas: list[str]) -> None:
+        self.root = root
+        self.bindir = bindir
+        self.runas = runas
+        self.data = os.path.join(root, "data")
+        self.socket_dir = root
+        self.log = os.path.join(root, "log")
+        self._count = 0
+
+    def url(self, dbname: str = "postgres") -> str:
+        """A libpq address of ``dbname`` on this cluster's socket."""
+        return f"postgresql://{USER}@/{dbname}?host={self.socket_dir}"
+
+    def _ctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*self.runas, os.path.join(self.bindir, "pg_ctl"), "-D", self.data, *args],
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=120,
+        )
+
+    def start(self) -> None:
+        """Start the server (waits until it accepts connections)."""
+        options = f"-k {self.socket_dir} -c listen_addresses='' -c fsync=on -c max_connections=200"
+        self._ctl("-o", options, "-l", self.log, "-w", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (``immediate``: as if it crashed)."""
+        self._ctl("-m", mode, "-w", "stop", check=False)
+
+    def new_database(self) -> str:
+        """Create an empty database; return its address."""
+        import psycopg
+
+        self._count += 1
+        name = f"t{os.getpid()}_{self._count}"
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return self.url(name)
+
+    def destroy(self) -> None:
+        """Stop the server and remove its folder."""
+        self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def start_cluster() -> Cluster:
+    """Create and start a cluster; raises :class:`ClusterUnavailable`."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        raise ClusterUnavailable("psycopg is not installed (agent-bridge[postgres])") from None
+    bindir = find_bindir()
+    if bindir is None:
+        raise ClusterUnavailable("PostgreSQL is not installed (initdb not found)")
+    runas = _runas()
+    root = tempfile.mkdtemp(prefix="ab-pg-", dir="/tmp")
+    if runas:
+        os.chown(root, pwd.getpwnam("postgres").pw_uid, -1)
+    os.chmod(root, 0o755)
+    cluster = Cluster(root, bindir, runas)
+    try:
+        subprocess.run(
+            [
+                *runas,
+                os.path.join(bindir, "initdb"),
+                "-D",
+                cluster.data,
+                "-A",
+                "trust",
+                "-U",
+                USER,
+                "--no-sync",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        cluster.start()
+    except (OSError, subprocess.SubprocessError) as exc:
+        detail = getattr(exc, "stderr", "") or str(exc)
+        shutil.rmtree(root, ignore_errors=True)
+        raise ClusterUnavailable(f"cannot start PostgreSQL: {detail.strip()[:300]}") from None
+    return cluster

@@ -1,0 +1,141 @@
+"""What only the PostgreSQL journal has: an address checked for credentials, the bridge
+served over it end to end, and fencing (an owner whose lease was taken over never writes
+again).  The shared contract is tests/test_journal_contract.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import anyio
+import psycopg
+import pytest
+from bridge_client import script_session
+from conftest import running_bridge
+
+from agent_bridge.dburl import check_url
+from agent_bridge.journal import SessionRecord, open_history
+from agent_bridge.journal.errors import JournalError
+from agent_bridge.journal.postgres import PgJournal, open_pg_journal
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://alice:s3cret-pw@db.example/agents",
+        "postgres://alice:s3cret-pw@/agents?host=/run/pg",
+        "postgresql://alice@db/agents?sslmode=require&password=s3cret-pw",
+        "postgresql:///agents?PASSWORD=s3cret-pw",
+    ],
+)
+def test_a_password_in_the_address_is_refused_without_repeating_it(url: str) -> None:
+    with pytest.raises(ValueError, match="password file") as err:
+        check_url(url)
+    assert "s3cret" not in str(err.value)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agent_bridge", "serve", "--journal", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2
+    assert "--journal" in proc.stderr and "password file" in proc.stderr
+    assert "s3cret" not in proc.stderr + proc.stdout
+
+
+def test_addresses_without_a_password_pass_and_others_are_not_postgresql() -> None:
+    for url in (
+        "postgresql://alice@db.example:5433/agents?sslmode=verify-full",
+        "postgresql:///agents?host=/run/postgresql&service=fleet",
+        "postgres://@/agents",
+    ):
+        assert check_url(url) == url
+    with pytest.raises(ValueError, match="postgresql://"):
+        check_url("mysql://db/agents")
+
+
+def test_an_unreachable_database_is_one_line_naming_it_without_its_query(tmp_path: Any) -> None:
+    url = f"postgresql://nobody@/nodb?host={tmp_path}&connect_timeout=2"
+    with pytest.raises(JournalError) as err:
+        open_history(None, journal=url)
+    text = str(err.value)
+    assert text.startswith("cannot open the journal postgresql://nobody@/nodb:")
+    assert "\n" not in text and str(tmp_path) not in text.split(":", 2)[1]
+
+
+async def test_serve_with_a_postgresql_journal_runs_and_a_second_bridge_reads_it(
+    pg_url: str,
+) -> None:
+    async with running_bridge("newline", "--journal", pg_url, "--node", "alpha") as bridge:
+        params = script_session([{"type": "stream", "count": 300, "text": "y"}])
+        session = (await bridge.result("session/create", params))["session"]["sessionId"]
+        started = await bridge.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+        done = await bridge.event("run.completed", timeout=30)
+        assert done["runId"] == started["runId"]
+    async with running_bridge("newline", "--journal", pg_url) as other:
+        listed = await other.result("session/list", {})
+        assert [s["sessionId"] for s in listed["sessions"]] == [session]
+        page = await other.result("events/read", {"sessionId": session, "limit": 1000})
+        kinds = [e["payload"]["type"] for e in page["events"]]
+        assert kinds == ["run.started"] + ["text.delta"] * 300 + ["run.completed", "session.closed"]
+    with psycopg.connect(pg_url) as conn:
+        row = conn.execute("SELECT count(*) FROM owners").fetchone()
+        assert row == (0,)  # both left the fleet on exit
+
+
+async def test_an_owner_whose_lease_was_taken_over_never_writes_again(pg_url: str) -> None:
+    first = open_pg_journal(pg_url, lease=3600, node="alpha")
+    second = open_pg_journal(pg_url, lease=3600, node="beta")
+    await first.start(lambda: None)
+    await second.start(lambda: None)
+    try:
+        first.add_session(SessionRecord("ses_f", "scripted", "1", None, None, "t", "t"))
+        first.append("ses_f", 1, 1, b'{"sequence":1}', 0)
+        await first.committed_through(first.mark())
+        assert await second.claim("ses_f") == ("in_use", None)  # alpha's lease holds
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # alpha's lease runs out
+            conn.execute(
+                "UPDATE owners SET expires_at = now() - interval '1 second' WHERE token = %s",
+                (first.owner_token,),
+            )
+        status, record = await second.claim("ses_f")
+        assert status == "claimed" and record is not None
+        assert record.last_sequence == 2  # session.closed bridge_crashed was appended
+        # alpha does not know yet: its next write is refused by the database
+        first.append("ses_f", 2, 1, b'{"sequence":2,"from":"alpha"}', 0)
+        with pytest.raises(JournalError):
+            with anyio.fail_after(10):
+                await first.committed_through(first.mark())
+        assert first.health == "broken"
+        events = await second.read_events("ses_f", 1, 10)
+        assert len(events) == 2 and b"alpha" not in events[1]
+        assert b"bridge_crashed" in events[1]
+    finally:
+        await first.aclose()
+        await second.aclose()
+
+
+async def test_a_member_on_the_same_node_sees_a_dead_owner_at_once(pg_url: str) -> None:
+    """No lease wait on one machine: the owner's process is gone and its advisory lock
+    free, so its sessions are recovered when the next bridge opens the journal (the
+    cross-machine case waits for the lease: test_an_owner_whose_lease_…)."""
+    first = open_pg_journal(pg_url, lease=3600, node="alpha")
+    assert isinstance(first, PgJournal)
+    await first.start(lambda: None)
+    first.add_session(SessionRecord("ses_d", "scripted", "1", None, None, "t", "t"))
+    await first.committed_through(first.mark())
+    # as if the process had died: its connections drop, its row stays
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE owners SET pid = 2147483646 WHERE token = %s", (first.owner_token,))
+    first._beat_stop.set()
+    lease_conn: Any = first._lease_conn
+    lease_conn.close()
+    other = open_pg_journal(pg_url, lease=3600, node="alpha")
+    try:
+        assert other.recovered == ["ses_d"]
+    finally:
+        await other.aclose()
+        first._writer.halt()
+        await first.aclose()
