@@ -72,6 +72,11 @@ class RunOutcome:
     #: safe_details` (e.g. ``{"cause": "connection_refused"}``): allowlisted keys and
     #: values only, never upstream text.
     details: Mapping[str, ErrorDetailValue] | None = None
+    #: Where the provider's own history stands at the end of this run (JSON-encodable,
+    #: opaque to the runtime: e.g. the provider's session and last message id), kept with
+    #: the run and handed back to :meth:`AgentProvider.fork_session` to fork there.
+    #: ``None``: this run names no point to fork at.
+    position: Any = None
 
     @classmethod
     def completed(cls, stop_reason: str | None = None) -> RunOutcome:
@@ -290,6 +295,20 @@ class AgentProvider(abc.ABC):
         """Continue the session described by ``opaque`` (from
         ``export_recovery_record``).  Only called when the descriptor has
         ``recovery.resume``; the default raises ``unsupported``."""
+        from agent_bridge.errors import BridgeError
+
+        raise BridgeError("unsupported")
+
+    async def fork_session(
+        self, ctx: SessionContext, opaque: Any, position: Any, at_end: bool
+    ) -> ProviderSession:
+        """Start a new provider session that forks the provider's own history natively
+        (``session/fork``): at ``position`` (the :attr:`RunOutcome.position` of the latest
+        run at or before the fork point; ``None`` when no run before it named one) of the
+        session whose recovery record is ``opaque`` (``None`` when it saved none).
+        ``at_end``: the fork point is the end of that session's history.  The original
+        provider session must be left as it was.  Only called when the descriptor's
+        ``fork`` says so; the default raises ``unsupported``."""
         from agent_bridge.errors import BridgeError
 
         raise BridgeError("unsupported")

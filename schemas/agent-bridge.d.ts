@@ -151,6 +151,7 @@ export type BridgeToHostMessage =
   | SessionCloseResponse
   | SessionExportResponse
   | SessionResumeResponse
+  | SessionForkResponse
   | SessionAttachResponse
   | SessionDeleteResponse
   | RunStartResponse
@@ -186,6 +187,8 @@ export interface Capabilities {
   nativeSessions: NativeSessionsCapability;
   /** @defaultValue `{}` */
   input?: InputCapabilities;
+  /** @defaultValue `{}` */
+  fork?: ForkCapability;
   [key: string]: unknown;
 }
 
@@ -451,6 +454,22 @@ export interface FileInput {
   endLine?: number | null;
 }
 
+/**
+ * Whether `session/fork` works, natively, on this provider.
+ *
+ * `atEnd`: a fork of a session's whole history.  `atEvent`: a fork at an earlier
+ * event of it: the provider's history is cut at the end of the latest run that ended at
+ * or before that event (an event inside a run is refused).  Both `false`: the bridge
+ * refuses every fork `unsupported` (it never fakes one by replaying text).
+ */
+export interface ForkCapability {
+  /** @defaultValue `false` */
+  atEnd?: boolean;
+  /** @defaultValue `false` */
+  atEvent?: boolean;
+  [key: string]: unknown;
+}
+
 /** Any message a host sends: a request or notification of a host->bridge method, a response to a bridge->host request, or an error response. */
 export type HostToBridgeMessage =
   | InitializeRequest
@@ -464,6 +483,7 @@ export type HostToBridgeMessage =
   | SessionCloseRequest
   | SessionExportRequest
   | SessionResumeRequest
+  | SessionForkRequest
   | SessionAttachRequest
   | SessionDeleteRequest
   | RunStartRequest
@@ -1403,8 +1423,43 @@ export interface SessionExportResult {
 }
 
 /**
+ * `session/fork`: a new session, on the same provider, whose history is that of
+ * `sessionId` up to and including the event `atEvent` (its whole history when
+ * omitted) and whose next run continues from there; the original is unchanged.
+ *
+ * The provider forks natively (its descriptor's `capabilities.fork`); where it cannot,
+ * the fork is refused `unsupported`.  `atEvent` must be a run's last event (its
+ * `run.completed`, `run.failed` or `run.interrupted`) or an event outside any run;
+ * past the end of the history or inside a run: `invalid_params` (`details.field`
+ * `atEvent`).  The provider's history is cut at the end of the latest run that ended
+ * at or before `atEvent`.  `title` names the fork (default: the original's).  The
+ * fork is open in this bridge and attached to the host that made it.
+ */
+export interface SessionForkParams {
+  sessionId: string;
+  atEvent?: number | null;
+  title?: string | null;
+}
+
+/** The `session/fork` request (host->bridge): Fork a session at an event (natively, where the provider can); the original is unchanged. */
+export interface SessionForkRequest {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  method: "session/fork";
+  params: SessionForkParams;
+}
+
+/** The successful response to `session/fork`. */
+export interface SessionForkResponse {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  result: SessionResult;
+}
+
+/**
  * A session's identity and state.  `updatedAt` is the time of its last run start,
- * run end or state change.
+ * run end or state change; `parent`: the session and event it was forked from
+ * (`session/fork`).
  */
 export interface SessionInfo {
   sessionId: string;
@@ -1421,6 +1476,7 @@ export interface SessionInfo {
   attachedHosts?: number;
   /** @defaultValue `0` */
   pendingInteractions?: number;
+  parent?: SessionParent | null;
   [key: string]: unknown;
 }
 
@@ -1456,6 +1512,17 @@ export interface SessionListResponse {
 export interface SessionListResult {
   sessions: SessionInfo[];
   nextCursor?: string | null;
+  [key: string]: unknown;
+}
+
+/**
+ * The session a fork was made from, and the sequence of the event it was forked
+ * at: the fork's history is its parent's up to and including `sequence`, then its
+ * own (numbered on from `sequence + 1`).
+ */
+export interface SessionParent {
+  sessionId: string;
+  sequence: number;
   [key: string]: unknown;
 }
 
@@ -1831,6 +1898,16 @@ export interface Methods {
     kind: "request";
     params: SessionRef;
     result: SessionExportResult;
+    since: 1;
+    stability: "stable";
+    cancellable: true;
+  };
+  /** Fork a session at an event (natively, where the provider can); the original is unchanged. */
+  "session/fork": {
+    direction: "host->bridge";
+    kind: "request";
+    params: SessionForkParams;
+    result: SessionResult;
     since: 1;
     stability: "stable";
     cancellable: true;

@@ -291,13 +291,27 @@ def launch_config(
     )
 
 
-def build_argv(config: LaunchConfig, resume: str | None = None) -> tuple[str, ...]:
-    """The argv vector of one CLI process (never any prompt text)."""
+def build_argv(
+    config: LaunchConfig,
+    resume: str | None = None,
+    fork: tuple[str, str | None] | None = None,
+) -> tuple[str, ...]:
+    """The argv vector of one CLI process (never any prompt text): a new conversation,
+    ``resume`` one, or ``fork`` one, ``(session id, assistant message uuid)``: a new
+    conversation holding that one's messages up to and including that assistant message
+    (``--fork-session``, ``--resume-session-at``; the whole of it without a uuid)."""
     argv: list[str] = [config.executable, *BASE_FLAGS, *config.flags]
     if resume is not None:
         if not valid_session_id(resume):
             raise BridgeError("recovery_invalid")
         argv.append(f"--resume={resume}")
+    elif fork is not None:
+        source, at = fork
+        if not valid_session_id(source) or (at is not None and not valid_session_id(at)):
+            raise BridgeError("recovery_invalid")
+        argv += [f"--resume={source}", "--fork-session"]
+        if at is not None:
+            argv.append(f"--resume-session-at={at}")
     return tuple(argv)
 
 

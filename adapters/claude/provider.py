@@ -25,6 +25,7 @@ from agent_bridge.wire.providers import (
     ApprovalCapability,
     Availability,
     Capabilities,
+    ForkCapability,
     ImageInputCapability,
     InputCapabilities,
     InteractionCapabilities,
@@ -158,6 +159,8 @@ class ClaudeCodeProvider(AgentProvider):
                     list="supported", read="exact", continue_="unsupported"
                 ),
                 input=INPUT,
+                # --resume --fork-session, cut by --resume-session-at <assistant uuid>
+                fork=ForkCapability(at_end=True, at_event=True),
             ),
             options=OPTIONS,
         )
@@ -212,6 +215,51 @@ class ClaudeCodeProvider(AgentProvider):
                 raise BridgeError("recovery_invalid")
             workspace = cwd
         config = launch_config(ctx.options, workspace, recorded_config_dir=config_dir)
+        fork_of = opaque.get("forkOf")
+        if session_id is None and isinstance(fork_of, dict):
+            # a fork whose first turn never ended: fork again, where it was made
+            fork = _fork_point(fork_of)
+            session = _session_class()(ctx, config, usage=usage, fork_from=fork)
+            await session.start()
+            return session
         session = _session_class()(ctx, config, cli_session_id=session_id, usage=usage)
         await session.start(resume=session_id)
         return session
+
+    async def fork_session(
+        self, ctx: SessionContext, opaque: Any, position: Any, at_end: bool
+    ) -> ProviderSession:
+        """A new CLI conversation forked from the one ``position`` names, cut after its
+        assistant message ``position["at"]`` (``--fork-session --resume-session-at``),
+        in the original's working directory and configuration directory.  No position (no
+        turn ended before the fork point): a new, empty conversation."""
+        del at_end
+        if not isinstance(opaque, dict):
+            opaque = {}
+        cwd = opaque.get("cwd")
+        config_dir = opaque.get("configDir")
+        workspace = ctx.workspace
+        if workspace is None and isinstance(cwd, str) and os.path.isdir(cwd):
+            workspace = cwd
+        config = launch_config(
+            ctx.options,
+            workspace,
+            recorded_config_dir=config_dir if isinstance(config_dir, str) else None,
+        )
+        if position is None:
+            session = _session_class()(ctx, config)
+        else:
+            session = _session_class()(ctx, config, fork_from=_fork_point(position))
+        await session.start()
+        return session
+
+
+def _fork_point(value: Any) -> tuple[str, str | None]:
+    """``(session id, assistant uuid or None)`` of a stored fork point; raises
+    ``recovery_invalid`` for anything else."""
+    if not isinstance(value, dict):
+        raise BridgeError("recovery_invalid")
+    source, at = value.get("sessionId"), value.get("at")
+    if not valid_session_id(source) or (at is not None and not valid_session_id(at)):
+        raise BridgeError("recovery_invalid")
+    return str(source), None if at is None else str(at)

@@ -107,6 +107,8 @@ class ClaudeRun(RunHandle):
         self.ctx = ctx
         self.interrupt_sent = False
         self.state = mapping.TurnState()
+        #: the uuid of the main thread's latest assistant message (where a fork cuts)
+        self.last_uuid: str | None = None
 
     @property
     def interrupting(self) -> bool:
@@ -127,10 +129,14 @@ class ClaudeSession(ProviderSession):
         *,
         cli_session_id: str | None = None,
         usage: Mapping[str, Any] | None = None,
+        fork_from: tuple[str, str | None] | None = None,
     ) -> None:
         self._ctx = ctx
         self._config = config
         self._cli_session_id = cli_session_id
+        #: ``(session id, assistant uuid)`` this session forks until its first turn ends
+        #: (the CLI writes the forked conversation then): every start before that forks
+        self._fork_from = fork_from
         #: Whether the CLI has a transcript for ``_cli_session_id`` (a turn ended), so
         #: ``--resume`` can find it.
         self._has_transcript = cli_session_id is not None
@@ -174,7 +180,8 @@ class ClaudeSession(ProviderSession):
 
     async def start(self, resume: str | None = None) -> None:
         """Spawn the CLI and complete the ``initialize`` handshake (bounded)."""
-        argv = build_argv(self._config, resume)
+        fork = self._fork_from if resume is None and not self._has_transcript else None
+        argv = build_argv(self._config, resume, fork)
         env = child_env(self._config.config_dir)
         self._endpoint = mapping.endpoint_label(env)
         spec = ProcessSpec(argv, cwd=self._config.cwd, env=env, name="claude")
@@ -204,7 +211,7 @@ class ClaudeSession(ProviderSession):
         )
         self._starting = True
         try:
-            await self._initialize(resume)
+            await self._initialize(resume if fork is None else fork[0])
         except BaseException:
             with anyio.CancelScope(shield=True):
                 self._alive = False
@@ -284,13 +291,17 @@ class ClaudeSession(ProviderSession):
             log.exception("claude session: dispose failed")
 
     def export_recovery_record(self) -> Any:
-        return {
+        record = {
             "v": 1,
             "sessionId": self._cli_session_id if self._has_transcript else None,
             "cwd": self._config.cwd,
             "configDir": self._config.config_dir,
             "usage": self._usage.record(),
         }
+        if self._fork_from is not None and not self._has_transcript:
+            source, at = self._fork_from
+            record["forkOf"] = {"sessionId": source, "at": at}
+        return record
 
     # ------------------------------------------------------------------ runs
 
@@ -518,6 +529,9 @@ class ClaudeSession(ProviderSession):
         await self._emit_all(run, mapping.stream_event_payloads(run.state, message))
 
     async def _on_assistant(self, run: ClaudeRun, message: dict[str, Any]) -> None:
+        uuid = message.get("uuid")
+        if message.get("parent_tool_use_id") is None and valid_session_id(uuid):
+            run.last_uuid = uuid
         await self._emit_all(run, mapping.assistant_payloads(run.state, message))
 
     async def _on_user(self, run: ClaudeRun, message: dict[str, Any]) -> None:
@@ -532,6 +546,11 @@ class ClaudeSession(ProviderSession):
         outcome = mapping.classify_result(
             message, interrupting=run.interrupting, assistant_error=run.state.assistant_error
         )
+        if self._cli_session_id is not None and run.last_uuid is not None:
+            # where a fork at this run's end cuts the CLI's conversation
+            outcome = dataclasses.replace(
+                outcome, position={"sessionId": self._cli_session_id, "at": run.last_uuid}
+            )
         if outcome.state == "failed" and self._resident is not None:
             tail = self._resident.stderr_tail().strip()
             if tail:

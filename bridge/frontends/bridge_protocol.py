@@ -52,6 +52,7 @@ from agent_bridge.wire.methods import (
     SessionCreateParams,
     SessionDeleteResult,
     SessionExportResult,
+    SessionForkParams,
     SessionListParams,
     SessionListResult,
     SessionRef,
@@ -289,6 +290,12 @@ class BridgeFrontend:
                 title=params.title,
                 subscriber=self,
             )
+        return SessionResult(info)
+
+    async def _session_fork(self, params: SessionForkParams) -> SessionResult:
+        info = await self.runtime.fork_session(
+            params.session_id, at_event=params.at_event, title=params.title, subscriber=self
+        )
         return SessionResult(info)
 
     async def _session_attach(self, params: SessionAttachParams) -> SessionAttachResult:

@@ -18,7 +18,7 @@ from agent_bridge.wire.methods import RawRecord
 __all__ = ["ClaimStatus", "DeleteStatus", "History", "SessionRecord"]
 
 ClaimStatus = Literal["claimed", "not_found", "in_use"]
-DeleteStatus = Literal["deleted", "not_found", "in_use"]
+DeleteStatus = Literal["deleted", "not_found", "in_use", "has_forks"]
 
 
 class SessionRecord(msgspec.Struct):
@@ -38,6 +38,10 @@ class SessionRecord(msgspec.Struct):
     options: dict[str, Any] = msgspec.field(default_factory=dict)
     last_sequence: int = 0
     recovery: Any = None
+    #: a fork's parent session, and the sequence it was forked at: its history reads the
+    #: parent's up to ``fork_sequence`` (never copied), then its own
+    parent_id: str | None = None
+    fork_sequence: int = 0
 
 
 class History(Protocol):
@@ -103,8 +107,11 @@ class History(Protocol):
         """Record that a run started (its ``run.started`` is at ``sequence``)."""
         ...
 
-    def run_ended(self, session_id: str, run_id: str, sequence: int, state: str) -> None:
-        """Record that a run ended in ``state`` (its terminal event is at ``sequence``)."""
+    def run_ended(
+        self, session_id: str, run_id: str, sequence: int, state: str, position: bytes | None
+    ) -> None:
+        """Record that a run ended in ``state`` (its terminal event is at ``sequence``);
+        ``position``: the provider's point at its end (encoded JSON) to fork at, if any."""
         ...
 
     def interaction_opened(
@@ -167,6 +174,12 @@ class History(Protocol):
         """Return the image recorded with this SHA-256 (hex), or ``None``."""
         ...
 
+    async def position_at(self, session_id: str, sequence: int) -> bytes | None:
+        """Return the position (encoded JSON) of the latest run of the session's history
+        (through a fork's parents) that ended at or before ``sequence`` with one, or
+        ``None``."""
+        ...
+
     # ------------------------------------------------------------ ownership
 
     async def claim(self, session_id: str) -> tuple[ClaimStatus, SessionRecord | None]:
@@ -174,5 +187,6 @@ class History(Protocol):
         ...
 
     async def delete(self, session_id: str) -> DeleteStatus:
-        """Delete everything stored about a session no other live process has open."""
+        """Delete everything stored about a session no other live process has open and no
+        fork reads from (``has_forks``)."""
         ...

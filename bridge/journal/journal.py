@@ -453,6 +453,10 @@ class Journal:
         )
         if record.recovery is not None:
             self.update_session(record.session_id, recovery=_encode(record.recovery))
+        if record.parent_id is not None:
+            self.update_session(
+                record.session_id, parent_id=record.parent_id, fork_seq=record.fork_sequence
+            )
 
     def update_session(self, session_id: str, **fields: Any) -> None:
         """Queue a change of the session's row (closing it also drops ownership)."""
@@ -466,11 +470,13 @@ class Journal:
 
     def run_started(self, session_id: str, run_id: str, sequence: int) -> None:
         """Queue a run's start."""
-        self._submit((OP_RUN, session_id, run_id, sequence, "running"))
+        self._submit((OP_RUN, session_id, run_id, sequence, "running", None))
 
-    def run_ended(self, session_id: str, run_id: str, sequence: int, state: str) -> None:
-        """Queue a run's end."""
-        self._submit((OP_RUN, session_id, run_id, sequence, state))
+    def run_ended(
+        self, session_id: str, run_id: str, sequence: int, state: str, position: bytes | None
+    ) -> None:
+        """Queue a run's end (``position``: the provider's point at its end, or ``None``)."""
+        self._submit((OP_RUN, session_id, run_id, sequence, state, position))
 
     def interaction_opened(
         self, session_id: str, interaction_id: str, run_id: str, request: bytes
@@ -549,6 +555,10 @@ class Journal:
         """Return the stored image with this SHA-256 (hex), or ``None``."""
         return await self._read(self._reader.blob, sha256)
 
+    async def position_at(self, session_id: str, sequence: int) -> bytes | None:
+        """Return the latest run position at or before ``sequence`` (through parents)."""
+        return await self._read(self._reader.position, session_id, sequence)
+
     # ------------------------------------------------------------------ ownership
 
     async def claim(self, session_id: str) -> tuple[ClaimStatus, SessionRecord | None]:
@@ -610,6 +620,10 @@ class Journal:
                 return "not_found"
             if row[1] is not None and not self._take_from_dead_owner(str(row[1])):
                 return "in_use"
+            if conn.execute(
+                "SELECT 1 FROM sessions WHERE parent_id = ? LIMIT 1", (session_id,)
+            ).fetchone():
+                return "has_forks"
             with transaction(conn):
                 delete_session_rows(conn, int(row[0]))
             conn.execute("PRAGMA incremental_vacuum").fetchall()

@@ -26,6 +26,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from agent_bridge.journal.base import ClaimStatus, DeleteStatus, SessionRecord
+from agent_bridge.journal.forks import rehead
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.wire.methods import RawRecord
 
@@ -37,14 +38,17 @@ _OVERHEAD: Final = 48
 
 
 class _Stored:
-    __slots__ = ("bodies", "changes", "first", "raw", "raw_id", "record", "size")
+    __slots__ = ("bodies", "changes", "first", "positions", "raw", "raw_id", "record", "size")
 
     def __init__(self, record: SessionRecord) -> None:
         self.record = record
         #: the kept envelopes, oldest first; ``bodies[0]`` is sequence ``first`` (a list,
         #: not a deque: an empty deque costs ~600 bytes per session, an empty list 56)
         self.bodies: list[bytes] = []
-        self.first = 1
+        #: a fork's own events follow its parent's, from the fork point on
+        self.first = record.fork_sequence + 1
+        #: ``(terminal sequence, position)`` of the runs that ended with one, in order
+        self.positions: list[tuple[int, bytes]] = []
         #: bytes this session holds against the budget
         self.size = 0
         self.raw: dict[int, bytes] = {}
@@ -198,8 +202,13 @@ class MemoryHistory:
     def run_started(self, session_id: str, run_id: str, sequence: int) -> None:
         """Runs are only in the runtime's memory."""
 
-    def run_ended(self, session_id: str, run_id: str, sequence: int, state: str) -> None:
-        """Runs are only in the runtime's memory."""
+    def run_ended(
+        self, session_id: str, run_id: str, sequence: int, state: str, position: bytes | None
+    ) -> None:
+        """Keep the run's position (the rest of a run is only in the runtime's memory)."""
+        stored = self._sessions.get(session_id)
+        if stored is not None and position is not None:
+            stored.positions.append((sequence, position))
 
     def interaction_opened(
         self, session_id: str, interaction_id: str, run_id: str, request: bytes
@@ -264,18 +273,53 @@ class MemoryHistory:
         return [self._record(s) for s in page], str(start + limit) if more else None
 
     async def read_events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
-        """Return the envelopes of sequences ``lo``..``hi``."""
+        """Return the envelopes of sequences ``lo``..``hi`` (of a fork: its parent's up to
+        the fork point, as the fork's, then its own)."""
+        return self._events(session_id, lo, hi)
+
+    def _events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
         stored = self._sessions.get(session_id)
         if stored is None or hi < lo:
             return []
+        record = stored.record
+        parent, fork_seq = record.parent_id, record.fork_sequence
+        if parent is not None and lo <= fork_seq:
+            out = rehead(self._events(parent, lo, min(hi, fork_seq)), parent, session_id)
+            return out + stored.page(fork_seq + 1, hi) if hi > fork_seq else out
         return stored.page(lo, hi)
 
     async def read_raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
-        """Return the raw records events ``lo``..``hi`` were projected from."""
+        """Return the raw records events ``lo``..``hi`` were projected from (through a
+        fork's parent)."""
+        return self._raw(session_id, lo, hi)
+
+    def _raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
         stored = self._sessions.get(session_id)
         if stored is None or hi < lo:
             return []
-        return raw_records(stored.links(), stored.raw, lo, hi)
+        record = stored.record
+        parent, fork_seq = record.parent_id, record.fork_sequence
+        before: list[RawRecord] = []
+        if parent is not None and lo <= fork_seq:
+            before = self._raw(parent, lo, min(hi, fork_seq))
+            lo = fork_seq + 1
+            if hi < lo:
+                return before
+        return before + raw_records(stored.links(), stored.raw, lo, hi)
+
+    async def position_at(self, session_id: str, sequence: int) -> bytes | None:
+        """The latest run position at or before ``sequence``, through a fork's parents."""
+        while True:
+            stored = self._sessions.get(session_id)
+            if stored is None:
+                return None
+            for ended, position in reversed(stored.positions):
+                if ended <= sequence:
+                    return position
+            parent = stored.record.parent_id
+            if parent is None:
+                return None
+            session_id, sequence = parent, min(sequence, stored.record.fork_sequence)
 
     # ------------------------------------------------------------------ ownership
 
@@ -290,10 +334,12 @@ class MemoryHistory:
         return "claimed", self._record(stored)
 
     async def delete(self, session_id: str) -> DeleteStatus:
-        """Forget a session."""
-        stored = self._sessions.pop(session_id, None)
-        if stored is None:
+        """Forget a session (not one a fork reads from)."""
+        if session_id not in self._sessions:
             return "not_found"
+        if any(s.record.parent_id == session_id for s in self._sessions.values()):
+            return "has_forks"
+        stored = self._sessions.pop(session_id)
         self.size -= stored.size
         self._receipts = {
             k: v for k, v in self._receipts.items() if not _for_session(v[0], session_id)

@@ -14,21 +14,36 @@ import msgspec
 
 from agent_bridge.journal.base import SessionRecord
 from agent_bridge.journal.blocks import decode_bodies, slice_block
+from agent_bridge.journal.forks import rehead
 from agent_bridge.journal.raw import raw_records
-from agent_bridge.journal.rows import last_sequence, session_key
+from agent_bridge.journal.rows import last_sequence
 from agent_bridge.wire.methods import RawRecord
 
 __all__ = ["Reader", "session_record"]
 
 _SESSION_COLUMNS = (
     "skey, session_id, provider_id, provider_version, workspace, title, options, "
-    "created_at, updated_at, state, recovery"
+    "created_at, updated_at, state, recovery, parent_id, fork_seq"
 )
 
 
 def session_record(conn: sqlite3.Connection, row: Any) -> SessionRecord:
     """Return the :class:`SessionRecord` of a row of ``_SESSION_COLUMNS``."""
-    skey, sid, provider, version, workspace, title, options, created, updated, state, recovery = row
+    (
+        skey,
+        sid,
+        provider,
+        version,
+        workspace,
+        title,
+        options,
+        created,
+        updated,
+        state,
+        recovery,
+        parent,
+        fork_seq,
+    ) = row
     return SessionRecord(
         session_id=sid,
         provider_id=provider,
@@ -41,7 +56,17 @@ def session_record(conn: sqlite3.Connection, row: Any) -> SessionRecord:
         options=msgspec.json.decode(options) if options else {},
         last_sequence=last_sequence(conn, int(skey)),
         recovery=None if recovery is None else msgspec.json.decode(recovery),
+        parent_id=parent,
+        fork_sequence=int(fork_seq or 0),
     )
+
+
+def _fork_of(conn: sqlite3.Connection, session_id: str) -> tuple[int, str | None, int] | None:
+    """``(skey, parent id, fork sequence)`` of a session, or ``None``."""
+    row = conn.execute(
+        "SELECT skey, parent_id, fork_seq FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return None if row is None else (int(row[0]), row[1], int(row[2] or 0))
 
 
 class Reader:
@@ -57,54 +82,94 @@ class Reader:
             self.conn.close()
 
     def events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
-        """Return the stored envelopes of sequences ``lo``..``hi`` of a session."""
+        """Return the stored envelopes of sequences ``lo``..``hi`` of a session (of a
+        fork: its parent's up to the fork point, as the fork's, then its own)."""
         with self.lock:
-            conn = self.conn
-            skey = session_key(conn, session_id)
-            if skey is None or hi < lo:
-                return []
-            rows = conn.execute(
-                "SELECT first_seq, codec, sizes, bodies FROM event_blocks "
-                "WHERE skey = ?1 AND first_seq <= ?3 AND first_seq >= ("
-                "  SELECT COALESCE(MAX(first_seq), 0) FROM event_blocks"
-                "  WHERE skey = ?1 AND first_seq <= ?2"
-                ") ORDER BY first_seq",
-                (skey, lo, hi),
-            ).fetchall()
+            return self._events(session_id, lo, hi)
+
+    def _events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
+        conn = self.conn
+        found = _fork_of(conn, session_id)
+        if found is None or hi < lo:
+            return []
+        skey, parent, fork_seq = found
         out: list[bytes] = []
+        if parent is not None and lo <= fork_seq:
+            out = rehead(self._events(parent, lo, min(hi, fork_seq)), parent, session_id)
+            lo = fork_seq + 1
+            if hi < lo:
+                return out
+        rows = conn.execute(
+            "SELECT first_seq, codec, sizes, bodies FROM event_blocks "
+            "WHERE skey = ?1 AND first_seq <= ?3 AND first_seq >= ("
+            "  SELECT COALESCE(MAX(first_seq), 0) FROM event_blocks"
+            "  WHERE skey = ?1 AND first_seq <= ?2"
+            ") ORDER BY first_seq",
+            (skey, lo, hi),
+        ).fetchall()
         for first, codec, sizes, bodies in rows:
             out += slice_block(int(first), sizes, decode_bodies(int(codec), bodies), lo, hi)
         return out
 
     def raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
-        """Return the raw records events ``lo``..``hi`` were projected from."""
+        """Return the raw records events ``lo``..``hi`` were projected from (of a fork:
+        its parent's up to the fork point, then its own)."""
+        with self.lock:
+            return self._raw(session_id, lo, hi)
+
+    def position(self, session_id: str, sequence: int) -> bytes | None:
+        """The position of the latest run of the session's history (through a fork's
+        parents) that ended at or before ``sequence`` with one, or ``None``."""
         with self.lock:
             conn = self.conn
-            skey = session_key(conn, session_id)
-            if skey is None or hi < lo:
-                return []
-            links = [
-                (int(a), int(b), int(r))
-                for a, b, r in conn.execute(
-                    "SELECT first_seq, last_seq, raw_id FROM raw_links "
-                    "WHERE skey = ?1 AND first_seq <= ?3 AND first_seq >= ("
-                    "  SELECT COALESCE(MAX(first_seq), 0) FROM raw_links"
-                    "  WHERE skey = ?1 AND first_seq <= ?2"
-                    ") ORDER BY first_seq",
-                    (skey, lo, hi),
-                )
-            ]
-            wanted = sorted({r for _, _, r in links})
-            records: dict[int, bytes] = {}
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                query = (
-                    f"SELECT raw_id, record FROM raw_records WHERE skey = ? AND raw_id IN ({marks})"  # noqa: S608
-                )
-                for raw_id, record in conn.execute(query, (skey, *chunk)):
-                    records[int(raw_id)] = bytes(record)
-        return raw_records(links, records, lo, hi)
+            while True:
+                found = _fork_of(conn, session_id)
+                if found is None:
+                    return None
+                skey, parent, fork_seq = found
+                row = conn.execute(
+                    "SELECT position FROM runs WHERE skey = ? AND ended_seq <= ? "
+                    "AND position IS NOT NULL ORDER BY ended_seq DESC LIMIT 1",
+                    (skey, sequence),
+                ).fetchone()
+                if row is not None:
+                    return bytes(row[0])
+                if parent is None:
+                    return None
+                session_id, sequence = parent, min(sequence, fork_seq)
+
+    def _raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
+        conn = self.conn
+        found = _fork_of(conn, session_id)
+        if found is None or hi < lo:
+            return []
+        skey, parent, fork_seq = found
+        before: list[RawRecord] = []
+        if parent is not None and lo <= fork_seq:
+            before = self._raw(parent, lo, min(hi, fork_seq))
+            lo = fork_seq + 1
+            if hi < lo:
+                return before
+        links = [
+            (int(a), int(b), int(r))
+            for a, b, r in conn.execute(
+                "SELECT first_seq, last_seq, raw_id FROM raw_links "
+                "WHERE skey = ?1 AND first_seq <= ?3 AND first_seq >= ("
+                "  SELECT COALESCE(MAX(first_seq), 0) FROM raw_links"
+                "  WHERE skey = ?1 AND first_seq <= ?2"
+                ") ORDER BY first_seq",
+                (skey, lo, hi),
+            )
+        ]
+        wanted = sorted({r for _, _, r in links})
+        records: dict[int, bytes] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            query = f"SELECT raw_id, record FROM raw_records WHERE skey = ? AND raw_id IN ({marks})"  # noqa: S608
+            for raw_id, record in conn.execute(query, (skey, *chunk)):
+                records[int(raw_id)] = bytes(record)
+        return before + raw_records(links, records, lo, hi)
 
     def session(self, session_id: str) -> SessionRecord | None:
         """Return a stored session, or ``None``."""

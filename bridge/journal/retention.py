@@ -75,7 +75,8 @@ def apply_retention(
     conn: sqlite3.Connection, policy: Retention, now: float | None = None
 ) -> list[str]:
     """Delete the closed sessions the caps say to delete, in one transaction; return their
-    ids.  ``now`` is a Unix time (default: the current time)."""
+    ids.  A session a fork reads from is kept (its fork's history is partly its own).
+    ``now`` is a Unix time (default: the current time)."""
     if not policy.enabled:
         return []
     now = time.time() if now is None else now
@@ -84,7 +85,8 @@ def apply_retention(
         if policy.max_age_days is not None:
             cutoff = _iso(now - policy.max_age_days * 86400.0)
             for skey, session_id in conn.execute(
-                "SELECT skey, session_id FROM sessions WHERE state = 'closed' AND updated_at < ?",
+                "SELECT skey, session_id FROM sessions WHERE state = 'closed' AND updated_at < ? "
+                "AND NOT EXISTS (SELECT 1 FROM sessions f WHERE f.parent_id = sessions.session_id)",
                 (cutoff,),
             ).fetchall():
                 delete_session_rows(conn, int(skey))
@@ -94,6 +96,8 @@ def apply_retention(
             if total > policy.max_bytes:
                 oldest = conn.execute(
                     "SELECT skey, session_id, bytes FROM sessions WHERE state = 'closed' "
+                    "AND NOT EXISTS "
+                    "(SELECT 1 FROM sessions f WHERE f.parent_id = sessions.session_id) "
                     "ORDER BY updated_at, skey"
                 ).fetchall()
                 for skey, session_id, size in oldest:

@@ -27,12 +27,16 @@ def session_key(conn: sqlite3.Connection, session_id: str) -> int | None:
 
 
 def last_sequence(conn: sqlite3.Connection, skey: int) -> int:
-    """Return the sequence of the session's newest stored event (0 when it has none)."""
+    """Return the sequence of the session's newest stored event (when it has none: 0, or
+    for a fork the sequence it was forked at, which its own events follow)."""
     row = conn.execute(
         "SELECT last_seq FROM event_blocks WHERE skey = ? ORDER BY first_seq DESC LIMIT 1",
         (skey,),
     ).fetchone()
-    return 0 if row is None else int(row[0])
+    if row is not None:
+        return int(row[0])
+    row = conn.execute("SELECT fork_seq FROM sessions WHERE skey = ?", (skey,)).fetchone()
+    return 0 if row is None else int(row[0] or 0)
 
 
 def insert_events(

@@ -174,8 +174,18 @@ _V3: Final = (
     "CREATE INDEX blob_refs_sha256 ON blob_refs(sha256)",
 )
 
+#: Version 4: forks.  A fork names its parent session and the sequence it was forked at
+#: (its history reads the parent's up to there: nothing is copied), and a run keeps the
+#: provider's position at its end (what a fork at that run is made from).
+_V4: Final = (
+    "ALTER TABLE sessions ADD COLUMN parent_id TEXT",
+    "ALTER TABLE sessions ADD COLUMN fork_seq INTEGER NOT NULL DEFAULT 0",
+    "CREATE INDEX sessions_parent ON sessions(parent_id) WHERE parent_id IS NOT NULL",
+    "ALTER TABLE runs ADD COLUMN position BLOB",
+)
+
 #: Version n is reached from n - 1 by running ``MIGRATIONS[n]``.
-MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2, 3: _V3}
+MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 SCHEMA_VERSION: Final = max(MIGRATIONS)
 
 Sync = Literal["normal", "full"]

@@ -68,7 +68,8 @@ OP_EVENTS: Final = 0
 OP_SESSION: Final = 2
 #: ``(OP_UPDATE, session_id, {column: value})`` for the columns in ``_UPDATABLE``
 OP_UPDATE: Final = 3
-#: ``(OP_RUN, session_id, run_id, sequence, state)``: started (``running``) or ended
+#: ``(OP_RUN, session_id, run_id, sequence, state, position)``: started (``running``) or
+#: ended (``position``: the provider's point at its end, encoded JSON, or ``None``)
 OP_RUN: Final = 4
 #: ``(OP_INTERACTION, session_id, interaction_id, run_id, request_json)``
 OP_INTERACTION: Final = 5
@@ -85,7 +86,17 @@ OP_FORGET: Final = 8
 OP_BLOB: Final = 9
 
 _UPDATABLE: Final = frozenset(
-    {"state", "owner", "updated_at", "title", "workspace", "options", "recovery"}
+    {
+        "state",
+        "owner",
+        "updated_at",
+        "title",
+        "workspace",
+        "options",
+        "recovery",
+        "parent_id",
+        "fork_seq",
+    }
 )
 
 #: ``notify(operations committed, events committed, fault)``: ``fault`` is ``None`` after
@@ -437,7 +448,7 @@ class Writer:
                     (*(fields[name] for name in columns), skey),
                 )
         elif kind == OP_RUN:
-            _, _, run_id, sequence, state = op
+            _, _, run_id, sequence, state, position = op
             if state == "running":
                 conn.execute(
                     "INSERT OR REPLACE INTO runs (skey, run_id, started_seq, ended_seq, state) "
@@ -446,8 +457,9 @@ class Writer:
                 )
             else:
                 conn.execute(
-                    "UPDATE runs SET ended_seq = ?, state = ? WHERE skey = ? AND run_id = ?",
-                    (sequence, state, skey, run_id),
+                    "UPDATE runs SET ended_seq = ?, state = ?, position = ? "
+                    "WHERE skey = ? AND run_id = ?",
+                    (sequence, state, position, skey, run_id),
                 )
         elif kind == OP_INTERACTION:
             _, _, interaction_id, run_id, request = op

@@ -189,7 +189,11 @@ class Run:
         self._to(outcome.state)
         self._publish(payload)
         session.services.history.run_ended(
-            session.id, self.id, session.stream.last_sequence, self.state
+            session.id,
+            self.id,
+            session.stream.last_sequence,
+            self.state,
+            _position(outcome.position),
         )
         session.touch()
         session.save_recovery()
@@ -474,3 +478,14 @@ class RunContext:
 
     async def ask(self, request: InteractionRequest) -> InteractionOutcome:
         return await self.open_interaction(request).wait()
+
+
+def _position(position: object) -> bytes | None:
+    """A run's fork position as stored (JSON), or ``None`` (none, or not JSON: logged)."""
+    if position is None:
+        return None
+    try:
+        return msgspec.json.encode(position)
+    except (TypeError, ValueError, UnicodeEncodeError):
+        log.warning("a provider gave a run position that is not JSON; not kept")
+        return None

@@ -66,6 +66,7 @@ from agent_bridge.wire.methods import (
     SessionAttachResult,
     SessionDeleteResult,
     SessionInfo,
+    SessionParent,
 )
 from agent_bridge.wire.providers import ProviderDescriptor
 from agent_bridge.workspace import resolve_workspace
@@ -78,6 +79,21 @@ WIRE_VERSION: Final = 1
 PROBE_TIMEOUT: Final = 15.0
 #: Seconds a journal may fail to commit before the running runs are ended.
 JOURNAL_FAULT_LIMIT: Final = 60.0
+
+
+#: the events that end a run: a fork may be made at one of them
+_RUN_ENDS: Final = frozenset({"run.completed", "run.failed", "run.interrupted"})
+
+
+class _PayloadType(msgspec.Struct):
+    type: str = ""
+
+
+class _ForkPoint(msgspec.Struct, rename="camel"):
+    """What :meth:`Runtime.fork_session` reads of the event it forks at."""
+
+    payload: _PayloadType = msgspec.field(default_factory=_PayloadType)
+    run_id: str | None = None
 
 
 def require_unicode(field: str, value: object) -> None:
@@ -350,6 +366,8 @@ class Runtime:
         start: ProviderStart,
         subscriber: Subscriber | None,
         session_id: str | None = None,
+        parent: SessionParent | None = None,
+        resolved: dict[str, Any] | None = None,
     ) -> SessionInfo:
         self.services.check_writable()
         require_unicode("workspace", workspace)
@@ -357,7 +375,8 @@ class Runtime:
         require_unicode("title", title)
         provider = self.registry.get(provider_id)
         descriptor = provider.describe()
-        resolved = resolve_options(descriptor.options, options, "session")
+        if resolved is None:
+            resolved = resolve_options(descriptor.options, options, "session")
         real_workspace = resolve_workspace(workspace)
         session = self._new_session(
             session_id or self.services.ids.new("ses"),
@@ -367,7 +386,9 @@ class Runtime:
             title,
             resolved,
             self.services.clock.now_iso(),
+            0 if parent is None else parent.sequence,
         )
+        session.parent = parent
         await self._start(session, start)
         self.sessions[session.id] = session
         if subscriber is not None:
@@ -382,6 +403,8 @@ class Runtime:
                 created_at=session.created_at,
                 updated_at=session.updated_at,
                 options=self._storable(session.id, resolved),
+                parent_id=None if parent is None else parent.session_id,
+                fork_sequence=0 if parent is None else parent.sequence,
             )
         )
         session.save_recovery()
@@ -436,6 +459,77 @@ class Runtime:
             lambda p, ctx: p.resume_session(ctx, record.opaque),
             subscriber,
         )
+
+    async def fork_session(
+        self,
+        session_id: str,
+        *,
+        at_event: int | None = None,
+        title: str | None = None,
+        subscriber: Subscriber | None = None,
+    ) -> SessionInfo:
+        """Fork ``session_id`` at the event ``at_event`` (default: its last): a new
+        session on the same provider whose history reads the original's up to there
+        (referenced, never copied) and whose provider session is the provider's native
+        fork at the end of the latest run at or before it.  The original is unchanged.
+
+        Raises ``session_not_found``, ``unsupported`` (the provider cannot fork, or not
+        at an earlier event), ``invalid_params`` (``atEvent`` below 1, past the end, or
+        inside a run) and what :meth:`create_session` raises."""
+        self.services.check_writable()
+        live = self.sessions.get(session_id)
+        if live is not None:
+            await self.flush()
+        record = await self._stored(session_id)
+        provider = self.registry.get(record.provider_id)
+        support = provider.describe().capabilities.fork
+        last = live.stream.last_sequence if live is not None else record.last_sequence
+        at = last if at_event is None else at_event
+        if not (support.at_end or support.at_event) or (at != last and not support.at_event):
+            raise BridgeError("unsupported")
+        if at < 1 or at > last:
+            raise BridgeError(
+                "invalid_params",
+                details={
+                    "field": "atEvent",
+                    "reason": f"no event {at} in this session: its events are 1..{last}"
+                    if last
+                    else "the session has no events yet",
+                },
+            )
+        await self._check_fork_point(session_id, at)
+        position_bytes = await guard(self.history.position_at(session_id, at))
+        position = None if position_bytes is None else msgspec.json.decode(position_bytes)
+        opaque = live.recovery_opaque if live is not None else record.recovery
+        options = restore_withheld(record.options, self._withheld.get(session_id))
+        at_end = at == last
+        return await self._open_session(
+            record.provider_id,
+            record.workspace,
+            options,
+            title if title is not None else record.title,
+            lambda p, ctx: p.fork_session(ctx, opaque, position, at_end),
+            subscriber,
+            parent=SessionParent(session_id, at),
+            resolved=options,
+        )
+
+    async def _check_fork_point(self, session_id: str, at: int) -> None:
+        """Raise ``invalid_params`` when the event ``at`` is inside a run (a run's event
+        other than its last): a provider forks between its turns only."""
+        page = await guard(self.history.read_events(session_id, at, at))
+        if not page:
+            return  # dropped from memory: nothing tells, the provider's position decides
+        event = msgspec.json.decode(page[0], type=_ForkPoint)
+        if event.run_id is not None and event.payload.type not in _RUN_ENDS:
+            raise BridgeError(
+                "invalid_params",
+                details={
+                    "field": "atEvent",
+                    "reason": f"event {at} is inside a run: fork at a run's last event "
+                    "(run.completed, run.failed or run.interrupted) or between runs",
+                },
+            )
 
     async def reopen_session(
         self,
@@ -525,7 +619,7 @@ class Runtime:
             if options
             else restore_withheld(record.options, self._withheld.get(record.session_id))
         )
-        return self._new_session(
+        session = self._new_session(
             record.session_id,
             provider,
             descriptor,
@@ -535,6 +629,9 @@ class Runtime:
             record.created_at,
             record.last_sequence,
         )
+        if record.parent_id is not None:
+            session.parent = SessionParent(record.parent_id, record.fork_sequence)
+        return session
 
     async def attach(
         self, session_id: str, subscriber: Subscriber, after: int = 0
@@ -713,6 +810,14 @@ class Runtime:
         status = await guard(self.history.delete(session_id))
         if status == "in_use":
             raise BridgeError("session_in_use")
+        if status == "has_forks":
+            raise BridgeError(
+                "invalid_params",
+                details={
+                    "field": "sessionId",
+                    "reason": "forks read this session's history: delete them first",
+                },
+            )
         if status == "not_found" and session is None:
             raise BridgeError("session_not_found")
         if session is not None:

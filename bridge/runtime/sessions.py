@@ -30,7 +30,7 @@ from agent_bridge.runtime.stream import EventStream, Subscriber
 from agent_bridge.spi import AgentProvider, ProviderSession, RunOutcome, SessionContext
 from agent_bridge.states import SESSION_TRANSITIONS, SessionState, transition
 from agent_bridge.wire.events import SessionClosed
-from agent_bridge.wire.methods import SessionInfo
+from agent_bridge.wire.methods import SessionInfo, SessionParent
 from agent_bridge.wire.providers import InputCapabilities, ProviderDescriptor
 
 __all__ = ["ProviderStart", "Session", "record_info"]
@@ -54,6 +54,9 @@ def record_info(record: SessionRecord) -> SessionInfo:
         title=record.title,
         last_sequence=record.last_sequence,
         updated_at=record.updated_at,
+        parent=None
+        if record.parent_id is None
+        else SessionParent(record.parent_id, record.fork_sequence),
     )
 
 
@@ -68,6 +71,7 @@ class Session:
         "finished",
         "id",
         "options",
+        "parent",
         "provider",
         "provider_session",
         "recovery_opaque",
@@ -103,6 +107,8 @@ class Session:
         self.updated_at = created_at
         self.services = services
         self.state: SessionState = "active"
+        #: the session and sequence this one was forked from
+        self.parent: SessionParent | None = None
         self.provider_session: ProviderSession | None = None
         self.recovery_opaque: Any = None
         self.saved_recovery = b""
@@ -140,6 +146,7 @@ class Session:
             updated_at=self.updated_at,
             attached_hosts=attached,
             pending_interactions=pending,
+            parent=self.parent,
         )
 
     def touch(self) -> None:

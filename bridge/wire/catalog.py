@@ -38,6 +38,7 @@ from agent_bridge.wire.methods import (
     SessionCreateParams,
     SessionDeleteResult,
     SessionExportResult,
+    SessionForkParams,
     SessionListParams,
     SessionListResult,
     SessionRef,
@@ -150,6 +151,12 @@ CATALOG: Final[tuple[MethodInfo, ...]] = (
         SessionResumeParams,
         SessionResult,
         "Continue a provider session from a recovery record, or reopen a session by id.",
+    ),
+    _req(
+        "session/fork",
+        SessionForkParams,
+        SessionResult,
+        "Fork a session at an event (natively, where the provider can); the original is unchanged.",
     ),
     _req(
         "session/attach",

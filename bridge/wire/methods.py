@@ -22,7 +22,9 @@ __all__ = [
     "RunInput",
     "ServerCapabilities",
     "ServerInfo",
+    "SessionForkParams",
     "SessionInfo",
+    "SessionParent",
 ]
 
 
@@ -154,9 +156,19 @@ class RecoveryRecord(WireStruct, frozen=True):
     opaque: Any
 
 
+class SessionParent(WireStruct, frozen=True):
+    """The session a fork was made from, and the sequence of the event it was forked
+    at: the fork's history is its parent's up to and including ``sequence``, then its
+    own (numbered on from ``sequence + 1``)."""
+
+    session_id: str
+    sequence: int
+
+
 class SessionInfo(WireStruct, frozen=True):
     """A session's identity and state.  ``updatedAt`` is the time of its last run start,
-    run end or state change."""
+    run end or state change; ``parent``: the session and event it was forked from
+    (``session/fork``)."""
 
     session_id: str
     provider_id: str
@@ -171,6 +183,7 @@ class SessionInfo(WireStruct, frozen=True):
     attached_hosts: int = 0
     #: ``session/list`` only: interactions of its active run waiting for an answer
     pending_interactions: int = 0
+    parent: SessionParent | None = None
 
 
 class SessionCreateParams(WireStruct, frozen=True):
@@ -230,6 +243,24 @@ class SessionResumeParams(WireStruct, frozen=True):
     after: int | None = None
     workspace: str | None = None
     options: dict[str, Any] = {}
+    title: str | None = None
+
+
+class SessionForkParams(WireStruct, frozen=True):
+    """``session/fork``: a new session, on the same provider, whose history is that of
+    ``sessionId`` up to and including the event ``atEvent`` (its whole history when
+    omitted) and whose next run continues from there; the original is unchanged.
+
+    The provider forks natively (its descriptor's ``capabilities.fork``); where it cannot,
+    the fork is refused ``unsupported``.  ``atEvent`` must be a run's last event (its
+    ``run.completed``, ``run.failed`` or ``run.interrupted``) or an event outside any run;
+    past the end of the history or inside a run: ``invalid_params`` (``details.field``
+    ``atEvent``).  The provider's history is cut at the end of the latest run that ended
+    at or before ``atEvent``.  ``title`` names the fork (default: the original's).  The
+    fork is open in this bridge and attached to the host that made it."""
+
+    session_id: str
+    at_event: int | None = None
     title: str | None = None
 
 

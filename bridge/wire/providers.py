@@ -18,6 +18,7 @@ __all__ = [
     "ApprovalCapability",
     "Availability",
     "Capabilities",
+    "ForkCapability",
     "ImageInputCapability",
     "InputCapabilities",
     "InteractionCapabilities",
@@ -68,6 +69,18 @@ class RecoveryCapability(WireStruct, frozen=True):
     resume: bool
 
 
+class ForkCapability(WireStruct, frozen=True):
+    """Whether ``session/fork`` works, natively, on this provider.
+
+    ``atEnd``: a fork of a session's whole history.  ``atEvent``: a fork at an earlier
+    event of it: the provider's history is cut at the end of the latest run that ended at
+    or before that event (an event inside a run is refused).  Both ``false``: the bridge
+    refuses every fork ``unsupported`` (it never fakes one by replaying text)."""
+
+    at_end: bool = False
+    at_event: bool = False
+
+
 class NativeSessionsCapability(WireStruct, frozen=True):
     """What a provider can do with the sessions it keeps itself (created in its own CLI or
     app, see ``provider/sessions/list`` and ``provider/sessions/read``): ``list`` them,
@@ -112,6 +125,7 @@ class Capabilities(WireStruct, frozen=True):
     #: the provider's own sessions (declared by every provider, ``unsupported`` or not)
     native_sessions: NativeSessionsCapability
     input: InputCapabilities = InputCapabilities()
+    fork: ForkCapability = ForkCapability()
 
 
 class OptionDescriptor(WireStruct, frozen=True):

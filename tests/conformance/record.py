@@ -471,6 +471,17 @@ def delete(rec: Recorder) -> None:
     rec.request("session/list", {})
 
 
+@scenario("fork", doc=True)
+def fork(rec: Recorder) -> None:
+    """session/fork on a provider whose descriptor has no capabilities.fork (the scripted
+    one) is refused unsupported: the bridge never fakes a fork by replaying text.  An
+    unknown session is session_not_found."""
+    session = create(rec, {"steps": [{"type": "echo"}]})
+    start(rec, session, "hi", until=event("run.completed"))
+    rec.request("session/fork", {"sessionId": session, "atEvent": 3})
+    rec.request("session/fork", {"sessionId": "ses_missing"})
+
+
 @scenario("session_list_paging")
 def session_list_paging(rec: Recorder) -> None:
     """session/list pages newest first with a cursor (nextCursor), and filters by provider."""

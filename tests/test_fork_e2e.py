@@ -1,0 +1,183 @@
+"""End to end: ``session/fork`` with the real ``claude`` CLI against the stand-in Messages API.
+
+The fork is the CLI's own (``--resume --fork-session --resume-session-at``): the stand-in
+sees what each conversation carries.  A fork made after the first of two turns carries
+that turn and not the second; the original still carries both; the fork's history reads
+the original's up to the fork point (as the fork's events), then its own; ``session/list``
+shows its parent.  The errors (unknown session, past the end, inside a run) and the
+refusal on a provider that cannot fork are checked through the same bridge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bridge_client import BridgeProcess
+from conftest import running_bridge
+from provider_clis import require_cli
+from standins.anthropic_server import AnthropicStandIn, RecordedRequest, Text, last_user_text
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def standin() -> Iterator[AnthropicStandIn]:
+    with AnthropicStandIn() as server:
+        yield server
+
+
+def claude_env(tmp: Path, server: AnthropicStandIn) -> dict[str, str]:
+    for name in ("home", "config", "tmp", "work"):
+        (tmp / name).mkdir(exist_ok=True)
+    return {
+        "AGENT_BRIDGE_CLAUDE_PATH": require_cli("claude"),
+        "HOME": str(tmp / "home"),
+        "CLAUDE_CONFIG_DIR": str(tmp / "config"),
+        "TMPDIR": str(tmp / "tmp"),
+        "ANTHROPIC_BASE_URL": server.base_url,
+        "ANTHROPIC_API_KEY": "dummy",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }
+
+
+@asynccontextmanager
+async def bridge(env: dict[str, str], *args: str) -> AsyncIterator[BridgeProcess]:
+    async with running_bridge("newline", *args, env=env) as b:
+        yield b
+
+
+async def turn(b: BridgeProcess, session_id: str, text: str) -> dict[str, Any]:
+    """Run one turn to its end; return its terminal event's params."""
+    await b.result("run/start", {"sessionId": session_id, "input": {"text": text}})
+    terminal = await b.terminal(timeout=60)
+    assert terminal["payload"]["type"] == "run.completed", terminal
+    assert terminal["sessionId"] == session_id
+    return terminal
+
+
+def texts(request: RecordedRequest) -> str:
+    """Every text of the messages a model request carried, joined."""
+    out: list[str] = []
+    for message in request.body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, list):
+            out.extend(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return "\n".join(out)
+
+
+async def read_all(b: BridgeProcess, session_id: str) -> list[dict[str, Any]]:
+    page = await b.result("events/read", {"sessionId": session_id, "after": 0, "limit": 1000})
+    events: list[dict[str, Any]] = page["events"]
+    return events
+
+
+async def error_of(b: BridgeProcess, method: str, params: Any) -> dict[str, Any]:
+    reply = await b.call(method, params, 30)
+    assert "error" in reply, reply
+    data: dict[str, Any] = reply["error"]["data"]
+    return data
+
+
+async def test_claude_fork_midway(tmp_path: Path, standin: AnthropicStandIn) -> None:
+    env = claude_env(tmp_path, standin)
+    standin.push(
+        Text("Alpha noted."),
+        Text("Beta noted."),
+        Text("Only alpha."),
+        Text("Alpha and beta."),
+        Text("Still only alpha."),
+    )
+    async with bridge(env, "--state-dir", str(tmp_path / "state")) as b:
+        created = await b.result(
+            "session/create",
+            {"provider": "claude-code", "workspace": str(tmp_path / "work")},
+            timeout=30,
+        )
+        original = created["session"]["sessionId"]
+        first = await turn(b, original, "remember alpha")
+        await turn(b, original, "now remember beta")
+        before = await read_all(b, original)
+
+        # An event inside a run, past the end, an unknown session: typed errors.
+        inside = next(e for e in before if e["payload"]["type"] == "text.delta")
+        data = await error_of(
+            b, "session/fork", {"sessionId": original, "atEvent": inside["sequence"]}
+        )
+        assert data["code"] == "invalid_params" and data["details"]["field"] == "atEvent"
+        last = before[-1]["sequence"]
+        data = await error_of(b, "session/fork", {"sessionId": original, "atEvent": last + 1})
+        assert data["code"] == "invalid_params" and data["details"]["field"] == "atEvent"
+        data = await error_of(b, "session/fork", {"sessionId": "ses_nosuchsession"})
+        assert data["code"] == "session_not_found"
+
+        forked = await b.result(
+            "session/fork", {"sessionId": original, "atEvent": first["sequence"]}, timeout=30
+        )
+        fork = forked["session"]
+        assert fork["parent"] == {"sessionId": original, "sequence": first["sequence"]}
+        assert fork["lastSequence"] == first["sequence"]
+        assert fork["providerId"] == "claude-code"
+
+        # The fork's history: the original's up to the fork point, as the fork's events.
+        prefix = await read_all(b, fork["sessionId"])
+        assert [e["payload"] for e in prefix] == [
+            e["payload"] for e in before if e["sequence"] <= first["sequence"]
+        ]
+        assert {e["sessionId"] for e in prefix} == {fork["sessionId"]}
+        assert len({e["eventId"] for e in prefix} & {e["eventId"] for e in before}) == 0
+
+        fork_turn = await turn(b, fork["sessionId"], "which words do you know?")
+        assert fork_turn["sequence"] > first["sequence"]
+        await turn(b, original, "and which do you know?")
+        await turn(b, fork["sessionId"], "still?")
+
+        listed = await b.result("session/list", {})
+        by_id = {s["sessionId"]: s for s in listed["sessions"]}
+        assert by_id[fork["sessionId"]]["parent"] == fork["parent"]
+        assert "parent" not in by_id[original]
+        # The original's history is unchanged by the fork.
+        after = await read_all(b, original)
+        assert after[: len(before)] == before
+
+    requests = standin.model_requests()
+    assert [last_user_text(r.body) for r in requests] == [
+        "remember alpha",
+        "now remember beta",
+        "which words do you know?",
+        "and which do you know?",
+        "still?",
+    ]
+    fork_seen = texts(requests[2])
+    assert "remember alpha" in fork_seen and "Alpha noted." in fork_seen
+    assert "beta" not in fork_seen.lower()
+    original_seen = texts(requests[3])
+    assert "now remember beta" in original_seen and "Beta noted." in original_seen
+    assert "which words do you know?" not in original_seen
+    fork_again = texts(requests[4])
+    assert "which words do you know?" in fork_again and "Only alpha." in fork_again
+    assert "beta" not in fork_again.lower()
+    sessions = [r.headers.get("x-claude-code-session-id") for r in requests]
+    assert sessions[0] == sessions[1] == sessions[3]
+    assert sessions[2] == sessions[4] != sessions[0]
+
+
+async def test_fork_refused_where_the_provider_cannot(tmp_path: Path) -> None:
+    async with bridge({}) as b:
+        created = await b.result("session/create", {"provider": "scripted"})
+        session_id = created["session"]["sessionId"]
+        await b.result("run/start", {"sessionId": session_id, "input": {"text": "hello"}})
+        await b.terminal(timeout=30)
+        data = await error_of(b, "session/fork", {"sessionId": session_id})
+        assert data["code"] == "unsupported"
+        data = await error_of(b, "session/fork", {"sessionId": session_id, "atEvent": 1})
+        assert data["code"] == "unsupported"
+        listed = await b.result("providers/list", {"probe": False})
+        scripted = next(p for p in listed["providers"] if p["id"] == "scripted")
+        assert "fork" not in scripted["capabilities"]
