@@ -3,13 +3,16 @@ against the real bridge, and its lint.
 
 The ERT scenario (tests/data/editors/emacs_session.el) drives a whole scripted session
 through the package's own commands, with asynchronous requests only: a missing bridge is
-a `user-error` with the next step; text and thinking stream into the chat buffer
-(`agent-bridge-chat-mode`), folded blocks toggle; an approval is never asked on its own,
-keys typed elsewhere answer nothing, `a` then q, C-g, ESC or another key in the chat
-dismiss it (still pending), `a s` answers it (offering the request's modes); the
-edit shows in `diff-mode`; a question is answered; a run is interrupted; the traffic log
-has both directions; after the bridge restarts on the same state directory the session
-is listed (`tabulated-list-mode`), reopened with no gap and no duplicate, and runs again.
+a `user-error` with the next step; a new session made through the pickers (its script
+file given as a further session option) shows its chat before the bridge answers, so a
+`p` typed ahead goes to the chat, not the source buffer; text and thinking stream into
+the chat buffer (`agent-bridge-chat-mode`), folded blocks toggle; an approval is never
+asked on its own, keys typed elsewhere answer nothing, `a` then q, C-g, ESC or another key
+in the chat dismiss it (still pending), `a s` answers it (offering the request's modes);
+the edit shows in `diff-mode` under a header naming its file; a question is answered; a
+run is interrupted; the traffic log has both directions; after the bridge restarts on
+the same state directory the session is listed (`tabulated-list-mode`), reopened with no
+gap and no duplicate, and runs again.
 """
 
 from __future__ import annotations

@@ -92,6 +92,9 @@ nil means `agent-bridge' on variable `exec-path'."
 (defvar-local agent-bridge--session-id nil
   "The session id of this chat buffer.")
 
+(defvar-local agent-bridge--starting nil
+  "Non-nil in a chat buffer whose session is being created.")
+
 (cl-defstruct (agent-bridge--session (:constructor agent-bridge--session-make)
                                      (:copier nil))
   id provider title state active-run (last-seq 0) pending edits blocks tail buffer ended)
@@ -757,7 +760,9 @@ Return nil for the default."
               ""))))
 
 (defun agent-bridge--create (provider options title)
-  "Create a session on PROVIDER (a descriptor) with OPTIONS and TITLE; show it."
+  "Create a session on PROVIDER (a descriptor) with OPTIONS and TITLE; show it.
+The chat buffer is shown at once, before the bridge answers, so that keys typed
+next go to it (not to the buffer the command was run from)."
   (let ((a (plist-get provider :availability)))
     (if (equal (plist-get a :status) "unavailable")
         (agent-bridge--message "%s is not available: %s%s" (plist-get provider :id)
@@ -765,23 +770,97 @@ Return nil for the default."
                                (if (plist-get a :nextStep)
                                    (concat " — next step: " (plist-get a :nextStep))
                                  ""))
-      (agent-bridge--call
-       'session/create
-       (append (list :provider (plist-get provider :id))
-               (and options (list :options options))
-               (and title (list :title title)))
-       (lambda (result)
-         (let* ((info (plist-get result :session))
-                (s (agent-bridge--session (plist-get info :sessionId) info)))
-           (setq agent-bridge--current (agent-bridge--session-id s))
-           (agent-bridge-show s)))))))
+      (let ((placeholder (generate-new-buffer "*agent-bridge (starting)*")))
+        (with-current-buffer placeholder
+          (agent-bridge-chat-mode)
+          (setq agent-bridge--starting t)
+          (let ((inhibit-read-only t))
+            (insert (format "# agent-bridge · %s · starting…" (plist-get provider :id)))))
+        (pop-to-buffer placeholder)
+        (agent-bridge--call
+         'session/create
+         (append (list :provider (plist-get provider :id))
+                 (and options (list :options options))
+                 (and title (not (string-empty-p title)) (list :title title)))
+         (lambda (result)
+           (let* ((info (plist-get result :session))
+                  (id (plist-get info :sessionId))
+                  (s (agent-bridge--session id info)))
+             ;; the placeholder becomes the chat buffer (`agent-bridge--buffer' finds
+             ;; it by its name and sets it up)
+             (when (and (buffer-live-p placeholder)
+                        (not (buffer-live-p (agent-bridge--session-buffer s))))
+               (with-current-buffer placeholder
+                 (rename-buffer (format "*agent-bridge %s*" id) t)))
+             (setq agent-bridge--current id)
+             ;; Set the chat up where it is shown; select nothing from here (this runs
+             ;; from the process filter: selecting a window would take the keyboard
+             ;; from a minibuffer the user is typing in, e.g. the first prompt).
+             (let ((buf (agent-bridge--buffer s)))
+               (unless (get-buffer-window buf 'visible)
+                 (display-buffer buf)))))
+         (lambda (err)
+           (when (buffer-live-p placeholder)
+             (with-current-buffer placeholder
+               (setq agent-bridge--starting nil)
+               (let ((inhibit-read-only t))
+                 (goto-char (point-max))
+                 (insert "\n! session/create failed: " (agent-bridge-format-error err)))))))))))
+
+(defun agent-bridge--read-value (option)
+  "Read a value for OPTION (a descriptor) by its type.
+Return the value as the bridge takes it, or nil for none."
+  (let* ((name (plist-get option :name))
+         (type (plist-get option :type))
+         (prompt (format "%s (%s): " name type))
+         (text (if (member type '("enum" "boolean"))
+                   (completing-read prompt (if (equal type "enum")
+                                               (append (plist-get option :values) nil)
+                                             '("true" "false"))
+                                    nil t)
+                 (read-string prompt))))
+    (cond ((string-empty-p text) nil)
+          ((equal type "boolean") (if (equal text "true") t :false))
+          ((member type '("integer" "number"))
+           (if (string-match-p "\\`-?[0-9.]+\\'" text)
+               (string-to-number text)
+             (user-error "Option %s wants a number, not %S" name text)))
+          ((equal type "stringList")
+           (vconcat (split-string text "[ \t]*,[ \t]*" t)))
+          ((equal type "json")
+           (condition-case nil
+               (json-parse-string text :object-type 'plist :null-object nil :false-object :false)
+             (json-parse-error (user-error "Option %s wants JSON, not %S" name text))))
+          (t text))))
+
+(defun agent-bridge--read-more-options (provider asked)
+  "Read further session options of PROVIDER, one at a time, until an empty answer.
+ASKED names the options already asked.  Return them as a plist."
+  (let ((more (seq-filter (lambda (o) (and (equal (plist-get o :scope) "session")
+                                            (not (member (plist-get o :name) asked))))
+                          (append (plist-get provider :options) nil)))
+        opts)
+    (while more
+      (let* ((labels (mapcar (lambda (o) (cons (plist-get o :name) o)) more))
+             (name (completing-read "More session options (empty: done): "
+                                    labels nil t))
+             (option (cdr (assoc name labels))))
+        (if (not option)
+            (setq more nil)
+          (let ((value (agent-bridge--read-value option)))
+            (when value
+              (setq opts (plist-put opts (intern (concat ":" name)) value))))
+          (setq more (delq option more)))))
+    opts))
 
 ;;;###autoload
 (defun agent-bridge-new-session (&optional provider-id options title)
   "Create a session and open its chat buffer.
 Interactively, pick the provider from `providers/list', then its
-model and mode options.  From Lisp, PROVIDER-ID, OPTIONS (a plist of
-session options) and TITLE skip the pickers."
+model and mode options, then any other session option it declares
+\(one at a time, read by its type; an empty answer ends), then a
+title.  From Lisp, PROVIDER-ID, OPTIONS (a plist of session options)
+and TITLE skip the pickers."
   (interactive)
   (agent-bridge--call
    'providers/list (list :probe t)
@@ -809,11 +888,18 @@ session options) and TITLE skip the pickers."
                 (mode (agent-bridge--read-option mode-option "Mode"))
                 (opts (append (and model (list :model model))
                               (and mode (list (intern (concat ":" (plist-get mode-option :name)))
-                                              mode)))))
+                                              mode))
+                              (agent-bridge--read-more-options
+                               provider (list "model" (plist-get mode-option :name))))))
            (agent-bridge--create provider opts (read-string "Title (optional): ")))))))))
 
 (defun agent-bridge--require-session ()
-  "Return the current session or signal `user-error'."
+  "Return the current session or signal `user-error'.
+In a chat whose session is still being created, wait (at most 30 s) for it:
+keys typed right after `agent-bridge-new-session' act on the new session."
+  (let ((deadline (+ (float-time) 30)))
+    (while (and agent-bridge--starting (< (float-time) deadline))
+      (accept-process-output nil 0.05)))
   (or (agent-bridge--current-session)
       (user-error "No agent-bridge session: M-x agent-bridge-new-session or agent-bridge-sessions")))
 
@@ -960,6 +1046,30 @@ answers nothing: it stays pending."
                        t)))
     (cons old new)))
 
+(defun agent-bridge--diff-header (path)
+  "Give the current diff buffer a header naming PATH, as `git diff' does.
+`diff-no-select' names the temporary files and buffers it compared (a
+`diff -u --label #<buffer ...>' line, `--- #<buffer ...>'); they become
+`--- a/PATH' and `+++ b/PATH' (PATH as is when absolute), and its
+\"Diff finished\" line goes."
+  (let ((inhibit-read-only t))
+    (goto-char (point-min))
+    (when (looking-at "diff .*\n")
+      (delete-region (match-beginning 0) (match-end 0)))
+    (let ((rel (not (file-name-absolute-p path))))
+      (when (re-search-forward "^--- .*$" nil t)
+        (replace-match (concat "--- " (if rel "a/" "") path) t t))
+      (when (re-search-forward "^\\+\\+\\+ .*$" nil t)
+        (replace-match (concat "+++ " (if rel "b/" "") path) t t)))
+    (goto-char (point-max))
+    (when (re-search-backward "^Diff finished" nil t)
+      (delete-region (point) (point-max))
+      (when (looking-back "\n\n" 2)
+        (delete-char -1)))
+    (goto-char (point-min))
+    (insert (format "# edit of %s\n" path))
+    (set-buffer-modified-p nil)))
+
 ;;;###autoload
 (defun agent-bridge-diff (&optional n)
   "Show edit N of the current session (default: the last) in `diff-mode'.
@@ -970,9 +1080,7 @@ Return the diff buffer."
          (diff (diff-no-select (car bufs) (cdr bufs) "-u" t
                                (get-buffer-create "*agent-bridge diff*"))))
     (with-current-buffer diff
-      (let ((inhibit-read-only t))
-        (goto-char (point-min))
-        (insert (format "# edit of %s\n" (plist-get edit :path)))))
+      (agent-bridge--diff-header (plist-get edit :path)))
     (display-buffer diff)
     diff))
 

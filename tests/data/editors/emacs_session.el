@@ -112,13 +112,41 @@
         (should (string-prefix-p "claude-code is not available: " (car messages)))
         (should (string-match-p "next step: install Claude Code" (car messages)))
         (setq test-asked nil)))
-    ;; 2. A session on the scripted provider.
-    (agent-bridge-new-session "scripted" (list :scriptFile (getenv "AB_SCRIPT")) "Fix-the-build")
+    ;; 2. A session on the scripted provider, from a source file's buffer, through the
+    ;; pickers: the provider, then its other session options one at a time (the script
+    ;; file; an empty answer ends), then the title.  The chat is shown before the bridge
+    ;; answers: `p' typed at once (the first prompt) goes to the chat, not into the file.
+    (let ((src (find-file-noselect (make-temp-file "ab-src" nil ".txt" "print('hi')\n")))
+          (picks (list "scripted" "scriptFile" ""))
+          collections)
+      (switch-to-buffer src)
+      (setq test-picks (list (getenv "AB_SCRIPT") "Fix-the-build" "Fix the build")
+            test-asked nil)
+      (cl-letf (((symbol-function 'completing-read)
+                 (lambda (prompt collection &rest _)
+                   (push (cons prompt (mapcar (lambda (c) (if (consp c) (car c) c)) collection))
+                         collections)
+                   (pop picks))))
+        (agent-bridge-new-session)
+        (test-wait "the title prompt" (lambda () (assoc "Title (optional): " test-asked)))
+        ;; the session/create reply has not been read yet: the keys are typed ahead of it
+        (should-not (agent-bridge--current-session))
+        (should-not (eq (window-buffer (selected-window)) src))
+        (execute-kbd-macro (kbd "p")))
+      (should (equal (with-current-buffer src (buffer-string)) "print('hi')\n"))
+      (should-not (buffer-modified-p src))
+      (let ((more (assoc "More session options (empty: done): " (reverse collections))))
+        (should (member "scriptFile" (cdr more)))
+        (should (member "script" (cdr more))))
+      (should (equal (mapcar #'car (reverse test-asked))
+                     '("scriptFile (string): " "Title (optional): " "agent-bridge prompt: ")))
+      (should-not picks))
     (test-wait "the session" (lambda () (agent-bridge--current-session)))
     (let* ((s (agent-bridge--current-session))
            (sid (agent-bridge--session-id s)))
-      ;; 3. A run: streamed text and thinking, an approval, an edit, a question.
-      (agent-bridge-prompt "Fix the build")
+      (should (eq (window-buffer (selected-window)) (agent-bridge--buffer s)))
+      ;; 3. A run (its prompt typed above): streamed text and thinking, an approval, an
+      ;; edit, a question.
       (test-wait "the approval" (lambda () (= 1 (agent-bridge-pending-count s))))
       ;; Nothing asks on its own (timers run here), and keys typed for something else
       ;; (in another buffer: the d of a command name, an o, an s) answer nothing.
@@ -175,6 +203,11 @@
       (with-current-buffer (agent-bridge--buffer s)
         (with-current-buffer (agent-bridge-diff)
           (should (derived-mode-p 'diff-mode))
+          ;; the header names the file, not the compared buffers or temporary files
+          (should (string-prefix-p "# edit of Makefile\n--- a/Makefile\n+++ b/Makefile\n@@ "
+                                   (buffer-string)))
+          (should-not (string-match-p "#<buffer\\|buffer-content\\|Diff finished\\|--label"
+                                      (buffer-string)))
           (should (string-match-p "^-\tcc -o app main.c$" (buffer-string)))
           (should (string-match-p "^\\+\tcc -Wall -o app main.c$" (buffer-string)))))
       ;; 5. A run interrupted.
