@@ -617,6 +617,7 @@ class Config:
     big_bytes: int = 10 * 1024 * 1024  # (5) one large request round trip
     big_samples: int = 3
     memory_history_mb: int = 8  # the subject's budget in the :memory: run (2m)
+    bound_events: int = 300_000  # (2b) server-bound streams; 0: not measured
     settle: float = 0.3
     init_timeout: float = 20.0
     timeout: float = 120.0
@@ -1220,6 +1221,11 @@ async def measure_once(target: Target, cfg: Config) -> None:
         except Exception as exc:
             _note_error(target, "mem_events", exc)
 
+    # (2b) server-bound streams: a client that only counts lines (bench/stream_bound.py),
+    # newline framing only (the floor-nl and the subjects in newline framing)
+    if target.framing == "newline" and target.events is not None and cfg.bound_events:
+        await server_bound(target, cfg)
+
     # (4) per idle session, in a fresh process.  Its state directory is new, so its
     # start-up creates a journal (fsyncs a steady start does not pay, and the other
     # framing's target has no such sample): a row of its own, not a (3) sample.
@@ -1240,6 +1246,31 @@ async def measure_once(target: Target, cfg: Config) -> None:
             await peer.close()
         except Exception as exc:
             _note_error(target, "startup", exc)
+
+
+async def server_bound(target: Target, cfg: Config) -> None:
+    """(2b)/(2bm): the target's event stream read by bench/stream_bound.py's client, which
+    only counts lines, so the rate is the server's own; the floor streams its
+    notifications, a bridge its events with the journal on and on ``:memory:``."""
+    import stream_bound
+
+    env = {k: v for k, v in target.env.items() if k == "PYTHONPATH"}
+    runs: list[tuple[str, Callable[[], tuple[float, float]]]]
+    if target.name.startswith("floor"):
+        runs = [("bound", lambda: stream_bound.floor(cfg.bound_events))]
+    else:
+        runs = [
+            ("bound", lambda: stream_bound.bridge_journal(cfg.bound_events, env)),
+            ("mem_bound", lambda: stream_bound.bridge(cfg.bound_events, ":memory:", env)),
+        ]
+    for metric, run in runs:
+        try:
+            rate, cpu_us = await asyncio.to_thread(run)
+        except Exception as exc:
+            _note_error(target, metric, exc)
+            continue
+        target.add(f"{metric}_rate", rate)
+        target.add(f"{metric}_server_cpu_us", cpu_us)
 
 
 async def run_all(targets: list[Target], cfg: Config, log: Callable[[str], None]) -> None:
@@ -1293,6 +1324,26 @@ ROWS = [
         "    server CPU per event, us",
         "us",
         base_key="events_server_cpu_us",
+    ),
+    Row(
+        "bound_rate",
+        "(2b) events, server-bound (client counts lines), journal on, /s",
+        "rate",
+        ">= 0.7x floor-nl",
+    ),
+    Row("bound_server_cpu_us", "    server CPU per event, us", "us"),
+    Row(
+        "mem_bound_rate",
+        "(2bm) the same, --state-dir :memory:, /s",
+        "rate",
+        ">= 0.9x floor-nl",
+        base_key="bound_rate",
+    ),
+    Row(
+        "mem_bound_server_cpu_us",
+        "    server CPU per event, us",
+        "us",
+        base_key="bound_server_cpu_us",
     ),
     Row(
         "mem_rss_growth_mb",
@@ -1354,6 +1405,9 @@ def compute_checks(subject: Target, by_name: dict[str, Target]) -> dict[str, dic
     ratio_check("ping_rate", floor, "ping_rate", lambda r: r >= 0.75, "floor")
     ratio_check("ping64_rate", stock, "ping64_rate", lambda r: r >= 2.5, "stock")
     ratio_check("mem_events_rate", floor, "events_rate", lambda r: r >= 0.7, "floor")
+    if subject.framing == "newline":
+        ratio_check("bound_rate", floor, "bound_rate", lambda r: r >= 0.7, "floor-nl")
+        ratio_check("mem_bound_rate", floor, "bound_rate", lambda r: r >= 0.9, "floor-nl")
     ratio_check("big_ms", floor, "big_ms", lambda r: r <= 1.0, "floor")
     ratio_check("startup_ms", floor, "startup_ms", lambda r: r <= 1.0, "floor")
     r_floor = _ratio(m("events_rate"), base(floor, "events_rate"))
@@ -1539,6 +1593,12 @@ def main(argv: list[str] | None = None) -> int:
         "--events", type=int, default=Config.events, help="events in (2) (default %(default)s)"
     )
     ap.add_argument(
+        "--bound-events",
+        type=int,
+        default=Config.bound_events,
+        help="events in the server-bound streams (2b) (default %(default)s; 0: skip them)",
+    )
+    ap.add_argument(
         "--event-size",
         type=int,
         default=Config.event_size,
@@ -1577,6 +1637,7 @@ def main(argv: list[str] | None = None) -> int:
         window=args.window,
         batch=args.batch,
         events=args.events,
+        bound_events=args.bound_events,
         event_size=args.event_size,
         sessions=args.sessions,
     )
@@ -1613,8 +1674,12 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"agent-bridge bench: medians of {cfg.reps} interleaved repetitions, "
         f"ratios within this run (python {meta['python']}, {meta['cpus']} CPUs, "
-        f"load {os.getloadavg()[0]:.2f})"
+        f"load {os.getloadavg()[0]:.2f}; {len(os.sched_getaffinity(0))} CPUs allowed to this run)"
     )
+    # The journal's writer: the bridge has one kind, a thread in its own process (issue
+    # 34 asks for a choice, by machine, between it and a writer process; the process is
+    # not built: see bench/README.md).
+    print("journal writer: thread (the only writer the bridge has)")
     print(text)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2, default=str) + "\n")
