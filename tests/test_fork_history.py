@@ -1,6 +1,6 @@
-"""A fork's history references its parent's: read through, never copied (journal and memory).
+"""A fork's history references its parent's: read through, never copied (every backend).
 
-Driven through the :class:`History` port both backends implement: a parent with two runs,
+Driven through the :class:`History` port every backend implements (SQLite, PostgreSQL, memory): a parent with two runs,
 a fork after the first, a fork of that fork; reads give the parent's events up to each
 fork point as the fork's own (its ``sessionId``, its ``eventId`` s), then the fork's; the
 run positions a fork is made from are found through the parents; a session forks read
@@ -29,8 +29,16 @@ CODE = TYPE_CODES[TextDelta]
 
 
 @asynccontextmanager
-async def opened(kind: str, tmp: Path) -> AsyncIterator[History]:
-    history: History = MemoryHistory() if kind == "memory" else Journal.open(str(tmp / "state"))
+async def opened(kind: str, tmp: Path, request: pytest.FixtureRequest) -> AsyncIterator[History]:
+    history: History
+    if kind == "memory":
+        history = MemoryHistory()
+    elif kind == "postgresql":
+        from agent_bridge.journal.postgres import open_pg_journal
+
+        history = open_pg_journal(request.getfixturevalue("pg_url"), lease=3600, node="n")
+    else:
+        history = Journal.open(str(tmp / "state"))
     await history.start(lambda: None)
     try:
         yield history
@@ -55,9 +63,11 @@ def decoded(bodies: list[bytes]) -> list[dict[str, Any]]:
     return [msgspec.json.decode(b) for b in bodies]
 
 
-@pytest.mark.parametrize("kind", ["journal", "memory"])
-async def test_a_fork_reads_its_parent_up_to_the_fork_point(kind: str, tmp_path: Path) -> None:
-    async with opened(kind, tmp_path) as history:
+@pytest.mark.parametrize("kind", ["journal", "memory", "postgresql"])
+async def test_a_fork_reads_its_parent_up_to_the_fork_point(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    async with opened(kind, tmp_path, request) as history:
         history.add_session(record("ses_a"))
         history.run_started("ses_a", "run_1", 1)
         history.run_started("ses_a", "run_2", 6)

@@ -15,8 +15,9 @@ import msgspec
 
 from agent_bridge.journal.base import SessionRecord
 from agent_bridge.journal.blocks import decode_bodies, slice_block
+from agent_bridge.journal.forks import rehead
 from agent_bridge.journal.pg_schema import connect_pg
-from agent_bridge.journal.pg_writer import pg_last_sequence, pg_session_key
+from agent_bridge.journal.pg_writer import pg_last_sequence
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.wire.methods import RawRecord
 
@@ -29,13 +30,27 @@ T = TypeVar("T")
 
 _SESSION_COLUMNS = (
     "skey, session_id, provider_id, provider_version, workspace, title, options, "
-    "created_at, updated_at, state, recovery"
+    "created_at, updated_at, state, recovery, parent_id, fork_seq"
 )
 
 
 def pg_session_record(conn: psycopg.Connection[Any], row: Any) -> SessionRecord:
     """Return the :class:`SessionRecord` of a row of ``_SESSION_COLUMNS``."""
-    skey, sid, provider, version, workspace, title, options, created, updated, state, recovery = row
+    (
+        skey,
+        sid,
+        provider,
+        version,
+        workspace,
+        title,
+        options,
+        created,
+        updated,
+        state,
+        recovery,
+        parent,
+        fork_seq,
+    ) = row
     return SessionRecord(
         session_id=sid,
         provider_id=provider,
@@ -48,7 +63,17 @@ def pg_session_record(conn: psycopg.Connection[Any], row: Any) -> SessionRecord:
         options=msgspec.json.decode(options) if options else {},
         last_sequence=pg_last_sequence(conn, int(skey)),
         recovery=None if recovery is None else msgspec.json.decode(recovery),
+        parent_id=parent,
+        fork_sequence=int(fork_seq or 0),
     )
+
+
+def _fork_of(conn: psycopg.Connection[Any], session_id: str) -> tuple[int, str | None, int] | None:
+    """``(skey, parent id, fork sequence)`` of a session, or ``None``."""
+    row = conn.execute(
+        "SELECT skey, parent_id, fork_seq FROM sessions WHERE session_id = %s", (session_id,)
+    ).fetchone()
+    return None if row is None else (int(row[0]), row[1], int(row[2] or 0))
 
 
 class PgReader:
@@ -85,12 +110,25 @@ class PgReader:
             raise AssertionError("unreachable")  # pragma: no cover
 
     def events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
-        """Return the stored envelopes of sequences ``lo``..``hi`` of a session."""
+        """Return the stored envelopes of sequences ``lo``..``hi`` of a session (of a
+        fork: its parent's up to the fork point, as the fork's, then its own)."""
+        return self._run(lambda conn: self._events(conn, session_id, lo, hi))
+
+    def _events(
+        self, conn: psycopg.Connection[Any], session_id: str, lo: int, hi: int
+    ) -> list[bytes]:
+        found = _fork_of(conn, session_id)
+        if found is None or hi < lo:
+            return []
+        skey, parent, fork_seq = found
+        out: list[bytes] = []
+        if parent is not None and lo <= fork_seq:
+            out = rehead(self._events(conn, parent, lo, min(hi, fork_seq)), parent, session_id)
+            lo = fork_seq + 1
+            if hi < lo:
+                return out
 
         def read(conn: psycopg.Connection[Any]) -> list[Any]:
-            skey = pg_session_key(conn, session_id)
-            if skey is None or hi < lo:
-                return []
             return conn.execute(
                 "SELECT first_seq, codec, sizes, bodies FROM event_blocks "
                 "WHERE skey = %(k)s AND first_seq <= %(hi)s AND first_seq >= ("
@@ -100,20 +138,56 @@ class PgReader:
                 {"k": skey, "lo": lo, "hi": hi},
             ).fetchall()
 
-        out: list[bytes] = []
-        for first, codec, sizes, bodies in self._run(read):
+        for first, codec, sizes, bodies in read(conn):
             out += slice_block(
                 int(first), bytes(sizes), decode_bodies(int(codec), bytes(bodies)), lo, hi
             )
         return out
 
     def raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
-        """Return the raw records events ``lo``..``hi`` were projected from."""
+        """Return the raw records events ``lo``..``hi`` were projected from (through a
+        fork's parent)."""
+        return self._run(lambda conn: self._raw(conn, session_id, lo, hi))
+
+    def position(self, session_id: str, sequence: int) -> bytes | None:
+        """The position of the latest run of the session's history (through a fork's
+        parents) that ended at or before ``sequence`` with one, or ``None``."""
+
+        def read(conn: psycopg.Connection[Any]) -> bytes | None:
+            sid, seq = session_id, sequence
+            while True:
+                found = _fork_of(conn, sid)
+                if found is None:
+                    return None
+                skey, parent, fork_seq = found
+                row = conn.execute(
+                    "SELECT position FROM runs WHERE skey = %s AND ended_seq <= %s "
+                    "AND position IS NOT NULL ORDER BY ended_seq DESC LIMIT 1",
+                    (skey, seq),
+                ).fetchone()
+                if row is not None:
+                    return bytes(row[0])
+                if parent is None:
+                    return None
+                sid, seq = parent, min(seq, fork_seq)
+
+        return self._run(read)
+
+    def _raw(
+        self, conn: psycopg.Connection[Any], session_id: str, lo: int, hi: int
+    ) -> list[RawRecord]:
+        found = _fork_of(conn, session_id)
+        if found is None or hi < lo:
+            return []
+        skey, parent, fork_seq = found
+        before: list[RawRecord] = []
+        if parent is not None and lo <= fork_seq:
+            before = self._raw(conn, parent, lo, min(hi, fork_seq))
+            lo = fork_seq + 1
+            if hi < lo:
+                return before
 
         def read(conn: psycopg.Connection[Any]) -> list[RawRecord]:
-            skey = pg_session_key(conn, session_id)
-            if skey is None or hi < lo:
-                return []
             links = [
                 (int(a), int(b), int(r))
                 for a, b, r in conn.execute(
@@ -135,7 +209,7 @@ class PgReader:
             }
             return raw_records(links, records, lo, hi)
 
-        return self._run(read)
+        return before + read(conn)
 
     def session(self, session_id: str) -> SessionRecord | None:
         """Return a stored session, or ``None``."""

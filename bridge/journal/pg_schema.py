@@ -201,6 +201,11 @@ _TABLES: Final = (
         PRIMARY KEY (skey, sha256)
     )""",
     "CREATE INDEX IF NOT EXISTS blob_refs_sha256 ON blob_refs(sha256)",
+    # forks: a fork's parent and fork point, a run's position (SQLite schema version 4)
+    "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS parent_id TEXT",
+    "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS fork_seq BIGINT NOT NULL DEFAULT 0",
+    "CREATE INDEX IF NOT EXISTS sessions_parent ON sessions(parent_id) WHERE parent_id IS NOT NULL",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS position BYTEA",
 )
 
 

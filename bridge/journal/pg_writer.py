@@ -60,7 +60,17 @@ __all__ = ["PgWriter", "pg_delete_session_rows", "pg_insert_events", "pg_last_se
 log = lazy_logger("agent_bridge.journal")
 
 _UPDATABLE: Final = frozenset(
-    {"state", "owner", "updated_at", "title", "workspace", "options", "recovery"}
+    {
+        "state",
+        "owner",
+        "updated_at",
+        "title",
+        "workspace",
+        "options",
+        "recovery",
+        "parent_id",
+        "fork_seq",
+    }
 )
 
 #: ``NOTIFY`` channel: ``"<session id> <last sequence>"`` after each commit of events
@@ -68,12 +78,16 @@ CHANNEL: Final = "agent_bridge_events"
 
 
 def pg_last_sequence(conn: psycopg.Connection[Any], skey: int) -> int:
-    """Return the sequence of the session's newest stored event (0: none)."""
+    """Return the sequence of the session's newest stored event (none: 0, or for a fork
+    the sequence it was forked at)."""
     row = conn.execute(
         "SELECT last_seq FROM event_blocks WHERE skey = %s ORDER BY first_seq DESC LIMIT 1",
         (skey,),
     ).fetchone()
-    return 0 if row is None else int(row[0])
+    if row is not None:
+        return int(row[0])
+    row = conn.execute("SELECT fork_seq FROM sessions WHERE skey = %s", (skey,)).fetchone()
+    return 0 if row is None else int(row[0] or 0)
 
 
 def pg_session_key(conn: psycopg.Connection[Any], session_id: str) -> int | None:
@@ -453,7 +467,7 @@ class PgWriter:
                     (*(fields[name] for name in columns), skey),
                 )
         elif kind == OP_RUN:
-            _, _, run_id, sequence, state = op
+            _, _, run_id, sequence, state, position = op
             if state == "running":
                 conn.execute(
                     "INSERT INTO runs (skey, run_id, started_seq, ended_seq, state) "
@@ -463,8 +477,9 @@ class PgWriter:
                 )
             else:
                 conn.execute(
-                    "UPDATE runs SET ended_seq = %s, state = %s WHERE skey = %s AND run_id = %s",
-                    (sequence, state, skey, run_id),
+                    "UPDATE runs SET ended_seq = %s, state = %s, position = %s "
+                    "WHERE skey = %s AND run_id = %s",
+                    (sequence, state, position, skey, run_id),
                 )
         elif kind == OP_INTERACTION:
             _, _, interaction_id, run_id, request = op

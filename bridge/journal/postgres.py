@@ -236,6 +236,10 @@ class PgJournal(Journal):
                 return "not_found"
             if row[1] is not None and not self._take_from_dead_owner(str(row[1])):
                 return "in_use"
+            if conn.execute(
+                "SELECT 1 FROM sessions WHERE parent_id = %s LIMIT 1", (session_id,)
+            ).fetchone():
+                return "has_forks"
             with conn.transaction():
                 pg_delete_session_rows(conn, int(row[0]))
         return "deleted"
@@ -395,7 +399,10 @@ def apply_pg_retention(
             cutoff = _iso(now - policy.max_age_days * 86400.0)
             for skey, session_id in conn.execute(
                 "SELECT skey, session_id FROM sessions WHERE state = 'closed' "
-                "AND updated_at < %s FOR UPDATE",
+                "AND updated_at < %s "
+                "AND NOT EXISTS "
+                "(SELECT 1 FROM sessions f WHERE f.parent_id = sessions.session_id) "
+                "FOR UPDATE",
                 (cutoff,),
             ).fetchall():
                 pg_delete_session_rows(conn, int(skey))
@@ -406,6 +413,8 @@ def apply_pg_retention(
             if total > policy.max_bytes:
                 for skey, session_id, size in conn.execute(
                     "SELECT skey, session_id, bytes FROM sessions WHERE state = 'closed' "
+                    "AND NOT EXISTS "
+                    "(SELECT 1 FROM sessions f WHERE f.parent_id = sessions.session_id) "
                     "ORDER BY updated_at, skey FOR UPDATE"
                 ).fetchall():
                     if total <= policy.max_bytes:
