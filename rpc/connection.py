@@ -274,6 +274,12 @@ class Connection:
         self._tg: anyio.abc.TaskGroup | None = None
         self.closed_event = anyio.Event()
         self.framing_errors = 0
+        #: reads of the input so far, and the one whose parse error was last answered:
+        #: a read's unparseable messages get one ``-32700`` reply (the first), the rest
+        #: are counted here (newline garbage would otherwise cost one reply per line)
+        self._reads = 0
+        self._parse_error_read = -1
+        self.parse_errors_unanswered = 0
         #: Called with nothing each time input that is not JSON is answered with a parse
         #: error (``serve`` on a terminal uses it to tell a person what to type).
         self.on_parse_error: Callable[[], None] | None = None
@@ -470,9 +476,24 @@ class Connection:
         else:
             log.warning("%s: dropped message: %s", self.name, message.message)
 
+    def _parse_error_unanswered(self) -> bool:
+        """Whether to leave a parse error unanswered: one was answered in this read
+        already (one ``-32700`` reply per read of unparseable input, whatever its size;
+        counted in :attr:`parse_errors_unanswered`)."""
+        if self._parse_error_read != self._reads:
+            self._parse_error_read = self._reads
+            return False
+        if not self.parse_errors_unanswered:
+            log.warning("%s: more unparseable input in one read: answered once per read", self.name)
+        self.parse_errors_unanswered += 1
+        return True
+
     def _answer_invalid(self, message: Invalid, batch: _BatchReplies | None) -> None:
-        if message.code == PARSE_ERROR and self.on_parse_error is not None:
-            self.on_parse_error()
+        if message.code == PARSE_ERROR:
+            if batch is None and self._parse_error_unanswered():
+                return
+            if self.on_parse_error is not None:
+                self.on_parse_error()
         error: dict[str, Any] = {"code": message.code, "message": message.message}
         if message.code == INVALID_PARAMS:
             error["data"] = {"path": "params"}
@@ -581,6 +602,7 @@ class Connection:
 
     def feed(self, data: bytes) -> None:
         """Process bytes read from the peer (exposed for tests and in-process use)."""
+        self._reads += 1
         items = self._framer.feed(data)
         if self._out_kind is None and self._framer.kind != "auto":
             self._out_kind = self._framer.kind
@@ -719,6 +741,8 @@ class Connection:
             return
         id: bytes | None = None
         code = INVALID_REQUEST if error.reason in ("too_large", "length_mismatch") else PARSE_ERROR
+        if code == PARSE_ERROR and self._parse_error_unanswered():
+            return
         data: dict[str, Any] = {"reason": error.reason}
         detail = error.detail
         if error.reason == "too_large":

@@ -53,3 +53,65 @@ def _read_bytes(pid: int) -> int:
         if line.startswith("rchar:"):
             return int(line.split()[1])
     raise AssertionError("no rchar in /proc/PID/io")
+
+
+@pytest.mark.parametrize("command", ["serve", "acp"])
+def test_newline_garbage_gets_one_parse_error_a_read_not_one_a_line(
+    tmp_path: Path, command: str
+) -> None:
+    """Issue 30, item 6, looked for again: 64 MiB of newline-framed garbage drew one
+    ``-32700`` reply per line (98 MB of output).  Now a read's unparseable lines get one
+    reply: the output stays small, a well-formed request after the flood is answered,
+    and a line typed on its own (its own read) is still answered."""
+    import json
+    import threading
+
+    args = [BRIDGE, command, "--state-dir", str(tmp_path / "state")]
+    if command == "acp":
+        args += ["--provider", "scripted"]
+    proc = subprocess.Popen(
+        args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    out = bytearray()
+    stdout = proc.stdout
+
+    def drain() -> None:
+        for data in iter(lambda: stdout.read(1 << 16), b""):
+            out.extend(data)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        line = b'{"jsonrpc":"2.0","id":1,"method":' + b"x" * 40 + b"\n"  # 74 bytes, not JSON
+        chunk = line * ((1 << 20) // len(line))
+        for _ in range(16):  # 16 MiB: 226,000 lines
+            proc.stdin.write(chunk)
+        proc.stdin.flush()
+        time.sleep(0.5)
+        proc.stdin.write(b"not json, typed\n")  # a read of its own: answered
+        proc.stdin.flush()
+        time.sleep(0.5)
+        ping = {"jsonrpc": "2.0", "id": "after", "method": "initialize", "params": {}}
+        if command == "acp":
+            ping["params"] = {"protocolVersion": 1}
+        else:
+            ping["params"] = {"protocolVersion": 1, "clientInfo": {"name": "t"}}
+        proc.stdin.write(json.dumps(ping).encode() + b"\n")
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(10)
+        stdout.close()
+        stderr = proc.stderr.read()
+        proc.stderr.close()
+    replies = [json.loads(r) for r in bytes(out).splitlines() if r.strip()]
+    parse_errors = [r for r in replies if r.get("error", {}).get("code") == -32700]
+    assert len(out) < 1 << 20, f"{len(out)} bytes of replies for 16 MiB of garbage"
+    assert 2 <= len(parse_errors) <= 16 * 8 + 1  # at most one a read (64 KiB reads or more)
+    assert all(r["id"] is None and r["error"]["data"]["reason"] for r in parse_errors)
+    assert any(r.get("id") == "after" for r in replies), replies[-3:]
+    assert b"Traceback" not in stderr
