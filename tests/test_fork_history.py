@@ -1,10 +1,10 @@
 """A fork's history references its parent's: read through, never copied (every backend).
 
-Driven through the :class:`History` port every backend implements (SQLite, PostgreSQL, memory): a parent with two runs,
-a fork after the first, a fork of that fork; reads give the parent's events up to each
-fork point as the fork's own (its ``sessionId``, its ``eventId`` s), then the fork's; the
-run positions a fork is made from are found through the parents; a session forks read
-from is neither deleted nor dropped by retention.
+Driven through the :class:`History` port every backend implements (SQLite, PostgreSQL,
+memory): a parent with two runs, a fork after the first, a fork of that fork; reads give the
+parent's events up to each fork point as the fork's own (its ``sessionId``, its ``eventId``
+s), then the fork's; the run positions a fork is made from are found through the parents; a
+session forks read from is neither deleted nor dropped by retention.
 """
 
 from __future__ import annotations
