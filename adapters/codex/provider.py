@@ -25,6 +25,7 @@ from agent_bridge.wire.providers import (
     ApprovalCapability,
     Availability,
     Capabilities,
+    ForkCapability,
     ImageInputCapability,
     InputCapabilities,
     InteractionCapabilities,
@@ -199,6 +200,8 @@ class CodexProvider(AgentProvider):
                 recovery=RecoveryCapability(resume=True),
                 native_sessions=NativeSessionsCapability.unsupported(),
                 input=INPUT,
+                # thread/fork {threadId, lastTurnId}
+                fork=ForkCapability(at_end=True, at_event=True),
             ),
             options=OPTIONS,
         )
@@ -239,6 +242,35 @@ class CodexProvider(AgentProvider):
             sandbox=options.get("sandbox") or record.get("sandbox"),
             cli_version=record.get("cliVersion"),
         )
+
+    async def fork_session(
+        self, ctx: SessionContext, opaque: Any, position: Any, at_end: bool
+    ) -> ProviderSession:
+        """A new thread forked natively (``thread/fork``) from the thread ``position``
+        names, through its turn ``position["turnId"]``, with the original's settings (its
+        record ``opaque``).  No position (no turn ended before the fork point): a new
+        thread."""
+        del at_end
+        record = opaque if isinstance(opaque, dict) else {}
+        try:
+            settings = self._settings(ctx, record)
+        except BridgeError as exc:
+            option = (exc.info.details or {}).get("option", "")
+            if isinstance(option, str) and option.startswith("record."):
+                raise BridgeError("recovery_invalid") from None
+            raise
+        session = _session_class()(ctx, settings)
+        if position is None:
+            await session.open(resume=False)
+            return session
+        if not isinstance(position, dict) or not isinstance(position.get("threadId"), str):
+            raise BridgeError("recovery_invalid")
+        turn = position.get("turnId")
+        await session.open(
+            resume=False,
+            fork=(position["threadId"], turn if isinstance(turn, str) else None),
+        )
+        return session
 
     async def create_session(self, ctx: SessionContext) -> ProviderSession:
         session = _session_class()(ctx, self._settings(ctx))

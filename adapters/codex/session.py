@@ -24,6 +24,7 @@ fixed diagnostic codes and messages only.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Mapping
@@ -234,14 +235,16 @@ class CodexSession(ProviderSession):
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def open(self, *, resume: bool) -> None:
-        """Spawn the child, run the handshake and start (or resume) the thread.
+    async def open(self, *, resume: bool, fork: tuple[str, str | None] | None = None) -> None:
+        """Spawn the child, run the handshake and start (or resume) the thread, or with
+        ``fork`` (``(thread id, last turn id)``) start a new thread forked from that one
+        through that turn (``thread/fork``; the whole thread without a turn id).
 
         Raises :class:`BridgeError`/:class:`ProviderFailure`; the child is stopped first.
         """
         proc = await self._spawn()
         try:
-            await self._handshake(proc, resume=resume)
+            await self._handshake(proc, resume=resume, fork=fork)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await proc.stop()
@@ -283,11 +286,13 @@ class CodexSession(ProviderSession):
         if failure is not None:
             return failure
         log.warning("codex: %s failed: %s", what, redact(exc.message))
-        if what == "thread/resume":
+        if what in ("thread/resume", "thread/fork"):
             return BridgeError("recovery_invalid")
         return ProviderFailure("provider_failed", f"{what} failed")
 
-    async def _handshake(self, proc: RpcChild, *, resume: bool) -> None:
+    async def _handshake(
+        self, proc: RpcChild, *, resume: bool, fork: tuple[str, str | None] | None = None
+    ) -> None:
         s = self.settings
         try:
             init = await proc.call(
@@ -321,6 +326,12 @@ class CodexSession(ProviderSession):
             # Without sandbox/approvalPolicy again the resumed thread falls back to
             # read-only; excludeTurns avoids the deprecated full-history hydration.
             params = {"threadId": s.thread_id, "excludeTurns": True, **params}
+        elif fork is not None:
+            method = "thread/fork"
+            source, last_turn = fork
+            params = {"threadId": source, "excludeTurns": True, **params}
+            if last_turn is not None:
+                params["lastTurnId"] = last_turn
         try:
             thread = await proc.call(
                 method, params, result_type=p.ThreadResponse, timeout=STARTUP_TIMEOUT
@@ -607,6 +618,11 @@ class CodexSession(ProviderSession):
     def _on_turn_completed(self, run: CodexRun, method: str, raw: bytes) -> None:
         outcome = mapping.turn_outcome(p.decode(p.TurnCompleted, raw), run.last_error)
         if outcome is not None:
+            if self.thread_id is not None and run.turn_id is not None:
+                # where a fork at this run's end cuts the thread (thread/fork lastTurnId)
+                outcome = dataclasses.replace(
+                    outcome, position={"threadId": self.thread_id, "turnId": run.turn_id}
+                )
             run.finish(outcome)
 
     def _on_error(self, run: CodexRun, method: str, raw: bytes) -> None:
