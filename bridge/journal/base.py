@@ -9,13 +9,13 @@ queues them for its writer thread), commit tickets to wait on, and asynchronous 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 
 from agent_bridge.wire.methods import RawRecord
 
-__all__ = ["ClaimStatus", "DeleteStatus", "History", "SessionRecord"]
+__all__ = ["ClaimStatus", "DeleteStatus", "Followable", "History", "SessionRecord"]
 
 ClaimStatus = Literal["claimed", "not_found", "in_use"]
 DeleteStatus = Literal["deleted", "not_found", "in_use", "has_forks"]
@@ -189,4 +189,17 @@ class History(Protocol):
     async def delete(self, session_id: str) -> DeleteStatus:
         """Delete everything stored about a session no other live process has open and no
         fork reads from (``has_forks``)."""
+        ...
+
+
+@runtime_checkable
+class Followable(Protocol):
+    """A history other processes write to and that says when they commit (the PostgreSQL
+    journal, through ``LISTEN``/``NOTIFY``): the runtime follows a session another
+    member owns for a host attached here."""
+
+    async def wait_committed(self, session_id: str, after: int) -> None:
+        """Return once the session has committed events after sequence ``after`` (told by
+        the database, never by polling it); raises ``JournalError`` when it cannot be
+        asked."""
         ...

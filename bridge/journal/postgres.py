@@ -45,6 +45,7 @@ from agent_bridge.journal.pg_schema import (
     one_line,
 )
 from agent_bridge.journal.pg_writer import (
+    CHANNEL,
     PgWriter,
     pg_delete_session_rows,
     pg_insert_events,
@@ -56,6 +57,7 @@ from agent_bridge.wire.errors import ErrorInfo
 from agent_bridge.wire.events import EventPayload, InteractionSettled, RunFailed, SessionClosed
 
 if TYPE_CHECKING:
+    import anyio
     import psycopg
 
 __all__ = ["DEFAULT_LEASE", "PgJournal", "open_pg_journal"]
@@ -129,11 +131,117 @@ class PgJournal(Journal):
                 log.error("journal: this bridge's lease was taken over by another member")
                 return
 
+    # ------------------------------------------------------------------ following
+
+    def _init_follow(self) -> None:
+        #: the newest committed sequence per session as told by notifications
+        self._newest: dict[str, int] = {}
+        #: who waits for a session's next commit
+        self._followers: dict[str, set[anyio.Event]] = {}
+        self._listening: anyio.Event | None = None
+        self._listener: threading.Thread | None = None
+
+    async def wait_committed(self, session_id: str, after: int) -> None:
+        """Return once ``session_id`` has committed events after ``after``: told by the
+        writer's ``NOTIFY`` (any member's), read from the database once on entry (a
+        commit notified before this member listened) and after the listening
+        connection was lost and made again.  Raises :class:`JournalError`."""
+        import anyio
+
+        await self._listen()
+        stored = await self._read(self._last_sync, session_id)
+        self._note(session_id, stored)
+        while self._newest.get(session_id, 0) <= after:
+            event = anyio.Event()
+            waiting = self._followers.setdefault(session_id, set())
+            waiting.add(event)
+            try:
+                await event.wait()
+            finally:
+                waiting.discard(event)
+                if not waiting:
+                    self._followers.pop(session_id, None)
+            if self._newest.get(session_id, 0) <= after:  # woken by a reconnect
+                self._note(session_id, await self._read(self._last_sync, session_id))
+
+    def _last_sync(self, session_id: str) -> int:
+        record = self._reader.session(session_id)
+        return 0 if record is None else record.last_sequence
+
+    def _note(self, session_id: str, last: int) -> None:
+        if last > self._newest.get(session_id, 0):
+            self._newest[session_id] = last
+
+    async def _listen(self) -> None:
+        """Start the listening thread (once) and wait until it listens."""
+        import anyio
+
+        if self._listening is None:
+            self._listening = anyio.Event()
+            self._listener = threading.Thread(
+                target=self._listen_main, name="journal-listen", daemon=True
+            )
+            self._listener.start()
+        await self._listening.wait()
+
+    def _listen_main(self) -> None:
+        """``LISTEN`` on a connection of its own; hand each notification to the event
+        loop.  A lost connection is made again (every follower is then woken to read
+        what it may have missed)."""
+        import time
+
+        delay = 0.1
+        while not self._beat_stop.is_set():
+            try:
+                conn = connect_pg(self.url)
+            except Exception as exc:
+                log.warning("journal: cannot listen for commits (%s)", one_line(exc))
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            delay = 0.1
+            try:
+                conn.execute(f"LISTEN {CHANNEL}")
+                self._to_loop(self._listen_ready)
+                while not self._beat_stop.is_set():
+                    batch = [n.payload for n in conn.notifies(timeout=1.0)]
+                    if batch:
+                        self._to_loop(self._notified, batch)
+            except Exception as exc:
+                log.warning("journal: the listening connection broke (%s)", one_line(exc))
+            finally:
+                with contextlib.suppress(Exception):
+                    conn.close()
+
+    def _to_loop(self, call: Callable[..., None], *args: Any) -> None:
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed
+                loop.call_soon_threadsafe(call, *args)
+
+    def _listen_ready(self) -> None:
+        if self._listening is not None:
+            self._listening.set()
+        for waiting in list(self._followers.values()):  # (re)connected: look again
+            for event in waiting:
+                event.set()
+
+    def _notified(self, payloads: list[str]) -> None:
+        for payload in payloads:
+            for line in payload.splitlines():
+                session_id, _, last = line.rpartition(" ")
+                with contextlib.suppress(ValueError):
+                    self._note(session_id, int(last))
+                for event in self._followers.get(session_id, ()):
+                    event.set()
+
     # ------------------------------------------------------------------ closing
 
     def _close_sync(self) -> None:
         self._beat_stop.set()
         self._beat.join(5)
+        if self._listener is not None:
+            self._listener.join(5)
         with self._control_lock:
             try:
                 try:
@@ -288,9 +396,13 @@ def recover_if_dead(conn: psycopg.Connection[Any], token: str, node: str, clock:
                 "SELECT skey, session_id, state FROM sessions WHERE owner = %s FOR UPDATE",
                 (token,),
             ).fetchall()
+            notes = []
             for skey, session_id, state in sessions:
                 close_crashed_session(conn, int(skey), str(session_id), str(state), clock)
+                notes.append(f"{session_id} {pg_last_sequence(conn, int(skey))}")
             conn.execute("DELETE FROM owners WHERE token = %s", (token,))
+            if notes:  # hosts following these sessions on other members read the ends
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, "\n".join(notes)))
             if sessions:
                 log.warning(
                     "journal: owner %s is gone; closed its %d session(s) as crashed",
@@ -501,5 +613,6 @@ def open_pg_journal(
         lambda conn: apply_pg_retention(conn, retention),
     )
     journal._queue = journal._writer.queue
+    journal._init_follow()
     journal._start_heartbeat(lease_conn)
     return journal

@@ -42,9 +42,10 @@ import msgspec
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.ids import Clock, IdFactory
-from agent_bridge.journal import History, MemoryHistory, SessionRecord
+from agent_bridge.journal import Followable, History, MemoryHistory, SessionRecord
 from agent_bridge.options import resolve_options, restore_withheld, storable_options
 from agent_bridge.registry import ProviderRegistry
+from agent_bridge.runtime.following import follow_remote
 from agent_bridge.runtime.inputs import prepare
 from agent_bridge.runtime.reading import catch_up, check_page, guard, read_page, replay
 from agent_bridge.runtime.receipts import Receipts
@@ -160,6 +161,8 @@ class Runtime:
         self._fault_episode = 0
         #: sessions' full options where the journal holds them withheld (credentials)
         self._withheld: dict[str, dict[str, Any]] = {}
+        #: hosts following sessions another fleet member owns (:mod:`.following`)
+        self._remote: dict[tuple[str, Subscriber], anyio.CancelScope] = {}
 
     async def __aenter__(self) -> Runtime:
         await self.history.start(self._committed)
@@ -268,6 +271,8 @@ class Runtime:
         go on."""
         for session in self.sessions.values():
             session.stream.unsubscribe(subscriber)
+        for key in [key for key in self._remote if key[1] is subscriber]:
+            self._remote.pop(key).cancel()
 
     # ------------------------------------------------------------------ providers
 
@@ -644,18 +649,36 @@ class Runtime:
         Raises ``session_not_found`` or ``history_unavailable``."""
         session = self.sessions.get(session_id)
         if session is None or session.state == "closed":
-            info = record_info(await self._stored(session_id))
+            stored = await self._stored(session_id)
+            info = record_info(stored)
+            subscription = Subscription(subscriber, after)
             replayed = await replay(
-                self.history,
-                session_id,
-                after,
-                info.last_sequence,
-                Subscription(subscriber, after),
+                self.history, session_id, after, info.last_sequence, subscription
             )
+            if session is None and stored.state == "active":
+                self._follow(session_id, subscription)
             return SessionAttachResult(info, replayed, info.last_sequence)
         subscription = session.stream.subscribe(subscriber)
         session.stream.begin_replay(subscription, after)
         return await self._replay_open(session, subscription, after)
+
+    def _follow(self, session_id: str, subscription: Subscription) -> None:
+        """Follow a session open in another fleet member for ``subscription``'s host
+        (once per host and session), when the history can say when it commits."""
+        key = (session_id, subscription.subscriber)
+        if self._tg is None or key in self._remote or not isinstance(self.history, Followable):
+            return
+        scope = self._remote[key] = anyio.CancelScope()
+
+        async def follow() -> None:
+            try:
+                with scope:
+                    await follow_remote(self.history, session_id, subscription)
+            finally:
+                if self._remote.get(key) is scope:
+                    del self._remote[key]
+
+        self._tg.start_soon(follow)
 
     async def _replay_open(
         self, session: Session, subscription: Subscription, after: int

@@ -1,0 +1,170 @@
+"""A fleet: three bridges, each with its own state directory, home and runtime folder
+(standing in for three machines), on one PostgreSQL journal (``docs/fleet.md``).
+
+What is built and tested here: a host attached to any member sees a session another
+member runs, live, gapless and identical to what the owner's host saw (the owner's
+commits wake the followers through ``NOTIFY``); every member lists the fleet's sessions;
+and a SIGKILLed member's sessions are recovered by the next member that looks, with
+nothing its host saw lost.  Not built (so not tested): commands routed to the owner,
+interactions offered on every member, takeover that resumes the provider session."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from bridge_client import BridgeProcess, Message, script_session
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def member_env(root: Path, name: str) -> dict[str, str]:
+    """A machine of its own: state directory, home and runtime folder."""
+    home = root / name
+    for sub in ("state", "home", "run"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    os.chmod(home / "run", 0o700)
+    return {
+        "AGENT_BRIDGE_STATE_DIR": str(home / "state"),
+        "HOME": str(home / "home"),
+        "XDG_STATE_HOME": str(home / "home" / ".local" / "state"),
+        "XDG_RUNTIME_DIR": str(home / "run"),
+    }
+
+
+@asynccontextmanager
+async def fleet(
+    root: Path,
+    url: str,
+    names: tuple[str, ...] = ("alpha", "beta", "gamma"),
+    lease: float = 3.0,
+) -> AsyncIterator[dict[str, BridgeProcess]]:
+    """One bridge per name, all on the journal ``url``, each initialized."""
+    async with anyio.create_task_group() as tg:
+        try:
+            async with AsyncExitStack() as stack:
+                members: dict[str, BridgeProcess] = {}
+                for name in names:
+                    bridge = BridgeProcess(
+                        "newline",
+                        args=("--journal", url, "--node", name, "--lease-seconds", str(lease)),
+                        env=member_env(root, name),
+                        validate=False,  # 100,000s of events: schema checks are elsewhere
+                    )
+                    await bridge.start(tg)
+                    stack.push_async_callback(_stop, bridge)
+                    await bridge.initialize()
+                    members[name] = bridge
+                yield members
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def _stop(bridge: BridgeProcess) -> None:
+    with anyio.CancelScope(shield=True):
+        await bridge.stop()
+
+
+async def events_until(
+    bridge: BridgeProcess, session: str, last_type: str, timeout: float = 60
+) -> list[Message]:
+    """The event params of ``session`` the bridge sends, up to one of type ``last_type``."""
+    out: list[Message] = []
+    while True:
+        message = await bridge.wait_for(
+            lambda m: m.get("method") == "event" and m["params"]["sessionId"] == session,
+            timeout,
+        )
+        out.append(message["params"])
+        if message["params"]["payload"]["type"] == last_type:
+            return out
+
+
+async def test_a_host_on_any_member_follows_a_session_another_runs_live_and_identical(
+    pg_url: str, tmp_path: Path
+) -> None:
+    count = 20_000
+    async with fleet(tmp_path, pg_url) as members:
+        alpha, beta, gamma = members["alpha"], members["beta"], members["gamma"]
+        params = script_session([{"type": "stream", "count": count, "text": "z"}])
+        session = (await alpha.result("session/create", params))["session"]["sessionId"]
+        # beta's host attaches before the run starts (everything it sees is live)
+        attached = await beta.result("session/attach", {"sessionId": session})
+        assert attached["session"]["sessionId"] == session
+        await alpha.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+        # gamma's host attaches in the middle of the run (a replay, then live)
+        async with anyio.create_task_group() as tg:
+            seen: dict[str, list[Message]] = {}
+
+            async def collect(name: str, bridge: BridgeProcess) -> None:
+                seen[name] = await events_until(bridge, session, "run.completed")
+
+            tg.start_soon(collect, "alpha", alpha)
+            tg.start_soon(collect, "beta", beta)
+            await anyio.sleep(0.2)
+            await gamma.result("session/attach", {"sessionId": session})
+            tg.start_soon(collect, "gamma", gamma)
+        owner = seen["alpha"]
+        assert [e["sequence"] for e in owner] == list(range(1, count + 3))
+        assert seen["beta"] == owner
+        assert seen["gamma"] == owner
+        # every member lists the fleet's session
+        for bridge in (alpha, beta, gamma):
+            listed = await bridge.result("session/list", {})
+            assert session in [s["sessionId"] for s in listed["sessions"]]
+
+
+async def test_a_sigkilled_members_session_is_recovered_by_another_losing_nothing_seen(
+    pg_url: str, tmp_path: Path
+) -> None:
+    async with fleet(tmp_path, pg_url, ("alpha", "beta")) as members:
+        alpha, beta = members["alpha"], members["beta"]
+        steps: list[dict[str, Any]] = [
+            {"type": "stream", "count": 500, "text": "k"},
+            {"type": "waitForInterrupt"},
+        ]
+        session = (await alpha.result("session/create", script_session(steps)))["session"][
+            "sessionId"
+        ]
+        await beta.result("session/attach", {"sessionId": session})
+        await alpha.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+        seen_alpha = await events_until(alpha, session, "text.delta")
+        while len(seen_alpha) < 501:
+            seen_alpha += await events_until(alpha, session, "text.delta")
+        seen_beta: list[Message] = []
+        while len(seen_beta) < 501:
+            seen_beta += await events_until(beta, session, "text.delta")
+        assert alpha.proc is not None
+        alpha.proc.send_signal(signal.SIGKILL)
+        await alpha.proc.wait()
+        # beta finds alpha gone when asked to resume its session, once alpha's lease (3 s)
+        # has expired: across machines the lease is what counts
+        with anyio.fail_after(30):
+            while True:
+                reply = await beta.call("session/resume", {"sessionId": session})
+                if "result" in reply:
+                    break
+                assert reply["error"]["data"]["code"] == "session_in_use", reply
+                await anyio.sleep(1)
+        tail = await events_until(beta, session, "session.resumed")
+        with anyio.move_on_after(2):  # the follower's last events may come after it
+            while len(seen_beta) + len(tail) < 504:
+                tail += await events_until(beta, session, "session.closed", timeout=2)
+        got = sorted(seen_beta + tail, key=lambda e: int(e["sequence"]))
+        assert [e["sequence"] for e in got] == list(range(1, 505))  # no gap, nothing twice
+        assert [e["payload"]["type"] for e in got] == (
+            ["run.started"]
+            + ["text.delta"] * 500
+            + ["run.failed", "session.closed"]
+            + ["session.resumed"]
+        )
+        assert got[501]["payload"]["error"]["code"] == "bridge_crashed"
+        assert seen_beta[:501] == seen_alpha[:501]  # what alpha's host saw, beta's saw too
+        stored = await beta.result("events/read", {"sessionId": session, "limit": 1000})
+        assert stored["events"] == got  # and it is all in the journal
