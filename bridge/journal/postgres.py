@@ -107,8 +107,9 @@ class PgJournal(Journal):
         self._beat.start()
 
     def _heartbeat(self) -> None:
-        """Renew the lease every third of it; reconnect (and take the owner's advisory
-        lock again) when the connection broke."""
+        """Renew the lease every third of it, then take over what members whose lease
+        expired left (:meth:`_sweep`); reconnect (and take the owner's advisory lock
+        again) when the connection broke."""
         interval = self.lease / 3
         while not self._beat_stop.wait(interval):
             try:
@@ -130,6 +131,40 @@ class PgJournal(Journal):
             if not renewed:
                 log.error("journal: this bridge's lease was taken over by another member")
                 return
+            try:
+                self._sweep()
+            except Exception as exc:
+                log.warning("journal: cannot look for expired leases (%s)", one_line(exc))
+
+    def _sweep(self) -> list[str]:
+        """Recover every owner whose lease expired (and sessions whose owner has no row
+        any more): their sessions end ``bridge_crashed`` and stay resumable, within a
+        lease and a third of it of the owner's last renewal, whichever member gets
+        there first (the row lock makes it one).  Returns the sessions closed."""
+        me = self._owner.token
+        closed: list[str] = []
+        with self._control_lock:
+            conn = self._control_conn()
+            tokens = [
+                str(row[0])
+                for row in conn.execute(
+                    "SELECT token FROM owners WHERE expires_at < now() AND token <> %(me)s "
+                    "UNION SELECT DISTINCT s.owner FROM sessions s WHERE s.owner IS NOT NULL "
+                    "AND s.owner <> %(me)s AND NOT EXISTS "
+                    "(SELECT 1 FROM owners o WHERE o.token = s.owner)",
+                    {"me": me},
+                ).fetchall()
+            ]
+            for token in tokens:
+                ids = [
+                    str(r[0])
+                    for r in conn.execute(
+                        "SELECT session_id FROM sessions WHERE owner = %s", (token,)
+                    ).fetchall()
+                ]
+                if recover_if_dead(conn, token, self.node, self._clock):
+                    closed += ids
+        return closed
 
     # ------------------------------------------------------------------ following
 
