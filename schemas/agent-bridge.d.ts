@@ -146,6 +146,7 @@ export type BridgeToHostMessage =
   | ShutdownResponse
   | BridgePingResponse
   | ProvidersListResponse
+  | ProviderLimitsResponse
   | SessionCreateResponse
   | SessionListResponse
   | SessionCloseResponse
@@ -301,6 +302,8 @@ export interface ErrorDetails {
   option?: string;
   provider?: string;
   reason?: string;
+  resetsAt?: string;
+  retryAfterSeconds?: string;
   scope?: string;
   searched?: string;
   supported?: number[];
@@ -347,7 +350,7 @@ export interface EventNotification {
   params: EventEnvelope;
 }
 
-/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, RunStarted, RunCompleted, RunFailed, RunInterrupted, InteractionRequested, InteractionSettled, SessionClosed, SessionResumed. */
+/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, LimitsUpdated, RunStarted, RunCompleted, RunFailed, RunInterrupted, InteractionRequested, InteractionSettled, SessionClosed, SessionResumed. */
 export type EventPayload =
   | TextDelta
   | ThinkingDelta
@@ -355,6 +358,7 @@ export type EventPayload =
   | PlanUpdated
   | Usage
   | Diagnostic
+  | LimitsUpdated
   | RunStarted
   | RunCompleted
   | RunFailed
@@ -437,6 +441,7 @@ export type FailureCause =
   | "http_status"
   | "max_turns"
   | "overloaded"
+  | "quota_exhausted"
   | "rate_limited"
   | "tls_failure"
   | "unknown";
@@ -478,6 +483,7 @@ export type HostToBridgeMessage =
   | ExitNotification
   | BridgePingRequest
   | ProvidersListRequest
+  | ProviderLimitsRequest
   | SessionCreateRequest
   | SessionListRequest
   | SessionCloseRequest
@@ -792,6 +798,41 @@ export interface JsonRpcResponse {
   result: unknown;
 }
 
+/**
+ * One meter of a provider's limits, as far as the provider told it.
+ *
+ * `pool` names the allowance the meter belongs to (Codex's `limitId` such as
+ * `codex`; `claude` for Claude Code's subscription limits; `http` for a model
+ * server's 429), `meter` the window or resource within it (`primary`,
+ * `secondary`, `five_hour`, `seven_day`, `requests`, `credits` …).  Every
+ * figure is optional: `used` and `limit` in the meter's own unit, `percent` of
+ * the limit used (0 to 100, may exceed 100), `window_seconds` the rolling window's
+ * length, `resets_at` when it resets (ISO 8601, UTC), `status` `ok`, `warning`
+ * (close to the limit) or `exhausted` (requests are refused until the reset).
+ */
+export interface LimitMeter {
+  pool: string;
+  meter: string;
+  used?: number | null;
+  limit?: number | null;
+  percent?: number | null;
+  windowSeconds?: number | null;
+  resetsAt?: string | null;
+  status?: "exhausted" | "ok" | "warning" | null;
+  [key: string]: unknown;
+}
+
+/**
+ * What a provider reported about its rate limits or quota: the meters it named this
+ * time (an update need not repeat meters it did not change).  `provider/limits` reads
+ * the latest figures of every meter a provider has reported.
+ */
+export interface LimitsUpdated {
+  type: "limits.updated";
+  meters: LimitMeter[];
+  [key: string]: unknown;
+}
+
 export type Maturity = "experimental" | "stub" | "verified";
 
 /**
@@ -959,14 +1000,48 @@ export interface ProviderDescriptor {
   [key: string]: unknown;
 }
 
-/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic. */
+/** `provider/limits`: the latest limit figures a provider reported. */
+export interface ProviderLimitsParams {
+  provider: string;
+}
+
+/** The `provider/limits` request (host->bridge): The latest rate-limit and quota figures a provider reported. */
+export interface ProviderLimitsRequest {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  method: "provider/limits";
+  params: ProviderLimitsParams;
+}
+
+/** The successful response to `provider/limits`. */
+export interface ProviderLimitsResponse {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  result: ProviderLimitsResult;
+}
+
+/**
+ * The latest figures of every meter `provider` reported in this bridge's lifetime
+ * (each meter as its last `limits.updated` gave it); `updated_at` is when the last
+ * report arrived, absent (and `meters` empty) when none has.
+ */
+export interface ProviderLimitsResult {
+  provider: string;
+  /** @defaultValue `[]` */
+  meters?: LimitMeter[];
+  updatedAt?: string | null;
+  [key: string]: unknown;
+}
+
+/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, LimitsUpdated. */
 export type ProviderPayload =
   | TextDelta
   | ThinkingDelta
   | ToolActivity
   | PlanUpdated
   | Usage
-  | Diagnostic;
+  | Diagnostic
+  | LimitsUpdated;
 
 /** The `provider/sessions/list` request (host->bridge): List the sessions a provider keeps itself (its CLI's too), newest first. */
 export interface ProviderSessionsListRequest {
@@ -1792,6 +1867,16 @@ export interface Methods {
     since: 1;
     stability: "stable";
   };
+  /** The latest rate-limit and quota figures a provider reported. */
+  "provider/limits": {
+    direction: "host->bridge";
+    kind: "request";
+    params: ProviderLimitsParams;
+    result: ProviderLimitsResult;
+    since: 1;
+    stability: "stable";
+    cancellable: true;
+  };
   /** List the sessions a provider keeps itself (its CLI's too), newest first. */
   "provider/sessions/list": {
     direction: "host->bridge";
@@ -1970,7 +2055,7 @@ export type ResultOf<M extends keyof Methods> = Methods[M] extends { result: inf
  * agent-bridge.mjs).  Narrow a received payload with its guard `isKnownEvent`
  * (`p is EventPayload`), then switch on `p.type`; any other payload is an
  * UnknownEventPayload (a later version's event) to skip or show generically. */
-export type KnownEventType = "diagnostic" | "interaction.requested" | "interaction.settled" | "plan.updated" | "run.completed" | "run.failed" | "run.interrupted" | "run.started" | "session.closed" | "session.resumed" | "text.delta" | "thinking.delta" | "tool.activity" | "usage";
+export type KnownEventType = "diagnostic" | "interaction.requested" | "interaction.settled" | "limits.updated" | "plan.updated" | "run.completed" | "run.failed" | "run.interrupted" | "run.started" | "session.closed" | "session.resumed" | "text.delta" | "thinking.delta" | "tool.activity" | "usage";
 
 /** An ErrorInfo of one code: `ErrorInfoOf<"provider_failed">`. */
 export type ErrorInfoOf<C extends ErrorCode> = ErrorInfo & { code: C };
@@ -2032,7 +2117,7 @@ export interface ScriptedEchoStep {
 
 export interface ScriptedEmitStep {
   type: "emit";
-  payloads: Array<TextDelta | ThinkingDelta | ToolActivity | PlanUpdated | Usage | Diagnostic>;
+  payloads: Array<TextDelta | ThinkingDelta | ToolActivity | PlanUpdated | Usage | Diagnostic | LimitsUpdated>;
   raw?: unknown;
 }
 
@@ -2040,6 +2125,7 @@ export interface ScriptedFailStep {
   type: "fail";
   /** @defaultValue `"provider_failed"` */
   code?: "already_initialized" | "bridge_crashed" | "command_conflict" | "history_corrupt" | "history_unavailable" | "interaction_already_settled" | "interaction_not_found" | "interaction_not_pending" | "internal" | "invalid_answer" | "invalid_option" | "invalid_params" | "journal_failing" | "not_initialized" | "overloaded" | "provider_auth_required" | "provider_contract" | "provider_crashed" | "provider_failed" | "provider_not_found" | "provider_rate_limited" | "provider_timeout" | "provider_unavailable" | "recovery_invalid" | "run_active" | "run_not_active" | "run_not_found" | "session_closed" | "session_in_use" | "session_not_found" | "shutting_down" | "unsupported" | "unsupported_protocol_version" | "workspace_invalid";
+  details?: Record<string, string> | null;
 }
 
 export interface ScriptedInteractionStep {

@@ -9,6 +9,7 @@ export const KNOWN_EVENT_TYPES = Object.freeze([
   "diagnostic",
   "interaction.requested",
   "interaction.settled",
+  "limits.updated",
   "plan.updated",
   "run.completed",
   "run.failed",

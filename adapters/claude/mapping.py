@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from agent_bridge.adapters.claude import protocol
 from agent_bridge.adapters.kit.approvals import approval_modes, approval_verdict, is_allow
+from agent_bridge.adapters.kit.limits import MeterStatus, instant, limit_details, reset_of
 from agent_bridge.adapters.kit.tools import ToolCalls
 from agent_bridge.spi import InteractionOutcome, RunOutcome
 from agent_bridge.wire.errors import ErrorCode, FailureCause
@@ -24,6 +25,8 @@ from agent_bridge.wire.events import (
     ContextUsage,
     CumulativeUsage,
     Diagnostic,
+    LimitMeter,
+    LimitsUpdated,
     ProviderPayload,
     TextDelta,
     ThinkingDelta,
@@ -54,6 +57,7 @@ __all__ = [
     "UNKNOWN",
     "UNPARSEABLE",
     "AskedQuestion",
+    "LimitHints",
     "Permission",
     "TurnState",
     "UsageTotals",
@@ -61,12 +65,14 @@ __all__ = [
     "classify_result",
     "context_window",
     "endpoint_label",
+    "limits_payload",
     "parse_questions",
     "permission_reply",
     "permission_request",
     "prompt_tokens",
     "question_answers",
     "retry_diagnostic",
+    "retry_hint",
     "session_permission_updates",
     "stream_event_payloads",
     "tool_output",
@@ -121,6 +127,7 @@ DECLINED: Final = _diag(
 )
 RETRY: Final = _diag("info", "provider_retry", "the provider is retrying a failed model request")
 
+_SAFE_NAME: Final = re.compile(r"^[a-z0-9_]{1,40}$")
 _HOST_RE: Final = re.compile(r"^[A-Za-z0-9.\-]{1,100}$|^\[[0-9A-Fa-f:.]{2,60}\]$")
 
 
@@ -171,6 +178,59 @@ def retry_diagnostic(message: Mapping[str, Any], endpoint: str) -> Diagnostic:
         cause = f"no response from {endpoint} (unreachable, refused or timed out)"
     text = f"the provider is retrying a failed model request{which}: {cause}"
     return _diag("warning", "provider_retry", text)
+
+
+_UNIFIED_STATUS: Final[dict[str, MeterStatus]] = {
+    "allowed": "ok",
+    "allowed_warning": "warning",
+    "rejected": "exhausted",
+}
+
+
+def limits_payload(info: object) -> LimitsUpdated | None:
+    """The ``limits.updated`` of a ``rate_limit_event``'s ``rate_limit_info`` (Claude
+    Code's subscription limits, from the ``anthropic-ratelimit-unified-*`` headers):
+    a meter in pool ``claude`` named by its ``rateLimitType`` (``five_hour``,
+    ``seven_day`` …; ``unified`` when absent) with its status, ``utilization`` (a
+    fraction) as percent and ``resetsAt``; and an ``overage`` meter when the overage
+    status is given.  ``None`` for a record without a known status."""
+    if not isinstance(info, dict):
+        return None
+    status = _UNIFIED_STATUS.get(str(info.get("status")))
+    if status is None:
+        return None
+    kind = info.get("rateLimitType")
+    name = kind if isinstance(kind, str) and _SAFE_NAME.match(kind) else "unified"
+    used = info.get("utilization")
+    percent = (
+        round(float(used) * 100.0, 2)
+        if isinstance(used, (int, float)) and not isinstance(used, bool) and 0 <= used < 100
+        else None
+    )
+    meters = [
+        LimitMeter(
+            "claude", name, percent=percent, resets_at=instant(info.get("resetsAt")), status=status
+        )
+    ]
+    overage = _UNIFIED_STATUS.get(str(info.get("overageStatus")))
+    if overage is not None:
+        meters.append(
+            LimitMeter(
+                "claude", "overage", resets_at=instant(info.get("overageResetsAt")), status=overage
+            )
+        )
+    return LimitsUpdated(tuple(meters))
+
+
+def retry_hint(message: Mapping[str, Any]) -> float | None:
+    """The delay in seconds an ``api_retry`` record announces before retrying an HTTP
+    429 (the CLI follows the server's ``retry-after``), else ``None``."""
+    if message.get("error_status") != 429:
+        return None
+    delay = message.get("retry_delay_ms")
+    if isinstance(delay, (int, float)) and not isinstance(delay, bool) and 0 <= delay < 1e10:
+        return float(delay) / 1000.0
+    return None
 
 
 def session_permission_updates(suggestions: object) -> list[dict[str, Any]]:
@@ -304,6 +364,7 @@ def _status_code(status: object) -> ErrorCode:
 _ASSISTANT_ERRORS: Final[dict[str, ErrorCode]] = {
     "authentication_failed": "provider_auth_required",
     "rate_limit": "provider_rate_limited",
+    "billing_error": "provider_rate_limited",
 }
 
 #: Tokens of the CLI's synthetic error text (``API Error: Unable to connect to API
@@ -330,12 +391,22 @@ _CONNECTION_TOKENS: Final[dict[str, FailureCause]] = {
 _TOKEN_RE: Final = re.compile(r"[A-Za-z_]+")
 
 
+def _billing_details(status: object) -> dict[str, str]:
+    # "credit balance is too low": the CLI's kind for a spent quota (an HTTP 400).
+    out = {"cause": "quota_exhausted"}
+    if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
+        out.update(httpStatus=str(status), httpStatusClass=f"{status // 100}xx")
+    return out
+
+
 def failure_details(
     result: Mapping[str, Any], status: object, assistant_error: str | None
 ) -> dict[str, str]:
     """The allowlisted ``details`` of a failed turn: ``cause`` (and for an HTTP error
     ``httpStatus`` and ``httpStatusClass``), from the result's status, its subtype, the
     synthetic message's error kind and the tokens of the CLI's error text."""
+    if assistant_error == "billing_error":
+        return _billing_details(status)
     if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
         cause: FailureCause = "http_status"
         if status in (401, 403):
@@ -360,8 +431,23 @@ def failure_details(
     return {"cause": "unknown"}
 
 
+@dataclass(frozen=True, slots=True)
+class LimitHints:
+    """What the CLI told about limits before a turn failed: the latest meters of its
+    ``rate_limit_event`` records, and its last retry of an HTTP 429 (``api_retry``:
+    the delay it chose, which follows the server's ``retry-after``, and when)."""
+
+    meters: tuple[LimitMeter, ...] = ()
+    retry_after: float | None = None
+    retry_at: float | None = None
+
+
 def classify_result(
-    result: Mapping[str, Any], *, interrupting: bool, assistant_error: str | None = None
+    result: Mapping[str, Any],
+    *,
+    interrupting: bool,
+    assistant_error: str | None = None,
+    limits: LimitHints | None = None,
 ) -> RunOutcome:
     """The outcome of a turn from its ``result`` message.
 
@@ -371,7 +457,9 @@ def classify_result(
     * otherwise failed: ``api_error_status`` 401/403 → ``provider_auth_required``, 429 →
       ``provider_rate_limited``, else (5xx, connection failures, ``error_max_turns`` …)
       ``provider_failed``; without a status, the synthetic assistant message's ``error``
-      kind decides.  ``details`` classify the cause (:func:`failure_details`).
+      kind decides.  ``details`` classify the cause (:func:`failure_details`); a run
+      that hit a limit (``rate_limited``, or ``quota_exhausted`` for the CLI's
+      ``billing_error``) carries ``resetsAt`` / ``retryAfterSeconds`` from ``limits``.
     """
     subtype = result.get("subtype")
     is_error = result.get("is_error") is True
@@ -384,13 +472,29 @@ def classify_result(
         return RunOutcome.completed(stop if isinstance(stop, str) else None)
     status = result.get("api_error_status")
     code = _status_code(status)
-    if status is None and assistant_error in _ASSISTANT_ERRORS:
+    if (status is None or assistant_error == "billing_error") and (
+        assistant_error in _ASSISTANT_ERRORS
+    ):
         code = _ASSISTANT_ERRORS[assistant_error]
     detail = (
         f"result subtype={_short(subtype)} api_error_status={_short(status)} "
         f"terminal_reason={_short(terminal)} error_kind={_short(assistant_error)}"
     )
-    return RunOutcome.failed(code, detail, failure_details(result, status, assistant_error))
+    details = failure_details(result, status, assistant_error)
+    cause = details["cause"]
+    hint = limits or LimitHints()
+    if cause == "rate_limited" and any(m.status == "exhausted" for m in hint.meters):
+        cause = details["cause"] = "quota_exhausted"  # the subscription's usage limit
+    if cause == "rate_limited" or cause == "quota_exhausted":
+        details.update(
+            limit_details(
+                cast("FailureCause", cause),
+                resets_at=reset_of(hint.meters),
+                retry_after=hint.retry_after,
+                now=hint.retry_at,
+            )
+        )
+    return RunOutcome.failed(code, detail, details)
 
 
 def _short(value: object) -> str:
@@ -487,6 +591,9 @@ class TurnState:
     assistant_error: str | None = None
     #: Unknown record types already reported in this turn.
     unknown_types: set[str] = field(default_factory=set)
+    #: The delay the CLI announced before its last retry of an HTTP 429, and when.
+    retry_after: float | None = None
+    retry_at: float | None = None
 
 
 def stream_event_payloads(state: TurnState, message: Mapping[str, Any]) -> list[ProviderPayload]:

@@ -44,7 +44,7 @@ ASK_TOOL: Final = "AskUserQuestion"
 #: Message types the CLI sends that carry nothing for a host (ignored without a
 #: diagnostic).  Anything else unknown becomes a diagnostic.
 IGNORED_TYPES: Final = frozenset(
-    {"keep_alive", "tool_progress", "auth_status", "rate_limit_event", "prompt_suggestion"}
+    {"keep_alive", "tool_progress", "auth_status", "prompt_suggestion"}
 )
 
 

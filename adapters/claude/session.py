@@ -28,6 +28,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -42,6 +43,7 @@ from agent_bridge.adapters.claude.launch import (
     child_env,
     valid_session_id,
 )
+from agent_bridge.adapters.kit.limits import merge_meters
 from agent_bridge.adapters.kit.ndjson import read_ndjson
 from agent_bridge.adapters.kit.resident import ResidentChild, StopGraces, start_resident
 from agent_bridge.adapters.kit.runs import RunHandle
@@ -60,7 +62,7 @@ from agent_bridge.spi import (
     SessionContext,
 )
 from agent_bridge.wire.errors import ErrorCode
-from agent_bridge.wire.events import ProviderPayload
+from agent_bridge.wire.events import LimitMeter, ProviderPayload
 from agent_bridge.wire.methods import RunInput
 
 __all__ = ["ClaudeRun", "ClaudeSession"]
@@ -161,6 +163,8 @@ class ClaudeSession(ProviderSession):
         #: The stdout line being handled: the raw record of the payloads it produces.
         self._raw: bytes | None = None
         self._usage = mapping.UsageTotals.from_record(usage)
+        #: the latest figures of every limit meter the CLI reported (``rate_limit_event``)
+        self._limits: dict[tuple[str, str], LimitMeter] = {}
         turn: dict[str, _TurnHandler] = {
             "system": self._on_system,
             "stream_event": self._on_stream_event,
@@ -173,6 +177,7 @@ class ClaudeSession(ProviderSession):
             "control_response": self._on_control_response,
             "control_request": self._on_control_request,
             "control_cancel_request": self._on_control_cancel,
+            "rate_limit_event": self._on_rate_limit,
             **{kind: functools.partial(self._on_turn_frame, fn) for kind, fn in turn.items()},
         }
 
@@ -523,7 +528,20 @@ class ClaudeSession(ProviderSession):
             if isinstance(model, str):
                 self._model = model
         elif subtype == "api_retry":
+            delay = mapping.retry_hint(message)
+            if delay is not None:
+                run.state.retry_after, run.state.retry_at = delay, time.time()
             await self._emit(run, mapping.retry_diagnostic(message, self._endpoint))
+
+    async def _on_rate_limit(self, message: dict[str, Any]) -> None:
+        """A ``rate_limit_event`` (whenever the CLI's view of its limits changes, in a
+        turn or not): kept as the latest figures and reported in the active run."""
+        update = mapping.limits_payload(message.get("rate_limit_info"))
+        if update is not None:
+            merge_meters(self._limits, update.meters)
+            run = self._active_run()
+            if run is not None:
+                await self._emit(run, update)
 
     async def _on_stream_event(self, run: ClaudeRun, message: dict[str, Any]) -> None:
         await self._emit_all(run, mapping.stream_event_payloads(run.state, message))
@@ -544,7 +562,12 @@ class ClaudeSession(ProviderSession):
         self._withdraw_permissions(run)
         await self._emit(run, mapping.usage_payload(self._usage, run.state, message, self._model))
         outcome = mapping.classify_result(
-            message, interrupting=run.interrupting, assistant_error=run.state.assistant_error
+            message,
+            interrupting=run.interrupting,
+            assistant_error=run.state.assistant_error,
+            limits=mapping.LimitHints(
+                tuple(self._limits.values()), run.state.retry_after, run.state.retry_at
+            ),
         )
         if self._cli_session_id is not None and run.last_uuid is not None:
             # where a fork at this run's end cuts the CLI's conversation

@@ -10,8 +10,9 @@ diagnostics here carry fixed codes and messages.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from agent_bridge.adapters.codex import protocol as p
 from agent_bridge.adapters.kit.approvals import (
@@ -21,6 +22,7 @@ from agent_bridge.adapters.kit.approvals import (
     approval_verdict,
     is_allow,
 )
+from agent_bridge.adapters.kit.limits import instant, limit_details, reset_of, status_of
 from agent_bridge.adapters.kit.tools import ToolCalls
 from agent_bridge.spi import InteractionOutcome, RunOutcome
 from agent_bridge.wire.errors import ErrorCode, FailureCause
@@ -28,6 +30,8 @@ from agent_bridge.wire.events import (
     ContextUsage,
     CumulativeUsage,
     Diagnostic,
+    LimitMeter,
+    LimitsUpdated,
     PlanStep,
     PlanUpdated,
     ProviderPayload,
@@ -62,6 +66,7 @@ __all__ = [
     "file_change_reply",
     "item_completed",
     "item_started",
+    "limits_payload",
     "once",
     "open_tools_failed",
     "output_delta",
@@ -189,9 +194,9 @@ def classify_error(error: p.TurnError | None) -> ErrorCode:
 #: ``codexErrorInfo`` strings and the cause each names (only the cause reaches a host).
 _INFO_CAUSES: Final[dict[str, FailureCause]] = {
     "unauthorized": "auth_missing",
-    "usageLimitExceeded": "rate_limited",
+    "usageLimitExceeded": "quota_exhausted",
     "rateLimitExceeded": "rate_limited",
-    "sessionBudgetExceeded": "rate_limited",
+    "sessionBudgetExceeded": "quota_exhausted",
     "serverOverloaded": "overloaded",
     "contextWindowExceeded": "http_status",
 }
@@ -228,9 +233,49 @@ def failure_details(error: p.TurnError | None) -> dict[str, str]:
     return {"cause": "unknown"}
 
 
-def turn_outcome(completed: p.TurnCompleted, last_error: p.TurnError | None) -> RunOutcome | None:
+def limits_payload(snapshot: p.RateLimitSnapshot) -> LimitsUpdated | None:
+    """The ``limits.updated`` of a rate-limit snapshot (``account/rateLimits/updated`` or
+    ``account/rateLimits/read``): one meter per window it names (``primary``,
+    ``secondary``: percent used, window length, reset) in the pool of its ``limitId``
+    (``codex`` when absent), and ``credits`` when it says whether credits are left;
+    ``None`` when it names none (a sparse update may carry only account metadata)."""
+    pool = snapshot.limit_id or "codex"
+    reached = snapshot.rate_limit_reached_type is not None
+    meters: list[LimitMeter] = []
+    for name, window in (("primary", snapshot.primary), ("secondary", snapshot.secondary)):
+        if window is None:
+            continue
+        percent = window.used_percent
+        minutes = window.window_duration_mins
+        meters.append(
+            LimitMeter(
+                pool,
+                name,
+                percent=percent,
+                window_seconds=minutes * 60 if minutes is not None and minutes >= 0 else None,
+                resets_at=instant(window.resets_at),
+                status=status_of(percent),
+            )
+        )
+    credits = snapshot.credits
+    if credits is not None and credits.has_credits is not None and credits.unlimited is not True:
+        meters.append(
+            LimitMeter(pool, "credits", status="ok" if credits.has_credits else "exhausted")
+        )
+    if reached and not any(m.status == "exhausted" for m in meters):
+        meters.append(LimitMeter(pool, "account", status="exhausted"))
+    return LimitsUpdated(tuple(meters)) if meters else None
+
+
+def turn_outcome(
+    completed: p.TurnCompleted,
+    last_error: p.TurnError | None,
+    limits: Iterable[LimitMeter] = (),
+) -> RunOutcome | None:
     """The outcome of ``turn/completed``, or ``None`` for a status that does not end the
-    run (``inProgress``, or one the adapter does not know)."""
+    run (``inProgress``, or one the adapter does not know).  A turn that failed on a
+    limit carries ``resetsAt`` when the latest ``limits`` (the meters Codex reported)
+    say when the exhausted one resets: Codex puts the time in its message's prose only."""
     status = completed.turn.status
     if status == "completed":
         return RunOutcome.completed("completed")
@@ -239,9 +284,12 @@ def turn_outcome(completed: p.TurnCompleted, last_error: p.TurnError | None) -> 
     if status == "failed":
         error = completed.turn.error or last_error
         info = None if error is None else error.codex_error_info
-        return RunOutcome.failed(
-            classify_error(error), f"codex turn failed ({info})", failure_details(error)
-        )
+        details = failure_details(error)
+        cause = details["cause"]
+        if cause == "rate_limited" or cause == "quota_exhausted":
+            limited = cast("FailureCause", cause)
+            details.update(limit_details(limited, resets_at=reset_of(limits)))
+        return RunOutcome.failed(classify_error(error), f"codex turn failed ({info})", details)
     return None
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "AccountReadResponse",
     "CommandApprovalParams",
     "ConfigWarning",
+    "CreditsSnapshot",
     "DeltaNotification",
     "ErrorNotification",
     "FileChangeApprovalParams",
@@ -32,6 +33,9 @@ __all__ = [
     "ItemNotification",
     "PermissionsApprovalParams",
     "PlanUpdated",
+    "RateLimitSnapshot",
+    "RateLimitWindow",
+    "RateLimitsUpdated",
     "Scope",
     "ServerRequestResolved",
     "ThreadResponse",
@@ -246,6 +250,38 @@ class ErrorNotification(_Lenient, frozen=True):
 
     error: TurnError = TurnError()
     will_retry: bool = False
+
+
+class RateLimitWindow(_Lenient, frozen=True):
+    """``RateLimitWindow``: percent used, the window's length, its reset (Unix seconds)."""
+
+    used_percent: float | None = None
+    window_duration_mins: int | None = None
+    resets_at: int | None = None
+
+
+class CreditsSnapshot(_Lenient, frozen=True):
+    """``CreditsSnapshot``: whether the account has credits left."""
+
+    has_credits: bool | None = None
+    unlimited: bool | None = None
+
+
+class RateLimitSnapshot(_Lenient, frozen=True):
+    """``RateLimitSnapshot`` (sparse in ``account/rateLimits/updated``: a field left out
+    is unknown, not cleared)."""
+
+    limit_id: str | None = None
+    primary: RateLimitWindow | None = None
+    secondary: RateLimitWindow | None = None
+    credits: CreditsSnapshot | None = None
+    rate_limit_reached_type: str | None = None
+
+
+class RateLimitsUpdated(_Lenient, frozen=True):
+    """``account/rateLimits/updated``; also the result of ``account/rateLimits/read``."""
+
+    rate_limits: RateLimitSnapshot = RateLimitSnapshot()
 
 
 class WarningNotification(_Lenient, frozen=True):

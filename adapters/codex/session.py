@@ -38,6 +38,7 @@ from agent_bridge.adapters.codex import mapping
 from agent_bridge.adapters.codex import protocol as p
 from agent_bridge.adapters.codex.launch import Settings
 from agent_bridge.adapters.codex.probe import parse_version
+from agent_bridge.adapters.kit.limits import merge_meters
 from agent_bridge.adapters.kit.resident import StopGraces
 from agent_bridge.adapters.kit.rpc_child import RpcChild, RpcChildSpec, start_rpc_child
 from agent_bridge.adapters.kit.runs import RunHandle
@@ -57,7 +58,7 @@ from agent_bridge.spi import (
     SessionContext,
 )
 from agent_bridge.wire.errors import ErrorCode
-from agent_bridge.wire.events import Diagnostic, ProviderPayload
+from agent_bridge.wire.events import Diagnostic, LimitMeter, LimitsUpdated, ProviderPayload
 from agent_bridge.wire.interactions import InteractionRequest
 from agent_bridge.wire.methods import RunInput
 
@@ -192,6 +193,10 @@ class CodexSession(ProviderSession):
         self._disposed = False
         self._lock = anyio.Lock()
         self._pending_diagnostics: list[Diagnostic] = []
+        #: the latest figures of every limit meter Codex reported (``account/rateLimits``)
+        self.limits: dict[tuple[str, str], LimitMeter] = {}
+        #: a limits update that arrived while no run was active (reported by the next)
+        self._pending_limits: LimitsUpdated | None = None
         self._resolved: set[Any] = set()
         #: The one dispatch of notifications correlated with the active run; a
         #: notification not in it (and not ignored) is reported once as unmapped.
@@ -425,6 +430,9 @@ class CodexSession(ProviderSession):
             self._run = run
             pending, self._pending_diagnostics = self._pending_diagnostics, []
             run.emit_all(list(pending))
+            if self._pending_limits is not None:
+                run.emit(self._pending_limits)
+                self._pending_limits = None
             params: dict[str, Any] = {
                 "threadId": self.thread_id,
                 "input": p.user_input(input),
@@ -515,6 +523,9 @@ class CodexSession(ProviderSession):
         """Correlate one notification with the active run and hand it to its handler."""
         if method in mapping.IGNORED:
             return
+        if method == "account/rateLimits/updated":
+            self._on_rate_limits(raw)
+            return
         thread_id: str | None
         turn_id: str | None
         try:
@@ -584,6 +595,28 @@ class CodexSession(ProviderSession):
             text = "?"
         log.info("codex %s: %s", method, redact(text))
 
+    def _on_rate_limits(self, raw: bytes) -> None:
+        """``account/rateLimits/updated`` (account-wide, no thread): kept as the latest
+        figures, and reported in the active run, else at the start of the next."""
+        run = self._run
+        if run is not None and run.turn_id is None:
+            run.early.append(("account/rateLimits/updated", raw))  # the run's, once known
+            return
+        try:
+            update = mapping.limits_payload(p.decode(p.RateLimitsUpdated, raw).rate_limits)
+        except _DECODE_ERRORS:
+            self._unexpected("account/rateLimits/updated")
+            return
+        if update is None:
+            return
+        merge_meters(self.limits, update.meters)
+        if run is not None and not run.finished:
+            run.raw = b'{"method":"account/rateLimits/updated","params":%s}' % raw
+            run.emit(update)
+            run.raw = None
+        else:
+            self._pending_limits = update
+
     def _between_runs(self, method: str, raw: bytes) -> None:
         """A notification while no run is active: warnings wait for the next run."""
         diagnostic = mapping.DIAGNOSTICS.get(method)
@@ -616,7 +649,9 @@ class CodexSession(ProviderSession):
         run.emit(mapping.plan_payload(p.decode(p.PlanUpdated, raw)))
 
     def _on_turn_completed(self, run: CodexRun, method: str, raw: bytes) -> None:
-        outcome = mapping.turn_outcome(p.decode(p.TurnCompleted, raw), run.last_error)
+        outcome = mapping.turn_outcome(
+            p.decode(p.TurnCompleted, raw), run.last_error, self.limits.values()
+        )
         if outcome is not None:
             if self.thread_id is not None and run.turn_id is not None:
                 # where a fork at this run's end cuts the thread (thread/fork lastTurnId)

@@ -73,9 +73,10 @@ _CHUNK = 64
 
 
 class _Failed(Exception):
-    def __init__(self, code: ErrorCode) -> None:
+    def __init__(self, code: ErrorCode, details: dict[str, str] | None = None) -> None:
         super().__init__(code)
         self.code = code
+        self.details = details
 
 
 class _Completed(Exception):
@@ -112,7 +113,7 @@ class ScriptedRun(RunHandle):
         except _Completed as exc:
             outcome = RunOutcome.completed(exc.stop_reason)
         except _Failed as exc:
-            outcome = RunOutcome.failed(exc.code, "scripted failure")
+            outcome = RunOutcome.failed(exc.code, "scripted failure", exc.details)
         except _Crash as exc:
             self.finish_with_error(exc)
         except Exception as exc:
@@ -168,7 +169,7 @@ class ScriptedRun(RunHandle):
             elif isinstance(step, QuestionSetStep):
                 await self._question_set(step)
             elif isinstance(step, FailStep):
-                raise _Failed(step.code)
+                raise _Failed(step.code, step.details)
             elif isinstance(step, WaitForInterruptStep):
                 self._ignore_interrupt = step.ignore_interrupt
                 await anyio.sleep_forever()

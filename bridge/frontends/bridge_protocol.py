@@ -40,6 +40,8 @@ from agent_bridge.wire.methods import (
     JournalStatusParams,
     PingParams,
     PingResult,
+    ProviderLimitsParams,
+    ProviderLimitsResult,
     ProvidersListParams,
     ProvidersListResult,
     RunInterruptParams,
@@ -258,6 +260,9 @@ class BridgeFrontend:
 
     async def _providers_list(self, params: ProvidersListParams) -> ProvidersListResult:
         return ProvidersListResult(tuple(await self.runtime.describe_providers(params.probe)))
+
+    async def _provider_limits(self, params: ProviderLimitsParams) -> ProviderLimitsResult:
+        return self.runtime.provider_limits(params.provider)
 
     async def _session_create(self, params: SessionCreateParams) -> SessionResult:
         info = await self.runtime.create_session(

@@ -60,6 +60,7 @@ TYPE_NAMES: Final[tuple[str, ...]] = (
     "interaction.settled",
     "session.closed",
     "session.resumed",
+    "limits.updated",
 )
 
 

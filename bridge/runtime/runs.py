@@ -38,6 +38,7 @@ from agent_bridge.wire.events import (
     EventPayload,
     InteractionRequested,
     InteractionSettled,
+    LimitsUpdated,
     ProviderPayload,
     RunCompleted,
     RunFailed,
@@ -424,10 +425,18 @@ class RunContext:
             payload.text  # type: ignore[union-attr]
         ) is not str:
             payload = self._checked(payload)  # type: ignore[assignment]
+            if type(payload) is LimitsUpdated:
+                self._note_limits(payload)
         try:
             return self._publish(run.id, payload, raw)
         except UnencodableEvent:
             return self._publish(run.id, self._unencodable(), raw)
+
+    def _note_limits(self, update: LimitsUpdated) -> None:
+        """Keep ``update`` as its provider's latest figures (``provider/limits``)."""
+        session = self._run.session
+        services = session.services
+        services.limits.note(session.provider.id, update, services.clock.now_iso())
 
     def _unencodable(self) -> Diagnostic:
         """The diagnostic that replaces a payload that cannot be encoded (logged)."""
@@ -454,6 +463,9 @@ class RunContext:
             and _STR.issuperset(map(type, map(_text, checked)))
         ):
             checked = [self._checked(payload) for payload in payloads]
+            for payload in checked:
+                if type(payload) is LimitsUpdated:
+                    self._note_limits(payload)
         try:
             return self._publish_many(run.id, checked, raw)
         except UnencodableEvent:

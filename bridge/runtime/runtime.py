@@ -59,6 +59,7 @@ from agent_bridge.wire.events import SessionResumed
 from agent_bridge.wire.methods import (
     EventsReadParams,
     JournalStatusParams,
+    ProviderLimitsResult,
     RecoveryRecord,
     RunInput,
     RunInterruptResult,
@@ -275,6 +276,12 @@ class Runtime:
             self._remote.pop(key).cancel()
 
     # ------------------------------------------------------------------ providers
+
+    def provider_limits(self, provider_id: str) -> ProviderLimitsResult:
+        """The latest limit figures ``provider_id`` reported (empty when none yet); raises
+        ``provider_not_found`` for an unknown provider."""
+        self.registry.get(provider_id)
+        return self.services.limits.read(provider_id)
 
     async def describe_providers(self, probe: bool = False) -> list[ProviderDescriptor]:
         """Every provider's descriptor, with its availability when ``probe`` (each probe

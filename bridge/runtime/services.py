@@ -16,6 +16,7 @@ from agent_bridge.ids import Clock, IdFactory
 from agent_bridge.journal import History, JournalBroken, JournalCorrupt
 from agent_bridge.runtime.delivery import Delivery
 from agent_bridge.runtime.interactions import Interaction, SettledInteraction
+from agent_bridge.runtime.limits import LimitsBook
 
 if TYPE_CHECKING:
     from agent_bridge.runtime.sessions import Session
@@ -41,6 +42,7 @@ class Services:
         "ids",
         "interactions",
         "interrupt_grace",
+        "limits",
         "running",
     )
 
@@ -68,6 +70,8 @@ class Services:
         self.interactions: dict[str, Interaction | SettledInteraction] = {}
         #: sessions with an active run (their recovery record is refreshed after commits)
         self.running: dict[Session, None] = {}
+        #: the latest limit figures each provider reported (``provider/limits``)
+        self.limits = LimitsBook()
 
     async def flush(self) -> None:
         """Wait until everything recorded so far is durable (while the journal is failing,

@@ -73,6 +73,7 @@ FailureCause = Literal[
     "http_status",
     "auth_missing",
     "rate_limited",
+    "quota_exhausted",
     "overloaded",
     "max_turns",
     "cli_exited",
@@ -84,6 +85,8 @@ FailureCause = Literal[
 _CAUSES: Final = frozenset(FailureCause.__args__)  # type: ignore[attr-defined]
 _HTTP_CLASSES: Final = frozenset({"1xx", "2xx", "3xx", "4xx", "5xx"})
 _SAFE_TEXT: Final = re.compile(r"^[A-Za-z0-9_.:/@+\-]{1,100}$")
+#: An instant as ``resetsAt`` carries it: ISO 8601 in UTC, to the second.
+_INSTANT: Final = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 
 #: A value of ``ErrorInfo.details``: a short allowlisted string, or (``supported``) a
 #: list of integers.
@@ -110,6 +113,8 @@ _DETAIL_CHECKS: Final[dict[str, Callable[[str], bool]]] = {
     "variable": lambda v: _SAFE_TEXT.match(v) is not None,
     "reason": lambda v: len(v) <= 300,
     "nextStep": lambda v: len(v) <= 300,
+    "resetsAt": lambda v: _INSTANT.match(v) is not None,
+    "retryAfterSeconds": lambda v: v.isdigit() and len(v) <= 7,
 }
 
 #: Every key ``details`` may carry and the JSON type of its value (``string`` or

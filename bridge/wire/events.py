@@ -24,6 +24,8 @@ __all__ = [
     "EventPayload",
     "InteractionRequested",
     "InteractionSettled",
+    "LimitMeter",
+    "LimitsUpdated",
     "PlanStep",
     "PlanUpdated",
     "ProviderPayload",
@@ -109,6 +111,36 @@ class Usage(WireStruct, frozen=True, tag="usage", tag_field="type"):
     cumulative: CumulativeUsage | None = None
 
 
+class LimitMeter(WireStruct, frozen=True):
+    """One meter of a provider's limits, as far as the provider told it.
+
+    ``pool`` names the allowance the meter belongs to (Codex's ``limitId`` such as
+    ``codex``; ``claude`` for Claude Code's subscription limits; ``http`` for a model
+    server's 429), ``meter`` the window or resource within it (``primary``,
+    ``secondary``, ``five_hour``, ``seven_day``, ``requests``, ``credits`` …).  Every
+    figure is optional: ``used`` and ``limit`` in the meter's own unit, ``percent`` of
+    the limit used (0 to 100, may exceed 100), ``window_seconds`` the rolling window's
+    length, ``resets_at`` when it resets (ISO 8601, UTC), ``status`` ``ok``, ``warning``
+    (close to the limit) or ``exhausted`` (requests are refused until the reset)."""
+
+    pool: str
+    meter: str
+    used: float | None = None
+    limit: float | None = None
+    percent: float | None = None
+    window_seconds: int | None = None
+    resets_at: str | None = None
+    status: Literal["ok", "warning", "exhausted"] | None = None
+
+
+class LimitsUpdated(WireStruct, frozen=True, tag="limits.updated", tag_field="type"):
+    """What a provider reported about its rate limits or quota: the meters it named this
+    time (an update need not repeat meters it did not change).  ``provider/limits`` reads
+    the latest figures of every meter a provider has reported."""
+
+    meters: tuple[LimitMeter, ...]
+
+
 class Diagnostic(WireStruct, frozen=True, tag="diagnostic", tag_field="type"):
     """Something a host may show or log: ``code`` from a small set, no upstream prose."""
 
@@ -176,7 +208,9 @@ class SessionResumed(WireStruct, frozen=True, tag="session.resumed", tag_field="
     bridge process): same session id, its sequence continues."""
 
 
-ProviderPayload = TextDelta | ThinkingDelta | ToolActivity | PlanUpdated | Usage | Diagnostic
+ProviderPayload = (
+    TextDelta | ThinkingDelta | ToolActivity | PlanUpdated | Usage | Diagnostic | LimitsUpdated
+)
 
 EventPayload = (
     TextDelta
@@ -185,6 +219,7 @@ EventPayload = (
     | PlanUpdated
     | Usage
     | Diagnostic
+    | LimitsUpdated
     | RunStarted
     | RunCompleted
     | RunFailed

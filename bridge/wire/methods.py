@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from agent_bridge.wire.common import LenientStruct, WireStruct
-from agent_bridge.wire.events import EventEnvelope
+from agent_bridge.wire.events import EventEnvelope, LimitMeter
 from agent_bridge.wire.inputs import InputBlock, TextInput
 from agent_bridge.wire.interactions import Answer, InteractionRequest
 from agent_bridge.wire.providers import ProviderDescriptor
@@ -142,6 +142,22 @@ class ProvidersListResult(WireStruct, frozen=True):
     """Every registered provider's descriptor."""
 
     providers: tuple[ProviderDescriptor, ...]
+
+
+class ProviderLimitsParams(WireStruct, frozen=True):
+    """``provider/limits``: the latest limit figures a provider reported."""
+
+    provider: str
+
+
+class ProviderLimitsResult(WireStruct, frozen=True):
+    """The latest figures of every meter ``provider`` reported in this bridge's lifetime
+    (each meter as its last ``limits.updated`` gave it); ``updated_at`` is when the last
+    report arrived, absent (and ``meters`` empty) when none has."""
+
+    provider: str
+    meters: tuple[LimitMeter, ...] = ()
+    updated_at: str | None = None
 
 
 # --------------------------------------------------------------------- sessions

@@ -148,6 +148,8 @@ class QuestionSetStep(_Step, tag="questionSet"):
 
 class FailStep(_Step, tag="fail"):
     code: ErrorCode = "provider_failed"
+    #: the failure's ``details`` (allowlisted keys only, e.g. ``cause``, ``resetsAt``)
+    details: dict[str, str] | None = None
 
 
 class WaitForInterruptStep(_Step, tag="waitForInterrupt"):

@@ -433,6 +433,51 @@ def run_failed(rec: Recorder) -> None:
     start(rec, session, "Try again", until=event("run.completed"))
 
 
+@scenario("limits", doc=True)
+def limits(rec: Recorder) -> None:
+    """A provider reports its limits (limits.updated), the run then hits one and ends
+    run.failed with cause, reset time and retry hint; provider/limits reads the latest
+    figures."""
+    script = {
+        "steps": [
+            {
+                "type": "emit",
+                "payloads": [
+                    {
+                        "type": "limits.updated",
+                        "meters": [
+                            {
+                                "pool": "codex",
+                                "meter": "primary",
+                                "percent": 100,
+                                "windowSeconds": 18000,
+                                "resetsAt": "2026-12-02T05:00:00Z",
+                                "status": "exhausted",
+                            },
+                            {
+                                "pool": "codex",
+                                "meter": "secondary",
+                                "percent": 41.5,
+                                "windowSeconds": 604800,
+                                "resetsAt": "2026-12-08T00:00:00Z",
+                                "status": "ok",
+                            },
+                        ],
+                    }
+                ],
+            },
+            {
+                "type": "fail",
+                "code": "provider_rate_limited",
+                "details": {"cause": "quota_exhausted", "resetsAt": "2026-12-02T05:00:00Z"},
+            },
+        ]
+    }
+    session = create(rec, script)
+    start(rec, session, "Refactor the parser", until=event("run.failed"))
+    rec.request("provider/limits", {"provider": "scripted"})
+
+
 @scenario("sessions", doc=True)
 def sessions(rec: Recorder) -> None:
     """session/list (newest first), events/read paging, session/close (interrupts the active

@@ -120,6 +120,8 @@ class ApiError:
     status: int = 400
     type: str = "invalid_request_error"
     message: str = "stand-in scripted error"
+    #: extra response headers, e.g. ``retry-after`` or ``anthropic-ratelimit-*-reset``
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 ScriptItem = Text | ToolUse | ApiError
@@ -335,11 +337,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.command, parts.path, parse_qs(parts.query), headers, body
         )
 
-    def _send_json(self, status: int, obj: Any, rec: RecordedRequest | None = None) -> None:
+    def _send_json(
+        self,
+        status: int,
+        obj: Any,
+        rec: RecordedRequest | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         data = json.dumps(obj).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         if rec is not None:
             self.send_header("request-id", f"req_standin_{rec.seq}")
         self.end_headers()
@@ -438,6 +448,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "request_id": f"req_standin_{rec.seq}",
                 },
                 rec,
+                item.headers,
             )
             return
         rec.reply = _describe(item)

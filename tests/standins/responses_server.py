@@ -173,15 +173,30 @@ def reply(
     status: int = 200,
     error: str | None = None,
     hang: bool = False,
+    headers: dict[str, str] | None = None,
+    error_type: str | None = None,
+    error_fields: dict[str, Any] | None = None,
 ) -> Reply:
-    """One answer to one POST /v1/responses."""
-    return {
+    """One answer to one POST /v1/responses.
+
+    With a ``status`` other than 200: ``headers`` are sent with the error (e.g.
+    ``retry-after``, ``x-codex-primary-reset-at``), ``error_type`` is the error body's
+    ``type`` (default ``server_error``) and ``error_fields`` are added to its ``error``
+    object (e.g. ``resets_at``)."""
+    out: Reply = {
         "items": list(items),
         "usage": dict(usage or DEFAULT_USAGE),
         "status": status,
         "error": error,
         "hang": hang,
     }
+    if headers:
+        out["headers"] = dict(headers)
+    if error_type:
+        out["error_type"] = error_type
+    if error_fields:
+        out["error_fields"] = dict(error_fields)
+    return out
 
 
 def _input_items(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -502,11 +517,13 @@ def _make_handler(server: ResponsesStandIn) -> type[BaseHTTPRequestHandler]:
                 RecordedRequest(self.command, self.path, headers, body, time.time(), reply_index)
             )
 
-        def _send_json(self, status: int, obj: Any) -> None:
+        def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
             data = json.dumps(obj).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
 
@@ -596,9 +613,11 @@ def _make_handler(server: ResponsesStandIn) -> type[BaseHTTPRequestHandler]:
         def _stream(self, r: Reply, body: dict[str, Any]) -> None:
             status = int(r.get("status", 200))
             if status != 200:
-                self._send_json(
-                    status, _error_body(r.get("error") or "stand-in error", "server_error")
+                error = _error_body(
+                    r.get("error") or "stand-in error", r.get("error_type") or "server_error"
                 )
+                error["error"].update(r.get("error_fields") or {})
+                self._send_json(status, error, r.get("headers"))
                 return
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
