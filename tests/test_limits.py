@@ -197,8 +197,9 @@ def test_claude_rate_limit_events_become_meters() -> None:
     )
     rejected = claude.limits_payload({"status": "rejected", "rateLimitType": "Bad Name!"})
     assert rejected == LimitsUpdated((LimitMeter("claude", "unified", status="exhausted"),))
-    for bad in (None, [], {}, {"status": "maybe"}):
-        assert claude.limits_payload(bad) is None
+    bad: list[Any] = [None, [], {}, {"status": "maybe"}]
+    for each in bad:
+        assert claude.limits_payload(each) is None
 
 
 def test_claude_retry_hints_come_only_from_429_retries() -> None:
