@@ -1,6 +1,6 @@
 """Run a command in a network namespace with only loopback and log every DNS lookup.
 
-Used by ``tests/test_silent_probes.py``; run as root::
+Used by ``tests/loopback_netns.py`` (for the silent-probe and ACP agent tests); run as root::
 
     unshare --net --mount python tests/netns_dns.py --log OUT.json -- CMD ARGS...
 

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -31,6 +29,7 @@ import anyio
 import pytest
 from acp_schema import AcpSchema, read_transcript
 from conftest import running_bridge
+from loopback_netns import CAN_NETNS, INSIDE, run_inside, skip_unless_outer
 from provider_clis import cli_env_name, find_cli, pinned, require_cli
 from standins.anthropic_server import (
     AnthropicStandIn,
@@ -48,8 +47,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 HERE = Path(__file__).resolve().parent
 TAP = HERE / "standins" / "acp_tap.py"
 HELLO = "Hi! I am the stand-in model."
-INSIDE = os.environ.get("AGENT_BRIDGE_IN_NETNS") == "1"
-CAN_NETNS = os.geteuid() == 0 and bool(shutil.which("unshare")) and bool(shutil.which("ip"))
 #: The agent tests run here unless they run inside the namespace (test_zero_dns_lookups).
 outside_ns = pytest.mark.skipif(
     CAN_NETNS and not INSIDE,
@@ -377,51 +374,12 @@ async def test_interrupt_then_two_runs_and_resume_in_a_new_bridge(
 def test_zero_dns_lookups(tmp_path: Path) -> None:
     """The tests above, inside a network namespace with only loopback and a DNS logger:
     they pass, and neither the probes nor the sessions look any name up."""
-    if INSIDE:
-        pytest.skip("the outer test, not run inside the namespace")
-    if not CAN_NETNS:
-        pytest.skip("LOUD SKIP: needs root, unshare and ip to build a network namespace")
+    skip_unless_outer()
     for name in AGENTS:
         require_cli(CLI_NAMES.get(name, name))
-    log = tmp_path / "dns.json"
-    env = {**os.environ, "AGENT_BRIDGE_IN_NETNS": "1"}
+    env = dict(os.environ)
     for name in AGENTS:
         env[cli_env_name(name)] = find_cli(CLI_NAMES.get(name, name)) or ""
-    inner = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-k",
-        os.environ.get("AGENT_BRIDGE_NETNS_SELECT", "not zero_dns"),
-        str(Path(__file__)),
-        "--rootdir",
-        str(HERE.parent),
-    ]
-    done = subprocess.run(
-        [
-            "unshare",
-            "--net",
-            "--mount",
-            sys.executable,
-            str(HERE / "netns_dns.py"),
-            "--log",
-            str(log),
-            "--",
-            *inner,
-        ],
-        env=env,
-        cwd=HERE.parent,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert log.exists(), done.stdout + done.stderr
-    result = json.loads(log.read_text())
-    assert result["rc"] == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    assert " passed" in done.stdout and "failed" not in done.stdout, done.stdout[-4000:]
-    assert "skipped" not in done.stdout, done.stdout[-4000:]
-    assert result["queries"] == [], f"DNS lookups from inside the namespace: {result['queries']}"
+    select = os.environ.get("AGENT_BRIDGE_NETNS_SELECT", "not zero_dns")
+    log = tmp_path / "dns.json"
+    run_inside(str(Path(__file__)), select, log, env, timeout=900, no_skips=True)

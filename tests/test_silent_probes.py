@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import running_bridge
+from loopback_netns import INSIDE, run_inside, skip_unless_outer
 from provider_clis import find_cli, require_cli
 from standins.anthropic_server import AnthropicStandIn, Text
 from standins.responses_server import ResponsesStandIn, reply, text
@@ -31,7 +29,6 @@ from standins.responses_server import ResponsesStandIn, reply, text
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
 HERE = Path(__file__).resolve().parent
-INSIDE = os.environ.get("AGENT_BRIDGE_IN_NETNS") == "1"
 
 #: The stand-in Codex config, without the tests' own ``[features]``/``[analytics]``
 #: quieting: only the adapter's launch code may keep the session silent.
@@ -48,14 +45,10 @@ env_key = "STUB_API_KEY"
 
 
 def test_probes_and_sessions_make_no_lookup(tmp_path: Path) -> None:
-    if INSIDE:
-        pytest.skip("the outer test, not run inside the namespace")
-    if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None:
-        pytest.skip("LOUD SKIP: needs root, unshare and ip to build a network namespace")
+    skip_unless_outer()
     require_cli("claude")
     require_cli("codex")
-    log = tmp_path / "dns.json"
-    env = {**os.environ, "AGENT_BRIDGE_IN_NETNS": "1"}
+    env = dict(os.environ)
     env["AGENT_BRIDGE_CLAUDE_PATH"] = find_cli("claude") or ""
     env["AGENT_BRIDGE_CODEX_PATH"] = find_cli("codex") or ""
     for name in (
@@ -67,43 +60,8 @@ def test_probes_and_sessions_make_no_lookup(tmp_path: Path) -> None:
         "OPENAI_API_KEY",
     ):
         env.pop(name, None)
-    inner = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-k",
-        os.environ.get("AGENT_BRIDGE_NETNS_SELECT", "inner_ and not inner_gemini"),
-        str(Path(__file__)),
-        "--rootdir",
-        str(HERE.parent),
-    ]
-    done = subprocess.run(
-        [
-            "unshare",
-            "--net",
-            "--mount",
-            sys.executable,
-            str(HERE / "netns_dns.py"),
-            "--log",
-            str(log),
-            "--",
-            *inner,
-        ],
-        env=env,
-        cwd=HERE.parent,
-        capture_output=True,
-        text=True,
-        timeout=170,
-        check=False,
-    )
-    assert log.exists(), done.stdout + done.stderr
-    result = json.loads(log.read_text())
-    assert result["rc"] == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert " passed" in done.stdout and "failed" not in done.stdout, done.stdout[-4000:]
-    assert result["queries"] == [], f"DNS lookups from inside the namespace: {result['queries']}"
+    select = os.environ.get("AGENT_BRIDGE_NETNS_SELECT", "inner_ and not inner_gemini")
+    run_inside(str(Path(__file__)), select, tmp_path / "dns.json", env, timeout=170)
 
 
 def test_case_9_gemini_probe_honours_the_user_settings_and_makes_no_lookup(
@@ -115,52 +73,13 @@ def test_case_9_gemini_probe_honours_the_user_settings_and_makes_no_lookup(
     twice, before this fix). Now the probe's home holds the user's settings with the
     quiet ones laid over them: silent with no settings file and with statistics turned
     on in the user's file, and nothing is written under the user's home."""
-    if INSIDE:
-        pytest.skip("the outer test, not run inside the namespace")
-    if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None:
-        pytest.skip("LOUD SKIP: needs root, unshare and ip to build a network namespace")
+    skip_unless_outer()
     gemini = require_cli("gemini")
-    log = tmp_path / "dns.json"
-    env = {**os.environ, "AGENT_BRIDGE_IN_NETNS": "1", "AGENT_BRIDGE_GEMINI_PATH": gemini}
+    env = {**os.environ, "AGENT_BRIDGE_GEMINI_PATH": gemini}
     for name in ("GEMINI_CLI_HOME", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
         env.pop(name, None)
-    inner = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-k",
-        "inner_gemini",
-        str(Path(__file__)),
-        "--rootdir",
-        str(HERE.parent),
-    ]
-    done = subprocess.run(
-        [
-            "unshare",
-            "--net",
-            "--mount",
-            sys.executable,
-            str(HERE / "netns_dns.py"),
-            "--log",
-            str(log),
-            "--",
-            *inner,
-        ],
-        env=env,
-        cwd=HERE.parent,
-        capture_output=True,
-        text=True,
-        timeout=170,
-        check=False,
-    )
-    assert log.exists(), done.stdout + done.stderr
-    result = json.loads(log.read_text())
-    assert result["rc"] == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "2 passed" in done.stdout and "failed" not in done.stdout, done.stdout[-4000:]
-    assert result["queries"] == [], f"DNS lookups from inside the namespace: {result['queries']}"
+    log = tmp_path / "dns.json"
+    run_inside(str(Path(__file__)), "inner_gemini", log, env, timeout=170, passed="2 passed")
 
 
 def test_case_9_probe_home_keeps_the_user_settings_under_the_quiet_ones(tmp_path: Path) -> None:
