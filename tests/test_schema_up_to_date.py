@@ -19,6 +19,8 @@ from jsonschema import Draft202012Validator
 from provider_clis import require_cli
 
 from agent_bridge.schema import (
+    CJS_FILE,
+    DCTS_FILE,
     DMTS_FILE,
     DTS_FILE,
     METHODS_FILE,
@@ -32,7 +34,7 @@ from agent_bridge.wire.errors import ERROR_CODES
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMAS = REPO / "schemas"
-FILES = (SCHEMA_FILE, METHODS_FILE, DTS_FILE, MJS_FILE, DMTS_FILE)
+FILES = (SCHEMA_FILE, METHODS_FILE, DTS_FILE, MJS_FILE, DMTS_FILE, CJS_FILE, DCTS_FILE)
 HINT = "run `.venv/bin/python -m agent_bridge schema --out schemas` and commit the result"
 
 
@@ -253,6 +255,42 @@ def test_the_runtime_module_lists_the_known_event_types() -> None:
             "isKnownEventType",
         }
     )
+
+
+def test_the_commonjs_twin_and_the_vscode_extension_use_the_same_list() -> None:
+    """``agent-bridge.cjs`` (loaded by Node as CommonJS) exports the same values as
+    ``agent-bridge.mjs`` (loaded as an ES module), the same event types, declared the same
+    way; the VS Code extension (compiled to CommonJS) imports them and keeps no list of
+    its own (issue 32: it had a hand-copied one)."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("LOUD SKIP: node is not installed (scripts/install-node.sh)")
+    dump = "({KNOWN_EVENT_TYPES: k, PROTOCOL_VERSION: v, isKnownEvent: g}) => " + (
+        "console.log(JSON.stringify([k, v, g({type: k[0]}), g({type: 'later.event'})]))"
+    )
+    cjs = f"({dump})(require({json.dumps(str(SCHEMAS / CJS_FILE))}))"
+    mjs = f"import({json.dumps((SCHEMAS / MJS_FILE).as_uri())}).then({dump})"
+    loaded = [
+        json.loads(
+            subprocess.run(
+                [node, "-e", code], capture_output=True, text=True, check=True, timeout=30
+            ).stdout
+        )
+        for code in (cjs, mjs)
+    ]
+    assert loaded[0] == loaded[1]
+    known, version, known_ok, later_ok = loaded[0]
+    assert known == sorted(known) and len(known) >= 14 and version >= 1
+    assert (known_ok, later_ok) == (True, False)
+    dcts = (SCHEMAS / DCTS_FILE).read_text("utf-8")
+    dmts = (SCHEMAS / DMTS_FILE).read_text("utf-8")
+    assert dcts.split("\n", 2)[2] == dmts.split("\n", 2)[2]  # the same declarations
+    protocol = (REPO / "editors" / "vscode" / "src" / "protocol.ts").read_text("utf-8")
+    assert 'from "./schema/agent-bridge.cjs"' in protocol
+    copied = [t for t in known if f'"{t}"' in protocol]
+    assert copied == [], f"protocol.ts copies event types: {copied}"
+    build = (REPO / "editors" / "vscode" / "build.sh").read_text("utf-8")
+    assert "schemas/agent-bridge.cjs" in build
 
 
 _HOST_TS = """\

@@ -25,7 +25,8 @@
     closed and an unknown event's ``type`` is branded, so a strict host narrows what it
     receives (:mod:`~agent_bridge.schema.typescript`).
 
-``agent-bridge.mjs`` and ``agent-bridge.d.mts``
+``agent-bridge.mjs`` and ``agent-bridge.d.mts`` (and their CommonJS twins
+``agent-bridge.cjs`` and ``agent-bridge.d.cts``)
     The runtime values a JavaScript host needs (``KNOWN_EVENT_TYPES``, the guard
     ``isKnownEvent``), an ES module with no dependency, and its declarations, which
     re-export every type of the ``.d.ts``.
@@ -48,6 +49,8 @@ the method map; :mod:`~agent_bridge.schema.typescript` the declarations (rendere
 from __future__ import annotations
 
 from agent_bridge.schema.common import (
+    CJS_FILE,
+    DCTS_FILE,
     DMTS_FILE,
     DTS_FILE,
     METHODS_FILE,
@@ -58,6 +61,8 @@ from agent_bridge.schema.common import (
 from agent_bridge.schema.files import generate, write_schemas
 
 __all__ = [
+    "CJS_FILE",
+    "DCTS_FILE",
     "DMTS_FILE",
     "DTS_FILE",
     "METHODS_FILE",

@@ -9,6 +9,8 @@ from typing import Any, Final
 from agent_bridge.wire.common import PROTOCOL_VERSION
 
 __all__ = [
+    "CJS_FILE",
+    "DCTS_FILE",
     "DEFS",
     "DMTS_FILE",
     "DRAFT",
@@ -31,6 +33,9 @@ DTS_FILE: Final = "agent-bridge.d.ts"
 MJS_FILE: Final = "agent-bridge.mjs"
 #: Their declarations (and every type of ``DTS_FILE``), for ``import … from "./agent-bridge.mjs"``.
 DMTS_FILE: Final = "agent-bridge.d.mts"
+#: Their CommonJS twins (the same values), for a host compiled to CommonJS.
+CJS_FILE: Final = "agent-bridge.cjs"
+DCTS_FILE: Final = "agent-bridge.d.cts"
 SCHEMA_ID: Final = f"urn:agent-bridge:protocol:{PROTOCOL_VERSION}:schema"
 DRAFT: Final = "https://json-schema.org/draft/2020-12/schema"
 #: The pointer prefix of a definition: ``#/$defs/Name``.

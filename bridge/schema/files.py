@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 from agent_bridge.schema import javascript, jsonschema, methodmap, typescript
 from agent_bridge.schema.common import (
+    CJS_FILE,
+    DCTS_FILE,
     DMTS_FILE,
     DTS_FILE,
     METHODS_FILE,
@@ -35,6 +37,8 @@ def generate() -> dict[str, str]:
         DTS_FILE: typescript.declarations(model, method_map),
         MJS_FILE: javascript.runtime_module(model.defs),
         DMTS_FILE: javascript.runtime_declarations(),
+        CJS_FILE: javascript.commonjs_module(model.defs),
+        DCTS_FILE: javascript.commonjs_declarations(),
     }
 
 

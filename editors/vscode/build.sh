@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the VS Code extension: copy the bridge's published types (schemas/agent-bridge.d.ts)
-# into src/schema/, type-check and compile with tsc --strict, run the unit tests with the
+# and its CommonJS runtime values (schemas/agent-bridge.cjs, .d.cts) into src/schema/, type-check and compile with tsc --strict, run the unit tests with the
 # node test runner, and package the .vsix with @vscode/vsce.
 #
 #   editors/vscode/build.sh                 # everything; the .vsix goes to editors/vscode/dist/
@@ -42,9 +42,13 @@ cd "$HERE"
 ln -sfn "$TOOLS/node_modules" node_modules
 mkdir -p src/schema
 cp "$ROOT/schemas/agent-bridge.d.ts" src/schema/agent-bridge.d.ts
+# the known event types and their guard: the contract's CommonJS runtime module (generated)
+cp "$ROOT/schemas/agent-bridge.cjs" "$ROOT/schemas/agent-bridge.d.cts" src/schema/
 rm -rf out
 log "tsc --strict"
 "$TOOLS/node_modules/.bin/tsc" -p tsconfig.json
+mkdir -p out/schema
+cp src/schema/agent-bridge.cjs out/schema/agent-bridge.cjs
 
 if [[ $TESTS == 1 ]]; then
   log "unit tests (node --test)"
@@ -57,7 +61,8 @@ cp package.json README.md "$STAGE/"
 cp "$ROOT/LICENSE" "$STAGE/LICENSE"
 cp -r media "$STAGE/media"
 [[ -d docs ]] && cp -r docs "$STAGE/docs"
-mkdir -p "$STAGE/out" "$STAGE/node_modules"
+mkdir -p "$STAGE/out/schema" "$STAGE/node_modules"
+cp out/schema/agent-bridge.cjs "$STAGE/out/schema/"
 # Only what runs: the test scenario and the demo are not shipped (see --hooks-out).
 for js in out/*.js; do
   case "$(basename "$js")" in testMode.js|demoMode.js) ;; *) cp "$js" "$STAGE/out/" ;; esac
