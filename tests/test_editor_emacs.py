@@ -45,6 +45,7 @@ def test_emacs_package_drives_a_whole_session(tmp_path: Path) -> None:
         "AB_STATE": str(tmp_path / "state"),
         "AB_SCRIPT": str(DATA / "session_script.json"),
         "AB_OUT": str(out),
+        "AB_FAKE_CLAUDE": str(ROOT / "tests" / "standins" / "fake_claude.py"),
     }
     scenario = str(DATA / "emacs_session.el")
     log = run_editor(
@@ -58,6 +59,10 @@ def test_emacs_package_drives_a_whole_session(tmp_path: Path) -> None:
     run1 = [line.replace(":AgentBridge diff 1", "M-x agent-bridge-diff 1") for line in RUN1]
     assert o["lines"] == [f"# agent-bridge · Fix-the-build · {sid}", "", *run1, *AFTER]
     assert o["headerLine"] == " agent-bridge · scripted · Fix-the-build · idle"
+    # The model and mode chosen for a session are in its header line.
+    assert o["chosenHeaderLine"] == (
+        " agent-bridge · claude-code · model sonnet · permissionMode plan · Chosen · idle"
+    )
 
 
 def _emacs_batch(emacs: str, tmp_path: Path, *args: str) -> str:

@@ -72,6 +72,7 @@ def test_neovim_plugin_drives_a_whole_session(tmp_path: Path) -> None:
         "AB_STATE": str(tmp_path / "state"),
         "AB_SCRIPT": str(DATA / "session_script.json"),
         "AB_OUT": str(out),
+        "AB_FAKE_CLAUDE": str(ROOT / "tests" / "standins" / "fake_claude.py"),
     }
     scenario = str(DATA / "nvim_session.lua")
     log = run_editor(
@@ -115,6 +116,10 @@ def test_neovim_plugin_drives_a_whole_session(tmp_path: Path) -> None:
     ]
     assert o["unavailable"].startswith("agent-bridge: claude-code is not available: ")
     assert "next step: install Claude Code" in o["unavailable"]
+    # The chat's bar names the provider, and the model and mode chosen for the session.
+    assert o["chosen_winbar"].startswith(
+        " agent-bridge · claude-code · model sonnet · permissionMode plan · Chosen · "
+    ), o["chosen_winbar"]
     # The approval offered its modes, with the pending count 1 while asked.
     approval, question, sessions = o["asked"]
     assert approval["labels"] == ["Allow once", "Allow for this session", "Deny"]

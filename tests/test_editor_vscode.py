@@ -300,6 +300,7 @@ def host(tmp_path: Path, vsix: tuple[Path, str, Path]) -> Iterator[dict[str, Any
         # No provider CLI is found on this PATH: the unavailable-provider message is tested.
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "AGENT_BRIDGE_VSCODE_TEST_RESULT": str(result),
+        "AGENT_BRIDGE_VSCODE_FAKE_CLAUDE": str(ROOT / "tests" / "standins" / "fake_claude.py"),
     }
     env.pop("XDG_CONFIG_HOME", None)
     node = shutil.which("node")
@@ -581,6 +582,9 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
         "Gemini CLI is not available" in e and "Next step: install the Gemini CLI" in e
         for e in un["errors"]
     ), un
+    # The model and mode chosen for a session are in its chat's header.
+    head = r["chosenHeaderText"]
+    assert "claude-code" in head and "model sonnet" in head and "permissionMode plan" in head, head
     mb = r["missingBridge"]["errors"]
     assert any(
         '"/nonexistent/agent-bridge") was not found' in e and "Next step" in e for e in mb

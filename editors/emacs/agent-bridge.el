@@ -97,7 +97,8 @@ nil means `agent-bridge' on variable `exec-path'."
 
 (cl-defstruct (agent-bridge--session (:constructor agent-bridge--session-make)
                                      (:copier nil))
-  id provider title state active-run (last-seq 0) pending edits blocks tail buffer ended)
+  id provider title state active-run (last-seq 0) pending edits blocks tail buffer ended
+  chosen)
 
 (defun agent-bridge--message (format-string &rest args)
   "Show FORMAT-STRING with ARGS as an agent-bridge message."
@@ -307,7 +308,9 @@ their bodies are folded, TAB toggles the block at point.
   (setq-local truncate-lines nil))
 
 (defun agent-bridge--header-line ()
-  "Return the chat buffer's header line: provider, run state, pending count."
+  "Return the chat buffer's header line.
+It shows the provider, the model and mode chosen for the session, its
+title, run state and pending count."
   (let ((s (agent-bridge--current-session)))
     (if (not s)
         ""
@@ -316,14 +319,17 @@ their bodies are folded, TAB toggles the block at point.
          "%" "%%"
          (string-join
           (delq nil
-                (list " agent-bridge"
-                      (agent-bridge--session-provider s)
-                      (or (agent-bridge--session-title s) (agent-bridge--session-id s))
-                      (cond ((agent-bridge--session-active-run s) "running")
-                            ((equal (agent-bridge--session-state s) "closed") "closed")
-                            (t "idle"))
-                      (and (> n 0) (format "%d pending %s" n
-                                           (if (= n 1) "approval" "approvals")))))
+                (append
+                 (list " agent-bridge"
+                       (agent-bridge--session-provider s))
+                 (agent-bridge--session-chosen s)
+                 (list
+                  (or (agent-bridge--session-title s) (agent-bridge--session-id s))
+                  (cond ((agent-bridge--session-active-run s) "running")
+                        ((equal (agent-bridge--session-state s) "closed") "closed")
+                        (t "idle"))
+                  (and (> n 0) (format "%d pending %s" n
+                                       (if (= n 1) "approval" "approvals"))))))
           " · "))))))
 
 (defun agent-bridge--buffer (s)
@@ -759,12 +765,27 @@ Return nil for the default."
                         (if (plist-get a :reason) (concat ": " (plist-get a :reason)) ""))
               ""))))
 
+(defun agent-bridge--chosen (provider options)
+  "Return the model and mode in OPTIONS for PROVIDER, as header words.
+E.g. (\"model sonnet\" \"permissionMode plan\")."
+  (let ((mode (agent-bridge--option provider '("mode" "permissionMode" "approvalPolicy"))))
+    (delq nil
+          (list (and (plist-get options :model)
+                     (format "model %s" (plist-get options :model)))
+                (and mode
+                     (plist-get options (intern (concat ":" (plist-get mode :name))))
+                     (format "%s %s" (plist-get mode :name)
+                             (plist-get options (intern (concat ":" (plist-get mode :name))))))))))
+
 (defun agent-bridge--create (provider options title)
   "Create a session on PROVIDER (a descriptor) with OPTIONS and TITLE; show it.
 The chat buffer is shown at once, before the bridge answers, so that keys typed
 next go to it (not to the buffer the command was run from)."
   (let ((a (plist-get provider :availability)))
-    (if (equal (plist-get a :status) "unavailable")
+    ;; (an executable or command given here was not part of the availability probe)
+    (if (and (equal (plist-get a :status) "unavailable")
+             (not (plist-get options :executable))
+             (not (plist-get options :command)))
         (agent-bridge--message "%s is not available: %s%s" (plist-get provider :id)
                                (or (plist-get a :reason) "not installed")
                                (if (plist-get a :nextStep)
@@ -786,6 +807,7 @@ next go to it (not to the buffer the command was run from)."
            (let* ((info (plist-get result :session))
                   (id (plist-get info :sessionId))
                   (s (agent-bridge--session id info)))
+             (setf (agent-bridge--session-chosen s) (agent-bridge--chosen provider options))
              ;; the placeholder becomes the chat buffer (`agent-bridge--buffer' finds
              ;; it by its name and sets it up)
              (when (and (buffer-live-p placeholder)

@@ -13,8 +13,8 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c);
 }
 
-/** Returns the header line: provider, state, pending approvals, usage. */
-export function renderHeader(model: ChatModel, title: string, providerId: string): string {
+/** Returns the header line: provider, the model and mode chosen, state, pending approvals, usage. */
+export function renderHeader(model: ChatModel, title: string, providerId: string, chosen: string[] = []): string {
   const state = model.closed ? "closed" : model.runState === "running" ? "running" : "idle";
   const pending = model.pendingApprovals;
   const u = model.usage;
@@ -27,6 +27,7 @@ export function renderHeader(model: ChatModel, title: string, providerId: string
   return (
     `<div class="title">${escapeHtml(title)}</div>` +
     `<div class="meta"><span class="badge">${escapeHtml(providerId)}</span>` +
+    chosen.map((c) => `<span class="badge chosen">${escapeHtml(c)}</span>`).join("") +
     `<span class="badge state-${state}">${state}</span>` +
     (pending ? `<span class="badge pending">${pending} pending approval${pending === 1 ? "" : "s"}</span>` : "") +
     (usage.length ? `<span class="usage">${escapeHtml(usage.join(" · "))}</span>` : "") +

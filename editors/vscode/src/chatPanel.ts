@@ -150,7 +150,7 @@ export class ChatPanel implements vscode.Disposable {
     void this.panel.webview.postMessage({
       type: "render",
       version: entry.model.version,
-      header: renderHeader(entry.model, entry.info.title || this.sessionId, entry.info.providerId),
+      header: renderHeader(entry.model, entry.info.title || this.sessionId, entry.info.providerId, entry.chosen),
       html: renderItems(entry.model),
       running: entry.model.runState === "running",
     });

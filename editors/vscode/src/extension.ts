@@ -10,7 +10,7 @@ import { approvalOptions, questionOptions } from "./approvals";
 import { BridgeHost } from "./bridge";
 import { ChatPanel, PanelActions } from "./chatPanel";
 import { EditContentProvider, EDIT_SCHEME, openEditDiff } from "./diff";
-import { modeOption, modelOption, optionTitle, providerChoices, valueChoices } from "./pickers";
+import { chosenLabels, modeOption, modelOption, optionTitle, providerChoices, valueChoices } from "./pickers";
 import { providerUnavailableMessage } from "./messages";
 import type { OptionDescriptor } from "./protocol";
 import { ReattachResult, SessionStore } from "./sessions";
@@ -146,14 +146,15 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
       void uiProxy.error(`No provider "${providerId}" in this bridge. Next step: pick one of ${providers.map((p) => p.id).join(", ")}.`);
       return undefined;
     }
-    if (desc.availability?.status === "unavailable") {
+    const configured = cfg.get<Record<string, Record<string, unknown>>>("sessionOptions", {})[desc.id] ?? {};
+    const options: Record<string, unknown> = { ...configured, ...(args.options ?? {}) };
+    // (an executable or command given in the options was not part of the availability probe)
+    if (desc.availability?.status === "unavailable" && options.executable === undefined && options.command === undefined) {
       void uiProxy.error(providerUnavailableMessage(desc), "Show Traffic Log").then((a) => {
         if (a) output.show(true);
       });
       return undefined;
     }
-    const configured = cfg.get<Record<string, Record<string, unknown>>>("sessionOptions", {})[desc.id] ?? {};
-    const options: Record<string, unknown> = { ...configured, ...(args.options ?? {}) };
     for (const o of [modelOption(desc), modeOption(desc)]) {
       if (!o || o.name in options) continue;
       const chosen = await pickOption(o, desc.displayName);
@@ -163,7 +164,9 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
     const title = args.title ?? `${desc.displayName} · ${new Date().toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}`;
     let sessionId: string;
     try {
-      sessionId = (await store.create(desc.id, options, title)).info.sessionId;
+      const entry = await store.create(desc.id, options, title);
+      entry.chosen = chosenLabels(desc, options);
+      sessionId = entry.info.sessionId;
     } catch (err) {
       void uiProxy.error(store.explain(err, desc.id));
       return undefined;

@@ -91,3 +91,16 @@ export function valueChoices(o: OptionDescriptor): ValueChoice[] | undefined {
 export function optionTitle(o: OptionDescriptor): string {
   return o.name.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase();
 }
+
+/**
+ * Returns the model and mode set in `options` for provider `d`, as the chat header shows
+ * them: e.g. ["model sonnet", "permissionMode plan"].
+ */
+export function chosenLabels(d: ProviderDescriptor, options: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  const model = modelOption(d);
+  if (model && options[model.name] !== undefined) out.push(`model ${String(options[model.name])}`);
+  const mode = modeOption(d);
+  if (mode && options[mode.name] !== undefined) out.push(`${mode.name} ${String(options[mode.name])}`);
+  return out;
+}

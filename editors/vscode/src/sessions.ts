@@ -26,6 +26,8 @@ export interface SessionEntry {
   info: SessionInfo;
   /** The chat model, while the session's chat is open. */
   model: ChatModel | undefined;
+  /** The model and mode this window chose when it created the session ("model sonnet"). */
+  chosen?: string[];
 }
 
 interface Waiter {

@@ -273,6 +273,24 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
     const none = await exec<string | undefined>("agentBridge.newSession", { provider: "gemini" });
     result.unavailableProvider = { sessionId: none ?? null, errors: ui.errors.slice(before) };
 
+    // 7b. The model and mode chosen are in the chat's header: a Claude Code session whose
+    //     CLI is the project's stand-in (given as the executable option).
+    const fakeClaude = process.env.AGENT_BRIDGE_VSCODE_FAKE_CLAUDE;
+    if (fakeClaude) {
+      const cid = await exec<string | undefined>("agentBridge.newSession", {
+        provider: "claude-code",
+        options: { executable: fakeClaude, model: "sonnet", permissionMode: "plan" },
+        title: "Chosen",
+        prompt: false,
+      });
+      const p3 = cid ? ChatPanel.panels.get(cid) : undefined;
+      if (!p3) throw new Error(`no chat for the claude-code session; errors: ${ui.errors.join(" | ")}`);
+      await p3.whenRendered(15000);
+      await until("the header of the claude-code chat", () => p3.rendered.text.includes("Chosen"), 15000);
+      result.chosenHeaderText = p3.rendered.text.split("\n").slice(0, 6).join("\n");
+      p3.panel.dispose();
+    }
+
     // 8. Close the session; the traffic log holds the exchange.
     result.closed = await exec<boolean>("agentBridge.closeSession", sessionId);
     await until("closed", () => store.sessions.get(sessionId)?.info.state === "closed");

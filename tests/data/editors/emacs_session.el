@@ -233,12 +233,24 @@
       (test-wait "the session resumed" (lambda () (member "— session resumed" (test-lines))))
       (agent-bridge-prompt "again")
       (test-wait "run 3" (lambda () (= 2 (test-count "✓ done (end_turn)"))))
-      (with-temp-file (getenv "AB_OUT")
-        (insert (json-serialize
-                 (list :session sid
-                       :lines (vconcat (test-lines))
-                       :headerLine (with-current-buffer (agent-bridge--buffer s)
-                                     (agent-bridge--header-line))))))
+      (let ((lines (vconcat (test-lines)))
+            (header (with-current-buffer (agent-bridge--buffer s)
+                      (agent-bridge--header-line)))
+            chosen)
+        ;; 8. The model and mode chosen are in the header line: a Claude Code session
+        ;; (its CLI the project's stand-in, given as the executable option).
+        (agent-bridge-new-session "claude-code"
+                                  (list :executable (getenv "AB_FAKE_CLAUDE")
+                                        :model "sonnet" :permissionMode "plan")
+                                  "Chosen")
+        (test-wait "the claude-code session"
+                   (lambda () (not (eq (agent-bridge--current-session) s))))
+        (setq chosen (with-current-buffer (agent-bridge--buffer (agent-bridge--current-session))
+                       (agent-bridge--header-line)))
+        (with-temp-file (getenv "AB_OUT")
+          (insert (json-serialize
+                   (list :session sid :lines lines :headerLine header
+                         :chosenHeaderLine chosen)))))
       (agent-bridge-stop)
       (test-wait "the bridge to stop again" (lambda () (not (agent-bridge-running-p)))))))
 

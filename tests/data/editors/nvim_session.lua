@@ -184,6 +184,14 @@ vim.cmd('AgentBridge prompt again')
 wait_for('run 3 done', function() return count('✓ done (end_turn)') == 2 end)
 outcome.final = lines()
 outcome.tests_pass_count = count('Tests pass.')
+
+-- 9. The model and mode chosen are in the chat's bar: a Claude Code session (its CLI the
+--    project's stand-in, given as the executable option) with a model and a mode.
+local before = ab.current()
+vim.cmd('AgentBridge new claude-code executable=' .. os.getenv('AB_FAKE_CLAUDE')
+  .. ' model=sonnet permissionMode=plan title=Chosen')
+wait_for('the claude-code session', function() return ab.current() ~= before end)
+outcome.chosen_winbar = ab.winbar()
 ab.stop(function() stopped = 'again' end)
 vim.wait(10000, function() return stopped == 'again' end, 20)
 outcome.ok = true

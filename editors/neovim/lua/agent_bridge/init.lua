@@ -89,7 +89,8 @@ function M.pending_count(s)
   return n
 end
 
---- The chat window's bar: provider, session, run state and the pending count.
+--- The chat window's bar: provider, the model and mode chosen, session, run state and
+--- the pending count.
 ---@return string
 function M.winbar()
   local id = vim.b[vim.api.nvim_win_get_buf(vim.g.statusline_winid or 0)].agent_bridge_session
@@ -97,7 +98,9 @@ function M.winbar()
   if not s then
     return ''
   end
-  local parts = { 'agent-bridge', s.provider or '?', s.title or s.id }
+  local parts = { 'agent-bridge', s.provider or '?' }
+  vim.list_extend(parts, s.chosen or {})
+  table.insert(parts, s.title or s.id)
   table.insert(parts, s.active_run and 'running' or ((s.state == 'closed') and 'closed' or 'idle'))
   local n = M.pending_count(s)
   if n > 0 then
@@ -498,10 +501,26 @@ local function pick_option(option, title, done)
   end
 end
 
+--- The model and mode chosen for a session on provider `p` (from its creation `options`),
+--- as the words the chat's bar shows: e.g. { 'model sonnet', 'permissionMode plan' }.
+---@return string[]
+function M.chosen(p, options)
+  local out = {}
+  if options.model then
+    table.insert(out, 'model ' .. tostring(options.model))
+  end
+  local mode = option_named(p, { 'mode', 'permissionMode', 'approvalPolicy' })
+  if mode and options[mode.name] then
+    table.insert(out, mode.name .. ' ' .. tostring(options[mode.name]))
+  end
+  return out
+end
+
 --- Create a session on `p` with `options`, then show its chat buffer.
 local function create_session(p, options, title)
   local a = p.availability or {}
-  if a.status == 'unavailable' then
+  -- (an executable or command given here was not part of the availability probe)
+  if a.status == 'unavailable' and not options.executable and not options.command then
     notify(('%s is not available: %s%s'):format(p.id, a.reason or 'not installed',
       a.nextStep and (' — next step: ' .. a.nextStep) or ''), vim.log.levels.ERROR)
     return
@@ -512,6 +531,7 @@ local function create_session(p, options, title)
   end
   M.call('session/create', params, function(result)
     local s = M.session(result.session.sessionId, result.session)
+    s.chosen = M.chosen(p, options)
     M.state.current = s.id
     chat.show(s)
   end)

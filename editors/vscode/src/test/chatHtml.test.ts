@@ -30,6 +30,8 @@ test("a pending approval renders one button per option; thinking and tools are c
   const buttons = [...html.matchAll(/data-action="answer" data-interaction="int_1" data-option="(\d)">([^<]+)</g)].map((x) => [x[1], x[2]]);
   assert.deepEqual(buttons, [["0", "Allow once"], ["1", "Allow for this session"], ["2", "Deny"]]);
   assert.match(renderHeader(m, "T", "scripted"), /1 pending approval</);
+  const h = renderHeader(m, "T", "claude-code", ["model sonnet", "permissionMode plan"]);
+  assert.match(h, /<span class="badge">claude-code<\/span><span class="badge chosen">model sonnet<\/span><span class="badge chosen">permissionMode plan<\/span>/);
   m.apply(ev(5, { type: "interaction.settled", interactionId: "int_1", status: "responded", answer: { kind: "approval", decision: "deny" } }));
   assert.ok(!renderItems(m).includes('data-action="answer"'));
   assert.match(renderItems(m), /<div class="outcome">denied<\/div>/);

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { modelOption, modeOption, optionTitle, providerChoices, valueChoices } from "../pickers";
+import { chosenLabels, modelOption, modeOption, optionTitle, providerChoices, valueChoices } from "../pickers";
 import type { ProviderDescriptor } from "../protocol";
 
 const caps = {
@@ -67,4 +67,10 @@ test("an enum option's values become choices with the provider default first", (
     ["plan", "plan", undefined],
   ]);
   assert.equal(valueChoices(modelOption(claude)!), undefined, "a string option is typed in");
+});
+
+test("the model and mode chosen, as the chat header shows them", () => {
+  assert.deepEqual(chosenLabels(claude, { model: "sonnet", permissionMode: "plan", executable: "/x" }), ["model sonnet", "permissionMode plan"]);
+  assert.deepEqual(chosenLabels(codex, { approvalPolicy: "never" }), ["approvalPolicy never"]);
+  assert.deepEqual(chosenLabels(scripted, { script: [] }), []);
 });
