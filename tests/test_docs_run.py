@@ -52,6 +52,7 @@ BLOCKS: dict[tuple[str, str], str] = {
     ("README.md", "agent-bridge demo"): QUICKSTARTS,
     ("README.md", "agent-bridge exec --provider scripted --format t"): QUICKSTARTS,
     ("README.md", "node docs/examples/node_host_test.mjs tests/conf"): QUICKSTARTS,
+    ("README.md", 'project="$(mktemp -d)"'): QUICKSTARTS,
     ("README.md", "python -m pip install --quiet pytest"): QUICKSTARTS,
     (
         "README.md",

@@ -5,7 +5,8 @@ in CI, the commit under test), the README's install block runs there (``scripts/
 makes the clone's own .venv from the package index), then each block of the README's
 "Quick starts" section runs in ``bash -eu`` with that venv activated, as a reader who
 followed the install would type it: the demo, ``exec`` with the scripted provider, the
-Node host, the pytest plugin in a new project. Each block's output is checked for what
+Node host, the TypeScript host (``tsc --strict`` from the package registry, in a new
+project), the pytest plugin in a new project. Each block's output is checked for what
 the README says it does. HOME and TMPDIR are the test's own, so the bridge's journal and
 the new project stay inside it.
 
@@ -94,12 +95,21 @@ def test_the_readme_quick_starts_run_on_a_fresh_clone(tmp_path: Path) -> None:
     assert done.stdout.strip().endswith(f"agent-bridge {__version__}"), done.stdout
 
     blocks = _sh_blocks(_section(readme, "Quick starts"))
-    assert len(blocks) == 4, blocks
+    assert len(blocks) == 5, blocks
     ran = set()
     for body in blocks:
         first = body.splitlines()[0]
         if first.startswith("node ") and shutil.which("node") is None:
             _loud("node is not installed: the Node host quick start cannot run")
+        if "npx tsc" in body:
+            if shutil.which("npm") is None or shutil.which("node") is None:
+                _loud("node and npm are not installed: the TypeScript host cannot run")
+            reach = subprocess.run(
+                ["npm", "view", "typescript@5", "version"],
+                capture_output=True, text=True, timeout=120, env=env, check=False,
+            )  # fmt: skip
+            if reach.returncode != 0:
+                _loud("NPM REGISTRY UNREACHABLE: the TypeScript host installs tsc from it")
         done = _bash(". .venv/bin/activate\n" + body, clone, env)
         out = done.stdout
         assert done.returncode == 0, (first, out[-3000:], done.stderr[-3000:])
@@ -115,7 +125,13 @@ def test_the_readme_quick_starts_run_on_a_fresh_clone(tmp_path: Path) -> None:
         elif first.startswith("node "):
             assert "same events; bridge exit 0" in out, out
             ran.add("node")
+        elif "npx tsc" in body:
+            lines = out.splitlines()
+            assert '2 text "Hello from a typed host"' in lines, out
+            assert any(x.endswith(" completed (end_turn)") for x in lines), out
+            assert lines[-1] == "typed host done; bridge exit 0", out
+            ran.add("typescript")
         elif "pytest" in first:
             assert "1 passed" in out, out[-3000:]
             ran.add("pytest")
-    assert ran == {"demo", "exec", "node", "pytest"}
+    assert ran == {"demo", "exec", "node", "typescript", "pytest"}
