@@ -10,6 +10,8 @@ refusal on a provider that cannot fork are checked through the same bridge.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -181,3 +183,56 @@ async def test_fork_refused_where_the_provider_cannot(tmp_path: Path) -> None:
         listed = await b.result("providers/list", {"probe": False})
         scripted = next(p for p in listed["providers"] if p["id"] == "scripted")
         assert "fork" not in scripted["capabilities"]
+
+
+async def test_acp_clients_fork_through_the_acp_agent(
+    tmp_path: Path, standin: AnthropicStandIn
+) -> None:
+    """``agent-bridge acp --provider claude-code`` advertises ACP's unstable
+    ``sessionCapabilities.fork`` and answers ``session/fork`` (ACP Python SDK client) with
+    a native fork of the whole session: its next prompt carries the original's turns,
+    the original's next does not carry the fork's.  Messages fit ACP's unstable schema."""
+    acp = pytest.importorskip("acp", reason="LOUD SKIP: agent-client-protocol is not installed")
+    from acp_agent_support import BRIDGE, TAP, accepted
+    from acp_schema import AcpSchema, read_transcript, schema_path
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **claude_env(tmp_path, standin)}
+    log = tmp_path / "acp.log"
+    argv = [sys.executable, str(TAP), "--log", str(log), "--", BRIDGE, "acp"]
+    argv += ["--provider", "claude-code", "--state-dir", str(tmp_path / "state")]
+    standin.push(Text("Alpha noted."), Text("Forked answer."), Text("Original answer."))
+    client = AcpClient()
+    work = str(tmp_path / "work")
+    async with acp.spawn_agent_process(client, argv[0], *argv[1:], env=env) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+        init = await conn.initialize(protocol_version=1)
+        caps = init.agent_capabilities
+        assert caps is not None and caps.session_capabilities is not None
+        assert caps.session_capabilities.fork is not None
+        session = await conn.new_session(cwd=work, mcp_servers=[])
+        reply = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("alpha")])
+        assert reply.stop_reason == "end_turn"
+        forked = await conn.fork_session(session_id=session.session_id, cwd=work)
+        assert forked.session_id != session.session_id
+        reply = await conn.prompt(session_id=forked.session_id, prompt=[acp.text_block("fork?")])
+        assert reply.stop_reason == "end_turn"
+        reply = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("orig?")])
+        assert reply.stop_reason == "end_turn"
+    requests = standin.model_requests()
+    assert [last_user_text(r.body) for r in requests] == ["alpha", "fork?", "orig?"]
+    assert "Alpha noted." in texts(requests[1]) and "Alpha noted." in texts(requests[2])
+    assert "fork?" not in texts(requests[2])
+    unstable = AcpSchema(schema_path().with_name("schema.unstable.json"))
+    assert unstable.check_transcript(accepted(read_transcript(log))) == []
+
+
+class AcpClient:
+    """An ACP client that allows every tool and keeps the updates."""
+
+    def __init__(self) -> None:
+        self.updates: list[Any] = []
+
+    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("no permission is asked in this test")
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append(update)

@@ -31,6 +31,7 @@ __all__ = [
     "CancelNotification",
     "CloseSessionRequest",
     "EmbeddedResource",
+    "ForkSessionRequest",
     "ImageContent",
     "InitializeRequest",
     "ListSessionsRequest",
@@ -130,6 +131,16 @@ class LoadSessionRequest(_Acp, frozen=True):
 
     session_id: str
     cwd: str
+    mcp_servers: list[dict[str, Any]] | None = None
+
+
+class ForkSessionRequest(_Acp, frozen=True):
+    """``session/fork`` (unstable in ACP: ``sessionCapabilities.fork``): a new session
+    from the whole of ``sessionId``'s history."""
+
+    session_id: str
+    cwd: str
+    additional_directories: list[str] | None = None
     mcp_servers: list[dict[str, Any]] | None = None
 
 

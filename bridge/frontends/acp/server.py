@@ -178,6 +178,7 @@ class AcpFrontend:
             "session/new": (self._session_new, acp.NewSessionRequest, True),
             "session/load": (self._session_load, acp.LoadSessionRequest, True),
             "session/resume": (self._session_resume, acp.ResumeSessionRequest, True),
+            "session/fork": (self._session_fork, acp.ForkSessionRequest, True),
             "session/list": (self._session_list, acp.ListSessionsRequest, True),
             "session/close": (self._session_close, acp.CloseSessionRequest, True),
             "session/delete": (self._session_delete, acp.DeleteSessionRequest, True),
@@ -334,6 +335,10 @@ class AcpFrontend:
                     "args": [*LOGIN_ARGS],
                 }
             )
+        session_capabilities: dict[str, Any] = {"list": {}, "resume": {}, "close": {}, "delete": {}}
+        if descriptor.capabilities.fork.at_end:
+            # ACP's unstable session/fork: the whole history, natively (session/fork)
+            session_capabilities["fork"] = {}
         return {
             # ours when the client's is unknown (only 1 exists)
             "protocolVersion": acp.PROTOCOL_VERSION,
@@ -341,7 +346,7 @@ class AcpFrontend:
                 "loadSession": True,
                 "promptCapabilities": prompt_capabilities(descriptor),
                 "mcpCapabilities": {"http": mcp, "sse": False},
-                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
+                "sessionCapabilities": session_capabilities,
             },
             "authMethods": auth_methods,
             "agentInfo": {"name": "agent-bridge", "title": "agent-bridge", "version": __version__},
@@ -429,6 +434,15 @@ class AcpFrontend:
 
     async def _session_resume(self, params: acp.ResumeSessionRequest) -> dict[str, Any]:
         return await self._reopen(params.session_id, params.cwd, params.mcp_servers, replay=False)
+
+    async def _session_fork(self, params: acp.ForkSessionRequest) -> dict[str, Any]:
+        """ACP's unstable ``session/fork``: the bridge's ``session/fork`` at the end of the
+        session's history, natively on its provider (its working directory and options
+        are the original's; ``cwd`` must be an absolute path).  A provider that cannot
+        fork answers -32602 naming ``unsupported``."""
+        _absolute(params.cwd)
+        info = await self.runtime.fork_session(params.session_id, subscriber=self)
+        return {"sessionId": info.session_id, **self._session_view(info.session_id)}
 
     async def _session_list(self, params: acp.ListSessionsRequest) -> dict[str, Any]:
         sessions, cursor = await self.runtime.list_sessions(
