@@ -203,7 +203,7 @@ async def test_acp_clients_fork_through_the_acp_agent(
     standin.push(Text("Alpha noted."), Text("Forked answer."), Text("Original answer."))
     client = AcpClient()
     work = str(tmp_path / "work")
-    async with acp.spawn_agent_process(client, argv[0], *argv[1:], env=env) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+    async with acp.spawn_agent_process(client, argv[0], *argv[1:], env=env) as (conn, _):
         init = await conn.initialize(protocol_version=1)
         caps = init.agent_capabilities
         assert caps is not None and caps.session_capabilities is not None
