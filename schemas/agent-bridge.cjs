@@ -11,6 +11,7 @@ const KNOWN_EVENT_TYPES = Object.freeze([
   "diagnostic",
   "interaction.requested",
   "interaction.settled",
+  "limits.updated",
   "plan.updated",
   "run.completed",
   "run.failed",
