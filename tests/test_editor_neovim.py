@@ -279,3 +279,81 @@ def test_neovim_tool_call_header_is_rewritten_in_place(tmp_path: Path) -> None:
         "Built.",
         "✓ done (end_turn)",
     ]
+
+
+CHAT_SCRIPT = {
+    "runs": [
+        {
+            "steps": [
+                {"type": "thinking", "text": "Which directory?"},
+                {
+                    "type": "tool",
+                    "id": "call_1",
+                    "name": "Bash",
+                    "input": {"command": "ls"},
+                    "output": "Makefile\n",
+                    "exitCode": 0,
+                },
+                {"type": "text", "text": "One file: Makefile."},
+            ]
+        },
+        {"steps": [{"type": "text", "text": "Working on it..."}, {"type": "waitForInterrupt"}]},
+    ]
+}
+
+
+def test_neovim_chat_prompt_area_and_keys(tmp_path: Path) -> None:
+    """The chat as a user drives it with keys (typed with nvim_feedkeys, as typeahead): the prompt area below the transcript
+    (normal <CR> and insert <C-s> send, a multi-line prompt), ]] / [[ between the folded
+    blocks, `i` to the prompt area, <C-c> interrupts."""
+    nvim = require_editor("nvim")
+    out = tmp_path / "outcome.json"
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(CHAT_SCRIPT))
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(tmp_path / "state"),
+        "AB_SCRIPT": str(script),
+        "AB_OUT": str(out),
+    }
+    log = run_editor(
+        [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(DATA / "nvim_chat.lua")],
+        env=env,
+        timeout=100,
+    )
+    assert out.exists(), log
+    o = json.loads(out.read_text())
+    assert o["ok"], (o.get("error"), log)
+    assert o["layout"] == {
+        "input_is_current": True,
+        "input_below_chat": True,
+        "same_column": True,
+        "input_height": 4,
+    }
+    assert o["input_after_send"] == [""], "sending clears the prompt area"
+    run1 = o["run1"]
+    assert run1[1:] == [
+        "",
+        "## You",
+        "List the",
+        "files",
+        "",
+        "## Agent",
+        "▸ thinking",
+        "  │ Which directory?",
+        "▸ tool Bash: ls [completed, exit 0]",
+        *[line for line in run1 if line.startswith("  │ ") and line != "  │ Which directory?"],
+        "One file: Makefile.",
+        "✓ done (end_turn)",
+    ], run1
+    assert o["visited"] == ["▸ thinking", "▸ tool Bash: ls [completed, exit 0]", "▸ thinking"]
+    assert o["folded"] is True
+    assert o["i_goes_to_input"] is True
+    assert o["mode_after_send"] == "n"
+    assert o["final"][-1] == "✗ interrupted (user)"
+    assert "Keep going" in o["final"] and "Working on it..." in o["final"]

@@ -51,6 +51,9 @@ end
 function M.show(s)
   local buf = M.buffer(s)
   local win = vim.fn.bufwinid(buf)
+  if win == -1 and vim.b.agent_bridge_input then
+    vim.cmd('wincmd k') -- from a prompt area: its chat window is above
+  end
   if win == -1 then
     if vim.b.agent_bridge_session == nil and vim.api.nvim_buf_get_name(0) ~= '' then
       vim.cmd('vsplit')

@@ -3,6 +3,7 @@
 local client_mod = require('agent_bridge.client')
 local chat = require('agent_bridge.chat')
 local prompts = require('agent_bridge.prompts')
+local input = require('agent_bridge.input')
 
 local M = {}
 
@@ -13,6 +14,8 @@ M.config = {
   args = {}, -- further `serve` arguments
   env = nil,
   log_events = true, -- keep event notifications in the traffic log
+  send_key = '<C-s>', -- sends the prompt area in insert mode (<CR> sends in normal mode)
+  input_height = 4, -- lines of the prompt area below the chat
 }
 
 --- Everything the plugin knows: the bridge client, the sessions by id, the current one.
@@ -74,7 +77,7 @@ end
 --- The session of the current chat buffer, else the last one used.
 ---@return table|nil
 function M.current()
-  local id = vim.b.agent_bridge_session or M.state.current
+  local id = vim.b.agent_bridge_session or vim.b.agent_bridge_input or M.state.current
   return id and M.state.sessions[id] or nil
 end
 
@@ -93,7 +96,8 @@ end
 --- the pending count.
 ---@return string
 function M.winbar()
-  local id = vim.b[vim.api.nvim_win_get_buf(vim.g.statusline_winid or 0)].agent_bridge_session
+  local b = vim.b[vim.api.nvim_win_get_buf(vim.g.statusline_winid or 0)]
+  local id = b.agent_bridge_session or b.agent_bridge_input
   local s = id and M.state.sessions[id]
   if not s then
     return ''
@@ -516,6 +520,61 @@ function M.chosen(p, options)
   return out
 end
 
+--- Show the chat of `s` with its prompt area below; `focus_input` puts the cursor there.
+---@return integer win the chat window
+function M.show(s, focus_input)
+  local win = chat.show(s)
+  local keys = {
+    send_key = M.config.send_key,
+    send = function(text)
+      M.state.current = s.id
+      M.prompt(text)
+    end,
+    cancel = function()
+      M.state.current = s.id
+      M.cancel()
+    end,
+  }
+  local iwin = input.show(s, win, keys, M.config.input_height)
+  if focus_input then
+    vim.api.nvim_set_current_win(iwin)
+  end
+  return win
+end
+
+--- Buffer-local keys of a chat buffer: approve, diff, interrupt, next/previous block, input.
+---@param s table
+function M.chat_keys(s)
+  local buf = s.buf
+  if not buf or vim.b[buf].agent_bridge_keys then
+    return
+  end
+  vim.b[buf].agent_bridge_keys = true
+  local function map(lhs, fn, desc)
+    vim.keymap.set('n', lhs, fn, { buffer = buf, nowait = true, silent = true, desc = 'agent-bridge: ' .. desc })
+  end
+  local function jump(flags)
+    return function()
+      vim.fn.search('^' .. chat.HEADER, flags)
+    end
+  end
+  map('a', M.approvals, 'answer a pending approval or question')
+  map('d', function() M.diff() end, 'open the last edit in a diff view')
+  map('<C-c>', M.cancel, 'interrupt the run')
+  map(']]', jump('W'), 'next thinking or tool call')
+  map('[[', jump('bW'), 'previous thinking or tool call')
+  map('i', function()
+    local iwin = s.input_buf and vim.fn.bufwinid(s.input_buf) or -1
+    if iwin == -1 then
+      M.show(s, true)
+    else
+      vim.api.nvim_set_current_win(iwin)
+    end
+    -- insert mode, before any key typed after this one (typeahead)
+    vim.api.nvim_feedkeys('A', 'ni', false)
+  end, 'write a prompt')
+end
+
 --- Create a session on `p` with `options`, then show its chat buffer.
 local function create_session(p, options, title)
   local a = p.availability or {}
@@ -533,7 +592,8 @@ local function create_session(p, options, title)
     local s = M.session(result.session.sessionId, result.session)
     s.chosen = M.chosen(p, options)
     M.state.current = s.id
-    chat.show(s)
+    M.show(s, true)
+    M.chat_keys(s)
   end)
 end
 
@@ -621,7 +681,8 @@ end
 function M.open(info)
   local s = M.session(info.sessionId, info)
   M.state.current = s.id
-  chat.show(s)
+  M.show(s, false)
+  M.chat_keys(s)
   local method = info.state == 'active' and 'session/attach' or 'session/resume'
   M.call(method, { sessionId = s.id, after = s.last_seq }, function(result)
     M.session(s.id, result.session)
