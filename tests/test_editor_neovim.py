@@ -303,9 +303,9 @@ CHAT_SCRIPT = {
 
 
 def test_neovim_chat_prompt_area_and_keys(tmp_path: Path) -> None:
-    """The chat as a user drives it with keys (typed with nvim_feedkeys, as typeahead): the prompt area below the transcript
-    (normal <CR> and insert <C-s> send, a multi-line prompt), ]] / [[ between the folded
-    blocks, `i` to the prompt area, <C-c> interrupts."""
+    """The chat as a user drives it with keys (typed with nvim_feedkeys, as typeahead):
+    the prompt area below the transcript (normal <CR> and insert <C-s> send, a multi-line
+    prompt), ]] / [[ between the folded blocks, `i` to the prompt area, <C-c> interrupts."""
     nvim = require_editor("nvim")
     out = tmp_path / "outcome.json"
     script = tmp_path / "script.json"
