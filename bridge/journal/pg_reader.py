@@ -17,7 +17,6 @@ from agent_bridge.journal.base import SessionRecord
 from agent_bridge.journal.blocks import decode_bodies, slice_block
 from agent_bridge.journal.forks import rehead
 from agent_bridge.journal.pg_schema import connect_pg
-from agent_bridge.journal.pg_writer import pg_last_sequence
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.wire.methods import RawRecord
 
@@ -30,14 +29,16 @@ T = TypeVar("T")
 
 _SESSION_COLUMNS = (
     "skey, session_id, provider_id, provider_version, workspace, title, options, "
-    "created_at, updated_at, state, recovery, parent_id, fork_seq"
+    "created_at, updated_at, state, recovery, parent_id, fork_seq, (SELECT b.last_seq "
+    "FROM event_blocks b WHERE b.skey = sessions.skey ORDER BY b.first_seq DESC LIMIT 1)"
 )
 
 
-def pg_session_record(conn: psycopg.Connection[Any], row: Any) -> SessionRecord:
-    """Return the :class:`SessionRecord` of a row of ``_SESSION_COLUMNS``."""
+def pg_session_record(row: Any) -> SessionRecord:
+    """Return the :class:`SessionRecord` of a row of ``_SESSION_COLUMNS`` (its last
+    sequence comes in the same row: one query for a whole page of sessions)."""
     (
-        skey,
+        _skey,
         sid,
         provider,
         version,
@@ -50,6 +51,7 @@ def pg_session_record(conn: psycopg.Connection[Any], row: Any) -> SessionRecord:
         recovery,
         parent,
         fork_seq,
+        last,
     ) = row
     return SessionRecord(
         session_id=sid,
@@ -61,7 +63,7 @@ def pg_session_record(conn: psycopg.Connection[Any], row: Any) -> SessionRecord:
         updated_at=updated,
         state="closed" if state == "closed" else "active",
         options=msgspec.json.decode(options) if options else {},
-        last_sequence=pg_last_sequence(conn, int(skey)),
+        last_sequence=int(fork_seq or 0) if last is None else int(last),  # as pg_last_sequence
         recovery=None if recovery is None else msgspec.json.decode(recovery),
         parent_id=parent,
         fork_sequence=int(fork_seq or 0),
@@ -219,7 +221,7 @@ class PgReader:
                 f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = %s",  # noqa: S608
                 (session_id,),
             ).fetchone()
-            return None if row is None else pg_session_record(conn, row)
+            return None if row is None else pg_session_record(row)
 
         return self._run(read)
 
@@ -247,7 +249,7 @@ class PgReader:
                 "ORDER BY skey DESC LIMIT %s",
                 (*args, limit + 1),
             ).fetchall()
-            records = [pg_session_record(conn, row) for row in rows[:limit]]
+            records = [pg_session_record(row) for row in rows[:limit]]
             more = int(rows[limit - 1][0]) if len(rows) > limit else None
             return records, more
 

@@ -175,6 +175,8 @@ class PgJournal(Journal):
         self._followers: dict[str, set[anyio.Event]] = {}
         self._listening: anyio.Event | None = None
         self._listener: threading.Thread | None = None
+        #: sessions whose stored last sequence was read since listening (re)started
+        self._looked: set[str] = set()
 
     async def wait_committed(self, session_id: str, after: int) -> None:
         """Return once ``session_id`` has committed events after ``after``: told by the
@@ -184,8 +186,10 @@ class PgJournal(Journal):
         import anyio
 
         await self._listen()
-        stored = await self._read(self._last_sync, session_id)
-        self._note(session_id, stored)
+        if session_id not in self._looked and self._newest.get(session_id, 0) <= after:
+            # commits made before this member listened were never notified here
+            self._note(session_id, await self._read(self._last_sync, session_id))
+            self._looked.add(session_id)
         while self._newest.get(session_id, 0) <= after:
             event = anyio.Event()
             waiting = self._followers.setdefault(session_id, set())
@@ -198,6 +202,7 @@ class PgJournal(Journal):
                     self._followers.pop(session_id, None)
             if self._newest.get(session_id, 0) <= after:  # woken by a reconnect
                 self._note(session_id, await self._read(self._last_sync, session_id))
+                self._looked.add(session_id)
 
     def _last_sync(self, session_id: str) -> int:
         record = self._reader.session(session_id)
@@ -239,9 +244,10 @@ class PgJournal(Journal):
                 conn.execute(f"LISTEN {CHANNEL}")
                 self._to_loop(self._listen_ready)
                 while not self._beat_stop.is_set():
-                    batch = [n.payload for n in conn.notifies(timeout=1.0)]
-                    if batch:
-                        self._to_loop(self._notified, batch)
+                    # each notification is handed over as it arrives; the generator
+                    # ends after a second without one (to look at the stop flag)
+                    for note in conn.notifies(timeout=1.0):
+                        self._to_loop(self._notified, note.payload)
             except Exception as exc:
                 log.warning("journal: the listening connection broke (%s)", one_line(exc))
             finally:
@@ -255,20 +261,20 @@ class PgJournal(Journal):
                 loop.call_soon_threadsafe(call, *args)
 
     def _listen_ready(self) -> None:
+        self._looked.clear()  # what was committed while not listening is read again
         if self._listening is not None:
             self._listening.set()
         for waiting in list(self._followers.values()):  # (re)connected: look again
             for event in waiting:
                 event.set()
 
-    def _notified(self, payloads: list[str]) -> None:
-        for payload in payloads:
-            for line in payload.splitlines():
-                session_id, _, last = line.rpartition(" ")
-                with contextlib.suppress(ValueError):
-                    self._note(session_id, int(last))
-                for event in self._followers.get(session_id, ()):
-                    event.set()
+    def _notified(self, payload: str) -> None:
+        for line in payload.splitlines():
+            session_id, _, last = line.rpartition(" ")
+            with contextlib.suppress(ValueError):
+                self._note(session_id, int(last))
+            for event in self._followers.get(session_id, ()):
+                event.set()
 
     # ------------------------------------------------------------------ closing
 
