@@ -46,8 +46,15 @@ def _link_tree(tree: Path) -> Path:
     return root
 
 
-def _sample(env: dict[str, str], state: str, memory: bool) -> float:
-    """Milliseconds from spawn to the first byte of the reply."""
+def _cpu_ms(pid: int) -> float:
+    """The CPU time (user + system) process ``pid`` has used so far, in ms."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def _sample(env: dict[str, str], state: str, memory: bool) -> tuple[float, float]:
+    """Milliseconds from spawn to the first byte of the reply, and the CPU time the
+    bridge had used by then (steadier on a loaded machine; blind to waits on the disk)."""
     argv = [sys.executable, "-m", "agent_bridge", "serve", "--framing", "content-length"]
     argv += ["--state-dir", ":memory:"] if memory else ["--state-dir", state]
     t0 = time.perf_counter()
@@ -59,12 +66,13 @@ def _sample(env: dict[str, str], state: str, memory: bool) -> float:
     child.stdin.flush()
     ready, _, _ = select.select([child.stdout], [], [], 30)
     elapsed = (time.perf_counter() - t0) * 1000
+    cpu = _cpu_ms(child.pid)
     if not ready or not os.read(child.stdout.fileno(), 65536).startswith(b"Content-Length"):
         child.kill()
         raise SystemExit("no initialize reply")
     child.stdin.close()
     child.wait(30)
-    return elapsed
+    return elapsed, cpu
 
 
 def main() -> None:
@@ -85,13 +93,16 @@ def main() -> None:
         states["base"] = tempfile.mkdtemp(prefix="bench-startup-state-")
         scratch.append(states["base"])
     samples: dict[str, list[float]] = {name: [] for name in trees}
+    cpus: dict[str, list[float]] = {name: [] for name in trees}
     try:
         for name in trees:  # warm: .pyc files written, journals created
             _sample(trees[name], states[name], args.memory)
         for i in range(args.samples):
             order = list(trees) if i % 2 == 0 else list(reversed(trees))
             for name in order:
-                samples[name].append(_sample(trees[name], states[name], args.memory))
+                wall, cpu = _sample(trees[name], states[name], args.memory)
+                samples[name].append(wall)
+                cpus[name].append(cpu)
     finally:
         for path in scratch:
             shutil.rmtree(path, True)
@@ -109,7 +120,8 @@ def main() -> None:
         print(
             f"this/base: median of paired ratios {statistics.median(ratios):.2f}x, "
             f"of medians {statistics.median(mine) / statistics.median(base):.2f}x, "
-            f"of minima {min(mine) / min(base):.2f}x"
+            f"of minima {min(mine) / min(base):.2f}x; CPU by the reply "
+            f"{statistics.median(cpus['this']) / statistics.median(cpus['base']):.2f}x"
         )
 
 
