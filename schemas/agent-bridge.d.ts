@@ -59,6 +59,48 @@ export interface Availability {
   [key: string]: unknown;
 }
 
+/**
+ * `blob/read`: the bytes the journal keeps for `sha256` (an image a run's input
+ * held, named by its :class:`ImageRecord`), from `offset` at most `length` bytes
+ * (capped at :data:`BLOB_READ_MAX`, the default).
+ */
+export interface BlobReadParams {
+  sha256: string;
+  /** @defaultValue `0` */
+  offset?: number;
+  length?: number | null;
+}
+
+/** The `blob/read` request (host->bridge): Read the bytes the journal keeps for a SHA-256 (a run input's image), a piece at a time. */
+export interface BlobReadRequest {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  method: "blob/read";
+  params: BlobReadParams;
+}
+
+/** The successful response to `blob/read`. */
+export interface BlobReadResponse {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  result: BlobReadResult;
+}
+
+/**
+ * The bytes `data` (base64) from `offset`, of `size` in all: more remain
+ * while `offset` plus their decoded length is below `size`.  `mimeType` is
+ * the image type the bytes show (PNG, JPEG, GIF, WebP), else
+ * `application/octet-stream`.
+ */
+export interface BlobReadResult {
+  sha256: string;
+  mimeType: string;
+  size: number;
+  offset: number;
+  data: string;
+  [key: string]: unknown;
+}
+
 /** An error object the bridge sends: a code from JsonRpcErrorCode with the `data` that code carries. */
 export type BridgeJsonRpcError =
   | {
@@ -113,7 +155,7 @@ export type BridgeJsonRpcError =
     code: -32000;
     message: string;
     data: ErrorInfo & {
-      code: "already_initialized" | "bridge_crashed" | "command_conflict" | "history_corrupt" | "history_unavailable" | "interaction_already_settled" | "interaction_not_found" | "interaction_not_pending" | "internal" | "invalid_answer" | "invalid_option" | "invalid_params" | "journal_failing" | "provider_auth_required" | "provider_contract" | "provider_crashed" | "provider_failed" | "provider_not_found" | "provider_rate_limited" | "provider_timeout" | "provider_unavailable" | "recovery_invalid" | "run_active" | "run_not_active" | "run_not_found" | "session_closed" | "session_in_use" | "session_not_found" | "shutting_down" | "unsupported" | "unsupported_protocol_version" | "workspace_invalid";
+      code: "already_initialized" | "blob_not_found" | "bridge_crashed" | "command_conflict" | "history_corrupt" | "history_unavailable" | "interaction_already_settled" | "interaction_not_found" | "interaction_not_pending" | "internal" | "invalid_answer" | "invalid_option" | "invalid_params" | "journal_failing" | "provider_auth_required" | "provider_contract" | "provider_crashed" | "provider_failed" | "provider_not_found" | "provider_rate_limited" | "provider_timeout" | "provider_unavailable" | "recovery_invalid" | "run_active" | "run_not_active" | "run_not_found" | "session_closed" | "session_in_use" | "session_not_found" | "shutting_down" | "unsupported" | "unsupported_protocol_version" | "workspace_invalid";
     };
     [key: string]: unknown;
   };
@@ -160,6 +202,7 @@ export type BridgeToHostMessage =
   | RunSteerResponse
   | InteractionRespondResponse
   | EventsReadResponse
+  | BlobReadResponse
   | ProviderSessionsListResponse
   | ProviderSessionsReadResponse
   | EventNotification
@@ -253,6 +296,7 @@ export type Empty = Record<string, never>;
 
 export type ErrorCode =
   | "already_initialized"
+  | "blob_not_found"
   | "bridge_crashed"
   | "command_conflict"
   | "history_corrupt"
@@ -497,6 +541,7 @@ export type HostToBridgeMessage =
   | RunSteerRequest
   | InteractionRespondRequest
   | EventsReadRequest
+  | BlobReadRequest
   | ProviderSessionsListRequest
   | ProviderSessionsReadRequest
   | InteractionRequestResponse
@@ -1786,6 +1831,16 @@ export interface Methods {
     since: 1;
     stability: "stable";
   };
+  /** Read the bytes the journal keeps for a SHA-256 (a run input's image), a piece at a time. */
+  "blob/read": {
+    direction: "host->bridge";
+    kind: "request";
+    params: BlobReadParams;
+    result: BlobReadResult;
+    since: 1;
+    stability: "stable";
+    cancellable: true;
+  };
   /** Echo data back (health check). */
   "bridge/ping": {
     direction: "host->bridge";
@@ -2124,7 +2179,7 @@ export interface ScriptedEmitStep {
 export interface ScriptedFailStep {
   type: "fail";
   /** @defaultValue `"provider_failed"` */
-  code?: "already_initialized" | "bridge_crashed" | "command_conflict" | "history_corrupt" | "history_unavailable" | "interaction_already_settled" | "interaction_not_found" | "interaction_not_pending" | "internal" | "invalid_answer" | "invalid_option" | "invalid_params" | "journal_failing" | "not_initialized" | "overloaded" | "provider_auth_required" | "provider_contract" | "provider_crashed" | "provider_failed" | "provider_not_found" | "provider_rate_limited" | "provider_timeout" | "provider_unavailable" | "recovery_invalid" | "run_active" | "run_not_active" | "run_not_found" | "session_closed" | "session_in_use" | "session_not_found" | "shutting_down" | "unsupported" | "unsupported_protocol_version" | "workspace_invalid";
+  code?: "already_initialized" | "blob_not_found" | "bridge_crashed" | "command_conflict" | "history_corrupt" | "history_unavailable" | "interaction_already_settled" | "interaction_not_found" | "interaction_not_pending" | "internal" | "invalid_answer" | "invalid_option" | "invalid_params" | "journal_failing" | "not_initialized" | "overloaded" | "provider_auth_required" | "provider_contract" | "provider_crashed" | "provider_failed" | "provider_not_found" | "provider_rate_limited" | "provider_timeout" | "provider_unavailable" | "recovery_invalid" | "run_active" | "run_not_active" | "run_not_found" | "session_closed" | "session_in_use" | "session_not_found" | "shutting_down" | "unsupported" | "unsupported_protocol_version" | "workspace_invalid";
   details?: Record<string, string> | null;
 }
 

@@ -367,3 +367,60 @@ async def test_images_are_journaled_once_by_content_and_go_with_their_last_sessi
     finally:
         await history.aclose()
     assert _journal_blobs(state) == ({}, [])
+
+
+async def test_blob_read_returns_a_stored_image_in_pieces_with_clear_errors(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A host replaying history reads an image ``run.started`` names by its SHA-256."""
+    state = tmp_path / "state"
+    big = PNG + bytes(range(256)) * 40  # PNG bytes, 10 KiB more
+    image = {"type": "image", "mimeType": "image/png", "data": _b64(big)}
+    async with running_bridge(env={"AGENT_BRIDGE_STATE_DIR": str(state)}) as bridge:
+        sid = await _session(bridge, workspace)
+        await bridge.result("run/start", {"sessionId": sid, "input": {"content": [image]}})
+        assert (await bridge.terminal())["payload"]["type"] == "run.completed"
+        page = await bridge.result("events/read", {"sessionId": sid})
+        sha = page["events"][0]["payload"]["content"][0]["sha256"]
+        whole = await bridge.result("blob/read", {"sha256": sha})
+        assert whole == {
+            "sha256": sha,
+            "mimeType": "image/png",
+            "size": len(big),
+            "offset": 0,
+            "data": _b64(big),
+        }
+        # in pieces: each names its offset and the whole size, the last may be short
+        pieces = b""
+        while len(pieces) < len(big):
+            piece = await bridge.result(
+                "blob/read", {"sha256": sha, "offset": len(pieces), "length": 4000}
+            )
+            assert piece["offset"] == len(pieces) and piece["size"] == len(big)
+            pieces += base64.b64decode(piece["data"])
+        assert pieces == big
+        end = await bridge.result("blob/read", {"sha256": sha, "offset": len(big)})
+        assert end["data"] == ""
+
+        async def refused(params: dict[str, Any]) -> dict[str, Any]:
+            reply = await bridge.call("blob/read", params, check=False)
+            error: dict[str, Any] = reply["error"]
+            return error
+
+        unknown = await refused({"sha256": _sha(b"never sent")})
+        assert unknown["data"]["code"] == "blob_not_found" and unknown["code"] == -32000
+        past = await refused({"sha256": sha, "offset": len(big) + 1})
+        assert past["data"]["code"] == "invalid_params"
+        assert past["data"]["details"]["field"] == "offset"
+        for bad in ({"sha256": sha.upper()}, {"sha256": "abc"}, {}, {"sha256": sha, "length": 0}):
+            assert (await refused(bad))["code"] == -32602, bad
+        # gone with the last session that sent it
+        await bridge.result("session/delete", {"sessionId": sid})
+        assert (await refused({"sha256": sha}))["data"]["code"] == "blob_not_found"
+    # a journal in memory keeps no images
+    async with running_bridge(env={"AGENT_BRIDGE_STATE_DIR": ":memory:"}) as bridge:
+        sid = await _session(bridge, workspace)
+        await bridge.result("run/start", {"sessionId": sid, "input": {"content": [image]}})
+        assert (await bridge.terminal())["payload"]["type"] == "run.completed"
+        reply = await bridge.call("blob/read", {"sha256": _sha(big)})
+        assert reply["error"]["data"]["code"] == "blob_not_found"

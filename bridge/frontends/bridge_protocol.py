@@ -28,6 +28,7 @@ from agent_bridge.rpc.framing import FramingKind
 from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.wire.catalog import CATALOG, handler_name
 from agent_bridge.wire.common import SUPPORTED_PROTOCOL_VERSIONS
+from agent_bridge.wire.inputs import BlobReadParams, BlobReadResult
 from agent_bridge.wire.interactions import Answer
 from agent_bridge.wire.methods import (
     Empty,
@@ -342,6 +343,9 @@ class BridgeFrontend:
 
     async def _events_read(self, params: EventsReadParams) -> msgspec.Raw:
         return await self.runtime.read_events(params)
+
+    async def _blob_read(self, params: BlobReadParams) -> BlobReadResult:
+        return await self.runtime.read_blob(params)
 
     async def _provider_sessions_list(
         self, params: NativeSessionsListParams

@@ -45,7 +45,7 @@ from agent_bridge.wire.methods import RunInput
 from agent_bridge.wire.providers import InputCapabilities
 from agent_bridge.workspace import contained
 
-__all__ = ["PreparedInput", "needs_thread", "prepare", "prepare_input"]
+__all__ = ["PreparedInput", "image_type", "needs_thread", "prepare", "prepare_input"]
 
 #: An image type from a file's extension, when the host gives a path without ``mimeType``.
 EXTENSION_TYPES: Final = {
@@ -207,6 +207,15 @@ def _looks_like(data: bytes, mime_type: str) -> bool:
         return data[:4] == b"RIFF" and data[8:12] == b"WEBP"
     signatures = _SIGNATURES.get(mime_type)
     return signatures is None or data.startswith(signatures)
+
+
+def image_type(data: bytes) -> str:
+    """The image type ``data`` starts as (PNG, JPEG, GIF, WebP), else
+    ``application/octet-stream``."""
+    for mime_type in (*_SIGNATURES, "image/webp"):
+        if _looks_like(data, mime_type):
+            return mime_type
+    return "application/octet-stream"
 
 
 def _stat(path: str, where: str) -> os.stat_result:

@@ -30,6 +30,7 @@ ends the running runs at once (``internal``).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import logging
 import time
@@ -46,7 +47,7 @@ from agent_bridge.journal import Followable, History, MemoryHistory, SessionReco
 from agent_bridge.options import resolve_options, restore_withheld, storable_options
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime.following import follow_remote
-from agent_bridge.runtime.inputs import prepare
+from agent_bridge.runtime.inputs import image_type, prepare
 from agent_bridge.runtime.reading import catch_up, check_page, guard, read_page, replay
 from agent_bridge.runtime.receipts import Receipts
 from agent_bridge.runtime.runs import Run
@@ -56,6 +57,7 @@ from agent_bridge.runtime.stream import EventStream, Subscriber, Subscription
 from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
 from agent_bridge.wire.errors import ErrorCode
 from agent_bridge.wire.events import SessionResumed
+from agent_bridge.wire.inputs import BLOB_READ_MAX, BlobReadParams, BlobReadResult
 from agent_bridge.wire.methods import (
     EventsReadParams,
     JournalStatusParams,
@@ -973,6 +975,24 @@ class Runtime:
             raise BridgeError("interaction_not_found")
         self.services.check_writable()
         return interaction.respond(answer)
+
+    async def read_blob(self, params: BlobReadParams) -> BlobReadResult:
+        """Return a piece of the bytes the journal keeps for ``params.sha256`` (see
+        ``BlobReadParams``).  Raises ``blob_not_found`` (none kept: never sent, gone with
+        the last session that sent it, or a journal in memory), ``invalid_params`` for an
+        ``offset`` past the end, ``history_unavailable`` when the journal cannot be read."""
+        data = await self.history.read_blob(params.sha256)
+        if data is None:
+            raise BridgeError("blob_not_found")
+        if params.offset > len(data):
+            reason = f"offset is past the end ({len(data)} bytes)"
+            raise BridgeError("invalid_params", details={"field": "offset", "reason": reason})
+        length = min(params.length or BLOB_READ_MAX, BLOB_READ_MAX)
+        piece = data[params.offset : params.offset + length]
+        encoded = await anyio.to_thread.run_sync(base64.b64encode, piece)
+        return BlobReadResult(
+            params.sha256, image_type(data), len(data), params.offset, encoded.decode("ascii")
+        )
 
     async def read_events(self, params: EventsReadParams) -> msgspec.Raw:
         """Return a page of a session's events as an encoded ``EventsReadResult``.

@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from agent_bridge.wire.events import EventEnvelope
+from agent_bridge.wire.inputs import BlobReadParams, BlobReadResult
 from agent_bridge.wire.interactions import Answer
 from agent_bridge.wire.methods import (
     Empty,
@@ -202,6 +203,12 @@ CATALOG: Final[tuple[MethodInfo, ...]] = (
         cancellable=False,
     ),
     _req("events/read", EventsReadParams, EventsReadResult, "Read a page of a session's events."),
+    _req(
+        "blob/read",
+        BlobReadParams,
+        BlobReadResult,
+        "Read the bytes the journal keeps for a SHA-256 (a run input's image), a piece at a time.",
+    ),
     _req(
         "provider/sessions/list",
         NativeSessionsListParams,

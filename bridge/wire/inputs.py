@@ -20,13 +20,16 @@ the run starts.  ``run.started`` records what was asked, an image by its size an
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 import msgspec
 
 from agent_bridge.wire.common import WireStruct
 
 __all__ = [
+    "BLOB_READ_MAX",
+    "BlobReadParams",
+    "BlobReadResult",
     "FileInput",
     "ImageInput",
     "ImageRecord",
@@ -97,3 +100,34 @@ class ImageRecord(WireStruct, frozen=True, tag="image", tag_field="type"):
 
 #: A block as ``run.started`` records it.
 InputRecord = TextInput | ImageRecord | FileInput | ResourceInput
+
+
+#: The most bytes one ``blob/read`` returns (decoded; its base64 then fits the default
+#: 16 MiB message limit with room to spare).
+BLOB_READ_MAX: Final = 8 * 1024 * 1024
+
+#: A SHA-256 as ``run.started`` records it: 64 lowercase hex digits.
+Sha256 = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
+
+
+class BlobReadParams(WireStruct, frozen=True):
+    """``blob/read``: the bytes the journal keeps for ``sha256`` (an image a run's input
+    held, named by its :class:`ImageRecord`), from ``offset`` at most ``length`` bytes
+    (capped at :data:`BLOB_READ_MAX`, the default)."""
+
+    sha256: Sha256
+    offset: Annotated[int, msgspec.Meta(ge=0)] = 0
+    length: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+
+class BlobReadResult(WireStruct, frozen=True):
+    """The bytes ``data`` (base64) from ``offset``, of ``size`` in all: more remain
+    while ``offset`` plus their decoded length is below ``size``.  ``mimeType`` is
+    the image type the bytes show (PNG, JPEG, GIF, WebP), else
+    ``application/octet-stream``."""
+
+    sha256: str
+    mime_type: str
+    size: int
+    offset: int
+    data: str

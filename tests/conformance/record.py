@@ -823,6 +823,28 @@ def run_input(rec: Recorder) -> None:
     rec.request("run/start", {"sessionId": session, "input": {"content": mention}})
 
 
+@scenario("blob_read", doc=True)
+def blob_read(rec: Recorder) -> None:
+    """blob/read returns the bytes the journal keeps for an image a run's input held,
+    named by the SHA-256 its run.started record gives (base64, with the type its bytes
+    show, the whole size and the piece's offset); a SHA-256 the journal does not hold is
+    blob_not_found."""
+    import base64
+    import hashlib
+
+    session = create(rec, {"steps": [{"type": "text", "text": "A small image."}]})
+    image = {"type": "image", "mimeType": "image/png", "data": PNG_1X1}
+    rec.request(
+        "run/start",
+        {"sessionId": session, "input": {"content": [image]}},
+        until=event("run.completed"),
+    )
+    sha256 = hashlib.sha256(base64.b64decode(PNG_1X1)).hexdigest()
+    rec.request("blob/read", {"sha256": sha256})
+    rec.request("blob/read", {"sha256": sha256, "offset": 64, "length": 16})
+    rec.request("blob/read", {"sha256": hashlib.sha256(b"never sent").hexdigest()})
+
+
 # -- recovery
 
 
