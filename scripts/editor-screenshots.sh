@@ -64,7 +64,8 @@ start "$TOOLS/nvim" -u "$WORK/init.lua" -i NONE -n
 sleep 1
 keys ":AgentBridge new scripted scriptFile=$SCRIPT title=Fix-the-build" Enter
 wait_for "# agent-bridge"
-keys ":only" Enter ":AgentBridge prompt Fix the build" Enter
+# the prompt typed into the chat's prompt area (the cursor is there) and sent with C-s
+keys "i" "Fix the build" C-s
 wait_for "Allow for this session"
 shoot "$ROOT/editors/neovim/screenshot.png"
 stop
