@@ -357,3 +357,50 @@ def test_neovim_chat_prompt_area_and_keys(tmp_path: Path) -> None:
     assert o["mode_after_send"] == "n"
     assert o["final"][-1] == "✗ interrupted (user)"
     assert "Keep going" in o["final"] and "Working on it..." in o["final"]
+
+
+def test_neovim_lists_and_reads_a_native_claude_session(tmp_path: Path) -> None:
+    """:AgentBridge native: Claude Code's own sessions (a session file the real CLI
+    wrote, in a private CLAUDE_CONFIG_DIR) listed through provider/sessions/list, the one
+    picked read through provider/sessions/read into a read-only buffer."""
+    nvim = require_editor("nvim")
+    out = tmp_path / "outcome.json"
+    project = tmp_path / "config" / "projects" / "-workspace-project"
+    project.mkdir(parents=True)
+    sid = "28377def-ee38-4b08-ab48-cac0f67ecdff"
+    data = ROOT / "tests" / "data" / "claude" / "native_session_2.1.197.jsonl"
+    (project / f"{sid}.jsonl").write_bytes(data.read_bytes())
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
+        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(tmp_path / "state"),
+        "AB_OUT": str(out),
+    }
+    log = run_editor(
+        [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(DATA / "nvim_native.lua")],
+        env=env,
+        timeout=100,
+    )
+    assert out.exists(), log
+    o = json.loads(out.read_text())
+    assert o["ok"], (o.get("error"), log)
+    assert o["picker"]["prompt"] == "claude-code sessions"
+    [label] = o["picker"]["labels"]
+    assert label.startswith("say hello · /workspace/project · ")
+    assert o["name"].endswith(f"agent-bridge://native/claude-code/-workspace-project/{sid}")
+    assert o["lines"] == [
+        "# claude-code session · say hello · /workspace/project"
+        " (read-only: agent-bridge cannot continue claude-code sessions)",
+        "",
+        "## You",
+        "say hello",
+        "",
+        "## Agent",
+        "(stand-in: no scripted reply left)",
+    ]
+    assert o["modifiable"] is False

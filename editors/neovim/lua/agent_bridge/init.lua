@@ -4,6 +4,7 @@ local client_mod = require('agent_bridge.client')
 local chat = require('agent_bridge.chat')
 local prompts = require('agent_bridge.prompts')
 local input = require('agent_bridge.input')
+local native = require('agent_bridge.native')
 
 local M = {}
 
@@ -843,11 +844,64 @@ function M.close()
   end
 end
 
+--- :AgentBridge native [provider]: a provider's own sessions (made in its CLI), newest
+--- first; pick one to read its history in a read-only buffer. Without a provider: the
+--- first one that can list them.
+function M.native(provider_id)
+  M.call('providers/list', {}, function(result)
+    M.state.providers = result.providers
+    local provider
+    for _, p in ipairs(result.providers) do
+      local ns = (p.capabilities or {}).nativeSessions or {}
+      if (provider_id and p.id == provider_id) or (not provider_id and ns.list == 'supported') then
+        provider = p
+        break
+      end
+    end
+    if not provider then
+      return notify(provider_id and ('no provider %q'):format(provider_id)
+        or 'no provider here can list its own sessions', vim.log.levels.ERROR)
+    end
+    M.call('provider/sessions/list', { provider = provider.id }, function(list)
+      local sessions = list.sessions or {}
+      if #sessions == 0 then
+        return notify(('no %s sessions found'):format(provider.id))
+      end
+      vim.ui.select(sessions, {
+        prompt = provider.id .. ' sessions',
+        kind = 'agent_bridge.native_session',
+        format_item = native.label,
+      }, function(info)
+        if not info then
+          return
+        end
+        local records = {}
+        local function read(cursor)
+          local params = { provider = provider.id, sessionRef = info.sessionRef, limit = 1000 }
+          if cursor then
+            params.cursor = cursor
+          end
+          M.call('provider/sessions/read', params, function(page)
+            local got = page.records or {}
+            vim.list_extend(records, got)
+            if #got > 0 and page.nextCursor and #records < 100000 then
+              return read(page.nextCursor)
+            end
+            native.show(provider, info, records)
+          end)
+        end
+        read(nil)
+      end)
+    end)
+  end)
+end
+
 M.subcommands = {
   new = function(args) M.new_session(args) end,
   prompt = function(args) M.prompt(table.concat(args, ' ')) end,
   cancel = function() M.cancel() end,
   sessions = function() M.sessions() end,
+  native = function(args) M.native(args[1]) end,
   approvals = function() M.approvals() end,
   diff = function(args) M.diff(args[1]) end,
   log = function() M.log() end,
