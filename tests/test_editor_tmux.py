@@ -1,0 +1,219 @@
+"""Neovim and Emacs driven the way a user drives them: each runs in a terminal (tmux) on
+the real bridge and the scripted provider, keys are typed with ``tmux send-keys`` and the
+screen is read with ``tmux capture-pane``.
+
+Each session: a new session made from a source file's buffer and its first prompt typed
+(in Emacs typed ahead, before the bridge has answered: it must reach the chat, not the
+file); an approval dismissed (it stays pending, the bar or header line counts it), then
+answered by key; a question answered by key; the edit opened as a diff (Emacs); a run
+interrupted by key. The source file is untouched at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from editor_tools import ROOT, bridge_command, require_editor
+
+SCRIPT = ROOT / "tests" / "data" / "editors" / "session_script.json"
+SOURCE = "print('hi')\n"
+
+
+class Term:
+    """One tmux server (its own socket) running one program in a 120x36 window."""
+
+    def __init__(self, tmux: str, sock: Path, env: dict[str, str]) -> None:
+        self.tmux, self.sock, self.env = tmux, sock, env
+
+    def run(self, *args: str) -> str:
+        proc = subprocess.run(
+            [self.tmux, "-S", str(self.sock), *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=30,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    def start(self, command: str) -> None:
+        self.run("new-session", "-d", "-s", "t", "-x", "120", "-y", "36", command)
+
+    def keys(self, *keys: str) -> None:
+        self.run("send-keys", "-t", "t", *keys)
+
+    def text(self, *keys: str) -> None:
+        """Type ``keys`` literally (no key names)."""
+        self.run("send-keys", "-t", "t", "-l", *keys)
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", "t")
+
+    def wait(self, what: str, *, gone: str | None = None, timeout: float = 30) -> str:
+        """Wait until the screen shows ``what`` (and no longer ``gone``); return it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            s = self.screen()
+            if what in s and (gone is None or gone not in s):
+                return s
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the screen never showed {what!r}:\n{s}")
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        subprocess.run(
+            [self.tmux, "-S", str(self.sock), "kill-server"],
+            capture_output=True,
+            env=self.env,
+            timeout=30,
+        )
+
+
+@pytest.fixture
+def term(tmp_path: Path) -> Iterator[Term]:
+    tmux = require_editor("tmux")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "TERM": "xterm-256color",
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+    }
+    t = Term(tmux, tmp_path / "tmux.sock", env)
+    try:
+        yield t
+    finally:
+        t.kill()
+
+
+def test_emacs_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:
+    emacs = require_editor("emacs")
+    src = tmp_path / "src.py"
+    src.write_text(SOURCE)
+    init = tmp_path / "init.el"
+    init.write_text(
+        f"""(add-to-list 'load-path {json.dumps(str(ROOT / "editors" / "emacs"))})
+(require 'agent-bridge)
+(setq agent-bridge-command '({json.dumps(bridge_command()[0])})
+      agent-bridge-state-directory {json.dumps(str(tmp_path / "state"))}
+      inhibit-startup-screen t)
+"""
+    )
+    term.start(f"{emacs} -nw -Q -l {init} {src}")
+    term.wait("src.py")
+    term.keys("M-x")
+    term.text("agent-bridge-new-session")
+    term.keys("Enter")
+    term.wait("agent-bridge provider:")
+    term.text("scripted")
+    term.keys("Enter")
+    # the scripted provider's further session options: the script file, then done
+    term.wait("More session options")
+    term.text("scriptFile")
+    term.keys("Enter")
+    term.wait("scriptFile (string):")
+    term.text(str(SCRIPT))
+    term.keys("Enter")
+    term.wait("More session options", gone="scriptFile (string):")
+    term.keys("Enter")
+    term.wait("Title (optional):")
+    term.text("Fix-the-build")
+    # RET, then `p` and the prompt at once: typed ahead of the bridge's answer
+    term.keys("Enter", "p")
+    term.text("Fix the build")
+    term.keys("Enter")
+    screen = term.wait("? approval: Edit Makefile")
+    term.wait("1 pending approval")
+    # `a` asks; C-g dismisses: still pending
+    term.keys("a")
+    term.wait("o allow once, s allow for session, d deny, C-g/q dismiss")
+    term.keys("C-g")
+    screen = term.wait("1 pending approval", gone="C-g/q dismiss):")
+    assert "→ responded" not in screen
+    # `a s`: allowed for the session; then the question, `a 1`: Yes
+    term.keys("a")
+    term.wait("s allow for session")
+    term.keys("s")
+    term.wait("→ responded: allow (session)")
+    term.wait("? question: Run the tests too?")
+    term.keys("a")
+    term.wait("1 Yes, 2 No")
+    term.keys("1")
+    screen = term.wait("✓ done (end_turn)")
+    assert "Tests pass." in screen and "Done." in screen
+    # `d`: the edit in diff-mode, headed with the file's name
+    term.keys("d")
+    screen = term.wait("+++ b/Makefile")
+    assert "--- a/Makefile" in screen and "#<buffer" not in screen
+    # a run interrupted with C-c C-c
+    term.keys("p")
+    term.text("Keep going")
+    term.keys("Enter")
+    term.wait("Working on it...")
+    term.keys("C-c", "C-c")
+    term.wait("✗ interrupted (user)")
+    # the source buffer: unmodified, its text as it was
+    term.keys("C-x", "b")
+    term.text("src.py")
+    term.keys("Enter")
+    screen = term.wait("print('hi')")
+    line = next(li for li in screen.splitlines() if "src.py" in li and "(Python" in li)
+    assert "**" not in line, line  # the mode line's modified flag
+    assert "pprint" not in screen
+    assert src.read_text() == SOURCE
+
+
+def test_neovim_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:
+    nvim = require_editor("nvim")
+    src = tmp_path / "src.py"
+    src.write_text(SOURCE)
+    init = tmp_path / "init.lua"
+    init.write_text(
+        f"""vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "neovim"))})
+require('agent_bridge').setup({{ cmd = {{ {json.dumps(bridge_command()[0])} }},
+  state_dir = {json.dumps(str(tmp_path / "state"))} }})
+"""
+    )
+    term.start(f"{nvim} -u {init} -i NONE -n {src}")
+    term.wait("print('hi')")
+    term.keys(":")
+    term.text(f"AgentBridge new scripted scriptFile={SCRIPT} title=Fix-the-build")
+    term.keys("Enter")
+    # the cursor is in the prompt area below the chat: type the prompt, send with C-s
+    term.wait("<CR> sends")
+    term.keys("i")
+    term.text("Fix the build")
+    term.keys("C-s")
+    # the approval is asked with vim.ui.select; an empty answer dismisses it: pending
+    term.wait("2: Allow for this session")
+    term.keys("Enter")
+    screen = term.wait("1 pending approval", gone="2: Allow for this session")
+    assert "→ responded" not in screen
+    # answered by key: :AgentBridge approvals, 2 (allow for the session)
+    term.keys(":")
+    term.text("AgentBridge approvals")
+    term.keys("Enter")
+    term.wait("2: Allow for this session")
+    term.text("2")
+    term.keys("Enter")
+    term.wait("1: Yes")
+    term.text("1")
+    term.keys("Enter")
+    screen = term.wait("✓ done (end_turn)")
+    assert "→ responded: allow (session)" in screen and "→ responded: yes" in screen
+    # another prompt, interrupted with C-c in the prompt area
+    term.keys("i")
+    term.text("Keep going")
+    term.keys("C-s")
+    term.wait("Working on it...")
+    term.keys("C-c")
+    term.wait("✗ interrupted (user)")
+    assert src.read_text() == SOURCE
