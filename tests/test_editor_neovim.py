@@ -404,3 +404,38 @@ def test_neovim_lists_and_reads_a_native_claude_session(tmp_path: Path) -> None:
         "(stand-in: no scripted reply left)",
     ]
     assert o["modifiable"] is False
+
+
+def test_neovim_checkhealth(tmp_path: Path) -> None:
+    """:checkhealth agent_bridge: the bridge found and its version, each provider as
+    `agent-bridge doctor` sees it (an unavailable one with its next step), the state
+    directory; with a bridge command that names nothing, an error with the next step."""
+    nvim = require_editor("nvim")
+
+    def health(bridge: str) -> str:
+        out = tmp_path / "health.json"
+        env = {
+            **os.environ,
+            "HOME": str(tmp_path),
+            "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+            "PATH": "/usr/bin:/bin",
+            "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
+            "AB_BRIDGE": bridge,
+            "AB_STATE": str(tmp_path / "state"),
+            "AB_OUT": str(out),
+        }
+        argv = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
+        run_editor([*argv, "-l", str(DATA / "nvim_health.lua")], env=env, timeout=120)
+        return "\n".join(json.loads(out.read_text()))
+
+    report = health(bridge_command()[0])
+    assert "OK the bridge command: " + bridge_command()[0] in report, report
+    assert "OK agent-bridge " in report
+    assert "OK Scripted (built-in) (scripted): available" in report
+    assert "WARNING Claude Code (claude-code): unavailable: the claude executable" in report
+    assert "install Claude Code" in report  # its next step, as advice
+    assert "OK state directory " in report
+    assert "ERROR" not in report, report
+    missing = health("/nonexistent/agent-bridge")
+    assert "ERROR" in missing and "not on PyPI yet" in missing, missing
