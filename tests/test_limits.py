@@ -58,6 +58,9 @@ def test_the_reset_is_when_every_exhausted_meter_has_reset() -> None:
     assert reset_of(meters) == "2026-12-03T00:00:00Z"
     assert reset_of(meters[2:]) is None
     assert reset_of([LimitMeter("codex", "primary", status="exhausted")]) is None
+    # Once a reset has passed, its meter no longer holds requests back.
+    assert reset_of(meters, now=RESET + 10 * 86400) is None
+    assert reset_of(meters[:1], now=RESET) == "2026-12-02T05:00:00Z"
 
 
 def test_merging_keeps_the_newest_figures_of_each_meter() -> None:

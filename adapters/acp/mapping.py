@@ -8,12 +8,14 @@ codes and messages, and the raw ACP record kept beside each payload.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from agent_bridge.adapters.acp.protocol import obj, objs
 from agent_bridge.adapters.kit.approvals import approval_verdict
+from agent_bridge.adapters.kit.limits import limit_details
 from agent_bridge.adapters.kit.tools import ToolCalls
 from agent_bridge.spi import InteractionOutcome, RunOutcome
 from agent_bridge.wire.acp import (
@@ -331,9 +333,12 @@ UNATTRIBUTED: Final = Diagnostic(
 
 
 def classify_rpc_error(code: int, method: str) -> ErrorCode:
-    """An ACP error response → the bridge's error code."""
+    """An ACP error response → the bridge's error code (``429``, which Gemini CLI answers
+    a prompt with once its model server refused it for a limit: ``provider_rate_limited``)."""
     if code == -32000:
         return "provider_auth_required"
+    if code == 429:
+        return "provider_rate_limited"
     if code == -32601:
         return "unsupported"
     if method in ("session/load", "session/resume") and code in (-32002, -32603, -32602):
@@ -341,6 +346,22 @@ def classify_rpc_error(code: int, method: str) -> ErrorCode:
     if code == -32602:
         return "provider_contract"
     return "provider_failed"
+
+
+#: Words of a limit error's message that say the allowance is spent, not just busy.
+_QUOTA_WORDS: Final = re.compile(r"\b(quota|credits?|billing|exhausted)\b", re.IGNORECASE)
+
+
+def limit_failure_details(code: int, message: str) -> dict[str, str] | None:
+    """The ``details`` of an ACP error that reports a limit (code ``429``): ``cause``
+    ``quota_exhausted`` when its message speaks of a spent quota or credits, else
+    ``rate_limited``; ``None`` for any other error.  Only the cause reaches a host: the
+    message is the agent's prose (no ACP agent seen here passes a reset time on)."""
+    if code != 429:
+        return None
+    if _QUOTA_WORDS.search(message[:500]):
+        return limit_details("quota_exhausted")
+    return limit_details("rate_limited")
 
 
 # ----------------------------------------------------------------------------- permission

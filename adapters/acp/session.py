@@ -251,7 +251,8 @@ class AcpSession(ProviderSession):
         classified = mapping.classify_rpc_error(exc.code, method)
         if classified in ("recovery_invalid", "unsupported"):
             return BridgeError(classified)
-        return ProviderFailure(classified, f"{method} failed ({exc.code})")
+        details = mapping.limit_failure_details(exc.code, exc.message)
+        return ProviderFailure(classified, f"{method} failed ({exc.code})", details=details)
 
     async def _handshake(self, proc: RpcChild, *, resume: bool) -> None:
         s = self.settings
@@ -390,7 +391,13 @@ class AcpSession(ProviderSession):
                 return
             failure = await self._failure(proc, exc, "session/prompt")
             code = failure.error_code
-            run.finish(RunOutcome.failed(code if code != "unsupported" else "provider_failed"))
+            run.finish(
+                RunOutcome.failed(
+                    code if code != "unsupported" else "provider_failed",
+                    f"session/prompt failed ({exc.code})",
+                    failure.info.details,
+                )
+            )
             return
         if (
             suspect

@@ -440,6 +440,8 @@ class LimitHints:
     meters: tuple[LimitMeter, ...] = ()
     retry_after: float | None = None
     retry_at: float | None = None
+    #: the time of the failure (Unix seconds): a meter whose reset passed no longer counts
+    now: float | None = None
 
 
 def classify_result(
@@ -489,7 +491,7 @@ def classify_result(
         details.update(
             limit_details(
                 cast("FailureCause", cause),
-                resets_at=reset_of(hint.meters),
+                resets_at=reset_of(hint.meters, hint.now),
                 retry_after=hint.retry_after,
                 now=hint.retry_at,
             )

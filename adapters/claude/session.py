@@ -566,7 +566,10 @@ class ClaudeSession(ProviderSession):
             interrupting=run.interrupting,
             assistant_error=run.state.assistant_error,
             limits=mapping.LimitHints(
-                tuple(self._limits.values()), run.state.retry_after, run.state.retry_at
+                tuple(self._limits.values()),
+                run.state.retry_after,
+                run.state.retry_at,
+                time.time(),
             ),
         )
         if self._cli_session_id is not None and run.last_uuid is not None:

@@ -114,7 +114,6 @@ IGNORED: Final = frozenset(
         "item/mcpToolCall/progress",
         "item/autoApprovalReview/started",
         "item/autoApprovalReview/completed",
-        "account/rateLimits/updated",
         "account/updated",
         "remoteControl/status/changed",
         "skills/changed",
@@ -271,11 +270,13 @@ def turn_outcome(
     completed: p.TurnCompleted,
     last_error: p.TurnError | None,
     limits: Iterable[LimitMeter] = (),
+    now: float | None = None,
 ) -> RunOutcome | None:
     """The outcome of ``turn/completed``, or ``None`` for a status that does not end the
     run (``inProgress``, or one the adapter does not know).  A turn that failed on a
     limit carries ``resetsAt`` when the latest ``limits`` (the meters Codex reported)
-    say when the exhausted one resets: Codex puts the time in its message's prose only."""
+    say when the exhausted one resets (one whose reset is before ``now`` no longer counts):
+    Codex puts the time in its message's prose only."""
     status = completed.turn.status
     if status == "completed":
         return RunOutcome.completed("completed")
@@ -288,7 +289,7 @@ def turn_outcome(
         cause = details["cause"]
         if cause == "rate_limited" or cause == "quota_exhausted":
             limited = cast("FailureCause", cause)
-            details.update(limit_details(limited, resets_at=reset_of(limits)))
+            details.update(limit_details(limited, resets_at=reset_of(limits, now)))
         return RunOutcome.failed(classify_error(error), f"codex turn failed ({info})", details)
     return None
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -650,7 +651,7 @@ class CodexSession(ProviderSession):
 
     def _on_turn_completed(self, run: CodexRun, method: str, raw: bytes) -> None:
         outcome = mapping.turn_outcome(
-            p.decode(p.TurnCompleted, raw), run.last_error, self.limits.values()
+            p.decode(p.TurnCompleted, raw), run.last_error, self.limits.values(), time.time()
         )
         if outcome is not None:
             if self.thread_id is not None and run.turn_id is not None:

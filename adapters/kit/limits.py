@@ -69,10 +69,16 @@ def merge_meters(
     return known
 
 
-def reset_of(meters: Iterable[LimitMeter]) -> str | None:
+def reset_of(meters: Iterable[LimitMeter], now: float | None = None) -> str | None:
     """When the limit that stops requests lifts: the latest ``resets_at`` of the
-    ``exhausted`` meters (every one of them must have reset), else ``None``."""
-    resets = [m.resets_at for m in meters if m.status == "exhausted" and m.resets_at]
+    ``exhausted`` meters (every one of them must have reset), else ``None``; with ``now``
+    (Unix seconds), a meter whose reset has passed no longer counts."""
+    after = instant(now) if now is not None else None
+    resets = [
+        m.resets_at
+        for m in meters
+        if m.status == "exhausted" and m.resets_at and (after is None or m.resets_at > after)
+    ]
     return max(resets) if resets else None
 
 

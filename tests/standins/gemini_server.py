@@ -120,6 +120,42 @@ class GeminiStandIn:
 
     # -- replies
 
+    def refusal(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The 429 body a turn is refused with, by its last user text: ``QUOTA`` → a spent
+        daily quota (``QuotaFailure`` with a per-day quota id, which the CLI does not
+        retry); ``RATELIMIT`` → a per-minute limit with ``RetryInfo`` of one second (the
+        CLI retries it); else ``None`` (answered normally)."""
+        text = "\n".join(_texts(_last_user(body)))
+        details: list[dict[str, Any]]
+        if "QUOTA" in text:
+            quota = "GenerateRequestsPerDayPerProjectPerModel-FreeTier"
+            details = [
+                {
+                    "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                    "violations": [{"quotaMetric": "generate_requests", "quotaId": quota}],
+                },
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "3600s"},
+            ]
+        elif "RATELIMIT" in text:
+            quota = "GenerateRequestsPerMinutePerProjectPerModel"
+            details = [
+                {
+                    "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                    "violations": [{"quotaMetric": "generate_requests", "quotaId": quota}],
+                },
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"},
+            ]
+        else:
+            return None
+        return {
+            "error": {
+                "code": 429,
+                "message": "stand-in: quota exceeded",
+                "status": "RESOURCE_EXHAUSTED",
+                "details": details,
+            }
+        }
+
     def stream_parts(self, body: dict[str, Any]) -> list[tuple[dict[str, Any], float]]:
         """The parts of the streamed reply, each with the pause before it."""
         user = _last_user(body)
@@ -218,6 +254,10 @@ def _handler(server: GeminiStandIn) -> type[BaseHTTPRequestHandler]:
             self._json(404, {"error": {"code": 404, "message": "not here", "status": "NOT_FOUND"}})
 
         def _stream(self, body: dict[str, Any]) -> None:
+            refusal = server.refusal(body)
+            if refusal is not None:
+                self._json(429, refusal)
+                return
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
