@@ -281,6 +281,21 @@ def test_neovim_tool_call_header_is_rewritten_in_place(tmp_path: Path) -> None:
     ]
 
 
+#: An approval for Claude Code's Edit tool (its input shape): the chat shows the change.
+PROPOSED_EDIT = {
+    "type": "approval",
+    "title": "Edit Makefile",
+    "toolName": "Edit",
+    "input": {
+        "file_path": "Makefile",
+        "old_string": "all:\n\tcc -o app main.c\n",
+        "new_string": "all:\n\tcc -Wall -o app main.c\n",
+    },
+    "modes": ["once", "session"],
+    "onAllow": [{"type": "text", "text": "Edited."}],
+    "onDeny": [{"type": "text", "text": "Left it."}],
+}
+
 CHAT_SCRIPT = {
     "runs": [
         {
@@ -298,6 +313,8 @@ CHAT_SCRIPT = {
             ]
         },
         {"steps": [{"type": "text", "text": "Working on it..."}, {"type": "waitForInterrupt"}]},
+        {"steps": [PROPOSED_EDIT]},
+        {"steps": [PROPOSED_EDIT]},
     ]
 }
 
@@ -355,8 +372,24 @@ def test_neovim_chat_prompt_area_and_keys(tmp_path: Path) -> None:
     assert o["folded"] is True
     assert o["i_goes_to_input"] is True
     assert o["mode_after_send"] == "n"
-    assert o["final"][-1] == "✗ interrupted (user)"
+    assert "✗ interrupted (user)" in o["final"]
     assert "Keep going" in o["final"] and "Working on it..." in o["final"]
+    # A proposed edit inline under its approval (a folded block: the diff), accepted with
+    # ga, then another rejected with gr; the automatic prompt was dismissed each time.
+    proposal = [
+        "? approval: Edit Makefile",
+        "▸ proposed edit Makefile (ga accept, gr reject)",
+        "  │ @@ -1,2 +1,2 @@",
+        "  │  all:",
+        "  │ -\tcc -o app main.c",
+        "  │ +\tcc -Wall -o app main.c",
+    ]
+    accepted = o["accepted"]
+    i = accepted.index(proposal[0])
+    assert accepted[i : i + len(proposal)] == proposal, accepted[i:]
+    assert accepted[-3:] == ["→ responded: allow (once)", "Edited.", "✓ done (end_turn)"]
+    assert o["proposal_folded"] is True
+    assert o["rejected"][-3:] == ["→ responded: deny", "Left it.", "✓ done (end_turn)"]
 
 
 def test_neovim_lists_and_reads_a_native_claude_session(tmp_path: Path) -> None:

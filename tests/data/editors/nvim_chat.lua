@@ -16,6 +16,11 @@ local ab = require('agent_bridge')
 local chat = require('agent_bridge.chat')
 ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
 
+-- The automatic approval prompt is dismissed (the approval stays pending for ga / gr).
+vim.ui.select = function(_, _, on_choice)
+  vim.schedule(function() on_choice(nil) end)
+end
+
 local function type_keys(keys)
   vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), 'xt', false)
 end
@@ -72,6 +77,31 @@ local ok, err = pcall(function()
   type_keys('<C-c>')
   wait_for('run 2 interrupted', function() return has(s, '✗ interrupted (user)') end)
   outcome.final = chat.lines(s)
+  -- 5. A proposed edit shown inline under its approval; ga in the chat accepts it.
+  local function done_count()
+    local n = 0
+    for _, l in ipairs(chat.lines(s)) do
+      if l == '✓ done (end_turn)' then
+        n = n + 1
+      end
+    end
+    return n
+  end
+  type_keys('iEdit it<C-s>')
+  wait_for('the proposed edit', function() return ab.pending_count(s) == 1 end)
+  vim.api.nvim_set_current_win(chat_win)
+  local row = vim.fn.search('^▸ proposed edit', 'bw')
+  outcome.proposal_folded = row > 0 and vim.fn.foldclosed(row) == row
+  type_keys('ga')
+  wait_for('run 3', function() return done_count() == 2 end)
+  outcome.accepted = chat.lines(s)
+  -- 6. The same proposed again; gr rejects it.
+  type_keys('iEdit it again<C-s>')
+  wait_for('the second proposal', function() return ab.pending_count(s) == 1 end)
+  vim.api.nvim_set_current_win(chat_win)
+  type_keys('gr')
+  wait_for('run 4', function() return done_count() == 3 end)
+  outcome.rejected = chat.lines(s)
 end)
 outcome.ok = ok
 outcome.error = not ok and tostring(err) or nil

@@ -209,10 +209,43 @@ render['diagnostic'] = function(s, _, p)
   chat.append(s, { ('! %s %s: %s'):format(p.level or 'info', p.code or '', p.message or '') })
 end
 
+--- The file change an approval proposes, when its input says (Claude Code's Edit and
+--- Write tools' shapes, or a ToolEdit's): { path, old, new }, else nil.
+---@param request table
+---@return table|nil
+function M.proposed_edit(request)
+  local input = type(request) == 'table' and request.input
+  if type(input) ~= 'table' then
+    return nil
+  end
+  local path = input.file_path or input.path
+  if type(path) ~= 'string' then
+    return nil
+  end
+  if type(input.old_string) == 'string' and type(input.new_string) == 'string' then
+    return { path = path, old = input.old_string, new = input.new_string }
+  elseif type(input.oldText) == 'string' and type(input.newText) == 'string' then
+    return { path = path, old = input.oldText, new = input.newText }
+  elseif type(input.content) == 'string' then
+    local ok, lines = pcall(vim.fn.readfile, path)
+    local old = (ok and #lines > 0) and (table.concat(lines, '\n') .. '\n') or ''
+    return { path = path, old = old, new = input.content }
+  end
+  return nil
+end
+
 render['interaction.requested'] = function(s, _, p)
   s.pending[p.interactionId] = p.request
   local kind = p.request and p.request.kind or 'interaction'
   chat.append(s, { ('? %s: %s'):format(kind, prompts.describe(p.request or {})) })
+  local edit = kind == 'approval' and M.proposed_edit(p.request)
+  if edit then
+    -- the proposed change inline, as a block: ga accepts, gr rejects
+    local key = 'proposal:' .. p.interactionId
+    chat.block(s, key, ('proposed edit %s (ga accept, gr reject)'):format(edit.path))
+    local diff = vim.diff(edit.old, edit.new, { result_type = 'unified', ctxlen = 2 }) or ''
+    chat.block_body(s, key, vim.split(vim.trim(diff), '\n', { plain = true }))
+  end
 end
 
 render['interaction.settled'] = function(s, _, p)
@@ -560,6 +593,8 @@ function M.chat_keys(s)
     end
   end
   map('a', M.approvals, 'answer a pending approval or question')
+  map('ga', function() M.decide('allow') end, 'accept the pending approval (once)')
+  map('gr', function() M.decide('deny') end, 'reject the pending approval')
   map('d', function() M.diff() end, 'open the last edit in a diff view')
   map('<C-c>', M.cancel, 'interrupt the run')
   map(']]', jump('W'), 'next thinking or tool call')
@@ -752,6 +787,28 @@ function M.approvals()
       answer(iid)
     end
   end)
+end
+
+--- Answer the current session's pending approval (the one asked first) with `decision`
+--- ('allow': once, or 'deny') — the chat's ga / gr, e.g. on a proposed edit.
+---@param decision string
+function M.decide(decision)
+  local s = M.current()
+  local ids = {}
+  for iid, request in pairs(s and s.pending or {}) do
+    if request.kind == 'approval' then
+      table.insert(ids, iid)
+    end
+  end
+  table.sort(ids)
+  if #ids == 0 then
+    return notify('no pending approval')
+  end
+  local answer = { kind = 'approval', decision = decision }
+  if decision == 'allow' then
+    answer.mode = 'once'
+  end
+  M.call('interaction/respond', { interactionId = ids[1], answer = answer })
 end
 
 --- :AgentBridge diff [n]: edit `n` of the current session (default: the last) in a diff
