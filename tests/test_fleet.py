@@ -165,3 +165,50 @@ async def test_a_sigkilled_members_session_is_ended_by_another_within_the_lease_
         assert seen_beta[:501] == seen_alpha[:501]  # what alpha's host saw, beta's saw too
         stored = await beta.result("events/read", {"sessionId": session, "limit": 1000})
         assert stored["events"] == got  # and it is all in the journal
+
+
+async def test_requests_on_any_member_reach_the_owner_once(pg_url: str, tmp_path: Path) -> None:
+    """run/start (with a commandId, retried through a third member), interaction/respond,
+    run/interrupt and session/close, each sent to a member that does not own the
+    session, are handled by the owner; the asking hosts follow the events."""
+    async with fleet(tmp_path, pg_url) as members:
+        alpha, beta, gamma = members["alpha"], members["beta"], members["gamma"]
+        steps: list[dict[str, Any]] = [
+            {"type": "approval", "title": "touch", "onAllow": [{"type": "text", "text": "ok"}]},
+            {"type": "waitForInterrupt"},
+        ]
+        session = (await alpha.result("session/create", script_session(steps)))["session"][
+            "sessionId"
+        ]
+        for bridge in (beta, gamma):
+            await bridge.result("session/attach", {"sessionId": session})
+        start = {"sessionId": session, "input": {"text": "x"}, "commandId": "fleet-1"}
+        first = await beta.result("run/start", start)
+        again = await gamma.result("run/start", start)  # a retry through another member
+        assert again["runId"] == first["runId"] and again.get("duplicate") is True
+        requested = await beta.event("interaction.requested", timeout=30)
+        interaction = requested["payload"]["interactionId"]
+        answered = await beta.result(
+            "interaction/respond",
+            {"interactionId": interaction, "answer": {"kind": "approval", "decision": "allow"}},
+        )
+        assert answered["status"] == "applied"
+        late = await gamma.call(
+            "interaction/respond",
+            {"interactionId": interaction, "answer": {"kind": "approval", "decision": "deny"}},
+        )
+        assert late["error"]["data"]["code"] in ("interaction_already_settled",)
+        settled = await gamma.event("interaction.settled", timeout=30)
+        assert settled["payload"]["status"] == "responded"
+        assert (await gamma.event("text.delta", timeout=30))["payload"]["text"] == "ok"
+        interrupted = await gamma.result("run/interrupt", {"runId": first["runId"]})
+        assert interrupted["runId"] == first["runId"]
+        ended = await beta.event("run.interrupted", timeout=30)
+        assert ended["runId"] == first["runId"]
+        closed = await gamma.result("session/close", {"sessionId": session})
+        assert closed["session"]["sessionId"] == session
+        await beta.event("session.closed", timeout=30)
+        events = await alpha.result("events/read", {"sessionId": session, "limit": 1000})
+        kinds = [e["payload"]["type"] for e in events["events"]]
+        assert kinds.count("run.started") == 1  # the retried run/start ran once
+        assert kinds[-1] == "session.closed"

@@ -308,7 +308,11 @@ class BridgeFrontend:
         return await self.runtime.attach(params.session_id, self, params.after)
 
     async def _session_close(self, params: SessionRef) -> SessionResult:
-        return SessionResult(await self.runtime.close_session(params.session_id))
+        try:
+            return SessionResult(await self.runtime.close_session(params.session_id))
+        except BridgeError as exc:  # open in another fleet member: that one closes it
+            result: SessionResult = await self.runtime.route("session/close", params, exc)
+            return result
 
     async def _session_delete(self, params: SessionRef) -> SessionDeleteResult:
         return await self.runtime.delete_session(params.session_id)
@@ -324,20 +328,37 @@ class BridgeFrontend:
         return SessionExportResult(await self.runtime.export_session(params.session_id))
 
     async def _run_start(self, params: RunStartParams) -> RunStartResult:
-        return await self.runtime.start_run(params)
+        try:
+            return await self.runtime.start_run(params)
+        except BridgeError as exc:  # open in another fleet member: that one runs it
+            result: RunStartResult = await self.runtime.route("run/start", params, exc)
+            return result
 
-    def _run_interrupt(self, params: RunInterruptParams) -> RunInterruptResult:
-        return self.runtime.interrupt_run(params.run_id, params.reason)
+    async def _run_interrupt(self, params: RunInterruptParams) -> RunInterruptResult:
+        try:
+            return self.runtime.interrupt_run(params.run_id, params.reason)
+        except BridgeError as exc:
+            result: RunInterruptResult = await self.runtime.route("run/interrupt", params, exc)
+            return result
 
     async def _run_steer(self, params: RunSteerParams) -> Empty:
-        await self.runtime.steer_run(params.run_id, params.input)
+        try:
+            await self.runtime.steer_run(params.run_id, params.input)
+        except BridgeError as exc:
+            await self.runtime.route("run/steer", params, exc)
         return Empty()
 
     async def _interaction_respond(
         self, params: InteractionRespondParams
     ) -> InteractionRespondResult:
         runtime = self.runtime
-        status = runtime.respond(params.interaction_id, params.answer)
+        try:
+            status = runtime.respond(params.interaction_id, params.answer)
+        except BridgeError as exc:  # pending in another fleet member: answered there
+            result: InteractionRespondResult = await runtime.route(
+                "interaction/respond", params, exc
+            )
+            return result
         await runtime.durable()  # the settlement is durable before the reply
         return InteractionRespondResult(params.interaction_id, status)
 

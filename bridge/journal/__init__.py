@@ -9,7 +9,7 @@ tables, write path, durability bounds, recovery and retention.
 
 from __future__ import annotations
 
-from agent_bridge.journal.base import Followable, History, SessionRecord
+from agent_bridge.journal.base import Followable, History, Routable, SessionRecord
 from agent_bridge.journal.blocks import TYPE_CODES
 from agent_bridge.journal.errors import JournalBroken, JournalCorrupt, JournalError
 from agent_bridge.journal.memory import DEFAULT_MEMORY_HISTORY_MB, MemoryHistory
@@ -29,6 +29,7 @@ __all__ = [
     "JournalError",
     "MemoryHistory",
     "Retention",
+    "Routable",
     "SessionRecord",
     "Sync",
     "encode_raw",

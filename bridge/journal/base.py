@@ -8,14 +8,14 @@ queues them for its writer thread), commit tickets to wait on, and asynchronous 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 
 from agent_bridge.wire.methods import RawRecord
 
-__all__ = ["ClaimStatus", "DeleteStatus", "Followable", "History", "SessionRecord"]
+__all__ = ["ClaimStatus", "DeleteStatus", "Followable", "History", "Routable", "SessionRecord"]
 
 ClaimStatus = Literal["claimed", "not_found", "in_use"]
 DeleteStatus = Literal["deleted", "not_found", "in_use", "has_forks"]
@@ -202,4 +202,23 @@ class Followable(Protocol):
         """Return once the session has committed events after sequence ``after`` (told by
         the database, never by polling it); raises ``JournalError`` when it cannot be
         asked."""
+        ...
+
+
+@runtime_checkable
+class Routable(Protocol):
+    """A history shared by members that can carry a request to the member owning its
+    session (the PostgreSQL journal): see :mod:`agent_bridge.runtime.routing`."""
+
+    async def route(
+        self, kind: str, key: str, method: str, params: bytes, timeout: float = 30.0
+    ) -> tuple[bytes | None, str | None] | None:
+        """The owner's ``(result, None)`` or ``(None, error code)``, or ``None`` when no
+        other live member owns the session ``key`` names."""
+        ...
+
+    async def serve_commands(
+        self, execute: Callable[[str, bytes], Awaitable[tuple[bytes | None, str | None]]]
+    ) -> None:
+        """Run the requests routed to this member through ``execute`` until cancelled."""
         ...

@@ -201,6 +201,17 @@ _TABLES: Final = (
         PRIMARY KEY (skey, sha256)
     )""",
     "CREATE INDEX IF NOT EXISTS blob_refs_sha256 ON blob_refs(sha256)",
+    # requests routed to the member that owns their session (docs/fleet.md)
+    """CREATE TABLE IF NOT EXISTS commands (
+        id BIGSERIAL PRIMARY KEY,
+        owner TEXT NOT NULL,
+        method TEXT NOT NULL,
+        params BYTEA NOT NULL,
+        state TEXT NOT NULL DEFAULT 'new',
+        result BYTEA,
+        error TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS commands_new ON commands(owner) WHERE state = 'new'",
     # forks: a fork's parent and fork point, a run's position (SQLite schema version 4)
     "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS parent_id TEXT",
     "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS fork_seq BIGINT NOT NULL DEFAULT 0",

@@ -75,6 +75,10 @@ _UPDATABLE: Final = frozenset(
 
 #: ``NOTIFY`` channel: ``"<session id> <last sequence>"`` after each commit of events
 CHANNEL: Final = "agent_bridge_events"
+#: ``NOTIFY`` channel: the owner token a routed request was queued for
+COMMANDS: Final = "agent_bridge_commands"
+#: ``NOTIFY`` channel: the id of a routed request that was answered
+REPLIES: Final = "agent_bridge_replies"
 
 
 def pg_last_sequence(conn: psycopg.Connection[Any], skey: int) -> int:

@@ -27,7 +27,7 @@ import contextlib
 import os
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from agent_bridge.envelope import EnvelopeFormat, stamp
@@ -46,6 +46,8 @@ from agent_bridge.journal.pg_schema import (
 )
 from agent_bridge.journal.pg_writer import (
     CHANNEL,
+    COMMANDS,
+    REPLIES,
     PgWriter,
     pg_delete_session_rows,
     pg_insert_events,
@@ -177,6 +179,12 @@ class PgJournal(Journal):
         self._listener: threading.Thread | None = None
         #: sessions whose stored last sequence was read since listening (re)started
         self._looked: set[str] = set()
+        import anyio
+
+        #: set when commands for this member may be waiting (:meth:`serve_commands`)
+        self._command_event = anyio.Event()
+        #: routed commands waiting for their reply, by id
+        self._replies: dict[int, anyio.Event] = {}
 
     async def wait_committed(self, session_id: str, after: int) -> None:
         """Return once ``session_id`` has committed events after ``after``: told by the
@@ -242,12 +250,20 @@ class PgJournal(Journal):
             delay = 0.1
             try:
                 conn.execute(f"LISTEN {CHANNEL}")
+                conn.execute(f"LISTEN {COMMANDS}")
+                conn.execute(f"LISTEN {REPLIES}")
                 self._to_loop(self._listen_ready)
                 while not self._beat_stop.is_set():
                     # each notification is handed over as it arrives; the generator
                     # ends after a second without one (to look at the stop flag)
                     for note in conn.notifies(timeout=1.0):
-                        self._to_loop(self._notified, note.payload)
+                        if note.channel == CHANNEL:
+                            self._to_loop(self._notified, note.payload)
+                        elif note.channel == COMMANDS:
+                            if note.payload == self._owner.token:
+                                self._to_loop(self._command_event.set)
+                        else:
+                            self._to_loop(self._replied, note.payload)
             except Exception as exc:
                 log.warning("journal: the listening connection broke (%s)", one_line(exc))
             finally:
@@ -262,6 +278,9 @@ class PgJournal(Journal):
 
     def _listen_ready(self) -> None:
         self._looked.clear()  # what was committed while not listening is read again
+        self._command_event.set()  # commands queued while not listening are taken
+        for event in self._replies.values():
+            event.set()
         if self._listening is not None:
             self._listening.set()
         for waiting in list(self._followers.values()):  # (re)connected: look again
@@ -275,6 +294,135 @@ class PgJournal(Journal):
                 self._note(session_id, int(last))
             for event in self._followers.get(session_id, ()):
                 event.set()
+
+    # ------------------------------------------------------------------ routing
+
+    def _replied(self, payload: str) -> None:
+        with contextlib.suppress(ValueError):
+            event = self._replies.get(int(payload))
+            if event is not None:
+                event.set()
+
+    def _owner_of_sync(self, kind: str, key: str) -> str | None:
+        """The live member owning the session a request names (by session, run or
+        interaction id), when it is not this one."""
+        query = {
+            "session": "SELECT o.token FROM owners o WHERE o.expires_at > now() AND o.token = "
+            "(SELECT s.owner FROM sessions s WHERE s.session_id = %s)",
+            "run": "SELECT o.token FROM owners o WHERE o.expires_at > now() AND o.token = "
+            "(SELECT s.owner FROM runs r JOIN sessions s ON s.skey = r.skey "
+            "WHERE r.run_id = %s AND r.ended_seq IS NULL LIMIT 1)",
+            "interaction": "SELECT o.token FROM owners o WHERE o.expires_at > now() AND "
+            "o.token = (SELECT s.owner FROM interactions i JOIN sessions s ON s.skey = i.skey "
+            "WHERE i.interaction_id = %s LIMIT 1)",
+        }[kind]
+
+        def read(conn: psycopg.Connection[Any]) -> str | None:
+            row = conn.execute(query, (key,)).fetchone()
+            token = None if row is None else str(row[0])
+            return None if token == self._owner.token else token
+
+        return self._reader._run(read)  # type: ignore[attr-defined, no-any-return]
+
+    def _send_sync(self, owner: str, method: str, params: bytes) -> int:
+        def write(conn: psycopg.Connection[Any]) -> int:
+            with conn.transaction():
+                row = conn.execute(
+                    "INSERT INTO commands (owner, method, params) VALUES (%s, %s, %s) RETURNING id",
+                    (owner, method, params),
+                ).fetchone()
+                conn.execute("SELECT pg_notify(%s, %s)", (COMMANDS, owner))
+            assert row is not None  # RETURNING gives the row
+            return int(row[0])
+
+        return self._reader._run(write)  # type: ignore[attr-defined, no-any-return]
+
+    def _reply_sync(self, command: int) -> tuple[bytes | None, str | None] | None:
+        def read(conn: psycopg.Connection[Any]) -> tuple[bytes | None, str | None] | None:
+            row = conn.execute(
+                "DELETE FROM commands WHERE id = %s AND state = 'done' RETURNING result, error",
+                (command,),
+            ).fetchone()
+            if row is None:
+                return None
+            return (None if row[0] is None else bytes(row[0])), row[1]
+
+        return self._reader._run(read)  # type: ignore[attr-defined, no-any-return]
+
+    async def route(
+        self, kind: str, key: str, method: str, params: bytes, timeout: float = 30.0
+    ) -> tuple[bytes | None, str | None] | None:
+        """Have the live member that owns the session ``key`` names (``kind``:
+        ``session``, ``run`` or ``interaction``) handle the request ``method`` with the
+        encoded ``params``; return ``(result, None)`` or ``(None, error code)``, or
+        ``None`` when no other live member owns it.  The request is a row of
+        ``commands`` the owner takes once (``FOR UPDATE SKIP LOCKED``); a host that
+        retries through another member is deduplicated by the owner's ``commandId``
+        receipts.  An owner that does not answer within ``timeout`` seconds:
+        ``(None, "session_in_use")``.  Raises :class:`JournalError`."""
+        import anyio
+
+        await self._listen()
+        owner = await self._read(self._owner_of_sync, kind, key)
+        if owner is None:
+            return None
+        command = await self._read(self._send_sync, owner, method, params)
+        event = self._replies[command] = anyio.Event()
+        try:
+            with anyio.move_on_after(timeout):
+                while True:
+                    reply = await self._read(self._reply_sync, command)
+                    if reply is not None:
+                        return reply
+                    await event.wait()
+                    event = self._replies[command] = anyio.Event()
+            return None, "session_in_use"
+        finally:
+            self._replies.pop(command, None)
+
+    def _take_sync(self) -> list[tuple[int, str, bytes]]:
+        def take(conn: psycopg.Connection[Any]) -> list[tuple[int, str, bytes]]:
+            rows = conn.execute(
+                "UPDATE commands SET state = 'taken' WHERE id IN (SELECT id FROM commands "
+                "WHERE owner = %s AND state = 'new' ORDER BY id FOR UPDATE SKIP LOCKED) "
+                "RETURNING id, method, params",
+                (self._owner.token,),
+            ).fetchall()
+            return sorted((int(r[0]), str(r[1]), bytes(r[2])) for r in rows)
+
+        return self._reader._run(take)  # type: ignore[attr-defined, no-any-return]
+
+    def _finish_sync(self, command: int, result: bytes | None, error: str | None) -> None:
+        def finish(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction():
+                conn.execute(
+                    "UPDATE commands SET state = 'done', result = %s, error = %s WHERE id = %s",
+                    (result, error, command),
+                )
+                conn.execute("SELECT pg_notify(%s, %s)", (REPLIES, str(command)))
+
+        self._reader._run(finish)  # type: ignore[attr-defined]
+
+    async def serve_commands(
+        self, execute: Callable[[str, bytes], Awaitable[tuple[bytes | None, str | None]]]
+    ) -> None:
+        """Handle the requests other members route to this one, in the order they were
+        sent, each once: ``execute(method, params)`` returns the encoded result or an
+        error code.  Runs until cancelled; a failure to reach the database is logged and
+        retried at the next notification."""
+        import anyio
+
+        await self._listen()
+        while True:
+            await self._command_event.wait()
+            self._command_event = anyio.Event()
+            try:
+                commands = await self._read(self._take_sync)
+                for command, method, params in commands:
+                    result, error = await execute(method, params)
+                    await self._read(self._finish_sync, command, result, error)
+            except JournalError as exc:
+                log.warning("journal: cannot take routed requests (%s)", exc)
 
     # ------------------------------------------------------------------ closing
 

@@ -43,13 +43,14 @@ import msgspec
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.ids import Clock, IdFactory
-from agent_bridge.journal import Followable, History, MemoryHistory, SessionRecord
+from agent_bridge.journal import Followable, History, MemoryHistory, Routable, SessionRecord
 from agent_bridge.options import resolve_options, restore_withheld, storable_options
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime.following import follow_remote
 from agent_bridge.runtime.inputs import image_type, prepare
 from agent_bridge.runtime.reading import catch_up, check_page, guard, read_page, replay
 from agent_bridge.runtime.receipts import Receipts
+from agent_bridge.runtime.routing import route, serve_routed
 from agent_bridge.runtime.runs import Run
 from agent_bridge.runtime.services import Services
 from agent_bridge.runtime.sessions import ProviderStart, Session, record_info
@@ -171,6 +172,8 @@ class Runtime:
         await self.history.start(self._committed)
         self._tg_cm = anyio.create_task_group()
         self._tg = await self._tg_cm.__aenter__()
+        if isinstance(self.history, Routable):  # a fleet member: others route requests here
+            self._tg.start_soon(serve_routed, self)
         return self
 
     async def __aexit__(self, *exc: object) -> bool | None:
@@ -670,6 +673,12 @@ class Runtime:
         subscription = session.stream.subscribe(subscriber)
         session.stream.begin_replay(subscription, after)
         return await self._replay_open(session, subscription, after)
+
+    async def route(self, method: str, params: Any, local: BridgeError) -> Any:
+        """The result of a request about a session another fleet member owns, from that
+        member (:mod:`.routing`); re-raises ``local`` (the error here) when there is
+        none."""
+        return await route(self.history, method, params, local)
 
     def _follow(self, session_id: str, subscription: Subscription) -> None:
         """Follow a session open in another fleet member for ``subscription``'s host
