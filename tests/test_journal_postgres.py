@@ -139,3 +139,30 @@ async def test_a_member_on_the_same_node_sees_a_dead_owner_at_once(pg_url: str) 
         await other.aclose()
         first._writer.halt()
         await first.aclose()
+
+
+async def test_a_commit_of_many_sessions_notifies_in_payloads_postgresql_accepts(
+    pg_url: str,
+) -> None:
+    """NOTIFY payloads are limited to 8000 bytes; one commit of 600 sessions' events
+    names them all (in several notifications) and a follower of the last one wakes."""
+    journal = open_pg_journal(pg_url)
+    follower = open_pg_journal(pg_url)
+    await journal.start(lambda: None)
+    await follower.start(lambda: None)
+    try:
+        ids = [f"ses_{i:04d}_{'x' * 20}" for i in range(600)]
+        for sid in ids:
+            journal.add_session(SessionRecord(sid, "scripted", "1", None, None, "t", "t"))
+        await journal.committed_through(journal.mark())
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follower.wait_committed, ids[-1], 0)
+            await anyio.sleep(0.5)  # it listens, and finds nothing committed yet
+            for sid in ids:
+                journal.append(sid, 1, 1, b'{"sequence":1}', 0)
+            with anyio.fail_after(20):
+                await journal.committed_through(journal.mark())
+        assert journal.health == "ok" and journal.committed == 600
+    finally:
+        await follower.aclose()
+        await journal.aclose()

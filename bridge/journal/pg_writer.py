@@ -55,7 +55,13 @@ from agent_bridge.lazylog import lazy_logger
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["PgWriter", "pg_delete_session_rows", "pg_insert_events", "pg_last_sequence"]
+__all__ = [
+    "PgWriter",
+    "notify_lines",
+    "pg_delete_session_rows",
+    "pg_insert_events",
+    "pg_last_sequence",
+]
 
 log = lazy_logger("agent_bridge.journal")
 
@@ -79,6 +85,25 @@ CHANNEL: Final = "agent_bridge_events"
 COMMANDS: Final = "agent_bridge_commands"
 #: ``NOTIFY`` channel: the id of a routed request that was answered
 REPLIES: Final = "agent_bridge_replies"
+
+
+#: ``NOTIFY`` payloads must stay under 8000 bytes: lines are sent in chunks below this
+NOTIFY_MAX: Final = 7900
+
+
+def notify_lines(conn: psycopg.Connection[Any], channel: str, lines: list[str]) -> None:
+    """``NOTIFY channel`` with ``lines``, as few notifications as fit PostgreSQL's
+    payload limit (delivered when, and only if, the caller's transaction commits)."""
+    chunk: list[str] = []
+    size = 0
+    for line in lines:
+        if chunk and size + len(line) + 1 > NOTIFY_MAX:
+            conn.execute("SELECT pg_notify(%s, %s)", (channel, "\n".join(chunk)))
+            chunk, size = [], 0
+        chunk.append(line)
+        size += len(line) + 1
+    if chunk:
+        conn.execute("SELECT pg_notify(%s, %s)", (channel, "\n".join(chunk)))
 
 
 def pg_last_sequence(conn: psycopg.Connection[Any], skey: int) -> int:
@@ -343,8 +368,7 @@ class PgWriter:
             if last:
                 notes.append(f"{session_id} {last}")
         if notes:
-            # delivered to listeners when (and only if) this transaction commits
-            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, "\n".join(notes)))
+            notify_lines(conn, CHANNEL, notes)
         return events, nbytes
 
     def _store_events(

@@ -49,6 +49,7 @@ from agent_bridge.journal.pg_writer import (
     COMMANDS,
     REPLIES,
     PgWriter,
+    notify_lines,
     pg_delete_session_rows,
     pg_insert_events,
     pg_last_sequence,
@@ -591,7 +592,7 @@ def recover_if_dead(conn: psycopg.Connection[Any], token: str, node: str, clock:
                 notes.append(f"{session_id} {pg_last_sequence(conn, int(skey))}")
             conn.execute("DELETE FROM owners WHERE token = %s", (token,))
             if notes:  # hosts following these sessions on other members read the ends
-                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, "\n".join(notes)))
+                notify_lines(conn, CHANNEL, notes)
             if sessions:
                 log.warning(
                     "journal: owner %s is gone; closed its %d session(s) as crashed",
