@@ -6,7 +6,8 @@ Each session: a new session made from a source file's buffer and its first promp
 (in Emacs typed ahead, before the bridge has answered: it must reach the chat, not the
 file); an approval dismissed (it stays pending, the bar or header line counts it), then
 answered by key; a question answered by key; the edit opened as a diff (Emacs); a run
-interrupted by key. The source file is untouched at the end.
+interrupted by key; a two-line prompt written in the prompt area below the chat and sent
+(Emacs). The source file is untouched at the end.
 """
 
 from __future__ import annotations
@@ -160,6 +161,16 @@ def test_emacs_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:
     term.wait("Working on it...")
     term.keys("C-c", "C-c")
     term.wait("✗ interrupted (user)")
+    # `i`: the prompt area below the chat; a two-line prompt (C-j), sent with RET
+    term.keys("i")
+    term.wait("RET sends · C-j new line")
+    term.text("one")
+    term.keys("C-j")
+    term.text("two")
+    term.keys("Enter")
+    screen = term.wait("You said: one")
+    assert "two" in screen
+    term.keys("C-x", "o")  # back to the chat
     # the source buffer: unmodified, its text as it was
     term.keys("C-x", "b")
     term.text("src.py")

@@ -278,6 +278,7 @@ An error is shown (by its `data.code'); ON-ERROR is also called with it."
   (let ((map (make-sparse-keymap)))
     (define-key map (kbd "TAB") #'agent-bridge-toggle-block)
     (define-key map (kbd "p") #'agent-bridge-prompt)
+    (define-key map (kbd "i") #'agent-bridge-input)
     (define-key map (kbd "C-c C-c") #'agent-bridge-cancel)
     (define-key map (kbd "a") #'agent-bridge-approvals)
     (define-key map (kbd "d") #'agent-bridge-diff)
@@ -306,6 +307,58 @@ their bodies are folded, TAB toggles the block at point.
   (setq-local font-lock-defaults '(agent-bridge--font-lock-keywords t))
   (setq-local header-line-format '(:eval (agent-bridge--header-line)))
   (setq-local truncate-lines nil))
+
+(defcustom agent-bridge-input-height 5
+  "Lines of the prompt area below a chat (`agent-bridge-input')."
+  :type 'integer)
+
+(defvar agent-bridge-input-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "RET") #'agent-bridge-input-send)
+    (define-key map (kbd "C-j") #'newline)
+    (define-key map (kbd "S-<return>") #'newline)
+    (define-key map (kbd "C-c C-c") #'agent-bridge-cancel)
+    map)
+  "Keymap of `agent-bridge-input-mode'.")
+
+(define-derived-mode agent-bridge-input-mode text-mode "Agent-Bridge-Input"
+  "The prompt area below a chat: write a prompt, RET sends it.
+\[newline] starts a new line of the same prompt; \[agent-bridge-cancel]
+interrupts the run.
+
+\{agent-bridge-input-mode-map}"
+  (setq-local header-line-format
+              " prompt · RET sends · C-j new line · C-c C-c interrupts"))
+
+(defun agent-bridge-input ()
+  "Write a prompt in the prompt area below the current session's chat.
+The area (a small window under the chat) is created and shown as needed,
+and selected.  Return its buffer."
+  (interactive)
+  (let* ((s (agent-bridge--require-session))
+         (id (agent-bridge--session-id s))
+         (chat (agent-bridge--buffer s))
+         (buf (get-buffer-create (format "*agent-bridge input %s*" id)))
+         (win (get-buffer-window buf)))
+    (with-current-buffer buf
+      (unless (derived-mode-p 'agent-bridge-input-mode)
+        (agent-bridge-input-mode))
+      (setq agent-bridge--session-id id))
+    (unless win
+      (let ((chat-win (or (get-buffer-window chat) (selected-window))))
+        (setq win (split-window chat-win (- agent-bridge-input-height) 'below))
+        (set-window-buffer win buf)))
+    (select-window win)
+    buf))
+
+(defun agent-bridge-input-send ()
+  "Send the prompt area's text as a prompt to its session, and clear it."
+  (interactive)
+  (let ((text (string-trim (buffer-substring-no-properties (point-min) (point-max)))))
+    (if (string-empty-p text)
+        (agent-bridge--message "nothing to send: write a prompt first")
+      (erase-buffer)
+      (agent-bridge-prompt text))))
 
 (defun agent-bridge--header-line ()
   "Return the chat buffer's header line.
