@@ -157,6 +157,8 @@ class AgentInfo:
     session_list: bool = False
     session_resume: bool = False
     session_close: bool = False
+    #: ACP's unstable ``sessionCapabilities.fork``: ``session/fork`` of a whole session
+    session_fork: bool = False
     prompt_image: bool = False
     prompt_audio: bool = False
     prompt_embedded_context: bool = False
@@ -184,6 +186,7 @@ class AgentInfo:
             session_list=isinstance(session.get("list"), dict),
             session_resume=isinstance(session.get("resume"), dict),
             session_close=isinstance(session.get("close"), dict),
+            session_fork=isinstance(session.get("fork"), dict),
             prompt_image=prompt.get("image") is True,
             prompt_audio=prompt.get("audio") is True,
             prompt_embedded_context=prompt.get("embeddedContext") is True,

@@ -53,9 +53,11 @@ from agent_bridge.config import Config, load_config
 from agent_bridge.errors import BridgeError
 from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
 from agent_bridge.wire.providers import (
+    NO_FORK,
     ApprovalCapability,
     Availability,
     Capabilities,
+    ForkCapability,
     InteractionCapabilities,
     NativeSessionsCapability,
     OptionDescriptor,
@@ -86,6 +88,10 @@ CONFIG_CATEGORIES: Final = {"model": "model", "thoughtLevel": "thought_level"}
 
 def _option(name: str, type_: Any, description: str, **kw: Any) -> OptionDescriptor:
     return OptionDescriptor(name=name, scope="session", type=type_, description=description, **kw)
+
+
+#: ACP's unstable session/fork: the whole session only
+FORK_AT_END: Final = ForkCapability(at_end=True)
 
 
 class AcpProvider(AgentProvider):
@@ -250,6 +256,8 @@ class AcpProvider(AgentProvider):
                 recovery=RecoveryCapability(resume=self.can_resume()),
                 native_sessions=NativeSessionsCapability.unsupported(),
                 input=p.input_capabilities(self.info),
+                # ACP's unstable session/fork has no fork point: whole sessions only
+                fork=FORK_AT_END if self.info is not None and self.info.session_fork else NO_FORK,
             ),
             options=self._options(),
         )
@@ -358,6 +366,25 @@ class AcpProvider(AgentProvider):
         settings.acp_session_id = opaque["sessionId"]
         session = AcpSession(ctx, settings, self)
         await session.open(resume=True)
+        return session
+
+    async def fork_session(
+        self, ctx: SessionContext, opaque: Any, position: Any, at_end: bool
+    ) -> ProviderSession:
+        """A new agent session from the agent's own ``session/fork`` (unstable in ACP) of
+        the session in ``opaque``, in a new agent process.  Only the whole session can be
+        forked (ACP names no fork point): anything else is ``unsupported``."""
+        from agent_bridge.adapters.acp.session import AcpSession
+
+        del position
+        if not at_end:
+            raise BridgeError("unsupported")
+        if not isinstance(opaque, dict) or not isinstance(opaque.get("sessionId"), str):
+            raise BridgeError("recovery_invalid")
+        settings = self._settings(ctx, opaque)
+        settings.acp_session_id = opaque["sessionId"]
+        session = AcpSession(ctx, settings, self)
+        await session.open(resume=False, fork=True)
         return session
 
 

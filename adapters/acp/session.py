@@ -177,12 +177,12 @@ class AcpSession(ProviderSession):
             methods.update(self.callbacks.terminal_methods())
         return methods
 
-    async def open(self, *, resume: bool) -> None:
+    async def open(self, *, resume: bool, fork: bool = False) -> None:
         """Start the agent, initialize, authenticate if asked, and open (or continue) the
         session.  Raises classified errors; the agent is stopped first."""
         proc = await self._spawn()
         try:
-            await self._handshake(proc, resume=resume)
+            await self._handshake(proc, resume=resume, fork=fork)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await proc.stop()
@@ -254,7 +254,7 @@ class AcpSession(ProviderSession):
         details = mapping.limit_failure_details(exc.code, exc.message)
         return ProviderFailure(classified, f"{method} failed ({exc.code})", details=details)
 
-    async def _handshake(self, proc: RpcChild, *, resume: bool) -> None:
+    async def _handshake(self, proc: RpcChild, *, resume: bool, fork: bool = False) -> None:
         s = self.settings
         caps = p.client_capabilities(fs=s.fs, terminal=s.terminal, elicitation=s.elicitation)
         result = await self._call(
@@ -291,10 +291,18 @@ class AcpSession(ProviderSession):
             else:
                 raise BridgeError("unsupported", details={"reason": "agent_cannot_resume"})
         else:
-            result = await self._call(proc, "session/new", base, STARTUP_TIMEOUT)
+            method = "session/new"
+            if fork:
+                # a fork of the session in acp_session_id (ACP's unstable session/fork)
+                if not info.session_fork:
+                    raise BridgeError("unsupported")
+                assert s.acp_session_id is not None
+                method = "session/fork"
+                base = {**base, "sessionId": s.acp_session_id}
+            result = await self._call(proc, method, base, STARTUP_TIMEOUT)
             session_id = p.obj(result).get("sessionId")
             if not isinstance(session_id, str) or not session_id:
-                raise ProviderFailure("provider_contract", "session/new returned no sessionId")
+                raise ProviderFailure("provider_contract", f"{method} returned no sessionId")
             s.acp_session_id = session_id
         self._provider.learned_session(p.obj(result))
         if s.mode is not None:

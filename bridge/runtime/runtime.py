@@ -517,7 +517,7 @@ class Runtime:
         await self._check_fork_point(session_id, at)
         position_bytes = await guard(self.history.position_at(session_id, at))
         position = None if position_bytes is None else msgspec.json.decode(position_bytes)
-        opaque = live.recovery_opaque if live is not None else record.recovery
+        opaque = live.export_opaque() if live is not None else record.recovery
         options = restore_withheld(record.options, self._withheld.get(session_id))
         at_end = at == last
         return await self._open_session(

@@ -7,7 +7,7 @@ and defaults so a host can build its pickers from ``providers/list``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -15,6 +15,7 @@ from agent_bridge.wire.common import WireStruct
 from agent_bridge.wire.inputs import InputKind
 
 __all__ = [
+    "NO_FORK",
     "ApprovalCapability",
     "Availability",
     "Capabilities",
@@ -81,6 +82,10 @@ class ForkCapability(WireStruct, frozen=True):
     at_event: bool = False
 
 
+#: No fork at all (the default; omitted on the wire: use this very object)
+NO_FORK: Final = ForkCapability()
+
+
 class NativeSessionsCapability(WireStruct, frozen=True):
     """What a provider can do with the sessions it keeps itself (created in its own CLI or
     app, see ``provider/sessions/list`` and ``provider/sessions/read``): ``list`` them,
@@ -125,7 +130,7 @@ class Capabilities(WireStruct, frozen=True):
     #: the provider's own sessions (declared by every provider, ``unsupported`` or not)
     native_sessions: NativeSessionsCapability
     input: InputCapabilities = InputCapabilities()
-    fork: ForkCapability = ForkCapability()
+    fork: ForkCapability = NO_FORK
 
 
 class OptionDescriptor(WireStruct, frozen=True):
