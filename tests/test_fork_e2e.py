@@ -144,6 +144,11 @@ async def test_claude_fork_midway(tmp_path: Path, standin: AnthropicStandIn) -> 
         by_id = {s["sessionId"]: s for s in listed["sessions"]}
         assert by_id[fork["sessionId"]]["parent"] == fork["parent"]
         assert "parent" not in by_id[original]
+        # A session a fork reads from is not deleted, and not closed by the attempt.
+        data = await error_of(b, "session/delete", {"sessionId": original})
+        assert data["code"] == "invalid_params" and data["details"]["field"] == "sessionId"
+        listed = await b.result("session/list", {})
+        assert {s["sessionId"]: s["state"] for s in listed["sessions"]}[original] == "active"
         # The original's history is unchanged by the fork.
         after = await read_all(b, original)
         assert after[: len(before)] == before
@@ -236,3 +241,35 @@ class AcpClient:
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
+
+
+async def test_claude_fork_of_a_closed_session_in_a_later_bridge(
+    tmp_path: Path, standin: AnthropicStandIn
+) -> None:
+    """The fork point's position comes from the journal: a bridge started later forks a
+    session another bridge ran and closed, midway, and the fork resumes natively there."""
+    env = claude_env(tmp_path, standin)
+    state = ("--state-dir", str(tmp_path / "state"))
+    standin.push(Text("Alpha noted."), Text("Beta noted."), Text("Only alpha."))
+    async with bridge(env, *state) as b:
+        created = await b.result(
+            "session/create",
+            {"provider": "claude-code", "workspace": str(tmp_path / "work")},
+            timeout=30,
+        )
+        original = created["session"]["sessionId"]
+        first = await turn(b, original, "remember alpha")
+        await turn(b, original, "now remember beta")
+    async with bridge(env, *state) as b:
+        forked = await b.result(
+            "session/fork", {"sessionId": original, "atEvent": first["sequence"]}, timeout=30
+        )
+        fork = forked["session"]["sessionId"]
+        await turn(b, fork, "which words?")
+        listed = await b.result("session/list", {})
+        states = {s["sessionId"]: s["state"] for s in listed["sessions"]}
+        assert states == {original: "closed", fork: "active"}
+        data = await error_of(b, "session/delete", {"sessionId": original})
+        assert data["code"] == "invalid_params" and data["details"]["field"] == "sessionId"
+    seen = texts(standin.model_requests()[-1])
+    assert "Alpha noted." in seen and "beta" not in seen.lower()

@@ -118,6 +118,8 @@ async def test_a_fork_reads_its_parent_up_to_the_fork_point(
         assert await history.position_at("ses_b", 8) == b'{"at":8}'
         assert await history.position_at("ses_c", 7) == b'{"at":5}'
 
+        assert await history.has_forks("ses_a") and await history.has_forks("ses_b")
+        assert not await history.has_forks("ses_c")
         assert await history.delete("ses_a") == "has_forks"
         assert await history.delete("ses_b") == "has_forks"
 

@@ -174,6 +174,10 @@ class History(Protocol):
         """Return the image recorded with this SHA-256 (hex), or ``None``."""
         ...
 
+    async def has_forks(self, session_id: str) -> bool:
+        """Whether a fork reads from this session (it cannot be deleted before them)."""
+        ...
+
     async def position_at(self, session_id: str, sequence: int) -> bytes | None:
         """Return the position (encoded JSON) of the latest run of the session's history
         (through a fork's parents) that ended at or before ``sequence`` with one, or

@@ -555,6 +555,10 @@ class Journal:
         """Return the stored image with this SHA-256 (hex), or ``None``."""
         return await self._read(self._reader.blob, sha256)
 
+    async def has_forks(self, session_id: str) -> bool:
+        """Whether a fork reads from this session."""
+        return await self._read(self._reader.has_forks, session_id)
+
     async def position_at(self, session_id: str, sequence: int) -> bytes | None:
         """Return the latest run position at or before ``sequence`` (through parents)."""
         return await self._read(self._reader.position, session_id, sequence)

@@ -307,6 +307,10 @@ class MemoryHistory:
                 return before
         return before + raw_records(stored.links(), stored.raw, lo, hi)
 
+    async def has_forks(self, session_id: str) -> bool:
+        """Whether a fork reads from this session."""
+        return any(s.record.parent_id == session_id for s in self._sessions.values())
+
     async def position_at(self, session_id: str, sequence: int) -> bytes | None:
         """The latest run position at or before ``sequence``, through a fork's parents."""
         while True:

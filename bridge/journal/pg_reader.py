@@ -151,6 +151,17 @@ class PgReader:
         fork's parent)."""
         return self._run(lambda conn: self._raw(conn, session_id, lo, hi))
 
+    def has_forks(self, session_id: str) -> bool:
+        """Whether a fork reads from this session."""
+
+        def read(conn: psycopg.Connection[Any]) -> bool:
+            row = conn.execute(
+                "SELECT 1 FROM sessions WHERE parent_id = %s LIMIT 1", (session_id,)
+            ).fetchone()
+            return row is not None
+
+        return self._run(read)
+
     def position(self, session_id: str, sequence: int) -> bytes | None:
         """The position of the latest run of the session's history (through a fork's
         parents) that ended at or before ``sequence`` with one, or ``None``."""

@@ -117,6 +117,14 @@ class Reader:
         with self.lock:
             return self._raw(session_id, lo, hi)
 
+    def has_forks(self, session_id: str) -> bool:
+        """Whether a fork reads from this session."""
+        with self.lock:
+            row = self.conn.execute(
+                "SELECT 1 FROM sessions WHERE parent_id = ? LIMIT 1", (session_id,)
+            ).fetchone()
+        return row is not None
+
     def position(self, session_id: str, sequence: int) -> bytes | None:
         """The position of the latest run of the session's history (through a fork's
         parents) that ended at or before ``sequence`` with one, or ``None``."""

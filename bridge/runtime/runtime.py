@@ -86,6 +86,17 @@ PROBE_TIMEOUT: Final = 15.0
 JOURNAL_FAULT_LIMIT: Final = 60.0
 
 
+def _has_forks() -> BridgeError:
+    """The refusal of ``session/delete`` for a session forks read from."""
+    return BridgeError(
+        "invalid_params",
+        details={
+            "field": "sessionId",
+            "reason": "forks read this session's history: delete them first",
+        },
+    )
+
+
 #: the events that end a run: a fork may be made at one of them
 _RUN_ENDS: Final = frozenset({"run.completed", "run.failed", "run.interrupted"})
 
@@ -846,19 +857,15 @@ class Runtime:
         journal cannot commit."""
         self.services.check_writable()
         session = self.sessions.get(session_id)
+        if session is not None and await guard(self.history.has_forks(session_id)):
+            raise _has_forks()  # refused before anything is closed
         if session is not None and session.state != "closed":
             await self.close_session(session_id)
         status = await guard(self.history.delete(session_id))
         if status == "in_use":
             raise BridgeError("session_in_use")
         if status == "has_forks":
-            raise BridgeError(
-                "invalid_params",
-                details={
-                    "field": "sessionId",
-                    "reason": "forks read this session's history: delete them first",
-                },
-            )
+            raise _has_forks()
         if status == "not_found" and session is None:
             raise BridgeError("session_not_found")
         if session is not None:
