@@ -212,3 +212,46 @@ async def test_requests_on_any_member_reach_the_owner_once(pg_url: str, tmp_path
         kinds = [e["payload"]["type"] for e in events["events"]]
         assert kinds.count("run.started") == 1  # the retried run/start ran once
         assert kinds[-1] == "session.closed"
+
+
+async def test_an_interaction_is_offered_on_every_member_and_the_first_answer_settles_it(
+    pg_url: str, tmp_path: Path
+) -> None:
+    async with fleet(tmp_path, pg_url) as members:
+        alpha, beta, gamma = members["alpha"], members["beta"], members["gamma"]
+        steps: list[dict[str, Any]] = [
+            {"type": "approval", "title": "deploy", "onAllow": [{"type": "text", "text": "done"}]}
+        ]
+        session = (await alpha.result("session/create", script_session(steps)))["session"][
+            "sessionId"
+        ]
+        for bridge in (beta, gamma):
+            await bridge.result("session/attach", {"sessionId": session})
+        await alpha.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+
+        def is_request(m: Message) -> bool:
+            return m.get("method") == "interaction/request"
+
+        asked = {name: await b.wait_for(is_request, 30) for name, b in members.items()}
+        ids = {m["params"]["interactionId"] for m in asked.values()}
+        assert len(ids) == 1  # one interaction, offered on all three members
+        # gamma's host answers first (its member does not own the session)
+        await gamma.send(
+            {
+                "jsonrpc": "2.0",
+                "id": asked["gamma"]["id"],
+                "result": {"kind": "approval", "decision": "allow", "mode": "once"},
+            }
+        )
+        for name in ("alpha", "beta"):  # the others' offers are withdrawn
+            bridge = members[name]
+            cancel = await bridge.wait_for(lambda m: m.get("method") == "$/cancelRequest", 30)
+            assert cancel["params"]["id"] == asked[name]["id"]
+        for bridge in (alpha, beta, gamma):
+            settled = await bridge.event("interaction.settled", timeout=30)
+            assert settled["payload"]["status"] == "responded"
+            assert settled["payload"]["answer"]["decision"] == "allow"
+            await bridge.event("run.completed", timeout=30)
+        stored = await beta.result("events/read", {"sessionId": session, "limit": 100})
+        kinds = [e["payload"]["type"] for e in stored["events"]]
+        assert kinds.count("interaction.settled") == 1

@@ -9,20 +9,35 @@ them on, in order, from the sequence after the replay's last: no gap (every page
 at the cursor) and no duplicate (the cursor only moves by what was sent).  It ends after
 the session's ``session.closed``, when the history cannot be read (logged: the host can
 attach again), or when its cancel scope is cancelled (the host detached).
+
+Interactions are offered too: an ``interaction.requested`` it passes on is also asked of
+its host (``interaction/request``, when the host can answer that kind) as a
+:class:`RemoteInteraction`, whose answer is routed to the owner
+(:mod:`.routing`); the owner's first valid answer from anywhere settles it, and the
+``interaction.settled`` that follows withdraws every other member's offer.  Only
+interactions requested while it follows are offered (one pending when the host attached
+is in the replay, and can be answered with ``interaction/respond``).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any, Literal
 
+import anyio
 import msgspec
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.journal import Followable, History
+from agent_bridge.runtime.interactions import Interaction, validate_answer
 from agent_bridge.runtime.reading import EVENTS_READ_MAX, guard
+from agent_bridge.runtime.routing import route
 from agent_bridge.runtime.stream import Released, Subscription
+from agent_bridge.wire.interactions import Answer, InteractionRequest
+from agent_bridge.wire.methods import InteractionRespondParams
 
-__all__ = ["follow_remote"]
+__all__ = ["RemoteInteraction", "follow_remote"]
 
 log = logging.getLogger("agent_bridge.runtime")
 
@@ -38,25 +53,115 @@ class _Type(msgspec.Struct):
 _tail = msgspec.json.Decoder(_Tail)
 
 
+class RemoteInteraction(Interaction):
+    """An interaction pending in another member, offered to a host here: its answer is
+    routed to the owner (``send``); it is settled here only by the owner's
+    ``interaction.settled``, and a host's error withdraws only this offer."""
+
+    __slots__ = ("_send",)
+
+    def __init__(
+        self,
+        interaction_id: str,
+        session_id: str,
+        run_id: str,
+        request: InteractionRequest,
+        send: Callable[[Answer], None],
+    ) -> None:
+        super().__init__(interaction_id, session_id, run_id, request)
+        self._send = send
+
+    def respond(self, answer: Answer) -> Literal["applied", "duplicate"]:
+        """Check the answer and send it to the owner (which decides if it settles)."""
+        if not self.pending:
+            return super().respond(answer)
+        validate_answer(self.request, answer)
+        self._send(answer)
+        return "applied"
+
+    def settle(self, status: Any, answer: Answer | None = None, *, auto: bool = False) -> bool:
+        """A host's failure to answer here settles nothing (the owner decides)."""
+        return False
+
+    def settled_by_owner(self, status: Any) -> None:
+        """The owner settled it: withdraw this offer."""
+        super().settle(status, None, auto=True)
+
+
 async def follow_remote(history: History, session_id: str, subscription: Subscription) -> None:
     """Send ``subscription``'s subscriber the session's events committed after its
     cursor, as they are committed elsewhere, until the session closes."""
     assert isinstance(history, Followable)
     subscriber = subscription.subscriber
+    offered: dict[str, RemoteInteraction] = {}
     try:
-        while True:
-            cursor = subscription.cursor
-            await guard(history.wait_committed(session_id, cursor))
-            page = await guard(
-                history.read_events(session_id, cursor + 1, cursor + EVENTS_READ_MAX)
-            )
-            if not page:
-                log.warning("session %s: told of events that cannot be read", session_id)
-                return
-            subscription.cursor = cursor + len(page)
-            if subscriber.publish(Released(session_id, cursor + 1, page)):
-                await subscriber.drained()
-            if _tail.decode(page[-1]).payload.type == "session.closed":
-                return
+        async with anyio.create_task_group() as tg:
+
+            def sender(interaction_id: str) -> Callable[[Answer], None]:
+                def send(answer: Answer) -> None:
+                    tg.start_soon(_answer, history, interaction_id, answer)
+
+                return send
+
+            while True:
+                cursor = subscription.cursor
+                await guard(history.wait_committed(session_id, cursor))
+                page = await guard(
+                    history.read_events(session_id, cursor + 1, cursor + EVENTS_READ_MAX)
+                )
+                if not page:
+                    log.warning("session %s: told of events that cannot be read", session_id)
+                    break
+                subscription.cursor = cursor + len(page)
+                if subscriber.publish(Released(session_id, cursor + 1, page)):
+                    await subscriber.drained()
+                for body in page:
+                    if b'"interaction.' in body:
+                        _offer(body, session_id, offered, subscriber, tg, sender)
+                if _tail.decode(page[-1]).payload.type == "session.closed":
+                    break
+            tg.cancel_scope.cancel()  # offers still open end with the session
     except BridgeError as exc:
         log.warning("session %s: cannot follow it here (%s)", session_id, exc.error_code)
+
+
+def _offer(
+    body: bytes,
+    session_id: str,
+    offered: dict[str, RemoteInteraction],
+    subscriber: Any,
+    tg: anyio.abc.TaskGroup,
+    sender: Callable[[str], Callable[[Answer], None]],
+) -> None:
+    """Offer an ``interaction.requested`` to the host; withdraw on ``interaction.settled``."""
+    event = msgspec.json.decode(body)
+    payload = event.get("payload", {})
+    interaction_id = payload.get("interactionId")
+    if payload.get("type") == "interaction.requested" and interaction_id not in offered:
+        try:
+            request = msgspec.convert(payload["request"], InteractionRequest)
+        except msgspec.ValidationError:
+            return
+        remote = RemoteInteraction(
+            interaction_id, session_id, event.get("runId", ""), request, sender(interaction_id)
+        )
+        offered[interaction_id] = remote
+        if subscriber.can_answer(remote.kind):
+            tg.start_soon(subscriber.ask, remote)
+    elif payload.get("type") == "interaction.settled":
+        settled = offered.pop(interaction_id, None)
+        if settled is not None:
+            settled.settled_by_owner(payload.get("status", "responded"))
+
+
+async def _answer(history: History, interaction_id: str, answer: Answer) -> None:
+    """Route a host's answer to the member that owns the interaction."""
+    try:
+        await route(
+            history,
+            "interaction/respond",
+            InteractionRespondParams(interaction_id, answer),
+            BridgeError("interaction_not_found"),
+        )
+    except BridgeError as exc:
+        log.info("interaction %s: answer not applied (%s)", interaction_id, exc.error_code)
