@@ -87,8 +87,10 @@ async def error_of(b: BridgeProcess, method: str, params: Any) -> dict[str, Any]
     return data
 
 
-async def test_claude_fork_midway(tmp_path: Path, standin: AnthropicStandIn) -> None:
+@pytest.mark.parametrize("journal", ["sqlite", "memory"])
+async def test_claude_fork_midway(tmp_path: Path, standin: AnthropicStandIn, journal: str) -> None:
     env = claude_env(tmp_path, standin)
+    state = str(tmp_path / "state") if journal == "sqlite" else ":memory:"
     standin.push(
         Text("Alpha noted."),
         Text("Beta noted."),
@@ -96,7 +98,7 @@ async def test_claude_fork_midway(tmp_path: Path, standin: AnthropicStandIn) -> 
         Text("Alpha and beta."),
         Text("Still only alpha."),
     )
-    async with bridge(env, "--state-dir", str(tmp_path / "state")) as b:
+    async with bridge(env, "--state-dir", state) as b:
         created = await b.result(
             "session/create",
             {"provider": "claude-code", "workspace": str(tmp_path / "work")},
@@ -273,3 +275,16 @@ async def test_claude_fork_of_a_closed_session_in_a_later_bridge(
         assert data["code"] == "invalid_params" and data["details"]["field"] == "sessionId"
     seen = texts(standin.model_requests()[-1])
     assert "Alpha noted." in seen and "beta" not in seen.lower()
+    # The fork reopens by id like any session: its parent stays, its history goes on.
+    standin.push(Text("Still only alpha."))
+    async with bridge(env, *state) as b:
+        reopened = await b.result("session/resume", {"sessionId": fork}, timeout=30)
+        assert reopened["session"]["parent"] == {
+            "sessionId": original,
+            "sequence": first["sequence"],
+        }
+        await turn(b, fork, "and now?")
+        events = await read_all(b, fork)
+        assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
+    seen = texts(standin.model_requests()[-1])
+    assert "which words?" in seen and "Only alpha." in seen and "beta" not in seen.lower()
