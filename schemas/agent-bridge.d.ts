@@ -29,7 +29,8 @@ export type ApprovalMode = "once" | "session";
 
 /**
  * Permission for an action: `action` is e.g. `tool`, `command`, `fileChange`;
- * `modes` lists how long an approval may last.
+ * `modes` lists how long an approval may last; `parent_tool_call_id` says that a
+ * subagent asks, started by that tool call.
  */
 export interface ApprovalRequest {
   kind: "approval";
@@ -41,6 +42,7 @@ export interface ApprovalRequest {
   cwd?: string | null;
   /** @defaultValue `["once"]` */
   modes?: ApprovalMode[];
+  parentToolCallId?: string | null;
   [key: string]: unknown;
 }
 
@@ -1719,6 +1721,31 @@ export interface ShutdownResponse {
   result: null;
 }
 
+/**
+ * The subagent a tool call runs (Claude Code's Task/Agent tool): its `agent_type`
+ * and `description` (on `started`), `status` `running`, `completed` or
+ * `failed`, and its `usage` as it grows (on `output` events).  Tool calls made
+ * inside it carry this call's id as their `parentToolCallId`.
+ */
+export interface Subagent {
+  agentType?: string | null;
+  description?: string | null;
+  status?: "completed" | "failed" | "running" | null;
+  usage?: SubagentUsage | null;
+  [key: string]: unknown;
+}
+
+/**
+ * What a subagent has spent so far: tokens, tool calls and time, as its provider
+ * counts them.
+ */
+export interface SubagentUsage {
+  totalTokens?: number | null;
+  toolUses?: number | null;
+  durationMs?: number | null;
+  [key: string]: unknown;
+}
+
 /** A piece of the assistant's reply text. */
 export interface TextDelta {
   type: "text.delta";
@@ -1746,7 +1773,8 @@ export interface ThinkingDelta {
  * `content` describe the call the same way for every provider (ACP's tool-call
  * model): every file edit arrives as a `ToolEdit` item whatever the provider.
  * They appear when known, usually on `started` (and on later events when they
- * change).
+ * change).  `parent_tool_call_id` names the tool call whose subagent made this call
+ * (absent for the main agent's); `subagent` is set on a call that runs a subagent.
  */
 export interface ToolActivity {
   type: "tool.activity";
@@ -1762,6 +1790,8 @@ export interface ToolActivity {
   locations?: ToolLocation[];
   /** @defaultValue `[]` */
   content?: ToolContent[];
+  parentToolCallId?: string | null;
+  subagent?: Subagent | null;
   [key: string]: unknown;
 }
 

@@ -28,6 +28,8 @@ from agent_bridge.wire.events import (
     LimitMeter,
     LimitsUpdated,
     ProviderPayload,
+    Subagent,
+    SubagentUsage,
     TextDelta,
     ThinkingDelta,
     ToolActivity,
@@ -54,6 +56,7 @@ __all__ = [
     "OVERSIZED",
     "RETRY",
     "STRAY",
+    "SUBAGENT_TOOLS",
     "UNKNOWN",
     "UNPARSEABLE",
     "AskedQuestion",
@@ -75,6 +78,8 @@ __all__ = [
     "retry_hint",
     "session_permission_updates",
     "stream_event_payloads",
+    "subagent_of",
+    "task_payloads",
     "tool_output",
     "tool_result_payloads",
     "turn_tokens",
@@ -593,6 +598,12 @@ class TurnState:
     assistant_error: str | None = None
     #: Unknown record types already reported in this turn.
     unknown_types: set[str] = field(default_factory=set)
+    #: The subagent (its Task/Agent tool call) each tool call inside one was made by.
+    parents: dict[str, str] = field(default_factory=dict)
+    #: The Task/Agent tool calls that run a subagent.
+    subagents: set[str] = field(default_factory=set)
+    #: The Task/Agent tool call of each subagent, by the CLI's agent (task) id.
+    agents: dict[str, str] = field(default_factory=dict)
     #: The delay the CLI announced before its last retry of an HTTP 429, and when.
     retry_after: float | None = None
     retry_at: float | None = None
@@ -645,7 +656,9 @@ def assistant_payloads(state: TurnState, message: Mapping[str, Any]) -> list[Pro
     if isinstance(error, str):
         state.assistant_error = error
     synthetic = isinstance(error, str) or body.get("model") == "<synthetic>"
-    main_thread = message.get("parent_tool_use_id") is None
+    parent = message.get("parent_tool_use_id")
+    parent = parent if isinstance(parent, str) and parent else None
+    main_thread = parent is None
     streamed = body.get("id") in state.streamed
     content = body.get("content")
     for block in content if isinstance(content, list) else ():
@@ -657,9 +670,20 @@ def assistant_payloads(state: TurnState, message: Mapping[str, Any]) -> list[Pro
             name = name if isinstance(name, str) and name else "tool"
             if isinstance(tool_id, str) and state.tools.start(tool_id, name) is not None:
                 tool_input = block.get("input")
+                if parent is not None:
+                    state.parents[tool_id] = parent
+                subagent = subagent_of(name, tool_input)
+                if subagent is not None:
+                    state.subagents.add(tool_id)
                 out.append(
                     ToolActivity(
-                        tool_id, name, "started", input=tool_input, **tool_view(name, tool_input)
+                        tool_id,
+                        name,
+                        "started",
+                        input=tool_input,
+                        parent_tool_call_id=parent,
+                        subagent=subagent,
+                        **tool_view(name, tool_input),
                     )
                 )
         elif synthetic or streamed or not main_thread:
@@ -743,8 +767,94 @@ def tool_result_payloads(state: TurnState, message: Mapping[str, Any]) -> list[P
         status: Literal["completed", "failed"] = (
             "failed" if block.get("is_error") is True else "completed"
         )
-        out.append(ToolActivity(tool_id, name, status, output=tool_output(block.get("content"))))
+        subagent = Subagent(status=status) if tool_id in state.subagents else None
+        out.append(
+            ToolActivity(
+                tool_id,
+                name,
+                status,
+                output=tool_output(block.get("content")),
+                parent_tool_call_id=state.parents.get(tool_id),
+                subagent=subagent,
+            )
+        )
     return out
+
+
+#: Claude Code's tools that run a subagent (``Task``; ``Agent`` in later versions).
+SUBAGENT_TOOLS: Final = frozenset({"Task", "Agent"})
+
+
+def subagent_of(name: str, tool_input: object) -> Subagent | None:
+    """The subagent a ``tool_use`` of ``name`` starts (its type and description from
+    the input), or ``None`` for any other tool."""
+    if name not in SUBAGENT_TOOLS:
+        return None
+    args = tool_input if isinstance(tool_input, dict) else {}
+    kind, description = args.get("subagent_type"), args.get("description")
+    return Subagent(
+        agent_type=kind[:100] if isinstance(kind, str) and kind else None,
+        description=description[:500] if isinstance(description, str) and description else None,
+        status="running",
+    )
+
+
+def _subagent_usage(usage: object) -> SubagentUsage | None:
+    if not isinstance(usage, dict):
+        return None
+
+    def count(value: object) -> int | None:
+        ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53
+        return value if ok else None  # type: ignore[return-value]
+
+    return SubagentUsage(
+        total_tokens=count(usage.get("total_tokens")),
+        tool_uses=count(usage.get("tool_uses")),
+        duration_ms=count(usage.get("duration_ms")),
+    )
+
+
+_TASK_STATUS: Final[dict[str, Literal["running", "completed", "failed"]]] = {
+    "completed": "completed",
+    "failed": "failed",
+    "killed": "failed",
+    "stopped": "failed",
+}
+
+
+def task_payloads(state: TurnState, message: Mapping[str, Any]) -> list[ProviderPayload]:
+    """The payloads of a ``system`` record about a subagent (``task_started``,
+    ``task_progress``, ``task_notification``; each names its agent's id, remembered in
+    ``state``): an ``output`` tool activity of the tool call that runs it,
+    with its status and usage so far.  Nothing for a call the turn did not start (a
+    background task of another turn) or for ``task_started`` (its ``started`` came with
+    the tool call)."""
+    subtype = message.get("subtype")
+    tool_id = message.get("tool_use_id")
+    if not isinstance(tool_id, str) or tool_id not in state.subagents:
+        return []
+    task_id = message.get("task_id")
+    if isinstance(task_id, str) and task_id and len(state.agents) < 1000:
+        state.agents[task_id] = tool_id  # what its permission requests name it by
+    if subtype == "task_progress":
+        status: Literal["running", "completed", "failed"] = "running"
+    elif subtype == "task_notification":
+        status = _TASK_STATUS.get(str(message.get("status")), "running")
+    else:
+        return []
+    if state.tools.is_ended(tool_id):
+        return []
+    subagent = Subagent(status=status, usage=_subagent_usage(message.get("usage")))
+    name = state.tools.name(tool_id, "Task")
+    return [
+        ToolActivity(
+            tool_id,
+            name,
+            "output",
+            parent_tool_call_id=state.parents.get(tool_id),
+            subagent=subagent,
+        )
+    ]
 
 
 # --------------------------------------------------------------------------- usage
@@ -830,7 +940,9 @@ class Permission:
     questions: tuple[AskedQuestion, ...] | None = None
 
 
-def permission_request(request: Mapping[str, Any], cwd: str) -> Permission:
+def permission_request(
+    request: Mapping[str, Any], cwd: str, state: TurnState | None = None
+) -> Permission:
     """Read a ``can_use_tool`` request: an ``AskUserQuestion`` of the expected shape is a
     question (set); anything else an approval of the tool, offering ``session`` only when
     the CLI suggested session-scoped rules."""
@@ -855,8 +967,21 @@ def permission_request(request: Mapping[str, Any], cwd: str) -> Permission:
         command=command if isinstance(command, str) else None,
         cwd=cwd,
         modes=approval_modes(bool(updates)),
+        parent_tool_call_id=_parent_of(request, state),
     )
     return Permission(approval, tool_input, updates)
+
+
+def _parent_of(request: Mapping[str, Any], state: TurnState | None) -> str | None:
+    """The subagent tool call a ``can_use_tool`` request comes from (its tool call was
+    made inside one), else ``None``."""
+    if state is None:
+        return None
+    tool_id, agent_id = request.get("tool_use_id"), request.get("agent_id")
+    # The CLI may ask before it reports the subagent's tool call: its agent id tells.
+    if isinstance(tool_id, str) and tool_id in state.parents:
+        return state.parents[tool_id]
+    return state.agents.get(agent_id) if isinstance(agent_id, str) else None
 
 
 def permission_reply(

@@ -532,6 +532,8 @@ class ClaudeSession(ProviderSession):
             if delay is not None:
                 run.state.retry_after, run.state.retry_at = delay, time.time()
             await self._emit(run, mapping.retry_diagnostic(message, self._endpoint))
+        elif subtype in ("task_started", "task_progress", "task_notification"):
+            await self._emit_all(run, mapping.task_payloads(run.state, message))
 
     async def _on_rate_limit(self, message: dict[str, Any]) -> None:
         """A ``rate_limit_event`` (whenever the CLI's view of its limits changes, in a
@@ -634,7 +636,7 @@ class ClaudeSession(ProviderSession):
             deny = protocol.control_success(cli_id, protocol.deny_reply())
             self._tasks.start(self._write_quietly, deny)
             return
-        permission = mapping.permission_request(request, self._config.cwd)
+        permission = mapping.permission_request(request, self._config.cwd, run.state)
         handle = run.ctx.open_interaction(permission.interaction)
         pending = _Pending(cli_id, run, handle, permission)
         self._permissions[cli_id] = pending

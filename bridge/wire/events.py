@@ -35,6 +35,8 @@ __all__ = [
     "RunStarted",
     "SessionClosed",
     "SessionResumed",
+    "Subagent",
+    "SubagentUsage",
     "TextDelta",
     "ThinkingDelta",
     "ToolActivity",
@@ -54,6 +56,27 @@ class ThinkingDelta(WireStruct, frozen=True, tag="thinking.delta", tag_field="ty
     text: str
 
 
+class SubagentUsage(WireStruct, frozen=True):
+    """What a subagent has spent so far: tokens, tool calls and time, as its provider
+    counts them."""
+
+    total_tokens: int | None = None
+    tool_uses: int | None = None
+    duration_ms: int | None = None
+
+
+class Subagent(WireStruct, frozen=True):
+    """The subagent a tool call runs (Claude Code's Task/Agent tool): its ``agent_type``
+    and ``description`` (on ``started``), ``status`` ``running``, ``completed`` or
+    ``failed``, and its ``usage`` as it grows (on ``output`` events).  Tool calls made
+    inside it carry this call's id as their ``parentToolCallId``."""
+
+    agent_type: str | None = None
+    description: str | None = None
+    status: Literal["running", "completed", "failed"] | None = None
+    usage: SubagentUsage | None = None
+
+
 class ToolActivity(WireStruct, frozen=True, tag="tool.activity", tag_field="type"):
     """A tool call's progress: ``started`` → (``output`` deltas) → ``completed``/``failed``.
 
@@ -61,7 +84,8 @@ class ToolActivity(WireStruct, frozen=True, tag="tool.activity", tag_field="type
     ``content`` describe the call the same way for every provider (ACP's tool-call
     model): every file edit arrives as a ``ToolEdit`` item whatever the provider.
     They appear when known, usually on ``started`` (and on later events when they
-    change)."""
+    change).  ``parent_tool_call_id`` names the tool call whose subagent made this call
+    (absent for the main agent's); ``subagent`` is set on a call that runs a subagent."""
 
     tool_call_id: str
     name: str
@@ -73,6 +97,8 @@ class ToolActivity(WireStruct, frozen=True, tag="tool.activity", tag_field="type
     title: str | None = None
     locations: tuple[ToolLocation, ...] = ()
     content: tuple[ToolContent, ...] = ()
+    parent_tool_call_id: str | None = None
+    subagent: Subagent | None = None
 
 
 class PlanStep(WireStruct, frozen=True):

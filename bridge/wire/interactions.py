@@ -36,7 +36,8 @@ ApprovalMode = Literal["once", "session"]
 
 class ApprovalRequest(WireStruct, frozen=True, tag="approval", tag_field="kind"):
     """Permission for an action: ``action`` is e.g. ``tool``, ``command``, ``fileChange``;
-    ``modes`` lists how long an approval may last."""
+    ``modes`` lists how long an approval may last; ``parent_tool_call_id`` says that a
+    subagent asks, started by that tool call."""
 
     action: str
     title: str
@@ -45,6 +46,8 @@ class ApprovalRequest(WireStruct, frozen=True, tag="approval", tag_field="kind")
     command: str | None = None
     cwd: str | None = None
     modes: tuple[ApprovalMode, ...] = ("once",)
+    #: the tool call whose subagent asks (absent when the main agent asks)
+    parent_tool_call_id: str | None = None
 
 
 class Choice(WireStruct, frozen=True):
