@@ -47,6 +47,7 @@ __all__ = [
     "AgentProvider",
     "InteractionHandle",
     "InteractionOutcome",
+    "NativeContinuation",
     "ProviderRun",
     "ProviderSession",
     "RunContext",
@@ -98,6 +99,17 @@ class RunOutcome:
     def interrupted(cls) -> RunOutcome:
         """The run stopped because it was interrupted."""
         return cls("interrupted")
+
+
+@dataclass(frozen=True, slots=True)
+class NativeContinuation:
+    """How to continue one of a provider's own sessions in the bridge: ``opaque`` is the
+    recovery record :meth:`AgentProvider.resume_session` takes (the provider's
+    conversation id, say), ``workspace`` the directory the session belongs to (``None``
+    when the provider does not keep sessions per directory)."""
+
+    opaque: Any
+    workspace: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,6 +349,18 @@ class AgentProvider(abc.ABC):
         ``history_unavailable`` (it exists but cannot be read now: retryable).  Only
         called when ``nativeSessions.read`` is not ``unsupported``; the default raises
         ``unsupported``."""
+        from agent_bridge.errors import BridgeError
+
+        raise BridgeError("unsupported")
+
+    async def native_continuation(self, session_ref: str) -> NativeContinuation:
+        """The recovery record that continues the provider session ``session_ref``
+        (``provider/sessions/continue``; the bridge then calls :meth:`resume_session`
+        with it, after importing the session's records through
+        :meth:`read_native_session`).  Reads, never writes, the provider's store.
+        Raises ``session_not_found``, ``invalid_params`` (a reference it did not make) or
+        ``history_unavailable``.  Only called when ``nativeSessions.continue`` is
+        ``supported``; the default raises ``unsupported``."""
         from agent_bridge.errors import BridgeError
 
         raise BridgeError("unsupported")

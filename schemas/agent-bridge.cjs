@@ -18,6 +18,7 @@ const KNOWN_EVENT_TYPES = Object.freeze([
   "run.interrupted",
   "run.started",
   "session.closed",
+  "session.imported",
   "session.resumed",
   "text.delta",
   "thinking.delta",

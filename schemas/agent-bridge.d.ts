@@ -207,6 +207,7 @@ export type BridgeToHostMessage =
   | BlobReadResponse
   | ProviderSessionsListResponse
   | ProviderSessionsReadResponse
+  | ProviderSessionsContinueResponse
   | EventNotification
   | JournalStatusNotification
   | InteractionRequestRequest
@@ -396,7 +397,7 @@ export interface EventNotification {
   params: EventEnvelope;
 }
 
-/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, LimitsUpdated, RunStarted, RunCompleted, RunFailed, RunInterrupted, InteractionRequested, InteractionSettled, SessionClosed, SessionResumed. */
+/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, LimitsUpdated, RunStarted, RunCompleted, RunFailed, RunInterrupted, InteractionRequested, InteractionSettled, SessionClosed, SessionResumed, SessionImported. */
 export type EventPayload =
   | TextDelta
   | ThinkingDelta
@@ -412,7 +413,8 @@ export type EventPayload =
   | InteractionRequested
   | InteractionSettled
   | SessionClosed
-  | SessionResumed;
+  | SessionResumed
+  | SessionImported;
 
 /**
  * `events/read`: a page of a session's events; `after` pages forward, `before`
@@ -546,6 +548,7 @@ export type HostToBridgeMessage =
   | BlobReadRequest
   | ProviderSessionsListRequest
   | ProviderSessionsReadRequest
+  | ProviderSessionsContinueRequest
   | InteractionRequestResponse
   | CancelRequestNotification
   | JsonRpcErrorResponse;
@@ -908,7 +911,8 @@ export interface NativeRecord {
  * `provider/sessions/read`); `title` the provider's title for it, else its first
  * prompt (cut to 200 characters); `workspace` its working directory when known;
  * `created_at`/`updated_at` RFC 3339 times when known; `size_bytes` where the
- * provider keeps a file.
+ * provider keeps a file; `bridge_session_id` the bridge session it is bound to (by
+ * `provider/sessions/continue`) when this bridge's history holds one.
  */
 export interface NativeSessionInfo {
   sessionRef: string;
@@ -917,6 +921,7 @@ export interface NativeSessionInfo {
   createdAt?: string | null;
   updatedAt?: string | null;
   sizeBytes?: number | null;
+  bridgeSessionId?: string | null;
   [key: string]: unknown;
 }
 
@@ -932,6 +937,40 @@ export interface NativeSessionsCapability {
   list: "supported" | "unsupported";
   read: "exact" | "settled" | "unsupported";
   continue: "supported" | "unsupported";
+  [key: string]: unknown;
+}
+
+/**
+ * Continue a provider's own session in the bridge.
+ *
+ * `session_ref` is a `provider/sessions/list` entry's reference.  `workspace`
+ * defaults to the session's own working directory (a different one is refused where
+ * the provider keeps its sessions per directory); `options` and `title` as for
+ * `session/create`.
+ */
+export interface NativeSessionsContinueParams {
+  provider: string;
+  sessionRef: string;
+  workspace?: string | null;
+  /** @defaultValue `{}` */
+  options?: Record<string, unknown>;
+  title?: string | null;
+}
+
+/**
+ * The one bridge session bound to the provider session.
+ *
+ * `bound` is `created` when this call bound it: its earlier records were imported
+ * (`imported` of them, followed by a `session.imported` event) and its next run
+ * continues the provider's conversation.  `existing` when it was bound before (by
+ * this host, another one, or another bridge on the same history): that session is
+ * returned (reopened if it was closed), nothing is imported again.
+ */
+export interface NativeSessionsContinueResult {
+  session: SessionInfo;
+  bound: "created" | "existing";
+  /** @defaultValue `0` */
+  imported?: number;
   [key: string]: unknown;
 }
 
@@ -1089,6 +1128,21 @@ export type ProviderPayload =
   | Usage
   | Diagnostic
   | LimitsUpdated;
+
+/** The `provider/sessions/continue` request (host->bridge): Continue a provider-kept session in the bridge: one bridge session per provider session, its earlier turns imported. */
+export interface ProviderSessionsContinueRequest {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  method: "provider/sessions/continue";
+  params: NativeSessionsContinueParams;
+}
+
+/** The successful response to `provider/sessions/continue`. */
+export interface ProviderSessionsContinueResponse {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  result: NativeSessionsContinueResult;
+}
 
 /** The `provider/sessions/list` request (host->bridge): List the sessions a provider keeps itself (its CLI's too), newest first. */
 export interface ProviderSessionsListRequest {
@@ -1579,6 +1633,26 @@ export interface SessionForkResponse {
 }
 
 /**
+ * The events `fromSequence`..`toSequence` just before this one were imported from
+ * the provider's own history (`provider/sessions/continue`), not seen live: each is
+ * projected from one stored record of the provider session `sessionRef` (that record,
+ * exactly as stored, is the event's raw record: `events/read` with `view: "raw"`).
+ * `records` counts the records read; `nextCursor` is where
+ * `provider/sessions/read` reads on after them (records the provider's own CLI adds
+ * later).  Both sequences are 0 when there was nothing to import.
+ */
+export interface SessionImported {
+  type: "session.imported";
+  provider: string;
+  sessionRef: string;
+  records: number;
+  fromSequence: number;
+  toSequence: number;
+  nextCursor?: string | null;
+  [key: string]: unknown;
+}
+
+/**
  * A session's identity and state.  `updatedAt` is the time of its last run start,
  * run end or state change; `parent`: the session and event it was forked from
  * (`session/fork`).
@@ -1962,6 +2036,16 @@ export interface Methods {
     stability: "stable";
     cancellable: true;
   };
+  /** Continue a provider-kept session in the bridge: one bridge session per provider session, its earlier turns imported. */
+  "provider/sessions/continue": {
+    direction: "host->bridge";
+    kind: "request";
+    params: NativeSessionsContinueParams;
+    result: NativeSessionsContinueResult;
+    since: 1;
+    stability: "stable";
+    cancellable: false;
+  };
   /** List the sessions a provider keeps itself (its CLI's too), newest first. */
   "provider/sessions/list": {
     direction: "host->bridge";
@@ -2140,7 +2224,7 @@ export type ResultOf<M extends keyof Methods> = Methods[M] extends { result: inf
  * agent-bridge.mjs).  Narrow a received payload with its guard `isKnownEvent`
  * (`p is EventPayload`), then switch on `p.type`; any other payload is an
  * UnknownEventPayload (a later version's event) to skip or show generically. */
-export type KnownEventType = "diagnostic" | "interaction.requested" | "interaction.settled" | "limits.updated" | "plan.updated" | "run.completed" | "run.failed" | "run.interrupted" | "run.started" | "session.closed" | "session.resumed" | "text.delta" | "thinking.delta" | "tool.activity" | "usage";
+export type KnownEventType = "diagnostic" | "interaction.requested" | "interaction.settled" | "limits.updated" | "plan.updated" | "run.completed" | "run.failed" | "run.interrupted" | "run.started" | "session.closed" | "session.imported" | "session.resumed" | "text.delta" | "thinking.delta" | "tool.activity" | "usage";
 
 /** An ErrorInfo of one code: `ErrorInfoOf<"provider_failed">`. */
 export type ErrorInfoOf<C extends ErrorCode> = ErrorInfo & { code: C };

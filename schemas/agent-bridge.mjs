@@ -16,6 +16,7 @@ export const KNOWN_EVENT_TYPES = Object.freeze([
   "run.interrupted",
   "run.started",
   "session.closed",
+  "session.imported",
   "session.resumed",
   "text.delta",
   "thinking.delta",

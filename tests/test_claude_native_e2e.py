@@ -129,10 +129,15 @@ async def test_descriptors_declare_native_sessions_and_others_refuse(tmp_path: P
         assert declared["claude-code"] == {
             "list": "supported",
             "read": "exact",
-            "continue": "unsupported",
+            "continue": "supported",
+        }
+        assert declared["scripted"] == {
+            "list": "unsupported",
+            "read": "exact",
+            "continue": "supported",
         }
         for provider_id, capability in declared.items():
-            if provider_id != "claude-code":
+            if provider_id not in ("claude-code", "scripted"):
                 assert capability == {
                     "list": "unsupported",
                     "read": "unsupported",
@@ -140,7 +145,8 @@ async def test_descriptors_declare_native_sessions_and_others_refuse(tmp_path: P
                 }, provider_id
         for method, params in (
             ("provider/sessions/list", {"provider": "scripted"}),
-            ("provider/sessions/read", {"provider": "scripted", "sessionRef": "x"}),
+            ("provider/sessions/read", {"provider": "codex", "sessionRef": "x"}),
+            ("provider/sessions/continue", {"provider": "codex", "sessionRef": "x"}),
         ):
             reply = await b.call(method, params)
             assert reply["error"]["data"]["code"] == "unsupported"

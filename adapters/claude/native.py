@@ -44,6 +44,7 @@ __all__ = [
     "MAX_RECORD_BYTES",
     "PAGE_BYTES",
     "config_dir",
+    "continuation",
     "list_page",
     "project_record",
     "read_page",
@@ -273,6 +274,22 @@ def list_page(workspace: str | None, cursor: str | None, limit: int) -> NativeSe
         last = entry
     next_cursor = f"{last.mtime_ns}:{last.ref}" if more and last is not None else None
     return NativeSessionsListResult(tuple(sessions), next_cursor=next_cursor)
+
+
+def continuation(session_ref: str) -> tuple[str, str | None]:
+    """The CLI's session id of ``session_ref`` (what ``--resume`` takes) and the working
+    directory its file records (the CLI finds a session only from there).  Raises
+    ``invalid_params`` for a reference this module did not make, ``session_not_found``
+    when there is no such file, ``history_unavailable`` when it cannot be read."""
+    path = session_path(session_ref)
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        raise BridgeError("session_not_found") from None
+    except OSError as exc:
+        raise _unavailable(exc) from None
+    cwd = _head(path).get("cwd")
+    return session_ref.partition("/")[2], cwd if isinstance(cwd, str) else None
 
 
 # --------------------------------------------------------------------------- reading

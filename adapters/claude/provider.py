@@ -19,7 +19,7 @@ from agent_bridge.adapters.claude.launch import (
     valid_session_id,
 )
 from agent_bridge.errors import BridgeError
-from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
+from agent_bridge.spi import AgentProvider, NativeContinuation, ProviderSession, SessionContext
 from agent_bridge.wire.native import NativeSessionsListResult, NativeSessionsReadResult
 from agent_bridge.wire.providers import (
     ApprovalCapability,
@@ -156,7 +156,7 @@ class ClaudeCodeProvider(AgentProvider):
                 ),
                 recovery=RecoveryCapability(resume=True),
                 native_sessions=NativeSessionsCapability(
-                    list="supported", read="exact", continue_="unsupported"
+                    list="supported", read="exact", continue_="supported"
                 ),
                 input=INPUT,
                 # --resume --fork-session, cut by --resume-session-at <assistant uuid>
@@ -187,6 +187,27 @@ class ClaudeCodeProvider(AgentProvider):
         from agent_bridge.adapters.claude.native import read_page
 
         return await anyio.to_thread.run_sync(read_page, session_ref, cursor, limit, start)
+
+    async def native_continuation(self, session_ref: str) -> NativeContinuation:
+        """``--resume <the CLI's session id>`` in the directory the session file records
+        (the CLI keeps sessions per working directory), with the configuration directory
+        the file was found in."""
+        from agent_bridge.adapters.claude.native import continuation
+
+        session_id, cwd = await anyio.to_thread.run_sync(continuation, session_ref)
+        if cwd is None:
+            raise BridgeError(
+                "history_unavailable",
+                details={"reason": "the session file records no working directory yet"},
+            )
+        opaque = {
+            "v": 1,
+            "sessionId": session_id,
+            "cwd": cwd,
+            "configDir": os.environ.get("CLAUDE_CONFIG_DIR") or None,
+            "usage": None,
+        }
+        return NativeContinuation(opaque, cwd)
 
     async def create_session(self, ctx: SessionContext) -> ProviderSession:
         config = launch_config(ctx.options, ctx.workspace)

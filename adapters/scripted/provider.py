@@ -10,10 +10,11 @@ script and the inputs so far, so ``session/resume`` works across bridge processe
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from agent_bridge.errors import BridgeError
-from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
+from agent_bridge.spi import AgentProvider, NativeContinuation, ProviderSession, SessionContext
+from agent_bridge.wire.native import NativeSessionsReadResult
 from agent_bridge.wire.providers import (
     ApprovalCapability,
     Capabilities,
@@ -91,7 +92,9 @@ class ScriptedProvider(AgentProvider):
                     question=QuestionCapability(supported=True, question_set=True),
                 ),
                 recovery=RecoveryCapability(resume=True),
-                native_sessions=NativeSessionsCapability.unsupported(),
+                native_sessions=NativeSessionsCapability(
+                    list="unsupported", read="exact", continue_="supported"
+                ),
                 input=INPUT,
             ),
             options=OPTIONS,
@@ -103,6 +106,21 @@ class ScriptedProvider(AgentProvider):
         from agent_bridge.adapters.scripted.script import load_script
 
         load_script(options)
+
+    async def read_native_session(
+        self, session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
+    ) -> NativeSessionsReadResult:
+        """The records a reference carries inline (:mod:`agent_bridge.adapters.scripted.
+        native`: the scripted provider keeps no store)."""
+        from agent_bridge.adapters.scripted.native import read_page
+
+        return read_page(session_ref, cursor, limit, start)
+
+    async def native_continuation(self, session_ref: str) -> NativeContinuation:
+        """A scripted session whose earlier inputs are the reference's prompts."""
+        from agent_bridge.adapters.scripted.native import inputs
+
+        return NativeContinuation({"script": {}, "history": inputs(session_ref)})
 
     async def create_session(self, ctx: SessionContext) -> ProviderSession:
         from agent_bridge.adapters.scripted.script import load_script

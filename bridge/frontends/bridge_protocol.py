@@ -64,6 +64,8 @@ from agent_bridge.wire.methods import (
 )
 from agent_bridge.wire.native import (
     MAX_PAGE,
+    NativeSessionsContinueParams,
+    NativeSessionsContinueResult,
     NativeSessionsListParams,
     NativeSessionsListResult,
     NativeSessionsReadParams,
@@ -375,7 +377,31 @@ class BridgeFrontend:
         if provider.describe().capabilities.native_sessions.list == "unsupported":
             raise BridgeError("unsupported")
         limit = max(1, min(params.limit, MAX_PAGE))
-        return await provider.list_native_sessions(params.workspace, params.cursor, limit)
+        page = await provider.list_native_sessions(params.workspace, params.cursor, limit)
+        bound = await self.runtime.bound_sessions(
+            provider.id, [entry.session_ref for entry in page.sessions]
+        )
+        if not bound:
+            return page
+        sessions = tuple(
+            msgspec.structs.replace(entry, bridge_session_id=bound[entry.session_ref])
+            if entry.session_ref in bound
+            else entry
+            for entry in page.sessions
+        )
+        return msgspec.structs.replace(page, sessions=sessions)
+
+    async def _provider_sessions_continue(
+        self, params: NativeSessionsContinueParams
+    ) -> NativeSessionsContinueResult:
+        return await self.runtime.continue_native(
+            params.provider,
+            params.session_ref,
+            workspace=params.workspace,
+            options=params.options,
+            title=params.title,
+            subscriber=self,
+        )
 
     async def _provider_sessions_read(
         self, params: NativeSessionsReadParams

@@ -195,6 +195,21 @@ class History(Protocol):
         fork reads from (``has_forks``)."""
         ...
 
+    # ------------------------------------------------------------ provider sessions
+
+    async def bind_native(self, provider_id: str, native_ref: str, session_id: str) -> str:
+        """Bind the provider session ``native_ref`` to ``session_id`` unless it is bound
+        already (atomically, across processes); return the session it is bound to."""
+        ...
+
+    async def unbind_native(self, provider_id: str, native_ref: str, session_id: str) -> None:
+        """Drop the binding of ``native_ref`` if it is to ``session_id``."""
+        ...
+
+    async def native_bindings(self, provider_id: str, native_refs: list[str]) -> dict[str, str]:
+        """The bridge session each of ``native_refs`` is bound to (only those bound)."""
+        ...
+
 
 @runtime_checkable
 class Followable(Protocol):

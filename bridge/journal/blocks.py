@@ -61,6 +61,7 @@ TYPE_NAMES: Final[tuple[str, ...]] = (
     "session.closed",
     "session.resumed",
     "limits.updated",
+    "session.imported",
 )
 
 

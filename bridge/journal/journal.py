@@ -605,6 +605,65 @@ class Journal:
         record = self._reader.session(session_id)
         return ("claimed", record) if record is not None else ("not_found", None)
 
+    async def bind_native(self, provider_id: str, native_ref: str, session_id: str) -> str:
+        """Bind the provider session ``native_ref`` to ``session_id`` unless it is bound
+        already (by this or another process: the table's key decides); return the session
+        it is bound to."""
+        self._check()
+        return await self._read(self._bind_sync, provider_id, native_ref, session_id)
+
+    def _bind_sync(self, provider_id: str, native_ref: str, session_id: str) -> str:
+        with self._control_lock:
+            conn = self._control
+            with transaction(conn):
+                conn.execute(
+                    "INSERT OR IGNORE INTO native_bindings (provider_id, native_ref, session_id)"
+                    " VALUES (?, ?, ?)",
+                    (provider_id, native_ref, session_id),
+                )
+                row = conn.execute(
+                    "SELECT session_id FROM native_bindings "
+                    "WHERE provider_id = ? AND native_ref = ?",
+                    (provider_id, native_ref),
+                ).fetchone()
+        return str(row[0])
+
+    async def unbind_native(self, provider_id: str, native_ref: str, session_id: str) -> None:
+        """Drop the binding of ``native_ref`` if it is to ``session_id`` (a session that
+        could not be opened, or is gone)."""
+        self._check()
+        await self._read(self._unbind_sync, provider_id, native_ref, session_id)
+
+    def _unbind_sync(self, provider_id: str, native_ref: str, session_id: str) -> None:
+        with self._control_lock:
+            conn = self._control
+            with transaction(conn):
+                conn.execute(
+                    "DELETE FROM native_bindings "
+                    "WHERE provider_id = ? AND native_ref = ? AND session_id = ?",
+                    (provider_id, native_ref, session_id),
+                )
+
+    async def native_bindings(self, provider_id: str, native_refs: list[str]) -> dict[str, str]:
+        """The bridge session each of ``native_refs`` is bound to (only those bound)."""
+        self._check()
+        return await self._read(self._bindings_sync, provider_id, native_refs)
+
+    def _bindings_sync(self, provider_id: str, native_refs: list[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        with self._control_lock:
+            conn = self._control
+            for start in range(0, len(native_refs), 500):
+                chunk = native_refs[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(
+                    "SELECT native_ref, session_id FROM native_bindings "  # noqa: S608
+                    f"WHERE provider_id = ? AND native_ref IN ({marks})",
+                    (provider_id, *chunk),
+                ).fetchall()
+                out.update((str(ref), str(sid)) for ref, sid in rows)
+        return out
+
     async def delete(self, session_id: str) -> DeleteStatus:
         """Delete everything stored about a session that no other live process has open."""
         self._check()

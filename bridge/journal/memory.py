@@ -135,6 +135,8 @@ class MemoryHistory:
         self._sessions: dict[str, _Stored] = {}
         self._receipts: dict[str, tuple[bytes, bytes]] = {}
         self._ops = 0
+        #: (provider, provider session) -> the bridge session bound to it
+        self._bindings: dict[tuple[str, str], str] = {}
 
     async def start(self, on_commit: Callable[[], None]) -> None:
         """Nothing to start."""
@@ -337,6 +339,24 @@ class MemoryHistory:
         stored.record.state = "active"
         return "claimed", self._record(stored)
 
+    async def bind_native(self, provider_id: str, native_ref: str, session_id: str) -> str:
+        """Bind ``native_ref`` to ``session_id`` unless bound; return its session."""
+        return self._bindings.setdefault((provider_id, native_ref), session_id)
+
+    async def unbind_native(self, provider_id: str, native_ref: str, session_id: str) -> None:
+        """Drop the binding of ``native_ref`` if it is to ``session_id``."""
+        if self._bindings.get((provider_id, native_ref)) == session_id:
+            del self._bindings[(provider_id, native_ref)]
+
+    async def native_bindings(self, provider_id: str, native_refs: list[str]) -> dict[str, str]:
+        """The bridge session each of ``native_refs`` is bound to (only those bound)."""
+        bindings = self._bindings
+        return {
+            ref: bindings[(provider_id, ref)]
+            for ref in native_refs
+            if (provider_id, ref) in bindings
+        }
+
     async def delete(self, session_id: str) -> DeleteStatus:
         """Forget a session (not one a fork reads from)."""
         if session_id not in self._sessions:
@@ -344,6 +364,7 @@ class MemoryHistory:
         if any(s.record.parent_id == session_id for s in self._sessions.values()):
             return "has_forks"
         stored = self._sessions.pop(session_id)
+        self._bindings = {k: v for k, v in self._bindings.items() if v != session_id}
         self.size -= stored.size
         self._receipts = {
             k: v for k, v in self._receipts.items() if not _for_session(v[0], session_id)

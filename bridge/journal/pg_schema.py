@@ -217,6 +217,14 @@ _TABLES: Final = (
     "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS fork_seq BIGINT NOT NULL DEFAULT 0",
     "CREATE INDEX IF NOT EXISTS sessions_parent ON sessions(parent_id) WHERE parent_id IS NOT NULL",
     "ALTER TABLE runs ADD COLUMN IF NOT EXISTS position BYTEA",
+    # provider sessions bound to bridge sessions (SQLite schema version 5)
+    """CREATE TABLE IF NOT EXISTS native_bindings (
+        provider_id TEXT NOT NULL,
+        native_ref TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        PRIMARY KEY (provider_id, native_ref)
+    )""",
+    "CREATE INDEX IF NOT EXISTS native_bindings_session ON native_bindings(session_id)",
 )
 
 

@@ -168,6 +168,11 @@ def pg_delete_session_rows(conn: psycopg.Connection[Any], skey: int) -> None:
             "AND NOT EXISTS (SELECT 1 FROM blob_refs WHERE sha256 = %s)",
             (sha, sha),
         )
+    conn.execute(
+        "DELETE FROM native_bindings WHERE session_id = "
+        "(SELECT session_id FROM sessions WHERE skey = %s)",
+        (skey,),
+    )
     for table in (
         "event_blocks",
         "raw_links",

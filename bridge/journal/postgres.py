@@ -521,6 +521,57 @@ class PgJournal(Journal):
         record = self._reader.session(session_id)
         return ("claimed", record) if record is not None else ("not_found", None)
 
+    # ------------------------------------------------------------------ bindings
+
+    def _bind_sync(self, provider_id: str, native_ref: str, session_id: str) -> str:
+        def once(_: str) -> str:
+            with self._control_lock:
+                conn = self._control_conn()
+                with conn.transaction():
+                    conn.execute(
+                        "INSERT INTO native_bindings (provider_id, native_ref, session_id) "
+                        "VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                        (provider_id, native_ref, session_id),
+                    )
+                    row = conn.execute(
+                        "SELECT session_id FROM native_bindings "
+                        "WHERE provider_id = %s AND native_ref = %s",
+                        (provider_id, native_ref),
+                    ).fetchone()
+            assert row is not None
+            return str(row[0])
+
+        return self._retrying(once, session_id)
+
+    def _unbind_sync(self, provider_id: str, native_ref: str, session_id: str) -> None:
+        def once(_: str) -> None:
+            with self._control_lock:
+                conn = self._control_conn()
+                with conn.transaction():
+                    conn.execute(
+                        "DELETE FROM native_bindings WHERE provider_id = %s "
+                        "AND native_ref = %s AND session_id = %s",
+                        (provider_id, native_ref, session_id),
+                    )
+
+        self._retrying(once, session_id)
+
+    def _bindings_sync(self, provider_id: str, native_refs: list[str]) -> dict[str, str]:
+        def once(_: str) -> dict[str, str]:
+            with self._control_lock:
+                rows = (
+                    self._control_conn()
+                    .execute(
+                        "SELECT native_ref, session_id FROM native_bindings "
+                        "WHERE provider_id = %s AND native_ref = ANY(%s)",
+                        (provider_id, native_refs),
+                    )
+                    .fetchall()
+                )
+            return {str(ref): str(sid) for ref, sid in rows}
+
+        return self._retrying(once, provider_id)
+
     def _delete_sync(self, session_id: str) -> DeleteStatus:
         return self._retrying(self._delete_once, session_id)
 

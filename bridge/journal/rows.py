@@ -92,6 +92,11 @@ def delete_session_rows(conn: sqlite3.Connection, skey: int) -> None:
         "AND NOT EXISTS (SELECT 1 FROM blob_refs WHERE sha256 = ?)",
         [(sha, sha) for sha in shas],
     )
+    conn.execute(
+        "DELETE FROM native_bindings WHERE session_id = "
+        "(SELECT session_id FROM sessions WHERE skey = ?)",
+        (skey,),
+    )
     for table in (
         "event_blocks",
         "raw_links",

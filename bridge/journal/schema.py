@@ -184,8 +184,20 @@ _V4: Final = (
     "ALTER TABLE runs ADD COLUMN position BLOB",
 )
 
+#: Version 5: provider sessions bound to bridge sessions (``provider/sessions/continue``):
+#: one bridge session per provider session, whichever bridge process binds it first.
+_V5: Final = (
+    """CREATE TABLE native_bindings (
+        provider_id TEXT NOT NULL,
+        native_ref TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        PRIMARY KEY (provider_id, native_ref)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX native_bindings_session ON native_bindings(session_id)",
+)
+
 #: Version n is reached from n - 1 by running ``MIGRATIONS[n]``.
-MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 SCHEMA_VERSION: Final = max(MIGRATIONS)
 
 Sync = Literal["normal", "full"]

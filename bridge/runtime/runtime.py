@@ -48,6 +48,7 @@ from agent_bridge.options import resolve_options, restore_withheld, storable_opt
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime.following import follow_remote
 from agent_bridge.runtime.inputs import image_type, prepare
+from agent_bridge.runtime.native import import_history
 from agent_bridge.runtime.reading import catch_up, check_page, guard, read_page, replay
 from agent_bridge.runtime.receipts import Receipts
 from agent_bridge.runtime.routing import route, serve_routed
@@ -73,6 +74,7 @@ from agent_bridge.wire.methods import (
     SessionInfo,
     SessionParent,
 )
+from agent_bridge.wire.native import NativeSessionsContinueResult
 from agent_bridge.wire.providers import ProviderDescriptor
 from agent_bridge.workspace import resolve_workspace
 
@@ -178,6 +180,8 @@ class Runtime:
         self._withheld: dict[str, dict[str, Any]] = {}
         #: hosts following sessions another fleet member owns (:mod:`.following`)
         self._remote: dict[tuple[str, Subscriber], anyio.CancelScope] = {}
+        #: one lock per provider session being continued (two hosts at once: one binds)
+        self._binding: dict[tuple[str, str], anyio.Lock] = {}
 
     async def __aenter__(self) -> Runtime:
         await self.history.start(self._committed)
@@ -660,6 +664,117 @@ class Runtime:
         if record.parent_id is not None:
             session.parent = SessionParent(record.parent_id, record.fork_sequence)
         return session
+
+    # ------------------------------------------------------------------ provider sessions
+
+    async def continue_native(
+        self,
+        provider_id: str,
+        session_ref: str,
+        *,
+        workspace: str | None = None,
+        options: dict[str, Any] | None = None,
+        title: str | None = None,
+        subscriber: Subscriber | None = None,
+    ) -> NativeSessionsContinueResult:
+        """Continue the provider's own session ``session_ref`` in the bridge: the one
+        bridge session bound to it (``existing``: returned as :meth:`reopen_session`
+        returns it, overrides ignored), or a new one (``created``: bound first, so that a
+        second caller, here or in another bridge on the same journal, gets this one;
+        resumed from the provider's recovery record, then its earlier records imported).
+
+        Raises ``unsupported``, ``invalid_params`` (a reference the provider did not
+        make, or a ``workspace`` other than the session's own), ``session_not_found``,
+        ``session_in_use`` (bound to a session another live bridge has open),
+        ``history_unavailable`` and what :meth:`create_session` raises."""
+        provider = self.registry.get(provider_id)
+        if provider.describe().capabilities.native_sessions.continue_ != "supported":
+            raise BridgeError("unsupported")
+        require_unicode("sessionRef", session_ref)
+        key = (provider_id, session_ref)
+        lock = self._binding.get(key)
+        if lock is None:
+            lock = self._binding[key] = anyio.Lock()
+        try:
+            async with lock:
+                return await self._continue_native(
+                    provider, session_ref, workspace, options or {}, title, subscriber
+                )
+        finally:
+            if not lock.locked() and not lock.statistics().tasks_waiting:
+                self._binding.pop(key, None)
+
+    async def _bound(self, session_id: str, subscriber: Subscriber | None) -> SessionInfo | None:
+        """The bound session ``session_id``, reopened if needed; ``None`` if it is gone."""
+        try:
+            return await self.reopen_session(session_id, subscriber=subscriber)
+        except BridgeError as exc:
+            if exc.error_code == "session_not_found":
+                return None
+            raise
+
+    async def _continue_native(
+        self,
+        provider: AgentProvider,
+        session_ref: str,
+        workspace: str | None,
+        options: dict[str, Any],
+        title: str | None,
+        subscriber: Subscriber | None,
+    ) -> NativeSessionsContinueResult:
+        history = self.history
+        pid = provider.id
+        existing = (await guard(history.native_bindings(pid, [session_ref]))).get(session_ref)
+        if existing is not None:
+            info = await self._bound(existing, subscriber)
+            if info is not None:
+                return NativeSessionsContinueResult(info, "existing")
+            await guard(history.unbind_native(pid, session_ref, existing))
+        continuation = await provider.native_continuation(session_ref)
+        if continuation.workspace is not None:
+            own = resolve_workspace(continuation.workspace)
+            if workspace is not None and resolve_workspace(workspace) != own:
+                raise BridgeError("invalid_params", details={"field": "workspace"})
+            workspace = own
+        self.services.check_writable()
+        session_id = self.services.ids.new("ses")
+        winner = await guard(history.bind_native(pid, session_ref, session_id))
+        if winner != session_id:  # another bridge on this journal bound it meanwhile
+            info = await self._bound(winner, subscriber)
+            if info is None:
+                raise BridgeError("history_unavailable")
+            return NativeSessionsContinueResult(info, "existing")
+        opaque = continuation.opaque
+        try:
+            info = await self._open_session(
+                pid,
+                workspace,
+                options,
+                title,
+                lambda p, ctx: p.resume_session(ctx, opaque),
+                subscriber,
+                session_id,
+            )
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await guard(history.unbind_native(pid, session_ref, session_id))
+            raise
+        session = self.sessions[session_id]
+        try:
+            imported = await import_history(provider, session_ref, session.stream)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.close_session(session_id)
+                await self.delete_session(session_id)  # the binding goes with it
+            raise
+        await self.flush()
+        return NativeSessionsContinueResult(session.info(), "created", imported.records)
+
+    async def bound_sessions(self, provider_id: str, session_refs: list[str]) -> dict[str, str]:
+        """The bridge session each of ``session_refs`` (the provider's) is bound to."""
+        if not session_refs:
+            return {}
+        return await guard(self.history.native_bindings(provider_id, session_refs))
 
     async def attach(
         self, session_id: str, subscriber: Subscriber, after: int = 0

@@ -49,6 +49,8 @@ from agent_bridge.wire.methods import (
     SessionResumeParams,
 )
 from agent_bridge.wire.native import (
+    NativeSessionsContinueParams,
+    NativeSessionsContinueResult,
     NativeSessionsListParams,
     NativeSessionsListResult,
     NativeSessionsReadParams,
@@ -220,6 +222,14 @@ CATALOG: Final[tuple[MethodInfo, ...]] = (
         NativeSessionsReadParams,
         NativeSessionsReadResult,
         "Read a page of a provider-kept session's history: raw records and their events.",
+    ),
+    _req(
+        "provider/sessions/continue",
+        NativeSessionsContinueParams,
+        NativeSessionsContinueResult,
+        "Continue a provider-kept session in the bridge: one bridge session per provider "
+        "session, its earlier turns imported.",
+        cancellable=False,
     ),
     MethodInfo(
         "event",

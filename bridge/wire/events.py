@@ -34,6 +34,7 @@ __all__ = [
     "RunInterrupted",
     "RunStarted",
     "SessionClosed",
+    "SessionImported",
     "SessionResumed",
     "Subagent",
     "SubagentUsage",
@@ -234,6 +235,23 @@ class SessionResumed(WireStruct, frozen=True, tag="session.resumed", tag_field="
     bridge process): same session id, its sequence continues."""
 
 
+class SessionImported(WireStruct, frozen=True, tag="session.imported", tag_field="type"):
+    """The events ``fromSequence``..``toSequence`` just before this one were imported from
+    the provider's own history (``provider/sessions/continue``), not seen live: each is
+    projected from one stored record of the provider session ``sessionRef`` (that record,
+    exactly as stored, is the event's raw record: ``events/read`` with ``view: "raw"``).
+    ``records`` counts the records read; ``nextCursor`` is where
+    ``provider/sessions/read`` reads on after them (records the provider's own CLI adds
+    later).  Both sequences are 0 when there was nothing to import."""
+
+    provider: str
+    session_ref: str
+    records: int
+    from_sequence: int
+    to_sequence: int
+    next_cursor: str | None = None
+
+
 ProviderPayload = (
     TextDelta | ThinkingDelta | ToolActivity | PlanUpdated | Usage | Diagnostic | LimitsUpdated
 )
@@ -254,6 +272,7 @@ EventPayload = (
     | InteractionSettled
     | SessionClosed
     | SessionResumed
+    | SessionImported
 )
 
 

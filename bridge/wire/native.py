@@ -1,5 +1,5 @@
-"""The wire types of a provider's own sessions: ``provider/sessions/list`` and
-``provider/sessions/read``.
+"""The wire types of a provider's own sessions: ``provider/sessions/list``,
+``provider/sessions/read`` and ``provider/sessions/continue``.
 
 A provider keeps sessions of its own (Claude Code's session files, say), created in its
 CLI or app as well as through the bridge.  These methods let a host discover them and
@@ -9,16 +9,19 @@ its descriptor (``capabilities.nativeSessions``); the bridge scans only when ask
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
 from agent_bridge.wire.common import WireStruct
 from agent_bridge.wire.events import EventPayload
+from agent_bridge.wire.methods import SessionInfo
 
 __all__ = [
     "NativeRecord",
     "NativeSessionInfo",
+    "NativeSessionsContinueParams",
+    "NativeSessionsContinueResult",
     "NativeSessionsListParams",
     "NativeSessionsListResult",
     "NativeSessionsReadParams",
@@ -47,7 +50,8 @@ class NativeSessionInfo(WireStruct, frozen=True):
     ``provider/sessions/read``); ``title`` the provider's title for it, else its first
     prompt (cut to 200 characters); ``workspace`` its working directory when known;
     ``created_at``/``updated_at`` RFC 3339 times when known; ``size_bytes`` where the
-    provider keeps a file."""
+    provider keeps a file; ``bridge_session_id`` the bridge session it is bound to (by
+    ``provider/sessions/continue``) when this bridge's history holds one."""
 
     session_ref: str
     title: str | None = None
@@ -55,6 +59,7 @@ class NativeSessionInfo(WireStruct, frozen=True):
     created_at: str | None = None
     updated_at: str | None = None
     size_bytes: int | None = None
+    bridge_session_id: str | None = None
 
 
 class NativeSessionsListResult(WireStruct, frozen=True):
@@ -107,3 +112,32 @@ class NativeSessionsReadResult(WireStruct, frozen=True):
     coverage: Literal["exact", "settled"]
     next_cursor: str
     previous_cursor: str | None = None
+
+
+class NativeSessionsContinueParams(WireStruct, frozen=True):
+    """Continue a provider's own session in the bridge.
+
+    ``session_ref`` is a ``provider/sessions/list`` entry's reference.  ``workspace``
+    defaults to the session's own working directory (a different one is refused where
+    the provider keeps its sessions per directory); ``options`` and ``title`` as for
+    ``session/create``."""
+
+    provider: str
+    session_ref: str
+    workspace: str | None = None
+    options: dict[str, Any] = {}
+    title: str | None = None
+
+
+class NativeSessionsContinueResult(WireStruct, frozen=True):
+    """The one bridge session bound to the provider session.
+
+    ``bound`` is ``created`` when this call bound it: its earlier records were imported
+    (``imported`` of them, followed by a ``session.imported`` event) and its next run
+    continues the provider's conversation.  ``existing`` when it was bound before (by
+    this host, another one, or another bridge on the same history): that session is
+    returned (reopened if it was closed), nothing is imported again."""
+
+    session: SessionInfo
+    bound: Literal["created", "existing"]
+    imported: int = 0

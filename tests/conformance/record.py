@@ -364,14 +364,49 @@ def providers_list(rec: Recorder) -> None:
 
 @scenario("provider_sessions", doc=True)
 def provider_sessions(rec: Recorder) -> None:
-    """provider/sessions/list and read: a provider that cannot answers unsupported; a
-    workspace without sessions of the provider's own is an empty page."""
+    """provider/sessions/list, read and continue: a provider that cannot answers
+    unsupported; a workspace without sessions of the provider's own is an empty page; a
+    reference to no session is session_not_found."""
     rec.request("provider/sessions/list", {"provider": "scripted"})
-    rec.request("provider/sessions/read", {"provider": "scripted", "sessionRef": "x"})
+    rec.request("provider/sessions/read", {"provider": "codex", "sessionRef": "x"})
     rec.request(
         "provider/sessions/list",
         {"provider": "claude-code", "workspace": "/nonexistent/workspace", "limit": 10},
     )
+    rec.request(
+        "provider/sessions/continue",
+        {
+            "provider": "claude-code",
+            "sessionRef": "-nonexistent-workspace/00000000-0000-0000-0000-000000000000",
+        },
+    )
+
+
+#: A scripted provider session: its reference carries its records inline.
+SCRIPTED_REF = (
+    '[{"type":"run.started","input":"remember the word pelican"},'
+    '{"type":"text.delta","text":"Noted: pelican."}]'
+)
+
+
+@scenario("provider_sessions_continue", doc=True)
+def provider_sessions_continue(rec: Recorder) -> None:
+    """provider/sessions/continue: the first call binds a bridge session and imports the
+    earlier records (then session.imported); the next run continues; a second call
+    returns the same session."""
+    rec.request("provider/sessions/read", {"provider": "scripted", "sessionRef": SCRIPTED_REF})
+    script = {
+        "runs": [
+            {"steps": [{"type": "text", "text": "Noted: pelican."}]},
+            {"steps": [{"type": "text", "text": "The word was pelican."}]},
+        ]
+    }
+    params = {"provider": "scripted", "sessionRef": SCRIPTED_REF, "options": {"script": script}}
+    response = rec.request("provider/sessions/continue", params)
+    session_id = response["result"]["session"]["sessionId"]
+    rec.request("events/read", {"sessionId": session_id, "after": 0, "view": "raw"})
+    start(rec, session_id, "what was the word?", until=event("run.completed"))
+    rec.request("provider/sessions/continue", {"provider": "scripted", "sessionRef": SCRIPTED_REF})
 
 
 # -- sessions and runs

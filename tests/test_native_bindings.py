@@ -1,0 +1,172 @@
+"""Provider sessions bound to bridge sessions (``provider/sessions/continue``): one bridge
+session per provider session, in memory and in the journal, also when two journals (two
+bridge processes) on one state directory bind at once, and a binding goes with its
+session."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import msgspec
+import pytest
+
+from agent_bridge.adapters.scripted import ScriptedProvider
+from agent_bridge.errors import BridgeError
+from agent_bridge.journal import History, MemoryHistory
+from agent_bridge.journal.journal import Journal
+from agent_bridge.journal.schema import SCHEMA_VERSION, open_journal_db
+from agent_bridge.registry import ProviderRegistry
+from agent_bridge.runtime import Runtime
+from agent_bridge.wire.methods import EventsReadParams
+
+
+@asynccontextmanager
+async def history_of(kind: str, tmp_path: Path) -> AsyncIterator[History]:
+    history: History = MemoryHistory() if kind == "memory" else Journal.open(str(tmp_path))
+    await history.start(lambda: None)
+    try:
+        yield history
+    finally:
+        await history.aclose()
+
+
+@pytest.mark.parametrize("kind", ["memory", "journal"])
+async def test_the_first_binding_wins_and_stays(kind: str, tmp_path: Path) -> None:
+    async with history_of(kind, tmp_path) as history:
+        assert await history.native_bindings("p", ["a", "b"]) == {}
+        assert await history.bind_native("p", "a", "ses_1") == "ses_1"
+        assert await history.bind_native("p", "a", "ses_2") == "ses_1"
+        assert await history.bind_native("q", "a", "ses_3") == "ses_3"  # per provider
+        assert await history.native_bindings("p", ["a", "b"]) == {"a": "ses_1"}
+        await history.unbind_native("p", "a", "ses_2")  # not its session: kept
+        assert await history.native_bindings("p", ["a"]) == {"a": "ses_1"}
+        await history.unbind_native("p", "a", "ses_1")
+        assert await history.native_bindings("p", ["a"]) == {}
+        assert await history.bind_native("p", "a", "ses_4") == "ses_4"
+        many = [f"r{i}" for i in range(1200)]  # more than one query's worth
+        for ref in many[::100]:
+            await history.bind_native("p", ref, "s" + ref)
+        assert await history.native_bindings("p", many) == {r: "s" + r for r in many[::100]}
+
+
+async def test_two_journals_binding_at_once_agree(tmp_path: Path) -> None:
+    first = Journal.open(str(tmp_path))
+    second = Journal.open(str(tmp_path))
+    await first.start(lambda: None)
+    await second.start(lambda: None)
+    try:
+        results: dict[str, str] = {}
+
+        async def bind(journal: Journal, session_id: str) -> None:
+            results[session_id] = await journal.bind_native("p", "ref", session_id)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(bind, first, "ses_a")
+            tg.start_soon(bind, second, "ses_b")
+        assert len(set(results.values())) == 1
+        assert set(results.values()) <= {"ses_a", "ses_b"}
+    finally:
+        await first.aclose()
+        await second.aclose()
+
+
+@pytest.mark.parametrize("kind", ["memory", "journal"])
+async def test_a_binding_goes_with_its_session(kind: str, tmp_path: Path) -> None:
+    history: History = MemoryHistory() if kind == "memory" else Journal.open(str(tmp_path))
+    async with Runtime(ProviderRegistry([ScriptedProvider()]), history=history) as runtime:
+        info = await runtime.create_session("scripted")
+        other = await runtime.create_session("scripted")
+        await history.bind_native("p", "ref", info.session_id)
+        await history.bind_native("p", "kept", other.session_id)
+        assert await runtime.bound_sessions("p", ["ref"]) == {"ref": info.session_id}
+        await runtime.close_session(info.session_id)
+        await runtime.delete_session(info.session_id)
+        assert await runtime.bound_sessions("p", ["ref", "kept"]) == {"kept": other.session_id}
+
+
+def test_a_version_3_journal_gains_the_bindings_table(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    conn = open_journal_db(str(path))
+    conn.execute("DROP TABLE native_bindings")
+    conn.execute("PRAGMA user_version = 3")
+    conn.commit()
+    conn.close()
+    conn = open_journal_db(str(path))
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.execute("INSERT INTO native_bindings VALUES ('p', 'r', 's')")
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("INSERT INTO native_bindings VALUES ('p', 'r', 't')")
+    conn.close()
+
+
+REF = (
+    '[{"type":"run.started","input":"remember the word pelican"},'
+    '{"type":"text.delta","text":"Noted: pelican."},{"type":"something.new"}]'
+)
+
+
+@pytest.mark.parametrize("kind", ["memory", "journal"])
+async def test_continuing_binds_once_and_imports_with_provenance(kind: str, tmp_path: Path) -> None:
+    history: History = MemoryHistory() if kind == "memory" else Journal.open(str(tmp_path))
+    async with Runtime(ProviderRegistry([ScriptedProvider()]), history=history) as runtime:
+        results = []
+
+        async def go() -> None:
+            results.append(await runtime.continue_native("scripted", REF))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(5):
+                tg.start_soon(go)
+        assert sorted(r.bound for r in results) == ["created"] + ["existing"] * 4
+        assert len({r.session.session_id for r in results}) == 1
+        (created,) = [r for r in results if r.bound == "created"]
+        assert created.imported == 3
+        session_id = created.session.session_id
+        page = await runtime.read_events(EventsReadParams(session_id, after=0, view="raw"))
+        read = msgspec.json.decode(page)
+        payloads = [e["payload"] for e in read["events"]]
+        assert payloads[:3] == [
+            {"type": "run.started", "input": "remember the word pelican"},
+            {"type": "text.delta", "text": "Noted: pelican."},
+            {
+                "type": "diagnostic",
+                "level": "info",
+                "code": "unknown_record",
+                "message": "a record of a type the adapter does not know",
+            },
+        ]
+        assert payloads[3] == {
+            "type": "session.imported",
+            "provider": "scripted",
+            "sessionRef": REF,
+            "records": 3,
+            "fromSequence": 1,
+            "toSequence": 3,
+            "nextCursor": "r3",
+        }
+        assert [r["record"] for r in read["raw"]] == msgspec.json.decode(REF)
+        assert await runtime.bound_sessions("scripted", [REF]) == {REF: session_id}
+        # closed, it is reopened by the next continue: still the one session
+        await runtime.close_session(session_id)
+        again = await runtime.continue_native("scripted", REF)
+        assert (again.bound, again.session.session_id) == ("existing", session_id)
+        assert again.session.state == "active"
+        # deleted, the binding goes with it and the next continue binds anew
+        await runtime.close_session(session_id)
+        await runtime.delete_session(session_id)
+        fresh = await runtime.continue_native("scripted", REF)
+        assert fresh.bound == "created" and fresh.session.session_id != session_id
+
+
+async def test_a_reference_the_provider_did_not_make_binds_nothing() -> None:
+    history = MemoryHistory()
+    async with Runtime(ProviderRegistry([ScriptedProvider()]), history=history) as runtime:
+        with pytest.raises(BridgeError) as caught:
+            await runtime.continue_native("scripted", "not json")
+        assert caught.value.error_code == "invalid_params"
+        assert await runtime.bound_sessions("scripted", ["not json"]) == {}
+        assert runtime.sessions == {}
