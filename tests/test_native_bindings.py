@@ -6,6 +6,7 @@ session."""
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,9 +25,21 @@ from agent_bridge.runtime import Runtime
 from agent_bridge.wire.methods import EventsReadParams
 
 
+def new_history(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> History:
+    if kind == "memory":
+        return MemoryHistory()
+    if kind == "postgresql":
+        from agent_bridge.journal.postgres import open_pg_journal
+
+        return open_pg_journal(request.getfixturevalue("pg_url"), lease=3600, node="n")
+    return Journal.open(str(tmp_path))
+
+
 @asynccontextmanager
-async def history_of(kind: str, tmp_path: Path) -> AsyncIterator[History]:
-    history: History = MemoryHistory() if kind == "memory" else Journal.open(str(tmp_path))
+async def history_of(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[History]:
+    history = new_history(kind, tmp_path, request)
     await history.start(lambda: None)
     try:
         yield history
@@ -34,23 +47,26 @@ async def history_of(kind: str, tmp_path: Path) -> AsyncIterator[History]:
         await history.aclose()
 
 
-@pytest.mark.parametrize("kind", ["memory", "journal"])
-async def test_the_first_binding_wins_and_stays(kind: str, tmp_path: Path) -> None:
-    async with history_of(kind, tmp_path) as history:
-        assert await history.native_bindings("p", ["a", "b"]) == {}
-        assert await history.bind_native("p", "a", "ses_1") == "ses_1"
-        assert await history.bind_native("p", "a", "ses_2") == "ses_1"
-        assert await history.bind_native("q", "a", "ses_3") == "ses_3"  # per provider
-        assert await history.native_bindings("p", ["a", "b"]) == {"a": "ses_1"}
-        await history.unbind_native("p", "a", "ses_2")  # not its session: kept
-        assert await history.native_bindings("p", ["a"]) == {"a": "ses_1"}
-        await history.unbind_native("p", "a", "ses_1")
-        assert await history.native_bindings("p", ["a"]) == {}
-        assert await history.bind_native("p", "a", "ses_4") == "ses_4"
+@pytest.mark.parametrize("kind", ["memory", "journal", "postgresql"])
+async def test_the_first_binding_wins_and_stays(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    async with history_of(kind, tmp_path, request) as history:
+        p, q = f"p-{uuid.uuid4()}", f"q-{uuid.uuid4()}"  # a database may outlive a test
+        assert await history.native_bindings(p, ["a", "b"]) == {}
+        assert await history.bind_native(p, "a", "ses_1") == "ses_1"
+        assert await history.bind_native(p, "a", "ses_2") == "ses_1"
+        assert await history.bind_native(q, "a", "ses_3") == "ses_3"  # per provider
+        assert await history.native_bindings(p, ["a", "b"]) == {"a": "ses_1"}
+        await history.unbind_native(p, "a", "ses_2")  # not its session: kept
+        assert await history.native_bindings(p, ["a"]) == {"a": "ses_1"}
+        await history.unbind_native(p, "a", "ses_1")
+        assert await history.native_bindings(p, ["a"]) == {}
+        assert await history.bind_native(p, "a", "ses_4") == "ses_4"
         many = [f"r{i}" for i in range(1200)]  # more than one query's worth
         for ref in many[::100]:
-            await history.bind_native("p", ref, "s" + ref)
-        assert await history.native_bindings("p", many) == {r: "s" + r for r in many[::100]}
+            await history.bind_native(p, ref, "s" + ref)
+        assert await history.native_bindings(p, many) == {r: "s" + r for r in many[::100]}
 
 
 async def test_two_journals_binding_at_once_agree(tmp_path: Path) -> None:
@@ -74,9 +90,11 @@ async def test_two_journals_binding_at_once_agree(tmp_path: Path) -> None:
         await second.aclose()
 
 
-@pytest.mark.parametrize("kind", ["memory", "journal"])
-async def test_a_binding_goes_with_its_session(kind: str, tmp_path: Path) -> None:
-    history: History = MemoryHistory() if kind == "memory" else Journal.open(str(tmp_path))
+@pytest.mark.parametrize("kind", ["memory", "journal", "postgresql"])
+async def test_a_binding_goes_with_its_session(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    history = new_history(kind, tmp_path, request)
     async with Runtime(ProviderRegistry([ScriptedProvider()]), history=history) as runtime:
         info = await runtime.create_session("scripted")
         other = await runtime.create_session("scripted")
@@ -88,11 +106,11 @@ async def test_a_binding_goes_with_its_session(kind: str, tmp_path: Path) -> Non
         assert await runtime.bound_sessions("p", ["ref", "kept"]) == {"kept": other.session_id}
 
 
-def test_a_version_3_journal_gains_the_bindings_table(tmp_path: Path) -> None:
+def test_a_version_4_journal_gains_the_bindings_table(tmp_path: Path) -> None:
     path = tmp_path / "j.sqlite3"
     conn = open_journal_db(str(path))
     conn.execute("DROP TABLE native_bindings")
-    conn.execute("PRAGMA user_version = 3")
+    conn.execute("PRAGMA user_version = 4")
     conn.commit()
     conn.close()
     conn = open_journal_db(str(path))
