@@ -404,10 +404,15 @@ def _press_keys(host: dict[str, Any], request: Path) -> None:
     keys = json.loads(request.read_text())
     node = shutil.which("node")
     assert node is not None
+    # Node 20 has WebSocket behind a flag (22 and later have it on)
+    has_ws = subprocess.run(
+        [node, "-e", "process.exit(typeof WebSocket === 'undefined' ? 1 : 0)"], timeout=30
+    )
+    flags = [] if has_ws.returncode == 0 else ["--experimental-websocket"]
     proc = subprocess.run(
         [
             node,
-            "--experimental-websocket",
+            *flags,
             str(ROOT / "tests" / "data" / "editors" / "cdp_keys.js"),
             str(host["devtools"]),
             f"127.0.0.1:{host['port']}",

@@ -1,7 +1,8 @@
 // Presses keys in a page of a running headless Chromium through the DevTools protocol, as
 // a user's keyboard would (tests/test_editor_vscode.py: the extension's keybindings in
 // code-server's workbench).
-//   node --experimental-websocket cdp_keys.js DEVTOOLS_PORT PAGE_URL_PART KEY...
+//   node [--experimental-websocket] cdp_keys.js DEVTOOLS_PORT PAGE_URL_PART KEY...
+// (Node 20 needs the flag for its WebSocket; 22 and later have it on.)
 // A KEY is like "ctrl+alt+a": modifiers (ctrl, alt, shift, meta) and one letter; or "escape".
 const MODIFIERS = { alt: 1, ctrl: 2, meta: 4, shift: 8 };
 
