@@ -73,3 +73,25 @@ async def test_codex_fork_midway(setup: Setup) -> None:
         "and you?",
     ]
     assert "which words do you know?" not in users(original_body)
+
+
+async def test_codex_fork_reopened_before_its_first_turn(setup: Setup) -> None:
+    """A Codex fork closed before any turn of its own reopens in a later bridge with the
+    forked history (the forked thread is resumed, not a fresh one)."""
+    s = setup
+    state = ("--state-dir", str(s.base / "state"))
+    async with running_bridge("newline", *state, env=s.env) as bridge:
+        original = await create(bridge, s)
+        first = await turn(bridge, original, "remember the word apple")
+        await turn(bridge, original, "remember the word banana")
+        forked = await bridge.result(
+            "session/fork", {"sessionId": original, "atEvent": first}, timeout=30
+        )
+        fork = forked["session"]["sessionId"]
+    async with running_bridge("newline", *state, env=s.env) as bridge:
+        await bridge.result("session/resume", {"sessionId": fork}, timeout=30)
+        await turn(bridge, fork, "which words now?")
+    body = s.server.response_bodies()[-1]
+    assert users(body)[-1] == "which words now?"
+    assert "remember the word apple" in users(body)
+    assert "remember the word banana" not in users(body)

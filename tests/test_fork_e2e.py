@@ -288,3 +288,31 @@ async def test_claude_fork_of_a_closed_session_in_a_later_bridge(
         assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
     seen = texts(standin.model_requests()[-1])
     assert "which words?" in seen and "Only alpha." in seen and "beta" not in seen.lower()
+
+
+async def test_claude_fork_reopened_before_its_first_turn(
+    tmp_path: Path, standin: AnthropicStandIn
+) -> None:
+    """The CLI writes a forked conversation only with its first turn: a fork closed before
+    one keeps where it forks from in its recovery record, and forks again when reopened."""
+    env = claude_env(tmp_path, standin)
+    state = ("--state-dir", str(tmp_path / "state"))
+    standin.push(Text("Alpha noted."), Text("Beta noted."), Text("Only alpha."))
+    async with bridge(env, *state) as b:
+        created = await b.result(
+            "session/create",
+            {"provider": "claude-code", "workspace": str(tmp_path / "work")},
+            timeout=30,
+        )
+        original = created["session"]["sessionId"]
+        first = await turn(b, original, "remember alpha")
+        await turn(b, original, "now remember beta")
+        forked = await b.result(
+            "session/fork", {"sessionId": original, "atEvent": first["sequence"]}, timeout=30
+        )
+        fork = forked["session"]["sessionId"]
+    async with bridge(env, *state) as b:
+        await b.result("session/resume", {"sessionId": fork}, timeout=30)
+        await turn(b, fork, "which words?")
+    seen = texts(standin.model_requests()[-1])
+    assert "Alpha noted." in seen and "beta" not in seen.lower()
