@@ -10,6 +10,7 @@ continues the same conversation and its model request carries the bridge's turn.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -222,3 +223,45 @@ async def test_continue_refusals(tmp_path: Path) -> None:
             )
             assert reply["error"]["data"]["code"] == "unsupported"
             assert (await b.result("session/list", {}))["sessions"] == []
+
+
+async def test_exec_continues_a_terminal_session(tmp_path: Path) -> None:
+    """``agent-bridge exec --session <sessionRef>`` continues a session made by the CLI
+    alone: the model request carries the terminal's turn."""
+    import json
+    import sys
+
+    cli = require_cli("claude")
+    work = tmp_path / "work"
+    with AnthropicStandIn([Text("Noted: pelican."), Text("It was pelican.")]) as server:
+        env = private_env(tmp_path, server.base_url)
+        await terminal_cli(cli, env, work, "remember the word pelican")
+        (session_file,) = (tmp_path / "config" / "projects").glob("*/*.jsonl")
+        ref = f"{session_file.parent.name}/{session_file.stem}"
+        done = await anyio.run_process(
+            [
+                sys.executable,
+                "-m",
+                "agent_bridge",
+                "exec",
+                "--state-dir",
+                str(tmp_path / "state"),
+                f"--session={ref}",  # a Claude Code reference starts with "-"
+                "what was the word?",
+            ],
+            env={**os.environ, **env, "AGENT_BRIDGE_CLAUDE_PATH": cli},
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        events = [json.loads(line) for line in done.stdout.decode().splitlines()]
+        assert events[-1]["payload"]["type"] == "run.completed"
+        assert (
+            "".join(
+                e["payload"].get("text", "") for e in events if e["payload"]["type"] == "text.delta"
+            )
+            == "It was pelican."
+        )
+        request = server.model_requests()[-1]
+        assert last_user_text(request.body) == "what was the word?"
+        assert said(request, "remember the word pelican")
+        assert said(request, "Noted: pelican.")

@@ -188,3 +188,55 @@ async def test_a_reference_the_provider_did_not_make_binds_nothing() -> None:
         assert caught.value.error_code == "invalid_params"
         assert await runtime.bound_sessions("scripted", ["not json"]) == {}
         assert runtime.sessions == {}
+
+
+def test_exec_continues_a_provider_session_by_its_reference(tmp_path: Path) -> None:
+    """``agent-bridge exec --session <reference>``: a reference the journal does not know
+    as a bridge session is the provider's own; it is bound once (the second exec goes on
+    in the same bridge session) and only the run's events are printed."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = {
+        "runs": [
+            {"steps": [{"type": "text", "text": "first"}]},
+            {"steps": [{"type": "text", "text": "second run of the conversation"}]},
+            {"steps": [{"type": "text", "text": "third run of the conversation"}]},
+        ]
+    }
+
+    def exec_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "agent_bridge", "exec", "--state-dir", str(tmp_path), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=dict(os.environ),
+        )
+
+    ref = '[{"type":"run.started","input":"earlier"}]'
+    args = ("--provider", "scripted", "--option", f"script={json.dumps(script)}")
+    first = exec_cli(*args, "--session", ref, "now")
+    assert first.returncode == 0, first.stderr
+    events = [json.loads(line) for line in first.stdout.splitlines()]
+    assert [e["payload"]["type"] for e in events] == ["run.started", "text.delta", "run.completed"]
+    assert events[1]["payload"]["text"] == "second run of the conversation"
+    assert events[0]["sequence"] == 3  # after the imported event and session.imported
+    session_line = next(x for x in first.stderr.splitlines() if "session ses_" in x)
+    second = exec_cli(
+        "--option",
+        f"script={json.dumps(script)}",
+        "--provider",
+        "scripted",
+        "--session",
+        ref,
+        "again",
+    )
+    assert second.returncode == 0, second.stderr
+    assert session_line in second.stderr.splitlines()
+    texts = [json.loads(line)["payload"].get("text") for line in second.stdout.splitlines()]
+    assert "third run of the conversation" in texts
+    bad = exec_cli("--provider", "scripted", "--session", "not a reference", "x")
+    assert bad.returncode == 2, bad.stderr

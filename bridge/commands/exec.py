@@ -8,7 +8,10 @@ only events reach the real stdout, whatever a library prints.
 
 The session is journaled like any other (``--state-dir``, else the default state
 directory), so ``--session ID`` continues it later and ``agent-bridge record`` can turn
-it into a script.  The run's interactions are answered by ``--approve``:
+it into a script.  ``--session`` also takes a provider's own session reference (one the
+journal does not know as a bridge session id): the session is continued as
+``provider/sessions/continue`` does it (bound to one bridge session, its earlier turns
+imported; only the run's events are printed).  The run's interactions are answered by ``--approve``:
 
 * ``deny`` (default): approvals are denied; questions are not answerable (the bridge
   cancels them);
@@ -127,7 +130,13 @@ def add_parsers(sub: Any) -> None:
         default="deny",
         help="answer approvals: allow once, deny (default), or ask on the terminal",
     )
-    exe.add_argument("--session", metavar="ID", help="continue this journaled session")
+    exe.add_argument(
+        "--session",
+        metavar="ID",
+        help="continue this journaled session, or else the provider's own session with this "
+        "reference (provider/sessions/list's sessionRef; bound to one bridge session; "
+        "write --session=REF: a Claude Code reference starts with '-')",
+    )
     exe.add_argument(
         "--format",
         choices=("ndjson", "text"),
@@ -220,10 +229,19 @@ async def _run(
                         options=session_opts,
                         subscriber=host,
                     )
+                elif (stored := await runtime.history.load_session(session_id)) is None:
+                    # not a bridge session: a provider's own session reference
+                    provider_id = provider or os.environ.get("AGENT_BRIDGE_PROVIDER", "claude-code")
+                    declared = registry.get(provider_id).describe().options
+                    session_opts, run_opts = _split(declared, options)
+                    continued = await runtime.continue_native(
+                        provider_id, session_id, workspace=workspace, options=session_opts
+                    )
+                    # the imported turns are history: only the run's events are printed
+                    info = await runtime.reopen_session(
+                        continued.session.session_id, subscriber=host
+                    )
                 else:
-                    stored = await runtime.history.load_session(session_id)
-                    if stored is None:
-                        raise BridgeError("session_not_found")
                     if provider is not None and provider != stored.provider_id:
                         raise BridgeError("invalid_params", details={"option": "provider"})
                     declared = registry.get(stored.provider_id).describe().options
