@@ -121,7 +121,7 @@ async def test_a_host_on_any_member_follows_a_session_another_runs_live_and_iden
             assert session in [s["sessionId"] for s in listed["sessions"]]
 
 
-async def test_a_sigkilled_members_session_is_ended_by_another_within_the_lease_bound(
+async def test_a_sigkilled_members_session_is_taken_over_and_resumed_within_the_bound(
     pg_url: str, tmp_path: Path
 ) -> None:
     async with fleet(tmp_path, pg_url, ("alpha", "beta")) as members:
@@ -145,14 +145,12 @@ async def test_a_sigkilled_members_session_is_ended_by_another_within_the_lease_
         alpha.proc.send_signal(signal.SIGKILL)
         await alpha.proc.wait()
         killed = anyio.current_time()
-        # no request needed: beta's heartbeat finds alpha's lease (3 s) expired and closes
-        # its session, and beta's host, following it, sees the end
-        tail = await events_until(beta, session, "session.closed", timeout=30)
+        # no request needed: beta's heartbeat finds alpha's lease (3 s) expired, closes its
+        # run bridge_crashed and resumes the session here; beta's host, following it, sees
+        # the end and the resumption, and goes on from the local stream
+        tail = await events_until(beta, session, "session.resumed", timeout=30)
         took = anyio.current_time() - killed
         assert took < 3.0 + 1.0 + 3.0, took  # the lease, a beat, and slack for a loaded machine
-        reply = await beta.call("session/resume", {"sessionId": session})
-        assert "result" in reply, reply
-        tail += await events_until(beta, session, "session.resumed")
         got = seen_beta + tail
         assert [e["sequence"] for e in got] == list(range(1, 505))  # no gap, nothing twice
         assert [e["payload"]["type"] for e in got] == (
@@ -165,6 +163,13 @@ async def test_a_sigkilled_members_session_is_ended_by_another_within_the_lease_
         assert seen_beta[:501] == seen_alpha[:501]  # what alpha's host saw, beta's saw too
         stored = await beta.result("events/read", {"sessionId": session, "limit": 1000})
         assert stored["events"] == got  # and it is all in the journal
+        # the session is beta's now: a new run streams to beta's host from the local stream
+        steps_again = await beta.result(
+            "run/start", {"sessionId": session, "input": {"text": "again"}}
+        )
+        more = await events_until(beta, session, "text.delta", timeout=30)
+        assert more[0]["payload"]["type"] == "run.started"
+        assert more[0]["runId"] == steps_again["runId"] and more[0]["sequence"] == 505
 
 
 async def test_requests_on_any_member_reach_the_owner_once(pg_url: str, tmp_path: Path) -> None:

@@ -100,6 +100,9 @@ class PgJournal(Journal):
     node: str
     #: the control connection (claims, deletes, recovery; the SQLite journal's ``_control``)
     _pg: psycopg.Connection[Any]
+    #: called in the event loop with the sessions this member took over (closed
+    #: ``bridge_crashed`` after their owner's lease expired): the runtime resumes them
+    on_takeover: Callable[[list[str]], None] | None = None
 
     # ------------------------------------------------------------------ lease
 
@@ -135,9 +138,12 @@ class PgJournal(Journal):
                 log.error("journal: this bridge's lease was taken over by another member")
                 return
             try:
-                self._sweep()
+                taken = self._sweep()
             except Exception as exc:
                 log.warning("journal: cannot look for expired leases (%s)", one_line(exc))
+            else:
+                if taken and self.on_takeover is not None:
+                    self._to_loop(self.on_takeover, taken)
 
     def _sweep(self) -> list[str]:
         """Recover every owner whose lease expired (and sessions whose owner has no row

@@ -182,6 +182,9 @@ class Runtime:
         self._remote: dict[tuple[str, Subscriber], anyio.CancelScope] = {}
         #: one lock per provider session being continued (two hosts at once: one binds)
         self._binding: dict[tuple[str, str], anyio.Lock] = {}
+        #: their subscriptions (kept after the session closed: a takeover here hands
+        #: them to the reopened session, see :meth:`_take_over`)
+        self._remote_subs: dict[tuple[str, Subscriber], Subscription] = {}
 
     async def __aenter__(self) -> Runtime:
         await self.history.start(self._committed)
@@ -189,6 +192,8 @@ class Runtime:
         self._tg = await self._tg_cm.__aenter__()
         if isinstance(self.history, Routable):  # a fleet member: others route requests here
             self._tg.start_soon(serve_routed, self)
+        if hasattr(self.history, "on_takeover"):
+            self.history.on_takeover = self._take_over
         return self
 
     async def __aexit__(self, *exc: object) -> bool | None:
@@ -294,6 +299,8 @@ class Runtime:
             session.stream.unsubscribe(subscriber)
         for key in [key for key in self._remote if key[1] is subscriber]:
             self._remote.pop(key).cancel()
+        for key in [key for key in self._remote_subs if key[1] is subscriber]:
+            del self._remote_subs[key]
 
     # ------------------------------------------------------------------ providers
 
@@ -806,6 +813,37 @@ class Runtime:
         none."""
         return await route(self.history, method, params, local)
 
+    def _take_over(self, session_ids: list[str]) -> None:
+        """Sessions of a fleet member whose lease expired were just closed
+        ``bridge_crashed`` by this member: resume them here (in the event loop)."""
+        if self._tg is not None:
+            for session_id in session_ids:
+                self._tg.start_soon(self._resume_here, session_id)
+
+    async def _resume_here(self, session_id: str) -> None:
+        """Reopen a taken-over session in this member (its provider session resumed from
+        the recovery record); hosts here that followed it go on from what they were
+        sent, now from the local stream.  A session this member cannot reopen (its
+        provider is not here, cannot resume, the workspace is missing) stays closed and
+        resumable."""
+        keys = [key for key in self._remote_subs if key[0] == session_id]
+        subscriptions = [self._remote_subs.pop(key) for key in keys]
+        for key in keys:
+            scope = self._remote.pop(key, None)
+            if scope is not None:
+                scope.cancel()
+        try:
+            await self.reopen_session(session_id)
+        except BridgeError as exc:
+            log.warning("session %s: not resumed here after takeover (%s)", session_id, exc)
+            return
+        log.warning("session %s: taken over and resumed here", session_id)
+        for subscription in subscriptions:
+            try:
+                await self.attach(session_id, subscription.subscriber, subscription.cursor)
+            except BridgeError as exc:
+                log.warning("session %s: a host could not follow on (%s)", session_id, exc)
+
     def _follow(self, session_id: str, subscription: Subscription) -> None:
         """Follow a session open in another fleet member for ``subscription``'s host
         (once per host and session), when the history can say when it commits."""
@@ -813,6 +851,7 @@ class Runtime:
         if self._tg is None or key in self._remote or not isinstance(self.history, Followable):
             return
         scope = self._remote[key] = anyio.CancelScope()
+        self._remote_subs[key] = subscription
 
         async def follow() -> None:
             try:
