@@ -180,11 +180,11 @@ class Runtime:
         self._withheld: dict[str, dict[str, Any]] = {}
         #: hosts following sessions another fleet member owns (:mod:`.following`)
         self._remote: dict[tuple[str, Subscriber], anyio.CancelScope] = {}
-        #: one lock per provider session being continued (two hosts at once: one binds)
-        self._binding: dict[tuple[str, str], anyio.Lock] = {}
         #: their subscriptions (kept after the session closed: a takeover here hands
         #: them to the reopened session, see :meth:`_take_over`)
         self._remote_subs: dict[tuple[str, Subscriber], Subscription] = {}
+        #: one lock per provider session being continued (two hosts at once: one binds)
+        self._binding: dict[tuple[str, str], anyio.Lock] = {}
 
     async def __aenter__(self) -> Runtime:
         await self.history.start(self._committed)
