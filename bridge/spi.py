@@ -38,6 +38,7 @@ import anyio.abc
 
 from agent_bridge.wire.errors import ErrorCode, ErrorDetailValue
 from agent_bridge.wire.events import ProviderPayload
+from agent_bridge.wire.inputs import CommandInfo
 from agent_bridge.wire.interactions import Answer, InteractionRequest, InteractionStatus
 from agent_bridge.wire.methods import RunInput
 from agent_bridge.wire.native import NativeSessionsListResult, NativeSessionsReadResult
@@ -264,6 +265,12 @@ class ProviderSession(abc.ABC):
     async def dispose(self) -> None:
         """Release everything (stop the child process, close pipes).  Idempotent, safe to
         retry after a failure, and bounded in time; must not raise."""
+
+    def commands(self) -> tuple[CommandInfo, ...] | None:
+        """The commands (slash commands, skills) the provider offers this session now, as
+        far as it has said (``None``: it has not, or never names them).  A change during
+        a run is also emitted as ``CommandsUpdated``."""
+        return None
 
     def input_capabilities(self) -> InputCapabilities | None:
         """What this session's runs may take as input, when the session knows better than

@@ -8,6 +8,7 @@ const PROTOCOL_VERSION = 1;
 
 /** The event types this version knows. */
 const KNOWN_EVENT_TYPES = Object.freeze([
+  "commands.updated",
   "diagnostic",
   "interaction.requested",
   "interaction.settled",

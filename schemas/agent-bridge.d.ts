@@ -204,6 +204,7 @@ export type BridgeToHostMessage =
   | RunSteerResponse
   | InteractionRespondResponse
   | EventsReadResponse
+  | SessionCommandsResponse
   | BlobReadResponse
   | ProviderSessionsListResponse
   | ProviderSessionsReadResponse
@@ -263,6 +264,40 @@ export interface ClientCapabilities {
 export interface ClientInfo {
   name: string;
   version?: string | null;
+  [key: string]: unknown;
+}
+
+/**
+ * A command a session's provider offers (a slash command, a custom command, a
+ * skill): its `name` (what a `command` block names), a `description` and, when it
+ * takes arguments, a `hint` of what they are.
+ */
+export interface CommandInfo {
+  name: string;
+  /** @defaultValue `""` */
+  description?: string;
+  hint?: string | null;
+  [key: string]: unknown;
+}
+
+/**
+ * One of the session's commands (`session/commands`: a slash command or a skill
+ * the provider offers), by its `name` (without a leading `/`), with its
+ * `arguments` as one string.  The provider runs it as its own front end would.
+ */
+export interface CommandInput {
+  type: "command";
+  name: string;
+  arguments?: string | null;
+}
+
+/**
+ * The commands the session's provider offers changed (the whole list; a host shows
+ * it as a menu, `session/commands` reads the latest).
+ */
+export interface CommandsUpdated {
+  type: "commands.updated";
+  commands: CommandInfo[];
   [key: string]: unknown;
 }
 
@@ -397,7 +432,7 @@ export interface EventNotification {
   params: EventEnvelope;
 }
 
-/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, LimitsUpdated, RunStarted, RunCompleted, RunFailed, RunInterrupted, InteractionRequested, InteractionSettled, SessionClosed, SessionResumed, SessionImported. */
+/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, LimitsUpdated, CommandsUpdated, RunStarted, RunCompleted, RunFailed, RunInterrupted, InteractionRequested, InteractionSettled, SessionClosed, SessionResumed, SessionImported. */
 export type EventPayload =
   | TextDelta
   | ThinkingDelta
@@ -406,6 +441,7 @@ export type EventPayload =
   | Usage
   | Diagnostic
   | LimitsUpdated
+  | CommandsUpdated
   | RunStarted
   | RunCompleted
   | RunFailed
@@ -545,6 +581,7 @@ export type HostToBridgeMessage =
   | RunSteerRequest
   | InteractionRespondRequest
   | EventsReadRequest
+  | SessionCommandsRequest
   | BlobReadRequest
   | ProviderSessionsListRequest
   | ProviderSessionsReadRequest
@@ -625,8 +662,8 @@ export interface InitializedNotification {
   params?: Empty;
 }
 
-/** One of TextInput, ImageInput, FileInput, ResourceInput. */
-export type InputBlock = TextInput | ImageInput | FileInput | ResourceInput;
+/** One of TextInput, ImageInput, FileInput, ResourceInput, CommandInput. */
+export type InputBlock = TextInput | ImageInput | FileInput | ResourceInput | CommandInput;
 
 /**
  * What a run's input may hold (see `RunInput`): the block `kinds` the provider
@@ -641,10 +678,10 @@ export interface InputCapabilities {
   [key: string]: unknown;
 }
 
-export type InputKind = "file" | "image" | "resource" | "text";
+export type InputKind = "command" | "file" | "image" | "resource" | "text";
 
-/** One of TextInput, ImageRecord, FileInput, ResourceInput. */
-export type InputRecord = TextInput | ImageRecord | FileInput | ResourceInput;
+/** One of TextInput, ImageRecord, FileInput, ResourceInput, CommandInput. */
+export type InputRecord = TextInput | ImageRecord | FileInput | ResourceInput | CommandInput;
 
 /** The interaction kinds a provider may raise. */
 export interface InteractionCapabilities {
@@ -1119,7 +1156,7 @@ export interface ProviderLimitsResult {
   [key: string]: unknown;
 }
 
-/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, LimitsUpdated. */
+/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, LimitsUpdated, CommandsUpdated. */
 export type ProviderPayload =
   | TextDelta
   | ThinkingDelta
@@ -1127,7 +1164,8 @@ export type ProviderPayload =
   | PlanUpdated
   | Usage
   | Diagnostic
-  | LimitsUpdated;
+  | LimitsUpdated
+  | CommandsUpdated;
 
 /** The `provider/sessions/continue` request (host->bridge): Continue a provider-kept session in the bridge: one bridge session per provider session, its earlier turns imported. */
 export interface ProviderSessionsContinueRequest {
@@ -1522,6 +1560,32 @@ export interface SessionCloseResponse {
 export interface SessionClosed {
   type: "session.closed";
   reason: string;
+  [key: string]: unknown;
+}
+
+/** The `session/commands` request (host->bridge): List the commands (slash commands, skills) the session's provider offers now. */
+export interface SessionCommandsRequest {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  method: "session/commands";
+  params: SessionRef;
+}
+
+/** The successful response to `session/commands`. */
+export interface SessionCommandsResponse {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  result: SessionCommandsResult;
+}
+
+/**
+ * `session/commands`: the commands the session's provider offers now, and whether
+ * it has said (`known`: false before a provider that names its commands has named
+ * them, and for a provider that never does).
+ */
+export interface SessionCommandsResult {
+  commands: CommandInfo[];
+  known: boolean;
   [key: string]: unknown;
 }
 
@@ -2126,6 +2190,16 @@ export interface Methods {
     stability: "stable";
     cancellable: false;
   };
+  /** List the commands (slash commands, skills) the session's provider offers now. */
+  "session/commands": {
+    direction: "host->bridge";
+    kind: "request";
+    params: SessionRef;
+    result: SessionCommandsResult;
+    since: 1;
+    stability: "stable";
+    cancellable: true;
+  };
   /** Create a session on a provider. */
   "session/create": {
     direction: "host->bridge";
@@ -2224,7 +2298,7 @@ export type ResultOf<M extends keyof Methods> = Methods[M] extends { result: inf
  * agent-bridge.mjs).  Narrow a received payload with its guard `isKnownEvent`
  * (`p is EventPayload`), then switch on `p.type`; any other payload is an
  * UnknownEventPayload (a later version's event) to skip or show generically. */
-export type KnownEventType = "diagnostic" | "interaction.requested" | "interaction.settled" | "limits.updated" | "plan.updated" | "run.completed" | "run.failed" | "run.interrupted" | "run.started" | "session.closed" | "session.imported" | "session.resumed" | "text.delta" | "thinking.delta" | "tool.activity" | "usage";
+export type KnownEventType = "commands.updated" | "diagnostic" | "interaction.requested" | "interaction.settled" | "limits.updated" | "plan.updated" | "run.completed" | "run.failed" | "run.interrupted" | "run.started" | "session.closed" | "session.imported" | "session.resumed" | "text.delta" | "thinking.delta" | "tool.activity" | "usage";
 
 /** An ErrorInfo of one code: `ErrorInfoOf<"provider_failed">`. */
 export type ErrorInfoOf<C extends ErrorCode> = ErrorInfo & { code: C };
@@ -2286,7 +2360,7 @@ export interface ScriptedEchoStep {
 
 export interface ScriptedEmitStep {
   type: "emit";
-  payloads: Array<TextDelta | ThinkingDelta | ToolActivity | PlanUpdated | Usage | Diagnostic | LimitsUpdated>;
+  payloads: Array<TextDelta | ThinkingDelta | ToolActivity | PlanUpdated | Usage | Diagnostic | LimitsUpdated | CommandsUpdated>;
   raw?: unknown;
 }
 
@@ -2378,11 +2452,14 @@ export interface ScriptedRunScript {
 
 /**
  * A whole script: `steps` for every run, or `runs` for run-by-run scripts;
- * `recorded` only in scripts written by `agent-bridge record` (not used to run).
+ * `commands`: the commands the session offers (`session/commands`; a `command`
+ * block reaches the run like any other); `recorded` only in scripts written by
+ * `agent-bridge record` (not used to run).
  */
 export interface ScriptedScript {
   steps?: ScriptedStep[] | null;
   runs?: ScriptedRunScript[] | null;
+  commands?: CommandInfo[] | null;
   recorded?: ScriptedRecording | null;
 }
 

@@ -6,6 +6,7 @@ export const PROTOCOL_VERSION = 1;
 
 /** The event types this version knows. */
 export const KNOWN_EVENT_TYPES = Object.freeze([
+  "commands.updated",
   "diagnostic",
   "interaction.requested",
   "interaction.settled",

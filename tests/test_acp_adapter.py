@@ -434,7 +434,9 @@ async def test_text_run(fake: Fake) -> None:
         payloads = await run_text(bridge, session_id, "say hi")
         assert text_of(payloads) == HELLO
         assert payloads[-1] == {"type": "run.completed", "stopReason": "end_turn"}
-        assert "acp_commands_updated" in codes(payloads)
+        assert of_type(payloads, "commands.updated") == [
+            {"type": "commands.updated", "commands": [{"name": "help", "description": "Help"}]}
+        ]
         again = await run_text(bridge, session_id, "REFUSE")
         assert again[-1] == {"type": "run.completed", "stopReason": "refusal"}
     new = fake.sent_by_bridge("session/new")[0]["params"]
@@ -798,10 +800,10 @@ def _rich_input(work: Path) -> Msg:
 
 def test_prompt_blocks_and_input_capabilities_follow_the_agent() -> None:
     none = p.input_capabilities(p.AgentInfo.from_result({"agentCapabilities": {}}))
-    assert none.kinds == ("text", "file") and none.image is None
+    assert none.kinds == ("text", "file", "command") and none.image is None
     assert p.input_capabilities(None) == none  # not asked yet: ACP's baseline
     both = p.input_capabilities(p.AgentInfo.from_result({"agentCapabilities": GEMINI_LIKE}))
-    assert both.kinds == ("text", "image", "file", "resource")
+    assert both.kinds == ("text", "image", "file", "resource", "command")
     assert both.image is not None and "image/png" in both.image.mime_types
     provider = AcpProvider(spec_from_entry("x", {"command": ["a"]}))
     assert provider.describe().capabilities.input == none
@@ -817,7 +819,13 @@ async def test_rich_input_reaches_the_agent_as_acp_blocks(fake: Fake) -> None:
         session_id = await create(bridge, fake)
         listed = await bridge.result("providers/list", {"probe": False})
         d = next(x for x in listed["providers"] if x["id"] == "fake")
-        assert d["capabilities"]["input"]["kinds"] == ["text", "image", "file", "resource"]
+        assert d["capabilities"]["input"]["kinds"] == [
+            "text",
+            "image",
+            "file",
+            "resource",
+            "command",
+        ]
         result = await bridge.result(
             "run/start", {"sessionId": session_id, "input": _rich_input(fake.work)}
         )
@@ -859,4 +867,39 @@ async def test_an_agent_is_never_sent_what_it_did_not_advertise(tmp_path: Path) 
         assert events[-1]["type"] == "run.completed"
     (prompt,) = fake.sent_by_bridge("session/prompt")
     assert [b["type"] for b in prompt["params"]["prompt"]] == ["text", "resource_link", "text"]
+    fake.check_schema()
+
+
+async def test_the_agents_commands_reach_the_host_and_a_command_block_invokes_one(
+    fake: Fake,
+) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        before = await bridge.result("session/commands", {"sessionId": session_id})
+        assert before == {"commands": [], "known": False}  # the stand-in names them later
+        payloads = await run_text(bridge, session_id, "say hi")
+        listed = [{"name": "help", "description": "Help"}]
+        assert of_type(payloads, "commands.updated") == [
+            {"type": "commands.updated", "commands": listed}
+        ]
+        after = await bridge.result("session/commands", {"sessionId": session_id})
+        assert after == {"commands": listed, "known": True}
+        command = {"type": "command", "name": "help", "arguments": "tools"}
+        result = await bridge.result(
+            "run/start", {"sessionId": session_id, "input": {"content": [command]}}
+        )
+        events = await drive(bridge, result["runId"])
+        assert events[0]["content"] == [command]  # run.started records what was asked
+        assert events[-1]["type"] == "run.completed"
+        for bad in ("/help", "", "two  spaces"):
+            reply = await bridge.call(
+                "run/start",
+                {"sessionId": session_id, "input": {"content": [{**command, "name": bad}]}},
+                check=False,
+            )
+            assert reply["error"]["code"] == -32602, bad
+        missing = await bridge.call("session/commands", {"sessionId": "ses_nope"})
+        assert missing["error"]["data"]["code"] == "session_not_found"
+    prompts = fake.sent_by_bridge("session/prompt")
+    assert prompts[-1]["params"]["prompt"] == [{"type": "text", "text": "/help tools"}]
     fake.check_schema()

@@ -554,7 +554,15 @@ async def test_gemini_receives_an_image_a_file_and_a_resource(gemini: Gemini) ->
         session_id = await _create(bridge, g)
         listed = await bridge.result("providers/list", {"probe": False})
         d = next(x for x in listed["providers"] if x["id"] == "gemini")
-        assert d["capabilities"]["input"]["kinds"] == ["text", "image", "file", "resource"]
+        kinds = ["text", "image", "file", "resource", "command"]
+        assert d["capabilities"]["input"]["kinds"] == kinds
+        # Gemini names its commands (available_commands_update) after session/new
+        with anyio.fail_after(20):
+            while not (
+                commands := await bridge.result("session/commands", {"sessionId": session_id})
+            )["known"]:
+                await anyio.sleep(0.1)
+        assert "memory" in {c["name"] for c in commands["commands"]}
         for content in ([text, image], [text, file, resource], [text, image, file]):
             result = await bridge.result(
                 "run/start", {"sessionId": session_id, "input": {"content": content}}

@@ -197,6 +197,36 @@ async def test_real_cli_receives_images_files_and_resources(
     assert '<context ref="untitled:1">\nx = 1\n</context>' in texts
 
 
+async def test_real_cli_commands_reach_the_host_and_a_command_block_runs_one(
+    env: Env, standin: AnthropicStandIn
+) -> None:
+    """The real CLI's commands (its initialize answer: built-in slash commands, the
+    workspace's custom commands, skills) are listed by ``session/commands``; a
+    ``command`` block runs the workspace's custom command: the stand-in's request holds
+    the command file's text with the arguments in place."""
+    commands = env.workspace / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "greet.md").write_text(
+        "---\ndescription: Greet someone by name\nargument-hint: <name>\n---\n"
+        "Say the word PINEAPPLE-42 to $ARGUMENTS.\n"
+    )
+    standin.push(Text("PINEAPPLE-42, Ada."))
+    async with bridge(env) as b:
+        session_id = await create(b, env)
+        listed = await b.result("session/commands", {"sessionId": session_id})
+        assert listed["known"] is True
+        by_name = {c["name"]: c for c in listed["commands"]}
+        assert by_name["greet"]["description"].startswith("Greet someone by name")
+        assert by_name["greet"].get("hint") == "<name>"
+        assert "compact" in by_name or "init" in by_name  # built-in ones too
+        command = {"type": "command", "name": "greet", "arguments": "Ada"}
+        await b.result("run/start", {"sessionId": session_id, "input": {"content": [command]}})
+        terminal = await b.terminal(timeout=30)
+        assert terminal["payload"]["type"] == "run.completed", terminal
+    (turn,) = standin.model_requests()
+    assert "Say the word PINEAPPLE-42 to Ada." in "\n".join(transcript_texts(turn))
+
+
 async def test_real_cli_bash_approved(env: Env, standin: AnthropicStandIn) -> None:
     standin.push(ToolUse("touch approved.txt"), Text("Done."))
     async with bridge(env) as b:

@@ -27,6 +27,7 @@ from agent_bridge.wire.acp import (
 from agent_bridge.wire.acp import STOP_REASONS as _STOP_REASONS
 from agent_bridge.wire.errors import ErrorCode
 from agent_bridge.wire.events import (
+    CommandsUpdated,
     ContextUsage,
     CumulativeUsage,
     Diagnostic,
@@ -38,6 +39,7 @@ from agent_bridge.wire.events import (
     ToolActivity,
     Usage,
 )
+from agent_bridge.wire.inputs import CommandInfo
 from agent_bridge.wire.interactions import (
     ApprovalMode,
     ApprovalRequest,
@@ -274,8 +276,7 @@ def update_payloads(state: TurnState, update: Mapping[str, Any]) -> list[Provide
         usage = _usage(update)
         return [usage] if usage is not None else []
     if kind == "available_commands_update":
-        count = len(objs(update.get("availableCommands")))
-        return [_diag("info", "acp_commands_updated", f"The agent offers {count} commands")]
+        return [CommandsUpdated(commands_of(update))]
     if kind == "current_mode_update":
         return [_diag("info", "acp_mode_changed", "The agent switched its session mode")]
     if kind == "config_option_update":
@@ -542,3 +543,23 @@ def elicitation_reply(fields: list[Field], outcome: InteractionOutcome) -> dict[
     except ValueError:
         return {"action": "decline"}
     return {"action": "accept", "content": content}
+
+
+def commands_of(update: Mapping[str, Any]) -> tuple[CommandInfo, ...]:
+    """The commands of an ``available_commands_update`` (entries without a name are left
+    out; a description or hint that is not a string is left empty)."""
+    out: list[CommandInfo] = []
+    for entry in objs(update.get("availableCommands")):
+        name = entry.get("name")
+        if not isinstance(name, str) or not name.strip():
+            continue
+        description = entry.get("description")
+        hint = obj(entry.get("input")).get("hint")
+        out.append(
+            CommandInfo(
+                name.strip()[:200],
+                description if isinstance(description, str) else "",
+                hint if isinstance(hint, str) else None,
+            )
+        )
+    return tuple(out)

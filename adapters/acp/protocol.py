@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from agent_bridge.wire.acp import AUTH_REQUIRED, PROTOCOL_VERSION, RESOURCE_NOT_FOUND, obj, objs
-from agent_bridge.wire.inputs import FileInput, ImageInput, InputKind, ResourceInput, TextInput
+from agent_bridge.wire.inputs import (
+    CommandInput,
+    FileInput,
+    ImageInput,
+    InputKind,
+    ResourceInput,
+    TextInput,
+)
 from agent_bridge.wire.methods import RunInput
 from agent_bridge.wire.providers import ImageInputCapability, InputCapabilities
 
@@ -97,16 +104,17 @@ IMAGES: Final = ImageInputCapability(
 
 def input_capabilities(info: AgentInfo | None) -> InputCapabilities:
     """What a run's input may hold for an agent that answered ``initialize`` with
-    ``info``: text and file references always (ACP's baseline: ``text`` and
-    ``resource_link`` blocks); images when its ``promptCapabilities.image`` says so;
-    embedded resources when ``embeddedContext`` does.  Audio is not a run input kind.
-    ``None`` (not asked yet): the baseline."""
+    ``info``: text, file references and commands always (ACP's baseline: ``text`` and
+    ``resource_link`` blocks; a command is text); images when its
+    ``promptCapabilities.image`` says so; embedded resources when ``embeddedContext``
+    does.  Audio is not a run input kind.  ``None`` (not asked yet): the baseline."""
     kinds: list[InputKind] = ["text"]
     if info is not None and info.prompt_image:
         kinds.append("image")
     kinds.append("file")
     if info is not None and info.prompt_embedded_context:
         kinds.append("resource")
+    kinds.append("command")
     return InputCapabilities(kinds=tuple(kinds), image=IMAGES if "image" in kinds else None)
 
 
@@ -116,7 +124,8 @@ def prompt_blocks(input: RunInput) -> list[dict[str, Any]]:
     ``image`` (base64 ``data`` and ``mimeType``); a file reference as a ``resource_link``
     to its ``file://`` URI, followed, for a line range, by the text ``(lines a-b of
     <name>)`` (a link has no place for lines); an embedded resource as ``resource`` with
-    its text (``uri`` ``untitled:resource-N`` when the host gave none: ACP requires one).
+    its text (``uri`` ``untitled:resource-N`` when the host gave none: ACP requires one);
+    a command as the text ``/<name> <arguments>``, as ACP's clients invoke one.
     The runtime refused beforehand every kind the agent did not advertise
     (:func:`input_capabilities`)."""
     if input.text is not None:
@@ -142,6 +151,9 @@ def prompt_blocks(input: RunInput) -> list[dict[str, Any]]:
             if block.mime_type is not None:
                 resource["mimeType"] = block.mime_type
             out.append({"type": "resource", "resource": resource})
+        elif isinstance(block, CommandInput):
+            text = f"/{block.name} {block.arguments or ''}".rstrip()
+            out.append({"type": "text", "text": text})
     return out
 
 

@@ -51,6 +51,7 @@ from agent_bridge.spi import (
     SessionContext,
 )
 from agent_bridge.wire.events import Diagnostic, ProviderPayload
+from agent_bridge.wire.inputs import CommandInfo
 from agent_bridge.wire.methods import RunInput
 from agent_bridge.wire.providers import InputCapabilities
 
@@ -150,6 +151,8 @@ class AcpSession(ProviderSession):
         #: taken as that run's (:func:`mapping.answers_a_cancelled_turn`).
         self._after_cancel = False
         self.info: p.AgentInfo | None = None
+        #: the agent's commands (its last ``available_commands_update``)
+        self._commands: tuple[CommandInfo, ...] | None = None
         #: The entry's hints completed by the agent's profile (known once the agent has
         #: answered ``initialize``; until then the profile a built-in expects).
         self.hints: Hints = effective_hints(
@@ -376,6 +379,11 @@ class AcpSession(ProviderSession):
         )
         return run
 
+    def commands(self) -> tuple[CommandInfo, ...] | None:
+        """The agent's commands from its last ``available_commands_update`` (``None``
+        until it sent one)."""
+        return self._commands
+
     def input_capabilities(self) -> InputCapabilities:
         """What this agent's prompts may hold, from its ``initialize`` answer
         (:func:`~agent_bridge.adapters.acp.protocol.input_capabilities`): the generic
@@ -505,9 +513,11 @@ class AcpSession(ProviderSession):
 
     def _on_update(self, raw: msgspec.Raw) -> None:
         params = self._decode(raw)
+        update = p.obj(params.get("update"))
+        if update.get("sessionUpdate") == "available_commands_update":
+            self._commands = mapping.commands_of(update)  # kept in or outside a run
         if self._loading:
             return  # history replayed by session/load: already in the journal
-        update = p.obj(params.get("update"))
         run = self._current(params)
         if run is None:
             log.debug("acp: update %r outside a run ignored", update.get("sessionUpdate"))

@@ -35,7 +35,14 @@ from agent_bridge.wire.events import (
     ToolActivity,
     Usage,
 )
-from agent_bridge.wire.inputs import FileInput, ImageInput, ResourceInput, TextInput
+from agent_bridge.wire.inputs import (
+    CommandInfo,
+    CommandInput,
+    FileInput,
+    ImageInput,
+    ResourceInput,
+    TextInput,
+)
 from agent_bridge.wire.interactions import (
     Answer,
     ApprovalRequest,
@@ -1013,9 +1020,13 @@ def user_content(input: RunInput) -> str | list[dict[str, Any]]:
     only; else Messages API blocks, in order: a text block as text, an image as a base64
     ``image`` block, a file reference as the mention ``@<path>`` (with ``(lines a-b)``)
     for the CLI's tools to read, an embedded resource as its text in
-    ``<context ref="…">`` … ``</context>``."""
+    ``<context ref="…">`` … ``</context>``; a command as the text ``/<name> <arguments>``
+    (the whole message when it is the only block: the CLI expands a slash command, a
+    custom command or a skill only from a message that starts with it)."""
     if input.text is not None:
         return input.text
+    if len(input.content) == 1 and isinstance(input.content[0], CommandInput):
+        return _command_text(input.content[0])
     out: list[dict[str, Any]] = []
     for block in input.content:
         if isinstance(block, TextInput):
@@ -1028,7 +1039,53 @@ def user_content(input: RunInput) -> str | list[dict[str, Any]]:
         elif isinstance(block, ResourceInput):
             ref = block.uri or "untitled"
             out.append({"type": "text", "text": f'<context ref="{ref}">\n{block.text}\n</context>'})
+        elif isinstance(block, CommandInput):
+            out.append({"type": "text", "text": _command_text(block)})
     return out
+
+
+def _command_text(block: CommandInput) -> str:
+    return f"/{block.name} {block.arguments or ''}".rstrip()
+
+
+def commands_of(value: object) -> tuple[CommandInfo, ...] | None:
+    """The commands of the CLI's ``initialize`` answer (``commands``: name, description,
+    ``argumentHint``); ``None`` when it names none."""
+    if not isinstance(value, list):
+        return None
+    out: list[CommandInfo] = []
+    for entry in value:
+        if not isinstance(entry, dict):
+            continue
+        name, description, hint = (
+            entry.get("name"),
+            entry.get("description"),
+            entry.get("argumentHint"),
+        )
+        if isinstance(name, str) and name.strip():
+            out.append(
+                CommandInfo(
+                    name.strip()[:200],
+                    description if isinstance(description, str) else "",
+                    hint if isinstance(hint, str) and hint else None,
+                )
+            )
+    return tuple(out)
+
+
+def commands_after_init(
+    known: tuple[CommandInfo, ...] | None, names: object
+) -> tuple[CommandInfo, ...] | None:
+    """The commands once a turn's ``init`` names ``slash_commands``: those still named
+    keep what ``initialize`` said of them, new ones come with their name only.  ``None``
+    when nothing changed (or the record names none)."""
+    if not isinstance(names, list):
+        return None
+    wanted = [n.strip()[:200] for n in names if isinstance(n, str) and n.strip()]
+    before = {c.name: c for c in known or ()}
+    if known is not None and set(before) == set(wanted):
+        return None
+    return tuple(before.get(n) or CommandInfo(n) for n in wanted)
 
 
 def _mention(block: FileInput) -> str:

@@ -127,9 +127,9 @@ def _session_class() -> type[ClaudeSession]:
 
 #: What a run's input may hold: text, images (the Messages API's types; at most 3.75 MiB,
 #: so that the base64 the CLI sends stays within the API's 5 MB per image), file
-#: references and embedded resources (given as text; see ``mapping.user_content``).
+#: references, embedded resources and commands (given as text; see ``mapping.user_content``).
 INPUT: Final = InputCapabilities(
-    kinds=("text", "image", "file", "resource"),
+    kinds=("text", "image", "file", "resource", "command"),
     image=ImageInputCapability(
         mime_types=("image/png", "image/jpeg", "image/gif", "image/webp"),
         max_bytes=5 * 1024 * 1024 * 3 // 4,

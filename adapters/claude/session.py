@@ -62,7 +62,8 @@ from agent_bridge.spi import (
     SessionContext,
 )
 from agent_bridge.wire.errors import ErrorCode
-from agent_bridge.wire.events import LimitMeter, ProviderPayload
+from agent_bridge.wire.events import CommandsUpdated, LimitMeter, ProviderPayload
+from agent_bridge.wire.inputs import CommandInfo
 from agent_bridge.wire.methods import RunInput
 
 __all__ = ["ClaudeRun", "ClaudeSession"]
@@ -158,6 +159,8 @@ class ClaudeSession(ProviderSession):
         self._expect_results = 0
         self._permissions: dict[str, _Pending] = {}
         self._model: str | None = None
+        #: the CLI's commands (its initialize answer, kept current by each turn's init)
+        self._commands: tuple[CommandInfo, ...] | None = None
         #: The model endpoint the CLI talks to, as retry notices name it.
         self._endpoint = "the model endpoint"
         #: The stdout line being handled: the raw record of the payloads it produces.
@@ -239,6 +242,7 @@ class ClaudeSession(ProviderSession):
         await settled.wait()
         if entry.state == "result":
             info = entry.result if isinstance(entry.result, dict) else {}
+            self._commands = mapping.commands_of(info.get("commands"))
             account = info.get("account")
             if isinstance(account, dict):
                 log.info(
@@ -294,6 +298,11 @@ class ClaudeSession(ProviderSession):
             self._tasks.cancel_all()
         except Exception:
             log.exception("claude session: dispose failed")
+
+    def commands(self) -> tuple[CommandInfo, ...] | None:
+        """The CLI's slash commands, custom commands and skills (its ``initialize``
+        answer, kept current by each turn's ``init``)."""
+        return self._commands
 
     def export_recovery_record(self) -> Any:
         record = {
@@ -527,6 +536,10 @@ class ClaudeSession(ProviderSession):
             model = message.get("model")
             if isinstance(model, str):
                 self._model = model
+            commands = mapping.commands_after_init(self._commands, message.get("slash_commands"))
+            if commands is not None:
+                self._commands = commands
+                await self._emit(run, CommandsUpdated(commands))
         elif subtype == "api_retry":
             delay = mapping.retry_hint(message)
             if delay is not None:

@@ -58,7 +58,7 @@ OPTIONS: Final = (
 #: every kind of input block; images of the common types up to 10 MiB (its ``received``
 #: step replies with what arrived)
 INPUT: Final = InputCapabilities(
-    kinds=("text", "image", "file", "resource"),
+    kinds=("text", "image", "file", "resource", "command"),
     image=ImageInputCapability(
         mime_types=("image/png", "image/jpeg", "image/gif", "image/webp"),
         max_bytes=10 * 1024 * 1024,

@@ -9,7 +9,7 @@ run emits carries the script step it came from as its raw record (provenance:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -30,7 +30,8 @@ from agent_bridge.spi import (
     SessionContext,
 )
 from agent_bridge.wire.errors import ErrorCode
-from agent_bridge.wire.events import TextDelta, ThinkingDelta, ToolActivity
+from agent_bridge.wire.events import CommandsUpdated, TextDelta, ThinkingDelta, ToolActivity
+from agent_bridge.wire.inputs import CommandInfo
 from agent_bridge.wire.interactions import (
     ApprovalRequest,
     QuestionAnswer,
@@ -92,9 +93,17 @@ class _Crash(RuntimeError):
 class ScriptedRun(RunHandle):
     """One scripted run, executed in a task of the session's task group."""
 
-    def __init__(self, steps: Sequence[Step], input: RunInput, ctx: RunContext) -> None:
+    def __init__(
+        self,
+        steps: Sequence[Step],
+        input: RunInput,
+        ctx: RunContext,
+        on_commands: Callable[[tuple[CommandInfo, ...]], None] | None = None,
+    ) -> None:
         super().__init__()
         self._steps = steps
+        #: told of an emitted ``commands.updated`` (the session's list follows it)
+        self._on_commands = on_commands
         self._input = input
         self._ctx = ctx
         self._scope = anyio.CancelScope()
@@ -187,6 +196,8 @@ class ScriptedRun(RunHandle):
             elif isinstance(step, EmitStep):
                 raw = step if step.raw is None else step.raw
                 for payload in step.payloads:
+                    if isinstance(payload, CommandsUpdated) and self._on_commands is not None:
+                        self._on_commands(payload.commands)
                     await ctx.emit(payload, raw=raw)
             elif isinstance(step, InteractionStep):
                 outcome = await ctx.ask(step.request)
@@ -241,6 +252,7 @@ class ScriptedSession(ProviderSession):
         self._script = script or Script()
         self._history = history
         self._disposed = False
+        self._commands: tuple[CommandInfo, ...] | None = None
         self._tasks = TaskSupervisor(ctx.task_group, log, owner="scripted session")
 
     async def start_run(
@@ -251,9 +263,20 @@ class ScriptedSession(ProviderSession):
         override = load_script(options)
         steps = (override or self._script).for_run(len(self._history))
         self._history.append(input.plain_text())
-        run = ScriptedRun(steps, input, ctx)
+        run = ScriptedRun(steps, input, ctx, self._set_commands)
         self._tasks.start(run.main, name="run")
         return run
+
+    def commands(self) -> tuple[CommandInfo, ...] | None:
+        """The script's ``commands``, or those of the last ``commands.updated`` a run
+        emitted (``None`` when neither named any)."""
+        if self._commands is not None:
+            return self._commands
+        listed = self._script.commands
+        return None if listed is None else tuple(listed)
+
+    def _set_commands(self, commands: tuple[CommandInfo, ...]) -> None:
+        self._commands = commands
 
     def export_recovery_record(self) -> Any:
         script = msgspec.to_builtins(self._script)

@@ -28,7 +28,7 @@ from agent_bridge.rpc.framing import FramingKind
 from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.wire.catalog import CATALOG, handler_name
 from agent_bridge.wire.common import SUPPORTED_PROTOCOL_VERSIONS
-from agent_bridge.wire.inputs import BlobReadParams, BlobReadResult
+from agent_bridge.wire.inputs import BlobReadParams, BlobReadResult, SessionCommandsResult
 from agent_bridge.wire.interactions import Answer
 from agent_bridge.wire.methods import (
     Empty,
@@ -366,6 +366,9 @@ class BridgeFrontend:
 
     async def _events_read(self, params: EventsReadParams) -> msgspec.Raw:
         return await self.runtime.read_events(params)
+
+    async def _session_commands(self, params: SessionRef) -> SessionCommandsResult:
+        return await self.runtime.session_commands(params.session_id)
 
     async def _blob_read(self, params: BlobReadParams) -> BlobReadResult:
         return await self.runtime.read_blob(params)

@@ -62,6 +62,7 @@ TYPE_NAMES: Final[tuple[str, ...]] = (
     "session.resumed",
     "limits.updated",
     "session.imported",
+    "commands.updated",
 )
 
 

@@ -59,7 +59,12 @@ from agent_bridge.runtime.stream import EventStream, Subscriber, Subscription
 from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
 from agent_bridge.wire.errors import ErrorCode
 from agent_bridge.wire.events import SessionResumed
-from agent_bridge.wire.inputs import BLOB_READ_MAX, BlobReadParams, BlobReadResult
+from agent_bridge.wire.inputs import (
+    BLOB_READ_MAX,
+    BlobReadParams,
+    BlobReadResult,
+    SessionCommandsResult,
+)
 from agent_bridge.wire.methods import (
     EventsReadParams,
     JournalStatusParams,
@@ -1145,6 +1150,15 @@ class Runtime:
             raise BridgeError("interaction_not_found")
         self.services.check_writable()
         return interaction.respond(answer)
+
+    async def session_commands(self, session_id: str) -> SessionCommandsResult:
+        """The commands the session's provider offers now (``ProviderSession.commands``).
+        Raises ``session_not_found``, ``session_closed`` or ``session_in_use``."""
+        session = await self._open_here(session_id)
+        if session.state != "active" or session.provider_session is None:
+            raise BridgeError("session_closed")
+        commands = session.provider_session.commands()
+        return SessionCommandsResult(commands or (), commands is not None)
 
     async def read_blob(self, params: BlobReadParams) -> BlobReadResult:
         """Return a piece of the bytes the journal keeps for ``params.sha256`` (see

@@ -13,7 +13,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from agent_bridge.wire.events import EventEnvelope
-from agent_bridge.wire.inputs import BlobReadParams, BlobReadResult
+from agent_bridge.wire.inputs import BlobReadParams, BlobReadResult, SessionCommandsResult
 from agent_bridge.wire.interactions import Answer
 from agent_bridge.wire.methods import (
     Empty,
@@ -205,6 +205,12 @@ CATALOG: Final[tuple[MethodInfo, ...]] = (
         cancellable=False,
     ),
     _req("events/read", EventsReadParams, EventsReadResult, "Read a page of a session's events."),
+    _req(
+        "session/commands",
+        SessionRef,
+        SessionCommandsResult,
+        "List the commands (slash commands, skills) the session's provider offers now.",
+    ),
     _req(
         "blob/read",
         BlobReadParams,

@@ -12,11 +12,12 @@ from typing import Any, Literal
 
 from agent_bridge.wire.common import WireStruct
 from agent_bridge.wire.errors import ErrorInfo
-from agent_bridge.wire.inputs import InputRecord
+from agent_bridge.wire.inputs import CommandInfo, InputRecord
 from agent_bridge.wire.interactions import Answer, InteractionRequest, SettledStatus
 from agent_bridge.wire.tools import ToolContent, ToolKind, ToolLocation
 
 __all__ = [
+    "CommandsUpdated",
     "ContextUsage",
     "CumulativeUsage",
     "Diagnostic",
@@ -168,6 +169,13 @@ class LimitsUpdated(WireStruct, frozen=True, tag="limits.updated", tag_field="ty
     meters: tuple[LimitMeter, ...]
 
 
+class CommandsUpdated(WireStruct, frozen=True, tag="commands.updated", tag_field="type"):
+    """The commands the session's provider offers changed (the whole list; a host shows
+    it as a menu, ``session/commands`` reads the latest)."""
+
+    commands: tuple[CommandInfo, ...]
+
+
 class Diagnostic(WireStruct, frozen=True, tag="diagnostic", tag_field="type"):
     """Something a host may show or log: ``code`` from a small set, no upstream prose."""
 
@@ -253,7 +261,14 @@ class SessionImported(WireStruct, frozen=True, tag="session.imported", tag_field
 
 
 ProviderPayload = (
-    TextDelta | ThinkingDelta | ToolActivity | PlanUpdated | Usage | Diagnostic | LimitsUpdated
+    TextDelta
+    | ThinkingDelta
+    | ToolActivity
+    | PlanUpdated
+    | Usage
+    | Diagnostic
+    | LimitsUpdated
+    | CommandsUpdated
 )
 
 EventPayload = (
@@ -264,6 +279,7 @@ EventPayload = (
     | Usage
     | Diagnostic
     | LimitsUpdated
+    | CommandsUpdated
     | RunStarted
     | RunCompleted
     | RunFailed

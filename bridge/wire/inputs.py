@@ -10,7 +10,9 @@
 * ``file``: a reference to a file (or folder) of the workspace, optionally to lines
   ``startLine``..``endLine`` of it (from 1, inclusive): a selection or an ``@``-mention;
 * ``resource``: an embedded resource, its ``text`` given inline (a selection's text, an
-  unsaved buffer), with the ``uri`` it came from and its ``mimeType`` when known.
+  unsaved buffer), with the ``uri`` it came from and its ``mimeType`` when known;
+* ``command``: one of the session's commands (a slash command or skill the provider
+  offers, ``session/commands``) invoked by its ``name``, with its ``arguments``.
 
 A provider states which kinds it takes, which image types and how large
 (:class:`agent_bridge.wire.providers.InputCapabilities`); anything else is refused before
@@ -30,6 +32,8 @@ __all__ = [
     "BLOB_READ_MAX",
     "BlobReadParams",
     "BlobReadResult",
+    "CommandInfo",
+    "CommandInput",
     "FileInput",
     "ImageInput",
     "ImageRecord",
@@ -37,11 +41,12 @@ __all__ = [
     "InputKind",
     "InputRecord",
     "ResourceInput",
+    "SessionCommandsResult",
     "TextInput",
 ]
 
 #: The kinds of input block (a block's ``type``).
-InputKind = Literal["text", "image", "file", "resource"]
+InputKind = Literal["text", "image", "file", "resource", "command"]
 
 #: A line number, from 1.
 Line = Annotated[int, msgspec.Meta(ge=1)]
@@ -85,7 +90,16 @@ class ResourceInput(WireStruct, frozen=True, tag="resource", tag_field="type"):
     mime_type: str | None = None
 
 
-InputBlock = TextInput | ImageInput | FileInput | ResourceInput
+class CommandInput(WireStruct, frozen=True, tag="command", tag_field="type"):
+    """One of the session's commands (``session/commands``: a slash command or a skill
+    the provider offers), by its ``name`` (without a leading ``/``), with its
+    ``arguments`` as one string.  The provider runs it as its own front end would."""
+
+    name: Annotated[str, msgspec.Meta(pattern=r"^[^/\s][^\s]*( [^\s]+)*$", max_length=200)]
+    arguments: str | None = None
+
+
+InputBlock = TextInput | ImageInput | FileInput | ResourceInput | CommandInput
 
 
 class ImageRecord(WireStruct, frozen=True, tag="image", tag_field="type"):
@@ -99,7 +113,26 @@ class ImageRecord(WireStruct, frozen=True, tag="image", tag_field="type"):
 
 
 #: A block as ``run.started`` records it.
-InputRecord = TextInput | ImageRecord | FileInput | ResourceInput
+InputRecord = TextInput | ImageRecord | FileInput | ResourceInput | CommandInput
+
+
+class CommandInfo(WireStruct, frozen=True):
+    """A command a session's provider offers (a slash command, a custom command, a
+    skill): its ``name`` (what a ``command`` block names), a ``description`` and, when it
+    takes arguments, a ``hint`` of what they are."""
+
+    name: str
+    description: str = ""
+    hint: str | None = None
+
+
+class SessionCommandsResult(WireStruct, frozen=True):
+    """``session/commands``: the commands the session's provider offers now, and whether
+    it has said (``known``: false before a provider that names its commands has named
+    them, and for a provider that never does)."""
+
+    commands: tuple[CommandInfo, ...]
+    known: bool
 
 
 #: The most bytes one ``blob/read`` returns (decoded; its base64 then fits the default

@@ -858,6 +858,39 @@ def run_input(rec: Recorder) -> None:
     rec.request("run/start", {"sessionId": session, "input": {"content": mention}})
 
 
+@scenario("commands", doc=True)
+def commands(rec: Recorder) -> None:
+    """session/commands lists what the session's provider offers (the scripted provider:
+    its script's commands); a command block invokes one (the received step replies
+    with what arrived)."""
+    script = {
+        "commands": [
+            {"name": "review", "description": "Review the current diff", "hint": "<focus>"}
+        ],
+        "steps": [{"type": "received"}],
+    }
+    session = create(rec, script)
+    rec.request("session/commands", {"sessionId": session})
+    command = {"type": "command", "name": "review", "arguments": "error handling"}
+    rec.request(
+        "run/start",
+        {"sessionId": session, "input": {"content": [command]}},
+        until=event("run.completed"),
+    )
+    # a run in which the provider's commands change (an emit step plays one)
+    changed = {"type": "commands.updated", "commands": [{"name": "review"}, {"name": "test"}]}
+    rec.request(
+        "run/start",
+        {
+            "sessionId": session,
+            "input": {"text": "Add a command file"},
+            "options": {"script": {"steps": [{"type": "emit", "payloads": [changed]}]}},
+        },
+        until=event("run.completed"),
+    )
+    rec.request("session/commands", {"sessionId": session})
+
+
 @scenario("blob_read", doc=True)
 def blob_read(rec: Recorder) -> None:
     """blob/read returns the bytes the journal keeps for an image a run's input held,

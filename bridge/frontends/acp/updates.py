@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from agent_bridge.wire.acp import PLAN_STATUS_TO_ACP, text_block
 from agent_bridge.wire.events import (
+    CommandsUpdated,
     EventPayload,
     PlanUpdated,
     RunCompleted,
@@ -43,7 +44,13 @@ from agent_bridge.wire.events import (
     ToolActivity,
     Usage,
 )
-from agent_bridge.wire.inputs import FileInput, ResourceInput, TextInput
+from agent_bridge.wire.inputs import (
+    CommandInfo,
+    CommandInput,
+    FileInput,
+    ResourceInput,
+    TextInput,
+)
 from agent_bridge.wire.tools import ToolContent, ToolEdit
 
 __all__ = ["MAX_TOOL_OUTPUT_CHARS", "UpdateMapper", "is_terminal", "stop_reason"]
@@ -90,6 +97,14 @@ def _content(items: tuple[ToolContent, ...]) -> list[Update]:
     return out
 
 
+def _command(command: CommandInfo) -> dict[str, Any]:
+    """An ACP ``AvailableCommand`` for one of the provider's commands."""
+    out: dict[str, Any] = {"name": command.name, "description": command.description}
+    if command.hint is not None:
+        out["input"] = {"hint": command.hint}
+    return out
+
+
 class UpdateMapper:
     """The mapping for one session; it keeps each open tool call's output so far (ACP
     replaces a tool call's content with each update)."""
@@ -115,6 +130,13 @@ class UpdateMapper:
             return [{"sessionUpdate": "plan", "entries": entries}]
         if isinstance(payload, Usage):
             return self._usage(payload)
+        if isinstance(payload, CommandsUpdated):
+            return [
+                {
+                    "sessionUpdate": "available_commands_update",
+                    "availableCommands": [_command(c) for c in payload.commands],
+                }
+            ]
         if isinstance(payload, RunStarted) and replay:
             return _user_chunks(payload)
         return []
@@ -200,6 +222,8 @@ def _user_chunks(started: RunStarted) -> list[Update]:
             if block.mime_type is not None:
                 resource["mimeType"] = block.mime_type
             content = {"type": "resource", "resource": resource}
+        elif isinstance(block, CommandInput):
+            content = text_block(f"/{block.name} {block.arguments or ''}".rstrip())
         else:  # an image: its bytes are not kept in the history
             continue
         out.append({"sessionUpdate": "user_message_chunk", "content": content})
