@@ -1328,6 +1328,16 @@ export interface ResourceInput {
   mimeType?: string | null;
 }
 
+/**
+ * The session's policy for a run that hits a rate limit or quota: wait until the
+ * limit's reset (`details.resetsAt`/`retryAfterSeconds`), when that is at most
+ * `max_wait_seconds` away, and run the same input again, once.
+ */
+export interface RetryOnLimit {
+  /** @defaultValue `300` */
+  maxWaitSeconds?: number;
+}
+
 /** How runs behave: interrupt mode, steering, concurrent runs per session. */
 export interface RunCapabilities {
   interrupt: "cooperative" | "immediate" | "unsupported";
@@ -1591,7 +1601,8 @@ export interface SessionCommandsResult {
 
 /**
  * `session/create`: a session on `provider` in `workspace` with `options`
- * (as declared by the provider's descriptor).
+ * (as declared by the provider's descriptor); `retry_on_limit` sets the session's
+ * policy for runs that hit a limit (none: such a run fails at once).
  */
 export interface SessionCreateParams {
   provider: string;
@@ -1599,6 +1610,7 @@ export interface SessionCreateParams {
   /** @defaultValue `{}` */
   options?: Record<string, unknown>;
   title?: string | null;
+  retryOnLimit?: RetryOnLimit | null;
 }
 
 /** The `session/create` request (host->bridge): Create a session on a provider. */

@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 from conftest import running_bridge
 from provider_clis import require_cli
-from standins.anthropic_server import AnthropicStandIn, ApiError
+from standins.anthropic_server import AnthropicStandIn, ApiError, Text
 from standins.gemini_server import GeminiStandIn
 from standins.responses_server import CODEX_OFFLINE_CONFIG, ResponsesStandIn, reply
 from test_codex_adapter import drive, start
@@ -116,6 +116,29 @@ async def test_claude_code_429_fails_rate_limited_with_the_retry_hint(
     assert [d for d in events if d["type"] == "diagnostic" and d["code"] == "provider_retry"]
     assert len(server.model_requests()) == 2  # the first try and the CLI's one retry
     assert "slow down" not in json.dumps(events)
+
+
+async def test_claude_code_run_waits_for_the_reset_and_runs_again_under_the_policy(
+    claude_env: tuple[dict[str, str], AnthropicStandIn, Path],
+) -> None:
+    env, server, work = claude_env
+    refused = ApiError(429, "rate_limit_error", "stand-in: slow down", headers={"retry-after": "1"})
+    server.push(refused, refused, Text("recovered"))
+    async with running_bridge("newline", env=env) as bridge:
+        params = {
+            "provider": "claude-code",
+            "workspace": str(work),
+            "retryOnLimit": {"maxWaitSeconds": 30},
+        }
+        created = await bridge.result("session/create", params, timeout=30)
+        session = created["session"]["sessionId"]
+        events = await drive(bridge, await start(bridge, session, "hello"), timeout=60)
+        await bridge.result("session/close", {"sessionId": session}, timeout=20)
+    assert events[-1]["type"] == "run.completed", events[-1]
+    codes = [e["code"] for e in events if e["type"] == "diagnostic"]
+    assert codes.index("limit_retry_waiting") < codes.index("limit_retry_started"), codes
+    assert "".join(e["text"] for e in events if e["type"] == "text.delta") == "recovered"
+    assert [e["type"] for e in events].count("run.started") == 1  # one run, visibly retried
 
 
 async def test_claude_code_spent_balance_is_quota_exhausted(

@@ -274,6 +274,7 @@ class BridgeFrontend:
             options=params.options,
             title=params.title,
             subscriber=self,
+            retry_on_limit=params.retry_on_limit,
         )
         return SessionResult(info)
 

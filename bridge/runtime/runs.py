@@ -17,8 +17,11 @@ the provider does:
 
 from __future__ import annotations
 
+import calendar
 import logging
+import math
 import operator
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -74,6 +77,9 @@ class Run:
     """One run of a session (see the module docstring)."""
 
     __slots__ = (
+        "_options",
+        "_retried",
+        "_retry_wake",
         "done",
         "id",
         "input",
@@ -97,6 +103,12 @@ class Run:
         self.interactions: list[Interaction] = []
         self.done = anyio.Event()
         self.interrupt_reason = ""
+        #: the run options it started with (a retry after a limit starts with them again)
+        self._options: Mapping[str, Any] = {}
+        #: whether it already ran again after a limit (the policy retries once)
+        self._retried = False
+        #: set while it waits to retry after a limit; an interrupt wakes it
+        self._retry_wake: anyio.Event | None = None
 
     @property
     def terminal(self) -> bool:
@@ -117,6 +129,7 @@ class Run:
         ``run.failed`` event), never the command."""
         session = self.session
         history = session.services.history
+        self._options = options
         self._publish(RunStarted(input=self.input.text, content=self.input.record))
         for sha256, data in self.input.images.items():  # once each, by content
             history.add_blob(session.id, sha256, data)
@@ -142,17 +155,101 @@ class Run:
             session.tg.start_soon(self._deliver_interrupt)
 
     async def _follow(self) -> None:
-        provider_run = self.provider_run
-        if provider_run is None:  # already ended (forced)
-            return
-        try:
-            with provider_call(f"run {self.id}: provider wait()"):
-                outcome = await provider_run.wait()
-        except BridgeError as exc:
-            outcome = RunOutcome.failed(
-                exc.error_code, getattr(exc, "detail", ""), exc.info.details
-            )
+        while True:
+            provider_run = self.provider_run
+            if provider_run is None:  # already ended (forced)
+                return
+            try:
+                with provider_call(f"run {self.id}: provider wait()"):
+                    outcome = await provider_run.wait()
+            except BridgeError as exc:
+                outcome = RunOutcome.failed(
+                    exc.error_code, getattr(exc, "detail", ""), exc.info.details
+                )
+            wait = self._limit_wait(outcome)
+            if wait is None:
+                break
+            retried = await self._retry_after(wait, outcome)
+            if retried is None:
+                return  # ended while it waited (interrupted)
+            if isinstance(retried, RunOutcome):
+                outcome = retried
+                break
         self.finish(outcome)
+
+    def _limit_wait(self, outcome: RunOutcome) -> float | None:
+        """Seconds to wait before running the input again under the session's
+        ``retryOnLimit`` policy, or ``None``: no policy, already retried, not a limit,
+        no reset given, or a reset further away than the policy waits."""
+        policy = self.session.retry_on_limit
+        if (
+            policy is None
+            or self._retried
+            or self.state != "running"
+            or outcome.state != "failed"
+            or outcome.error_code != "provider_rate_limited"
+        ):
+            return None
+        details = safe_details(outcome.details) or {}
+        wait: float | None = None
+        resets = details.get("resetsAt")
+        after = details.get("retryAfterSeconds")
+        if isinstance(resets, str):
+            reset = calendar.timegm(time.strptime(resets, "%Y-%m-%dT%H:%M:%SZ"))
+            wait = max(0.0, reset - time.time())
+        elif isinstance(after, str):
+            wait = float(after)
+        if wait is None or wait > policy.max_wait_seconds:
+            return None
+        return wait
+
+    async def _retry_after(self, wait: float, outcome: RunOutcome) -> RunOutcome | bool | None:
+        """Wait ``wait`` seconds (said in a diagnostic), then start the provider's run
+        again with the same input (said again).  Return ``True`` once it runs again,
+        the outcome to end with when it could not start, or ``None`` when the run was
+        interrupted while it waited (it has ended)."""
+        self._retried = True
+        cause = (safe_details(outcome.details) or {}).get("cause", "rate_limited")
+        self._publish(
+            Diagnostic(
+                level="info",
+                code="limit_retry_waiting",
+                message=f"the run hit a limit ({cause}); it runs again in {math.ceil(wait)} s, "
+                "once the limit resets (the session's retryOnLimit policy)",
+            )
+        )
+        self.provider_run = None  # nothing to interrupt while it waits
+        self._retry_wake = anyio.Event()
+        with anyio.move_on_after(wait):
+            await self._retry_wake.wait()
+        self._retry_wake = None
+        if self.state == "interrupting":
+            self.finish(RunOutcome.interrupted())
+            return None
+        provider_session = self.session.provider_session
+        if provider_session is None or self.terminal:
+            return outcome
+        self._publish(
+            Diagnostic(
+                level="info",
+                code="limit_retry_started",
+                message="the limit's wait is over: the run starts again with the same input",
+            )
+        )
+        try:
+            with provider_call(f"run {self.id}: provider start_run (retry after a limit)"):
+                self.provider_run = await provider_session.start_run(
+                    self.input.provider, self._options, RunContext(self)
+                )
+        except BridgeError as exc:
+            return RunOutcome.failed(exc.error_code, getattr(exc, "detail", ""), exc.info.details)
+        if self._interrupting():  # while it started again
+            assert self.session.tg is not None
+            self.session.tg.start_soon(self._deliver_interrupt)
+        return True
+
+    def _interrupting(self) -> bool:
+        return self.state == "interrupting"
 
     def finish(self, outcome: RunOutcome, *, forced: bool = False) -> bool:
         """Publish the run's one terminal event (after settling what is pending); return
@@ -243,6 +340,8 @@ class Run:
         self._to("interrupting")
         self.interrupt_reason = reason
         assert self.session.tg is not None
+        if self._retry_wake is not None:
+            self._retry_wake.set()  # waiting to retry after a limit: end now
         if self.provider_run is not None:
             # Scheduled before the cancellations below wake the provider, so the
             # provider learns of the interrupt before it sees a cancelled answer.

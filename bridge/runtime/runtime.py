@@ -70,6 +70,7 @@ from agent_bridge.wire.methods import (
     JournalStatusParams,
     ProviderLimitsResult,
     RecoveryRecord,
+    RetryOnLimit,
     RunInput,
     RunInterruptResult,
     RunStartParams,
@@ -464,12 +465,14 @@ class Runtime:
         title: str | None = None,
         subscriber: Subscriber | None = None,
         session_id: str | None = None,
+        retry_on_limit: RetryOnLimit | None = None,
     ) -> SessionInfo:
         """Create a session, with ``subscriber`` attached to it (``session_id``: the id
         of a session just deleted, to recreate it on another provider; default: a new
-        one).  Raises ``provider_not_found``, ``invalid_option``, ``workspace_invalid`` or
-        the provider's classified failure."""
-        return await self._open_session(
+        one; ``retry_on_limit``: the session's policy for runs that hit a limit, kept for
+        its life in this bridge).  Raises ``provider_not_found``, ``invalid_option``,
+        ``workspace_invalid`` or the provider's classified failure."""
+        info = await self._open_session(
             provider_id,
             workspace,
             options or {},
@@ -478,6 +481,10 @@ class Runtime:
             subscriber,
             session_id,
         )
+        session = self.sessions.get(info.session_id)
+        if session is not None:
+            session.retry_on_limit = retry_on_limit
+        return info
 
     async def resume_session(
         self,

@@ -30,7 +30,7 @@ from agent_bridge.runtime.stream import EventStream, Subscriber
 from agent_bridge.spi import AgentProvider, ProviderSession, RunOutcome, SessionContext
 from agent_bridge.states import SESSION_TRANSITIONS, SessionState, transition
 from agent_bridge.wire.events import SessionClosed
-from agent_bridge.wire.methods import SessionInfo, SessionParent
+from agent_bridge.wire.methods import RetryOnLimit, SessionInfo, SessionParent
 from agent_bridge.wire.providers import InputCapabilities, ProviderDescriptor
 
 __all__ = ["ProviderStart", "Session", "record_info"]
@@ -75,6 +75,7 @@ class Session:
         "provider",
         "provider_session",
         "recovery_opaque",
+        "retry_on_limit",
         "saved_recovery",
         "services",
         "state",
@@ -107,6 +108,8 @@ class Session:
         self.updated_at = created_at
         self.services = services
         self.state: SessionState = "active"
+        #: the policy for runs that hit a limit (``session/create``'s ``retryOnLimit``)
+        self.retry_on_limit: RetryOnLimit | None = None
         #: the session and sequence this one was forked from
         self.parent: SessionParent | None = None
         self.provider_session: ProviderSession | None = None

@@ -202,14 +202,24 @@ class SessionInfo(WireStruct, frozen=True):
     parent: SessionParent | None = None
 
 
+class RetryOnLimit(WireStruct, frozen=True):
+    """The session's policy for a run that hits a rate limit or quota: wait until the
+    limit's reset (``details.resetsAt``/``retryAfterSeconds``), when that is at most
+    ``max_wait_seconds`` away, and run the same input again, once."""
+
+    max_wait_seconds: int = 300
+
+
 class SessionCreateParams(WireStruct, frozen=True):
     """``session/create``: a session on ``provider`` in ``workspace`` with ``options``
-    (as declared by the provider's descriptor)."""
+    (as declared by the provider's descriptor); ``retry_on_limit`` sets the session's
+    policy for runs that hit a limit (none: such a run fails at once)."""
 
     provider: str
     workspace: str | None = None
     options: dict[str, Any] = {}
     title: str | None = None
+    retry_on_limit: RetryOnLimit | None = None
 
 
 class SessionResult(WireStruct, frozen=True):

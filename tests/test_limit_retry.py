@@ -1,0 +1,94 @@
+"""The session policy ``retryOnLimit``: a run that hits a rate limit or quota waits for
+the limit's reset and runs the same input again, once, saying so in its events; without
+the policy, with a reset further away than it waits, or on a second limit, the run ends
+``run.failed``; an interrupt while it waits ends it at once.  The real bridge over real
+pipes with the scripted provider (whose script fails the first run with a limit);
+tests/test_limit_retry_e2e.py does it with the real Claude Code CLI."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from conftest import running_bridge
+from test_codex_adapter import drive, start
+
+Msg = dict[str, Any]
+
+
+def _script(after: str, then: list[Msg] | None = None) -> Msg:
+    limit = {
+        "type": "fail",
+        "code": "provider_rate_limited",
+        "details": {"cause": "rate_limited", "retryAfterSeconds": after},
+    }
+    return {"runs": [{"steps": [limit]}, {"steps": then or [{"type": "text", "text": "again"}]}]}
+
+
+async def _session(bridge: Any, script: Msg, policy: Msg | None) -> str:
+    params: Msg = {"provider": "scripted", "options": {"script": script}}
+    if policy is not None:
+        params["retryOnLimit"] = policy
+    created = await bridge.result("session/create", params)
+    return str(created["session"]["sessionId"])
+
+
+async def test_the_policy_waits_for_the_reset_and_runs_again_once() -> None:
+    async with running_bridge("newline") as bridge:
+        session = await _session(bridge, _script("1"), {"maxWaitSeconds": 5})
+        began = time.monotonic()
+        events = await drive(bridge, await start(bridge, session, "hi"), timeout=20)
+        waited = time.monotonic() - began
+    kinds = [e["type"] for e in events]
+    assert kinds == [
+        "run.started",
+        "diagnostic",
+        "diagnostic",
+        "text.delta",
+        "run.completed",
+    ], events
+    assert [e["code"] for e in events if e["type"] == "diagnostic"] == [
+        "limit_retry_waiting",
+        "limit_retry_started",
+    ]
+    assert "1 s" in events[1]["message"]
+    assert waited >= 1.0  # it waited for the reset
+
+
+async def test_without_the_policy_or_beyond_its_wait_the_run_fails() -> None:
+    async with running_bridge("newline") as bridge:
+        plain = await _session(bridge, _script("1"), None)
+        events = await drive(bridge, await start(bridge, plain, "hi"))
+        assert [e["type"] for e in events] == ["run.started", "run.failed"]
+        far = await _session(bridge, _script("600"), {"maxWaitSeconds": 5})
+        events = await drive(bridge, await start(bridge, far, "hi"))
+        assert [e["type"] for e in events] == ["run.started", "run.failed"]
+        assert events[-1]["error"]["details"]["retryAfterSeconds"] == "600"
+        # A second limit after the one retry: failed, not retried again.
+        again = _script("0", [{"type": "fail", "code": "provider_rate_limited"}])
+        twice = await _session(bridge, again, {"maxWaitSeconds": 5})
+        events = await drive(bridge, await start(bridge, twice, "hi"))
+        assert [e["type"] for e in events][-1] == "run.failed"
+        assert [e.get("code") for e in events if e["type"] == "diagnostic"] == [
+            "limit_retry_waiting",
+            "limit_retry_started",
+        ]
+
+
+async def test_an_interrupt_while_it_waits_ends_the_run() -> None:
+    async with running_bridge("newline") as bridge:
+        session = await _session(bridge, _script("30"), {"maxWaitSeconds": 60})
+        run = await start(bridge, session, "hi")
+
+        async def on_event(payload: Msg) -> None:
+            if payload.get("code") == "limit_retry_waiting":
+                reply = await bridge.call("run/interrupt", {"runId": run})
+                assert reply["result"]["state"] == "interrupting"
+
+        began = time.monotonic()
+        events = await drive(bridge, run, on_event=on_event, timeout=20)
+        assert events[-1]["type"] == "run.interrupted"
+        assert time.monotonic() - began < 10  # not the 30 s wait
+        # The session is still usable.
+        events = await drive(bridge, await start(bridge, session, "next"), timeout=10)
+        assert events[-1]["type"] == "run.completed"
