@@ -12,6 +12,7 @@ the session is listed, reopened with no gap and no duplicate, and runs again.
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import tempfile
@@ -398,11 +399,15 @@ def test_neovim_lists_and_reads_a_native_claude_session(tmp_path: Path) -> None:
     picked read through provider/sessions/read into a read-only buffer."""
     nvim = require_editor("nvim")
     out = tmp_path / "outcome.json"
-    project = tmp_path / "config" / "projects" / "-workspace-project"
+    # the session's working directory, made real here
+    work = tmp_path / "work"
+    work.mkdir()
+    slug = re.sub(r"[^A-Za-z0-9]", "-", str(work))  # Claude Code's project directory name
+    project = tmp_path / "config" / "projects" / slug
     project.mkdir(parents=True)
     sid = "28377def-ee38-4b08-ab48-cac0f67ecdff"
     data = ROOT / "tests" / "data" / "claude" / "native_session_2.1.197.jsonl"
-    (project / f"{sid}.jsonl").write_bytes(data.read_bytes())
+    (project / f"{sid}.jsonl").write_text(data.read_text().replace("/workspace/project", str(work)))
     env = {
         **os.environ,
         "HOME": str(tmp_path),
@@ -424,11 +429,10 @@ def test_neovim_lists_and_reads_a_native_claude_session(tmp_path: Path) -> None:
     assert o["ok"], (o.get("error"), log)
     assert o["picker"]["prompt"] == "claude-code sessions"
     [label] = o["picker"]["labels"]
-    assert label.startswith("say hello · /workspace/project · ")
-    assert o["name"].endswith(f"agent-bridge://native/claude-code/-workspace-project/{sid}")
+    assert label.startswith(f"say hello · {work} · ")
+    assert o["name"].endswith(f"agent-bridge://native/claude-code/{slug}/{sid}")
     assert o["lines"] == [
-        "# claude-code session · say hello · /workspace/project"
-        " (read-only: agent-bridge cannot continue claude-code sessions)",
+        f"# claude-code session · say hello · {work} (read-only)",
         "",
         "## You",
         "say hello",

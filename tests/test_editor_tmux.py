@@ -4,8 +4,8 @@ screen is read with ``tmux capture-pane``.
 
 Each session: a new session made from a source file's buffer and its first prompt typed
 (in Emacs typed ahead, before the bridge has answered: it must reach the chat, not the
-file); an approval dismissed (it stays pending, the bar or header line counts it), then
-answered by key; a question answered by key; the edit opened as a diff (Emacs); a run
+file); an approval not asked while the user types in Neovim's prompt area; an approval
+dismissed (it stays pending, the bar or header line counts it), then answered by key; a question answered by key; the edit opened as a diff (Emacs); a run
 interrupted by key; a two-line prompt written in the prompt area below the chat and sent
 (Emacs). The source file is untouched at the end.
 """
@@ -203,7 +203,15 @@ require('agent_bridge').setup({{ cmd = {{ {json.dumps(bridge_command()[0])} }},
     term.keys("i")
     term.text("Fix the build")
     term.keys("C-s")
-    # the approval is asked with vim.ui.select; an empty answer dismisses it: pending
+    # the approval is not asked while the user is in the prompt area (keys typed there
+    # must not answer it): it waits, counted, with a note saying how to answer it
+    screen = term.wait("1 pending approval")
+    term.wait("waiting: a, ga or gr in the chat")
+    assert "2: Allow for this session" not in term.screen()
+    # asked by :AgentBridge approvals; an empty answer dismisses it: still pending
+    term.keys(":")
+    term.text("AgentBridge approvals")
+    term.keys("Enter")
     term.wait("2: Allow for this session")
     term.keys("Enter")
     screen = term.wait("1 pending approval", gone="2: Allow for this session")
@@ -214,6 +222,11 @@ require('agent_bridge').setup({{ cmd = {{ {json.dumps(bridge_command()[0])} }},
     term.keys("Enter")
     term.wait("2: Allow for this session")
     term.text("2")
+    term.keys("Enter")
+    # the question, asked the same way: 1 (Yes)
+    term.wait("? question: Run the tests too?")
+    term.keys(":")
+    term.text("AgentBridge approvals")
     term.keys("Enter")
     term.wait("1: Yes")
     term.text("1")

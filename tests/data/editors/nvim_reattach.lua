@@ -75,6 +75,7 @@ if os.getenv('AB_PHASE') == '1' then
   vim.fn.writefile({ script }, file)
   vim.cmd('AgentBridge new scripted scriptFile=' .. file .. ' title=Deploy')
   wait_for('session', function() return ab.current() ~= nil end)
+  vim.cmd('wincmd k') -- from the prompt area (approvals are not asked there) to the chat
   vim.cmd('AgentBridge prompt Deploy it')
   wait_for('the approval prompt', function() return #outcome.asked == 1 end)
   vim.wait(300) -- the dismissal is applied

@@ -120,6 +120,7 @@ outcome.unavailable = outcome.notes[#outcome.notes].msg
 -- 3. A new session from the command line (no pickers).
 vim.cmd('AgentBridge new scripted scriptFile=' .. os.getenv('AB_SCRIPT') .. ' title=Fix-the-build')
 wait_for('session created', function() return ab.current() ~= nil end)
+vim.cmd('wincmd k') -- from the prompt area (approvals are not asked there) to the chat
 local s = ab.current()
 outcome.session = s.id
 

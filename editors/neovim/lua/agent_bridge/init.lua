@@ -329,6 +329,12 @@ local function release(iid)
   end
 end
 
+--- True while the user is typing: not in normal mode, or in a chat's prompt area.
+---@return boolean
+function M.typing()
+  return vim.api.nvim_get_mode().mode:sub(1, 1) ~= 'n' or vim.b.agent_bridge_input ~= nil
+end
+
 local function next_prompt()
   if prompting or #queue == 0 then
     return
@@ -338,6 +344,15 @@ local function next_prompt()
   if s and not s.pending[item.params.interactionId] then -- settled meanwhile
     item.released = true
     item.finish(nil)
+    return next_prompt()
+  end
+  if M.typing() then
+    -- Not asked while the user types (insert mode, the command line, the prompt area):
+    -- keys typed for something else must not answer it. It stays pending; `a` (or
+    -- ga / gr) in the chat, or :AgentBridge approvals, answers it.
+    item.finish(nil)
+    notify(('%s waiting: a, ga or gr in the chat (:AgentBridge approvals)')
+      :format(prompts.describe(item.params.request or {})))
     return next_prompt()
   end
   prompting = true

@@ -59,9 +59,8 @@ function M.show(provider, info, records)
   vim.bo[buf].buftype = 'nofile'
   vim.bo[buf].swapfile = false
   vim.bo[buf].filetype = 'agentbridge'
-  local ns = ((provider.capabilities or {}).nativeSessions or {})
   local head = ('# %s session · %s · %s'):format(provider.id, info.title or '(untitled)', info.workspace or '')
-  local note = ns.continue == 'supported' and '' or (' (read-only: agent-bridge cannot continue %s sessions)'):format(provider.id)
+  local note = ' (read-only)'
   local lines = { head .. note }
   vim.list_extend(lines, M.render(records))
   vim.bo[buf].modifiable = true
