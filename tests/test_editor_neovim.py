@@ -12,8 +12,8 @@ the session is listed, reopened with no gap and no duplicate, and runs again.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path

@@ -5,9 +5,10 @@ screen is read with ``tmux capture-pane``.
 Each session: a new session made from a source file's buffer and its first prompt typed
 (in Emacs typed ahead, before the bridge has answered: it must reach the chat, not the
 file); an approval not asked while the user types in Neovim's prompt area; an approval
-dismissed (it stays pending, the bar or header line counts it), then answered by key; a question answered by key; the edit opened as a diff (Emacs); a run
-interrupted by key; a two-line prompt written in the prompt area below the chat and sent
-(Emacs). The source file is untouched at the end.
+dismissed (it stays pending, the bar or header line counts it), then answered by key; a
+question answered by key; the edit opened as a diff (Emacs); a run interrupted by key; a
+two-line prompt written in the prompt area below the chat and sent (Emacs). The source
+file is untouched at the end.
 """
 
 from __future__ import annotations
