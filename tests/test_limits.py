@@ -292,3 +292,26 @@ def test_a_meter_of_the_wrong_shape_does_not_decode(percent: Any) -> None:
     raw = {"type": "limits.updated", "meters": [{"pool": "p", "meter": "m", "percent": percent}]}
     with pytest.raises(msgspec.ValidationError):
         msgspec.json.decode(msgspec.json.encode(raw), type=LimitsUpdated, strict=True)
+
+
+def test_exec_text_shows_the_meters() -> None:
+    import io
+
+    from agent_bridge.frontends.exec_host import Output
+
+    host = Output(io.BytesIO(), "text")
+    update = {
+        "type": "limits.updated",
+        "meters": [
+            {
+                "pool": "codex",
+                "meter": "primary",
+                "percent": 100.0,
+                "status": "exhausted",
+                "resetsAt": RESET_ISO,
+            },
+            {"pool": "codex", "meter": "credits"},
+        ],
+    }
+    line = host._text(update)
+    assert line == f"· limits: codex primary 100% exhausted, resets {RESET_ISO}; codex credits\n"

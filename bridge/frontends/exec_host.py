@@ -139,7 +139,21 @@ class Output:
         if kind == "plan.updated":
             steps = "; ".join(f"[{s['status']}] {s['text']}" for s in p["steps"])
             return self._line(f"plan: {steps}")
+        if kind == "limits.updated":
+            return self._line("limits: " + "; ".join(_meter(m) for m in p["meters"]))
         return self._line(json.dumps(p, ensure_ascii=False))
+
+
+def _meter(m: dict[str, Any]) -> str:
+    """One limit meter as a short phrase: ``codex primary 100% exhausted, resets …``."""
+    text = f"{m['pool']} {m['meter']}"
+    if m.get("percent") is not None:
+        text += f" {m['percent']:g}%"
+    if m.get("status"):
+        text += f" {m['status']}"
+    if m.get("resetsAt"):
+        text += f", resets {m['resetsAt']}"
+    return text
 
 
 def _usage(p: dict[str, Any]) -> str:
