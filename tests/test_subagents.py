@@ -118,3 +118,23 @@ def test_records_of_other_tasks_are_not_reported() -> None:
     assert mapping.task_payloads(state, unknown) == []
     assert mapping.subagent_of("Bash", {}) is None
     assert mapping.subagent_of("Agent", "junk") == Subagent(status="running")
+
+
+def test_acp_updates_from_a_subagent_are_tagged_and_its_words_kept_out() -> None:
+    from agent_bridge.adapters.acp import mapping as acp
+
+    state = acp.TurnState()
+    meta = {"_meta": {"claudeCode": {"parentToolUseId": "toolu_task"}}}
+    call = {"sessionUpdate": "tool_call", "toolCallId": "t1", "status": "pending", **meta}
+    (started,) = acp.update_payloads(state, call)
+    assert isinstance(started, ToolActivity) and started.parent_tool_call_id == "toolu_task"
+    # A later update without the _meta keeps the parent it was started under.
+    done = {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"}
+    (ended,) = acp.update_payloads(state, done)
+    assert isinstance(ended, ToolActivity) and ended.parent_tool_call_id == "toolu_task"
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}
+    assert acp.update_payloads(state, {**chunk, **meta}) == []
+    assert len(acp.update_payloads(state, chunk)) == 1  # the main agent's words
+    assert acp.parent_of({"_meta": {"claudeCode": {"parentToolUseId": 7}}}) is None
+    asked = acp.permission_request({"toolCall": {"toolCallId": "t1"}}, None, None, "toolu_task")
+    assert asked.request.parent_tool_call_id == "toolu_task"

@@ -92,3 +92,49 @@ async def test_claude_code_subagent_events_are_tagged_with_their_parent(tmp_path
     # The subagent's reply is not the main agent's text.
     text = "".join(e["text"] for e in events if e["type"] == "text.delta")
     assert text == "all done"
+
+
+async def test_claude_agent_acp_subagent_tool_calls_carry_their_parent(tmp_path: Path) -> None:
+    """Over ACP: claude-agent-acp (Claude Code underneath) marks a subagent's updates with
+    ``_meta.claudeCode.parentToolUseId``; the ACP adapter tags the tool calls with it,
+    the approval says the subagent asks, and the subagent's words stay out of the reply."""
+    from test_acp_e2e import ClaudeAcp, check_schema
+
+    cli = require_cli("claude-agent-acp")
+    task_input = {
+        "description": "look around",
+        "prompt": "make a file",
+        "subagent_type": "general-purpose",
+    }
+    with AnthropicStandIn() as server:
+        server.push(
+            ToolUse(name="Task", input=task_input, tool_use_id="toolu_task"),
+            ToolUse("touch by-acp-subagent.txt", tool_use_id="toolu_sub_bash"),
+            Text("sub done"),
+            Text("all done"),
+        )
+        c = ClaudeAcp(tmp_path, server, cli)
+        asked: list[Msg] = []
+
+        def approve(params: Msg) -> Msg:
+            asked.append(params["request"])
+            return {"kind": "approval", "decision": "allow", "mode": "once"}
+
+        async with running_bridge("newline", env=c.env) as bridge:
+            created = await bridge.result("session/create", c.params(), timeout=60)
+            session = created["session"]["sessionId"]
+            run = await start(bridge, session, "delegate please")
+            events = await drive(bridge, run, approve, timeout=90)
+            await bridge.result("session/close", {"sessionId": session}, timeout=30)
+        check_schema(c.log)
+
+    assert events[-1]["type"] == "run.completed", events[-1]
+    tools = [e for e in events if e["type"] == "tool.activity"]
+    inner = [t for t in tools if t["toolCallId"] == "toolu_sub_bash"]
+    assert inner and {t.get("parentToolCallId") for t in inner} == {"toolu_task"}, tools
+    outer = [t for t in tools if t["toolCallId"] == "toolu_task"]
+    assert outer and all("parentToolCallId" not in t for t in outer)
+    assert [a.get("parentToolCallId") for a in asked] == ["toolu_task"]
+    assert (tmp_path / "work" / "by-acp-subagent.txt").exists()
+    text = "".join(e["text"] for e in events if e["type"] == "text.delta")
+    assert "sub done" not in text and "all done" in text

@@ -93,6 +93,15 @@ class TurnState:
     #: a later ``session/request_permission`` may name the call by its id alone
     #: (Mistral Vibe 3.0.2).
     described: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The subagent (its tool call) each tool call made inside one belongs to.
+    parents: dict[str, str] = field(default_factory=dict)
+
+
+def parent_of(update: Mapping[str, Any]) -> str | None:
+    """The tool call whose subagent sent ``update``, where the agent says so:
+    claude-agent-acp puts it in ``_meta.claudeCode.parentToolUseId``; else ``None``."""
+    parent = obj(obj(update.get("_meta")).get("claudeCode")).get("parentToolUseId")
+    return parent if isinstance(parent, str) and parent else None
 
 
 def once(state: TurnState, key: Any, diagnostic: Diagnostic) -> list[ProviderPayload]:
@@ -205,9 +214,22 @@ def tool_payloads(state: TurnState, call: Mapping[str, Any]) -> list[ProviderPay
     status = _TOOL_STATUS.get(str(call.get("status") or "pending"), "output")
     started = state.tools.start(tool_id, tool_name(call))
     name = state.tools.name(tool_id, "other")
+    parent = parent_of(call)
+    if parent is not None and parent != tool_id:
+        state.parents.setdefault(tool_id, parent)
+    parent = state.parents.get(tool_id)
     if started is not None:
         view = _view(call, first=True)
-        out.append(ToolActivity(tool_id, name, "started", input=call.get("rawInput"), **view))
+        out.append(
+            ToolActivity(
+                tool_id,
+                name,
+                "started",
+                input=call.get("rawInput"),
+                parent_tool_call_id=parent,
+                **view,
+            )
+        )
         if status == "started":
             return out
         # Gemini reports a call only when it ends: its content goes with the end.
@@ -221,9 +243,13 @@ def tool_payloads(state: TurnState, call: Mapping[str, Any]) -> list[ProviderPay
         view.pop("locations", None)
     if status in ("completed", "failed"):
         state.tools.end(tool_id)
-        out.append(ToolActivity(tool_id, name, status, output=output, **view))
+        out.append(
+            ToolActivity(tool_id, name, status, output=output, parent_tool_call_id=parent, **view)
+        )
     elif output is not None or "content" in view or "locations" in view:
-        out.append(ToolActivity(tool_id, name, "output", output=output, **view))
+        out.append(
+            ToolActivity(tool_id, name, "output", output=output, parent_tool_call_id=parent, **view)
+        )
     return out
 
 
@@ -262,6 +288,8 @@ def update_payloads(state: TurnState, update: Mapping[str, Any]) -> list[Provide
     """One ``session/update``'s ``update`` → the payloads to emit (unknown kinds become
     one ``acp_unknown_update`` diagnostic each; the session keeps the raw record)."""
     kind = update.get("sessionUpdate")
+    if kind in ("agent_message_chunk", "agent_thought_chunk") and parent_of(update) is not None:
+        return []  # a subagent's words: its answer reaches the run as its tool's output
     if kind == "agent_message_chunk":
         text = _text_of(update.get("content"))
         return [TextDelta(text)] if text else []
@@ -388,13 +416,16 @@ _ACTIONS: Final = {
 
 
 def permission_request(
-    params: Mapping[str, Any], cwd: str | None, known: Mapping[str, Any] | None = None
+    params: Mapping[str, Any],
+    cwd: str | None,
+    known: Mapping[str, Any] | None = None,
+    parent: str | None = None,
 ) -> Permission:
     """``session/request_permission`` → the approval to raise.  ``modes`` come from the
     offered options: ``once`` with an ``allow_once`` option, ``session`` with an
     ``allow_always`` one.  ``known``: what the run's earlier ``tool_call`` said about the
     same call (ACP's ``toolCall`` here is an update: a field it leaves out keeps that
-    value)."""
+    value).  ``parent``: the subagent's tool call, when the call was made inside one."""
     by_kind: dict[str, str] = {}
     for option in objs(params.get("options")):
         kind, option_id = option.get("kind"), option.get("optionId")
@@ -418,6 +449,7 @@ def permission_request(
         command=title[:2000] if action == "command" else None,
         cwd=cwd if action == "command" else None,
         modes=tuple(modes) or ("once",),
+        parent_tool_call_id=parent or parent_of(call),
     )
     return Permission(
         request,

@@ -538,7 +538,9 @@ class AcpSession(ProviderSession):
             if isinstance(call.get("toolCallId"), str)
             else None
         )
-        permission = mapping.permission_request(params, self.settings.cwd, known)
+        tool_id = call.get("toolCallId")
+        parent = run.state.parents.get(tool_id) if isinstance(tool_id, str) else None
+        permission = mapping.permission_request(params, self.settings.cwd, known, parent)
         if isinstance(call.get("toolCallId"), str):
             for payload in mapping.tool_payloads(run.state, {**call, "status": "pending"}):
                 run.emit(payload, raw=bytes(raw))
