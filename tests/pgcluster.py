@@ -15,6 +15,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import threading
 from typing import Final
 
 __all__ = ["Cluster", "ClusterUnavailable", "find_bindir", "start_cluster"]
@@ -59,6 +60,7 @@ class Cluster:
         self.socket_dir = root
         self.log = os.path.join(root, "log")
         self._count = 0
+        self._lock = threading.Lock()  # new_database from several threads
 
     def url(self, dbname: str = "postgres") -> str:
         """A libpq address of ``dbname`` on this cluster's socket."""
@@ -86,8 +88,9 @@ class Cluster:
         """Create an empty database; return its address."""
         import psycopg
 
-        self._count += 1
-        name = f"t{os.getpid()}_{self._count}"
+        with self._lock:
+            self._count += 1
+            name = f"t{os.getpid()}_{self._count}"
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f"CREATE DATABASE {name}")
         return self.url(name)
