@@ -9,6 +9,7 @@ except in CI (``CI=true``), where it fails: there the project's scripts install 
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -16,9 +17,9 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["Cluster", "ClusterUnavailable", "find_bindir", "start_cluster"]
+__all__ = ["Cluster", "ClusterUnavailable", "Relay", "find_bindir", "start_cluster"]
 
 #: The cluster's superuser (trust authentication on its private socket)
 USER: Final = "bridge"
@@ -140,3 +141,84 @@ def start_cluster() -> Cluster:
         shutil.rmtree(root, ignore_errors=True)
         raise ClusterUnavailable(f"cannot start PostgreSQL: {detail.strip()[:300]}") from None
     return cluster
+
+
+class Relay:
+    """A byte relay on a Unix socket of its own in front of a cluster: a member given
+    :meth:`url` reaches the database only through it, so a test can cut that one member
+    off (:meth:`cut`: every connection dropped, new ones refused) and let it back
+    (:meth:`restore`) without touching the others."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        import socket
+
+        self.cluster = cluster
+        self.dir = tempfile.mkdtemp(prefix="ab-relay-", dir="/tmp")
+        self._target = os.path.join(cluster.socket_dir, ".s.PGSQL.5432")
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(os.path.join(self.dir, ".s.PGSQL.5432"))
+        self._server.listen(64)
+        self._open: list[Any] = []
+        self._lock = threading.Lock()
+        self.is_cut = False
+        self._closing = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, database_url: str) -> str:
+        """``database_url`` (a database on the cluster) reached through this relay."""
+        return database_url.replace(f"host={self.cluster.socket_dir}", f"host={self.dir}")
+
+    def _accept(self) -> None:
+        import socket
+
+        while not self._closing:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            if self.is_cut:
+                client.close()
+                continue
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                upstream.connect(self._target)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._open += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src: Any, dst: Any) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (src, dst):
+                with contextlib.suppress(OSError):
+                    sock.close()
+
+    def cut(self) -> None:
+        """Drop every connection through the relay and refuse new ones."""
+        import socket
+
+        self.is_cut = True
+        with self._lock:
+            conns, self._open = self._open, []
+        for sock in conns:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def restore(self) -> None:
+        """Relay new connections again."""
+        self.is_cut = False
+
+    def close(self) -> None:
+        """Stop relaying and remove the socket."""
+        self._closing = True
+        self.cut()
+        self._server.close()
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -45,6 +45,7 @@ async def fleet(
     url: str,
     names: tuple[str, ...] = ("alpha", "beta", "gamma"),
     lease: float = 3.0,
+    urls: dict[str, str] | None = None,
 ) -> AsyncIterator[dict[str, BridgeProcess]]:
     """One bridge per name, all on the journal ``url``, each initialized."""
     async with anyio.create_task_group() as tg:
@@ -54,7 +55,14 @@ async def fleet(
                 for name in names:
                     bridge = BridgeProcess(
                         "newline",
-                        args=("--journal", url, "--node", name, "--lease-seconds", str(lease)),
+                        args=(
+                            "--journal",
+                            (urls or {}).get(name, url),
+                            "--node",
+                            name,
+                            "--lease-seconds",
+                            str(lease),
+                        ),
                         env=member_env(root, name),
                         validate=False,  # 100,000s of events: schema checks are elsewhere
                     )
@@ -260,3 +268,52 @@ async def test_an_interaction_is_offered_on_every_member_and_the_first_answer_se
         stored = await beta.result("events/read", {"sessionId": session, "limit": 100})
         kinds = [e["payload"]["type"] for e in stored["events"]]
         assert kinds.count("interaction.settled") == 1
+
+
+async def test_a_member_cut_off_from_the_database_is_taken_over_and_never_writes_again(
+    pg_cluster: Any, pg_url: str, tmp_path: Path
+) -> None:
+    """alpha reaches the database through a relay the test cuts: its commits fail (held),
+    its lease expires, beta takes the session over; when alpha's path comes back its
+    writer finds its lease gone and writes nothing (no event twice, no split brain)."""
+    from pgcluster import Relay
+
+    relay = Relay(pg_cluster)
+    try:
+        urls = {"alpha": relay.url(pg_url)}
+        async with fleet(tmp_path, pg_url, ("alpha", "beta"), urls=urls) as members:
+            alpha, beta = members["alpha"], members["beta"]
+            steps: list[dict[str, Any]] = [
+                {"type": "stream", "count": 300, "text": "c"},
+                {"type": "waitForInterrupt"},
+            ]
+            session = (await alpha.result("session/create", script_session(steps)))["session"][
+                "sessionId"
+            ]
+            await beta.result("session/attach", {"sessionId": session})
+            started = await alpha.result(
+                "run/start", {"sessionId": session, "input": {"text": "x"}}
+            )
+            seen: list[Message] = []
+            while len(seen) < 301:
+                seen += await events_until(beta, session, "text.delta")
+            relay.cut()
+            # alpha's host interrupts: alpha records run.interrupted, which it cannot commit
+            await alpha.send_request("run/interrupt", {"runId": started["runId"]})
+            tail = await events_until(beta, session, "session.resumed", timeout=30)
+            relay.restore()
+            await anyio.sleep(3)  # alpha reconnects, and finds its lease taken over
+            stored = await beta.result("events/read", {"sessionId": session, "limit": 1000})
+            events = stored["events"]
+            assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
+            kinds = [e["payload"]["type"] for e in events]
+            assert kinds == (
+                ["run.started"]
+                + ["text.delta"] * 300
+                + ["run.failed", "session.closed", "session.resumed"]
+            )
+            assert events == seen + tail  # beta's host saw exactly what is stored
+            assert "run.interrupted" not in kinds  # alpha never wrote again
+            assert b"taken over" in alpha.stderr
+    finally:
+        relay.close()
