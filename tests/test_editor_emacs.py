@@ -165,3 +165,53 @@ def test_emacs_reattaches_through_the_daemon_and_the_pending_approval_comes_back
         "Deployed after the reattach.",
         "✓ done (end_turn)",
     ]
+
+
+def test_emacs_shows_subagents_limits_and_forks_from_a_run(tmp_path: Path) -> None:
+    """Subagents fold under their call, a limit and the failure on it say when it resets
+    (in local time: TZ is two hours east of UTC here), and `f` on a run forks there."""
+    emacs = require_editor("emacs")
+    out = tmp_path / "outcome.json"
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "TZ": "XYZ-2",
+        "AB_PACKAGE": str(PACKAGE),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(tmp_path / "state"),
+        "AB_SCRIPT": str(DATA / "limits_subagent_script.json"),
+        "AB_OUT": str(out),
+        "AB_FAKE_CLAUDE": str(ROOT / "tests" / "standins" / "fake_claude.py"),
+    }
+    scenario = str(DATA / "emacs_fork_limits.el")
+    log = run_editor(
+        [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
+        env=env,
+        timeout=100,
+    )
+    assert "1 results as expected, 0 unexpected" in log, log
+    o = json.loads(out.read_text())
+    lines = o["limitsLines"]
+    assert lines[6:] == [
+        # the subagent's call, its own status and usage; the call made inside it is a
+        # line of its body (folded with it: the scenario checks)
+        "▸ subagent Explore: Find the bug [completed, 1 tool use, 1200 tokens]",
+        '  │ input: {"description":"Find the bug","subagent_type":"Explore"}',
+        "  │ ↳ tool Read: src/main.c [completed]",
+        "  │ The bug is in main.c.",
+        # 05:00 UTC in local time (UTC+2), as words
+        "! limit claude five_hour 100% exhausted, resets Wed 2 Jan 07:00",
+        "✗ failed: provider_rate_limited: the provider is rate limited"
+        " — quota exhausted; resets Wed 2 Jan 07:00",
+    ]
+    # the header line (a mode-line format: % doubled) shows the fullest meter
+    assert o["limitsHeader"].endswith(
+        " · idle · limit claude five_hour 100%% exhausted, resets Wed 2 Jan 07:00"
+    )
+    first = ["## You", "ECHO:first", "", "## Agent", "first", "✓ done (end_turn)"]
+    second = ["## You", "ECHO:second", "", "## Agent", "second", "✓ done (end_turn)"]
+    third = ["## You", "ECHO:third", "", "## Agent", "third", "✓ done (end_turn)"]
+    assert o["fork"] != o["original"]
+    assert o["originalLines"][2:] == [*first, "", *second]
+    # the fork holds the first run only (forked at its end), then its own run
+    assert o["forkLines"] == [f"# agent-bridge · Forked · {o['fork']}", "", *first, "", *third]

@@ -42,6 +42,7 @@
 (require 'cl-lib)
 (require 'diff)
 (require 'jsonrpc)
+(require 'parse-time)
 (require 'seq)
 (require 'subr-x)
 (require 'tabulated-list)
@@ -98,7 +99,7 @@ nil means `agent-bridge' on variable `exec-path'."
 (cl-defstruct (agent-bridge--session (:constructor agent-bridge--session-make)
                                      (:copier nil))
   id provider title state active-run (last-seq 0) pending edits blocks tail buffer ended
-  chosen)
+  chosen limits)
 
 (defun agent-bridge--message (format-string &rest args)
   "Show FORMAT-STRING with ARGS as an agent-bridge message."
@@ -283,6 +284,7 @@ An error is shown (by its `data.code'); ON-ERROR is also called with it."
     (define-key map (kbd "a") #'agent-bridge-approvals)
     (define-key map (kbd "d") #'agent-bridge-diff)
     (define-key map (kbd "l") #'agent-bridge-log)
+    (define-key map (kbd "f") #'agent-bridge-fork)
     map)
   "Keymap of `agent-bridge-chat-mode'.")
 
@@ -382,7 +384,8 @@ title, run state and pending count."
                         ((equal (agent-bridge--session-state s) "closed") "closed")
                         (t "idle"))
                   (and (> n 0) (format "%d pending %s" n
-                                       (if (= n 1) "approval" "approvals"))))))
+                                       (if (= n 1) "approval" "approvals")))
+                  (agent-bridge--limits-summary s))))
           " · "))))))
 
 (defun agent-bridge--buffer (s)
@@ -475,7 +478,8 @@ title, run state and pending count."
           (move-overlay ov (overlay-start ov) end))))))
 
 (defun agent-bridge--block-header (s key header)
-  "Rewrite the header line of block KEY of S to HEADER."
+  "Rewrite the header line of block KEY of S to HEADER.
+A call folded under a subagent's call is a line of that call's body."
   (let ((b (alist-get key (agent-bridge--session-blocks s) nil nil #'equal)))
     (when b
       (with-current-buffer (agent-bridge--buffer s)
@@ -486,7 +490,7 @@ title, run state and pending count."
             ;; so the header folded away with the body and only "..." showed.
             (goto-char (nth 0 b))
             (let ((old (- (line-end-position) (point))))
-              (insert "▸ " header)
+              (insert (if (nth 3 b) "  │ ↳ " "▸ ") header)
               (delete-region (point) (+ (point) old)))))))))
 
 (defun agent-bridge-toggle-block ()
@@ -547,7 +551,7 @@ title, run state and pending count."
   "Return the header line of the tool call in payload P."
   (let* ((id (plist-get p :toolCallId))
          (tool (gethash id agent-bridge--tools)))
-    (dolist (key '(:name :title :input :exitCode))
+    (dolist (key '(:name :title :input :exitCode :subagent))
       (when (plist-get p key)
         (setq tool (plist-put tool key (plist-get p key)))))
     (setq tool (plist-put tool :status (plist-get p :status)))
@@ -557,13 +561,119 @@ title, run state and pending count."
                      (and (listp input) (or (plist-get input :command)
                                             (plist-get input :file_path)))))
            (status (plist-get tool :status))
-           (status (if (member status '("started" "output")) "running" status)))
-      (format "tool %s%s [%s%s]" (or (plist-get tool :name) "?")
-              (if what (format ": %s" what) "")
-              status
-              (if (plist-get tool :exitCode)
-                  (format ", exit %s" (plist-get tool :exitCode))
-                "")))))
+           (status (if (member status '("started" "output")) "running" status))
+           (agent (plist-get tool :subagent)))
+      (if agent
+          (agent-bridge--subagent-header tool agent status)
+        (format "tool %s%s [%s%s]" (or (plist-get tool :name) "?")
+                (if what (format ": %s" what) "")
+                status
+                (if (plist-get tool :exitCode)
+                    (format ", exit %s" (plist-get tool :exitCode))
+                  ""))))))
+
+(defun agent-bridge--subagent-header (tool agent status)
+  "Return the header of TOOL, the call running subagent AGENT, in STATUS.
+It names the agent's type and task, its own status and what it used."
+  (let* ((usage (plist-get agent :usage))
+         (uses (plist-get usage :toolUses))
+         (tokens (plist-get usage :totalTokens)))
+    (format "subagent %s%s [%s%s%s]"
+            (or (plist-get agent :agentType) (plist-get tool :name) "?")
+            (let ((what (or (plist-get agent :description) (plist-get tool :title))))
+              (if what (format ": %s" what) ""))
+            (or (plist-get agent :status) status)
+            (if uses (format ", %s tool %s" uses (if (eql uses 1) "use" "uses")) "")
+            (if tokens (format ", %s tokens" tokens) ""))))
+
+(defun agent-bridge--child (s key parent-key header)
+  "Show the call KEY of S, made inside the subagent of PARENT-KEY, as HEADER.
+It is a line in the body of the outermost call's block (so it folds
+with it), rewritten in place as the call goes on.  Return the key of
+the block the line is in, or nil when PARENT-KEY has no block."
+  (let* ((blocks (agent-bridge--session-blocks s))
+         (b (alist-get key blocks nil nil #'equal))
+         (parent (alist-get parent-key blocks nil nil #'equal))
+         (root (and parent (or (nth 3 parent) parent-key))))
+    (cond (b (agent-bridge--block-header s key header) (nth 3 b))
+          ((not root) nil)
+          (t (agent-bridge--block-body s root (list (concat "↳ " header)))
+             (let ((end (nth 1 (alist-get root blocks nil nil #'equal))))
+               (with-current-buffer (agent-bridge--buffer s)
+                 (setf (alist-get key (agent-bridge--session-blocks s) nil nil #'equal)
+                       (list (copy-marker (save-excursion (goto-char end)
+                                                          (line-beginning-position)))
+                             nil nil root))))
+             root))))
+
+(defun agent-bridge--edit-line (s key item)
+  "Keep edit ITEM of S and add its line to block KEY."
+  (setf (agent-bridge--session-edits s)
+        (append (agent-bridge--session-edits s) (list item)))
+  (agent-bridge--block-body
+   s key (list (format "edit %s (%s) — M-x agent-bridge-diff %d"
+                       (plist-get item :path)
+                       (if (plist-get item :oldText) "changed" "new file")
+                       (length (agent-bridge--session-edits s))))))
+
+(defun agent-bridge--tool-body (s key p)
+  "Add the output and content of tool.activity P to block KEY of S."
+  (when (plist-get p :output)
+    (agent-bridge--block-body s key (agent-bridge--lines (plist-get p :output))))
+  (seq-doseq (item (plist-get p :content))
+    (pcase (plist-get item :type)
+      ("edit" (agent-bridge--edit-line s key item))
+      ("text" (agent-bridge--block-body
+               s key (agent-bridge--lines (plist-get item :text)))))))
+
+;;;; Limits
+
+(defun agent-bridge--reset-words (iso)
+  "Return when ISO (an ISO 8601 time) is, in local words, e.g. \"today 17:00\"."
+  (let* ((time (ignore-errors (parse-iso8601-time-string iso)))
+         (day (lambda (tm) (format-time-string "%F" tm))))
+    (cond ((not time) iso)
+          ((equal (funcall day time) (funcall day nil))
+           (format-time-string "today %H:%M" time))
+          ((equal (funcall day time) (funcall day (time-add nil 86400)))
+           (format-time-string "tomorrow %H:%M" time))
+          (t (format-time-string "%a %-d %b %H:%M" time)))))
+
+(defun agent-bridge--meter-text (m)
+  "Return a short text for limits meter M: pool, meter, percent, reset."
+  (concat (format "%s %s" (plist-get m :pool) (plist-get m :meter))
+          (if (plist-get m :percent)
+              (format " %s%%" (let ((pc (plist-get m :percent)))
+                                (if (= pc (round pc)) (round pc) pc)))
+            "")
+          (if (member (plist-get m :status) '("warning" "exhausted"))
+              (format " %s" (plist-get m :status))
+            "")
+          (if (plist-get m :resetsAt)
+              (format ", resets %s" (agent-bridge--reset-words (plist-get m :resetsAt)))
+            "")))
+
+(defun agent-bridge--limits-summary (s)
+  "Return the header line's limits part for S: its fullest meter, or nil."
+  (let (best)
+    (dolist (entry (agent-bridge--session-limits s))
+      (when (> (or (plist-get (cdr entry) :percent) -1)
+               (or (plist-get best :percent) -1))
+        (setq best (cdr entry))))
+    (and best (concat "limit " (agent-bridge--meter-text best)))))
+
+(defun agent-bridge--limit-failure (error)
+  "Return what a run that failed with ERROR (a limit) should add: when it lifts."
+  (let* ((details (plist-get error :details))
+         (cause (plist-get details :cause))
+         (reset (plist-get details :resetsAt))
+         (after (plist-get details :retryAfterSeconds)))
+    (when (member cause '("rate_limited" "quota_exhausted"))
+      (concat (if (equal cause "rate_limited") " — rate limited" " — quota exhausted")
+              (cond (reset (format "; resets %s" (agent-bridge--reset-words reset)))
+                    (after (format "; retry after %s s (%s)" after
+                                   (format-time-string "%H:%M" (time-add nil after))))
+                    (t ""))))))
 
 (defun agent-bridge--render (s e p)
   "Render payload P of event E into the chat of session S."
@@ -575,29 +685,27 @@ title, run state and pending count."
     ("text.delta" (agent-bridge--stream s (plist-get p :text) 'text))
     ("thinking.delta" (agent-bridge--stream s (plist-get p :text) 'thinking))
     ("tool.activity"
-     (let ((key (concat "tool:" (plist-get p :toolCallId))))
-       (if (alist-get key (agent-bridge--session-blocks s) nil nil #'equal)
-           (agent-bridge--block-header s key (agent-bridge--tool-header p))
+     (let* ((key (concat "tool:" (plist-get p :toolCallId)))
+            (parent (plist-get p :parentToolCallId))
+            (root (and parent (agent-bridge--child s key (concat "tool:" parent)
+                                                   (agent-bridge--tool-header p)))))
+       (cond
+        (root
+         ;; a call inside a subagent: its line is enough; its edits go in the block
+         (seq-doseq (item (plist-get p :content))
+           (when (equal (plist-get item :type) "edit")
+             (agent-bridge--edit-line s root item))))
+        ((alist-get key (agent-bridge--session-blocks s) nil nil #'equal)
+         (agent-bridge--block-header s key (agent-bridge--tool-header p))
+         (agent-bridge--tool-body s key p))
+        (t
          (agent-bridge--block s key (agent-bridge--tool-header p))
          (when (plist-get p :input)
            (agent-bridge--block-body
             s key (list (concat "input: " (json-serialize (plist-get p :input)
                                                          :null-object nil
-                                                         :false-object :json-false))))))
-       (when (plist-get p :output)
-         (agent-bridge--block-body s key (agent-bridge--lines (plist-get p :output))))
-       (seq-doseq (item (plist-get p :content))
-         (pcase (plist-get item :type)
-           ("edit"
-            (setf (agent-bridge--session-edits s)
-                  (append (agent-bridge--session-edits s) (list item)))
-            (agent-bridge--block-body
-             s key (list (format "edit %s (%s) — M-x agent-bridge-diff %d"
-                                 (plist-get item :path)
-                                 (if (plist-get item :oldText) "changed" "new file")
-                                 (length (agent-bridge--session-edits s))))))
-           ("text" (agent-bridge--block-body
-                    s key (agent-bridge--lines (plist-get item :text))))))))
+                                                         :false-object :json-false)))))
+         (agent-bridge--tool-body s key p)))))
     ("plan.updated"
      (agent-bridge--append
       s (cons "Plan:"
@@ -629,19 +737,33 @@ title, run state and pending count."
     ("run.completed"
      (setf (agent-bridge--session-active-run s) nil)
      (push (plist-get e :runId) (agent-bridge--session-ended s))
-     (agent-bridge--append s (list (concat "✓ done" (if (plist-get p :stopReason)
-                                                        (format " (%s)" (plist-get p :stopReason))
-                                                      "")))))
+     (agent-bridge--append s (list (agent-bridge--run-end
+                                    e (concat "✓ done" (if (plist-get p :stopReason)
+                                                          (format " (%s)" (plist-get p :stopReason))
+                                                        ""))))))
     ("run.failed"
      (setf (agent-bridge--session-active-run s) nil)
      (push (plist-get e :runId) (agent-bridge--session-ended s))
-     (agent-bridge--append s (list (concat "✗ failed: " (agent-bridge-format-error
-                                                         (list :data (plist-get p :error)))))))
+     (agent-bridge--append s (list (agent-bridge--run-end
+                                    e (concat "✗ failed: "
+                                              (agent-bridge-format-error
+                                               (list :data (plist-get p :error)))
+                                              (agent-bridge--limit-failure
+                                               (plist-get p :error)))))))
+    ("limits.updated"
+     (seq-doseq (m (plist-get p :meters))
+       (setf (alist-get (cons (plist-get m :pool) (plist-get m :meter))
+                        (agent-bridge--session-limits s) nil nil #'equal)
+             m))
+     (seq-doseq (m (plist-get p :meters))
+       (when (member (plist-get m :status) '("warning" "exhausted"))
+         (agent-bridge--append s (list (concat "! limit " (agent-bridge--meter-text m)))))))
     ("run.interrupted"
      (setf (agent-bridge--session-active-run s) nil)
      (push (plist-get e :runId) (agent-bridge--session-ended s))
-     (agent-bridge--append s (list (format "✗ interrupted (%s%s)" (or (plist-get p :reason) "user")
-                                           (if (eq (plist-get p :forced) t) ", forced" "")))))
+     (agent-bridge--append s (list (agent-bridge--run-end
+                                    e (format "✗ interrupted (%s%s)" (or (plist-get p :reason) "user")
+                                              (if (eq (plist-get p :forced) t) ", forced" ""))))))
     ("session.closed"
      (setf (agent-bridge--session-state s) "closed"
            (agent-bridge--session-active-run s) nil
@@ -650,6 +772,11 @@ title, run state and pending count."
     ("session.resumed"
      (setf (agent-bridge--session-state s) "active")
      (agent-bridge--append s '("— session resumed")))))
+
+(defun agent-bridge--run-end (e line)
+  "Return LINE, the end of a run, marked with the sequence of its event E.
+`agent-bridge-fork' forks there."
+  (propertize line 'agent-bridge-seq (plist-get e :sequence)))
 
 (defun agent-bridge--on-event (e)
   "Apply event envelope E to its session (each sequence once, in order)."
@@ -695,7 +822,13 @@ so the prompt is never shown inside the process filter."
 (defun agent-bridge--pending-line (iid request)
   "Return the chat line of pending interaction IID (REQUEST): a button.
 RET or a click on it answers it through `agent-bridge-approvals'."
-  (let ((line (format "? %s: %s" (plist-get request :kind) (agent-bridge--describe request))))
+  (let* ((parent (plist-get request :parentToolCallId))
+         (agent (and parent (plist-get (gethash parent agent-bridge--tools) :subagent)))
+         (line (format "? %s: %s%s" (plist-get request :kind) (agent-bridge--describe request)
+                       (cond (agent (format " (subagent %s)"
+                                            (or (plist-get agent :agentType) "")))
+                             (parent " (subagent)")
+                             (t "")))))
     ;; a copy of LINE with the button's properties (Emacs 28 copies a string)
     (make-text-button line nil
                       'agent-bridge-interaction iid
@@ -1002,6 +1135,30 @@ keys typed right after `agent-bridge-new-session' act on the new session."
         (agent-bridge--message "no run to cancel")
       (agent-bridge--call 'run/interrupt
                           (list :runId (agent-bridge--session-active-run s) :reason "user")))))
+
+(defun agent-bridge--fork-point ()
+  "Return the sequence of the end of the run at point (or of the run before)."
+  (let* ((from (line-beginning-position))
+         (next (if (get-text-property from 'agent-bridge-seq)
+                   from
+                 (next-single-property-change from 'agent-bridge-seq)))
+         (prev (previous-single-property-change from 'agent-bridge-seq)))
+    (cond (next (get-text-property next 'agent-bridge-seq))
+          ((and prev (> prev (point-min))) (get-text-property (1- prev) 'agent-bridge-seq)))))
+
+(defun agent-bridge-fork ()
+  "Fork the session at the run at point into a new session, and open it.
+The fork (`session/fork') holds the history up to the end of that run
+\(the run point is in, else the last run before point) and goes on from
+there; the original is unchanged."
+  (interactive)
+  (let ((s (agent-bridge--require-session))
+        (at (agent-bridge--fork-point)))
+    (if (not at)
+        (agent-bridge--message "no ended run here to fork from")
+      (agent-bridge--call 'session/fork (list :sessionId (agent-bridge--session-id s)
+                                              :atEvent at)
+                          (lambda (result) (agent-bridge-open (plist-get result :session)))))))
 
 (defun agent-bridge-open (info)
   "Open the session described by INFO (a SessionInfo plist) in its chat buffer.

@@ -1,0 +1,96 @@
+;;; emacs_fork_limits.el --- agent-bridge.el: limits, subagents, fork -*- lexical-binding: t; -*-
+
+;; In a real `emacs --batch' (ERT) against the real bridge: a scripted run whose
+;; subagent's calls fold under the subagent's call, which reports a limit (a line, and
+;; the header line) and fails on it (the failure says when it resets, in local time);
+;; then a Claude Code session (the project's stand-in CLI) of two runs is forked, with
+;; `f' on the first run, into a new session that opens with that run's history only.
+;; Env: AB_PACKAGE, AB_BRIDGE, AB_STATE, AB_OUT, AB_FAKE_CLAUDE, AB_SCRIPT (the run's
+;; script, a file).
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(add-to-list 'load-path (getenv "AB_PACKAGE"))
+(require 'agent-bridge)
+
+(defun test-lines (&optional s)
+  "The chat of S (else the current session), as lines."
+  (let ((s (or s (agent-bridge--current-session))))
+    (if (not s) nil
+      (with-current-buffer (agent-bridge--buffer s)
+        (split-string (buffer-substring-no-properties (point-min) (point-max)) "\n")))))
+
+(defun test-wait (what pred)
+  "Wait (at most 30 s) until PRED holds; fail naming WHAT otherwise."
+  (let ((deadline (+ (float-time) 30)))
+    (while (and (not (funcall pred)) (< (float-time) deadline))
+      (accept-process-output nil 0.02))
+    (unless (funcall pred)
+      (error "Timed out waiting for %s; chat: %S; traffic: %s" what (test-lines)
+             (if agent-bridge--connection
+                 (with-current-buffer (jsonrpc-events-buffer agent-bridge--connection)
+                   (buffer-substring-no-properties (max (point-min) (- (point-max) 3000))
+                                                   (point-max)))
+               "")))))
+
+(ert-deftest agent-bridge-fork-limits-subagents ()
+  (setq agent-bridge-command (list (getenv "AB_BRIDGE"))
+        agent-bridge-state-directory (getenv "AB_STATE"))
+  (let (out)
+    ;; 1. Subagents and limits (the scripted provider).
+    (agent-bridge-new-session "scripted" (list :scriptFile (getenv "AB_SCRIPT")) "Limits")
+    (test-wait "the scripted session" #'agent-bridge--current-session)
+    (let ((s (agent-bridge--current-session)))
+      (agent-bridge-prompt "Look into it")
+      (test-wait "the run to fail"
+                 (lambda () (seq-find (lambda (l) (string-prefix-p "✗ failed" l)) (test-lines))))
+      (with-current-buffer (agent-bridge--buffer s)
+        ;; the subagent's call is folded under its parent: its line is invisible
+        (goto-char (point-min))
+        (search-forward "  │ ↳ tool Read")
+        (should (invisible-p (match-beginning 0)))
+        (search-backward "▸ subagent")
+        (should-not (invisible-p (point)))
+        (agent-bridge-toggle-block)
+        (search-forward "  │ ↳ tool Read")
+        (should-not (invisible-p (match-beginning 0)))
+        (setq out (list :limitsLines (vconcat (test-lines s))
+                        :limitsHeader (agent-bridge--header-line)))))
+    ;; 2. Fork (Claude Code: its CLI is the project's stand-in).
+    (agent-bridge-new-session "claude-code" (list :executable (getenv "AB_FAKE_CLAUDE"))
+                              "Forked")
+    (test-wait "the claude-code session"
+               (lambda () (equal (agent-bridge--session-provider (agent-bridge--current-session))
+                                 "claude-code")))
+    (let ((s (agent-bridge--current-session)))
+      (agent-bridge-prompt "ECHO:first")
+      (test-wait "run 1" (lambda () (member "✓ done (end_turn)" (test-lines s))))
+      (agent-bridge-prompt "ECHO:second")
+      (test-wait "run 2" (lambda () (= 2 (cl-count "✓ done (end_turn)" (test-lines s)
+                                                   :test #'equal))))
+      ;; `f' on the first run's reply forks there.
+      (switch-to-buffer (agent-bridge--buffer s))
+      (goto-char (point-min))
+      (search-forward "first")
+      (execute-kbd-macro (kbd "f"))
+      (test-wait "the fork" (lambda () (not (equal agent-bridge--current
+                                                   (agent-bridge--session-id s)))))
+      (let ((fork (gethash agent-bridge--current agent-bridge--sessions)))
+        (set-buffer (agent-bridge--buffer fork))
+        (test-wait "the fork's history" (lambda () (member "✓ done (end_turn)" (test-lines fork))))
+        (should (eq (window-buffer (selected-window)) (agent-bridge--buffer fork)))
+        (agent-bridge-prompt "ECHO:third")
+        (test-wait "the fork's run"
+                   (lambda () (= 2 (cl-count "✓ done (end_turn)" (test-lines fork)
+                                             :test #'equal))))
+        (setq out (append out (list :original (agent-bridge--session-id s)
+                                    :originalLines (vconcat (test-lines s))
+                                    :fork (agent-bridge--session-id fork)
+                                    :forkLines (vconcat (test-lines fork)))))))
+    (with-temp-file (getenv "AB_OUT") (insert (json-serialize out)))
+    (agent-bridge-stop)
+    (test-wait "the bridge to stop" (lambda () (not (agent-bridge-running-p))))))
+
+;;; emacs_fork_limits.el ends here
