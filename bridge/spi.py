@@ -43,6 +43,7 @@ from agent_bridge.wire.interactions import Answer, InteractionRequest, Interacti
 from agent_bridge.wire.methods import RunInput
 from agent_bridge.wire.native import NativeSessionsListResult, NativeSessionsReadResult
 from agent_bridge.wire.providers import Availability, InputCapabilities, ProviderDescriptor
+from agent_bridge.wire.settings import SessionSettings
 
 __all__ = [
     "AgentProvider",
@@ -271,6 +272,19 @@ class ProviderSession(abc.ABC):
         far as it has said (``None``: it has not, or never names them).  A change during
         a run is also emitted as ``CommandsUpdated``."""
         return None
+
+    def model_and_mode(self) -> SessionSettings | None:
+        """The session's model and mode (``session/settings``), as far as the provider
+        names them; ``None``: it names neither."""
+        return None
+
+    async def configure(self, model: str | None, mode: str | None) -> None:
+        """Switch the model and/or mode (``None``: leave it) before the next run.  Raises
+        ``unsupported`` (the default: the provider cannot switch them), ``invalid_params``
+        for a value it does not offer, or its classified failure."""
+        from agent_bridge.errors import BridgeError
+
+        raise BridgeError("unsupported")
 
     def input_capabilities(self) -> InputCapabilities | None:
         """What this session's runs may take as input, when the session knows better than

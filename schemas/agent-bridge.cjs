@@ -21,6 +21,7 @@ const KNOWN_EVENT_TYPES = Object.freeze([
   "session.closed",
   "session.imported",
   "session.resumed",
+  "settings.updated",
   "text.delta",
   "thinking.delta",
   "tool.activity",

@@ -205,6 +205,8 @@ export type BridgeToHostMessage =
   | InteractionRespondResponse
   | EventsReadResponse
   | SessionCommandsResponse
+  | SessionSettingsResponse
+  | SessionConfigureResponse
   | BlobReadResponse
   | ProviderSessionsListResponse
   | ProviderSessionsReadResponse
@@ -432,7 +434,7 @@ export interface EventNotification {
   params: EventEnvelope;
 }
 
-/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, LimitsUpdated, CommandsUpdated, RunStarted, RunCompleted, RunFailed, RunInterrupted, InteractionRequested, InteractionSettled, SessionClosed, SessionResumed, SessionImported. */
+/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, LimitsUpdated, CommandsUpdated, SettingsUpdated, RunStarted, RunCompleted, RunFailed, RunInterrupted, InteractionRequested, InteractionSettled, SessionClosed, SessionResumed, SessionImported. */
 export type EventPayload =
   | TextDelta
   | ThinkingDelta
@@ -442,6 +444,7 @@ export type EventPayload =
   | Diagnostic
   | LimitsUpdated
   | CommandsUpdated
+  | SettingsUpdated
   | RunStarted
   | RunCompleted
   | RunFailed
@@ -582,6 +585,8 @@ export type HostToBridgeMessage =
   | InteractionRespondRequest
   | EventsReadRequest
   | SessionCommandsRequest
+  | SessionSettingsRequest
+  | SessionConfigureRequest
   | BlobReadRequest
   | ProviderSessionsListRequest
   | ProviderSessionsReadRequest
@@ -1156,7 +1161,7 @@ export interface ProviderLimitsResult {
   [key: string]: unknown;
 }
 
-/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, LimitsUpdated, CommandsUpdated. */
+/** One of TextDelta, ThinkingDelta, ToolActivity, PlanUpdated, Usage, Diagnostic, LimitsUpdated, CommandsUpdated, SettingsUpdated. */
 export type ProviderPayload =
   | TextDelta
   | ThinkingDelta
@@ -1165,7 +1170,8 @@ export type ProviderPayload =
   | Usage
   | Diagnostic
   | LimitsUpdated
-  | CommandsUpdated;
+  | CommandsUpdated
+  | SettingsUpdated;
 
 /** The `provider/sessions/continue` request (host->bridge): Continue a provider-kept session in the bridge: one bridge session per provider session, its earlier turns imported. */
 export interface ProviderSessionsContinueRequest {
@@ -1600,6 +1606,31 @@ export interface SessionCommandsResult {
 }
 
 /**
+ * `session/configure`: switch the session's `model` and/or `mode` before its
+ * next run.
+ */
+export interface SessionConfigureParams {
+  sessionId: string;
+  model?: string | null;
+  mode?: string | null;
+}
+
+/** The `session/configure` request (host->bridge): Switch the session's model and/or mode before its next run. */
+export interface SessionConfigureRequest {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  method: "session/configure";
+  params: SessionConfigureParams;
+}
+
+/** The successful response to `session/configure`. */
+export interface SessionConfigureResponse {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  result: SessionSettings;
+}
+
+/**
  * `session/create`: a session on `provider` in `workspace` with `options`
  * (as declared by the provider's descriptor); `retry_on_limit` sets the session's
  * policy for runs that hit a limit (none: such a run fails at once).
@@ -1851,6 +1882,65 @@ export interface SessionResumeResponse {
  */
 export interface SessionResumed {
   type: "session.resumed";
+  [key: string]: unknown;
+}
+
+/**
+ * A model or mode setting: the `current` value (when known) and the `available`
+ * ones (empty: the provider takes any id it knows, without listing them).
+ */
+export interface SessionSetting {
+  current?: string | null;
+  /** @defaultValue `[]` */
+  available?: SettingValue[];
+  [key: string]: unknown;
+}
+
+/**
+ * A session's `model` and `mode`, each absent when its provider has none it can
+ * name or change.
+ */
+export interface SessionSettings {
+  model?: SessionSetting | null;
+  mode?: SessionSetting | null;
+  [key: string]: unknown;
+}
+
+/** The `session/settings` request (host->bridge): Read the session's model and mode: what its provider offers and which is current. */
+export interface SessionSettingsRequest {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  method: "session/settings";
+  params: SessionRef;
+}
+
+/** The successful response to `session/settings`. */
+export interface SessionSettingsResponse {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  result: SessionSettings;
+}
+
+/**
+ * One model or mode a provider offers: its `id` (what `session/configure`
+ * takes) and a `name` to show.
+ */
+export interface SettingValue {
+  id: string;
+  /** @defaultValue `""` */
+  name?: string;
+  [key: string]: unknown;
+}
+
+/**
+ * The session's model or mode changed (`session/configure`, or the provider
+ * switched itself): the current `model` and `mode` (each absent when the provider
+ * names none); `session/settings` reads what is offered.
+ */
+export interface SettingsUpdated {
+  type: "settings.updated";
+  model?: string | null;
+  mode?: string | null;
   [key: string]: unknown;
 }
 
@@ -2212,6 +2302,16 @@ export interface Methods {
     stability: "stable";
     cancellable: true;
   };
+  /** Switch the session's model and/or mode before its next run. */
+  "session/configure": {
+    direction: "host->bridge";
+    kind: "request";
+    params: SessionConfigureParams;
+    result: SessionSettings;
+    since: 1;
+    stability: "stable";
+    cancellable: false;
+  };
   /** Create a session on a provider. */
   "session/create": {
     direction: "host->bridge";
@@ -2272,6 +2372,16 @@ export interface Methods {
     stability: "stable";
     cancellable: true;
   };
+  /** Read the session's model and mode: what its provider offers and which is current. */
+  "session/settings": {
+    direction: "host->bridge";
+    kind: "request";
+    params: SessionRef;
+    result: SessionSettings;
+    since: 1;
+    stability: "stable";
+    cancellable: true;
+  };
   /** Close every session; the host then sends exit. */
   shutdown: {
     direction: "host->bridge";
@@ -2310,7 +2420,7 @@ export type ResultOf<M extends keyof Methods> = Methods[M] extends { result: inf
  * agent-bridge.mjs).  Narrow a received payload with its guard `isKnownEvent`
  * (`p is EventPayload`), then switch on `p.type`; any other payload is an
  * UnknownEventPayload (a later version's event) to skip or show generically. */
-export type KnownEventType = "commands.updated" | "diagnostic" | "interaction.requested" | "interaction.settled" | "limits.updated" | "plan.updated" | "run.completed" | "run.failed" | "run.interrupted" | "run.started" | "session.closed" | "session.imported" | "session.resumed" | "text.delta" | "thinking.delta" | "tool.activity" | "usage";
+export type KnownEventType = "commands.updated" | "diagnostic" | "interaction.requested" | "interaction.settled" | "limits.updated" | "plan.updated" | "run.completed" | "run.failed" | "run.interrupted" | "run.started" | "session.closed" | "session.imported" | "session.resumed" | "settings.updated" | "text.delta" | "thinking.delta" | "tool.activity" | "usage";
 
 /** An ErrorInfo of one code: `ErrorInfoOf<"provider_failed">`. */
 export type ErrorInfoOf<C extends ErrorCode> = ErrorInfo & { code: C };
@@ -2372,7 +2482,7 @@ export interface ScriptedEchoStep {
 
 export interface ScriptedEmitStep {
   type: "emit";
-  payloads: Array<TextDelta | ThinkingDelta | ToolActivity | PlanUpdated | Usage | Diagnostic | LimitsUpdated | CommandsUpdated>;
+  payloads: Array<TextDelta | ThinkingDelta | ToolActivity | PlanUpdated | Usage | Diagnostic | LimitsUpdated | CommandsUpdated | SettingsUpdated>;
   raw?: unknown;
 }
 
@@ -2465,13 +2575,15 @@ export interface ScriptedRunScript {
 /**
  * A whole script: `steps` for every run, or `runs` for run-by-run scripts;
  * `commands`: the commands the session offers (`session/commands`; a `command`
- * block reaches the run like any other); `recorded` only in scripts written by
- * `agent-bridge record` (not used to run).
+ * block reaches the run like any other); `settings`: the models and modes it offers
+ * (`session/settings`; `session/configure` switches among them); `recorded` only
+ * in scripts written by `agent-bridge record` (not used to run).
  */
 export interface ScriptedScript {
   steps?: ScriptedStep[] | null;
   runs?: ScriptedRunScript[] | null;
   commands?: CommandInfo[] | null;
+  settings?: SessionSettings | null;
   recorded?: ScriptedRecording | null;
 }
 

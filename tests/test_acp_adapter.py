@@ -903,3 +903,46 @@ async def test_the_agents_commands_reach_the_host_and_a_command_block_invokes_on
     prompts = fake.sent_by_bridge("session/prompt")
     assert prompts[-1]["params"]["prompt"] == [{"type": "text", "text": "/help tools"}]
     fake.check_schema()
+
+
+async def test_model_and_mode_are_read_switched_and_followed(fake: Fake) -> None:
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        settings = await bridge.result("session/settings", {"sessionId": session_id})
+        assert settings == {
+            "model": {
+                "current": "auto",
+                "available": [{"id": "auto", "name": "Auto"}, {"id": "fast", "name": "Fast"}],
+            },
+            "mode": {
+                "current": "default",
+                "available": [{"id": "default", "name": "Default"}, {"id": "yolo", "name": "YOLO"}],
+            },
+        }
+        bad = await bridge.call(
+            "session/configure", {"sessionId": session_id, "mode": "turbo"}, check=False
+        )
+        assert bad["error"]["data"]["code"] == "invalid_params"
+        assert bad["error"]["data"]["details"]["field"] == "mode"
+        switched = await bridge.result(
+            "session/configure", {"sessionId": session_id, "model": "fast", "mode": "yolo"}
+        )
+        assert switched["model"]["current"] == "fast" and switched["mode"]["current"] == "yolo"
+        event = await bridge.event("settings.updated")
+        assert event["payload"] == {"type": "settings.updated", "model": "fast", "mode": "yolo"}
+        assert event.get("runId") is None  # between runs: a session event
+        await bridge.result("session/configure", {"sessionId": session_id, "mode": "default"})
+        # the agent switching its own mode (current_mode_update) is followed, in the run
+        payloads = await run_text(bridge, session_id, "MODE")
+        assert of_type(payloads, "settings.updated") == [
+            {"type": "settings.updated", "model": "fast", "mode": "yolo"}
+        ]
+        now = await bridge.result("session/settings", {"sessionId": session_id})
+        assert now["mode"]["current"] == "yolo"
+    assert [m["params"]["modeId"] for m in fake.sent_by_bridge("session/set_mode")] == [
+        "yolo",
+        "default",
+    ]
+    (model,) = fake.sent_by_bridge("session/set_config_option")
+    assert model["params"]["configId"] == "model" and model["params"]["value"] == "fast"
+    fake.check_schema()

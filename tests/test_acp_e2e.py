@@ -579,3 +579,27 @@ async def test_gemini_receives_an_image_a_file_and_a_resource(gemini: Gemini) ->
     assert [b["type"] for b in sent[2]["params"]["prompt"]] == ["text", "image", "resource_link"]
     assert not [p for p in third if "inlineData" in p], "Gemini now keeps images beside files"
     assert "FILE-7731" in "\n".join(p.get("text", "") for p in third)
+
+
+async def test_gemini_mode_is_read_and_switched_between_runs(gemini: Gemini) -> None:
+    """The modes Gemini offers (session/new's ``modes``) are what ``session/settings``
+    shows; ``session/configure`` switches it with ``session/set_mode`` between runs and
+    every attached host is told (``settings.updated``)."""
+    g = gemini
+    async with running_bridge("newline", env=g.env) as bridge:
+        session_id = await _create(bridge, g)
+        settings = await bridge.result("session/settings", {"sessionId": session_id})
+        modes = {m["id"] for m in settings["mode"]["available"]}
+        assert {"default", "yolo"} <= modes and settings["mode"]["current"] == "default"
+        switched = await bridge.result(
+            "session/configure", {"sessionId": session_id, "mode": "yolo"}
+        )
+        assert switched["mode"]["current"] == "yolo"
+        event = await bridge.event("settings.updated")
+        assert event["payload"]["mode"] == "yolo"
+        events = await drive(bridge, await start(bridge, session_id, "say hi"), timeout=60)
+        assert events[-1] == {"type": "run.completed", "stopReason": "end_turn"}
+    sent = [
+        r["msg"] for r in read_transcript(g.log) if r["msg"].get("method") == "session/set_mode"
+    ]
+    assert [m["params"]["modeId"] for m in sent] == ["yolo"]

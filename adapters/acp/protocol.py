@@ -34,6 +34,7 @@ from agent_bridge.wire.inputs import (
 )
 from agent_bridge.wire.methods import RunInput
 from agent_bridge.wire.providers import ImageInputCapability, InputCapabilities
+from agent_bridge.wire.settings import SessionSetting, SettingValue
 
 __all__ = [
     "AUTH_REQUIRED",
@@ -238,3 +239,49 @@ def select_values(option: Mapping[str, Any]) -> tuple[str, ...]:
 def config_options(value: Any) -> Sequence[Mapping[str, Any]]:
     """A ``configOptions`` array."""
     return objs(value)
+
+
+def mode_setting(modes: Any) -> SessionSetting | None:
+    """A ``SessionModeState`` (``currentModeId``, ``availableModes``) as a setting;
+    ``None`` when it offers no mode."""
+    available = tuple(
+        SettingValue(m["id"], m["name"] if isinstance(m.get("name"), str) else "")
+        for m in objs(obj(modes).get("availableModes"))
+        if isinstance(m.get("id"), str)
+    )
+    if not available:
+        return None
+    return SessionSetting(_str(obj(modes).get("currentModeId")), available)
+
+
+def model_option(config: Any) -> Mapping[str, Any] | None:
+    """The ``select`` config option of category ``model`` among ``configOptions``."""
+    return next(
+        (o for o in objs(config) if o.get("category") == "model" and o.get("type") == "select"),
+        None,
+    )
+
+
+def model_setting(result: Mapping[str, Any]) -> tuple[SessionSetting | None, str | None]:
+    """The model setting of a ``session/new`` (load, resume) result, and the config
+    option id that sets it (``None``: ``session/set_model`` does, from the unstable
+    ``models`` state).  ``(None, None)`` when the agent offers no model choice."""
+    option = model_option(result.get("configOptions"))
+    if option is not None:
+        names: dict[str, str] = {}
+        for entry in objs(option.get("options")):
+            for value in (entry, *objs(entry.get("options"))):
+                if isinstance(value.get("value"), str):
+                    names[value["value"]] = _str(value.get("name")) or ""
+        available = tuple(SettingValue(k, v) for k, v in names.items())
+        current = _str(option.get("currentValue"))
+        return SessionSetting(current, available), _str(option.get("id"))
+    models = obj(result.get("models"))
+    available = tuple(
+        SettingValue(m["modelId"], _str(m.get("name")) or "")
+        for m in objs(models.get("availableModels"))
+        if isinstance(m.get("modelId"), str)
+    )
+    if not available:
+        return None, None
+    return SessionSetting(_str(models.get("currentModelId")), available), None

@@ -50,10 +50,11 @@ from agent_bridge.spi import (
     RunOutcome,
     SessionContext,
 )
-from agent_bridge.wire.events import Diagnostic, ProviderPayload
+from agent_bridge.wire.events import Diagnostic, ProviderPayload, SettingsUpdated
 from agent_bridge.wire.inputs import CommandInfo
 from agent_bridge.wire.methods import RunInput
 from agent_bridge.wire.providers import InputCapabilities
+from agent_bridge.wire.settings import SessionSetting, SessionSettings
 
 if TYPE_CHECKING:
     from agent_bridge.adapters.acp.provider import AcpProvider
@@ -153,6 +154,11 @@ class AcpSession(ProviderSession):
         self.info: p.AgentInfo | None = None
         #: the agent's commands (its last ``available_commands_update``)
         self._commands: tuple[CommandInfo, ...] | None = None
+        #: the session's mode and model as the agent offered them (``session/settings``),
+        #: and the config option that sets the model (``None``: ``session/set_model``)
+        self._mode: SessionSetting | None = None
+        self._model: SessionSetting | None = None
+        self._model_option: str | None = None
         #: The entry's hints completed by the agent's profile (known once the agent has
         #: answered ``initialize``; until then the profile a built-in expects).
         self.hints: Hints = effective_hints(
@@ -308,6 +314,8 @@ class AcpSession(ProviderSession):
                 raise ProviderFailure("provider_contract", f"{method} returned no sessionId")
             s.acp_session_id = session_id
         self._provider.learned_session(p.obj(result))
+        self._mode = p.mode_setting(p.obj(result).get("modes"))
+        self._model, self._model_option = p.model_setting(p.obj(result))
         if s.mode is not None:
             if s.mode not in p.mode_ids(p.obj(result).get("modes")):
                 raise BridgeError("invalid_option", details={"option": "mode"})
@@ -317,6 +325,7 @@ class AcpSession(ProviderSession):
                 {"sessionId": s.acp_session_id, "modeId": s.mode},
                 REQUEST_TIMEOUT,
             )
+            self._mode = self._with_current(self._mode, s.mode)
         from agent_bridge.adapters.acp.provider import CONFIG_CATEGORIES
 
         offered = p.config_options(p.obj(result).get("configOptions"))
@@ -332,6 +341,8 @@ class AcpSession(ProviderSession):
                 {"sessionId": s.acp_session_id, "configId": option.get("id"), "value": value},
                 REQUEST_TIMEOUT,
             )
+            if name == "model":
+                self._model = self._with_current(self._model, value)
 
     def export_recovery_record(self) -> Any:
         """The ACP session to continue; marked ``resumable: false`` for an agent whose
@@ -378,6 +389,61 @@ class AcpSession(ProviderSession):
             self._prompt, proc, run, p.prompt_blocks(input), suspect, name="session/prompt"
         )
         return run
+
+    def model_and_mode(self) -> SessionSettings | None:
+        """The models and modes the agent offered for this session, current ones kept up
+        to date (``session/configure``, ``current_mode_update``, ``config_option_update``)."""
+        if self._model is None and self._mode is None:
+            return None
+        return SessionSettings(self._model, self._mode)
+
+    async def configure(self, model: str | None, mode: str | None) -> None:
+        """``session/set_mode`` for ``mode``; for ``model`` the agent's model config option
+        (``session/set_config_option``) or else the unstable ``session/set_model``.
+        Raises ``unsupported`` when the agent offers no such choice, ``invalid_params``
+        for a value it does not offer, or the classified failure."""
+        proc = self._proc
+        if self._disposed or proc is None or proc.closed:
+            raise ProviderFailure("provider_crashed", "the agent is no longer running")
+        for name, value, setting in (("mode", mode, self._mode), ("model", model, self._model)):
+            if value is None:
+                continue
+            if setting is None:
+                raise BridgeError("unsupported", details={"field": name})
+            if value not in {v.id for v in setting.available}:
+                reason = f"the agent does not offer this {name}"
+                raise BridgeError("invalid_params", details={"field": name, "reason": reason})
+        sid = self.settings.acp_session_id
+        if mode is not None:
+            await self._call(
+                proc, "session/set_mode", {"sessionId": sid, "modeId": mode}, REQUEST_TIMEOUT
+            )
+            self._mode = self._with_current(self._mode, mode)
+        if model is not None:
+            if self._model_option is not None:
+                params = {"sessionId": sid, "configId": self._model_option, "value": model}
+                await self._call(proc, "session/set_config_option", params, REQUEST_TIMEOUT)
+            else:
+                params = {"sessionId": sid, "modelId": model}
+                await self._call(proc, "session/set_model", params, REQUEST_TIMEOUT)
+            self._model = self._with_current(self._model, model)
+
+    @staticmethod
+    def _with_current(setting: SessionSetting | None, current: str) -> SessionSetting | None:
+        return None if setting is None else SessionSetting(current, setting.available)
+
+    def _settings_update(self, update: Mapping[str, Any]) -> bool:
+        """Follow a ``current_mode_update`` / ``config_option_update``; whether the
+        current mode or model changed."""
+        kind = update.get("sessionUpdate")
+        before = (self._model, self._mode)
+        if kind == "current_mode_update" and isinstance(update.get("currentModeId"), str):
+            self._mode = self._with_current(self._mode, update["currentModeId"])
+        elif kind == "config_option_update" and self._model_option is not None:
+            option = p.model_option(update.get("configOptions"))
+            if option is not None and isinstance(option.get("currentValue"), str):
+                self._model = self._with_current(self._model, option["currentValue"])
+        return (self._model, self._mode) != before
 
     def commands(self) -> tuple[CommandInfo, ...] | None:
         """The agent's commands from its last ``available_commands_update`` (``None``
@@ -516,6 +582,7 @@ class AcpSession(ProviderSession):
         update = p.obj(params.get("update"))
         if update.get("sessionUpdate") == "available_commands_update":
             self._commands = mapping.commands_of(update)  # kept in or outside a run
+        changed = self._settings_update(update)
         if self._loading:
             return  # history replayed by session/load: already in the journal
         run = self._current(params)
@@ -526,6 +593,12 @@ class AcpSession(ProviderSession):
         record = bytes(raw)
         for payload in mapping.update_payloads(run.state, update):
             run.emit(payload, raw=record)
+        if changed:
+            current = SettingsUpdated(
+                model=self._model.current if self._model is not None else None,
+                mode=self._mode.current if self._mode is not None else None,
+            )
+            run.emit(current, raw=record)
 
     async def _on_permission(self, raw: msgspec.Raw) -> dict[str, Any]:
         params = self._decode(raw)

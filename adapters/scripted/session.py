@@ -63,6 +63,7 @@ from agent_bridge.wire.script import (
     UsageStep,
     WaitForInterruptStep,
 )
+from agent_bridge.wire.settings import SessionSetting, SessionSettings
 
 __all__ = ["ScriptedRun", "ScriptedSession"]
 
@@ -253,6 +254,7 @@ class ScriptedSession(ProviderSession):
         self._history = history
         self._disposed = False
         self._commands: tuple[CommandInfo, ...] | None = None
+        self._settings: SessionSettings | None = self._script.settings
         self._tasks = TaskSupervisor(ctx.task_group, log, owner="scripted session")
 
     async def start_run(
@@ -277,6 +279,27 @@ class ScriptedSession(ProviderSession):
 
     def _set_commands(self, commands: tuple[CommandInfo, ...]) -> None:
         self._commands = commands
+
+    def model_and_mode(self) -> SessionSettings | None:
+        """The script's ``settings``, with the current values ``configure`` chose."""
+        return self._settings
+
+    async def configure(self, model: str | None, mode: str | None) -> None:
+        """Switch among the script's ``settings``: ``unsupported`` for a setting the
+        script does not name, ``invalid_params`` for a value it does not offer."""
+        settings = self._settings or SessionSettings()
+        chosen: dict[str, SessionSetting | None] = {"model": settings.model, "mode": settings.mode}
+        for name, value in (("model", model), ("mode", mode)):
+            setting = chosen[name]
+            if value is None:
+                continue
+            if setting is None:
+                raise BridgeError("unsupported", details={"field": name})
+            if setting.available and value not in {v.id for v in setting.available}:
+                reason = f"the script does not offer this {name}"
+                raise BridgeError("invalid_params", details={"field": name, "reason": reason})
+            chosen[name] = SessionSetting(value, setting.available)
+        self._settings = SessionSettings(chosen["model"], chosen["mode"])
 
     def export_recovery_record(self) -> Any:
         script = msgspec.to_builtins(self._script)

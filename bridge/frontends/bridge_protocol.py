@@ -71,6 +71,7 @@ from agent_bridge.wire.native import (
     NativeSessionsReadParams,
     NativeSessionsReadResult,
 )
+from agent_bridge.wire.settings import SessionConfigureParams, SessionSettings
 
 __all__ = ["FIRST_REQUEST_ID", "BridgeFrontend"]
 
@@ -370,6 +371,12 @@ class BridgeFrontend:
 
     async def _session_commands(self, params: SessionRef) -> SessionCommandsResult:
         return await self.runtime.session_commands(params.session_id)
+
+    async def _session_settings(self, params: SessionRef) -> SessionSettings:
+        return await self.runtime.session_settings(params.session_id)
+
+    async def _session_configure(self, params: SessionConfigureParams) -> SessionSettings:
+        return await self.runtime.configure_session(params)
 
     async def _blob_read(self, params: BlobReadParams) -> BlobReadResult:
         return await self.runtime.read_blob(params)

@@ -63,6 +63,7 @@ TYPE_NAMES: Final[tuple[str, ...]] = (
     "limits.updated",
     "session.imported",
     "commands.updated",
+    "settings.updated",
 )
 
 

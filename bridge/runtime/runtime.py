@@ -58,7 +58,7 @@ from agent_bridge.runtime.sessions import ProviderStart, Session, record_info
 from agent_bridge.runtime.stream import EventStream, Subscriber, Subscription
 from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
 from agent_bridge.wire.errors import ErrorCode
-from agent_bridge.wire.events import SessionResumed
+from agent_bridge.wire.events import SessionResumed, SettingsUpdated
 from agent_bridge.wire.inputs import (
     BLOB_READ_MAX,
     BlobReadParams,
@@ -82,6 +82,7 @@ from agent_bridge.wire.methods import (
 )
 from agent_bridge.wire.native import NativeSessionsContinueResult
 from agent_bridge.wire.providers import ProviderDescriptor
+from agent_bridge.wire.settings import SessionConfigureParams, SessionSettings
 from agent_bridge.workspace import resolve_workspace
 
 __all__ = ["JOURNAL_FAULT_LIMIT", "HealthWatcher", "Runtime"]
@@ -1161,11 +1162,49 @@ class Runtime:
     async def session_commands(self, session_id: str) -> SessionCommandsResult:
         """The commands the session's provider offers now (``ProviderSession.commands``).
         Raises ``session_not_found``, ``session_closed`` or ``session_in_use``."""
+        session = await self._live(session_id)
+        assert session.provider_session is not None
+        commands = session.provider_session.commands()
+        return SessionCommandsResult(commands or (), commands is not None)
+
+    async def _live(self, session_id: str) -> Session:
+        """The session, open here and active (else the refusal ``_open_here`` gives, or
+        ``session_closed``)."""
         session = await self._open_here(session_id)
         if session.state != "active" or session.provider_session is None:
             raise BridgeError("session_closed")
-        commands = session.provider_session.commands()
-        return SessionCommandsResult(commands or (), commands is not None)
+        return session
+
+    async def session_settings(self, session_id: str) -> SessionSettings:
+        """The session's model and mode (``ProviderSession.settings``).  Raises
+        ``session_not_found``, ``session_closed`` or ``session_in_use``."""
+        session = await self._live(session_id)
+        assert session.provider_session is not None
+        return session.provider_session.model_and_mode() or SessionSettings()
+
+    async def configure_session(self, params: SessionConfigureParams) -> SessionSettings:
+        """Switch the session's model and/or mode between runs, then tell every attached
+        host (``settings.updated``).  Raises ``invalid_params`` (neither given),
+        ``run_active`` (a run is going), ``session_*`` refusals, and the provider's
+        ``unsupported`` / ``invalid_params`` / classified failure."""
+        session = await self._live(params.session_id)
+        if params.model is None and params.mode is None:
+            reason = "give a model or a mode"
+            raise BridgeError("invalid_params", details={"field": "model", "reason": reason})
+        if session.active_runs:
+            raise BridgeError("run_active")
+        provider_session = session.provider_session
+        assert provider_session is not None
+        self.services.check_writable()
+        await provider_session.configure(params.model, params.mode)
+        settings = provider_session.model_and_mode() or SessionSettings()
+        current = SettingsUpdated(
+            model=settings.model.current if settings.model is not None else None,
+            mode=settings.mode.current if settings.mode is not None else None,
+        )
+        session.stream.publish(None, current)
+        await self.flush()
+        return settings
 
     async def read_blob(self, params: BlobReadParams) -> BlobReadResult:
         """Return a piece of the bytes the journal keeps for ``params.sha256`` (see

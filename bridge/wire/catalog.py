@@ -56,6 +56,7 @@ from agent_bridge.wire.native import (
     NativeSessionsReadParams,
     NativeSessionsReadResult,
 )
+from agent_bridge.wire.settings import SessionConfigureParams, SessionSettings
 
 __all__ = ["CATALOG", "MethodInfo", "handler_name"]
 
@@ -210,6 +211,19 @@ CATALOG: Final[tuple[MethodInfo, ...]] = (
         SessionRef,
         SessionCommandsResult,
         "List the commands (slash commands, skills) the session's provider offers now.",
+    ),
+    _req(
+        "session/settings",
+        SessionRef,
+        SessionSettings,
+        "Read the session's model and mode: what its provider offers and which is current.",
+    ),
+    _req(
+        "session/configure",
+        SessionConfigureParams,
+        SessionSettings,
+        "Switch the session's model and/or mode before its next run.",
+        cancellable=False,
     ),
     _req(
         "blob/read",

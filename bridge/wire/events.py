@@ -37,6 +37,7 @@ __all__ = [
     "SessionClosed",
     "SessionImported",
     "SessionResumed",
+    "SettingsUpdated",
     "Subagent",
     "SubagentUsage",
     "TextDelta",
@@ -176,6 +177,15 @@ class CommandsUpdated(WireStruct, frozen=True, tag="commands.updated", tag_field
     commands: tuple[CommandInfo, ...]
 
 
+class SettingsUpdated(WireStruct, frozen=True, tag="settings.updated", tag_field="type"):
+    """The session's model or mode changed (``session/configure``, or the provider
+    switched itself): the current ``model`` and ``mode`` (each absent when the provider
+    names none); ``session/settings`` reads what is offered."""
+
+    model: str | None = None
+    mode: str | None = None
+
+
 class Diagnostic(WireStruct, frozen=True, tag="diagnostic", tag_field="type"):
     """Something a host may show or log: ``code`` from a small set, no upstream prose."""
 
@@ -269,6 +279,7 @@ ProviderPayload = (
     | Diagnostic
     | LimitsUpdated
     | CommandsUpdated
+    | SettingsUpdated
 )
 
 EventPayload = (
@@ -280,6 +291,7 @@ EventPayload = (
     | Diagnostic
     | LimitsUpdated
     | CommandsUpdated
+    | SettingsUpdated
     | RunStarted
     | RunCompleted
     | RunFailed

@@ -49,6 +49,7 @@ from agent_bridge.wire.errors import ErrorCode
 from agent_bridge.wire.events import ProviderPayload
 from agent_bridge.wire.inputs import CommandInfo
 from agent_bridge.wire.interactions import Answer, InteractionRequest
+from agent_bridge.wire.settings import SessionSettings
 
 __all__ = ["RecordedRun", "Recording", "Script", "Step", "decode_script", "read_script_file"]
 
@@ -238,12 +239,14 @@ class Recording(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
 class Script(msgspec.Struct, forbid_unknown_fields=True):
     """A whole script: ``steps`` for every run, or ``runs`` for run-by-run scripts;
     ``commands``: the commands the session offers (``session/commands``; a ``command``
-    block reaches the run like any other); ``recorded`` only in scripts written by
-    ``agent-bridge record`` (not used to run)."""
+    block reaches the run like any other); ``settings``: the models and modes it offers
+    (``session/settings``; ``session/configure`` switches among them); ``recorded`` only
+    in scripts written by ``agent-bridge record`` (not used to run)."""
 
     steps: list[Step] | None = None
     runs: list[RunScript] | None = None
     commands: list[CommandInfo] | None = None
+    settings: SessionSettings | None = None
     recorded: Recording | None = None
 
     def for_run(self, index: int) -> list[Step]:

@@ -891,6 +891,31 @@ def commands(rec: Recorder) -> None:
     rec.request("session/commands", {"sessionId": session})
 
 
+@scenario("settings", doc=True)
+def settings(rec: Recorder) -> None:
+    """session/settings reads the session's model and mode (the scripted provider: its
+    script's settings); session/configure switches them between runs and every attached
+    host gets settings.updated; a value the provider does not offer is invalid_params."""
+    script = {
+        "settings": {
+            "model": {
+                "current": "small",
+                "available": [{"id": "small", "name": "Small"}, {"id": "large", "name": "Large"}],
+            },
+            "mode": {"current": "ask", "available": [{"id": "ask"}, {"id": "auto"}]},
+        },
+        "steps": [{"type": "text", "text": "Done."}],
+    }
+    session = create(rec, script)
+    rec.request("session/settings", {"sessionId": session})
+    rec.request(
+        "session/configure",
+        {"sessionId": session, "model": "large", "mode": "auto"},
+        until=event("settings.updated"),
+    )
+    rec.request("session/configure", {"sessionId": session, "model": "huge"})
+
+
 @scenario("blob_read", doc=True)
 def blob_read(rec: Recorder) -> None:
     """blob/read returns the bytes the journal keeps for an image a run's input held,
