@@ -166,3 +166,18 @@ async def test_a_commit_of_many_sessions_notifies_in_payloads_postgresql_accepts
     finally:
         await follower.aclose()
         await journal.aclose()
+
+
+async def test_the_configuration_file_can_name_the_journal(pg_url: str, tmp_path: Any) -> None:
+    """``[journal] url/node/lease_seconds`` in the configuration file, no flag."""
+    config = tmp_path / "config.toml"
+    config.write_text(f'[journal]\nurl = "{pg_url}"\nnode = "from-config"\nlease_seconds = 7\n')
+    async with running_bridge("newline", env={"AGENT_BRIDGE_CONFIG": str(config)}) as bridge:
+        params = script_session([{"type": "text", "text": "hi"}])
+        session = (await bridge.result("session/create", params))["session"]["sessionId"]
+        with psycopg.connect(pg_url) as conn:
+            row = conn.execute(
+                "SELECT o.node, s.session_id, o.expires_at - now() < interval '8 seconds' "
+                "FROM sessions s JOIN owners o ON o.token = s.owner"
+            ).fetchone()
+        assert row == ("from-config", session, True)

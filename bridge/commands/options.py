@@ -374,10 +374,41 @@ def parse_options(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def _journal_config() -> dict[str, Any]:
+    """The ``[journal]`` table of the configuration file (``url``, ``node``,
+    ``lease_seconds``: what ``--journal``, ``--node`` and ``--lease-seconds`` say), read
+    only when there is a file (the configuration module is not imported otherwise: this
+    runs before ``serve``'s first reply)."""
+    env = os.environ
+    if "AGENT_BRIDGE_CONFIG" in env:
+        path = env["AGENT_BRIDGE_CONFIG"]
+    elif env.get("XDG_CONFIG_HOME", "").startswith("/"):
+        path = os.path.join(env["XDG_CONFIG_HOME"], "agent-bridge", "config.toml")
+    else:
+        home = env.get("HOME")
+        path = os.path.join(home, ".config", "agent-bridge", "config.toml") if home else ""
+    if not path or not os.path.isfile(path):
+        return {}
+    from agent_bridge.config import load_config
+
+    return dict(load_config().section("journal"))
+
+
 def history_settings(args: Any) -> dict[str, Any]:
     """The keyword arguments of :func:`agent_bridge.journal.open_history` (beside the
-    state directory) for the parsed :data:`JOURNAL_FLAGS` in ``args``."""
+    state directory) for the parsed :data:`JOURNAL_FLAGS` in ``args``; ``--journal``,
+    ``--node`` and ``--lease-seconds`` not given on the command line come from the
+    configuration file's ``[journal]`` table when it has them."""
     from agent_bridge.journal.retention import Retention
+
+    journal, node, lease = args.journal, args.node, args.lease_seconds
+    if journal is None:
+        table = _journal_config()
+        url, name, seconds = table.get("url"), table.get("node"), table.get("lease_seconds")
+        journal = url if isinstance(url, str) else None
+        node = node if node is not None or not isinstance(name, str) else name
+        if isinstance(seconds, (int, float)) and seconds > 0 and lease == 15.0:
+            lease = float(seconds)
 
     return {
         "retention": Retention(
@@ -386,9 +417,9 @@ def history_settings(args: Any) -> dict[str, Any]:
         ),
         "sync": args.journal_sync,
         "memory_bytes": int(args.memory_history_mb * 1024 * 1024),
-        "journal": args.journal,
-        "lease": args.lease_seconds,
-        "node": args.node,
+        "journal": journal,
+        "lease": lease,
+        "node": node,
     }
 
 
