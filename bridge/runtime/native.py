@@ -22,10 +22,20 @@ from agent_bridge.spi import AgentProvider
 from agent_bridge.wire.events import SessionImported
 from agent_bridge.wire.native import MAX_PAGE
 
-__all__ = ["Imported", "import_history"]
+__all__ = ["Imported", "import_history", "native_session_id"]
 
 #: Records asked for per page while importing.
 PAGE: Final = MAX_PAGE
+
+
+def native_session_id(provider_id: str, session_ref: str) -> str:
+    """The id the bridge session bound to ``session_ref`` gets: derived from the
+    reference, so every door names it before it exists (an ACP client's ``session/list``
+    entry is loaded by this id) and binding it twice cannot make two."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{provider_id}\0{session_ref}".encode("utf-8", "surrogatepass"))
+    return "ses_n" + digest.hexdigest()[:24]
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,7 @@ from agent_bridge.options import resolve_options, restore_withheld, storable_opt
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime.following import follow_remote
 from agent_bridge.runtime.inputs import image_type, prepare
-from agent_bridge.runtime.native import import_history
+from agent_bridge.runtime.native import import_history, native_session_id
 from agent_bridge.runtime.reading import catch_up, check_page, guard, read_page, replay
 from agent_bridge.runtime.receipts import Receipts
 from agent_bridge.runtime.routing import route, serve_routed
@@ -745,11 +745,16 @@ class Runtime:
         history = self.history
         pid = provider.id
         existing = (await guard(history.native_bindings(pid, [session_ref]))).get(session_ref)
+        session_id = native_session_id(pid, session_ref)
         if existing is not None:
             info = await self._bound(existing, subscriber)
             if info is not None:
                 return NativeSessionsContinueResult(info, "existing")
+            # bound to a session that is not there: left by a crash between binding and
+            # the session's first commit (or another bridge is at that very moment, which
+            # may still write the derived id: a fresh one cannot collide with it)
             await guard(history.unbind_native(pid, session_ref, existing))
+            session_id = self.services.ids.new("ses")
         continuation = await provider.native_continuation(session_ref)
         if continuation.workspace is not None:
             own = resolve_workspace(continuation.workspace)
@@ -757,7 +762,6 @@ class Runtime:
                 raise BridgeError("invalid_params", details={"field": "workspace"})
             workspace = own
         self.services.check_writable()
-        session_id = self.services.ids.new("ses")
         winner = await guard(history.bind_native(pid, session_ref, session_id))
         if winner != session_id:  # another bridge on this journal bound it meanwhile
             info = await self._bound(winner, subscriber)

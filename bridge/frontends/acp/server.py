@@ -47,6 +47,7 @@ from agent_bridge.frontends.acp.updates import UpdateMapper, is_terminal, stop_r
 from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Limits, Method
 from agent_bridge.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, RpcError
 from agent_bridge.runtime import Interaction, Released, Runtime
+from agent_bridge.runtime.native import native_session_id
 from agent_bridge.wire import acp
 from agent_bridge.wire.events import EventPayload, RunFailed
 from agent_bridge.wire.methods import RunStartParams
@@ -96,6 +97,8 @@ def _translated(handler: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awa
 
 #: the longest title taken from a first prompt, in characters
 TITLE_CHARS: Final = 80
+#: The most of the provider's own sessions ``session/list`` adds (one page, newest first).
+NATIVE_LISTED: Final = 50
 
 
 def prompt_title(text: str) -> str | None:
@@ -155,6 +158,8 @@ class AcpFrontend:
         self._replaying: set[str] = set()
         #: sessions that have had a prompt (their provider cannot change any more)
         self._prompted: set[str] = set()
+        #: the provider's own sessions ``session/list`` showed: bridge session id -> ref
+        self._native: dict[str, str] = {}
         self.conn = Connection(
             receive,
             send,
@@ -430,10 +435,23 @@ class AcpFrontend:
         return self._session_view(session_id)
 
     async def _session_load(self, params: acp.LoadSessionRequest) -> dict[str, Any]:
+        await self._continue_listed(params.session_id, params.cwd)
         return await self._reopen(params.session_id, params.cwd, params.mcp_servers, replay=True)
 
     async def _session_resume(self, params: acp.ResumeSessionRequest) -> dict[str, Any]:
+        await self._continue_listed(params.session_id, params.cwd)
         return await self._reopen(params.session_id, params.cwd, params.mcp_servers, replay=False)
+
+    async def _continue_listed(self, session_id: str, cwd: str) -> None:
+        """A provider's own session this connection listed (by the id its bridge session
+        gets) is continued first (bound, its earlier turns imported), so loading it
+        replays them and its next prompt goes on in the provider's conversation."""
+        ref = self._native.get(session_id)
+        if ref is None or session_id in self.runtime.sessions:
+            return
+        if await self.runtime.history.load_session(session_id) is not None:
+            return
+        await self.runtime.continue_native(self.provider, ref, workspace=_absolute(cwd))
 
     async def _session_fork(self, params: acp.ForkSessionRequest) -> dict[str, Any]:
         """ACP's unstable ``session/fork``: the bridge's ``session/fork`` at the end of the
@@ -459,10 +477,43 @@ class AcpFrontend:
             if info.updated_at or info.created_at:
                 item["updatedAt"] = info.updated_at or info.created_at
             out.append(item)
+        if cursor is None and params.cwd is not None:
+            out.extend(await self._native_entries(params.cwd))
         result: dict[str, Any] = {"sessions": out}
         if cursor is not None:
             result["nextCursor"] = cursor
         return result
+
+    async def _native_entries(self, cwd: str) -> list[dict[str, Any]]:
+        """After the last page of the bridge's sessions: the provider's own sessions of
+        ``cwd`` that no bridge session continues yet (at most :data:`NATIVE_LISTED`,
+        newest first), each under the id continuing it will give its bridge session.
+        Nothing when the provider cannot list or continue them, or its store cannot be
+        read now (the bridge's sessions are still listed)."""
+        provider = self.runtime.registry.get(self.provider)
+        native = provider.describe().capabilities.native_sessions
+        if native.list != "supported" or native.continue_ != "supported":
+            return []
+        try:
+            page = await provider.list_native_sessions(cwd, None, NATIVE_LISTED)
+            refs = [entry.session_ref for entry in page.sessions]
+            bound = await self.runtime.bound_sessions(self.provider, refs)
+        except BridgeError:
+            log.warning("session/list: the provider's own sessions cannot be listed now")
+            return []
+        out: list[dict[str, Any]] = []
+        for entry in page.sessions:
+            if entry.session_ref in bound:
+                continue  # listed as the bridge session that continues it
+            session_id = native_session_id(self.provider, entry.session_ref)
+            self._native[session_id] = entry.session_ref
+            item: dict[str, Any] = {"sessionId": session_id, "cwd": entry.workspace or cwd}
+            if entry.title:
+                item["title"] = entry.title
+            if entry.updated_at:
+                item["updatedAt"] = entry.updated_at
+            out.append(item)
+        return out
 
     async def _session_close(self, params: acp.CloseSessionRequest) -> dict[str, Any]:
         await self.runtime.close_session(params.session_id)
