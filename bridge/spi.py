@@ -385,3 +385,13 @@ class AgentProvider(abc.ABC):
         from agent_bridge.errors import BridgeError
 
         raise BridgeError("unsupported")
+
+    def native_ref(self, opaque: Any) -> str | None:
+        """The reference (as ``provider/sessions/list`` gives it) of the provider's own
+        session that the recovery record ``opaque`` continues, or ``None`` (not known yet,
+        or the provider does not list its sessions).  The bridge binds that reference to
+        the bridge session, so a session the bridge created is listed with its
+        ``bridgeSessionId`` and continuing it gives that session, never a second one.
+        Cheap and pure (called whenever the record changes); the default is ``None``."""
+        del opaque
+        return None

@@ -265,3 +265,39 @@ async def test_exec_continues_a_terminal_session(tmp_path: Path) -> None:
         assert last_user_text(request.body) == "what was the word?"
         assert said(request, "remember the word pelican")
         assert said(request, "Noted: pelican.")
+
+
+async def test_a_session_the_bridge_made_is_bound_to_it(tmp_path: Path) -> None:
+    """A Claude Code session created through the bridge is listed with its
+    ``bridgeSessionId`` once the CLI has named its session, and continuing it gives that
+    bridge session, not a second one driving the same conversation."""
+    cli = require_cli("claude")
+    work = tmp_path / "work"
+    with AnthropicStandIn([Text("Hello.")]) as server:
+        env = private_env(tmp_path, server.base_url)
+        async with running_bridge("newline", env={**env, "AGENT_BRIDGE_CLAUDE_PATH": cli}) as b:
+            created = await b.result(
+                "session/create", {"provider": "claude-code", "workspace": str(work)}, timeout=60
+            )
+            session_id = created["session"]["sessionId"]
+            await b.result("run/start", {"sessionId": session_id, "input": {"text": "hi"}})
+            assert (await b.terminal(timeout=60))["payload"]["type"] == "run.completed"
+            listed: list[Any] = []
+            with anyio.fail_after(10):
+                while not listed or "bridgeSessionId" not in listed[0]:
+                    await anyio.sleep(0.1)
+                    listed = (
+                        await b.result(
+                            "provider/sessions/list",
+                            {"provider": "claude-code", "workspace": str(work)},
+                        )
+                    )["sessions"]
+            (entry,) = listed
+            assert entry["bridgeSessionId"] == session_id
+            again = await b.result(
+                "provider/sessions/continue",
+                {"provider": "claude-code", "sessionRef": entry["sessionRef"]},
+            )
+            assert again["bound"] == "existing"
+            assert again["session"]["sessionId"] == session_id
+            assert len((await b.result("session/list", {}))["sessions"]) == 1

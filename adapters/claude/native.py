@@ -48,6 +48,7 @@ __all__ = [
     "list_page",
     "project_record",
     "read_page",
+    "ref_for",
 ]
 
 BLOCK: Final = 64 * 1024
@@ -126,6 +127,17 @@ def _encoded(workspace: str) -> str:
     """The CLI's directory name for a working directory (every character that is not a
     letter or digit becomes ``-``)."""
     return re.sub(r"[^A-Za-z0-9]", "-", workspace)
+
+
+def ref_for(cwd: str, session_id: str) -> str | None:
+    """The reference of the session ``session_id`` the CLI keeps for the working
+    directory ``cwd`` (``None`` for a name the CLI shortens, or an id that is not one)."""
+    directory = _encoded(cwd)
+    if len(directory) > 200 or _ID_RE.fullmatch(session_id) is None:
+        return None
+    if _DIR_RE.fullmatch(directory) is None:
+        return None
+    return directory + "/" + session_id
 
 
 def _entries(workspace: str | None) -> list[_Entry]:

@@ -209,6 +209,18 @@ class ClaudeCodeProvider(AgentProvider):
         }
         return NativeContinuation(opaque, cwd)
 
+    def native_ref(self, opaque: Any) -> str | None:
+        """``<the CLI's directory for the cwd>/<session id>``, once the CLI has named its
+        session (the reference its session file is listed under)."""
+        from agent_bridge.adapters.claude.native import ref_for
+
+        if not isinstance(opaque, dict):
+            return None
+        session_id, cwd = opaque.get("sessionId"), opaque.get("cwd")
+        if not isinstance(session_id, str) or not isinstance(cwd, str):
+            return None
+        return ref_for(cwd, session_id)
+
     async def create_session(self, ctx: SessionContext) -> ProviderSession:
         config = launch_config(ctx.options, ctx.workspace)
         session = _session_class()(ctx, config)

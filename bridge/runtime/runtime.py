@@ -389,6 +389,7 @@ class Runtime:
             last_sequence,
         )
         session.stream.on_lag = self._catch_up
+        session.on_native_ref = self._bind_own
         return session
 
     def _catch_up(self, stream: EventStream, subscription: Subscription) -> None:
@@ -793,6 +794,21 @@ class Runtime:
             raise
         await self.flush()
         return NativeSessionsContinueResult(session.info(), "created", imported.records)
+
+    def _bind_own(self, session: Session, ref: str) -> None:
+        """The provider named its own session behind ``session``: bind it (in the
+        background; the first binding of a reference wins)."""
+        if self._tg is not None:
+            self._tg.start_soon(self._bind_own_now, session.provider.id, ref, session.id)
+
+    async def _bind_own_now(self, provider_id: str, ref: str, session_id: str) -> None:
+        try:
+            bound = await self.history.bind_native(provider_id, ref, session_id)
+        except Exception:
+            log.warning("session %s: its provider session could not be bound", session_id)
+            return
+        if bound != session_id:
+            log.warning("session %s continues a provider session bound to %s", session_id, bound)
 
     async def bound_sessions(self, provider_id: str, session_refs: list[str]) -> dict[str, str]:
         """The bridge session each of ``session_refs`` (the provider's) is bound to."""

@@ -70,6 +70,8 @@ class Session:
         "descriptor",
         "finished",
         "id",
+        "native_ref",
+        "on_native_ref",
         "options",
         "parent",
         "provider",
@@ -115,6 +117,10 @@ class Session:
         self.provider_session: ProviderSession | None = None
         self.recovery_opaque: Any = None
         self.saved_recovery = b""
+        #: the provider's own session its recovery record continues (once known), and
+        #: who is told when it becomes known (the runtime binds it to this session)
+        self.native_ref: str | None = None
+        self.on_native_ref: Callable[[Session, str], None] | None = None
         self.stream = EventStream(
             session_id, services.history, services.delivery, services.clock, last_sequence
         )
@@ -219,6 +225,15 @@ class Session:
         if data != self.saved_recovery:
             self.saved_recovery = data
             self.services.history.update_session(self.id, recovery=data)
+            try:
+                ref = self.provider.native_ref(opaque)
+            except Exception:
+                log.exception("session %s: native_ref failed", self.id)
+                ref = None
+            if ref is not None and ref != self.native_ref:
+                self.native_ref = ref
+                if self.on_native_ref is not None:
+                    self.on_native_ref(self, ref)
 
     async def dispose_provider(self) -> None:
         """Save the recovery record, then dispose the provider session (bounded, shielded
