@@ -22,6 +22,7 @@ from agent_bridge.journal.journal import Journal
 from agent_bridge.journal.schema import SCHEMA_VERSION, open_journal_db
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime import Runtime
+from agent_bridge.runtime.native import native_session_id
 from agent_bridge.wire.methods import EventsReadParams
 
 
@@ -173,11 +174,15 @@ async def test_continuing_binds_once_and_imports_with_provenance(kind: str, tmp_
         again = await runtime.continue_native("scripted", REF)
         assert (again.bound, again.session.session_id) == ("existing", session_id)
         assert again.session.state == "active"
-        # deleted, the binding goes with it and the next continue binds anew
+        # deleted, the binding goes with it and the next continue binds anew (a new
+        # session under the same derived id, its history imported again from the start)
+        assert session_id == native_session_id("scripted", REF)
         await runtime.close_session(session_id)
         await runtime.delete_session(session_id)
         fresh = await runtime.continue_native("scripted", REF)
-        assert fresh.bound == "created" and fresh.session.session_id != session_id
+        assert (fresh.bound, fresh.imported) == ("created", 3)
+        assert fresh.session.session_id == session_id
+        assert fresh.session.last_sequence == 4
 
 
 async def test_a_reference_the_provider_did_not_make_binds_nothing() -> None:

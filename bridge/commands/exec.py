@@ -9,7 +9,7 @@ only events reach the real stdout, whatever a library prints.
 The session is journaled like any other (``--state-dir``, else the default state
 directory), so ``--session ID`` continues it later and ``agent-bridge record`` can turn
 it into a script.  ``--session`` also takes a provider's own session reference (one the
-journal does not know as a bridge session id): the session is continued as
+journal does not know, not shaped like a bridge session id ``ses_…``): it is continued as
 ``provider/sessions/continue`` does it (bound to one bridge session, its earlier turns
 imported; only the run's events are printed).  The run's interactions are answered by ``--approve``:
 
@@ -229,8 +229,10 @@ async def _run(
                         options=session_opts,
                         subscriber=host,
                     )
-                elif (stored := await runtime.history.load_session(session_id)) is None:
-                    # not a bridge session: a provider's own session reference
+                elif (
+                    stored := await runtime.history.load_session(session_id)
+                ) is None and not session_id.startswith("ses_"):
+                    # not a bridge session's id: a provider's own session reference
                     provider_id = provider or os.environ.get("AGENT_BRIDGE_PROVIDER", "claude-code")
                     declared = registry.get(provider_id).describe().options
                     session_opts, run_opts = _split(declared, options)
@@ -242,6 +244,8 @@ async def _run(
                         continued.session.session_id, subscriber=host
                     )
                 else:
+                    if stored is None:
+                        raise BridgeError("session_not_found")
                     if provider is not None and provider != stored.provider_id:
                         raise BridgeError("invalid_params", details={"option": "provider"})
                     declared = registry.get(stored.provider_id).describe().options
