@@ -476,3 +476,84 @@ def test_neovim_checkhealth(tmp_path: Path) -> None:
     assert "ERROR" not in report, report
     missing = health("/nonexistent/agent-bridge")
     assert "ERROR" in missing and "not on PyPI yet" in missing, missing
+
+
+CONTEXT_SCRIPT = {
+    "commands": [{"name": "review", "description": "Review the current diff", "hint": "<focus>"}],
+    "runs": [
+        *[{"steps": [{"type": "received"}]} for _ in range(4)],
+        {
+            "steps": [
+                {
+                    "type": "emit",
+                    "payloads": [
+                        {
+                            "type": "commands.updated",
+                            "commands": [{"name": "review"}, {"name": "test"}],
+                        }
+                    ],
+                }
+            ]
+        },
+    ],
+}
+
+
+def test_neovim_sends_context_and_slash_commands(tmp_path: Path) -> None:
+    """:'<,'>AgentBridge send: the selection as a `file` block with its line range; the
+    whole file attached to the prompt area's next prompt; an unsaved buffer as a
+    `resource`; `/name` completed in the prompt area from session/commands (and from a
+    commands.updated event) and sent as a `command` block — each as the provider got it."""
+    nvim = require_editor("nvim")
+    out = tmp_path / "outcome.json"
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(CONTEXT_SCRIPT))
+    work = tmp_path / "work"
+    work.mkdir()
+    src = work / "src.py"
+    src.write_text("import os\n\ndef main():\n    print(os.getcwd())\n\nmain()\n")
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(tmp_path / "state"),
+        "AB_SCRIPT": str(script),
+        "AB_OUT": str(out),
+        "AB_WORK": str(work),
+    }
+    argv = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
+    log = run_editor([*argv, "-l", str(DATA / "nvim_context.lua")], env=env, timeout=100)
+    assert out.exists(), log
+    o = json.loads(out.read_text())
+    assert o["ok"], (o.get("error"), log)
+    real = str(src.resolve())
+    assert o["selection"] == [
+        {"type": "text", "text": "Explain this"},
+        {"type": "file", "path": real, "startLine": 2, "endLine": 4},
+    ]
+    assert o["attached_in_input"] is True
+    assert o["bar"].startswith("prompt with @ src.py · <CR> sends"), o["bar"]
+    assert o["whole_file"] == [
+        {"type": "text", "text": "What is it?"},
+        {"type": "file", "path": real},
+    ]
+    assert "with" not in o["bar_after"], "sent context is no longer attached"
+    assert o["resource"] == [
+        {"type": "text", "text": "Look"},
+        {"type": "resource", "text": "x = 1\ny = 2", "uri": f"untitled:{o['scratch']}"},
+    ]
+    assert o["completed"] == ["/review "]
+    assert o["command"] == [{"type": "command", "name": "review", "arguments": "error handling"}]
+    assert o["completed_after_update"] == ["/test "]
+    assert [(i["abbr"], i.get("menu")) for i in o["items"]] == [("/review", None), ("/test", None)]
+    # The chat shows what was attached to each prompt, and the command invoked.
+    lines = o["lines"]
+    for shown in (["Explain this", "@ src.py:2-4"], ["What is it?", "@ src.py"]):
+        i = lines.index(shown[0])
+        assert lines[i : i + 2] == shown
+    i = lines.index("Look")
+    assert lines[i + 1] == f"@ untitled:{o['scratch']} (2 lines)"
+    assert "/review error handling" in lines

@@ -8,6 +8,7 @@ vim.api.nvim_create_user_command('AgentBridge', function(opts)
   require('agent_bridge').command(opts)
 end, {
   nargs = '*',
+  range = true,
   complete = function(arglead, cmdline)
     return require('agent_bridge').complete(arglead, cmdline)
   end,

@@ -63,7 +63,7 @@ end
 function M.session(id, info)
   local s = M.state.sessions[id]
   if not s then
-    s = { id = id, last_seq = 0, pending = {}, edits = {}, tools = {}, blocks = {} }
+    s = { id = id, last_seq = 0, pending = {}, edits = {}, tools = {}, blocks = {}, context = {}, commands = {} }
     M.state.sessions[id] = s
   end
   if info then
@@ -152,10 +152,36 @@ end
 
 local render = {}
 
+--- One line for a block of a run's input that is not its text: what was attached.
+---@param b table an input block as run.started records it
+---@return string|nil
+function M.describe_block(b)
+  if b.type == 'command' then
+    return '/' .. b.name .. ((b.arguments and b.arguments ~= '') and (' ' .. b.arguments) or '')
+  elseif b.type == 'file' then
+    local where = b.startLine and (':' .. b.startLine .. '-' .. (b.endLine or b.startLine)) or ''
+    return '@ ' .. vim.fn.fnamemodify(b.path, ':~:.') .. where
+  elseif b.type == 'resource' then
+    local n = #vim.split(b.text or '', '\n', { plain = true })
+    return ('@ %s (%d %s)'):format(b.uri or 'text', n, n == 1 and 'line' or 'lines')
+  elseif b.type == 'image' then
+    return ('@ image %s (%d bytes)'):format(b.mimeType or '?', b.size or 0)
+  end
+  return nil
+end
+
 render['run.started'] = function(s, e, p)
   s.active_run = e.runId
-  chat.append(s, { '', '## You', unpack(split_lines(p.input or '')) })
+  local lines = { '', '## You', unpack(split_lines(p.input or '')) }
+  for _, b in ipairs(p.content or {}) do
+    table.insert(lines, M.describe_block(b))
+  end
+  chat.append(s, lines)
   chat.append(s, { '', '## Agent' })
+end
+
+render['commands.updated'] = function(s, _, p)
+  s.commands = p.commands or {}
 end
 
 render['text.delta'] = function(s, _, p)
@@ -635,7 +661,8 @@ local function create_session(p, options, title)
       a.nextStep and (' — next step: ' .. a.nextStep) or ''), vim.log.levels.ERROR)
     return
   end
-  local params = { provider = p.id, title = title }
+  -- the editor's working directory is the workspace: the files a prompt refers to
+  local params = { provider = p.id, title = title, workspace = vim.fn.getcwd() }
   if next(options) then
     params.options = options
   end
@@ -645,7 +672,123 @@ local function create_session(p, options, title)
     M.state.current = s.id
     M.show(s, true)
     M.chat_keys(s)
+    M.load_commands(s)
   end)
+end
+
+--- Read the commands `s`'s provider offers (session/commands) for the prompt area's
+--- `/` completion; `commands.updated` events keep them current.
+---@param s table
+function M.load_commands(s)
+  M.call('session/commands', { sessionId = s.id }, function(result)
+    s.commands = result.commands or {}
+  end, function() end)
+end
+
+--- The prompt area's 'omnifunc': completes `/name` at the start of the prompt from the
+--- session's commands (each with its description and argument hint).
+---@param findstart integer
+---@param base string
+---@return integer|table
+function M.complete_command(findstart, base)
+  local s = M.current()
+  if findstart == 1 then
+    local before = vim.api.nvim_get_current_line():sub(1, vim.fn.col('.') - 1)
+    if vim.fn.line('.') == 1 and before:match('^/%S*$') then
+      return 0
+    end
+    return -3 -- not a command: leave completion quietly
+  end
+  local items = {}
+  for _, c in ipairs(s and s.commands or {}) do
+    local word = '/' .. c.name
+    if vim.startswith(word, base) then
+      table.insert(items, {
+        word = word .. ' ',
+        abbr = word,
+        menu = c.hint,
+        info = (c.description and c.description ~= '') and c.description or nil,
+      })
+    end
+  end
+  return items
+end
+
+--- The run input for prompt `text` with the context blocks `context` attached: a text
+--- starting `/name` where `name` is one of the session's commands is that command (the
+--- rest its arguments); `{text}` alone when nothing is attached, else content blocks.
+---@param s table
+---@param text string
+---@param context table[]
+---@return table
+function M.run_input(s, text, context)
+  local name, rest = text:match('^/(%S+)%s*(.-)%s*$')
+  local command
+  for _, c in ipairs(name and s.commands or {}) do
+    if c.name == name then
+      command = { type = 'command', name = name }
+      if rest ~= '' then
+        command.arguments = rest
+      end
+    end
+  end
+  if not command and #context == 0 then
+    return { text = text }
+  end
+  local content = { command or { type = 'text', text = text } }
+  vim.list_extend(content, context)
+  return { content = content }
+end
+
+--- The context block for lines `first`..`last` of buffer `buf` (`ranged`: a selection,
+--- else the whole file): a `file` block naming the file and lines when the buffer is a
+--- file saved on disk (the agent reads it), else a `resource` block with the text.
+---@return table
+function M.context_block(buf, first, last, ranged)
+  local path = vim.api.nvim_buf_get_name(buf)
+  local on_disk = path ~= '' and vim.bo[buf].buftype == '' and not vim.bo[buf].modified
+    and vim.fn.filereadable(path) == 1
+  if on_disk then
+    local b = { type = 'file', path = vim.fn.fnamemodify(path, ':p') }
+    if ranged then
+      b.startLine, b.endLine = first, last
+    end
+    return b
+  end
+  local lines = vim.api.nvim_buf_get_lines(buf, first - 1, last, false)
+  return {
+    type = 'resource',
+    text = table.concat(lines, '\n'),
+    uri = path ~= '' and vim.uri_from_fname(vim.fn.fnamemodify(path, ':p')) or ('untitled:' .. buf),
+  }
+end
+
+--- :[range]AgentBridge send [text]: the selection (with a range, e.g. from visual mode)
+--- or the current file as context for the current session. With text: a run starts at
+--- once with it; without: the context is attached to the next prompt sent from the
+--- prompt area (its bar lists what is attached), which gets the cursor.
+---@param args string[]
+---@param opts table the user command's opts (range, line1, line2)
+function M.send(args, opts)
+  local s = M.current()
+  if not s then
+    return notify('no session: :AgentBridge new or :AgentBridge sessions', vim.log.levels.WARN)
+  end
+  local buf = vim.api.nvim_get_current_buf()
+  if vim.b[buf].agent_bridge_session or vim.b[buf].agent_bridge_input then
+    return notify('send from a file buffer (a selection or the whole file)', vim.log.levels.WARN)
+  end
+  local ranged = (opts and opts.range or 0) > 0
+  local first = ranged and opts.line1 or 1
+  local last = ranged and opts.line2 or vim.api.nvim_buf_line_count(buf)
+  local block = M.context_block(buf, first, last, ranged)
+  local text = table.concat(args or {}, ' ')
+  if text ~= '' then
+    return M.start_run(s, M.run_input(s, text, { block }))
+  end
+  table.insert(s.context, block)
+  M.show(s, true)
+  input.refresh_bar(s)
 end
 
 --- :AgentBridge new [provider] [key=value ...]: pick the provider (and its model and mode
@@ -693,6 +836,16 @@ function M.new_session(args)
   end)
 end
 
+--- Start a run of `s` with `run_input`; `on_refused()` when the bridge refuses it.
+function M.start_run(s, run_input, on_refused)
+  M.call('run/start', { sessionId = s.id, input = run_input }, function(result)
+    -- The reply may come after the run's events, even its end.
+    if not (s.ended and s.ended[result.runId]) then
+      s.active_run = result.runId
+    end
+  end, on_refused)
+end
+
 --- :AgentBridge prompt [text]: start a run in the current session.
 function M.prompt(text)
   local s = M.current()
@@ -703,11 +856,13 @@ function M.prompt(text)
     if not t or t == '' then
       return
     end
-    M.call('run/start', { sessionId = s.id, input = { text = t } }, function(result)
-      -- The reply may come after the run's events, even its end.
-      if not (s.ended and s.ended[result.runId]) then
-        s.active_run = result.runId
-      end
+    local context = s.context
+    s.context = {}
+    input.refresh_bar(s)
+    M.start_run(s, M.run_input(s, t, context), function()
+      -- refused (the error is shown): the context stays attached for another try
+      s.context = vim.list_extend(context, s.context)
+      input.refresh_bar(s)
     end)
   end
   if text and text ~= '' then
@@ -737,6 +892,7 @@ function M.open(info)
   local method = info.state == 'active' and 'session/attach' or 'session/resume'
   M.call(method, { sessionId = s.id, after = s.last_seq }, function(result)
     M.session(s.id, result.session)
+    M.load_commands(s)
   end, function(err)
     if method == 'session/attach' then
       return
@@ -971,6 +1127,7 @@ end
 M.subcommands = {
   new = function(args) M.new_session(args) end,
   prompt = function(args) M.prompt(table.concat(args, ' ')) end,
+  send = function(args, opts) M.send(args, opts) end,
   cancel = function() M.cancel() end,
   sessions = function() M.sessions() end,
   native = function(args) M.native(args[1]) end,
@@ -990,7 +1147,7 @@ function M.command(opts)
   if not f then
     return notify('unknown subcommand ' .. sub .. ' (see :help agent-bridge)', vim.log.levels.ERROR)
   end
-  f(args)
+  f(args, opts)
 end
 
 function M.complete(arglead, cmdline)

@@ -32,6 +32,8 @@ function M.buffer(s, keys)
     vim.cmd('stopinsert')
     send()
   end, vim.tbl_extend('force', o, { desc = 'agent-bridge: send the prompt' }))
+  -- <C-x><C-o> completes a `/command` at the start of the prompt
+  vim.bo[buf].omnifunc = "v:lua.require'agent_bridge'.complete_command"
   vim.keymap.set('n', '<C-c>', keys.cancel, vim.tbl_extend('force', o, { desc = 'agent-bridge: interrupt the run' }))
   s.input_buf = buf
   return buf
@@ -52,7 +54,8 @@ function M.show(s, chat_win, keys, height)
   win = vim.api.nvim_get_current_win()
   vim.api.nvim_win_set_buf(win, buf)
   vim.wo[win].winfixheight = true
-  vim.wo[win].winbar = ('prompt · <CR> sends (insert: %s) · <C-c> interrupts'):format(keys.send_key or '<C-s>')
+  s.send_key = keys.send_key
+  M.refresh_bar(s)
   vim.wo[win].number = false
   vim.wo[win].relativenumber = false
   vim.wo[win].signcolumn = 'no'
@@ -60,6 +63,22 @@ function M.show(s, chat_win, keys, height)
     vim.api.nvim_set_current_win(here)
   end
   return win
+end
+
+--- The prompt area's bar: how to send, and the context attached to the next prompt.
+---@param s table
+function M.refresh_bar(s)
+  local win = s.input_buf and vim.fn.bufwinid(s.input_buf) or -1
+  if win == -1 then
+    return
+  end
+  local attached = {}
+  for _, b in ipairs(s.context or {}) do
+    table.insert(attached, require('agent_bridge').describe_block(b))
+  end
+  local bar = ('prompt%s · <CR> sends (insert: %s) · <C-c> interrupts'):format(
+    #attached > 0 and (' with ' .. table.concat(attached, ', ')) or '', s.send_key or '<C-s>')
+  vim.wo[win].winbar = bar:gsub('%%', '%%%%')
 end
 
 return M

@@ -1,0 +1,105 @@
+-- Context and slash commands, in a real headless Neovim against the real bridge (the
+-- scripted provider's `received` step answers with the blocks the run's input held):
+-- :'<,'>AgentBridge send with a selection sends a `file` block with its lines; without
+-- text the current file is attached to the prompt area's next prompt (its bar says so);
+-- an unsaved buffer goes as a `resource` with its text; `/re<C-x><C-o>` in the prompt
+-- area completes a command from session/commands, sent as a `command` block; a
+-- commands.updated event changes what completes. Env: AB_PLUGIN, AB_BRIDGE, AB_STATE,
+-- AB_SCRIPT, AB_OUT, AB_WORK (the workspace: the editor's working directory).
+local out_path = assert(os.getenv('AB_OUT'))
+local outcome = { steps = {} }
+local function save()
+  local f = assert(io.open(out_path, 'w'))
+  f:write(vim.json.encode(outcome))
+  f:close()
+end
+vim.opt.rtp:prepend(assert(os.getenv('AB_PLUGIN')))
+vim.cmd('runtime plugin/agent_bridge.lua')
+local ab = require('agent_bridge')
+local chat = require('agent_bridge.chat')
+ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
+vim.ui.select = function(_, _, on_choice)
+  vim.schedule(function() on_choice(nil) end)
+end
+
+local function type_keys(keys)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), 'xt', false)
+end
+local function count(s, text)
+  local n = 0
+  for _, l in ipairs(chat.lines(s)) do
+    if l == text then
+      n = n + 1
+    end
+  end
+  return n
+end
+local function wait_for(what, pred)
+  if not vim.wait(20000, pred, 20) then
+    error('timed out waiting for ' .. what .. ': ' .. table.concat(chat.lines(ab.current()), '\n'), 0)
+  end
+  table.insert(outcome.steps, what)
+end
+--- The blocks the provider received in the last run (its `received` answer).
+local function received(s)
+  local lines = chat.lines(s)
+  for i = #lines, 1, -1 do
+    if lines[i]:sub(1, 2) == '[{' then
+      return vim.json.decode(lines[i])
+    end
+  end
+end
+
+local ok, err = pcall(function()
+  vim.cmd('cd ' .. vim.fn.fnameescape(os.getenv('AB_WORK')))
+  vim.cmd('edit src.py')
+  local src_win = vim.api.nvim_get_current_win()
+  vim.cmd('AgentBridge new scripted scriptFile=' .. os.getenv('AB_SCRIPT') .. ' title=Context')
+  wait_for('the session', function() return ab.current() ~= nil end)
+  local s = ab.current()
+  wait_for('the commands', function() return #s.commands > 0 end)
+  -- 1. lines 2-4 of src.py, selected in visual mode, sent with a prompt
+  vim.api.nvim_set_current_win(src_win)
+  vim.api.nvim_win_set_cursor(0, { 2, 0 })
+  type_keys('Vjj:AgentBridge send Explain this<CR>')
+  wait_for('run 1', function() return count(s, '✓ done (end_turn)') == 1 end)
+  outcome.selection = received(s)
+  -- 2. the whole file attached to the prompt area's next prompt
+  vim.api.nvim_set_current_win(src_win)
+  vim.cmd('AgentBridge send')
+  outcome.attached_in_input = vim.api.nvim_get_current_buf() == s.input_buf
+  outcome.bar = vim.wo.winbar
+  type_keys('iWhat is it?<Esc><CR>')
+  wait_for('run 2', function() return count(s, '✓ done (end_turn)') == 2 end)
+  outcome.whole_file = received(s)
+  outcome.bar_after = vim.wo[vim.fn.bufwinid(s.input_buf)].winbar
+  -- 3. an unsaved buffer: its text as a resource
+  vim.api.nvim_set_current_win(src_win)
+  vim.cmd('enew')
+  outcome.scratch = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'x = 1', 'y = 2' })
+  vim.cmd('AgentBridge send Look')
+  wait_for('run 3', function() return count(s, '✓ done (end_turn)') == 3 end)
+  outcome.resource = received(s)
+  -- 4. a slash command completed in the prompt area, sent as a command block
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(s.input_buf))
+  type_keys('i/re<C-x><C-o><Esc>')
+  outcome.completed = vim.api.nvim_buf_get_lines(s.input_buf, 0, -1, false)
+  type_keys('Aerror handling<Esc><CR>')
+  wait_for('run 4', function() return count(s, '✓ done (end_turn)') == 4 end)
+  outcome.command = received(s)
+  -- 5. a run whose provider changes its commands (commands.updated)
+  type_keys('iAdd a command<Esc><CR>')
+  wait_for('run 5', function() return count(s, '✓ done (end_turn)') == 5 end)
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(s.input_buf))
+  type_keys('i/t<C-x><C-o><Esc>')
+  outcome.completed_after_update = vim.api.nvim_buf_get_lines(s.input_buf, 0, -1, false)
+  vim.api.nvim_buf_set_lines(s.input_buf, 0, -1, false, {})
+  outcome.items = ab.complete_command(0, '/')
+  outcome.session = s.id
+  outcome.lines = chat.lines(s)
+end)
+outcome.ok = ok
+outcome.error = not ok and tostring(err) or nil
+save()
+vim.cmd(ok and 'qall!' or 'cquit!')
