@@ -392,9 +392,12 @@ class Connection:
 
     async def _writer(self) -> None:
         streaming = False
+        # The running backend's event class, looked up once: ``anyio.Event()`` finds the
+        # backend on every call (a few microseconds, once per wake-up of this loop).
+        new_event: Callable[[], anyio.Event] = type(anyio.Event())
         while True:
             if not self._out and not self._raw:
-                wake = self._wake = anyio.Event()
+                wake = self._wake = new_event()
                 await wake.wait()
                 continue
             if streaming and self._out_bytes < _COALESCE_BYTES:
