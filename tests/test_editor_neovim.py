@@ -557,3 +557,95 @@ def test_neovim_sends_context_and_slash_commands(tmp_path: Path) -> None:
     i = lines.index("Look")
     assert lines[i + 1] == f"@ untitled:{o['scratch']} (2 lines)"
     assert "/review error handling" in lines
+
+
+LIMITS_SCRIPT = {
+    "runs": [
+        {
+            "steps": [
+                {
+                    "type": "emit",
+                    "payloads": [
+                        {
+                            "type": "limits.updated",
+                            "meters": [
+                                {
+                                    "pool": "codex",
+                                    "meter": "primary",
+                                    "percent": 85.4,
+                                    "resetsAt": "2026-12-02T05:00:00Z",
+                                    "status": "warning",
+                                },
+                                {"pool": "codex", "meter": "secondary", "percent": 41.5},
+                            ],
+                        }
+                    ],
+                },
+                {"type": "text", "text": "Done."},
+            ]
+        },
+        {
+            "steps": [
+                {
+                    "type": "emit",
+                    "payloads": [
+                        {
+                            "type": "limits.updated",
+                            "meters": [
+                                {
+                                    "pool": "codex",
+                                    "meter": "primary",
+                                    "percent": 100,
+                                    "resetsAt": "2026-12-02T05:00:00Z",
+                                    "status": "exhausted",
+                                }
+                            ],
+                        }
+                    ],
+                },
+                {
+                    "type": "fail",
+                    "code": "provider_rate_limited",
+                    "details": {"cause": "quota_exhausted", "resetsAt": "2026-12-02T05:00:00Z"},
+                },
+            ]
+        },
+    ]
+}
+
+
+def test_neovim_shows_limits_and_when_they_reset(tmp_path: Path) -> None:
+    """limits.updated meters in the chat's bar (percent, status, reset time; an update
+    replaces only the meters it names); a run.failed for a spent quota says its cause and
+    when it resets."""
+    nvim = require_editor("nvim")
+    out = tmp_path / "outcome.json"
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(LIMITS_SCRIPT))
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(tmp_path / "state"),
+        "AB_SCRIPT": str(script),
+        "AB_OUT": str(out),
+    }
+    argv = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
+    log = run_editor([*argv, "-l", str(DATA / "nvim_limits.lua")], env=env, timeout=60)
+    assert out.exists(), log
+    o = json.loads(out.read_text())
+    assert o["ok"], (o.get("error"), log)
+    assert "limits" not in o["bar_before"]
+    assert o["bar1"].endswith(
+        " · limits: primary 85% warning, resets 12-02 05:00 UTC; secondary 42%"
+    ), o["bar1"]
+    assert o["bar2"].endswith(
+        " · limits: primary 100% exhausted, resets 12-02 05:00 UTC; secondary 42%"
+    ), o["bar2"]
+    failed = [line for line in o["lines"] if line.startswith("✗ failed: ")]
+    assert len(failed) == 1, o["lines"]
+    assert failed[0].startswith("✗ failed: provider_rate_limited: "), failed
+    assert failed[0].endswith(" (quota_exhausted, resets 12-02 05:00 UTC)"), failed

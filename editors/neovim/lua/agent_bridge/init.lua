@@ -42,7 +42,29 @@ function M.format_error(err)
   elseif details.reason then
     text = text .. ' (' .. details.reason .. ')'
   end
+  if details.cause then -- a rate limit or a spent quota: when it lifts
+    local when = {}
+    if details.resetsAt then
+      table.insert(when, 'resets ' .. M.reset_time(details.resetsAt))
+    end
+    if details.retryAfterSeconds then
+      table.insert(when, ('retry after %d s'):format(details.retryAfterSeconds))
+    end
+    text = text .. ' (' .. table.concat({ details.cause, unpack(when) }, ', ') .. ')'
+  end
   return text
+end
+
+--- A reset time (ISO 8601 UTC, as the bridge sends it) shortened for a bar: "12-02
+--- 05:00 UTC"; the text as given when it is not in that shape.
+---@param iso string
+---@return string
+function M.reset_time(iso)
+  local mo, d, h, mi = tostring(iso):match('^%d+%-(%d+)%-(%d+)T(%d+):(%d+)')
+  if not mo then
+    return tostring(iso)
+  end
+  return ('%s-%s %s:%s UTC'):format(mo, d, h, mi)
 end
 
 local function report(what, err)
@@ -114,7 +136,38 @@ function M.winbar()
   if s.usage and s.usage.context then
     table.insert(parts, ('%d tokens'):format(s.usage.context.usedTokens or 0))
   end
+  local limits = M.limits_text(s)
+  if limits then
+    table.insert(parts, limits)
+  end
   return ' ' .. table.concat(parts, ' · '):gsub('%%', '%%%%')
+end
+
+--- The provider's limits as the bar shows them (from `limits.updated`): each meter with
+--- its percent used, its status when not ok and its reset time; nil before any report.
+---@param s table
+---@return string|nil
+function M.limits_text(s)
+  if not s.limits or #s.limits == 0 then
+    return nil
+  end
+  local out = {}
+  for _, m in ipairs(s.limits) do
+    local t = m.meter
+    if m.percent then
+      t = t .. (' %d%%'):format(math.floor(m.percent + 0.5))
+    elseif m.used and m.limit then
+      t = t .. (' %s/%s'):format(m.used, m.limit)
+    end
+    if m.status and m.status ~= 'ok' then
+      t = t .. ' ' .. m.status
+    end
+    if m.resetsAt then
+      t = t .. ', resets ' .. M.reset_time(m.resetsAt)
+    end
+    table.insert(out, t)
+  end
+  return 'limits: ' .. table.concat(out, '; ')
 end
 
 -- ------------------------------------------------------------------ events
@@ -178,6 +231,22 @@ render['run.started'] = function(s, e, p)
   end
   chat.append(s, lines)
   chat.append(s, { '', '## Agent' })
+end
+
+render['limits.updated'] = function(s, _, p)
+  -- an update names only the meters reported that time: the others keep their figures
+  s.limits = s.limits or {}
+  for _, m in ipairs(p.meters or {}) do
+    local found = false
+    for i, old in ipairs(s.limits) do
+      if old.pool == m.pool and old.meter == m.meter then
+        s.limits[i], found = m, true
+      end
+    end
+    if not found then
+      table.insert(s.limits, m)
+    end
+  end
 end
 
 render['commands.updated'] = function(s, _, p)

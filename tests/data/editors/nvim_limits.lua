@@ -1,0 +1,47 @@
+-- Limits in a real headless Neovim against the real bridge: limits.updated meters shown
+-- in the chat's bar (percent, status, reset time; a later update replaces only the
+-- meters it names), and a run that hits a limit says its cause and when it resets.
+-- Env: AB_PLUGIN, AB_BRIDGE, AB_STATE, AB_SCRIPT, AB_OUT.
+local out_path = assert(os.getenv('AB_OUT'))
+local outcome = {}
+local function save()
+  local f = assert(io.open(out_path, 'w'))
+  f:write(vim.json.encode(outcome))
+  f:close()
+end
+vim.opt.rtp:prepend(assert(os.getenv('AB_PLUGIN')))
+vim.cmd('runtime plugin/agent_bridge.lua')
+local ab = require('agent_bridge')
+local chat = require('agent_bridge.chat')
+ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
+local function ended(s, n)
+  local k = 0
+  for _, l in ipairs(chat.lines(s)) do
+    if l:sub(1, 3) == '✓' or l:sub(1, 3) == '✗' then
+      k = k + 1
+    end
+  end
+  return k >= n
+end
+local ok, err = pcall(function()
+  vim.cmd('AgentBridge new scripted scriptFile=' .. os.getenv('AB_SCRIPT') .. ' title=Limits')
+  assert(vim.wait(20000, function() return ab.current() ~= nil end, 20), 'no session')
+  local s = ab.current()
+  local chat_win = vim.fn.bufwinid(s.buf)
+  local function bar()
+    return vim.api.nvim_eval_statusline(vim.wo[chat_win].winbar, { winid = chat_win, use_winbar = true }).str
+  end
+  outcome.bar_before = bar()
+  vim.cmd('AgentBridge prompt Go')
+  assert(vim.wait(20000, function() return ended(s, 1) end, 20), 'run 1 did not end')
+  outcome.bar1 = bar()
+  vim.cmd('AgentBridge prompt Again')
+  assert(vim.wait(20000, function() return ended(s, 2) end, 20), 'run 2 did not end')
+  outcome.bar2 = bar()
+  outcome.session = s.id
+  outcome.lines = chat.lines(s)
+end)
+outcome.ok = ok
+outcome.error = not ok and tostring(err) or nil
+save()
+vim.cmd(ok and 'qall!' or 'cquit!')
