@@ -137,7 +137,7 @@ async def test_descriptors_declare_native_sessions_and_others_refuse(tmp_path: P
             "continue": "supported",
         }
         for provider_id, capability in declared.items():
-            if provider_id not in ("claude-code", "scripted"):
+            if provider_id not in ("claude-code", "scripted", "codex"):
                 assert capability == {
                     "list": "unsupported",
                     "read": "unsupported",
@@ -145,8 +145,8 @@ async def test_descriptors_declare_native_sessions_and_others_refuse(tmp_path: P
                 }, provider_id
         for method, params in (
             ("provider/sessions/list", {"provider": "scripted"}),
-            ("provider/sessions/read", {"provider": "codex", "sessionRef": "x"}),
-            ("provider/sessions/continue", {"provider": "codex", "sessionRef": "x"}),
+            ("provider/sessions/read", {"provider": "opencode", "sessionRef": "x"}),
+            ("provider/sessions/continue", {"provider": "opencode", "sessionRef": "x"}),
         ):
             reply = await b.call(method, params)
             assert reply["error"]["data"]["code"] == "unsupported"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agent_bridge.adapters.codex.launch import (
     ENV_EXECUTABLE,
@@ -21,6 +21,7 @@ from agent_bridge.adapters.codex.launch import (
 )
 from agent_bridge.errors import BridgeError
 from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
+from agent_bridge.wire.native import NativeSessionsListResult, NativeSessionsReadResult
 from agent_bridge.wire.providers import (
     ApprovalCapability,
     Availability,
@@ -198,7 +199,10 @@ class CodexProvider(AgentProvider):
                     question=QuestionCapability(supported=False),
                 ),
                 recovery=RecoveryCapability(resume=True),
-                native_sessions=NativeSessionsCapability.unsupported(),
+                # its rollout files under CODEX_HOME (adapters/codex/native.py)
+                native_sessions=NativeSessionsCapability(
+                    list="supported", read="exact", continue_="unsupported"
+                ),
                 input=INPUT,
                 # thread/fork {threadId, lastTurnId}
                 fork=ForkCapability(at_end=True, at_event=True),
@@ -210,6 +214,28 @@ class CodexProvider(AgentProvider):
         from agent_bridge.adapters.codex.probe import probe_cli
 
         return await probe_cli()
+
+    async def list_native_sessions(
+        self, workspace: str | None, cursor: str | None, limit: int
+    ) -> NativeSessionsListResult:
+        """The CLI's rollout files, newest first (:func:`~agent_bridge.adapters.codex.
+        native.list_page`, in a worker thread)."""
+        import anyio
+
+        from agent_bridge.adapters.codex.native import list_page
+
+        return await anyio.to_thread.run_sync(list_page, workspace, cursor, limit)
+
+    async def read_native_session(
+        self, session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
+    ) -> NativeSessionsReadResult:
+        """A page of one rollout file (:func:`~agent_bridge.adapters.codex.native.
+        read_page`, in a worker thread; the file is opened read-only)."""
+        import anyio
+
+        from agent_bridge.adapters.codex.native import read_page
+
+        return await anyio.to_thread.run_sync(read_page, session_ref, cursor, limit, start)
 
     def _settings(self, ctx: SessionContext, record: Mapping[str, Any] | None = None) -> Settings:
         options = ctx.options

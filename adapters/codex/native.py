@@ -1,0 +1,376 @@
+"""Codex's own sessions, read from its rollout files (strictly read-only).
+
+The CLI (``codex``, ``codex exec``, ``codex app-server``) keeps each thread as JSON Lines
+in ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<local time>-<thread id>.jsonl``
+(``~/.codex`` when ``CODEX_HOME`` is unset), appending one record per line: a
+``session_meta`` first (thread id, cwd, time), then the model conversation
+(``response_item``) and the CLI's own events (``event_msg``) as they happen.  This module
+lists those files and reads pages of one, for ``provider/sessions/list`` and
+``provider/sessions/read``; the paging is :mod:`agent_bridge.adapters.kit.jsonl_history`.
+
+* A session reference is the file's path under ``sessions`` without ``.jsonl``
+  (``2026/12/02/rollout-2026-12-02T03-39-33-<thread id>``): opaque to hosts, checked on
+  the way back in, so it never names a file outside that directory.  The thread id (what
+  ``codex resume`` and the app-server's ``thread/resume`` take) is its last 36 characters.
+* Records are projected from the CLI's ``event_msg`` records, which carry each completed
+  item once (the user's prompt as typed, the agent's messages, reasoning, commands);
+  ``response_item`` records hold the same conversation as sent to the model and are
+  delivered raw without events, so nothing is shown twice.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from agent_bridge.adapters.kit import jsonl_history
+from agent_bridge.adapters.kit.jsonl_history import diagnostic
+from agent_bridge.errors import BridgeError
+from agent_bridge.wire.events import (
+    EventPayload,
+    RunStarted,
+    TextDelta,
+    ThinkingDelta,
+    ToolActivity,
+)
+from agent_bridge.wire.native import (
+    NativeSessionInfo,
+    NativeSessionsListResult,
+    NativeSessionsReadResult,
+)
+
+__all__ = ["codex_home", "list_page", "project_record", "read_page", "session_path", "thread_id"]
+
+#: How much of a file's start is read to find its thread, working directory and prompt
+#: (the ``session_meta`` record carries the base instructions, tens of KiB).
+HEAD_BYTES: Final = 256 * 1024
+TITLE_CHARS: Final = 200
+
+_UUID: Final = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_STEM_RE: Final = re.compile(
+    r"rollout-[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2}-(" + _UUID + ")"
+)
+_REF_RE: Final = re.compile(r"([0-9]{4})/([0-9]{2})/([0-9]{2})/(" + _STEM_RE.pattern + ")")
+_YEAR_RE: Final = re.compile(r"[0-9]{4}")
+_DAY_RE: Final = re.compile(r"[0-9]{2}")
+_LIST_CURSOR_RE: Final = re.compile(r"([0-9]{1,20}):(.{1,400})", re.DOTALL)
+
+#: Record types with nothing for the bridge's events (not unknown).
+_QUIET_TYPES: Final = frozenset(
+    {
+        "session_meta",
+        "response_item",
+        "turn_context",
+        "world_state",
+        "token_usage_record",
+        "compacted",
+    }
+)
+#: ``event_msg`` types with nothing (more) for the bridge's events: lifecycle, usage,
+#: settings, and the live deltas whose completed item is recorded too.
+_QUIET_EVENTS: Final = frozenset(
+    {
+        "task_started",
+        "task_complete",
+        "turn_started",
+        "turn_complete",
+        "turn_aborted",
+        "token_count",
+        "thread_settings_applied",
+        "item_started",
+        "agent_message_delta",
+        "agent_reasoning_delta",
+        "agent_reasoning_raw_content",
+        "agent_reasoning_raw_content_delta",
+        "agent_reasoning_section_break",
+        "exec_command_begin",
+        "exec_command_end",
+        "exec_command_output_delta",
+        "patch_apply_begin",
+        "patch_apply_end",
+        "mcp_tool_call_begin",
+        "mcp_tool_call_end",
+        "web_search_begin",
+        "web_search_end",
+        "turn_diff",
+        "plan_update",
+        "thread_name_updated",
+        "context_compacted",
+        "background_event",
+        "stream_error",
+        "warning",
+        "error",
+        "entered_review_mode",
+        "exited_review_mode",
+    }
+)
+
+
+def codex_home() -> str:
+    """The CLI's home: ``CODEX_HOME``, else ``~/.codex``."""
+    configured = os.environ.get("CODEX_HOME")
+    return configured if configured else os.path.join(os.path.expanduser("~"), ".codex")
+
+
+def _sessions() -> str:
+    return os.path.join(codex_home(), "sessions")
+
+
+def session_path(session_ref: str) -> str:
+    """The rollout file of ``session_ref``; raises ``invalid_params`` for a reference
+    this module did not make (which could name another file)."""
+    if _REF_RE.fullmatch(session_ref) is None:
+        raise BridgeError("invalid_params", details={"field": "sessionRef"})
+    return os.path.join(_sessions(), *session_ref.split("/")) + ".jsonl"
+
+
+def thread_id(session_ref: str) -> str:
+    """The Codex thread id of ``session_ref`` (``invalid_params`` for a foreign one)."""
+    match = _REF_RE.fullmatch(session_ref)
+    if match is None:
+        raise BridgeError("invalid_params", details={"field": "sessionRef"})
+    return match.group(5)
+
+
+# --------------------------------------------------------------------------- listing
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    ref: str
+    path: str
+    mtime_ns: int
+    size: int
+
+
+def _subdirs(path: str, pattern: re.Pattern[str]) -> list[os.DirEntry[str]]:
+    try:
+        found = list(os.scandir(path))
+    except OSError:
+        return []  # removed or unreadable meanwhile
+    return [d for d in found if pattern.fullmatch(d.name) is not None and d.is_dir()]
+
+
+def _entries() -> list[_Entry]:
+    root = _sessions()
+    try:
+        years = [
+            d for d in os.scandir(root) if _YEAR_RE.fullmatch(d.name) is not None and d.is_dir()
+        ]
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise jsonl_history.unavailable(exc) from None
+    out: list[_Entry] = []
+    for year in years:
+        for month in _subdirs(year.path, _DAY_RE):
+            for day in _subdirs(month.path, _DAY_RE):
+                try:
+                    files = list(os.scandir(day.path))
+                except OSError:
+                    continue
+                prefix = f"{year.name}/{month.name}/{day.name}/"
+                for file in files:
+                    stem, dot, ext = file.name.rpartition(".")
+                    if ext != "jsonl" or not dot or _STEM_RE.fullmatch(stem) is None:
+                        continue
+                    try:
+                        st = file.stat()
+                    except OSError:
+                        continue
+                    out.append(_Entry(prefix + stem, file.path, st.st_mtime_ns, st.st_size))
+    return out
+
+
+def _user_text(payload: dict[str, Any]) -> str | None:
+    """The prompt of an ``event_msg`` payload that is the user's message, else ``None``."""
+    kind = payload.get("type")
+    if kind == "user_message":
+        message = payload.get("message")
+        return message if isinstance(message, str) else None
+    if kind == "item_completed":
+        item = payload.get("item")
+        if isinstance(item, dict) and item.get("type") == "UserMessage":
+            return _texts(item.get("content"), "text")
+    return None
+
+
+def _texts(content: object, kind: str) -> str | None:
+    if not isinstance(content, list):
+        return None
+    texts = [
+        c["text"]
+        for c in content
+        if isinstance(c, dict) and c.get("type") == kind and isinstance(c.get("text"), str)
+    ]
+    return "\n".join(texts) if texts else None
+
+
+def _head(path: str) -> dict[str, Any]:
+    """What the start of a rollout says: ``cwd`` and ``created`` (its ``session_meta``),
+    ``prompt`` (the first user prompt)."""
+    found: dict[str, Any] = {}
+    for record in jsonl_history.head_records(path, HEAD_BYTES):
+        payload = record.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        if record.get("type") == "session_meta" and "cwd" not in found:
+            if isinstance(payload.get("cwd"), str):
+                found["cwd"] = payload["cwd"]
+            created = payload.get("timestamp") or record.get("timestamp")
+            if isinstance(created, str):
+                found["created"] = created
+        elif record.get("type") == "event_msg" and "prompt" not in found:
+            prompt = _user_text(payload)
+            if prompt is not None:
+                found["prompt"] = prompt
+                break
+    return found
+
+
+def list_page(workspace: str | None, cursor: str | None, limit: int) -> NativeSessionsListResult:
+    """A page of the CLI's threads, newest first (by last write), of ``workspace`` when
+    given, after ``cursor`` (``<mtime ns>:<reference>`` of the last one shown).  Raises
+    ``invalid_params`` for a malformed cursor and ``history_unavailable`` when the
+    sessions directory cannot be read."""
+    after: tuple[int, str] | None = None
+    if cursor is not None:
+        match = _LIST_CURSOR_RE.fullmatch(cursor)
+        if match is None:
+            raise BridgeError("invalid_params", details={"field": "cursor"})
+        after = (-int(match.group(1)), match.group(2))
+    real_workspace = os.path.realpath(workspace) if workspace is not None else None
+    entries = sorted(_entries(), key=lambda e: (-e.mtime_ns, e.ref))
+    sessions: list[NativeSessionInfo] = []
+    last: _Entry | None = None
+    more = False
+    for entry in entries:
+        if after is not None and (-entry.mtime_ns, entry.ref) <= after:
+            continue
+        head = _head(entry.path)
+        cwd = head.get("cwd")
+        if real_workspace is not None and (cwd is None or os.path.realpath(cwd) != real_workspace):
+            continue
+        if len(sessions) == limit:
+            more = True
+            break
+        prompt = head.get("prompt")
+        sessions.append(
+            NativeSessionInfo(
+                session_ref=entry.ref,
+                title=prompt[:TITLE_CHARS] if isinstance(prompt, str) else None,
+                workspace=cwd,
+                created_at=head.get("created"),
+                updated_at=jsonl_history.rfc3339(entry.mtime_ns),
+                size_bytes=entry.size,
+            )
+        )
+        last = entry
+    next_cursor = f"{last.mtime_ns}:{last.ref}" if more and last is not None else None
+    return NativeSessionsListResult(tuple(sessions), next_cursor=next_cursor)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_page(
+    session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
+) -> NativeSessionsReadResult:
+    """A page of ``session_ref``'s records (see :func:`agent_bridge.adapters.kit.
+    jsonl_history.read_page` for cursors and errors)."""
+    return jsonl_history.read_page(session_path(session_ref), cursor, limit, start, project_record)
+
+
+def project_record(data: bytes) -> tuple[EventPayload, ...]:
+    """The bridge event payloads of one rollout record: the user's prompt is
+    ``run.started``, an agent message its text, reasoning its thinking, a command its
+    tool activity (started and its end); a record that is not JSON
+    (``malformed_record``), of a type this adapter does not know (``unknown_record``) or
+    that fails to project (``projection_failed``) is a diagnostic."""
+    import msgspec
+
+    try:
+        record = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return (diagnostic("malformed_record", "a record of the rollout file is not valid JSON"),)
+    if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+        return (diagnostic("malformed_record", "a record of the rollout file has no type"),)
+    kind = record["type"]
+    if kind in _QUIET_TYPES:
+        return ()
+    payload = record.get("payload")
+    if kind == "event_msg" and isinstance(payload, dict):
+        try:
+            projected = _event(payload)
+        except Exception:
+            return (
+                diagnostic(
+                    "projection_failed", "a record of the rollout file could not be projected"
+                ),
+            )
+        if projected is not None:
+            return projected
+    return (diagnostic("unknown_record", "a record of a type the adapter does not know", "info"),)
+
+
+def _event(payload: dict[str, Any]) -> tuple[EventPayload, ...] | None:
+    """The payloads of an ``event_msg`` record; ``None`` for one this adapter does not
+    know."""
+    kind = payload.get("type")
+    prompt = _user_text(payload)
+    if prompt is not None:
+        return (RunStarted(input=prompt),)
+    if kind == "agent_message" and isinstance(payload.get("message"), str):
+        return (TextDelta(text=payload["message"]),)
+    if kind == "agent_reasoning" and isinstance(payload.get("text"), str):
+        return (ThinkingDelta(text=payload["text"]),)
+    if kind == "item_completed":
+        item = payload.get("item")
+        if isinstance(item, dict):
+            return _item(item)
+        return None
+    if kind in _QUIET_EVENTS:
+        return ()
+    return None
+
+
+def _item(item: dict[str, Any]) -> tuple[EventPayload, ...] | None:
+    kind = item.get("type")
+    if kind == "AgentMessage":
+        text = _texts(item.get("content"), "Text")
+        return (TextDelta(text=text),) if text else ()
+    if kind == "Reasoning":
+        parts = item.get("summary_text") or item.get("raw_content")
+        texts = [p for p in parts if isinstance(p, str)] if isinstance(parts, list) else []
+        return (ThinkingDelta(text="\n".join(texts)),) if texts else ()
+    if kind == "CommandExecution":
+        call_id = item.get("id")
+        if not isinstance(call_id, str):
+            raise ValueError("a command without an id")
+        command = item.get("command")
+        shown = command[-1] if isinstance(command, list) and command else command
+        exit_code = item.get("exit_code")
+        output = item.get("aggregated_output")
+        failed = item.get("status") != "completed" or (isinstance(exit_code, int) and exit_code)
+        return (
+            ToolActivity(
+                call_id,
+                "exec_command",
+                "started",
+                input={"command": command},
+                kind="execute",
+                title=shown if isinstance(shown, str) else None,
+            ),
+            ToolActivity(
+                call_id,
+                "exec_command",
+                "failed" if failed else "completed",
+                output=output if isinstance(output, str) else None,
+                exit_code=exit_code if isinstance(exit_code, int) else None,
+            ),
+        )
+    if kind == "UserMessage":
+        return ()  # without text (an image only, say)
+    return None

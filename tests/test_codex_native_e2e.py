@@ -1,0 +1,127 @@
+"""End to end: a thread made by the real ``codex exec`` alone (against the Responses
+stand-in) is discovered and read through a real ``agent-bridge serve`` over pipes.
+
+The CLI runs with a private HOME, CODEX_HOME and TMPDIR; the bridge gets the same
+CODEX_HOME and finds the thread in the CLI's own rollout files, read-only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import running_bridge
+from provider_clis import require_cli
+from standins.responses_server import CODEX_OFFLINE_CONFIG, ResponsesStandIn, reply, text
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+
+
+def private_env(tmp: Path) -> dict[str, str]:
+    for name in ("home", "codex-home", "tmp", "work"):
+        (tmp / name).mkdir(exist_ok=True)
+    (tmp / "codex-home" / "config.toml").write_text(CODEX_OFFLINE_CONFIG)
+    return {
+        "HOME": str(tmp / "home"),
+        "CODEX_HOME": str(tmp / "codex-home"),
+        "TMPDIR": str(tmp / "tmp"),
+        "STUB_API_KEY": "dummy-key",
+    }
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+async def read_every_page(bridge: Any, ref: str, limit: int) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        params: dict[str, Any] = {"provider": "codex", "sessionRef": ref, "limit": limit}
+        if cursor is not None:
+            params["cursor"] = cursor
+        page = await bridge.result("provider/sessions/read", params)
+        assert page["coverage"] == "exact"
+        if not page["records"]:
+            return records
+        records.extend(page["records"])
+        cursor = page["nextCursor"]
+
+
+async def test_cli_thread_discovered_and_read_through_serve(tmp_path: Path) -> None:
+    cli = require_cli("codex")
+    env = private_env(tmp_path)
+    work = tmp_path / "work"
+    with ResponsesStandIn() as server:
+        server.script(reply(text("Hello from the terminal.")))
+        done = await anyio.run_process(
+            [
+                cli,
+                "exec",
+                "--skip-git-repo-check",
+                "-c",
+                f'model_providers.stub.base_url="{server.base_url}"',
+                "remember the word pelican",
+            ],
+            cwd=work,
+            env={"PATH": "/usr/bin:/bin", **env},
+            stdin=None,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert server.errors == []
+    files = list((tmp_path / "codex-home" / "sessions").glob("*/*/*/rollout-*.jsonl"))
+    assert len(files) == 1
+    rollout = files[0]
+    before = digest(rollout)
+    lines = rollout.read_bytes().splitlines()
+
+    async with running_bridge("newline", env={**env, "AGENT_BRIDGE_CODEX_PATH": cli}) as b:
+        providers = (await b.result("providers/list", {}))["providers"]
+        codex = next(p for p in providers if p["id"] == "codex")
+        assert codex["capabilities"]["nativeSessions"] == {
+            "list": "supported",
+            "read": "exact",
+            "continue": "unsupported",
+        }
+        listed = await b.result(
+            "provider/sessions/list", {"provider": "codex", "workspace": str(work)}
+        )
+        (entry,) = listed["sessions"]
+        relative = rollout.relative_to(tmp_path / "codex-home" / "sessions")
+        assert entry["sessionRef"] == str(relative.with_suffix(""))
+        assert entry["title"] == "remember the word pelican"
+        assert entry["workspace"] == str(work)
+        assert entry["sizeBytes"] == rollout.stat().st_size
+        assert "nextCursor" not in listed
+        other = await b.result(
+            "provider/sessions/list", {"provider": "codex", "workspace": str(tmp_path / "home")}
+        )
+        assert other["sessions"] == []
+
+        records = await read_every_page(b, entry["sessionRef"], 3)
+        assert [r["raw"].encode() for r in records] == lines
+        events = [e for r in records for e in r.get("events", ())]
+        assert [e for e in events if e["type"] == "diagnostic"] == []
+        assert {"type": "run.started", "input": "remember the word pelican"} in events
+        assert {"type": "text.delta", "text": "Hello from the terminal."} in events
+
+        newest = await b.result(
+            "provider/sessions/read",
+            {"provider": "codex", "sessionRef": entry["sessionRef"], "from": "end", "limit": 1},
+        )
+        assert [r["raw"].encode() for r in newest["records"]] == lines[-1:]
+
+        missing_ref = entry["sessionRef"][:-36] + "00000000-0000-0000-0000-000000000000"
+        missing = await b.call(
+            "provider/sessions/read", {"provider": "codex", "sessionRef": missing_ref}
+        )
+        assert missing["error"]["data"]["code"] == "session_not_found"
+        foreign = await b.call(
+            "provider/sessions/read", {"provider": "codex", "sessionRef": "../../etc/passwd"}
+        )
+        assert foreign["error"]["data"]["code"] == "invalid_params"
+    assert digest(rollout) == before  # read-only
