@@ -368,7 +368,7 @@ def provider_sessions(rec: Recorder) -> None:
     unsupported; a workspace without sessions of the provider's own is an empty page; a
     reference to no session is session_not_found."""
     rec.request("provider/sessions/list", {"provider": "scripted"})
-    rec.request("provider/sessions/read", {"provider": "codex", "sessionRef": "x"})
+    rec.request("provider/sessions/read", {"provider": "opencode", "sessionRef": "x"})
     rec.request(
         "provider/sessions/list",
         {"provider": "claude-code", "workspace": "/nonexistent/workspace", "limit": 10},
