@@ -138,3 +138,21 @@ def test_acp_updates_from_a_subagent_are_tagged_and_its_words_kept_out() -> None
     assert acp.parent_of({"_meta": {"claudeCode": {"parentToolUseId": 7}}}) is None
     asked = acp.permission_request({"toolCall": {"toolCallId": "t1"}}, None, None, "toolu_task")
     assert asked.request.parent_tool_call_id == "toolu_task"
+
+
+def test_the_acp_front_end_passes_the_tree_on_in_meta() -> None:
+    from agent_bridge.frontends.acp.updates import UpdateMapper
+
+    updates = UpdateMapper()
+    task = ToolActivity(
+        "toolu_task", "Task", "started", subagent=Subagent("general-purpose", status="running")
+    )
+    inner = ToolActivity("t1", "Bash", "started", parent_tool_call_id="toolu_task")
+    (outer,) = updates.updates(task)
+    assert outer["_meta"] == {
+        "agentBridge": {"subagent": {"agentType": "general-purpose", "status": "running"}}
+    }
+    (sub,) = updates.updates(inner)
+    assert sub["_meta"] == {"agentBridge": {"parentToolCallId": "toolu_task"}}
+    (plain,) = updates.updates(ToolActivity("t2", "Bash", "started"))
+    assert "_meta" not in plain

@@ -30,6 +30,8 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any, Final
 
+import msgspec
+
 from agent_bridge.wire.acp import PLAN_STATUS_TO_ACP, text_block
 from agent_bridge.wire.events import (
     CommandsUpdated,
@@ -185,6 +187,9 @@ class UpdateMapper:
                 update["rawOutput"] = raw
         if content:
             update["content"] = content
+        tree = _tree_meta(event)
+        if tree:
+            update["_meta"] = {"agentBridge": tree}
         return update
 
     @staticmethod
@@ -228,3 +233,15 @@ def _user_chunks(started: RunStarted) -> list[Update]:
             continue
         out.append({"sessionUpdate": "user_message_chunk", "content": content})
     return out
+
+
+def _tree_meta(event: ToolActivity) -> Update:
+    """Where a tool call sits in the subagent tree, for ``_meta.agentBridge`` (ACP has no
+    field of its own): ``parentToolCallId`` for a call made inside a subagent, and
+    ``subagent`` (its type, status, usage) for a call that runs one."""
+    tree: Update = {}
+    if event.parent_tool_call_id is not None:
+        tree["parentToolCallId"] = event.parent_tool_call_id
+    if event.subagent is not None:
+        tree["subagent"] = msgspec.to_builtins(event.subagent)
+    return tree
