@@ -375,3 +375,38 @@ async def test_real_cli_at_a_closed_port_says_why(tmp_path: Path) -> None:
         assert "API Error" not in str(end)  # no upstream prose on the wire
     log = b.stderr.decode("utf-8", "replace")
     assert "WARNING" in log and "provider_failed" in log and "connection_refused" in log
+
+
+async def test_real_cli_model_and_permission_mode_switch_between_runs(
+    env: Env, standin: AnthropicStandIn
+) -> None:
+    """``session/settings`` shows the models the real CLI's initialize offered and its
+    permission modes; ``session/configure`` switches both with its set_model and
+    set_permission_mode control requests: the next turn's model request names the
+    chosen model."""
+    standin.push(Text("One."), Text("Two."))
+    async with bridge(env) as b:
+        session_id = await create(b, env)
+        settings = await b.result("session/settings", {"sessionId": session_id})
+        assert settings["mode"]["current"] == "default"
+        assert "plan" in {m["id"] for m in settings["mode"]["available"]}
+        assert settings["model"]["available"], settings  # what initialize offered
+        await run(b, session_id, "first")
+        assert (await b.terminal(timeout=30))["payload"]["type"] == "run.completed"
+        switched = await b.result(
+            "session/configure",
+            {"sessionId": session_id, "model": "claude-stand-in-2", "mode": "acceptEdits"},
+        )
+        assert switched["model"]["current"] == "claude-stand-in-2"
+        assert switched["mode"]["current"] == "acceptEdits"
+        event = await b.event("settings.updated")
+        assert event["payload"]["mode"] == "acceptEdits"
+        bad = await b.call(
+            "session/configure", {"sessionId": session_id, "mode": "reckless"}, check=False
+        )
+        assert bad["error"]["data"]["code"] == "invalid_params"
+        await run(b, session_id, "second")
+        assert (await b.terminal(timeout=30))["payload"]["type"] == "run.completed"
+    first, second = standin.model_requests()
+    assert first.body["model"] != "claude-stand-in-2"
+    assert second.body["model"] == "claude-stand-in-2"

@@ -55,6 +55,7 @@ from agent_bridge.wire.interactions import (
     QuestionSetRequest,
 )
 from agent_bridge.wire.methods import RunInput
+from agent_bridge.wire.settings import SettingValue
 from agent_bridge.wire.tools import ToolContent, ToolEdit, ToolKind, ToolLocation
 
 __all__ = [
@@ -1093,3 +1094,16 @@ def _mention(block: FileInput) -> str:
         return f"@{block.path}"
     end = block.end_line if block.end_line is not None else block.start_line
     return f"@{block.path} (lines {block.start_line}-{end})"
+
+
+def models_of(value: object) -> tuple[SettingValue, ...]:
+    """The models of the CLI's ``initialize`` answer (``value``, ``displayName``)."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(
+        SettingValue(
+            m["value"][:200], name if isinstance(name := m.get("displayName"), str) else ""
+        )
+        for m in value
+        if isinstance(m, dict) and isinstance(m.get("value"), str) and m["value"]
+    )

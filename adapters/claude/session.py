@@ -38,6 +38,7 @@ import msgspec
 
 from agent_bridge.adapters.claude import mapping, protocol
 from agent_bridge.adapters.claude.launch import (
+    PERMISSION_MODES,
     LaunchConfig,
     build_argv,
     child_env,
@@ -65,6 +66,7 @@ from agent_bridge.wire.errors import ErrorCode
 from agent_bridge.wire.events import CommandsUpdated, LimitMeter, ProviderPayload
 from agent_bridge.wire.inputs import CommandInfo
 from agent_bridge.wire.methods import RunInput
+from agent_bridge.wire.settings import SessionSetting, SessionSettings, SettingValue
 
 __all__ = ["ClaudeRun", "ClaudeSession"]
 
@@ -75,6 +77,8 @@ MAX_LINE: Final = 64 * 1024 * 1024
 #: How long the CLI has to acknowledge an ``interrupt`` (the runtime bounds the run
 #: itself with its own grace period; this only settles the ledger entry).
 INTERRUPT_ACK_TIMEOUT: Final = 10.0
+#: How long the CLI may take to answer set_model / set_permission_mode.
+CONTROL_TIMEOUT: Final = 10.0
 #: After the child exits, how long the reader may still drain buffered output.
 EXIT_DRAIN_GRACE: Final = 2.0
 #: A write to the child's stdin that cannot complete in this time means it is stuck.
@@ -161,6 +165,8 @@ class ClaudeSession(ProviderSession):
         self._model: str | None = None
         #: the CLI's commands (its initialize answer, kept current by each turn's init)
         self._commands: tuple[CommandInfo, ...] | None = None
+        #: the models the CLI's initialize answer offered
+        self._models: tuple[SettingValue, ...] = ()
         #: The model endpoint the CLI talks to, as retry notices name it.
         self._endpoint = "the model endpoint"
         #: The stdout line being handled: the raw record of the payloads it produces.
@@ -243,6 +249,7 @@ class ClaudeSession(ProviderSession):
         if entry.state == "result":
             info = entry.result if isinstance(entry.result, dict) else {}
             self._commands = mapping.commands_of(info.get("commands"))
+            self._models = mapping.models_of(info.get("models"))
             account = info.get("account")
             if isinstance(account, dict):
                 log.info(
@@ -298,6 +305,70 @@ class ClaudeSession(ProviderSession):
             self._tasks.cancel_all()
         except Exception:
             log.exception("claude session: dispose failed")
+
+    def _flag(self, name: str) -> str | None:
+        prefix = f"--{name}="
+        return next((f[len(prefix) :] for f in self._config.flags if f.startswith(prefix)), None)
+
+    def model_and_mode(self) -> SessionSettings | None:
+        """The model (the chosen alias or name; the models the CLI's ``initialize``
+        offered, any other name it knows is taken too) and the permission mode."""
+        model = self._flag("model")
+        if model is None and any(m.id == "default" for m in self._models):
+            model = "default"
+        modes = tuple(SettingValue(m) for m in PERMISSION_MODES)
+        return SessionSettings(
+            SessionSetting(model, self._models),
+            SessionSetting(self._config.permission_mode, modes),
+        )
+
+    async def configure(self, model: str | None, mode: str | None) -> None:
+        """``set_permission_mode`` and ``set_model`` control requests, answered before
+        this returns; a restarted CLI starts with them (its flags follow).  Raises
+        ``invalid_params`` for a permission mode the CLI has not, ``provider_failed``
+        when the CLI refuses, ``provider_crashed`` when it is gone."""
+        if mode is not None and mode not in PERMISSION_MODES:
+            reason = "not a permission mode of Claude Code"
+            raise BridgeError("invalid_params", details={"field": "mode", "reason": reason})
+        if not self._alive:
+            raise ProviderFailure("provider_crashed", "claude is no longer running")
+        if mode is not None:
+            await self._control({"subtype": "set_permission_mode", "mode": mode})
+        if model is not None:
+            await self._control({"subtype": "set_model", "model": model})
+        flags = [
+            f
+            for f in self._config.flags
+            if not (
+                (model is not None and f.startswith("--model="))
+                or (mode is not None and f.startswith("--permission-mode="))
+            )
+        ]
+        if model is not None:
+            flags.append(f"--model={model}")
+        if mode is not None and mode != "default":
+            flags.append(f"--permission-mode={mode}")
+        self._config = dataclasses.replace(
+            self._config,
+            flags=tuple(flags),
+            permission_mode=mode if mode is not None else self._config.permission_mode,
+        )
+
+    async def _control(self, request: dict[str, Any]) -> None:
+        """Send a control request and wait for its answer (bounded)."""
+        subtype = str(request["subtype"])
+        entry, settled = self._open(subtype, CONTROL_TIMEOUT)
+        try:
+            await self._write(
+                protocol.control_request(f"{protocol.CLIENT_ID_PREFIX}{entry.id}", request)
+            )
+        except _Gone:
+            self._ledger.cancel(entry.id, "claude is gone")
+            raise ProviderFailure("provider_crashed", "claude is no longer running") from None
+        await settled.wait()
+        if entry.state != "result":
+            log.warning("claude did not accept %s (%s)", subtype, entry.state)
+            raise ProviderFailure("provider_failed", f"{subtype} was not accepted")
 
     def commands(self) -> tuple[CommandInfo, ...] | None:
         """The CLI's slash commands, custom commands and skills (its ``initialize``
