@@ -649,3 +649,69 @@ def test_neovim_shows_limits_and_when_they_reset(tmp_path: Path) -> None:
     assert len(failed) == 1, o["lines"]
     assert failed[0].startswith("✗ failed: provider_rate_limited: "), failed
     assert failed[0].endswith(" (quota_exhausted, resets 12-02 05:00 UTC)"), failed
+
+
+def test_neovim_forks_a_claude_session_from_a_run(tmp_path: Path) -> None:
+    """`gf` on a run's reply in the chat: session/fork at that run's last event (the real
+    claude CLI's own fork, its model a loopback stand-in), the fork opened in its own chat
+    with the history up to there; a prompt in it carries the first run, not the second.
+    A provider without capabilities.fork (scripted) is refused with a message."""
+    nvim = require_editor("nvim")
+    from provider_clis import require_cli
+    from standins.anthropic_server import AnthropicStandIn, Text
+
+    claude = require_cli("claude")
+    out = tmp_path / "outcome.json"
+    for name in ("config", "tmp", "work"):
+        (tmp_path / name).mkdir()
+    with AnthropicStandIn() as standin:
+        standin.push(Text("Alpha noted."), Text("Beta noted."), Text("Only alpha."))
+        env = {
+            **os.environ,
+            "HOME": str(tmp_path),
+            "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+            "AGENT_BRIDGE_CLAUDE_PATH": claude,
+            "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
+            "TMPDIR": str(tmp_path / "tmp"),
+            "ANTHROPIC_BASE_URL": standin.base_url,
+            "ANTHROPIC_API_KEY": "dummy",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+            "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
+            "AB_BRIDGE": bridge_command()[0],
+            "AB_STATE": str(tmp_path / "state"),
+            "AB_OUT": str(out),
+            "AB_WORK": str(tmp_path / "work"),
+        }
+        argv = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
+        log = run_editor([*argv, "-l", str(DATA / "nvim_fork.lua")], env=env, timeout=240)
+        requests = standin.model_requests()
+    assert out.exists(), log
+    o = json.loads(out.read_text())
+    assert o["ok"], (o.get("error"), log)
+    assert o["refused"] == "agent-bridge: scripted cannot fork a session", o["notes"]
+    assert o["fork"] != o["original"]
+    assert o["fork_shown"] is True
+    body = o["fork_lines"][1:]
+    assert body == [
+        "",
+        "## You",
+        "remember alpha",
+        "",
+        "## Agent",
+        "Alpha noted.",
+        "✓ done (end_turn)",
+        "",
+        "## You",
+        "which words do you know?",
+        "",
+        "## Agent",
+        "Only alpha.",
+        "✓ done (end_turn)",
+    ], o["fork_lines"]
+    assert "Beta noted." in o["original_lines"] and "Only alpha." not in o["original_lines"]
+    # The model saw the fork's conversation: the first run, not the second.
+    sent = json.dumps(requests[-1].body.get("messages"))
+    assert "remember alpha" in sent and "which words" in sent
+    assert "remember beta" not in sent

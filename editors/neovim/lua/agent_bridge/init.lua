@@ -225,6 +225,12 @@ end
 
 render['run.started'] = function(s, e, p)
   s.active_run = e.runId
+  chat.buffer(s)
+  -- where the run starts in the chat (a mark: lines above it may still grow), so a key
+  -- on any of its lines knows the run (fork from it)
+  local row = vim.api.nvim_buf_line_count(s.buf)
+  s.runs = s.runs or {}
+  table.insert(s.runs, { id = e.runId, mark = vim.api.nvim_buf_set_extmark(s.buf, chat.ns, row - 1, 0, {}) })
   local lines = { '', '## You', unpack(split_lines(p.input or '')) }
   for _, b in ipairs(p.content or {}) do
     table.insert(lines, M.describe_block(b))
@@ -357,24 +363,25 @@ render['interaction.settled'] = function(s, _, p)
   chat.append(s, { text })
 end
 
-render['run.completed'] = function(s, e, p)
+--- The run's last event: where a fork from it is made.
+local function run_ended(s, e)
   s.active_run = nil
   s.ended = s.ended or {}
-  s.ended[e.runId or ''] = true
+  s.ended[e.runId or ''] = e.sequence or true
+end
+
+render['run.completed'] = function(s, e, p)
+  run_ended(s, e)
   chat.append(s, { '✓ done' .. (p.stopReason and (' (' .. p.stopReason .. ')') or '') })
 end
 
 render['run.failed'] = function(s, e, p)
-  s.active_run = nil
-  s.ended = s.ended or {}
-  s.ended[e.runId or ''] = true
+  run_ended(s, e)
   chat.append(s, { '✗ failed: ' .. M.format_error({ data = p.error }) })
 end
 
 render['run.interrupted'] = function(s, e, p)
-  s.active_run = nil
-  s.ended = s.ended or {}
-  s.ended[e.runId or ''] = true
+  run_ended(s, e)
   chat.append(s, { '✗ interrupted (' .. (p.reason or 'user') .. (p.forced and ', forced' or '') .. ')' })
 end
 
@@ -706,6 +713,7 @@ function M.chat_keys(s)
   map('ga', function() M.decide('allow') end, 'accept the pending approval (once)')
   map('gr', function() M.decide('deny') end, 'reject the pending approval')
   map('d', function() M.diff() end, 'open the last edit in a diff view')
+  map('gf', M.fork, 'fork the session from the run under the cursor')
   map('<C-c>', M.cancel, 'interrupt the run')
   map(']]', jump('W'), 'next thinking or tool call')
   map('[[', jump('bW'), 'previous thinking or tool call')
@@ -1051,6 +1059,62 @@ function M.decide(decision)
   M.call('interaction/respond', { interactionId = ids[1], answer = answer })
 end
 
+--- The run of `s` shown at chat line `lnum` (1-based): the last one starting at or
+--- above it, or nil above the first.
+---@return table|nil
+function M.run_at(s, lnum)
+  local found
+  for _, r in ipairs(s.runs or {}) do
+    local row = vim.api.nvim_buf_get_extmark_by_id(s.buf, chat.ns, r.mark, {})[1]
+    if row and row < lnum then
+      found = r
+    end
+  end
+  return found
+end
+
+--- The descriptor of provider `id`, when `providers/list` was read.
+local function descriptor(id)
+  for _, p in ipairs(M.state.providers or {}) do
+    if p.id == id then
+      return p
+    end
+  end
+end
+
+--- :AgentBridge fork (`gf` in the chat): a new session whose history is the current
+--- session's up to the end of the run under the cursor (in the chat; elsewhere, the
+--- whole history), made with `session/fork`, opened in its own chat. Refused here when
+--- the provider's descriptor has no `capabilities.fork`, and for a run still going.
+function M.fork()
+  local s = M.current()
+  if not s then
+    return notify('no session to fork', vim.log.levels.WARN)
+  end
+  local params = { sessionId = s.id }
+  if vim.b.agent_bridge_session == s.id then
+    local run = M.run_at(s, vim.fn.line('.'))
+    if not run then
+      return notify('put the cursor on a run to fork from', vim.log.levels.WARN)
+    end
+    local last = s.ended and s.ended[run.id]
+    if type(last) ~= 'number' then
+      return notify('the run has not ended: fork from a run that has', vim.log.levels.WARN)
+    end
+    params.atEvent = last
+  end
+  local p = descriptor(s.provider)
+  if p and not ((p.capabilities or {}).fork or {}).atEnd then
+    return notify(('%s cannot fork a session'):format(p.id), vim.log.levels.WARN)
+  end
+  M.call('session/fork', params, function(result)
+    local info = result.session
+    local fork = M.session(info.sessionId, info)
+    fork.chosen = s.chosen
+    M.open(info)
+  end)
+end
+
 --- :AgentBridge diff [n]: edit `n` of the current session (default: the last) in a diff
 --- view — the old text from a temporary file, :diffsplit against the new text.
 function M.diff(n)
@@ -1197,6 +1261,7 @@ M.subcommands = {
   new = function(args) M.new_session(args) end,
   prompt = function(args) M.prompt(table.concat(args, ' ')) end,
   send = function(args, opts) M.send(args, opts) end,
+  fork = function() M.fork() end,
   cancel = function() M.cancel() end,
   sessions = function() M.sessions() end,
   native = function(args) M.native(args[1]) end,

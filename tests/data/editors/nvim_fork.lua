@@ -1,0 +1,78 @@
+-- Fork from a message, in a real headless Neovim against the real bridge and the real
+-- claude CLI (its model a loopback stand-in): two runs, `gf` on the first run's reply
+-- forks the session at that run's last event and opens the fork's chat (the first run
+-- only); a prompt there continues from the fork. `gf` in a scripted session is refused
+-- (its descriptor has no capabilities.fork). Env: AB_PLUGIN, AB_BRIDGE, AB_STATE,
+-- AB_OUT, AB_WORK.
+local out_path = assert(os.getenv('AB_OUT'))
+local outcome = { notes = {} }
+local function save()
+  local f = assert(io.open(out_path, 'w'))
+  f:write(vim.json.encode(outcome))
+  f:close()
+end
+vim.opt.rtp:prepend(assert(os.getenv('AB_PLUGIN')))
+vim.cmd('runtime plugin/agent_bridge.lua')
+local ab = require('agent_bridge')
+local chat = require('agent_bridge.chat')
+ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
+vim.notify = function(msg)
+  table.insert(outcome.notes, msg)
+end
+local function type_keys(keys)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), 'xt', false)
+end
+local function count(s, text)
+  local n = 0
+  for _, l in ipairs(chat.lines(s)) do
+    if l == text then
+      n = n + 1
+    end
+  end
+  return n
+end
+local function wait_for(what, pred)
+  if not vim.wait(60000, pred, 20) then
+    error('timed out waiting for ' .. what .. ': ' .. table.concat(chat.lines(ab.current()), '\n'), 0)
+  end
+end
+local ok, err = pcall(function()
+  vim.cmd('cd ' .. vim.fn.fnameescape(os.getenv('AB_WORK')))
+  -- a provider that cannot fork: refused before asking the bridge
+  vim.cmd('AgentBridge new scripted script={"steps":[{"type":"echo"}]} title=NoFork')
+  wait_for('the scripted session', function() return ab.current() ~= nil end)
+  local scripted = ab.current()
+  vim.cmd('AgentBridge prompt hi')
+  wait_for('its run', function() return count(scripted, '✓ done (end_turn)') == 1 end)
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(scripted.buf))
+  vim.cmd('normal! G')
+  type_keys('gf')
+  outcome.refused = outcome.notes[#outcome.notes]
+  -- claude-code: two runs, then a fork from the first
+  vim.cmd('AgentBridge new claude-code title=Fork')
+  wait_for('the claude session', function() return ab.current() ~= scripted end)
+  local s = ab.current()
+  vim.cmd('AgentBridge prompt remember alpha')
+  wait_for('run 1', function() return count(s, '✓ done (end_turn)') == 1 end)
+  vim.cmd('AgentBridge prompt now remember beta')
+  wait_for('run 2', function() return count(s, '✓ done (end_turn)') == 2 end)
+  outcome.original = s.id
+  local win = vim.fn.bufwinid(s.buf)
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { vim.fn.index(chat.lines(s), 'Alpha noted.') + 1, 0 })
+  -- inside the second run, before it: a run still going is refused (none here), so fork
+  type_keys('gf')
+  wait_for('the fork', function() return ab.current() ~= s end)
+  local fork = ab.current()
+  outcome.fork = fork.id
+  wait_for('the fork history', function() return count(fork, '✓ done (end_turn)') == 1 end)
+  outcome.fork_shown = vim.api.nvim_win_get_buf(0) == fork.buf or vim.fn.bufwinid(fork.buf) ~= -1
+  vim.cmd('AgentBridge prompt which words do you know?')
+  wait_for('the fork run', function() return count(fork, '✓ done (end_turn)') == 2 end)
+  outcome.fork_lines = chat.lines(fork)
+  outcome.original_lines = chat.lines(s)
+end)
+outcome.ok = ok
+outcome.error = not ok and tostring(err) or nil
+save()
+vim.cmd(ok and 'qall!' or 'cquit!')
