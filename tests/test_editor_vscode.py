@@ -301,6 +301,12 @@ def host(tmp_path: Path, vsix: tuple[Path, str, Path]) -> Iterator[dict[str, Any
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "AGENT_BRIDGE_VSCODE_TEST_RESULT": str(result),
         "AGENT_BRIDGE_VSCODE_FAKE_CLAUDE": str(ROOT / "tests" / "standins" / "fake_claude.py"),
+        # a subagent, a limit and a failure on it (shared with the Emacs test)
+        "AGENT_BRIDGE_VSCODE_LIMITS_SCRIPT": str(
+            ROOT / "tests" / "data" / "editors" / "limits_subagent_script.json"
+        ),
+        # local time two hours east of UTC: reset times are shown in local time
+        "TZ": "Etc/GMT-2",
     }
     env.pop("XDG_CONFIG_HOME", None)
     node = shutil.which("node")
@@ -594,6 +600,30 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
     assert any(
         '"/nonexistent/agent-bridge") was not found' in e and "Next step" in e for e in mb
     ), mb
+
+    # Subagents: the call made inside the subagent is under its call, not in the chat;
+    # limits: a line and the header badge, the failure says when it resets (05:00 UTC,
+    # shown in local time, UTC+2).
+    lim = r["limits"]
+    assert lim["children"] == ["Read completed"]
+    assert lim["transcript"].splitlines() == [
+        "You: Look into it",
+        "Tool Task: completed",
+        "-- Limit claude five_hour 100% exhausted, resets Wed 2 Jan 07:00",
+        "-- Turn failed: the provider is rate limited (provider_rate_limited)"
+        " — quota exhausted, resets Wed 2 Jan 07:00",
+    ]
+    wv = lim["webviewText"]
+    assert "limit claude five_hour 100% exhausted, resets Wed 2 Jan 07:00" in wv, wv
+    assert "Subagent Explore — Find the bug (completed, 1 tool use, 1200 tokens)" in wv, wv
+    assert "quota exhausted, resets Wed 2 Jan 07:00" in wv, wv
+    # Fork: at the first turn's end; the fork opens with that turn, then runs its own.
+    fork = r["fork"]
+    assert fork["fork"] != fork["original"] and fork["forkPanel"] is True
+    assert fork["parent"] == {"sessionId": fork["original"], "sequence": fork["atEvent"]}
+    turn = "You: ECHO:{0}\nAgent: {0}\n-- Turn completed (end_turn)"
+    assert fork["originalTranscript"] == turn.format("first") + "\n" + turn.format("second")
+    assert fork["forkTranscript"] == turn.format("first") + "\n" + turn.format("third")
 
     # Closed at the end; the traffic log has the whole exchange.
     assert r["closed"] is True

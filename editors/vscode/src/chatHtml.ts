@@ -6,7 +6,7 @@
  */
 import { approvalDetail, approvalOptions, compactJson, questionOptions } from "./approvals";
 import type { ChatItem, ChatModel, InteractionItem, ToolItem } from "./chatModel";
-import { describeAnswer, requestTitle } from "./chatModel";
+import { describeAnswer, meterText, requestTitle } from "./chatModel";
 
 /** Returns `s` with HTML's special characters escaped. */
 export function escapeHtml(s: string): string {
@@ -31,8 +31,16 @@ export function renderHeader(model: ChatModel, title: string, providerId: string
     `<span class="badge state-${state}">${state}</span>` +
     (pending ? `<span class="badge pending">${pending} pending approval${pending === 1 ? "" : "s"}</span>` : "") +
     (usage.length ? `<span class="usage">${escapeHtml(usage.join(" · "))}</span>` : "") +
+    limitBadge(model) +
     `</div>`
   );
+}
+
+/** Returns the header's limits badge: the meter closest to its limit, with its reset. */
+function limitBadge(model: ChatModel): string {
+  const m = model.fullestMeter;
+  if (!m) return "";
+  return `<span class="badge limit limit-${escapeHtml(m.status ?? "ok")}">limit ${escapeHtml(meterText(m))}</span>`;
 }
 
 /** Returns the HTML of every item of the model. */
@@ -66,7 +74,11 @@ export function renderItem(i: ChatItem): string {
     case "interaction":
       return renderInteraction(i);
     case "status":
-      return `<div class="status level-${i.level}" data-key="${i.key}">${escapeHtml(i.text)}</div>`;
+      return (
+        `<div class="status level-${i.level}" data-key="${i.key}">${escapeHtml(i.text)}` +
+        (i.endSequence !== undefined ? ` <button class="link fork" data-action="fork" data-seq="${i.endSequence}" title="A new session with the history up to here">Fork from here</button>` : "") +
+        `</div>`
+      );
   }
 }
 
@@ -81,11 +93,23 @@ function toolTarget(input: unknown): string | undefined {
   return undefined;
 }
 
+/** Returns the summary of a call that runs a subagent: its type, task, status, usage. */
+function subagentHead(t: ToolItem, icon: string): string {
+  const a = t.subagent!;
+  const u = a.usage;
+  const facts: string[] = [a.status ?? t.status];
+  if (u?.toolUses != null) facts.push(`${u.toolUses} tool ${u.toolUses === 1 ? "use" : "uses"}`);
+  if (u?.totalTokens != null) facts.push(`${u.totalTokens} tokens`);
+  const what = a.description ?? t.title;
+  return `${icon} Subagent ${a.agentType ?? t.name}${what ? ` — ${what}` : ""} (${facts.join(", ")})`;
+}
+
 function renderTool(t: ToolItem): string {
   const icon = t.status === "completed" ? "✓" : t.status === "failed" ? "✗" : "…";
   const what = t.title ?? toolTarget(t.input);
-  const head = `${icon} ${t.name}${what ? ` — ${what}` : ""}${t.exitCode !== undefined ? ` (exit ${t.exitCode})` : ""}`;
+  const head = t.subagent ? subagentHead(t, icon) : `${icon} ${t.name}${what ? ` — ${what}` : ""}${t.exitCode !== undefined ? ` (exit ${t.exitCode})` : ""}`;
   const parts: string[] = [];
+  if (t.children.length) parts.push(`<div class="subagent-calls">${t.children.map(renderTool).join("")}</div>`);
   if (t.input !== undefined) parts.push(`<div class="label">Input</div><pre>${escapeHtml(compactJson(t.input, 2000))}</pre>`);
   for (const text of t.texts) parts.push(`<pre>${escapeHtml(text)}</pre>`);
   t.edits.forEach((e, index) => {
@@ -97,7 +121,7 @@ function renderTool(t: ToolItem): string {
   });
   if (t.output) parts.push(`<div class="label">Output</div><pre>${escapeHtml(t.output)}</pre>`);
   return (
-    `<details class="tool status-${t.status}" data-key="${t.key}"><summary>${escapeHtml(head)}` +
+    `<details class="tool${t.subagent ? " subagent" : ""} status-${t.status}" data-key="${t.key}"><summary>${escapeHtml(head)}` +
     (t.edits.length ? ` <span class="badge">${t.edits.length} edit${t.edits.length === 1 ? "" : "s"}</span>` : "") +
     `</summary>${parts.join("")}</details>`
   );

@@ -11,7 +11,9 @@ import type {
   EventEnvelope,
   InteractionRequest,
   InteractionStatus,
+  LimitMeter,
   PlanStep,
+  Subagent,
   ToolActivity,
   ToolEdit,
   ToolLocation,
@@ -58,6 +60,12 @@ export interface ToolItem {
   edits: ToolEdit[];
   texts: string[];
   locations: ToolLocation[];
+  /** The call that runs the subagent this call was made in (it is drawn under it). */
+  parentToolCallId: string | undefined;
+  /** For a call that runs a subagent: its type, task, status and usage. */
+  subagent: Subagent | undefined;
+  /** The calls made inside this call's subagent, in order. */
+  children: ToolItem[];
 }
 
 export interface PlanItem {
@@ -86,6 +94,8 @@ export interface StatusItem {
   runId: string | undefined;
   text: string;
   level: StatusLevel;
+  /** For a run's end: the sequence of that event (a fork may be made there). */
+  endSequence?: number;
 }
 
 export type ChatItem = UserItem | AssistantItem | ThinkingItem | ToolItem | PlanItem | InteractionItem | StatusItem;
@@ -131,6 +141,8 @@ export class ChatModel {
   activeRunId: string | undefined;
   closed = false;
   usage: Usage | undefined;
+  /** The latest figures of each limits meter, by `pool/meter`. */
+  readonly limits = new Map<string, LimitMeter>();
   /** Bumped on every change; the webview re-renders when it moves. */
   version = 0;
   private readonly tools = new Map<string, ToolItem>();
@@ -170,6 +182,7 @@ export class ChatModel {
     this.activeRunId = undefined;
     this.closed = false;
     this.usage = undefined;
+    this.limits.clear();
     this.version++;
   }
 
@@ -236,6 +249,14 @@ export class ChatModel {
       case "usage":
         this.usage = p;
         break;
+      case "limits.updated":
+        for (const m of p.meters) {
+          this.limits.set(`${m.pool}/${m.meter}`, m);
+          if (m.status === "warning" || m.status === "exhausted") {
+            this.push({ kind: "status", key: this.key(), runId: e.runId ?? undefined, text: `Limit ${meterText(m)}`, level: "warning" });
+          }
+        }
+        break;
       case "diagnostic":
         this.push({
           kind: "status",
@@ -270,13 +291,13 @@ export class ChatModel {
         break;
       }
       case "run.completed":
-        this.endRun(runId, `Turn completed${p.stopReason ? ` (${p.stopReason})` : ""}`, "info");
+        this.endRun(runId, `Turn completed${p.stopReason ? ` (${p.stopReason})` : ""}`, "info", e.sequence);
         break;
       case "run.failed":
-        this.endRun(runId, `Turn failed: ${p.error.message} (${p.error.code})${nextStepOf(p.error.details)}`, "error");
+        this.endRun(runId, `Turn failed: ${p.error.message} (${p.error.code})${limitOf(p.error.details)}${nextStepOf(p.error.details)}`, "error", e.sequence);
         break;
       case "run.interrupted":
-        this.endRun(runId, `Turn interrupted (${p.reason}${p.forced ? ", forced" : ""})`, "warning");
+        this.endRun(runId, `Turn interrupted (${p.reason}${p.forced ? ", forced" : ""})`, "warning", e.sequence);
         break;
       case "session.closed":
         this.closed = true;
@@ -320,11 +341,18 @@ export class ChatModel {
         edits: [],
         texts: [],
         locations: [],
+        parentToolCallId: p.parentToolCallId ?? undefined,
+        subagent: undefined,
+        children: [],
       };
       this.tools.set(keyId, item);
       this.tools.set(p.toolCallId, item);
-      this.push(item);
+      // A call made inside a subagent goes under the call that runs it.
+      const parent = item.parentToolCallId ? (this.tools.get(`${runId}/${item.parentToolCallId}`) ?? this.tools.get(item.parentToolCallId)) : undefined;
+      if (parent) parent.children.push(item);
+      else this.push(item);
     }
+    if (p.subagent) item.subagent = { ...item.subagent, ...p.subagent };
     if (p.status !== "output") item.status = p.status;
     if (p.input !== undefined) item.input = p.input;
     if (p.output) item.output += p.output;
@@ -342,12 +370,19 @@ export class ChatModel {
     }
   }
 
-  private endRun(runId: string, text: string, level: StatusLevel): void {
+  /** The meter closest to its limit (highest percent), when any was reported. */
+  get fullestMeter(): LimitMeter | undefined {
+    let best: LimitMeter | undefined;
+    for (const m of this.limits.values()) if ((m.percent ?? -1) > (best?.percent ?? -1)) best = m;
+    return best;
+  }
+
+  private endRun(runId: string, text: string, level: StatusLevel, endSequence: number): void {
     for (const i of this.items) {
       if ((i.kind === "assistant" || i.kind === "thinking") && i.runId === runId) i.streaming = false;
     }
     if (this.activeRunId === runId) this.activeRunId = undefined;
-    this.push({ kind: "status", key: this.key(), runId, text, level });
+    this.push({ kind: "status", key: this.key(), runId, text, level, endSequence });
   }
 
   private push(item: ChatItem): void {
@@ -357,6 +392,38 @@ export class ChatModel {
   private key(): string {
     return `i${++this.counter}`;
   }
+}
+
+/** Returns when a time (ISO 8601) is, in local words: "today 17:00", "tomorrow 09:30",
+ * else "Wed 2 Jan 07:00" (the local time zone; `now` for the tests). */
+export function resetWords(iso: string, now: Date = new Date()): string {
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return iso;
+  const pad = (n: number): string => String(n).padStart(2, "0");
+  const hm = `${pad(t.getHours())}:${pad(t.getMinutes())}`;
+  const day = (d: Date): string => `${d.getFullYear()}-${d.getMonth()}-${d.getDate()}`;
+  const tomorrow = new Date(now.getFullYear(), now.getMonth(), now.getDate() + 1);
+  if (day(t) === day(now)) return `today ${hm}`;
+  if (day(t) === day(tomorrow)) return `tomorrow ${hm}`;
+  const wd = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"][t.getDay()];
+  const mo = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][t.getMonth()];
+  return `${wd} ${t.getDate()} ${mo} ${hm}`;
+}
+
+/** Returns a short text of a limits meter: pool, meter, percent, status, reset. */
+export function meterText(m: LimitMeter, now?: Date): string {
+  const pc = m.percent != null ? ` ${Math.round(m.percent * 10) / 10}%` : "";
+  const st = m.status === "warning" || m.status === "exhausted" ? ` ${m.status}` : "";
+  return `${m.pool} ${m.meter}${pc}${st}${m.resetsAt ? `, resets ${resetWords(m.resetsAt, now)}` : ""}`;
+}
+
+function limitOf(details: { cause?: string | null; resetsAt?: string | null; retryAfterSeconds?: string | number | null } | null | undefined): string {
+  const cause = details?.cause;
+  if (cause !== "rate_limited" && cause !== "quota_exhausted") return "";
+  const what = cause === "rate_limited" ? "rate limited" : "quota exhausted";
+  if (details?.resetsAt) return ` — ${what}, resets ${resetWords(details.resetsAt)}`;
+  if (details?.retryAfterSeconds != null) return ` — ${what}, retry after ${details.retryAfterSeconds} s`;
+  return ` — ${what}`;
 }
 
 function nextStepOf(details: { nextStep?: string } | null | undefined): string {

@@ -14,6 +14,7 @@ export interface PanelActions {
   openEdit(sessionId: string, runId: string, toolCallId: string, index: number): Promise<void>;
   send(sessionId: string, text: string): Promise<void>;
   cancel(sessionId: string): Promise<void>;
+  fork(sessionId: string, atEvent: number): Promise<void>;
 }
 
 type FromWebview =
@@ -24,7 +25,8 @@ type FromWebview =
   | { type: "prompt"; interactionId: string }
   | { type: "openEdit"; runId: string; toolCallId: string; index: number }
   | { type: "send"; text: string }
-  | { type: "cancel" };
+  | { type: "cancel" }
+  | { type: "fork"; atEvent: number };
 
 export class ChatPanel implements vscode.Disposable {
   static readonly panels = new Map<string, ChatPanel>();
@@ -188,6 +190,9 @@ export class ChatPanel implements vscode.Disposable {
         break;
       case "cancel":
         this.actions.cancel(this.sessionId).catch(fail);
+        break;
+      case "fork":
+        this.actions.fork(this.sessionId, m.atEvent).catch(fail);
         break;
     }
   }

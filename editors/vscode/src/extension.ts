@@ -84,6 +84,7 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
     openEdit: (sessionId, runId, toolCallId, index) => openEdit(sessionId, runId, toolCallId, index).then(() => undefined),
     send: (sessionId, text) => store.prompt(sessionId, text),
     cancel: (sessionId) => store.cancel(sessionId).then(() => undefined),
+    fork: (sessionId, atEvent) => Promise.resolve(vscode.commands.executeCommand("agentBridge.fork", sessionId, atEvent)).then(() => undefined),
   };
 
   const showPanel = (sessionId: string): ChatPanel => ChatPanel.show(store, sessionId, context.extensionUri, actions);
@@ -237,6 +238,22 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
       const res = await store.reattach(id);
       showPanel(id);
       return res;
+    } catch (err) {
+      void uiProxy.error(store.explain(err, store.sessions.get(id)?.info.providerId));
+      return undefined;
+    }
+  });
+  // Fork from a run's end (its "Fork from here" button): a new session with the history
+  // up to that event, opened in its own chat. Returns the fork's id.
+  reg("agentBridge.fork", async (sessionId?: string, atEvent?: number): Promise<string | undefined> => {
+    if (!(await bridge.ensureOrExplain())) return undefined;
+    const id = sessionId ?? ChatPanel.active()?.sessionId ?? ChatPanel.lastActive?.sessionId;
+    if (!id) return undefined;
+    try {
+      const forkId = await store.fork(id, atEvent);
+      await store.reattach(forkId);
+      showPanel(forkId);
+      return forkId;
     } catch (err) {
       void uiProxy.error(store.explain(err, store.sessions.get(id)?.info.providerId));
       return undefined;

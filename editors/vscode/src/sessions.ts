@@ -149,6 +149,19 @@ export class SessionStore implements vscode.Disposable {
     return true;
   }
 
+  /**
+   * Forks the session (`session/fork`) at `atEvent` (a run's last event; its whole
+   * history when undefined); returns the fork's id. The fork is listed with an empty
+   * chat model: reattaching it reads its history.
+   */
+  async fork(sessionId: string, atEvent?: number): Promise<string> {
+    const client = await this.bridge.ensure();
+    const res = await client.request("session/fork", atEvent === undefined ? { sessionId } : { sessionId, atEvent });
+    this.sessions.set(res.session.sessionId, { info: res.session, model: new ChatModel(res.session.sessionId) });
+    this.changed.fire(undefined);
+    return res.session.sessionId;
+  }
+
   /** Closes the session for good (it stays listed and can be resumed). */
   async close(sessionId: string): Promise<void> {
     const client = await this.bridge.ensure();

@@ -291,6 +291,73 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
       p3.panel.dispose();
     }
 
+    // 7c. Subagents and limits: a scripted run (its script file from the test) whose
+    //     subagent's calls go under the subagent's call, which reports a limit and fails
+    //     on it; the webview shows the limit (header badge, a line) and when it resets.
+    const limitsScript = process.env.AGENT_BRIDGE_VSCODE_LIMITS_SCRIPT;
+    if (limitsScript) {
+      const lid = await exec<string | undefined>("agentBridge.newSession", {
+        provider: "scripted",
+        options: { scriptFile: limitsScript },
+        title: "Limits",
+        prompt: false,
+      });
+      const p4 = lid ? ChatPanel.panels.get(lid) : undefined;
+      if (!lid || !p4) throw new Error(`no chat for the limits session; errors: ${ui.errors.join(" | ")}`);
+      await exec("agentBridge.prompt", { sessionId: lid, text: "Look into it" });
+      await until("the limits run fails", () => transcriptHas(lid, "Turn failed") && model(lid)?.runState === "idle");
+      await until("the webview draws the failure", () => p4.rendered.text.includes("Turn failed"), 15000);
+      const task = model(lid)!.tool("task1");
+      result.limits = {
+        transcript: model(lid)!.transcript(),
+        children: task ? task.children.map((c) => `${c.name} ${c.status}`) : null,
+        webviewText: p4.rendered.text,
+        webviewOpenCards: p4.rendered.open,
+      };
+      p4.panel.dispose();
+      step("limits and subagents");
+    }
+
+    // 7d. Fork from a turn: a Claude Code session (the stand-in CLI) of two turns,
+    //     forked at the first turn's end through the chat's "Fork from here" (the
+    //     command it runs): the fork opens in its own chat with the first turn only.
+    if (fakeClaude) {
+      const oid = await exec<string | undefined>("agentBridge.newSession", {
+        provider: "claude-code",
+        // the model and mode given: nothing is asked
+        options: { executable: fakeClaude, model: "sonnet", permissionMode: "plan" },
+        title: "Forked",
+        prompt: false,
+      });
+      if (!oid) throw new Error(`no claude-code session to fork; errors: ${ui.errors.join(" | ")}`);
+      const turnsEnded = (id: string) => (model(id)?.transcript() ?? "").split("\n").filter((l) => l.startsWith("-- Turn completed")).length;
+      await exec("agentBridge.prompt", { sessionId: oid, text: "ECHO:first" });
+      await until("fork turn 1", () => turnsEnded(oid) === 1 && model(oid)?.runState === "idle");
+      await exec("agentBridge.prompt", { sessionId: oid, text: "ECHO:second" });
+      await until("fork turn 2", () => turnsEnded(oid) === 2 && model(oid)?.runState === "idle");
+      const po = ChatPanel.panels.get(oid);
+      if (po) await until("the fork buttons are drawn", () => po.rendered.text.includes("Fork from here"), 15000);
+      const firstEnd = model(oid)!.items.find((i) => i.kind === "status" && i.endSequence !== undefined);
+      const atEvent = firstEnd && firstEnd.kind === "status" ? firstEnd.endSequence : undefined;
+      const fid = await exec<string | undefined>("agentBridge.fork", oid, atEvent);
+      if (!fid) throw new Error(`the fork failed; errors: ${ui.errors.join(" | ")}`);
+      await until("the fork's history", () => turnsEnded(fid) === 1);
+      await exec("agentBridge.prompt", { sessionId: fid, text: "ECHO:third" });
+      await until("the fork's own turn", () => turnsEnded(fid) === 2 && model(fid)?.runState === "idle");
+      result.fork = {
+        original: oid,
+        fork: fid,
+        atEvent: atEvent ?? null,
+        originalTranscript: model(oid)!.transcript(),
+        forkTranscript: model(fid)!.transcript(),
+        forkPanel: ChatPanel.panels.has(fid),
+        parent: store.sessions.get(fid)?.info.parent ?? null,
+      };
+      ChatPanel.panels.get(fid)?.panel.dispose();
+      po?.panel.dispose();
+      step("forked");
+    }
+
     // 8. Close the session; the traffic log holds the exchange.
     result.closed = await exec<boolean>("agentBridge.closeSession", sessionId);
     await until("closed", () => store.sessions.get(sessionId)?.info.state === "closed");

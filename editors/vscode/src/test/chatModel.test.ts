@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { ChatModel, describeAnswer } from "../chatModel";
+import { ChatModel, describeAnswer, meterText, resetWords } from "../chatModel";
 import type { EventEnvelope, EventPayload } from "../protocol";
 
 const SID = "ses_1";
@@ -104,4 +104,47 @@ test("an event type from a later version is counted and ignored", () => {
   assert.equal(m.unknownEvents, 1);
   assert.equal(m.items.length, 0);
   assert.equal(m.lastSequence, 1);
+});
+
+test("a call made inside a subagent goes under the call that runs it, not in the chat", () => {
+  const m = new ChatModel(SID);
+  m.applyAll([
+    ev(1, { type: "run.started", input: "look" }),
+    ev(2, { type: "tool.activity", toolCallId: "task1", name: "Task", status: "started", subagent: { agentType: "Explore", description: "Find it", status: "running" } }),
+    ev(3, { type: "tool.activity", toolCallId: "read1", name: "Read", status: "started", input: { file_path: "a.c" }, parentToolCallId: "task1" }),
+    ev(4, { type: "tool.activity", toolCallId: "read1", name: "Read", status: "completed", parentToolCallId: "task1" }),
+    ev(5, { type: "tool.activity", toolCallId: "task1", name: "Task", status: "output", subagent: { status: "completed", usage: { toolUses: 1 } } }),
+  ]);
+  assert.deepEqual(m.items.map((i) => i.kind), ["user", "tool"]);
+  const task = m.tool("task1")!;
+  assert.deepEqual(task.children.map((c) => [c.toolCallId, c.status]), [["read1", "completed"]]);
+  assert.deepEqual(task.subagent, { agentType: "Explore", description: "Find it", status: "completed", usage: { toolUses: 1 } });
+});
+
+test("limits: meters kept, a warning or exhausted one is a line, a limit failure says when it resets", () => {
+  const m = new ChatModel(SID);
+  const resetsAt = "2030-01-02T05:00:00Z";
+  m.applyAll([
+    ev(1, { type: "run.started", input: "go" }),
+    ev(2, { type: "limits.updated", meters: [
+      { pool: "claude", meter: "five_hour", percent: 100, resetsAt, status: "exhausted" },
+      { pool: "claude", meter: "seven_day", percent: 41.5, status: "ok" },
+    ] }),
+    ev(3, { type: "run.failed", error: { code: "provider_rate_limited", message: "the provider is rate limited", retryable: true, details: { cause: "quota_exhausted", resetsAt } } }),
+  ]);
+  assert.equal(m.fullestMeter?.meter, "five_hour");
+  const words = resetWords(resetsAt);
+  assert.equal(m.transcript().split("\n").slice(1).join("\n"),
+    `-- Limit claude five_hour 100% exhausted, resets ${words}\n-- Turn failed: the provider is rate limited (provider_rate_limited) — quota exhausted, resets ${words}`);
+  const end = m.items[m.items.length - 1];
+  assert.ok(end.kind === "status" && end.endSequence === 3);
+  assert.equal(meterText({ pool: "codex", meter: "primary", percent: 41.54 }), "codex primary 41.5%");
+});
+
+test("reset times in local words: today, tomorrow, else the day", () => {
+  const now = new Date(2030, 0, 2, 9, 0); // local time
+  assert.equal(resetWords(new Date(2030, 0, 2, 17, 5).toISOString(), now), "today 17:05");
+  assert.equal(resetWords(new Date(2030, 0, 3, 9, 30).toISOString(), now), "tomorrow 09:30");
+  assert.equal(resetWords(new Date(2030, 0, 8, 0, 0).toISOString(), now), "Tue 8 Jan 00:00");
+  assert.equal(resetWords("not a time", now), "not a time");
 });
