@@ -155,6 +155,7 @@ function renderInteraction(i: InteractionItem): string {
   return (
     `<div class="interaction ${r.kind} status-${i.status}" data-key="${i.key}">` +
     `<div class="who">${escapeHtml(requestTitle(r))}</div>` +
+    (i.subagent ? `<div class="asked-by">asked by subagent ${escapeHtml(i.subagent)}</div>` : "") +
     (detail ? `<pre class="detail">${escapeHtml(detail)}</pre>` : "") +
     `<div class="outcome">${escapeHtml(outcome)}</div>` +
     (buttons ? `<div class="buttons">${buttons}</div>` : "") +

@@ -84,6 +84,8 @@ export interface InteractionItem {
   status: InteractionStatus;
   answer: Answer | undefined;
   auto: boolean;
+  /** For an approval a subagent asks for: which one ("Explore — Find the bug"). */
+  subagent?: string;
 }
 
 export type StatusLevel = "info" | "warning" | "error";
@@ -277,6 +279,11 @@ export class ChatModel {
           answer: undefined,
           auto: false,
         };
+        const parentId = p.request.kind === "approval" ? p.request.parentToolCallId : undefined;
+        if (parentId) {
+          const a = (this.tools.get(`${runId}/${parentId}`) ?? this.tools.get(parentId))?.subagent;
+          item.subagent = a ? [a.agentType, a.description].filter((x) => x).join(" — ") || "a subagent" : "a subagent";
+        }
         this.interactions.set(p.interactionId, item);
         this.push(item);
         break;
@@ -444,7 +451,7 @@ export function itemText(i: ChatItem): string {
     case "plan":
       return `Plan: ${i.steps.map((s) => `[${s.status}] ${s.text}`).join("; ")}`;
     case "interaction":
-      return `${requestTitle(i.request)}: ${i.status === "pending" ? "waiting for your answer" : i.status === "responded" ? describeAnswer(i.request, i.answer) : i.status}`;
+      return `${requestTitle(i.request)}${i.subagent ? ` (subagent ${i.subagent})` : ""}: ${i.status === "pending" ? "waiting for your answer" : i.status === "responded" ? describeAnswer(i.request, i.answer) : i.status}`;
     case "status":
       return `-- ${i.text}`;
   }

@@ -148,3 +148,17 @@ test("reset times in local words: today, tomorrow, else the day", () => {
   assert.equal(resetWords(new Date(2030, 0, 8, 0, 0).toISOString(), now), "Tue 8 Jan 00:00");
   assert.equal(resetWords("not a time", now), "not a time");
 });
+
+test("an approval a subagent asks for names the subagent", () => {
+  const m = new ChatModel(SID);
+  m.applyAll([
+    ev(1, { type: "run.started", input: "look" }),
+    ev(2, { type: "tool.activity", toolCallId: "task1", name: "Task", status: "started", subagent: { agentType: "Explore", description: "Find it" } }),
+    ev(3, { type: "interaction.requested", interactionId: "int_1", request: { kind: "approval", action: "tool", title: "Run ls", parentToolCallId: "task1" } }),
+    ev(4, { type: "interaction.requested", interactionId: "int_2", request: { kind: "approval", action: "tool", title: "Run pwd" } }),
+  ]);
+  assert.deepEqual(m.transcript().split("\n").slice(2), [
+    "Approval: Run ls (subagent Explore — Find it): waiting for your answer",
+    "Approval: Run pwd: waiting for your answer",
+  ]);
+});
