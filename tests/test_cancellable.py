@@ -13,7 +13,14 @@ from pathlib import Path
 from agent_bridge.wire.catalog import CATALOG
 
 ROOT = Path(__file__).resolve().parent.parent
-_UNCANCELLABLE = {"shutdown", "session/close", "session/delete", "interaction/respond"}
+_UNCANCELLABLE = {
+    "shutdown",
+    "session/close",
+    "session/delete",
+    "interaction/respond",
+    "session/configure",
+    "provider/sessions/continue",
+}
 
 
 def test_methods_json_marks_which_host_requests_are_cancellable() -> None:
