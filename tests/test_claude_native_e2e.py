@@ -137,7 +137,7 @@ async def test_descriptors_declare_native_sessions_and_others_refuse(tmp_path: P
             "continue": "supported",
         }
         for provider_id, capability in declared.items():
-            if provider_id not in ("claude-code", "scripted", "codex"):
+            if provider_id not in ("claude-code", "scripted", "codex", "gemini"):
                 assert capability == {
                     "list": "unsupported",
                     "read": "unsupported",

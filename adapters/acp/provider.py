@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from agent_bridge.adapters.acp import protocol as p
 from agent_bridge.adapters.acp.launch import (
@@ -52,6 +52,7 @@ from agent_bridge.adapters.acp.profiles import (
 from agent_bridge.config import Config, load_config
 from agent_bridge.errors import BridgeError
 from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
+from agent_bridge.wire.native import NativeSessionsListResult, NativeSessionsReadResult
 from agent_bridge.wire.providers import (
     NO_FORK,
     ApprovalCapability,
@@ -241,6 +242,44 @@ class AcpProvider(AgentProvider):
             return hint
         return True if self.info is None else self.info.can_resume
 
+    def _reads_gemini_chats(self) -> bool:
+        """Whether this is the Gemini CLI, whose chat files the adapter reads
+        (:mod:`~agent_bridge.adapters.acp.gemini_native`): the pinned version advertises
+        no ``session/list``, and its ``session/load`` fails in a new process, so a chat
+        can be listed and read but not continued."""
+        return self.spec.profile == "gemini"
+
+    def _native_sessions(self) -> NativeSessionsCapability:
+        if self._reads_gemini_chats():
+            return NativeSessionsCapability(list="supported", read="exact", continue_="unsupported")
+        return NativeSessionsCapability.unsupported()
+
+    async def list_native_sessions(
+        self, workspace: str | None, cursor: str | None, limit: int
+    ) -> NativeSessionsListResult:
+        """The Gemini CLI's chat files, newest first (in a worker thread); other agents
+        ``unsupported``."""
+        if not self._reads_gemini_chats():
+            raise BridgeError("unsupported")
+        import anyio
+
+        from agent_bridge.adapters.acp.gemini_native import list_page
+
+        return await anyio.to_thread.run_sync(list_page, workspace, cursor, limit)
+
+    async def read_native_session(
+        self, session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
+    ) -> NativeSessionsReadResult:
+        """A page of one Gemini CLI chat file (read-only, in a worker thread); other
+        agents ``unsupported``."""
+        if not self._reads_gemini_chats():
+            raise BridgeError("unsupported")
+        import anyio
+
+        from agent_bridge.adapters.acp.gemini_native import read_page
+
+        return await anyio.to_thread.run_sync(read_page, session_ref, cursor, limit, start)
+
     def describe(self) -> ProviderDescriptor:
         return ProviderDescriptor(
             id=self.id,
@@ -254,7 +293,7 @@ class AcpProvider(AgentProvider):
                     question=QuestionCapability(supported=True, question_set=True),
                 ),
                 recovery=RecoveryCapability(resume=self.can_resume()),
-                native_sessions=NativeSessionsCapability.unsupported(),
+                native_sessions=self._native_sessions(),
                 input=p.input_capabilities(self.info),
                 # ACP's unstable session/fork has no fork point: whole sessions only
                 fork=FORK_AT_END if self.info is not None and self.info.session_fork else NO_FORK,

@@ -1,0 +1,280 @@
+"""Gemini CLI's own sessions, read from its chat files (strictly read-only).
+
+Gemini CLI 0.61 keeps each chat as JSON Lines in
+``$GEMINI_CLI_HOME/.gemini/tmp/<project>/chats/session-<time>-<id prefix>.jsonl`` (``~``
+when ``GEMINI_CLI_HOME`` is unset), the project directory holding ``.project_root`` (the
+working directory).  A file is a log: a header record (``sessionId``, ``projectHash``,
+``startTime``), message records (``type`` ``user``/``gemini``/``info``…, each with its
+``id``; a message rewritten later, with its tool calls' results say, is appended again
+under the same ``id``) and ``{"$set": …}`` updates of the header's fields.
+
+The pinned Gemini CLI does not advertise ACP's ``session/list`` (nor ``session/resume``),
+so the files are the only source; paging is :mod:`agent_bridge.adapters.kit.
+jsonl_history`.
+
+* A session reference is ``<project directory>/<file name without .jsonl>``: opaque to
+  hosts, checked on the way back in against that exact shape.
+* Projection: a user message's text is ``run.started`` (one that only returns tool
+  results projects to nothing: the results come with the ``gemini`` message's tool
+  calls); a ``gemini`` message is its thoughts, its text and, per tool call, a
+  ``tool.activity`` start and end.  Header, ``$set`` and ``info``/``warning``/``error``
+  records project to nothing; any other record is an ``unknown_record`` diagnostic.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from agent_bridge.adapters.kit import jsonl_history
+from agent_bridge.adapters.kit.jsonl_history import diagnostic
+from agent_bridge.errors import BridgeError
+from agent_bridge.wire.events import (
+    EventPayload,
+    RunStarted,
+    TextDelta,
+    ThinkingDelta,
+    ToolActivity,
+)
+from agent_bridge.wire.native import (
+    NativeSessionInfo,
+    NativeSessionsListResult,
+    NativeSessionsReadResult,
+)
+
+__all__ = ["gemini_dir", "list_page", "project_record", "read_page", "session_path"]
+
+HEAD_BYTES: Final = 256 * 1024
+TITLE_CHARS: Final = 200
+
+_DIR_RE: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}")
+_STEM_RE: Final = re.compile(r"session-[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9a-fA-F]{8}")
+_LIST_CURSOR_RE: Final = re.compile(r"([0-9]{1,20}):(.{1,400})", re.DOTALL)
+_QUIET_MESSAGES: Final = frozenset({"info", "warning", "error"})
+
+
+def gemini_dir() -> str:
+    """The CLI's ``.gemini`` directory: under ``GEMINI_CLI_HOME``, else the home."""
+    home = os.environ.get("GEMINI_CLI_HOME") or os.path.expanduser("~")
+    return os.path.join(home, ".gemini")
+
+
+def _projects() -> str:
+    return os.path.join(gemini_dir(), "tmp")
+
+
+def session_path(session_ref: str) -> str:
+    """The chat file of ``session_ref``; raises ``invalid_params`` for a reference this
+    module did not make (which could name another file)."""
+    directory, _, stem = session_ref.partition("/")
+    if _DIR_RE.fullmatch(directory) is None or _STEM_RE.fullmatch(stem) is None:
+        raise BridgeError("invalid_params", details={"field": "sessionRef"})
+    return os.path.join(_projects(), directory, "chats", stem + ".jsonl")
+
+
+# --------------------------------------------------------------------------- listing
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    ref: str
+    path: str
+    mtime_ns: int
+    size: int
+    root: str | None
+
+
+def _project_root(directory: str) -> str | None:
+    try:
+        with open(os.path.join(directory, ".project_root"), "rb") as f:
+            data = f.read(8192)
+    except OSError:
+        return None
+    try:
+        root = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None
+    return root or None
+
+
+def _entries(workspace: str | None) -> list[_Entry]:
+    try:
+        directories = list(os.scandir(_projects()))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise jsonl_history.unavailable(exc) from None
+    out: list[_Entry] = []
+    for directory in directories:
+        if _DIR_RE.fullmatch(directory.name) is None or not directory.is_dir():
+            continue
+        root = _project_root(directory.path)
+        if workspace is not None and (root is None or os.path.realpath(root) != workspace):
+            continue
+        try:
+            files = list(os.scandir(os.path.join(directory.path, "chats")))
+        except OSError:
+            continue  # no chats (yet), or removed meanwhile
+        for file in files:
+            stem, dot, ext = file.name.rpartition(".")
+            if ext != "jsonl" or not dot or _STEM_RE.fullmatch(stem) is None:
+                continue
+            try:
+                st = file.stat()
+            except OSError:
+                continue
+            ref = directory.name + "/" + stem
+            out.append(_Entry(ref, file.path, st.st_mtime_ns, st.st_size, root))
+    return out
+
+
+def _user_text(record: dict[str, Any]) -> str | None:
+    """The text a user typed, from a ``user`` message record (``None`` for one that only
+    returns tool results)."""
+    if record.get("type") != "user":
+        return None
+    content = record.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    texts = [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return "\n".join(texts) if texts else None
+
+
+def _head(path: str) -> dict[str, Any]:
+    """``created`` (the header's ``startTime``) and ``prompt`` (the first user message
+    outside a ``$set``, which holds the CLI's injected context)."""
+    found: dict[str, Any] = {}
+    for record in jsonl_history.head_records(path, HEAD_BYTES):
+        if "created" not in found and isinstance(record.get("startTime"), str):
+            found["created"] = record["startTime"]
+        prompt = _user_text(record)
+        if prompt is not None:
+            found["prompt"] = prompt
+            break
+    return found
+
+
+def list_page(workspace: str | None, cursor: str | None, limit: int) -> NativeSessionsListResult:
+    """A page of the CLI's chats, newest first (by last write), of ``workspace`` when
+    given (the project's ``.project_root``), after ``cursor`` (``<mtime ns>:<reference>``
+    of the last one shown).  Raises ``invalid_params`` for a malformed cursor and
+    ``history_unavailable`` when the CLI's directory cannot be read."""
+    after: tuple[int, str] | None = None
+    if cursor is not None:
+        match = _LIST_CURSOR_RE.fullmatch(cursor)
+        if match is None:
+            raise BridgeError("invalid_params", details={"field": "cursor"})
+        after = (-int(match.group(1)), match.group(2))
+    real = os.path.realpath(workspace) if workspace is not None else None
+    entries = sorted(_entries(real), key=lambda e: (-e.mtime_ns, e.ref))
+    sessions: list[NativeSessionInfo] = []
+    last: _Entry | None = None
+    more = False
+    for entry in entries:
+        if after is not None and (-entry.mtime_ns, entry.ref) <= after:
+            continue
+        if len(sessions) == limit:
+            more = True
+            break
+        head = _head(entry.path)
+        prompt = head.get("prompt")
+        sessions.append(
+            NativeSessionInfo(
+                session_ref=entry.ref,
+                title=prompt[:TITLE_CHARS] if isinstance(prompt, str) else None,
+                workspace=entry.root,
+                created_at=head.get("created"),
+                updated_at=jsonl_history.rfc3339(entry.mtime_ns),
+                size_bytes=entry.size,
+            )
+        )
+        last = entry
+    next_cursor = f"{last.mtime_ns}:{last.ref}" if more and last is not None else None
+    return NativeSessionsListResult(tuple(sessions), next_cursor=next_cursor)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_page(
+    session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
+) -> NativeSessionsReadResult:
+    """A page of ``session_ref``'s records (see :func:`agent_bridge.adapters.kit.
+    jsonl_history.read_page` for cursors and errors)."""
+    return jsonl_history.read_page(session_path(session_ref), cursor, limit, start, project_record)
+
+
+def project_record(data: bytes) -> tuple[EventPayload, ...]:
+    """The bridge event payloads of one chat record (see the module docstring); a record
+    that is not JSON (``malformed_record``), of a kind this adapter does not know
+    (``unknown_record``) or that fails to project (``projection_failed``) is a
+    diagnostic."""
+    import msgspec
+
+    try:
+        record = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return (diagnostic("malformed_record", "a record of the chat file is not valid JSON"),)
+    if not isinstance(record, dict):
+        return (diagnostic("malformed_record", "a record of the chat file is not an object"),)
+    if "$set" in record or ("sessionId" in record and "type" not in record):
+        return ()  # a header or an update of its fields
+    kind = record.get("type")
+    try:
+        if kind == "user":
+            prompt = _user_text(record)
+            return (RunStarted(input=prompt),) if prompt is not None else ()
+        if kind == "gemini":
+            return _gemini(record)
+    except Exception:
+        return (
+            diagnostic("projection_failed", "a record of the chat file could not be projected"),
+        )
+    if kind in _QUIET_MESSAGES:
+        return ()
+    return (diagnostic("unknown_record", "a record of a type the adapter does not know", "info"),)
+
+
+def _gemini(record: dict[str, Any]) -> tuple[EventPayload, ...]:
+    out: list[EventPayload] = []
+    for thought in record.get("thoughts") or ():
+        if isinstance(thought, dict):
+            parts = [thought.get("subject"), thought.get("description")]
+            text = ": ".join(p for p in parts if isinstance(p, str) and p)
+            if text:
+                out.append(ThinkingDelta(text=text))
+    content = record.get("content")
+    if isinstance(content, str) and content:
+        out.append(TextDelta(text=content))
+    for call in record.get("toolCalls") or ():
+        if not isinstance(call, dict):
+            raise ValueError("a tool call that is not an object")
+        call_id, name = call["id"], call["name"]
+        if not isinstance(call_id, str) or not isinstance(name, str):
+            raise ValueError("a tool call without an id or a name")
+        title = call.get("description")
+        out.append(
+            ToolActivity(
+                call_id,
+                name,
+                "started",
+                input=call.get("args"),
+                title=title if isinstance(title, str) else None,
+            )
+        )
+        status = call.get("status")
+        if status in ("success", "error", "cancelled"):
+            shown = call.get("resultDisplay")
+            out.append(
+                ToolActivity(
+                    call_id,
+                    name,
+                    "completed" if status == "success" else "failed",
+                    output=shown if isinstance(shown, str) else None,
+                )
+            )
+    return tuple(out)
