@@ -715,3 +715,74 @@ def test_neovim_forks_a_claude_session_from_a_run(tmp_path: Path) -> None:
     sent = json.dumps(requests[-1].body.get("messages"))
     assert "remember alpha" in sent and "which words" in sent
     assert "remember beta" not in sent
+
+
+def test_neovim_folds_a_subagent_s_tool_calls_under_it(tmp_path: Path) -> None:
+    """A tool call running a subagent (`subagent`) is a block headed by the agent's type,
+    description, status and usage; the calls made inside it (`parentToolCallId`) are
+    blocks nested in it (their output under them, their headers rewritten in place), one
+    fold level deeper; the run's own reply follows the agent's block."""
+    nvim = require_editor("nvim")
+    out = tmp_path / "outcome.json"
+    script = tmp_path / "script.json"
+    task = {"type": "tool.activity", "toolCallId": "call_task", "name": "Task"}
+    read = {"type": "tool.activity", "toolCallId": "call_r", "name": "Read"}
+    grep = {"type": "tool.activity", "toolCallId": "call_g", "name": "Grep"}
+    inside = {"parentToolCallId": "call_task"}
+    usage = {"toolUses": 2, "totalTokens": 1200, "durationMs": 1500}
+    payloads = [
+        {
+            **task,
+            "status": "started",
+            "subagent": {
+                "agentType": "Explore",
+                "description": "Find the build files",
+                "status": "running",
+            },
+        },
+        {**read, **inside, "status": "started", "input": {"file_path": "Makefile"}},
+        {**grep, **inside, "status": "started", "input": {"pattern": "cc"}},
+        {**read, **inside, "status": "completed"},
+        {**grep, **inside, "status": "output", "output": "Makefile:2\n"},
+        {**grep, **inside, "status": "completed"},
+        {**task, "status": "output", "subagent": {"status": "completed", "usage": usage}},
+        {**task, "status": "completed", "output": "The Makefile builds app.\n"},
+    ]
+    steps = [{"type": "emit", "payloads": payloads}, {"type": "text", "text": "Found it."}]
+    script.write_text(json.dumps({"steps": steps}))
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(tmp_path / "state"),
+        "AB_SCRIPT": str(script),
+        "AB_OUT": str(out),
+    }
+    argv = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
+    log = run_editor([*argv, "-l", str(DATA / "nvim_subagent.lua")], env=env, timeout=60)
+    assert out.exists(), log
+    o = json.loads(out.read_text())
+    assert o["ok"], (o.get("error"), log)
+    body = [
+        "",
+        "## You",
+        "Find the build",
+        "",
+        "## Agent",
+        "▸ agent Explore: Find the build files [completed, 2 tool uses, 1200 tokens, 1.5 s]",
+        "  │ ▸ tool Read: Makefile [completed]",
+        '  │   │ input: {"file_path":"Makefile"}',
+        "  │ ▸ tool Grep [completed]",
+        '  │   │ input: {"pattern":"cc"}',
+        "  │   │ Makefile:2",
+        "  │ The Makefile builds app.",
+        "Found it.",
+        "✓ done (end_turn)",
+    ]
+    assert o["lines"] == [f"# agent-bridge · Agents · {o['session']}", *body], o["lines"]
+    assert o["levels"][6:14] == [1, 2, 2, 2, 2, 2, 1, 0], o["levels"]
+    assert o["agent_closed"] is True
+    assert o["agent_fold_end"] == 13, "the agent's block folds all its calls and answer"

@@ -2,6 +2,7 @@
 --- tool calls are blocks whose header starts with "▸ " and whose body lines start with
 --- "  │ "; the window folds them (closed) by 'foldexpr'.
 local M = {}
+local insert_in
 
 local ns = vim.api.nvim_create_namespace('agent_bridge_chat')
 M.ns = ns
@@ -10,16 +11,24 @@ M.HEADER = '▸ '
 M.BODY = '  │ '
 
 --- 'foldexpr' of a chat window: a block header opens a fold, its body stays in it.
+--- The chat buffer `buf` is named: Neovim may evaluate it for a change made to the buffer
+--- while another one is current, where getline() reads the wrong buffer.
 ---@param lnum integer
+---@param buf integer|nil
 ---@return string
-function M.foldexpr(lnum)
-  local line = vim.fn.getline(lnum)
-  if vim.startswith(line, M.HEADER) then
-    return '>1'
-  elseif vim.startswith(line, M.BODY) then
-    return '1'
+function M.foldexpr(lnum, buf)
+  local line = (buf and vim.api.nvim_buf_is_valid(buf))
+      and (vim.api.nvim_buf_get_lines(buf, lnum - 1, lnum, false)[1] or '')
+    or vim.fn.getline(lnum)
+  -- a block nested in another (a subagent's tool call) is one body prefix deeper
+  local depth, at = 0, 1
+  while line:sub(at, at + #M.BODY - 1) == M.BODY do
+    depth, at = depth + 1, at + #M.BODY
   end
-  return '0'
+  if line:sub(at, at + #M.HEADER - 1) == M.HEADER then
+    return '>' .. (depth + 1)
+  end
+  return tostring(depth)
 end
 
 --- The buffer for session `s` (created on first use).
@@ -63,7 +72,7 @@ function M.show(s)
   end
   local wo = vim.wo[win]
   wo.foldmethod = 'expr'
-  wo.foldexpr = "v:lua.require'agent_bridge.chat'.foldexpr(v:lnum)"
+  wo.foldexpr = ("v:lua.require'agent_bridge.chat'.foldexpr(v:lnum, %d)"):format(buf)
   wo.foldlevel = 0
   wo.wrap = true
   wo.linebreak = true
@@ -124,14 +133,85 @@ function M.stream(s, text, kind)
   follow(s.buf)
 end
 
+--- Compute the folds of the windows showing `s` again, keeping each block open or closed
+--- as it was: in a chat with nested blocks, Neovim 0.11's incremental fold update after
+--- lines were inserted above the end left some lines of a nested block at level 0 (only
+--- computing them all again, 'foldmethod' reset, puts them right).
+---@param s table
+function M.refold(s)
+  if not s.nested or not (s.buf and vim.api.nvim_buf_is_valid(s.buf)) then
+    return
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(s.buf)) do
+    vim.api.nvim_win_call(win, function()
+      local open = {}
+      for _, b in pairs(s.blocks) do
+        local row = vim.api.nvim_buf_get_extmark_by_id(s.buf, ns, b.header, {})[1]
+        if row and vim.fn.foldclosed(row + 1) == -1 and vim.fn.foldlevel(row + 1) > 0 then
+          table.insert(open, row + 1)
+        end
+      end
+      table.sort(open)
+      local view = vim.fn.winsaveview()
+      vim.wo[win].foldmethod = 'manual'
+      vim.wo[win].foldmethod = 'expr'
+      for _, lnum in ipairs(open) do
+        vim.cmd(('silent! %dfoldopen'):format(lnum))
+      end
+      vim.fn.winrestview(view)
+    end)
+  end
+end
+
+--- Insert `lines` after the last line of block `key`; the blocks it ends (itself and
+--- the blocks it is nested in, when it is their last line) now end after them. Returns
+--- the row of the first line inserted (0-based).
+---@return integer
+insert_in = function(s, key, lines)
+  local b = s.blocks[key]
+  local row = vim.api.nvim_buf_get_extmark_by_id(s.buf, ns, b.last, {})[1]
+  M.set_lines(s, row + 1, row + 1, lines)
+  local k = key
+  while k and s.blocks[k] do
+    local blk = s.blocks[k]
+    if vim.api.nvim_buf_get_extmark_by_id(s.buf, ns, blk.last, {})[1] ~= row then
+      break
+    end
+    blk.last = vim.api.nvim_buf_set_extmark(s.buf, ns, row + #lines, 0, { id = blk.last })
+    k = blk.parent
+  end
+  if row + #lines == vim.api.nvim_buf_line_count(s.buf) - 1 then
+    s.tail = nil
+  else
+    M.refold(s)
+  end
+  follow(s.buf)
+  return row + 1
+end
+
 --- Start a block (a tool call): a header line and an end mark that body lines go before.
 ---@param s table
 ---@param key string
 ---@param header string
-function M.block(s, key, header)
-  M.append(s, { M.HEADER .. header }, nil)
-  local row = vim.api.nvim_buf_line_count(s.buf) - 1
+---@param parent string|nil the key of the block it is nested in (a subagent's call)
+function M.block(s, key, header, parent)
+  local p = parent and s.blocks[parent]
+  if not p then
+    M.append(s, { M.HEADER .. header }, nil)
+    local row = vim.api.nvim_buf_line_count(s.buf) - 1
+    s.blocks[key] = {
+      depth = 0,
+      header = vim.api.nvim_buf_set_extmark(s.buf, ns, row, 0, { right_gravity = false }),
+      last = vim.api.nvim_buf_set_extmark(s.buf, ns, row, 0, { right_gravity = false }),
+    }
+    return
+  end
+  local depth = p.depth + 1
+  s.nested = true
+  local row = insert_in(s, parent, { M.BODY:rep(depth) .. M.HEADER .. header })
   s.blocks[key] = {
+    depth = depth,
+    parent = parent,
     header = vim.api.nvim_buf_set_extmark(s.buf, ns, row, 0, { right_gravity = false }),
     last = vim.api.nvim_buf_set_extmark(s.buf, ns, row, 0, { right_gravity = false }),
   }
@@ -146,14 +226,8 @@ function M.block_body(s, key, lines)
   if not b then
     return M.append(s, vim.tbl_map(function(l) return M.BODY .. l end, lines), nil)
   end
-  local row = vim.api.nvim_buf_get_extmark_by_id(s.buf, ns, b.last, {})[1]
-  local body = vim.tbl_map(function(l) return M.BODY .. l end, lines)
-  M.set_lines(s, row + 1, row + 1, body)
-  b.last = vim.api.nvim_buf_set_extmark(s.buf, ns, row + #body, 0, { id = b.last })
-  if row + #body == vim.api.nvim_buf_line_count(s.buf) - 1 then
-    s.tail = nil
-  end
-  follow(s.buf)
+  local prefix = M.BODY:rep(b.depth + 1)
+  insert_in(s, key, vim.tbl_map(function(l) return prefix .. l end, lines))
 end
 
 --- Rewrite a block's header line.
@@ -171,7 +245,7 @@ function M.block_header(s, key, header)
   -- overwrote the "input:" line and left this header stale.
   local old = vim.api.nvim_buf_get_lines(s.buf, row, row + 1, false)[1] or ''
   vim.bo[s.buf].modifiable = true
-  vim.api.nvim_buf_set_text(s.buf, row, 0, row, #old, { M.HEADER .. header })
+  vim.api.nvim_buf_set_text(s.buf, row, 0, row, #old, { M.BODY:rep(b.depth or 0) .. M.HEADER .. header })
   vim.bo[s.buf].modifiable = false
 end
 

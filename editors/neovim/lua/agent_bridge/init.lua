@@ -192,6 +192,31 @@ local function tool_header(s, p)
   if t.exit ~= nil then
     status = status .. ', exit ' .. tostring(t.exit)
   end
+  if type(p.subagent) == 'table' then
+    t.subagent = vim.tbl_extend('force', t.subagent or {}, p.subagent)
+  end
+  local sub = t.subagent
+  if sub then -- the call runs a subagent: its tool calls fold under this header
+    status = sub.status or status
+    local u = sub.usage
+    if type(u) == 'table' then
+      local figures = {}
+      if u.toolUses then
+        table.insert(figures, u.toolUses .. ' tool uses')
+      end
+      if u.totalTokens then
+        table.insert(figures, u.totalTokens .. ' tokens')
+      end
+      if u.durationMs then
+        table.insert(figures, ('%.1f s'):format(u.durationMs / 1000))
+      end
+      if #figures > 0 then
+        status = status .. ', ' .. table.concat(figures, ', ')
+      end
+    end
+    return ('agent %s%s [%s]'):format(sub.agentType or t.name or '?',
+      sub.description and (': ' .. sub.description) or '', status)
+  end
   return ('tool %s%s [%s]'):format(t.name or '?', what and (': ' .. tostring(what)) or '', status)
 end
 
@@ -270,7 +295,8 @@ end
 render['tool.activity'] = function(s, _, p)
   local key = 'tool:' .. p.toolCallId
   if not s.blocks[key] then
-    chat.block(s, key, tool_header(s, p))
+    -- a call made inside a subagent is nested in the block of the call that runs it
+    chat.block(s, key, tool_header(s, p), p.parentToolCallId and ('tool:' .. p.parentToolCallId))
     if p.input ~= nil then
       local ok, text = pcall(vim.json.encode, p.input)
       chat.block_body(s, key, { 'input: ' .. (ok and text or '?') })
@@ -365,6 +391,7 @@ end
 
 --- The run's last event: where a fork from it is made.
 local function run_ended(s, e)
+  chat.refold(s) -- (after lines appended below nested blocks: see chat.refold)
   s.active_run = nil
   s.ended = s.ended or {}
   s.ended[e.runId or ''] = e.sequence or true
