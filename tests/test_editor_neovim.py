@@ -786,3 +786,69 @@ def test_neovim_folds_a_subagent_s_tool_calls_under_it(tmp_path: Path) -> None:
     assert o["levels"][6:14] == [1, 2, 2, 2, 2, 2, 1, 0], o["levels"]
     assert o["agent_closed"] is True
     assert o["agent_fold_end"] == 13, "the agent's block folds all its calls and answer"
+
+
+def test_neovim_shows_a_real_claude_subagent_and_its_approval(tmp_path: Path) -> None:
+    """The real claude CLI (its model a loopback stand-in) delegates to a subagent through
+    its Task tool; the subagent asks to run a command: the chat's approval line names the
+    subagent, and its Bash call is nested under the agent's block; the main reply follows."""
+    nvim = require_editor("nvim")
+    from provider_clis import require_cli
+    from standins.anthropic_server import AnthropicStandIn, Text, ToolUse
+
+    claude = require_cli("claude")
+    out = tmp_path / "outcome.json"
+    for name in ("config", "tmp", "work"):
+        (tmp_path / name).mkdir()
+    task = {
+        "description": "look around",
+        "prompt": "make a file",
+        "subagent_type": "general-purpose",
+    }
+    with AnthropicStandIn() as standin:
+        standin.push(
+            ToolUse(name="Task", input=task, tool_use_id="toolu_task"),
+            ToolUse("touch by-subagent.txt", tool_use_id="toolu_sub_bash"),
+            Text("sub done"),
+            Text("all done"),
+        )
+        env = {
+            **os.environ,
+            "HOME": str(tmp_path),
+            "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+            "AGENT_BRIDGE_CLAUDE_PATH": claude,
+            "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
+            "TMPDIR": str(tmp_path / "tmp"),
+            "ANTHROPIC_BASE_URL": standin.base_url,
+            "ANTHROPIC_API_KEY": "dummy",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+            "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
+            "AB_BRIDGE": bridge_command()[0],
+            "AB_STATE": str(tmp_path / "state"),
+            "AB_OUT": str(out),
+            "AB_WORK": str(tmp_path / "work"),
+        }
+        argv = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
+        log = run_editor(
+            [*argv, "-l", str(DATA / "nvim_subagent_claude.lua")], env=env, timeout=180
+        )
+    assert out.exists(), log
+    o = json.loads(out.read_text())
+    assert o["ok"], (o.get("error"), log)
+    lines = o["lines"]
+    asked = [line for line in lines if line.startswith("? approval: ")]
+    assert len(asked) == 1 and asked[0].endswith(" (in agent general-purpose)"), lines
+    agent = next(i for i, line in enumerate(lines) if line.startswith("▸ agent general-purpose"))
+    assert re.match(
+        r"▸ agent general-purpose: look around \[completed, 1 tool uses, \d+ tokens, [\d.]+ s\]$",
+        lines[agent],
+    ), lines[agent]
+    assert lines[agent + 1].startswith("  │ input: "), lines  # the Task call's own input
+    assert lines[agent + 2] == "  │ ▸ tool Bash: touch by-subagent.txt [completed]", lines
+    assert lines[agent + 3].startswith("  │   │ input: "), lines
+    # the subagent's answer is the Task call's output, in its block; the reply after it
+    assert any(line.startswith("  │ sub done") for line in lines), lines
+    assert lines[-2:] == ["all done", "✓ done (end_turn)"], lines
+    assert (tmp_path / "work" / "by-subagent.txt").exists()

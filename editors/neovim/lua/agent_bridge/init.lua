@@ -364,7 +364,12 @@ end
 render['interaction.requested'] = function(s, _, p)
   s.pending[p.interactionId] = p.request
   local kind = p.request and p.request.kind or 'interaction'
-  chat.append(s, { ('? %s: %s'):format(kind, prompts.describe(p.request or {})) })
+  local parent = p.request and p.request.parentToolCallId and s.tools[p.request.parentToolCallId]
+  local within = ''
+  if parent then -- asked inside a subagent: say which
+    within = (' (in agent %s)'):format((parent.subagent or {}).agentType or parent.name or '?')
+  end
+  chat.append(s, { ('? %s: %s%s'):format(kind, prompts.describe(p.request or {}), within) })
   local edit = kind == 'approval' and M.proposed_edit(p.request)
   if edit then
     -- the proposed change inline, as a block: ga accepts, gr rejects
