@@ -467,7 +467,9 @@ def test_the_acp_command_lines_start(tmp_path: Path) -> None:
     (tmp_path / "demo.json").write_text('{"steps": [{"type": "echo"}]}')
     env = _env_without_bridge(HOME=str(tmp_path), AGENT_BRIDGE_STATE_DIR=str(tmp_path / "s"))
     for line in runnable:
-        argv = line.split()
+        # the doc's fixed /tmp/ab is this test's own folder (a shared /tmp may hold a
+        # journal another bridge version wrote)
+        argv = [str(tmp_path / "ab") if a == "/tmp/ab" else a for a in line.split()]
         done = subprocess.run(
             [sys.executable, "-m", "agent_bridge", *argv[1:]], cwd=tmp_path, env=env,
             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
