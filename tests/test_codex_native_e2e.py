@@ -8,6 +8,7 @@ CODEX_HOME and finds the thread in the CLI's own rollout files, read-only.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,7 @@ async def test_cli_thread_discovered_and_read_through_serve(tmp_path: Path) -> N
         assert codex["capabilities"]["nativeSessions"] == {
             "list": "supported",
             "read": "exact",
-            "continue": "unsupported",
+            "continue": "supported",
         }
         listed = await b.result(
             "provider/sessions/list", {"provider": "codex", "workspace": str(work)}
@@ -125,3 +126,70 @@ async def test_cli_thread_discovered_and_read_through_serve(tmp_path: Path) -> N
         )
         assert foreign["error"]["data"]["code"] == "invalid_params"
     assert digest(rollout) == before  # read-only
+
+
+def _said(body: dict[str, Any], text: str) -> bool:
+    """Whether the Responses request ``body`` carries ``text`` in a message of its input."""
+    return text in json.dumps(body.get("input") or [])
+
+
+async def test_cli_thread_continued_through_serve_then_in_the_cli(tmp_path: Path) -> None:
+    """codex exec makes a thread; the bridge continues it (earlier turns imported, the
+    stand-in's next request carries them); then ``codex exec resume`` in the terminal
+    continues the same thread and its request carries the bridge's turn."""
+    cli = require_cli("codex")
+    env = private_env(tmp_path)
+    work = tmp_path / "work"
+    with ResponsesStandIn() as server:
+        override = f'model_providers.stub.base_url="{server.base_url}"'
+        server.script(reply(text("Noted: pelican.")))
+        done = await anyio.run_process(
+            [cli, "exec", "--skip-git-repo-check", "-c", override, "remember the word pelican"],
+            cwd=work,
+            env={"PATH": "/usr/bin:/bin", **env},
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        (rollout,) = (tmp_path / "codex-home" / "sessions").glob("*/*/*/rollout-*.jsonl")
+        ref = str(rollout.relative_to(tmp_path / "codex-home" / "sessions").with_suffix(""))
+        lines_before = rollout.read_bytes().splitlines()
+
+        bridge_env = {**env, "AGENT_BRIDGE_CODEX_PATH": cli}
+        async with running_bridge("newline", env=bridge_env) as b:
+            params = {"provider": "codex", "sessionRef": ref, "options": {"config": [override]}}
+            continued = await b.result("provider/sessions/continue", params, timeout=60)
+            assert continued["bound"] == "created"
+            assert continued["imported"] == len(lines_before)
+            session_id = continued["session"]["sessionId"]
+            again = await b.result("provider/sessions/continue", params, timeout=60)
+            assert again["bound"] == "existing"
+            assert again["session"]["sessionId"] == session_id
+
+            server.script(reply(text("The word was pelican.")))
+            run = await b.result(
+                "run/start", {"sessionId": session_id, "input": {"text": "what was the word?"}}
+            )
+            terminal = await b.terminal(timeout=60)
+            assert terminal["payload"]["type"] == "run.completed"
+            assert terminal["runId"] == run["runId"]
+            body = server.response_bodies()[-1]
+            assert _said(body, "remember the word pelican")  # the terminal's turn
+            assert _said(body, "Noted: pelican.")
+            assert _said(body, "what was the word?")
+            await b.result("session/close", {"sessionId": session_id}, timeout=30)
+
+        # back in the terminal: the same thread, and the model sees the bridge's turn
+        server.script(reply(text("Still pelican.")))
+        thread = ref[-36:]
+        done = await anyio.run_process(
+            [cli, "exec", "--skip-git-repo-check", "-c", override, "resume", thread, "again?"],
+            cwd=work,
+            env={"PATH": "/usr/bin:/bin", **env},
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        body = server.response_bodies()[-1]
+        assert _said(body, "what was the word?") and _said(body, "The word was pelican.")
+        assert _said(body, "remember the word pelican")
+        assert server.errors == []
+    assert list((tmp_path / "codex-home" / "sessions").glob("*/*/*/rollout-*.jsonl")) == [rollout]

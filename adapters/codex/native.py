@@ -41,7 +41,15 @@ from agent_bridge.wire.native import (
     NativeSessionsReadResult,
 )
 
-__all__ = ["codex_home", "list_page", "project_record", "read_page", "session_path", "thread_id"]
+__all__ = [
+    "codex_home",
+    "continuation",
+    "list_page",
+    "project_record",
+    "read_page",
+    "session_path",
+    "thread_id",
+]
 
 #: How much of a file's start is read to find its thread, working directory and prompt
 #: (the ``session_meta`` record carries the base instructions, tens of KiB).
@@ -270,6 +278,17 @@ def list_page(workspace: str | None, cursor: str | None, limit: int) -> NativeSe
         last = entry
     next_cursor = f"{last.mtime_ns}:{last.ref}" if more and last is not None else None
     return NativeSessionsListResult(tuple(sessions), next_cursor=next_cursor)
+
+
+def continuation(session_ref: str) -> tuple[str, str | None]:
+    """The thread id of ``session_ref`` and the working directory its ``session_meta``
+    records (``None`` when the file has none yet).  Raises ``invalid_params`` (a foreign
+    reference) and ``session_not_found`` (no such file)."""
+    path = session_path(session_ref)
+    if not os.path.isfile(path):
+        raise BridgeError("session_not_found")
+    cwd = _head(path).get("cwd")
+    return thread_id(session_ref), cwd if isinstance(cwd, str) else None
 
 
 # --------------------------------------------------------------------------- reading

@@ -20,7 +20,7 @@ from agent_bridge.adapters.codex.launch import (
     find_executable,
 )
 from agent_bridge.errors import BridgeError
-from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
+from agent_bridge.spi import AgentProvider, NativeContinuation, ProviderSession, SessionContext
 from agent_bridge.wire.native import NativeSessionsListResult, NativeSessionsReadResult
 from agent_bridge.wire.providers import (
     ApprovalCapability,
@@ -201,7 +201,7 @@ class CodexProvider(AgentProvider):
                 recovery=RecoveryCapability(resume=True),
                 # its rollout files under CODEX_HOME (adapters/codex/native.py)
                 native_sessions=NativeSessionsCapability(
-                    list="supported", read="exact", continue_="unsupported"
+                    list="supported", read="exact", continue_="supported"
                 ),
                 input=INPUT,
                 # thread/fork {threadId, lastTurnId}
@@ -297,6 +297,23 @@ class CodexProvider(AgentProvider):
             fork=(position["threadId"], turn if isinstance(turn, str) else None),
         )
         return session
+
+    async def native_continuation(self, session_ref: str) -> NativeContinuation:
+        """``thread/resume`` of the rollout's thread in the directory its ``session_meta``
+        records, with the CODEX_HOME the file was found in (the app-server reads the
+        thread's history from there)."""
+        import anyio
+
+        from agent_bridge.adapters.codex.native import codex_home, continuation
+
+        thread, cwd = await anyio.to_thread.run_sync(continuation, session_ref)
+        if cwd is None:
+            raise BridgeError(
+                "history_unavailable",
+                details={"reason": "the rollout records no working directory yet"},
+            )
+        opaque = {"threadId": thread, "cwd": cwd, "codexHome": codex_home()}
+        return NativeContinuation(opaque, cwd)
 
     async def create_session(self, ctx: SessionContext) -> ProviderSession:
         session = _session_class()(ctx, self._settings(ctx))
