@@ -617,7 +617,8 @@ LIMITS_SCRIPT = {
 def test_neovim_shows_limits_and_when_they_reset(tmp_path: Path) -> None:
     """limits.updated meters in the chat's bar (percent, status, reset time; an update
     replaces only the meters it names); a run.failed for a spent quota says its cause and
-    when it resets."""
+    when it resets; a new session of the provider in an editor that forgot them shows the
+    bridge's latest figures (provider/limits)."""
     nvim = require_editor("nvim")
     out = tmp_path / "outcome.json"
     script = tmp_path / "script.json"
@@ -649,6 +650,10 @@ def test_neovim_shows_limits_and_when_they_reset(tmp_path: Path) -> None:
     assert len(failed) == 1, o["lines"]
     assert failed[0].startswith("✗ failed: provider_rate_limited: "), failed
     assert failed[0].endswith(" (quota_exhausted, resets 12-02 05:00 UTC)"), failed
+    # A new session of the provider, the editor's own figures forgotten: provider/limits.
+    assert " · limits: " in o["bar3"], o["bar3"]
+    assert "primary 100% exhausted, resets 12-02 05:00 UTC" in o["bar3"]
+    assert "secondary 42%" in o["bar3"]
 
 
 def test_neovim_forks_a_claude_session_from_a_run(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 -- Limits in a real headless Neovim against the real bridge: limits.updated meters shown
 -- in the chat's bar (percent, status, reset time; a later update replaces only the
--- meters it names), and a run that hits a limit says its cause and when it resets.
+-- meters it names), and a run that hits a limit says its cause and when it resets; a
+-- new session of the provider shows the bridge's latest figures (provider/limits).
 -- Env: AB_PLUGIN, AB_BRIDGE, AB_STATE, AB_SCRIPT, AB_OUT.
 local out_path = assert(os.getenv('AB_OUT'))
 local outcome = {}
@@ -40,6 +41,18 @@ local ok, err = pcall(function()
   outcome.bar2 = bar()
   outcome.session = s.id
   outcome.lines = chat.lines(s)
+  -- a new session of the same provider, in an editor that knows nothing of them yet:
+  -- its bar shows the bridge's latest figures (provider/limits)
+  ab.state.limits = {}
+  vim.cmd('AgentBridge new scripted title=Second')
+  assert(vim.wait(20000, function() return ab.current() ~= s end, 20), 'no second session')
+  local s2 = ab.current()
+  local win2 = vim.fn.bufwinid(s2.buf)
+  local function bar2()
+    return vim.api.nvim_eval_statusline(vim.wo[win2].winbar, { winid = win2, use_winbar = true }).str
+  end
+  vim.wait(20000, function() return bar2():find('limits:', 1, true) ~= nil end, 20)
+  outcome.bar3 = bar2()
 end)
 outcome.ok = ok
 outcome.error = not ok and tostring(err) or nil

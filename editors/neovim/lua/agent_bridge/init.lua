@@ -20,7 +20,7 @@ M.config = {
 }
 
 --- Everything the plugin knows: the bridge client, the sessions by id, the current one.
-M.state = { client = nil, sessions = {}, current = nil, providers = nil }
+M.state = { client = nil, sessions = {}, current = nil, providers = nil, limits = {} }
 
 local function notify(msg, level)
   vim.notify('agent-bridge: ' .. msg, level or vim.log.levels.INFO)
@@ -143,16 +143,18 @@ function M.winbar()
   return ' ' .. table.concat(parts, ' · '):gsub('%%', '%%%%')
 end
 
---- The provider's limits as the bar shows them (from `limits.updated`): each meter with
---- its percent used, its status when not ok and its reset time; nil before any report.
+--- The provider's limits as the bar shows them (from `limits.updated`, shared by the
+--- provider's sessions, and `provider/limits`): each meter with its percent used, its
+--- status when not ok and its reset time; nil before any report.
 ---@param s table
 ---@return string|nil
 function M.limits_text(s)
-  if not s.limits or #s.limits == 0 then
+  local meters = M.state.limits[s.provider or '']
+  if not meters or #meters == 0 then
     return nil
   end
   local out = {}
-  for _, m in ipairs(s.limits) do
+  for _, m in ipairs(meters) do
     local t = m.meter
     if m.percent then
       t = t .. (' %d%%'):format(math.floor(m.percent + 0.5))
@@ -264,20 +266,28 @@ render['run.started'] = function(s, e, p)
   chat.append(s, { '', '## Agent' })
 end
 
-render['limits.updated'] = function(s, _, p)
-  -- an update names only the meters reported that time: the others keep their figures
-  s.limits = s.limits or {}
-  for _, m in ipairs(p.meters or {}) do
+--- Take `meters` as the latest figures of `provider`'s limits (the others kept).
+---@param provider string|nil
+---@param meters table[]|nil
+function M.merge_limits(provider, meters)
+  local known = M.state.limits[provider or ''] or {}
+  M.state.limits[provider or ''] = known
+  for _, m in ipairs(meters or {}) do
     local found = false
-    for i, old in ipairs(s.limits) do
+    for i, old in ipairs(known) do
       if old.pool == m.pool and old.meter == m.meter then
-        s.limits[i], found = m, true
+        known[i], found = m, true
       end
     end
     if not found then
-      table.insert(s.limits, m)
+      table.insert(known, m)
     end
   end
+end
+
+render['limits.updated'] = function(s, _, p)
+  -- an update names only the meters reported that time: the others keep their figures
+  M.merge_limits(s.provider, p.meters)
 end
 
 render['commands.updated'] = function(s, _, p)
@@ -791,6 +801,11 @@ end
 function M.load_commands(s)
   M.call('session/commands', { sessionId = s.id }, function(result)
     s.commands = result.commands or {}
+  end, function() end)
+  -- and the latest figures of the provider's limits this bridge has seen, for the bar
+  M.call('provider/limits', { provider = s.provider }, function(result)
+    M.merge_limits(s.provider, result.meters)
+    vim.cmd('redrawstatus!')
   end, function() end)
 end
 
