@@ -193,3 +193,41 @@ async def test_cli_thread_continued_through_serve_then_in_the_cli(tmp_path: Path
         assert _said(body, "remember the word pelican")
         assert server.errors == []
     assert list((tmp_path / "codex-home" / "sessions").glob("*/*/*/rollout-*.jsonl")) == [rollout]
+
+
+async def test_thread_the_bridge_created_is_bound_to_its_rollout(tmp_path: Path) -> None:
+    """A Codex session the bridge creates is listed with its bridgeSessionId, and
+    continuing its rollout gives that session, never a second one."""
+    cli = require_cli("codex")
+    env = private_env(tmp_path)
+    work = tmp_path / "work"
+    with ResponsesStandIn() as server:
+        override = f'model_providers.stub.base_url="{server.base_url}"'
+        server.script(reply(text("Hello from the bridge.")))
+        async with running_bridge("newline", env={**env, "AGENT_BRIDGE_CODEX_PATH": cli}) as b:
+            created = await b.result(
+                "session/create",
+                {"provider": "codex", "workspace": str(work), "options": {"config": [override]}},
+                timeout=60,
+            )
+            session_id = created["session"]["sessionId"]
+            await b.result(
+                "run/start", {"sessionId": session_id, "input": {"text": "hello from the editor"}}
+            )
+            terminal = await b.terminal(timeout=60)
+            assert terminal["payload"]["type"] == "run.completed"
+            await b.result("session/close", {"sessionId": session_id}, timeout=30)
+            (entry,) = (
+                await b.result(
+                    "provider/sessions/list", {"provider": "codex", "workspace": str(work)}
+                )
+            )["sessions"]
+            assert entry["title"] == "hello from the editor"
+            assert entry["bridgeSessionId"] == session_id
+            again = await b.result(
+                "provider/sessions/continue",
+                {"provider": "codex", "sessionRef": entry["sessionRef"]},
+                timeout=60,
+            )
+            assert again["bound"] == "existing"
+            assert again["session"]["sessionId"] == session_id

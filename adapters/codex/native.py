@@ -44,9 +44,11 @@ from agent_bridge.wire.native import (
 __all__ = [
     "codex_home",
     "continuation",
+    "is_ref",
     "list_page",
     "project_record",
     "read_page",
+    "ref_for",
     "session_path",
     "thread_id",
 ]
@@ -278,6 +280,48 @@ def list_page(workspace: str | None, cursor: str | None, limit: int) -> NativeSe
         last = entry
     next_cursor = f"{last.mtime_ns}:{last.ref}" if more and last is not None else None
     return NativeSessionsListResult(tuple(sessions), next_cursor=next_cursor)
+
+
+def ref_for(thread: str, home: str | None = None) -> str | None:
+    """The reference of thread ``thread``'s rollout file in ``home`` (default
+    :func:`codex_home`), or ``None`` when there is none (yet) or the id does not say when
+    it was made.  Thread ids are UUIDv7: their first 48
+    bits are the creation time in milliseconds, so only the day directories around that
+    time (in UTC and local time, a day either side) are listed: a few small directory
+    reads, never a walk of the whole store."""
+    if re.fullmatch(_UUID, thread) is None or thread[14] != "7":
+        return None
+    import datetime
+    import time
+
+    millis = int(thread[:8] + thread[9:13], 16)
+    moment = datetime.datetime.fromtimestamp(millis / 1000, tz=datetime.UTC)
+    offset = datetime.timedelta(seconds=-time.timezone)
+    days = {
+        (moment + shift + delta).date()
+        for shift in (datetime.timedelta(0), offset)
+        for delta in (
+            datetime.timedelta(days=-1),
+            datetime.timedelta(0),
+            datetime.timedelta(days=1),
+        )
+    }
+    suffix = f"-{thread}.jsonl"
+    for day in sorted(days):
+        prefix = f"{day.year:04d}/{day.month:02d}/{day.day:02d}"
+        try:
+            names = os.listdir(os.path.join(home or codex_home(), "sessions", prefix))
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(suffix) and _STEM_RE.fullmatch(name[: -len(".jsonl")]):
+                return f"{prefix}/{name[: -len('.jsonl')]}"
+    return None
+
+
+def is_ref(value: object) -> bool:
+    """Whether ``value`` is a reference this module makes."""
+    return isinstance(value, str) and _REF_RE.fullmatch(value) is not None
 
 
 def continuation(session_ref: str) -> tuple[str, str | None]:

@@ -315,6 +315,22 @@ class CodexProvider(AgentProvider):
         opaque = {"threadId": thread, "cwd": cwd, "codexHome": codex_home()}
         return NativeContinuation(opaque, cwd)
 
+    def native_ref(self, opaque: Any) -> str | None:
+        """The rollout reference the record names (``rollout``: the session adds it once
+        Codex has written the thread's file), when the record's store is the one
+        ``provider/sessions/list`` reads (``CODEX_HOME``)."""
+        from agent_bridge.adapters.codex.native import codex_home, is_ref
+
+        if not isinstance(opaque, dict) or not is_ref(opaque.get("rollout")):
+            return None
+        home = opaque.get("codexHome")
+        if home is not None and (
+            not isinstance(home, str) or os.path.realpath(home) != os.path.realpath(codex_home())
+        ):
+            return None  # another store than the one provider/sessions/list reads
+        rollout: str = opaque["rollout"]
+        return rollout
+
     async def create_session(self, ctx: SessionContext) -> ProviderSession:
         session = _session_class()(ctx, self._settings(ctx))
         await session.open(resume=False)

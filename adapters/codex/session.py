@@ -192,6 +192,8 @@ class CodexSession(ProviderSession):
         self._proc: RpcChild | None = None
         self._run: CodexRun | None = None
         self._disposed = False
+        #: the rollout reference of the thread, once found (see _rollout_ref)
+        self._rollout: str | None = None
         self._lock = anyio.Lock()
         self._pending_diagnostics: list[Diagnostic] = []
         #: the latest figures of every limit meter Codex reported (``account/rateLimits``)
@@ -391,10 +393,23 @@ class CodexSession(ProviderSession):
             ("model", s.model),
             ("reasoningEffort", s.reasoning_effort),
             ("cliVersion", s.cli_version),
+            ("rollout", self._rollout_ref(s.thread_id)),
         ):
             if value is not None:
                 record[key] = value
         return record
+
+    def _rollout_ref(self, thread: str) -> str | None:
+        """The reference of the thread's rollout file (``provider/sessions/list``'s), once
+        Codex has written it: looked up (a few small directory reads) until found, then
+        kept."""
+        found = self._rollout
+        if found is None or not found.endswith(thread):
+            from agent_bridge.adapters.codex.native import ref_for
+
+            found = ref_for(thread, self.settings.codex_home)
+            self._rollout = found
+        return found
 
     async def dispose(self) -> None:
         self._disposed = True
