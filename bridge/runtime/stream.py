@@ -140,9 +140,10 @@ class Subscriber(Protocol):
         ...
 
 
-#: the most live events held for a subscription replaying an attach; past it (journaled
-#: events only) they are dropped and the subscription catches up from the journal after
-#: its replay, so a host that stops reading during its replay costs bounded memory
+#: the most live events held for a subscription replaying an attach; past it, journaled
+#: events are dropped and the subscription catches up from the journal after its replay,
+#: and events not journaled (nothing to catch up from) hold the producers back until the
+#: replay ends: either way a host that stops reading during its replay costs bounded memory
 REPLAY_BUFFER_MAX: Final = 4096
 
 
@@ -150,7 +151,16 @@ class Subscription:
     """One subscriber's view of one stream: its cursor, and its buffer while replaying
     (both written only by its own methods)."""
 
-    __slots__ = ("buffer", "buffered", "cursor", "lagging", "limit", "spilled", "subscriber")
+    __slots__ = (
+        "buffer",
+        "buffered",
+        "cursor",
+        "lagging",
+        "limit",
+        "replay_ended",
+        "spilled",
+        "subscriber",
+    )
 
     def __init__(self, subscriber: Subscriber, cursor: int) -> None:
         self.subscriber = subscriber
@@ -167,21 +177,32 @@ class Subscription:
         #: fell behind while others kept up: given no live events (and holding nobody
         #: back) until it has caught up from the journal (:func:`reading.catch_up`)
         self.lagging = False
+        #: set when the current replay ends (made by :meth:`begin_replay`)
+        self.replay_ended: anyio.Event | None = None
 
     @property
     def replaying(self) -> bool:
         """Whether history is being replayed to this subscriber (live events wait)."""
         return self.buffer is not None
 
+    @property
+    def holding(self) -> bool:
+        """Whether this replaying subscription, its live events not journaled, holds
+        more than :data:`REPLAY_BUFFER_MAX` of them: the producers wait for its replay
+        to end (:meth:`EventStream.drained`)."""
+        return self.buffer is not None and self.limit is None and self.buffered > REPLAY_BUFFER_MAX
+
     def send(self, events: Released) -> bool:
         """Give the subscriber ``events``, skipping any it already has; return whether it
-        is congested."""
+        is congested (while replaying: whether it holds the producers back)."""
         buffer = self.buffer
         if buffer is not None:
             if not self.spilled:
                 buffer.append(events)
                 self.buffered += len(events.bodies)
-                if self.limit is not None and self.buffered > self.limit:
+                if self.limit is None:
+                    return self.buffered > REPLAY_BUFFER_MAX  # not journaled: wait
+                if self.buffered > self.limit:
                     buffer.clear()  # the journal has them: caught up after the replay
                     self.spilled = True
             return False
@@ -201,6 +222,7 @@ class Subscription:
         self.limit = limit
         self.spilled = False
         self.cursor = after
+        self.replay_ended = anyio.Event()
 
     def replayed(self, last: int) -> None:
         """Record that history up to sequence ``last`` was given to the subscriber."""
@@ -213,6 +235,9 @@ class Subscription:
         :meth:`EventStream.end_replay`)."""
         held, self.buffer = self.buffer or [], None
         self.buffered = 0
+        if self.replay_ended is not None:
+            self.replay_ended.set()
+            self.replay_ended = None
         if self.spilled:
             self.spilled = False
             self.lagging = True
@@ -460,11 +485,16 @@ class EventStream:
             # (a subscription replaying an attach buffers its live events: it holds
             # nobody back, see Subscription.send, but may be the one to drain first)
             waiting = [s for s in congested if not s.replaying]
-            if not waiting:
-                break
             if not self._can_lag():
                 for subscription in waiting:
                     await subscription.subscriber.drained()
+                # a replay holding too many events not journaled: wait for its end
+                for subscription in list(self.subscriptions.values()):
+                    ended = subscription.replay_ended
+                    if subscription.holding and ended is not None:
+                        await ended.wait()
+                break
+            if not waiting:
                 break
             if self._lag(waiting) or waited:
                 break

@@ -57,3 +57,39 @@ async def test_a_host_stuck_in_its_attach_replay_holds_bounded_live_events(
     seen = [e["sequence"] for e in stuck.events]
     assert seen[: len(expected)] == expected == list(range(1, len(expected) + 1))
     assert len(expected) > FIRST + SECOND
+
+
+async def test_not_journaled_a_host_stuck_in_its_replay_holds_the_producers_back() -> None:
+    """With ``:memory:`` there is no journal to catch up from: past the bound the
+    producers wait for the stuck host's replay to end (the rule for any slow host when
+    nothing is journaled), so its buffer stays bounded; once it reads it gets every
+    event, gapless, and the run goes on."""
+    runs = [{"steps": [{"type": "stream", "count": n, "text": "s" * 40}]} for n in (FIRST, SECOND)]
+    script = {"script": {"runs": runs}}
+    registry = ProviderRegistry([ScriptedProvider()], load_entry_points=False)
+    fast, stuck = FakeHost(), StuckHost()
+    async with Runtime(registry, history=open_history(":memory:")) as runtime:
+        info = await runtime.create_session("scripted", options=script, subscriber=fast)
+        sid = info.session_id
+        first = await runtime.start_run(RunStartParams(sid, RunInput("one")))
+        await runtime.runs[first.run_id].done.wait()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(runtime.attach, sid, stuck, 0)  # waits on the stuck host
+            await anyio.sleep(0.1)
+            subscription = runtime.sessions[sid].stream.subscriptions[stuck]
+            assert subscription.replaying
+            second = await runtime.start_run(RunStartParams(sid, RunInput("two")))
+            done = runtime.runs[second.run_id].done
+            with anyio.move_on_after(1.0):
+                await done.wait()
+            assert not done.is_set(), "the run went on while the stuck host buffered"
+            held = sum(len(r.bodies) for r in subscription.buffer or [])
+            assert 0 < held <= 2 * REPLAY_BUFFER_MAX, f"{held} live events buffered"
+            stuck.reads()
+            with anyio.fail_after(30):
+                await done.wait()
+        assert not subscription.replaying
+    expected = [e["sequence"] for e in fast.events]
+    seen = [e["sequence"] for e in stuck.events]
+    assert seen == expected == list(range(1, len(expected) + 1))
+    assert len(expected) > FIRST + SECOND
