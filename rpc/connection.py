@@ -341,6 +341,21 @@ class Connection:
             ]
         )
 
+    def after_reply(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` once the asynchronous handler that calls this has returned: its
+        reply is queued first (a handler's reply is queued as it returns, before any task
+        it started runs), so what ``fn`` queues follows it.  Nothing is called once the
+        connection has stopped serving."""
+        tg = self._tg
+        if tg is None or self._closed:
+            return
+
+        async def call() -> None:
+            if not self._closed:
+                fn()
+
+        tg.start_soon(call)
+
     async def notify_flow(self, method: str, params: Any = None) -> None:
         """Queue a notification, then wait while the output buffer is over its high water."""
         if self.notify(method, params) and not self._closed:

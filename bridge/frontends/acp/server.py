@@ -43,7 +43,12 @@ from agent_bridge.frontends.acp.options import (
     mode_state,
 )
 from agent_bridge.frontends.acp.prompt import prompt_capabilities, prompt_texts, run_input
-from agent_bridge.frontends.acp.updates import UpdateMapper, is_terminal, stop_reason
+from agent_bridge.frontends.acp.updates import (
+    UpdateMapper,
+    available_command,
+    is_terminal,
+    stop_reason,
+)
 from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Limits, Method
 from agent_bridge.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, RpcError
 from agent_bridge.runtime import Interaction, Released, Runtime
@@ -413,7 +418,31 @@ class AcpFrontend:
             options=self._options_for(self.provider, params.mcp_servers),
             subscriber=self,
         )
+        await self._commands_after_reply(info.session_id)
         return {"sessionId": info.session_id, **self._session_view(info.session_id)}
+
+    async def _commands_after_reply(self, session_id: str) -> None:
+        """Send the session's current commands as an ``available_commands_update`` right
+        after the reply of the request that opened it (ACP: a notification after the
+        response), when its provider has named them; a list that changes later reaches
+        the client as the ``commands.updated`` events of its runs."""
+        try:
+            listed = await self.runtime.session_commands(session_id)
+        except BridgeError as exc:
+            log.info("session %s: commands not read (%s)", session_id, exc.error_code)
+            return
+        if not listed.known:
+            return
+        update = {
+            "sessionUpdate": "available_commands_update",
+            "availableCommands": [available_command(c) for c in listed.commands],
+        }
+        params = {"sessionId": session_id, "update": update}
+
+        def send() -> None:
+            self.conn.notify("session/update", params)
+
+        self.conn.after_reply(send)
 
     async def _reopen(
         self, session_id: str, cwd: str, mcp: list[dict[str, Any]] | None, *, replay: bool
@@ -432,6 +461,7 @@ class AcpFrontend:
         finally:
             self._replaying.discard(session_id)
         await self.conn.drained()
+        await self._commands_after_reply(session_id)
         return self._session_view(session_id)
 
     async def _session_load(self, params: acp.LoadSessionRequest) -> dict[str, Any]:
@@ -460,6 +490,7 @@ class AcpFrontend:
         fork answers -32602 naming ``unsupported``."""
         _absolute(params.cwd)
         info = await self.runtime.fork_session(params.session_id, subscriber=self)
+        await self._commands_after_reply(info.session_id)
         return {"sessionId": info.session_id, **self._session_view(info.session_id)}
 
     async def _session_list(self, params: acp.ListSessionsRequest) -> dict[str, Any]:

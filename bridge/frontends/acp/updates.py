@@ -55,7 +55,13 @@ from agent_bridge.wire.inputs import (
 )
 from agent_bridge.wire.tools import ToolContent, ToolEdit
 
-__all__ = ["MAX_TOOL_OUTPUT_CHARS", "UpdateMapper", "is_terminal", "stop_reason"]
+__all__ = [
+    "MAX_TOOL_OUTPUT_CHARS",
+    "UpdateMapper",
+    "available_command",
+    "is_terminal",
+    "stop_reason",
+]
 
 #: How much of a tool call's output the updates carry (the newest part is kept).
 MAX_TOOL_OUTPUT_CHARS: Final = 64 * 1024
@@ -99,7 +105,7 @@ def _content(items: tuple[ToolContent, ...]) -> list[Update]:
     return out
 
 
-def _command(command: CommandInfo) -> dict[str, Any]:
+def available_command(command: CommandInfo) -> dict[str, Any]:
     """An ACP ``AvailableCommand`` for one of the provider's commands."""
     out: dict[str, Any] = {"name": command.name, "description": command.description}
     if command.hint is not None:
@@ -136,7 +142,7 @@ class UpdateMapper:
             return [
                 {
                     "sessionUpdate": "available_commands_update",
-                    "availableCommands": [_command(c) for c in payload.commands],
+                    "availableCommands": [available_command(c) for c in payload.commands],
                 }
             ]
         if isinstance(payload, RunStarted) and replay:
