@@ -1780,6 +1780,7 @@ export interface SessionInfo {
   /** @defaultValue `0` */
   pendingInteractions?: number;
   parent?: SessionParent | null;
+  node?: string | null;
   [key: string]: unknown;
 }
 

@@ -23,8 +23,9 @@ def outcomes(pg_cluster: Any) -> dict[Path, BaseException | None]:
         try:
             transcript = load_corpus_file(path)
             url = pg_cluster.new_database()
-            transcript = dataclasses.replace(transcript, args=(*transcript.args, "--journal", url))
-            replay(transcript, "newline")
+            args = (*transcript.args, "--journal", url, "--node", "replay-node")
+            transcript = dataclasses.replace(transcript, args=args)
+            replay(transcript, "newline", listed_node="replay-node")
         except BaseException as exc:  # reported by the test of this file
             return exc
         return None

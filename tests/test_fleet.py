@@ -3,7 +3,8 @@
 
 What is built and tested here: a host attached to any member sees a session another
 member runs, live, gapless and identical to what the owner's host saw (the owner's
-commits wake the followers through ``NOTIFY``); every member lists the fleet's sessions;
+commits wake the followers through ``NOTIFY``); every member lists the fleet's sessions,
+each with the node of the member that has it open;
 and a SIGKILLed member's sessions are recovered by the next member that looks, with
 nothing its host saw lost.  Not built (so not tested): commands routed to the owner,
 interactions offered on every member, takeover that resumes the provider session (a dead
@@ -317,3 +318,26 @@ async def test_a_member_cut_off_from_the_database_is_taken_over_and_never_writes
             assert b"taken over" in alpha.stderr
     finally:
         relay.close()
+
+
+async def test_session_list_on_any_member_shows_the_owners_node(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Each member lists every session of the fleet with the node of the member that has
+    it open (its own, or another's); a closed session names no node."""
+    async with fleet(tmp_path, pg_url) as members:
+        owned: dict[str, str] = {}
+        for name in ("alpha", "beta"):
+            params = script_session([{"type": "text", "text": "hi"}])
+            created = await members[name].result("session/create", params)
+            owned[created["session"]["sessionId"]] = name
+        closed = (await members["gamma"].result("session/create", script_session([])))["session"][
+            "sessionId"
+        ]
+        await members["gamma"].result("session/close", {"sessionId": closed})
+        for name, bridge in members.items():
+            listed = await bridge.result("session/list", {})
+            nodes = {s["sessionId"]: s.get("node") for s in listed["sessions"]}
+            for session, owner in owned.items():
+                assert nodes[session] == owner, (name, session)
+            assert closed in nodes and nodes[closed] is None, name

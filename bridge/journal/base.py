@@ -42,6 +42,8 @@ class SessionRecord(msgspec.Struct):
     #: parent's up to ``fork_sequence`` (never copied), then its own
     parent_id: str | None = None
     fork_sequence: int = 0
+    #: a fleet journal only: the node of the live member that has the session open
+    node: str | None = None
 
 
 class History(Protocol):

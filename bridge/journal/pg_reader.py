@@ -30,7 +30,8 @@ T = TypeVar("T")
 _SESSION_COLUMNS = (
     "skey, session_id, provider_id, provider_version, workspace, title, options, "
     "created_at, updated_at, state, recovery, parent_id, fork_seq, (SELECT b.last_seq "
-    "FROM event_blocks b WHERE b.skey = sessions.skey ORDER BY b.first_seq DESC LIMIT 1)"
+    "FROM event_blocks b WHERE b.skey = sessions.skey ORDER BY b.first_seq DESC LIMIT 1), "
+    "(SELECT o.node FROM owners o WHERE o.token = sessions.owner AND o.expires_at > now())"
 )
 
 
@@ -52,6 +53,7 @@ def pg_session_record(row: Any) -> SessionRecord:
         parent,
         fork_seq,
         last,
+        node,
     ) = row
     return SessionRecord(
         session_id=sid,
@@ -67,6 +69,7 @@ def pg_session_record(row: Any) -> SessionRecord:
         recovery=None if recovery is None else msgspec.json.decode(recovery),
         parent_id=parent,
         fork_sequence=int(fork_seq or 0),
+        node=None if state == "closed" else node,
     )
 
 

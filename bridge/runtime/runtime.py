@@ -952,7 +952,7 @@ class Runtime:
             self.history.list_sessions(provider, workspace, cursor, limit)
         )
         out = [
-            self.sessions[r.session_id].info(counts=True)
+            self.sessions[r.session_id].info(counts=True, node=r.node)
             if r.session_id in self.sessions
             else record_info(r)
             for r in records

@@ -57,6 +57,7 @@ def record_info(record: SessionRecord) -> SessionInfo:
         parent=None
         if record.parent_id is None
         else SessionParent(record.parent_id, record.fork_sequence),
+        node=record.node,
     )
 
 
@@ -136,9 +137,10 @@ class Session:
         own = None if self.provider_session is None else self.provider_session.input_capabilities()
         return self.descriptor.capabilities.input if own is None else own
 
-    def info(self, *, counts: bool = False) -> SessionInfo:
+    def info(self, *, counts: bool = False, node: str | None = None) -> SessionInfo:
         """Return the wire view of this session; with ``counts``, how many clients are
-        attached and how many interactions wait (``session/list``)."""
+        attached and how many interactions wait (``session/list``); ``node``: this
+        member's node, as a fleet journal lists it (``None``: not shown)."""
         attached = pending = 0
         if counts:
             attached = len(self.stream.subscriptions)
@@ -156,6 +158,7 @@ class Session:
             attached_hosts=attached,
             pending_interactions=pending,
             parent=self.parent,
+            node=node,
         )
 
     def touch(self) -> None:

@@ -200,6 +200,9 @@ class SessionInfo(WireStruct, frozen=True):
     #: ``session/list`` only: interactions of its active run waiting for an answer
     pending_interactions: int = 0
     parent: SessionParent | None = None
+    #: ``session/list`` only, with a fleet journal (``docs/fleet.md``): the node of the
+    #: member that has the session open (absent: closed, or a journal of one machine)
+    node: str | None = None
 
 
 class RetryOnLimit(WireStruct, frozen=True):

@@ -519,8 +519,14 @@ def _label(message: Any) -> str:
 
 class _Replay:
     def __init__(
-        self, transcript: Transcript, framing: Framing, timeout: float, transport: Transport
+        self,
+        transcript: Transcript,
+        framing: Framing,
+        timeout: float,
+        transport: Transport,
+        listed_node: str | None = None,
     ) -> None:
+        self.listed_node = listed_node
         self.transcript = transcript
         self.framing = framing
         self.transport = transport
@@ -564,7 +570,26 @@ class _Replay:
                 self.validator.check("bridge->host", actual)
             except AssertionError as exc:
                 raise self.fail(f"schema: {exc}") from None
+            if self.listed_node is not None:
+                self._check_listed_node(actual)
             self._take(remaining, actual)
+
+    def _check_listed_node(self, actual: Any) -> None:
+        """Check and remove the ``node`` of each session a ``session/list`` answer holds."""
+        result = actual.get("result") if isinstance(actual, dict) else None
+        sessions = result.get("sessions") if isinstance(result, dict) else None
+        if not isinstance(sessions, list):
+            return
+        for info in sessions:
+            if (
+                not isinstance(info, dict)
+                or not {"sessionId", "providerId", "state"} <= info.keys()
+            ):
+                continue  # not a SessionInfo (a provider's own session, ACP's listing)
+            node = info.pop("node", None)
+            want = None if info.get("state") == "closed" else self.listed_node
+            if node != want:
+                raise self.fail(f"session/list: node {node!r} for {_show(info)}, not {want!r}")
 
     def _take(self, remaining: list[Any], actual: Any) -> None:
         problems: list[str] = []
@@ -643,7 +668,10 @@ def replay(
     *,
     timeout: float = GROUP_TIMEOUT,
     transport: Transport = STDIO,
+    listed_node: str | None = None,
 ) -> None:
     """Replay ``transcript`` against a fresh bridge reached over ``transport``; raise
-    AssertionError on a difference."""
-    _Replay(transcript, framing, timeout, transport).run()
+    AssertionError on a difference.  ``listed_node``: the bridge has a fleet journal
+    and this node, so ``session/list`` names it for every session not closed (checked,
+    then removed before matching: the corpus is recorded on one machine's journal)."""
+    _Replay(transcript, framing, timeout, transport, listed_node).run()
