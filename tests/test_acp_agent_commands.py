@@ -149,3 +149,65 @@ async def test_no_list_when_the_provider_names_none(tmp_path: Path) -> None:
         assert reply.stop_reason == "end_turn"
     assert client.command_lists() == []
     assert _around_reply(check_schema(log), "session/new") == ([], [])
+
+
+SETTINGS: dict[str, Any] = {
+    "model": {"current": "small", "available": [{"id": "small"}, {"id": "large"}]},
+    "mode": {"current": "ask", "available": [{"id": "ask", "name": "Ask"}, {"id": "auto"}]},
+}
+
+
+async def test_the_provider_s_modes_are_acp_modes(tmp_path: Path) -> None:
+    """A provider that names its modes (``session/settings``) offers them as ACP
+    ``modes``; ``session/set_mode`` switches them live (``session/configure``) and the
+    client gets ``current_mode_update``, as it does when the provider switches by itself
+    in a run (``settings.updated``)."""
+    switch = {"type": "settings.updated", "model": "small", "mode": "ask"}
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            {
+                "settings": SETTINGS,
+                "steps": [{"type": "emit", "payloads": [switch]}, {"type": "text", "text": "ok"}],
+            }
+        )
+    )
+    log = tmp_path / "acp.log"
+    work = tmp_path / "work"
+    work.mkdir()
+    client = Client()
+    argv = agent_argv(log, tmp_path / "state", script)
+    async with spawn_agent_process(client, argv[0], *argv[1:]) as (conn, _process):  # type: ignore[arg-type]
+        await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        session = await conn.new_session(cwd=str(work), mcp_servers=[])
+        sid = session.session_id
+        assert session.modes is not None
+        assert session.modes.current_mode_id == "ask"
+        assert [(m.id, m.name) for m in session.modes.available_modes] == [
+            ("ask", "Ask"),
+            ("auto", "auto"),
+        ]
+        await conn.set_session_mode(mode_id="auto", session_id=sid)
+        with pytest.raises(acp.RequestError) as unknown:
+            await conn.set_session_mode(mode_id="huge", session_id=sid)
+        assert unknown.value.code == -32602
+        reply = await conn.prompt(session_id=sid, prompt=[text_block("Go")])
+        assert reply.stop_reason == "end_turn"
+        modes = [
+            u.current_mode_id for u in client.updates if u.session_update == "current_mode_update"
+        ]
+        assert modes == ["auto", "ask"]
+        loaded = await conn.load_session(cwd=str(work), session_id=sid, mcp_servers=[])
+        assert loaded is not None and loaded.modes is not None
+        # what the provider names now: the scripted provider's emitted switch is an event
+        # only, its settings keep what session/set_mode chose
+        assert loaded.modes.current_mode_id == "auto"
+    records = check_schema(log)
+    sent = [
+        r["msg"]["params"]["update"]["currentModeId"]
+        for r in records
+        if r["dir"] == "<-"
+        and r["msg"].get("method") == "session/update"
+        and r["msg"]["params"]["update"]["sessionUpdate"] == "current_mode_update"
+    ]
+    assert sent == ["auto", "ask"]  # the replay of the load sent none

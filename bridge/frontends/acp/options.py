@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.providers import OptionDescriptor, ProviderDescriptor
+from agent_bridge.wire.settings import SessionSettings
 
 __all__ = [
     "DEFAULT_VALUE",
@@ -35,6 +36,7 @@ __all__ = [
     "mcp_options",
     "mode_option",
     "mode_state",
+    "settings_modes",
 ]
 
 PROVIDER_CONFIG_ID: Final = "provider"
@@ -186,6 +188,20 @@ def mode_state(descriptor: ProviderDescriptor, options: Mapping[str, Any]) -> di
         "availableModes": [
             {"id": v, "name": "Provider default" if v == DEFAULT_VALUE else v} for v in values
         ],
+    }
+
+
+def settings_modes(settings: SessionSettings | None) -> dict[str, Any] | None:
+    """The ACP ``modes`` of a session whose provider names its modes itself
+    (``session/settings``: Claude Code's permission modes, an ACP agent's modes, a
+    script's), switched live with ``session/configure``; ``None`` when it names none, or
+    not which is current."""
+    mode = settings.mode if settings is not None else None
+    if mode is None or mode.current is None or not mode.available:
+        return None
+    return {
+        "currentModeId": mode.current,
+        "availableModes": [{"id": v.id, "name": v.name or v.id} for v in mode.available],
     }
 
 

@@ -41,6 +41,7 @@ from agent_bridge.frontends.acp.options import (
     mcp_options,
     mode_option,
     mode_state,
+    settings_modes,
 )
 from agent_bridge.frontends.acp.prompt import prompt_capabilities, prompt_texts, run_input
 from agent_bridge.frontends.acp.updates import (
@@ -57,6 +58,7 @@ from agent_bridge.wire import acp
 from agent_bridge.wire.events import EventPayload, RunFailed
 from agent_bridge.wire.methods import RunStartParams
 from agent_bridge.wire.providers import ProviderDescriptor
+from agent_bridge.wire.settings import SessionConfigureParams
 
 __all__ = ["CREDENTIALS_METHOD", "LOGIN_ARGS", "AcpFrontend", "acp_error"]
 
@@ -396,10 +398,18 @@ class AcpFrontend:
                 session.descriptor, options, self._providers(), booleans=self._booleans
             ),
         }
-        modes = mode_state(session.descriptor, options)
+        modes = self._live_modes(session_id) or mode_state(session.descriptor, options)
         if modes is not None:
             view["modes"] = modes
         return view
+
+    def _live_modes(self, session_id: str) -> dict[str, Any] | None:
+        """The ``modes`` the session's provider names itself (``session/settings``), or
+        ``None``: then a permission option stands for them (:func:`mode_state`)."""
+        provider_session = self.runtime.sessions[session_id].provider_session
+        if provider_session is None:
+            return None
+        return settings_modes(provider_session.model_and_mode())
 
     def _providers(self) -> list[str]:
         return [p.id for p in self.runtime.registry.all()]
@@ -640,9 +650,17 @@ class AcpFrontend:
         return {"configOptions": self._session_view(session_id)["configOptions"]}
 
     async def _session_set_mode(self, params: acp.SetSessionModeRequest) -> dict[str, Any]:
+        """A mode the provider names itself is switched live (``session/configure``: the
+        client then gets ``current_mode_update`` from its ``settings.updated``); else the
+        provider's permission option is set (the session restarts with it at the next
+        prompt)."""
         session = self.runtime.sessions.get(params.session_id)
         if session is None or session.state != "active":
             raise BridgeError("session_not_found")
+        if self._live_modes(params.session_id) is not None:
+            configure = SessionConfigureParams(params.session_id, mode=params.mode_id)
+            await self.runtime.configure_session(configure)
+            return {}
         mode = mode_option(session.descriptor)
         if mode is None:
             raise BridgeError("invalid_params", details={"field": "modeId"})

@@ -41,6 +41,7 @@ from agent_bridge.wire.events import (
     RunFailed,
     RunInterrupted,
     RunStarted,
+    SettingsUpdated,
     TextDelta,
     ThinkingDelta,
     ToolActivity,
@@ -145,6 +146,9 @@ class UpdateMapper:
                     "availableCommands": [available_command(c) for c in payload.commands],
                 }
             ]
+        if isinstance(payload, SettingsUpdated) and payload.mode is not None and not replay:
+            # a replayed change is history: the reply to session/load has the current mode
+            return [{"sessionUpdate": "current_mode_update", "currentModeId": payload.mode}]
         if isinstance(payload, RunStarted) and replay:
             return _user_chunks(payload)
         return []
