@@ -324,13 +324,23 @@ async def test_session_list_on_any_member_shows_the_owners_node(
     pg_url: str, tmp_path: Path
 ) -> None:
     """Each member lists every session of the fleet with the node of the member that has
-    it open (its own, or another's); a closed session names no node."""
+    it open (its own, or another's) and its pending interactions (as journaled); a closed
+    session names no node."""
     async with fleet(tmp_path, pg_url) as members:
         owned: dict[str, str] = {}
         for name in ("alpha", "beta"):
             params = script_session([{"type": "text", "text": "hi"}])
             created = await members[name].result("session/create", params)
             owned[created["session"]["sessionId"]] = name
+        # one of alpha's sessions waits for an approval: counted on every member
+        asking = (
+            await members["alpha"].result(
+                "session/create", script_session([{"type": "approval", "title": "touch"}])
+            )
+        )["session"]["sessionId"]
+        owned[asking] = "alpha"
+        await members["alpha"].result("run/start", {"sessionId": asking, "input": {"text": "x"}})
+        await members["alpha"].event("interaction.requested", timeout=30)
         closed = (await members["gamma"].result("session/create", script_session([])))["session"][
             "sessionId"
         ]
@@ -340,4 +350,7 @@ async def test_session_list_on_any_member_shows_the_owners_node(
             nodes = {s["sessionId"]: s.get("node") for s in listed["sessions"]}
             for session, owner in owned.items():
                 assert nodes[session] == owner, (name, session)
+            pending = {s["sessionId"]: s.get("pendingInteractions", 0) for s in listed["sessions"]}
+            assert pending[asking] == 1, name
+            assert all(pending[s] == 0 for s in owned if s != asking), name
             assert closed in nodes and nodes[closed] is None, name

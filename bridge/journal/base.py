@@ -42,8 +42,10 @@ class SessionRecord(msgspec.Struct):
     #: parent's up to ``fork_sequence`` (never copied), then its own
     parent_id: str | None = None
     fork_sequence: int = 0
-    #: a fleet journal only: the node of the live member that has the session open
+    #: a fleet journal only: the node of the live member that has the session open, and
+    #: how many interactions of the session wait for an answer (as journaled)
     node: str | None = None
+    pending_interactions: int = 0
 
 
 class History(Protocol):

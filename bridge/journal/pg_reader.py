@@ -31,7 +31,8 @@ _SESSION_COLUMNS = (
     "skey, session_id, provider_id, provider_version, workspace, title, options, "
     "created_at, updated_at, state, recovery, parent_id, fork_seq, (SELECT b.last_seq "
     "FROM event_blocks b WHERE b.skey = sessions.skey ORDER BY b.first_seq DESC LIMIT 1), "
-    "(SELECT o.node FROM owners o WHERE o.token = sessions.owner AND o.expires_at > now())"
+    "(SELECT o.node FROM owners o WHERE o.token = sessions.owner AND o.expires_at > now()), "
+    "(SELECT count(*) FROM interactions i WHERE i.skey = sessions.skey AND i.status = 'pending')"
 )
 
 
@@ -54,6 +55,7 @@ def pg_session_record(row: Any) -> SessionRecord:
         fork_seq,
         last,
         node,
+        pending,
     ) = row
     return SessionRecord(
         session_id=sid,
@@ -70,6 +72,7 @@ def pg_session_record(row: Any) -> SessionRecord:
         parent_id=parent,
         fork_sequence=int(fork_seq or 0),
         node=None if state == "closed" else node,
+        pending_interactions=0 if state == "closed" else int(pending or 0),
     )
 
 

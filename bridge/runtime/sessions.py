@@ -44,7 +44,8 @@ ProviderStart = Callable[[AgentProvider, SessionContext], Awaitable[ProviderSess
 
 
 def record_info(record: SessionRecord) -> SessionInfo:
-    """The wire view of a stored session that is not open in this process."""
+    """The wire view of a stored session that is not open in this process (with a fleet
+    journal: its owner's node and its journaled pending interactions)."""
     return SessionInfo(
         session_id=record.session_id,
         provider_id=record.provider_id,
@@ -58,6 +59,7 @@ def record_info(record: SessionRecord) -> SessionInfo:
         if record.parent_id is None
         else SessionParent(record.parent_id, record.fork_sequence),
         node=record.node,
+        pending_interactions=record.pending_interactions,
     )
 
 
