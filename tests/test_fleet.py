@@ -354,3 +354,40 @@ async def test_session_list_on_any_member_shows_the_owners_node(
             assert pending[asking] == 1, name
             assert all(pending[s] == 0 for s in owned if s != asking), name
             assert closed in nodes and nodes[closed] is None, name
+
+
+async def test_an_interaction_pending_before_a_host_attaches_elsewhere_is_offered_there(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """alpha's run waits for an approval; a host that attaches on beta only then is asked
+    it under the same id, and its answer (routed to alpha) settles it everywhere."""
+    async with fleet(tmp_path, pg_url, ("alpha", "beta")) as members:
+        alpha, beta = members["alpha"], members["beta"]
+        steps: list[dict[str, Any]] = [
+            {"type": "approval", "title": "deploy", "onAllow": [{"type": "text", "text": "done"}]}
+        ]
+        session = (await alpha.result("session/create", script_session(steps)))["session"][
+            "sessionId"
+        ]
+        await alpha.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+
+        def is_request(m: Message) -> bool:
+            return m.get("method") == "interaction/request"
+
+        first = await alpha.wait_for(is_request, 30)
+        await beta.result("session/attach", {"sessionId": session})
+        again = await beta.wait_for(is_request, 30)
+        assert again["params"]["interactionId"] == first["params"]["interactionId"]
+        await beta.send(
+            {
+                "jsonrpc": "2.0",
+                "id": again["id"],
+                "result": {"kind": "approval", "decision": "allow", "mode": "once"},
+            }
+        )
+        cancel = await alpha.wait_for(lambda m: m.get("method") == "$/cancelRequest", 30)
+        assert cancel["params"]["id"] == first["id"]
+        for bridge in (alpha, beta):
+            settled = await bridge.event("interaction.settled", timeout=30)
+            assert settled["payload"]["answer"]["decision"] == "allow"
+            await bridge.event("run.completed", timeout=30)

@@ -227,6 +227,11 @@ class Followable(Protocol):
         asked."""
         ...
 
+    async def pending_interactions(self, session_id: str) -> list[tuple[str, str, bytes]]:
+        """Return ``(interaction id, run id, request JSON)`` of each of the session's
+        interactions journaled as pending (in id order); raises ``JournalError``."""
+        ...
+
 
 @runtime_checkable
 class Routable(Protocol):

@@ -272,6 +272,20 @@ class PgReader:
 
         return self._run(read)
 
+    def pending(self, session_id: str) -> list[tuple[str, str, bytes]]:
+        """``(interaction id, run id, request)`` of the session's pending interactions."""
+
+        def read(conn: psycopg.Connection[Any]) -> list[tuple[str, str, bytes]]:
+            rows = conn.execute(
+                "SELECT i.interaction_id, i.run_id, i.request FROM interactions i "
+                "JOIN sessions s ON s.skey = i.skey WHERE s.session_id = %s "
+                "AND i.status = 'pending' ORDER BY i.interaction_id",
+                (session_id,),
+            ).fetchall()
+            return [(str(i), str(r), bytes(q)) for i, r, q in rows]
+
+        return self._run(read)
+
     def blob(self, sha256: str) -> bytes | None:
         """The stored image with this SHA-256, or ``None``."""
 

@@ -193,6 +193,12 @@ class PgJournal(Journal):
         #: routed commands waiting for their reply, by id
         self._replies: dict[int, anyio.Event] = {}
 
+    async def pending_interactions(self, session_id: str) -> list[tuple[str, str, bytes]]:
+        """Return the session's interactions journaled as pending (``Followable``)."""
+        reader = self._reader
+        assert isinstance(reader, PgReader)
+        return await self._read(reader.pending, session_id)
+
     async def wait_committed(self, session_id: str, after: int) -> None:
         """Return once ``session_id`` has committed events after ``after``: told by the
         writer's ``NOTIFY`` (any member's), read from the database once on entry (a

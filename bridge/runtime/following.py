@@ -14,9 +14,10 @@ Interactions are offered too: an ``interaction.requested`` it passes on is also 
 its host (``interaction/request``, when the host can answer that kind) as a
 :class:`RemoteInteraction`, whose answer is routed to the owner
 (:mod:`.routing`); the owner's first valid answer from anywhere settles it, and the
-``interaction.settled`` that follows withdraws every other member's offer.  Only
-interactions requested while it follows are offered (one pending when the host attached
-is in the replay, and can be answered with ``interaction/respond``).
+``interaction.settled`` that follows withdraws every other member's offer.  Those
+already pending when the host attached (journaled as pending once the replay was sent)
+are offered first, under their ids; one settled meanwhile is withdrawn by the
+``interaction.settled`` that follows in the stream.
 """
 
 from __future__ import annotations
@@ -103,6 +104,10 @@ async def follow_remote(history: History, session_id: str, subscription: Subscri
 
                 return send
 
+            for interaction_id, run_id, request in await guard(
+                history.pending_interactions(session_id)
+            ):
+                _ask(interaction_id, run_id, request, session_id, offered, subscriber, tg, sender)
             while True:
                 cursor = subscription.cursor
                 await guard(history.wait_committed(session_id, cursor))
@@ -137,21 +142,46 @@ def _offer(
     event = msgspec.json.decode(body)
     payload = event.get("payload", {})
     interaction_id = payload.get("interactionId")
-    if payload.get("type") == "interaction.requested" and interaction_id not in offered:
-        try:
-            request = msgspec.convert(payload["request"], InteractionRequest)
-        except msgspec.ValidationError:
-            return
-        remote = RemoteInteraction(
-            interaction_id, session_id, event.get("runId", ""), request, sender(interaction_id)
+    if payload.get("type") == "interaction.requested":
+        request = msgspec.json.encode(payload.get("request"))
+        _ask(
+            interaction_id,
+            event.get("runId", ""),
+            request,
+            session_id,
+            offered,
+            subscriber,
+            tg,
+            sender,
         )
-        offered[interaction_id] = remote
-        if subscriber.can_answer(remote.kind):
-            tg.start_soon(subscriber.ask, remote)
     elif payload.get("type") == "interaction.settled":
         settled = offered.pop(interaction_id, None)
         if settled is not None:
             settled.settled_by_owner(payload.get("status", "responded"))
+
+
+def _ask(
+    interaction_id: str,
+    run_id: str,
+    request: bytes,
+    session_id: str,
+    offered: dict[str, RemoteInteraction],
+    subscriber: Any,
+    tg: anyio.abc.TaskGroup,
+    sender: Callable[[str], Callable[[Answer], None]],
+) -> None:
+    """Offer the interaction to the host (once per id; ``request``: its JSON), when the
+    host can answer that kind; a request that does not decode is not offered."""
+    if interaction_id in offered:
+        return
+    try:
+        decoded = msgspec.json.decode(request, type=InteractionRequest)
+    except msgspec.DecodeError:
+        return
+    remote = RemoteInteraction(interaction_id, session_id, run_id, decoded, sender(interaction_id))
+    offered[interaction_id] = remote
+    if subscriber.can_answer(remote.kind):
+        tg.start_soon(subscriber.ask, remote)
 
 
 async def _answer(history: History, interaction_id: str, answer: Answer) -> None:
