@@ -24,9 +24,11 @@ Why each piece is where it is:
   writes itself when the writer is idle (one write per read, no wake-up of the writer
   task); the writer task flushes everything else with one write per batch.  The frame
   encoder is chosen once, when the input's framing is known.
-* Every notification is queued one way, :meth:`Connection.notify_encoded` (a batch of
-  encoded bodies with a common head and tail, framed later in one call);
-  :meth:`Connection.notify` encodes one and queues it that way.
+* The output (its queue, high-water mark and writer task) is one object the connection
+  owns, :class:`~agent_bridge.rpc.outbox.Outbox`.  Every notification is queued one way,
+  :attr:`Connection.notify_encoded` (a batch of encoded bodies with a common head and
+  tail, framed later in one call); :meth:`Connection.notify` encodes one and queues it
+  that way.
 
 Backpressure: when more than ``Limits.outbound_high_water`` bytes wait to be written,
 the reader stops reading and :meth:`Connection.notify_flow` callers wait, so memory stays
@@ -43,7 +45,6 @@ from typing import Any, Final, Protocol
 
 import anyio
 import anyio.abc
-import anyio.lowlevel
 import msgspec
 from pylsp_jsonrpc.exceptions import JsonRpcException
 
@@ -66,8 +67,6 @@ from agent_bridge.rpc.framing import (
     DEFAULT_MAX_MESSAGE_BYTES,
     FramingError,
     FramingKind,
-    frame_encoder,
-    frames_encoder,
     make_framer,
 )
 from agent_bridge.rpc.ledger import Ledger, LedgerEntry
@@ -86,6 +85,7 @@ from agent_bridge.rpc.messages import (
     request_id_in,
     result_template,
 )
+from agent_bridge.rpc.outbox import Outbox
 
 __all__ = [
     "ByteReceiver",
@@ -152,6 +152,12 @@ class Method:
     cancellable: bool = True
 
 
+class _NotifyEncoded(Protocol):
+    """The signature of :attr:`Connection.notify_encoded`."""
+
+    def __call__(self, bodies: list[bytes], head: bytes = b"", tail: bytes = b"") -> bool: ...
+
+
 class _BatchReplies:
     __slots__ = ("bodies", "expected")
 
@@ -160,19 +166,6 @@ class _BatchReplies:
         self.bodies: list[bytes] = []
 
 
-#: A guess at a frame's header bytes (``Content-Length: N\r\n\r\n``), for the size of
-#: output that is not framed yet; corrected when it is.
-_FRAME_GUESS: Final = 24
-
-
-#: The most output the reader writes itself (see ``Connection._flush_now``): a pipe's
-#: capacity (rpc/pipes.py asks for 1 MiB), so what it writes usually goes in one system call.
-_INLINE_WRITE_MAX: Final = 1 << 20
-#: A write at least this large means output is streaming; the writer then lets the
-#: producers run one more turn of the event loop before its next write, unless
-#: :data:`_COALESCE_BYTES` already wait (see ``Connection._writer``).
-_STREAMING_BYTES: Final = 64 * 1024
-_COALESCE_BYTES: Final = 256 * 1024
 _NO_BODY: Final = b""  # a handler was called: a reply is due
 _NO_ENVELOPE: Final = decode_envelope(b"{}")
 _OBJECT_OR_ARRAY: Final = (b"{", b"[")
@@ -227,15 +220,27 @@ class Connection:
         self.name = name
         self._overloaded = overloaded or _default_overloaded
         self._receive = receive
-        self._send = send
         self._framer = make_framer(framing, limits.max_message_bytes)
         #: Output framing: the input's, once detected (``Content-Length`` until then).
         self._out_kind: FramingKind | None = None if framing == "auto" else framing
-        self._frame = frame_encoder(self._out_kind or "content-length")
-        self._frames = frames_encoder(self._out_kind or "content-length")
         self._jsonrpc = jsonrpc
         self._limits = limits
-        self._high = limits.outbound_high_water
+        #: the output: its queue, high-water mark and writer
+        self.outbox = Outbox(
+            send,
+            self._out_kind or "content-length",
+            limits.outbound_high_water,
+            name=name,
+            on_failure=self._close,
+        )
+        #: Queue already-encoded notification bodies, each sent as ``head + body + tail``
+        #: (the one way notifications are queued; the hot path for released event
+        #: batches); return whether the output is now congested (see :meth:`drained`).
+        #: Nothing is framed then: the bodies wait, in order, and all that waits is framed
+        #: in one call when anything else is queued or the output is written.  It is
+        #: :meth:`Outbox.notify_encoded <agent_bridge.rpc.outbox.Outbox.notify_encoded>`
+        #: itself (no call in between on the hot path).
+        self.notify_encoded: _NotifyEncoded = self.outbox.notify_encoded
         self._gate = gate
         self._clock = clock
         self._methods: dict[str, Method] = dict(methods or {})
@@ -249,25 +254,6 @@ class Connection:
         self.ledger = Ledger(first_request_id)
         self._waiters: dict[int, anyio.Event] = {}
         self._batch_of: dict[bytes, _BatchReplies] = {}
-        self._out: list[bytes] = []
-        self._out_bytes = 0
-        #: Notification bodies queued by :meth:`notify_encoded`, each to be sent as
-        #: ``_raw_head + body + _raw_tail``, not framed yet: they are framed in one call
-        #: when anything else is queued or the writer takes the output, so the order is
-        #: kept.  ``_raw_bytes`` is their
-        #: estimated framed size, counted in ``_out_bytes`` until then.
-        self._raw: list[bytes] = []
-        self._raw_head = b""
-        self._raw_tail = b""
-        self._raw_bytes = 0
-        self._wake: anyio.Event | None = None
-        #: while the reader serves a read: its output is written by :meth:`_flush_now`
-        #: (the writer is not woken for it)
-        self._holding = False
-        #: while the writer is inside ``send``
-        self._sending = False
-        self._send_now: Callable[[bytes], int] | None = getattr(send, "send_nowait", None)
-        self._drained: anyio.Event | None = None
         self._closed = False
         self._finishing = False
         self._finish_timeout = 30.0
@@ -318,17 +304,7 @@ class Connection:
             self._write(b"[" + b",".join(batch.bodies) + b"]")
 
     def _write(self, body: bytes) -> None:
-        if self._closed:
-            return
-        if self._raw:
-            self._frame_raw()
-        frame = self._frame(body)
-        self._out.append(frame)
-        self._out_bytes += len(frame)
-        wake = self._wake
-        if wake is not None and not self._holding:
-            self._wake = None
-            wake.set()
+        self.outbox.write(body)
 
     def notify(self, method: str, params: Any = None) -> bool:
         """Queue a notification without waiting (``params`` is encodable, or
@@ -361,124 +337,14 @@ class Connection:
         if self.notify(method, params) and not self._closed:
             await self.drained()
 
-    def notify_encoded(self, bodies: list[bytes], head: bytes = b"", tail: bytes = b"") -> bool:
-        """Queue already-encoded notification bodies, each sent as ``head + body + tail``
-        (the one way notifications are queued; the hot path for released event batches);
-        return whether the output is now congested (see :meth:`drained`).
-
-        Nothing is framed here: the bodies wait, in order, and all that waits is framed in
-        one call when anything else is queued or the output is written (see ``_raw``)."""
-        if self._closed:
-            return False
-        if self._raw and (head != self._raw_head or tail != self._raw_tail):
-            self._frame_raw()
-        self._raw_head = head
-        self._raw_tail = tail
-        self._raw += bodies
-        size = sum(map(len, bodies)) + len(bodies) * (len(head) + len(tail) + _FRAME_GUESS)
-        self._raw_bytes += size
-        self._out_bytes += size
-        wake = self._wake
-        if wake is not None and not self._holding:
-            # (while the reader serves a read, it writes what is queued itself)
-            self._wake = None
-            wake.set()
-        return self._out_bytes > self._high
-
-    def _frame_raw(self) -> None:
-        """Frame every waiting body in one call and queue the result."""
-        data = self._frames(self._raw, self._raw_head, self._raw_tail)
-        self._raw = []
-        self._out.append(data)
-        self._out_bytes += len(data) - self._raw_bytes
-        self._raw_bytes = 0
-
     @property
     def congested(self) -> bool:
         """Whether more than the high-water mark of output is waiting to be written."""
-        return self._out_bytes > self._limits.outbound_high_water
+        return self.outbox.congested
 
     async def drained(self) -> None:
         """Wait until the output buffer is at or below half its high water (or closed)."""
-        while self._out_bytes > self._limits.outbound_high_water // 2 and not self._closed:
-            if self._drained is None:
-                self._drained = anyio.Event()
-            await self._drained.wait()
-
-    async def _writer(self) -> None:
-        streaming = False
-        # The running backend's event class, looked up once: ``anyio.Event()`` finds the
-        # backend on every call (a few microseconds, once per wake-up of this loop).
-        new_event: Callable[[], anyio.Event] = type(anyio.Event())
-        while True:
-            if not self._out and not self._raw:
-                wake = self._wake = new_event()
-                await wake.wait()
-                continue
-            if streaming and self._out_bytes < _COALESCE_BYTES:
-                # Fewer, larger writes while streaming: a pipe write costs less per
-                # byte in large pieces, on both sides of the pipe.  At most one turn of
-                # the event loop later, and only right after a large write.
-                streaming = False
-                await anyio.lowlevel.checkpoint()
-                continue
-            if self._raw:
-                self._frame_raw()
-            chunks, self._out = self._out, []
-            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-            self._sending = True
-            try:
-                await self._send.send(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                log.info("%s: write failed (%s); closing", self.name, type(exc).__name__)
-                self._close()
-                return
-            finally:
-                self._sending = False
-            self._sent(len(data))
-            streaming = len(data) >= _STREAMING_BYTES
-
-    def _sent(self, size: int) -> None:
-        """Account for ``size`` bytes written; wake :meth:`drained` waiters once the output
-        is down to half its high water."""
-        self._out_bytes -= size
-        drained = self._drained
-        if drained is not None and self._out_bytes <= self._limits.outbound_high_water // 2:
-            self._drained = None
-            drained.set()
-
-    def _flush_now(self) -> None:
-        """Write what is queued from the reader, at once, as far as the peer's pipe takes it
-        without waiting (a read's replies go out in the read's own turn of the event
-        loop, not in one of the writer's); the writer is woken for what is left.  Only
-        while the writer is not itself inside ``send`` (the order of the bytes is kept),
-        when the stream can (``send_nowait``) and for at most :data:`_INLINE_WRITE_MAX`
-        bytes (the writer sends more without copying what a pipe did not take)."""
-        if (
-            not self._sending
-            and self._send_now is not None
-            and not self._closed
-            and self._out_bytes <= _INLINE_WRITE_MAX
-        ):
-            if self._raw:
-                self._frame_raw()
-            if self._out:
-                chunks, self._out = self._out, []
-                data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-                try:
-                    written = self._send_now(data)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                    log.info("%s: write failed (%s); closing", self.name, type(exc).__name__)
-                    self._close()
-                    return
-                if written < len(data):
-                    self._out.insert(0, data[written:])
-                self._sent(written)
-        if self._out or self._raw:
-            wake = self._wake
-            if wake is not None:
-                self._wake = None
-                wake.set()
+        await self.outbox.drained()
 
     # ----------------------------------------------------------------- input
 
@@ -624,8 +490,7 @@ class Connection:
         items = self._framer.feed(data)
         if self._out_kind is None and self._framer.kind != "auto":
             self._out_kind = self._framer.kind
-            self._frame = frame_encoder(self._out_kind)
-            self._frames = frames_encoder(self._out_kind)
+            self.outbox.set_framing(self._out_kind)
             self._framed_result, self._framed_extra = _framed_result(self._out_kind, self._jsonrpc)
         if items:
             self._serve(items)
@@ -649,14 +514,15 @@ class Connection:
         inflight = self._inflight
         template = self._framed_result
         extra = self._framed_extra  # -1: newline framing, no length to put in
-        frame = self._frame
+        outbox = self.outbox
+        frame = outbox.frame
         jsonrpc = self._jsonrpc
         lenient = not jsonrpc
         decode_env = decode_envelope
-        out = self._out
+        out = outbox.out
         replies: list[bytes] = []
-        if self._raw:
-            self._frame_raw()
+        if outbox.raw:
+            outbox.frame_raw()
         mark = len(out)
         for item in items:
             if self._finishing:
@@ -709,18 +575,18 @@ class Connection:
                                             result,
                                         )
                 if body is not None:
-                    if self._raw or len(out) != mark:
+                    if outbox.raw or len(out) != mark:
                         # The handler queued output: the replies before it go first.
                         if replies:
-                            self._queue_replies(replies, mark)
+                            outbox.insert(b"".join(replies), mark)
                             replies = []
-                        if self._raw:
-                            self._frame_raw()
+                        if outbox.raw:
+                            outbox.frame_raw()
                         mark = len(out)
                     replies.append(body)
                     continue
                 if replies:
-                    self._queue_replies(replies, mark)
+                    outbox.insert(b"".join(replies), mark)
                     replies = []
                 self._dispatch_frame(item)
                 mark = len(out)
@@ -729,19 +595,7 @@ class Connection:
                 log_internal_error(f"{self.name} message")
         if replies:
             # At ``mark``: before what a handler that failed queued after them (if any).
-            self._queue_replies(replies, mark)
-
-    def _queue_replies(self, frames: list[bytes], at: int) -> None:
-        """Queue ``frames`` as one chunk at position ``at`` of the output."""
-        if self._closed:
-            return
-        data = b"".join(frames)
-        self._out.insert(at, data)
-        self._out_bytes += len(data)
-        wake = self._wake
-        if wake is not None and not self._holding:
-            self._wake = None
-            wake.set()
+            outbox.insert(b"".join(replies), mark)
 
     def set_gate(self, gate: Callable[[str], None] | None) -> None:
         """Replace the per-request gate (``None``: no gate, the fast path)."""
@@ -799,10 +653,10 @@ class Connection:
     async def _reader(self) -> None:
         receive = self._receive
         chunk = self._limits.read_chunk_bytes
-        high = self._limits.outbound_high_water
+        outbox = self.outbox
         while not self._closed and not self._finishing:
-            if self._out_bytes > high:
-                await self.drained()
+            if outbox.congested:
+                await outbox.drained()
                 continue
             try:
                 data = await receive.receive(chunk)
@@ -813,12 +667,12 @@ class Connection:
                 OSError,
             ):
                 break
-            self._holding = True
+            outbox.holding = True
             try:
                 self.feed(data)
             finally:
-                self._holding = False
-            self._flush_now()
+                outbox.holding = False
+            outbox.flush_now()
         if self._finishing:
             return
         for item in self._framer.eof():
@@ -911,8 +765,7 @@ class Connection:
         self.ledger.fail_all(f"{self.name} connection closed")
         for scope in list(self._inflight.values()):
             scope.cancel()
-        if self._drained is not None:
-            self._drained.set()
+        self.outbox.close()
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
         self.closed_event.set()
@@ -935,10 +788,7 @@ class Connection:
 
     async def flush(self, timeout: float = 5.0) -> None:
         """Wait (bounded) until everything queued so far has been written."""
-        with anyio.move_on_after(timeout):
-            # _out_bytes, not _out: a write the writer has taken but not finished counts.
-            while self._out_bytes > 0 and not self._closed:
-                await anyio.sleep(0.001)
+        await self.outbox.flush(timeout)
 
     async def run(self) -> None:
         """Serve until the peer's EOF, a write failure or :meth:`close`.
@@ -949,7 +799,7 @@ class Connection:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = self._glue.task_group = tg
-                tg.start_soon(self._writer)
+                tg.start_soon(self.outbox.run)
                 await self._reader()
                 if self._finishing:
                     await self._finish_inflight()
@@ -957,6 +807,7 @@ class Connection:
                 self._close()
         finally:
             self._closed = True
+            self.outbox.closed = True
             self.ledger.fail_all(f"{self.name} connection closed")
             self.closed_event.set()
 

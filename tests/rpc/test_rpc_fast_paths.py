@@ -380,9 +380,9 @@ def _frame_body(draw: st.DrawFn) -> bytes:
 def _output(conn: Connection) -> list[bytes]:
     """The bodies ``conn`` queued, unframed by a fresh framer (so every length is checked),
     correlation ids (a process-wide counter) blanked."""
-    if conn._raw:
-        conn._frame_raw()
-    data = b"".join(conn._out)
+    if conn.outbox.raw:
+        conn.outbox.frame_raw()
+    data = b"".join(conn.outbox.out)
     framer = make_framer(conn._out_kind or "content-length")
     items = [*framer.feed(data), *framer.eof()]
     assert all(type(item) is bytes for item in items), items
