@@ -219,7 +219,7 @@ async def test_continue_refusals(tmp_path: Path) -> None:
                 )
                 assert reply["error"]["data"]["code"] == code, extra
             reply = await b.call(
-                "provider/sessions/continue", {"provider": "codex", "sessionRef": "x"}
+                "provider/sessions/continue", {"provider": "opencode", "sessionRef": "x"}
             )
             assert reply["error"]["data"]["code"] == "unsupported"
             assert (await b.result("session/list", {}))["sessions"] == []
