@@ -299,11 +299,12 @@ class _ReaperHelper:
 
     def close(self, wait: float) -> None:
         """Close the helper's stdin and reap it, waiting up to ``wait`` seconds; never
-        raises."""
+        raises.  A Ctrl-C during that wait (it runs at exit, from ``atexit``) ends the
+        wait quietly: the helper has its EOF and kills what is left on its own."""
         with contextlib.suppress(OSError):
             if self._proc.stdin is not None:
                 self._proc.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
+        with contextlib.suppress(subprocess.TimeoutExpired, KeyboardInterrupt):
             self._proc.wait(wait)
 
 
