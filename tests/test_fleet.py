@@ -391,3 +391,26 @@ async def test_an_interaction_pending_before_a_host_attaches_elsewhere_is_offere
             settled = await bridge.event("interaction.settled", timeout=30)
             assert settled["payload"]["answer"]["decision"] == "allow"
             await bridge.event("run.completed", timeout=30)
+
+
+async def test_an_error_from_the_owner_reaches_the_host_with_its_details(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """A request routed to the owner that fails there answers the host on the asking
+    member with the owner's classified error, details included (code, table message,
+    retryable, allowlisted details), exactly what the owner's own host is answered."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    async with fleet(tmp_path, pg_url, ("alpha", "beta")) as members:
+        alpha, beta = members["alpha"], members["beta"]
+        params = script_session([{"type": "text", "text": "hi"}]) | {"workspace": str(workspace)}
+        session = (await alpha.result("session/create", params))["session"]["sessionId"]
+        bad = {
+            "sessionId": session,
+            "input": {"content": [{"type": "file", "path": "/etc/hostname"}]},
+        }
+        here = await alpha.call("run/start", bad, check=False)
+        there = await beta.call("run/start", bad, check=False)
+        assert here["error"]["data"]["code"] == "workspace_invalid"
+        assert "outside" in here["error"]["data"]["details"]["reason"]
+        assert there["error"] == here["error"]

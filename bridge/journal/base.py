@@ -241,8 +241,8 @@ class Routable(Protocol):
     async def route(
         self, kind: str, key: str, method: str, params: bytes, timeout: float = 30.0
     ) -> tuple[bytes | None, str | None] | None:
-        """The owner's ``(result, None)`` or ``(None, error code)``, or ``None`` when no
-        other live member owns the session ``key`` names."""
+        """The owner's ``(result, None)`` or ``(None, error)`` (its ``ErrorInfo`` as JSON
+        text), or ``None`` when no other live member owns the session ``key`` names."""
         ...
 
     async def serve_commands(

@@ -30,6 +30,8 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+import msgspec
+
 from agent_bridge.envelope import EnvelopeFormat, stamp
 from agent_bridge.ids import Clock
 from agent_bridge.journal.base import ClaimStatus, DeleteStatus
@@ -367,7 +369,8 @@ class PgJournal(Journal):
     ) -> tuple[bytes | None, str | None] | None:
         """Have the live member that owns the session ``key`` names (``kind``:
         ``session``, ``run`` or ``interaction``) handle the request ``method`` with the
-        encoded ``params``; return ``(result, None)`` or ``(None, error code)``, or
+        encoded ``params``; return ``(result, None)`` or ``(None, error)`` (the owner's
+        :class:`ErrorInfo` as JSON text), or
         ``None`` when no other live member owns it.  The request is a row of
         ``commands`` the owner takes once (``FOR UPDATE SKIP LOCKED``); a host that
         retries through another member is deduplicated by the owner's ``commandId``
@@ -389,7 +392,7 @@ class PgJournal(Journal):
                         return reply
                     await event.wait()
                     event = self._replies[command] = anyio.Event()
-            return None, "session_in_use"
+            return None, msgspec.json.encode(ErrorInfo.of("session_in_use")).decode()
         finally:
             self._replies.pop(command, None)
 
@@ -420,9 +423,9 @@ class PgJournal(Journal):
         self, execute: Callable[[str, bytes], Awaitable[tuple[bytes | None, str | None]]]
     ) -> None:
         """Handle the requests other members route to this one, in the order they were
-        sent, each once: ``execute(method, params)`` returns the encoded result or an
-        error code.  Runs until cancelled; a failure to reach the database is logged and
-        retried at the next notification."""
+        sent, each once: ``execute(method, params)`` returns the encoded result or the
+        encoded error (:class:`ErrorInfo` as JSON text).  Runs until cancelled; a
+        failure to reach the database is logged and retried at the next notification."""
         import anyio
 
         await self._listen()

@@ -5,7 +5,8 @@
 PostgreSQL journal, ``docs/fleet.md``) a member that finds the session open in another
 live member (``session_in_use``, ``run_not_found``, ``interaction_not_found`` here) sends
 the request through the database (:meth:`~agent_bridge.journal.base.Routable.route`) and
-answers with the owner's result or error: :func:`route`.  The owner takes each request
+answers with the owner's result or its classified error (code, table message,
+allowlisted details: :func:`encode_error`): :func:`route`.  The owner takes each request
 once, in order, and runs it as its own host would (:func:`serve_routed`, started by the
 runtime); a ``commandId`` makes ``run/start`` exactly once across retries through any
 member (the receipts live in the shared journal).  Events reach the asking host the way
@@ -15,6 +16,7 @@ every event of a session owned elsewhere does: it attaches and follows
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -23,6 +25,7 @@ import msgspec
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.journal import History, JournalError, Routable
+from agent_bridge.wire.errors import ErrorInfo
 from agent_bridge.wire.methods import (
     Empty,
     InteractionRespondParams,
@@ -57,6 +60,8 @@ ROUTED: Final[dict[str, tuple[type[Any], type[Any], str, Callable[[Any], str]]]]
     "session/close": (SessionRef, SessionResult, "session", lambda p: p.session_id),
 }
 
+_failures = itertools.count(1)
+
 #: local errors that mean "not open here": the request may be another member's
 NOT_HERE: Final = frozenset({"session_in_use", "run_not_found", "interaction_not_found"})
 
@@ -76,15 +81,38 @@ async def route(history: History, method: str, params: Any, local: BridgeError) 
         raise local
     result, error = reply
     if error is not None or result is None:
-        raise BridgeError(error or "internal_error")  # type: ignore[arg-type]
+        raise owner_error(error)
     return msgspec.json.decode(result, type=result_type)
 
 
+def encode_error(exc: BridgeError) -> str:
+    """The owner's classified error as it travels back through the database: its
+    :class:`ErrorInfo` (code, table message, retryable, correlation id, allowlisted
+    details) as JSON text."""
+    return msgspec.json.encode(exc.info).decode()
+
+
+def owner_error(error: str | None) -> BridgeError:
+    """The :class:`BridgeError` for an error the owner sent back (:func:`encode_error`),
+    rebuilt through :meth:`ErrorInfo.of` so the message is the table's and the details
+    pass the allowlist again here; ``internal`` for anything that does not decode to an
+    error of the closed set."""
+    if error is not None:
+        try:
+            info = msgspec.json.decode(error, type=ErrorInfo)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            pass
+        else:
+            return BridgeError(info.code, info.correlation_id, info.details)
+    return BridgeError("internal")
+
+
 async def _execute(runtime: Runtime, method: str, data: bytes) -> tuple[bytes | None, str | None]:
-    """Run a routed request here; return its encoded result or its error code."""
+    """Run a routed request here; return its encoded result or its encoded error
+    (:func:`encode_error`)."""
     entry = ROUTED.get(method)
     if entry is None:
-        return None, "method_not_found"
+        return None, encode_error(BridgeError("invalid_params", details={"field": "method"}))
     params_type = entry[0]
     try:
         params = msgspec.json.decode(data, type=params_type)
@@ -103,9 +131,9 @@ async def _execute(runtime: Runtime, method: str, data: bytes) -> tuple[bytes | 
         else:
             result = SessionResult(await runtime.close_session(params.session_id))
     except BridgeError as exc:
-        return None, str(exc.error_code)
+        return None, encode_error(exc)
     except msgspec.ValidationError:
-        return None, "invalid_params"
+        return None, encode_error(BridgeError("invalid_params"))
     return msgspec.json.encode(result), None
 
 
@@ -118,7 +146,8 @@ async def serve_routed(runtime: Runtime) -> None:
         try:
             return await _execute(runtime, method, data)
         except Exception:
-            log.exception("a routed %s failed", method)
-            return None, "internal_error"
+            cid = f"routed-{next(_failures)}"
+            log.exception("a routed %s failed (correlation id %s)", method, cid)
+            return None, encode_error(BridgeError("internal", cid))
 
     await history.serve_commands(execute)
