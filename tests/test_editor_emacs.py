@@ -155,7 +155,8 @@ def test_emacs_reattaches_through_the_daemon_and_the_pending_approval_comes_back
         "Ready to deploy.",
         "? approval: Deploy to production",
     ]
-    assert first["lines"] == asked
+    # pending, its answers are buttons under it (gone once it is answered)
+    assert first["lines"] == [*asked, "  [Allow once] [Allow for session] [Deny]"]
     assert second["session"] == first["session"]
     assert second["pendingWhenAsked"] == 1
     assert second["listedPending"] == "1"  # the daemon's count, before reattaching

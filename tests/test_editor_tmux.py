@@ -6,7 +6,8 @@ Each session: a new session made from a source file's buffer and its first promp
 (in Emacs typed ahead, before the bridge has answered: it must reach the chat, not the
 file); an approval not asked while the user types in Neovim's prompt area; an approval
 dismissed (it stays pending, the bar or header line counts it), then answered by key; a
-question answered by key; the edit opened as a diff (Emacs); a run interrupted by key; a
+question answered by key (Emacs: dismissed, then answered by pressing its button in the
+chat); the edit opened as a diff (Emacs); a run interrupted by key; a
 two-line prompt written in the prompt area below the chat and sent (Emacs). The source
 file is untouched at the end.
 """
@@ -134,6 +135,7 @@ def test_emacs_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:
     term.keys("Enter")
     screen = term.wait("? approval: Edit Makefile")
     term.wait("1 pending approval")
+    term.wait("[Allow once] [Allow for session] [Deny]")
     # `a` asks; C-g dismisses: still pending
     term.keys("a")
     term.wait("o allow once, s allow for session, d deny, C-g/q dismiss")
@@ -148,8 +150,16 @@ def test_emacs_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:
     term.wait("? question: Run the tests too?")
     term.keys("a")
     term.wait("1 Yes, 2 No")
-    term.keys("1")
+    term.keys("C-g")
+    # its answers are buttons in the chat: point on [Yes] (isearch back), RET presses it
+    term.wait("[Yes] [No]", gone="1 Yes, 2 No")
+    term.keys("C-r")
+    term.text("[Ye")
+    term.keys("Enter")
+    term.wait("[Yes] [No]", gone="I-search")
+    term.keys("Enter")
     screen = term.wait("✓ done (end_turn)")
+    assert "[Yes] [No]" not in screen and "[Allow once]" not in screen
     assert "Tests pass." in screen and "Done." in screen
     # `d`: the edit in diff-mode, headed with the file's name
     term.keys("d")

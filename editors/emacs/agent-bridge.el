@@ -31,8 +31,9 @@
 ;;   `agent-bridge-stop'         shut the bridge down
 ;;
 ;; An approval or question is never asked on its own: it shows as a "? "
-;; line in the chat and in the header line's pending count, and only a
-;; deliberate act there (`a', or RET or a click on that line) opens its
+;; line in the chat, its answers as buttons under it, and in the header
+;; line's pending count.  Only a deliberate act there answers it: RET or
+;; a click on a button, or `a' (or RET on the "? " line) to open its
 ;; prompt.  The prompt offers the request's modes (allow once, allow for
 ;; the session, deny); C-g, ESC, q or any other key dismiss it and the
 ;; request stays pending.  See README.md.
@@ -46,6 +47,7 @@
 (require 'seq)
 (require 'subr-x)
 (require 'tabulated-list)
+(require 'text-property-search)
 
 (declare-function ediff-buffers "ediff" (buffer-a buffer-b &optional startup-hooks job-name))
 
@@ -725,10 +727,13 @@ the block the line is in, or nil when PARENT-KEY has no block."
                         nil nil #'equal)
              request)
        (agent-bridge--append s (list (agent-bridge--pending-line
+                                      (plist-get p :interactionId) request)
+                                     (agent-bridge--buttons-line
                                       (plist-get p :interactionId) request)))))
     ("interaction.settled"
      (setf (agent-bridge--session-pending s)
            (assoc-delete-all (plist-get p :interactionId) (agent-bridge--session-pending s)))
+     (agent-bridge--remove-buttons s (plist-get p :interactionId))
      (let ((summary (agent-bridge--answer-summary (plist-get p :answer))))
        (agent-bridge--append
         s (list (concat "→ " (or (plist-get p :status) "settled")
@@ -837,6 +842,72 @@ RET or a click on it answers it through `agent-bridge-approvals'."
                                  (get-text-property button 'agent-bridge-interaction)))
                       'follow-link t
                       'help-echo "RET or mouse-1: answer (C-g, ESC or q: not now)")))
+
+(defun agent-bridge--button-choices (request)
+  "Return the buttons for interaction REQUEST, each (LABEL ANSWER).
+ANSWER is the wire answer, or a function that asks for it (free text,
+a question set) and returns it, nil when dismissed."
+  (pcase (plist-get request :kind)
+    ("approval"
+     (mapcar (lambda (c) (list (agent-bridge--capitalize (nth 1 c)) (nth 2 c)))
+             (agent-bridge--approval-choices request)))
+    ("question"
+     (let ((choices (append (plist-get request :choices) nil)))
+       (append
+        (mapcar (lambda (c) (list (or (plist-get c :label) (plist-get c :id))
+                                  (list :kind "question" :choice (plist-get c :id))))
+                choices)
+        (when (or (null choices) (eq (plist-get request :allowFreeText) t))
+          (list (list (if choices "Other…" "Answer…")
+                      (lambda ()
+                        (let ((text (agent-bridge--read-text
+                                     (concat (or (plist-get request :prompt) "Answer") " "))))
+                          (and text (list :kind "question" :text text))))))))))
+    (_ (list (list "Answer…" (lambda () (agent-bridge-ask request)))))))
+
+(defun agent-bridge--capitalize (text)
+  "Return TEXT with its first letter upcased."
+  (if (string-empty-p text) text (concat (upcase (substring text 0 1)) (substring text 1))))
+
+(defun agent-bridge--buttons-line (iid request)
+  "Return the line of answer buttons for pending interaction IID (REQUEST).
+Each button answers it at once (RET or a click on it: a deliberate act on
+that button, no other key does); the line goes when the interaction is
+settled."
+  (let ((line (mapconcat
+               (lambda (choice)
+                 (make-text-button (concat "[" (car choice) "]") nil
+                                   'agent-bridge-answer (cadr choice)
+                                   'agent-bridge-interaction iid
+                                   'action #'agent-bridge--answer-button
+                                   'follow-link t
+                                   'help-echo "RET or mouse-1: answer so"))
+               (agent-bridge--button-choices request)
+               " ")))
+    (propertize (concat "  " line) 'agent-bridge-answers iid)))
+
+(defun agent-bridge--answer-button (button)
+  "Answer the interaction of BUTTON (a pressed answer button) with its answer."
+  (let* ((iid (get-text-property button 'agent-bridge-interaction))
+         (answer (get-text-property button 'agent-bridge-answer))
+         (s (agent-bridge--current-session)))
+    (if (not (and s (assoc iid (agent-bridge--session-pending s))))
+        (agent-bridge--message "already answered")
+      (let ((answer (if (functionp answer) (funcall answer) answer)))
+        (when answer
+          (agent-bridge--call 'interaction/respond
+                              (list :interactionId iid :answer answer)))))))
+
+(defun agent-bridge--remove-buttons (s iid)
+  "Remove the answer buttons of interaction IID from the chat of S."
+  (with-current-buffer (agent-bridge--buffer s)
+    (let ((inhibit-read-only t))
+      (save-excursion
+        (goto-char (point-min))
+        (let ((match (text-property-search-forward 'agent-bridge-answers iid t)))
+          (when match
+            ;; the line and the newline before it
+            (delete-region (1- (prop-match-beginning match)) (prop-match-end match))))))))
 
 (defun agent-bridge--read-key-choice (prompt choices)
   "Ask PROMPT, one key picking one of CHOICES, each (KEY NAME VALUE).

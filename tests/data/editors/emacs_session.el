@@ -155,6 +155,12 @@
       (test-type (get-buffer-create "*test elsewhere*") "d o s agent-bridge-sessions")
       (accept-process-output nil 0.3)
       (should (= 1 (agent-bridge-pending-count s)))
+      ;; The chat shows the approval's answers as buttons under its line; keys typed in
+      ;; the chat that are not a press of one (o, s) answer nothing either.
+      (should (member "  [Allow once] [Allow for session] [Deny]" (test-lines)))
+      (test-type (agent-bridge--buffer s) "o s")
+      (accept-process-output nil 0.3)
+      (should (= 1 (agent-bridge-pending-count s)))
       ;; `a' in the chat asks; q, C-g, ESC and an unrelated key dismiss: still pending.
       (dolist (keys '("a q" "a C-g" "a ESC" "a x"))
         (test-type (agent-bridge--buffer s) keys)
@@ -170,13 +176,23 @@
       (test-type (agent-bridge--buffer s) "a s")
       (test-wait "the question" (lambda () (member "? question: Run the tests too?" (test-lines))))
       (should (member "→ responded: allow (session)" (test-lines)))
-      ;; The question: RET on its line in the chat, then its first choice (1: Yes).
+      ;; Answered, its buttons are gone.
+      (should-not (member "  [Allow once] [Allow for session] [Deny]" (test-lines)))
+      ;; The question: RET on its line in the chat asks it (1 Yes, 2 No); C-g dismisses.
       (with-current-buffer (agent-bridge--buffer s)
         (switch-to-buffer (current-buffer))
         (goto-char (point-min))
         (search-forward "? question: ")
-        (execute-kbd-macro (kbd "RET 1")))
+        (execute-kbd-macro (kbd "RET C-g")))
       (should (string-match-p "1 Yes, 2 No" (car (car test-keys-asked))))
+      (accept-process-output nil 0.2)
+      (should (= 1 (agent-bridge-pending-count s)))
+      ;; Its choices are buttons too: RET on [Yes] answers it.
+      (should (member "  [Yes] [No]" (test-lines)))
+      (with-current-buffer (agent-bridge--buffer s)
+        (goto-char (point-min))
+        (search-forward "[Ye")
+        (execute-kbd-macro (kbd "RET")))
       (test-wait "run 1" (lambda () (member "✓ done (end_turn)" (test-lines))))
       ;; Thinking and the tool call are folded: their bodies are invisible.
       (with-current-buffer (agent-bridge--buffer s)
