@@ -258,3 +258,47 @@ async def test_real_codex_failures_are_diagnosed(setup: Setup) -> None:
         events = await drive(bridge, await start(bridge, session, "hello"), timeout=30)
         assert events[-1]["type"] == "run.completed"
     assert b"no_such_key_xyz" in bridge.stderr  # the reason is in the bridge's log
+
+
+async def test_real_codex_model_and_mode_switch_between_runs(setup: Setup) -> None:
+    """``session/settings`` shows the real Codex's model catalogue (``model/list``) and
+    its approval presets; ``session/configure`` switches the model and the mode, which
+    the next ``turn/start`` carries: the stand-in's next request names the chosen model
+    and the command that needed an approval before now runs without one."""
+    s = setup
+    async with running_bridge("newline", env=s.env) as bridge:
+        session = await create(bridge, s)
+        settings = await bridge.result("session/settings", {"sessionId": session})
+        assert settings["model"]["current"] == "stub-model"
+        assert settings["model"]["available"], settings  # model/list's catalogue
+        assert {m["id"] for m in settings["mode"]["available"]} == {
+            "read-only",
+            "auto",
+            "full-access",
+        }
+        assert settings["mode"].get("current") is None  # untrusted is none of the presets
+        events = await drive(bridge, await start(bridge, session, "TOOL:touch a.txt"), allow())
+        assert events[-1]["type"] == "run.completed"
+        assert of_type(events, "interaction.requested")  # untrusted: asked
+        bad = await bridge.call(
+            "session/configure", {"sessionId": session, "mode": "reckless"}, check=False
+        )
+        assert bad["error"]["data"]["code"] == "invalid_params"
+        switched = await bridge.result(
+            "session/configure",
+            {"sessionId": session, "model": "stand-in-2", "mode": "full-access"},
+        )
+        assert switched["model"]["current"] == "stand-in-2"
+        assert switched["mode"]["current"] == "full-access"
+        update = await bridge.event("settings.updated")
+        assert update["payload"]["model"] == "stand-in-2"
+        assert update["payload"]["mode"] == "full-access"
+        events = await drive(bridge, await start(bridge, session, "TOOL:touch b.txt"), deny)
+        assert events[-1]["type"] == "run.completed"
+        assert not of_type(events, "interaction.requested")  # never asks now
+        assert (s.work / "b.txt").exists()
+        record = (await bridge.result("session/export", {"sessionId": session}))["record"]
+        assert record["opaque"]["model"] == "stand-in-2"
+        assert record["opaque"]["approvalPolicy"] == "never"
+    models = [body["model"] for body in s.server.response_bodies()]
+    assert models[0] == "stub-model" and models[-1] == "stand-in-2", models

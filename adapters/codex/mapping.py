@@ -50,13 +50,16 @@ from agent_bridge.wire.interactions import (
     QuestionSetAnswer,
     QuestionSetRequest,
 )
+from agent_bridge.wire.settings import SettingValue
 from agent_bridge.wire.tools import ToolContent, ToolEdit, ToolKind, ToolLocation, ToolText
 
 __all__ = [
     "DECLINE",
     "DIAGNOSTICS",
     "IGNORED",
+    "MODES",
     "Item",
+    "Mode",
     "TurnState",
     "agent_delta",
     "classify_error",
@@ -67,6 +70,8 @@ __all__ = [
     "item_completed",
     "item_started",
     "limits_payload",
+    "mode_of",
+    "models_of",
     "once",
     "open_tools_failed",
     "output_delta",
@@ -75,6 +80,7 @@ __all__ = [
     "plan_payload",
     "reasoning_delta",
     "sandbox_mode",
+    "sandbox_policy",
     "summary_part",
     "tool_of",
     "turn_outcome",
@@ -308,6 +314,54 @@ def sandbox_mode(policy: Any) -> str | None:
     if isinstance(policy, dict):
         return _SANDBOX_MODES.get(str(policy.get("type")))
     return None
+
+
+def sandbox_policy(mode: str) -> dict[str, Any]:
+    """The ``SandboxPolicy`` object ``turn/start`` takes for a ``sandbox`` mode string
+    (``read-only``, ``workspace-write``, ``danger-full-access``)."""
+    kind = next((k for k, v in _SANDBOX_MODES.items() if v == mode), "readOnly")
+    return {"type": kind}
+
+
+class Mode:
+    """One of Codex's approval presets (its TUI's ``/approvals`` choices): an approval
+    policy and a sandbox mode switched together."""
+
+    __slots__ = ("approval_policy", "id", "name", "sandbox")
+
+    def __init__(self, id: str, name: str, approval_policy: str, sandbox: str) -> None:
+        self.id = id
+        self.name = name
+        self.approval_policy = approval_policy
+        self.sandbox = sandbox
+
+
+#: The modes a Codex session offers, as its TUI presets them.
+MODES: Final = (
+    Mode("read-only", "Read Only", "on-request", "read-only"),
+    Mode("auto", "Auto", "on-request", "workspace-write"),
+    Mode("full-access", "Full Access", "never", "danger-full-access"),
+)
+
+
+def mode_of(approval_policy: Any, sandbox: str | None) -> str | None:
+    """The id of the preset ``approval_policy`` and ``sandbox`` make, ``None`` when they
+    make none (``untrusted`` approvals, say, or a granular policy)."""
+    return next(
+        (m.id for m in MODES if m.approval_policy == approval_policy and m.sandbox == sandbox),
+        None,
+    )
+
+
+def models_of(models: Iterable[p.ModelInfo]) -> tuple[SettingValue, ...]:
+    """The models ``model/list`` offered, as settings values (``model``: what
+    ``turn/start`` takes; hidden ones left out; each once)."""
+    out: dict[str, SettingValue] = {}
+    for info in models:
+        name = (info.model or info.id)[:200]
+        if name and not info.hidden and name not in out:
+            out[name] = SettingValue(name, info.display_name[:200])
+    return tuple(out.values())
 
 
 # ----------------------------------------------------------------------------- turn state

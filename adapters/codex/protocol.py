@@ -31,6 +31,8 @@ __all__ = [
     "FileChangeApprovalParams",
     "InitializeResponse",
     "ItemNotification",
+    "ModelInfo",
+    "ModelListResponse",
     "PermissionsApprovalParams",
     "PlanUpdated",
     "RateLimitSnapshot",
@@ -164,6 +166,23 @@ class TurnSteerResponse(_Lenient, frozen=True):
     """``turn/steer`` result."""
 
     turn_id: str = ""
+
+
+class ModelInfo(_Lenient, frozen=True):
+    """One entry of ``model/list``: ``model`` is what ``turn/start`` takes."""
+
+    id: str = ""
+    model: str = ""
+    display_name: str = ""
+    hidden: bool = False
+    is_default: bool = False
+
+
+class ModelListResponse(_Lenient, frozen=True):
+    """``model/list`` result (one page; ``next_cursor`` names the next)."""
+
+    data: tuple[ModelInfo, ...] = ()
+    next_cursor: str | None = None
 
 
 class AccountReadResponse(_Lenient, frozen=True):

@@ -62,6 +62,7 @@ from agent_bridge.wire.errors import ErrorCode
 from agent_bridge.wire.events import Diagnostic, LimitMeter, LimitsUpdated, ProviderPayload
 from agent_bridge.wire.interactions import InteractionRequest
 from agent_bridge.wire.methods import RunInput
+from agent_bridge.wire.settings import SessionSetting, SessionSettings, SettingValue
 
 __all__ = ["CodexRun", "CodexSession"]
 
@@ -75,6 +76,8 @@ CONTROL_TIMEOUT: Final = 10.0
 EXIT_DRAIN_GRACE: Final = 0.5
 STOP_GRACES: Final = StopGraces(eof=1.5, term=1.5, kill=3.0)
 _MAX_PENDING_DIAGNOSTICS: Final = 16
+#: Pages of ``model/list`` read at most (a page is the server's default size).
+_MAX_MODEL_PAGES: Final = 8
 
 _DECODE_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError)
 
@@ -201,6 +204,11 @@ class CodexSession(ProviderSession):
         #: a limits update that arrived while no run was active (reported by the next)
         self._pending_limits: LimitsUpdated | None = None
         self._resolved: set[Any] = set()
+        #: the models ``model/list`` offered (read once the thread is open)
+        self._models: tuple[SettingValue, ...] = ()
+        #: ``session/configure`` changed the model or mode: the next ``turn/start``
+        #: carries them (Codex keeps a turn's overrides for the turns after it)
+        self._overrides_due = False
         #: The one dispatch of notifications correlated with the active run; a
         #: notification not in it (and not ignored) is reported once as unmapped.
         self._turn_handlers: dict[str, _TurnHandler] = {
@@ -353,7 +361,64 @@ class CodexSession(ProviderSession):
         s.sandbox = mapping.sandbox_mode(thread.sandbox) or s.sandbox
         if thread.cwd and s.cwd is None:
             s.cwd = thread.cwd
+        if not self._models:
+            self._models = await self._list_models(proc)
         proc.ready = True
+
+    async def _list_models(self, proc: RpcChild) -> tuple[SettingValue, ...]:
+        """The models ``model/list`` offers (its catalogue, whichever model provider is
+        configured); empty when it fails or is not answered in time (logged: the session
+        works without the list)."""
+        found: list[p.ModelInfo] = []
+        cursor: str | None = None
+        try:
+            for _ in range(_MAX_MODEL_PAGES):
+                page = await proc.call(
+                    "model/list",
+                    {} if cursor is None else {"cursor": cursor},
+                    result_type=p.ModelListResponse,
+                    timeout=CONTROL_TIMEOUT,
+                )
+                found += page.data
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        except RpcError as exc:
+            log.info("codex: model/list failed: %s", redact(exc.message))
+        return mapping.models_of(found)
+
+    def model_and_mode(self) -> SessionSettings:
+        """The model (the thread's; ``available``: ``model/list``'s catalogue, though
+        Codex takes any model its model provider knows) and the mode (one of its
+        approval presets, :data:`~agent_bridge.adapters.codex.mapping.MODES`; no current
+        one when the session's approval policy and sandbox make none of them)."""
+        s = self.settings
+        modes = tuple(SettingValue(m.id, m.name) for m in mapping.MODES)
+        return SessionSettings(
+            SessionSetting(s.model, self._models),
+            SessionSetting(mapping.mode_of(s.approval_policy, s.sandbox), modes),
+        )
+
+    async def configure(self, model: str | None, mode: str | None) -> None:
+        """Take the model and/or mode for the next ``turn/start`` (its per-turn
+        ``model``, ``approvalPolicy`` and ``sandboxPolicy``, which Codex keeps for the
+        turns after it; a restarted child resumes the thread with them).  Raises
+        ``invalid_params`` for a mode that is not one of the presets."""
+        preset = None
+        if mode is not None:
+            preset = next((m for m in mapping.MODES if m.id == mode), None)
+            if preset is None:
+                reason = "not one of Codex's approval presets"
+                raise BridgeError("invalid_params", details={"field": "mode", "reason": reason})
+        if self._disposed:
+            raise BridgeError("session_closed")
+        s = self.settings
+        if model is not None:
+            s.model = model
+        if preset is not None:
+            s.approval_policy = preset.approval_policy
+            s.sandbox = preset.sandbox
+        self._overrides_due = True
 
     async def _serve(self, proc: RpcChild) -> None:
         """Serve the connection; at EOF, end the active run as crashed."""
@@ -453,8 +518,17 @@ class CodexSession(ProviderSession):
                 "threadId": self.thread_id,
                 "input": p.user_input(input),
             }
-            if self.settings.reasoning_effort is not None:
-                params["effort"] = self.settings.reasoning_effort
+            s = self.settings
+            if s.reasoning_effort is not None:
+                params["effort"] = s.reasoning_effort
+            overrides = self._overrides_due
+            if overrides:
+                if s.model is not None:
+                    params["model"] = s.model
+                if s.approval_policy is not None:
+                    params["approvalPolicy"] = s.approval_policy
+                if s.sandbox is not None:
+                    params["sandboxPolicy"] = mapping.sandbox_policy(s.sandbox)
             try:
                 started = await proc.call(
                     "turn/start", params, result_type=p.TurnStartResponse, timeout=REQUEST_TIMEOUT
@@ -470,6 +544,8 @@ class CodexSession(ProviderSession):
                 raise ProviderFailure("provider_failed", "turn/start failed") from None
             # No await from here on: the runtime marks the run running as soon as this
             # returns, before any approval handler waiting for the turn id resumes.
+            if overrides:
+                self._overrides_due = False
             run.set_turn(started.turn.id)
             if run.interrupt_wanted:
                 self.send_interrupt(run)
