@@ -16,9 +16,9 @@ Why each piece is where it is:
 * Responses to *our* requests bypass ``Endpoint``: its client side keys futures by its
   own id generator and keeps no result type or deadline, so the ledger owns them.
 * Cheap handlers run inline in the reader loop; only ``async`` handlers get a task.
-  The frames of one read are served by :meth:`Connection._serve`: a well-formed request
-  for a synchronous method is answered straight from its envelope, off ``Endpoint`` and
-  off the per-message objects of :mod:`agent_bridge.rpc.messages`, its reply framed as it is made;
+  The frames of one read are served by the input's fast path, one small object,
+  :class:`~agent_bridge.rpc.fastpath.FastPath`: a well-formed request for a synchronous
+  method is answered straight from its envelope, its reply framed as it is made;
   everything else takes the general way (:meth:`Connection._dispatch_frame`, the only
   way into ``Endpoint``).  A read's replies are queued as one chunk, which the reader
   writes itself when the writer is idle (one write per read, no wake-up of the writer
@@ -46,13 +46,10 @@ from typing import Any, Final, Protocol
 import anyio
 import anyio.abc
 import msgspec
-from pylsp_jsonrpc.exceptions import JsonRpcException
 
 from agent_bridge.rpc.endpoint import (
     EndpointGlue,
-    InlineEntry,
     current_request_id,
-    log_internal_error,
 )
 from agent_bridge.rpc.errors import (
     INTERNAL_ERROR,
@@ -63,6 +60,7 @@ from agent_bridge.rpc.errors import (
     ConnectionClosed,
     RpcError,
 )
+from agent_bridge.rpc.fastpath import FastPath
 from agent_bridge.rpc.framing import (
     DEFAULT_MAX_MESSAGE_BYTES,
     FramingError,
@@ -77,7 +75,6 @@ from agent_bridge.rpc.messages import (
     Notification,
     Request,
     Response,
-    decode_envelope,
     encode_error_response,
     encode_notification,
     encode_request,
@@ -166,23 +163,6 @@ class _BatchReplies:
         self.bodies: list[bytes] = []
 
 
-_NO_BODY: Final = b""  # a handler was called: a reply is due
-_NO_ENVELOPE: Final = decode_envelope(b"{}")
-_OBJECT_OR_ARRAY: Final = (b"{", b"[")
-
-
-def _framed_result(kind: FramingKind | None, jsonrpc: bool) -> tuple[bytes, int]:
-    """Return the template of a framed result response for the output framing ``kind``
-    and the length of its body less that of the id and result: ``(template, -1)``, to
-    fill as ``template % (id, result)``, for newline framing; for ``Content-Length``
-    ``(template, extra)``, to fill as ``template % (extra + len(id) + len(result), id,
-    result)``."""
-    body = result_template(jsonrpc=jsonrpc)
-    if kind == "newline":
-        return body + b"\n", -1
-    return b"Content-Length: %d\r\n\r\n" + body, len(body % (b"", b""))
-
-
 def _default_overloaded() -> RpcError:
     return RpcError(SERVER_OVERLOADED, "too many requests in flight", {"retryable": True})
 
@@ -255,7 +235,6 @@ class Connection:
         self._waiters: dict[int, anyio.Event] = {}
         self._batch_of: dict[bytes, _BatchReplies] = {}
         self._closed = False
-        self._finishing = False
         self._finish_timeout = 30.0
         self._tg: anyio.abc.TaskGroup | None = None
         self.closed_event = anyio.Event()
@@ -279,12 +258,19 @@ class Connection:
         )
         #: The raw ids of the async requests being served (the glue's, shared).
         self._inflight = self._glue.inflight
-        #: The wrapped synchronous handlers :meth:`_serve` calls itself (``rpc.`` names
-        #: are reserved: the slow path refuses them).
-        self._inline: dict[object, InlineEntry] = {
-            m: entry for m, entry in self._glue.inline.items() if not m.startswith("rpc.")
-        }
-        self._framed_result, self._framed_extra = _framed_result(self._out_kind, jsonrpc)
+        #: The input's fast path: it serves the frames of each read, calling the wrapped
+        #: synchronous handlers itself (``rpc.`` names are reserved: the general way
+        #: refuses them) and handing everything else to :meth:`_dispatch_frame`.
+        self.fast = FastPath(
+            {m: entry for m, entry in self._glue.inline.items() if not m.startswith("rpc.")},
+            self._inflight,
+            self.outbox,
+            self._dispatch_frame,
+            jsonrpc=jsonrpc,
+            kind=self._out_kind,
+            name=name,
+        )
+        self.fast.gated = gate is not None
 
     # ----------------------------------------------------------------- output
 
@@ -491,115 +477,14 @@ class Connection:
         if self._out_kind is None and self._framer.kind != "auto":
             self._out_kind = self._framer.kind
             self.outbox.set_framing(self._out_kind)
-            self._framed_result, self._framed_extra = _framed_result(self._out_kind, self._jsonrpc)
+            self.fast.set_framing(self._out_kind)
         if items:
-            self._serve(items)
-
-    def _serve(self, items: list[bytes | FramingError]) -> None:
-        """Serve the frames of one read, in order.
-
-        The common message, a well-formed request for a synchronous method (while there is
-        no gate), is answered here, straight from its envelope, as :meth:`_dispatch_frame`
-        would have answered it: the checks of the message layer and of
-        :meth:`_on_request` that can apply to it, then the method's wrapped handler (see
-        :data:`~agent_bridge.rpc.endpoint.InlineEntry`; params that its object-only decoder does not
-        take go the slow way, which says what is wrong with them).  Its reply is framed
-        as it is made (one format of a framed template) and kept back, so the replies of
-        one read are queued as one chunk.  Everything else goes, as it came, to
-        :meth:`_dispatch_frame`, after the replies kept back so far (the output keeps
-        the input's order); output a handler queues itself goes after the replies before
-        its request's.
-        """
-        inline = self._inline
-        inflight = self._inflight
-        template = self._framed_result
-        extra = self._framed_extra  # -1: newline framing, no length to put in
-        outbox = self.outbox
-        frame = outbox.frame
-        jsonrpc = self._jsonrpc
-        lenient = not jsonrpc
-        decode_env = decode_envelope
-        out = outbox.out
-        replies: list[bytes] = []
-        if outbox.raw:
-            outbox.frame_raw()
-        mark = len(out)
-        for item in items:
-            if self._finishing:
-                break  # input after ``finish`` (e.g. after ``exit``) is not served
-            try:
-                body: bytes | None = None
-                if type(item) is bytes and self._gate is None:
-                    try:
-                        env = decode_env(item)
-                    except (msgspec.DecodeError, RecursionError):
-                        env = _NO_ENVELOPE  # no method: the slow way
-                    spec = inline.get(env.method)
-                    if (
-                        spec is not None
-                        and env.id
-                        and (env.jsonrpc == "2.0" or (lenient and env.jsonrpc is None))
-                    ):
-                        key = bytes(env.id)
-                        if (key.isdigit() or key[:1] == b'"') and not (
-                            inflight and key in inflight
-                        ):
-                            entry, decode, call = spec
-                            raw = env.params
-                            try:
-                                if decode is not None:
-                                    try:
-                                        params = decode(raw or b"{}")
-                                    except (msgspec.DecodeError, RecursionError):
-                                        pass  # the slow way says what is wrong
-                                    else:
-                                        body = _NO_BODY
-                                        result = call(params)
-                                else:
-                                    data = bytes(raw) if raw else None
-                                    if data is None or data[:1] in _OBJECT_OR_ARRAY:
-                                        body = _NO_BODY
-                                        result = entry(data)
-                            except JsonRpcException as exc:
-                                body = frame(
-                                    encode_error_response(key, exc.to_dict(), jsonrpc=jsonrpc)
-                                )
-                            else:
-                                if body is not None:
-                                    if extra < 0:
-                                        body = template % (key, result)
-                                    else:
-                                        body = template % (
-                                            extra + len(key) + len(result),
-                                            key,
-                                            result,
-                                        )
-                if body is not None:
-                    if outbox.raw or len(out) != mark:
-                        # The handler queued output: the replies before it go first.
-                        if replies:
-                            outbox.insert(b"".join(replies), mark)
-                            replies = []
-                        if outbox.raw:
-                            outbox.frame_raw()
-                        mark = len(out)
-                    replies.append(body)
-                    continue
-                if replies:
-                    outbox.insert(b"".join(replies), mark)
-                    replies = []
-                self._dispatch_frame(item)
-                mark = len(out)
-            except Exception:
-                # A bug, never the peer's fault: log it and keep serving the stream.
-                log_internal_error(f"{self.name} message")
-        if replies:
-            # At ``mark``: before what a handler that failed queued after them (if any).
-            outbox.insert(b"".join(replies), mark)
+            self.fast.serve(items)
 
     def set_gate(self, gate: Callable[[str], None] | None) -> None:
         """Replace the per-request gate (``None``: no gate, the fast path)."""
         self._gate = gate
+        self.fast.gated = gate is not None
 
     def _on_framing_error(self, error: FramingError) -> None:
         """Answer input the framer rejected: with the request's id when the damaged bytes
@@ -654,7 +539,7 @@ class Connection:
         receive = self._receive
         chunk = self._limits.read_chunk_bytes
         outbox = self.outbox
-        while not self._closed and not self._finishing:
+        while not self._closed and not self.fast.stopped:
             if outbox.congested:
                 await outbox.drained()
                 continue
@@ -673,7 +558,7 @@ class Connection:
             finally:
                 outbox.holding = False
             outbox.flush_now()
-        if self._finishing:
+        if self.fast.stopped:
             return
         for item in self._framer.eof():
             self._dispatch_frame(item)
@@ -778,7 +663,7 @@ class Connection:
         """Stop reading, let the requests in flight answer (bounded by ``timeout``), write
         every reply produced, then close (what ``exit`` does: a ``shutdown`` written
         together with it still gets its reply)."""
-        self._finishing = True
+        self.fast.stopped = True
         self._finish_timeout = timeout
 
     async def _finish_inflight(self) -> None:
@@ -801,7 +686,7 @@ class Connection:
                 self._tg = self._glue.task_group = tg
                 tg.start_soon(self.outbox.run)
                 await self._reader()
-                if self._finishing:
+                if self.fast.stopped:
                     await self._finish_inflight()
                 await self.flush()
                 self._close()

@@ -6,7 +6,7 @@ input in random chunkings:
 * ``ContentLengthFramer._split_frames`` (a run of frames taken with one ``re.split``)
   against the framer's own loop (a framer whose split takes nothing);
 * ``NewlineFramer.feed`` (lines split in C) against the per-line loop it replaced;
-* ``Connection._serve``'s inline answers against ``_dispatch_frame`` for every frame (a
+* ``FastPath.serve``'s inline answers against ``_dispatch_frame`` for every frame (a
   connection without inline entries), byte for byte, errors, notifications a handler
   sends and the order of everything included.
 """
@@ -287,7 +287,7 @@ def _connection(framing: FramingKind, jsonrpc: bool, *, inline: bool) -> Connect
         jsonrpc=jsonrpc,
     )
     if not inline:
-        conn._inline = {}
+        conn.fast.entries = {}
     return conn
 
 
