@@ -1,15 +1,15 @@
-"""Neovim and Emacs driven the way a user drives them: each runs in a terminal (tmux) on
-the real bridge and the scripted provider, keys are typed with ``tmux send-keys`` and the
+"""Neovim and Emacs driven the way a user drives them: each runs in a terminal (tmux) on the
+real bridge and the scripted provider, keys are typed with ``tmux send-keys`` and the
 screen is read with ``tmux capture-pane``.
 
-Each session: a new session made from a source file's buffer and its first prompt typed
-(in Emacs typed ahead, before the bridge has answered: it must reach the chat, not the
-file); an approval not asked while the user types in Neovim's prompt area; an approval
-dismissed (it stays pending, the bar or header line counts it), then answered by key; a
-question answered by key (Emacs: dismissed, then answered by pressing its button in the
-chat); the edit opened as a diff (Emacs); a run interrupted by key; a
-two-line prompt written in the prompt area below the chat and sent (Emacs). The source
-file is untouched at the end.
+Each session: a new session made from a source file's buffer (in Emacs its options set in
+the new session's transient menu) and its first prompt typed (in Emacs typed ahead, before
+the bridge has answered: it must reach the chat, not the file); an approval not asked while
+the user types in Neovim's prompt area; an approval dismissed (it stays pending, the bar or
+header line counts it), then answered by key; a question answered by key (Emacs: dismissed,
+then answered by pressing its button in the chat); the edit opened as a diff (Emacs); a run
+interrupted by key; a two-line prompt written in the prompt area below the chat and sent
+(Emacs). The source file is untouched at the end.
 """
 
 from __future__ import annotations
@@ -118,17 +118,23 @@ def test_emacs_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:
     term.wait("agent-bridge provider:")
     term.text("scripted")
     term.keys("Enter")
-    # the scripted provider's further session options: the script file, then done
-    term.wait("More session options")
+    # the new session's menu (transient): x sets one of the scripted provider's options
+    # (the script file), t the title; each shown in the menu; RET creates the session
+    term.wait("New scripted session")
+    term.wait("x Other options   none set")
+    term.keys("x")
+    term.wait("Session option:")
     term.text("scriptFile")
     term.keys("Enter")
     term.wait("scriptFile (string):")
     term.text(str(SCRIPT))
     term.keys("Enter")
-    term.wait("More session options", gone="scriptFile (string):")
-    term.keys("Enter")
+    term.wait(f"x Other options   scriptFile={SCRIPT}")
+    term.keys("t")
     term.wait("Title (optional):")
     term.text("Fix-the-build")
+    term.keys("Enter")
+    term.wait("t Title           Fix-the-build")
     # RET, then `p` and the prompt at once: typed ahead of the bridge's answer
     term.keys("Enter", "p")
     term.text("Fix the build")

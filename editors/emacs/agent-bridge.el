@@ -48,6 +48,7 @@
 (require 'subr-x)
 (require 'tabulated-list)
 (require 'text-property-search)
+(require 'transient)
 
 (declare-function ediff-buffers "ediff" (buffer-a buffer-b &optional startup-hooks job-name))
 
@@ -1132,14 +1133,184 @@ ASKED names the options already asked.  Return them as a plist."
           (setq more (delq option more)))))
     opts))
 
+;;;; The new session's menu
+
+(defcustom agent-bridge-use-transient t
+  "Non-nil: a new session's options are set in a transient menu.
+nil: they are read one after another with `completing-read'."
+  :type 'boolean)
+
+(defvar agent-bridge--draft nil
+  "The session being set up in `agent-bridge-session-menu'.
+A plist (:provider DESCRIPTOR :options PLIST :title STRING).")
+
+(defun agent-bridge--draft-get (name)
+  "Return the value of option NAME in the session being set up, or nil."
+  (plist-get (plist-get agent-bridge--draft :options) (intern (concat ":" name))))
+
+(defun agent-bridge--draft-set (name value)
+  "Set option NAME to VALUE in the session being set up (nil: its default)."
+  (let ((key (intern (concat ":" name)))
+        (options (plist-get agent-bridge--draft :options))
+        kept)
+    (while options
+      (unless (eq (car options) key)
+        (setq kept (append kept (list (car options) (cadr options)))))
+      (setq options (cddr options)))
+    (setq agent-bridge--draft
+          (plist-put agent-bridge--draft :options
+                     (if value (append kept (list key value)) kept)))))
+
+(defun agent-bridge--value-text (value)
+  "Return a short text for option VALUE."
+  (cond ((eq value t) "true")
+        ((eq value :false) "false")
+        ((stringp value) value)
+        ((vectorp value) (mapconcat (lambda (v) (format "%s" v)) value ","))
+        ((numberp value) (number-to-string value))
+        (t (json-serialize value :false-object :false))))
+
+(defun agent-bridge--menu-mode-option ()
+  "Return the mode option of the provider being set up, or nil."
+  (agent-bridge--option (plist-get agent-bridge--draft :provider)
+                        '("mode" "permissionMode" "approvalPolicy")))
+
+(defun agent-bridge--menu-model-option ()
+  "Return the model option of the provider being set up, or nil."
+  (agent-bridge--option (plist-get agent-bridge--draft :provider) '("model")))
+
+(defun agent-bridge--menu-other-options ()
+  "Return the other session options of the provider being set up."
+  (let ((mode (agent-bridge--menu-mode-option)))
+    (seq-filter (lambda (o) (and (equal (plist-get o :scope) "session")
+                                 (not (equal (plist-get o :name) "model"))
+                                 (not (and mode (equal (plist-get o :name)
+                                                       (plist-get mode :name))))))
+                (append (plist-get (plist-get agent-bridge--draft :provider) :options) nil))))
+
+(defun agent-bridge--menu-value (name)
+  "Return the text the menu gives for the value of option NAME."
+  (let ((value (agent-bridge--draft-get name)))
+    (if value (agent-bridge--value-text value) (propertize "default" 'face 'shadow))))
+
+(defun agent-bridge--menu-heading ()
+  "Return the heading of `agent-bridge-session-menu'."
+  (format "New %s session" (plist-get (plist-get agent-bridge--draft :provider) :id)))
+
+(defun agent-bridge--menu-model-label ()
+  "Return the menu's model line."
+  (format "Model           %s" (agent-bridge--menu-value "model")))
+
+(defun agent-bridge--menu-mode-label ()
+  "Return the menu's mode line."
+  (let ((name (plist-get (agent-bridge--menu-mode-option) :name)))
+    (format "%-15s %s" name (agent-bridge--menu-value name))))
+
+(defun agent-bridge--menu-other-label ()
+  "Return the menu's line of the other options: those set so far."
+  (let ((set (delq nil (mapcar (lambda (o)
+                                 (let ((name (plist-get o :name)))
+                                   (and (agent-bridge--draft-get name)
+                                        (format "%s=%s" name (agent-bridge--menu-value name)))))
+                               (agent-bridge--menu-other-options)))))
+    (format "Other options   %s" (if set (string-join set " ")
+                                   (propertize "none set" 'face 'shadow)))))
+
+(defun agent-bridge--menu-title-label ()
+  "Return the menu's title line."
+  (let ((title (plist-get agent-bridge--draft :title)))
+    (format "Title           %s" (if (and title (not (string-empty-p title)))
+                                     title
+                                   (propertize "none" 'face 'shadow)))))
+
+(defun agent-bridge-menu-model ()
+  "Choose the model of the session being set up (empty: the default)."
+  (interactive)
+  (agent-bridge--draft-set "model" (agent-bridge--read-option
+                                    (agent-bridge--menu-model-option) "Model"))
+  (agent-bridge--menu-again))
+
+(defun agent-bridge-menu-mode ()
+  "Choose the mode of the session being set up (empty: the default)."
+  (interactive)
+  (let ((option (agent-bridge--menu-mode-option)))
+    (agent-bridge--draft-set (plist-get option :name)
+                             (agent-bridge--read-option option (plist-get option :name))))
+  (agent-bridge--menu-again))
+
+(defun agent-bridge-menu-other ()
+  "Set another declared option of the session being set up (empty: unset it)."
+  (interactive)
+  (let* ((labels (mapcar (lambda (o)
+                           (cons (format "%s (%s)%s" (plist-get o :name) (plist-get o :type)
+                                         (if (agent-bridge--draft-get (plist-get o :name))
+                                             (concat " = " (agent-bridge--menu-value
+                                                            (plist-get o :name)))
+                                           ""))
+                                 o))
+                         (agent-bridge--menu-other-options)))
+         (option (cdr (assoc (completing-read "Session option: " labels nil t) labels))))
+    (when option
+      (agent-bridge--draft-set (plist-get option :name) (agent-bridge--read-value option))))
+  (agent-bridge--menu-again))
+
+(defun agent-bridge-menu-title ()
+  "Set the title of the session being set up."
+  (interactive)
+  (setq agent-bridge--draft
+        (plist-put agent-bridge--draft :title
+                   (read-string "Title (optional): " (plist-get agent-bridge--draft :title))))
+  (agent-bridge--menu-again))
+
+(defun agent-bridge--menu-again ()
+  "Show `agent-bridge-session-menu' again, with what was set so far.
+Each of its lines leaves the menu to read its value (a transient
+suffix that stays while the minibuffer is read breaks in transient
+0.3.7), then comes back here."
+  (when agent-bridge--draft
+    (transient-setup 'agent-bridge-session-menu)))
+
+(defun agent-bridge-menu-create ()
+  "Create the session set up in the menu, and open its chat."
+  (interactive)
+  (let ((draft agent-bridge--draft))
+    (setq agent-bridge--draft nil)
+    (if (not draft)
+        (user-error "No session being set up: M-x agent-bridge-new-session")
+      (agent-bridge--create (plist-get draft :provider) (plist-get draft :options)
+                            (plist-get draft :title)))))
+
+(transient-define-prefix agent-bridge-session-menu ()
+  "The options of a new session (`agent-bridge-new-session'), then create it.
+Each line sets one: the model and mode (from their declared values),
+any other option the provider declares (read by its type), the title;
+RET creates the session."
+  [:description agent-bridge--menu-heading
+   ("m" agent-bridge-menu-model :description agent-bridge--menu-model-label
+    :if agent-bridge--menu-model-option)
+   ("o" agent-bridge-menu-mode :description agent-bridge--menu-mode-label
+    :if agent-bridge--menu-mode-option)
+   ("x" agent-bridge-menu-other :description agent-bridge--menu-other-label
+    :if agent-bridge--menu-other-options)
+   ("t" agent-bridge-menu-title :description agent-bridge--menu-title-label)]
+  [("RET" "Create the session" agent-bridge-menu-create)
+   ("q" "Quit" transient-quit-one)])
+
+(defun agent-bridge--options-menu (provider)
+  "Set up a new session on PROVIDER (a descriptor) in `agent-bridge-session-menu'."
+  (setq agent-bridge--draft (list :provider provider :options nil :title nil))
+  (transient-setup 'agent-bridge-session-menu))
+
 ;;;###autoload
 (defun agent-bridge-new-session (&optional provider-id options title)
   "Create a session and open its chat buffer.
-Interactively, pick the provider from `providers/list', then its
-model and mode options, then any other session option it declares
-\(one at a time, read by its type; an empty answer ends), then a
-title.  From Lisp, PROVIDER-ID, OPTIONS (a plist of session options)
-and TITLE skip the pickers."
+Interactively, pick the provider from `providers/list', then set
+its model, mode, any other session option it declares and a title in
+`agent-bridge-session-menu' (a transient menu; RET there creates the
+session), or, when `agent-bridge-use-transient' is nil, one after
+another (each read by its type; an empty answer ends).  From Lisp,
+PROVIDER-ID, OPTIONS (a plist of session options) and TITLE skip the
+pickers."
   (interactive)
   (agent-bridge--call
    'providers/list (list :probe t)
@@ -1159,6 +1330,8 @@ and TITLE skip the pickers."
         ((or provider-id (equal (plist-get (plist-get provider :availability) :status)
                                 "unavailable"))
          (agent-bridge--create provider options title))
+        (agent-bridge-use-transient
+         (agent-bridge--options-menu provider))
         (t
          (let* ((model (agent-bridge--read-option
                         (agent-bridge--option provider '("model")) "Model"))

@@ -60,6 +60,8 @@
       (error "Timed out waiting for %s; chat: %S" what (test-lines)))))
 
 (ert-deftest agent-bridge-whole-session ()
+  ;; the pickers one after another (the new session's menu is tested in step 8)
+  (setq agent-bridge-use-transient nil)
   (cl-letf (((symbol-function 'read-key) #'test-read-key)
             ((symbol-function 'read-string) #'test-read-string))
     ;; 1. A bridge that is not there: a clear message with the next step.
@@ -253,12 +255,51 @@
             (header (with-current-buffer (agent-bridge--buffer s)
                       (agent-bridge--header-line)))
             chosen)
-        ;; 8. The model and mode chosen are in the header line: a Claude Code session
-        ;; (its CLI the project's stand-in, given as the executable option).
-        (agent-bridge-new-session "claude-code"
-                                  (list :executable (getenv "AB_FAKE_CLAUDE")
-                                        :model "sonnet" :permissionMode "plan")
-                                  "Chosen")
+        ;; 8. A Claude Code session set up in the new session's menu (its CLI the
+        ;; project's stand-in, given as the executable option): the model, the mode (its
+        ;; enum's values), another option, the title; each line shows what it holds, and
+        ;; the model and mode chosen are in the chat's header line.
+        (let (claude menus completions)
+          (agent-bridge--call 'providers/list nil
+                              (lambda (r) (setq claude (seq-find (lambda (p) (equal (plist-get p :id) "claude-code"))
+                                                                 (plist-get r :providers)))))
+          (test-wait "the providers" (lambda () claude))
+          (cl-letf (((symbol-function 'transient-setup)
+                     (lambda (name &rest _) (push name menus)))
+                    ((symbol-function 'completing-read)
+                     (lambda (prompt collection &rest _)
+                       (let ((names (mapcar (lambda (c) (if (consp c) (car c) c)) collection)))
+                         (push (cons prompt names) completions)
+                         (if (equal prompt "Session option: ")
+                             (seq-find (lambda (n) (string-prefix-p "executable " n)) names)
+                           "plan")))))
+            (agent-bridge--options-menu claude)
+            (should (equal (agent-bridge--menu-heading) "New claude-code session"))
+            (should (equal (substring-no-properties (agent-bridge--menu-model-label))
+                           "Model           default"))
+            (setq test-picks (list "sonnet" (getenv "AB_FAKE_CLAUDE") "Chosen"))
+            (agent-bridge-menu-model)
+            (agent-bridge-menu-mode)
+            (agent-bridge-menu-other)
+            (agent-bridge-menu-title)
+            ;; each line read its value and showed the menu again
+            (should (equal menus (make-list 5 'agent-bridge-session-menu)))
+            (should (member "bypassPermissions"
+                            (cdr (assoc "permissionMode (empty: default): " completions))))
+            ;; the other options: the declared ones but the model and mode
+            (let ((others (cdr (assoc "Session option: " completions))))
+              (should (member "allowedTools (stringList)" others))
+              (should-not (seq-find (lambda (n) (string-prefix-p "model" n)) others))
+              (should-not (seq-find (lambda (n) (string-prefix-p "permissionMode" n)) others)))
+            (should (equal (substring-no-properties (agent-bridge--menu-model-label))
+                           "Model           sonnet"))
+            (should (equal (substring-no-properties (agent-bridge--menu-mode-label))
+                           "permissionMode  plan"))
+            (should (equal (substring-no-properties (agent-bridge--menu-other-label))
+                           (concat "Other options   executable=" (getenv "AB_FAKE_CLAUDE"))))
+            (should (equal (substring-no-properties (agent-bridge--menu-title-label))
+                           "Title           Chosen"))
+            (agent-bridge-menu-create)))
         (test-wait "the claude-code session"
                    (lambda () (not (eq (agent-bridge--current-session) s))))
         (setq chosen (with-current-buffer (agent-bridge--buffer (agent-bridge--current-session))
