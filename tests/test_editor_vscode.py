@@ -9,10 +9,13 @@ opens the workbench in headless Chromium, and lets the extension's test mode run
 scripted session through its own commands against a real bridge: streamed text, an edit
 opened in the diff view, an approval and a question answered at the quick-pick seam, a
 turn cancelled, an unanswered approval that comes back on reattach, the session listed
-and resumed after the bridge restarts. Keys are pressed in the workbench as a user's
-keyboard would (Chromium's DevTools protocol, ``tests/data/editors/cdp_keys.js``, when the
-scenario asks through ``RESULT.keys``): the extension's keybindings and the chat's Escape.
-The result file it writes is asserted here.
+and resumed after the bridge restarts, the selection, an unsaved buffer and a pasted image
+sent as run input (the scripted provider's ``received`` step replies with what arrived).
+Keys are pressed in the workbench as a user's keyboard would (Chromium's DevTools protocol,
+``tests/data/editors/cdp_keys.js``, when the scenario asks through ``RESULT.keys``): the
+extension's keybindings and the chat's Escape.
+An image is pasted into the chat the same way (``tests/data/editors/cdp_paste.js``, when it
+asks through ``RESULT.paste``). The result file it writes is asserted here.
 
 Without the tools these tests are skipped loudly; in CI (``CI=true`` or
 ``AGENT_BRIDGE_REQUIRE_CLIS=1``) a missing tool is a failure.
@@ -20,7 +23,9 @@ Without the tools these tests are skipped loudly; in CI (``CI=true`` or
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -160,6 +165,15 @@ SCRIPT: dict[str, Any] = {
         {"steps": [{"type": "text", "text": "Waiting for you…"}, {"type": "waitForInterrupt"}]},
     ]
 }
+
+
+# The image the scenario pastes into the chat (src/testMode.ts's PNG, a 1x1 PNG).
+PNG = "".join(
+    [
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ",
+        "AAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==",
+    ]
+)
 
 
 def _require(what: str, ok: bool) -> None:
@@ -408,17 +422,9 @@ def _press_keys(host: dict[str, Any], request: Path) -> None:
     ``["ctrl+alt+a"]``) in the workbench through Chromium's DevTools protocol, then
     removes the request: the scenario waits for that, then for the keys' effect."""
     keys = json.loads(request.read_text())
-    node = shutil.which("node")
-    assert node is not None
-    # Node 20 has WebSocket behind a flag (22 and later have it on)
-    has_ws = subprocess.run(
-        [node, "-e", "process.exit(typeof WebSocket === 'undefined' ? 1 : 0)"], timeout=30
-    )
-    flags = [] if has_ws.returncode == 0 else ["--experimental-websocket"]
     proc = subprocess.run(
         [
-            node,
-            *flags,
+            *_node_ws(),
             str(ROOT / "tests" / "data" / "editors" / "cdp_keys.js"),
             str(host["devtools"]),
             f"127.0.0.1:{host['port']}",
@@ -432,13 +438,51 @@ def _press_keys(host: dict[str, Any], request: Path) -> None:
     request.unlink()
 
 
+def _node_ws() -> list[str]:
+    """node and the flags its WebSocket needs (Node 20 has it behind a flag)."""
+    node = shutil.which("node")
+    assert node is not None
+    has_ws = subprocess.run(
+        [node, "-e", "process.exit(typeof WebSocket === 'undefined' ? 1 : 0)"], timeout=30
+    )
+    return [node] if has_ws.returncode == 0 else [node, "--experimental-websocket"]
+
+
+def _paste(host: dict[str, Any], request: Path) -> None:
+    """Pastes the image the scenario asks for (RESULT.paste: ``{"title", "mimeType",
+    "data"}``) into the chat webview whose header shows ``title``, through Chromium's
+    DevTools protocol (``tests/data/editors/cdp_paste.js``), then writes how many chats
+    took it to RESULT.pasted and removes the request."""
+    req = json.loads(request.read_text())
+    proc = subprocess.run(
+        [
+            *_node_ws(),
+            str(ROOT / "tests" / "data" / "editors" / "cdp_paste.js"),
+            str(host["devtools"]),
+            f"127.0.0.1:{host['port']}",
+            req["title"],
+            req["mimeType"],
+            req["data"],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, f"pasting failed: {proc.stderr}"
+    request.with_name(request.name.replace(".paste", ".pasted")).write_text(proc.stdout.strip())
+    request.unlink()
+
+
 def _wait_result(host: dict[str, Any], timeout: float = 180) -> dict[str, Any]:
     result: Path = host["result"]
     keys = result.with_name(result.name + ".keys")
+    paste = result.with_name(result.name + ".paste")
     deadline = time.monotonic() + timeout
     while not result.exists():
         if keys.exists():
             _press_keys(host, keys)
+        if paste.exists():
+            _paste(host, paste)
         assert host["code_server"].poll() is None, "code-server exited"
         assert time.monotonic() < deadline, (
             "the extension's test mode wrote no result: "
@@ -625,13 +669,48 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
     assert fork["originalTranscript"] == turn.format("first") + "\n" + turn.format("second")
     assert fork["forkTranscript"] == turn.format("first") + "\n" + turn.format("third")
 
+    # Context (issue 28): what the scripted provider received, block by block.
+    ctx = r["context"]
+    hello = str(host["tmp"] / "ws" / "hello.py")
+    file_block = {"type": "file", "path": hello, "startLine": 1, "endLine": 1}
+    assert ctx["selectionBlock"] == file_block
+    assert ctx["barBeforeSend"].startswith("@ hello.py:1-1"), ctx["barBeforeSend"]
+    resource = {
+        "type": "resource",
+        "text": "draft notes\nsecond line",
+        "uri": "untitled:Untitled-1",
+        "mimeType": "text/plain",
+    }
+    assert ctx["unsavedBlock"] == resource
+    assert ctx["pastedInto"] == 1 and ctx["imageBar"].startswith("@ image image/png (70 B)")
+    png = base64.b64decode(PNG)
+    image = {
+        "type": "image",
+        "mimeType": "image/png",
+        "size": len(png),
+        "sha256": hashlib.sha256(png).hexdigest(),
+    }
+    assert [json.loads(t) for t in ctx["replies"]] == [
+        [{"type": "text", "text": "Explain this"}, file_block],
+        [{"type": "text", "text": "And these notes"}, resource],
+        [{"type": "text", "text": "What is in the picture?"}, image],
+    ]
+    assert ctx["refusedImage"] == [
+        "This provider does not take image/bmp images"
+        " (it takes image/png, image/jpeg, image/gif, image/webp)."
+    ]
+    assert ctx["attachmentsAfterRefusal"] == 0
+    # what each prompt carried is shown under it, in the chat
+    for line in (f"@ {hello}:1-1", "@ untitled:Untitled-1 (2 lines)", "@ image image/png (70 B)"):
+        assert f"\n  {line}\n" in ctx["transcript"] and f"\n{line}\n" in ctx["webviewText"], line
+
     # Closed at the end; the traffic log has the whole exchange.
     assert r["closed"] is True
     assert "closed" in next(n for n in r["treeAtEnd"] if n["id"] == sid)["description"]
     traffic = r["traffic"]
     assert traffic["initialize"] >= 2  # the first bridge and the one after the restart
     assert traffic["interactionRequests"] >= 4  # rm -rf, the question, deploy twice
-    assert r["errors"] == un["errors"] + mb, r["errors"]
+    assert r["errors"] == un["errors"] + ctx["refusedImage"] + mb, r["errors"]
 
     # The bridge was started with the settings' state dir: its journal is there.
     assert any(host["state"].iterdir())

@@ -8,6 +8,7 @@
   const input = document.getElementById("input");
   const send = document.getElementById("send");
   const stop = document.getElementById("stop");
+  const attachments = document.getElementById("attachments");
   const userToggled = new Map();
   // Follow the output unless the user scrolled up (a card opened below keeps following).
   let follow = true;
@@ -47,6 +48,24 @@
     if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); submit(); }
   });
   stop.addEventListener("click", () => vscode.postMessage({ type: "cancel" }));
+  attachments.addEventListener("click", (ev) => {
+    const b = ev.target.closest("button[data-action=detach]");
+    if (b) vscode.postMessage({ type: "detach", index: Number(b.dataset.index) });
+  });
+  // A pasted image goes with the next prompt (the extension checks its type and size).
+  document.addEventListener("paste", (ev) => {
+    const items = ev.clipboardData ? [...ev.clipboardData.items] : [];
+    const images = items.filter((i) => i.kind === "file" && i.type.startsWith("image/"));
+    if (!images.length) return;
+    ev.preventDefault();
+    for (const item of images) {
+      const file = item.getAsFile();
+      if (!file) continue;
+      const reader = new FileReader();
+      reader.onload = () => vscode.postMessage({ type: "pasteImage", dataUrl: String(reader.result), name: file.name || "" });
+      reader.readAsDataURL(file);
+    }
+  });
   // Escape in the chat interrupts the running turn (as in the agents' own chats).
   document.addEventListener("keydown", (ev) => {
     if (ev.key === "Escape" && !stop.disabled) {
@@ -67,13 +86,15 @@
     if (!m || m.type !== "render") return;
     header.innerHTML = m.header;
     chat.innerHTML = m.html;
+    attachments.innerHTML = m.attachments || "";
+    attachments.hidden = !m.attachments;
     for (const d of chat.querySelectorAll("details[data-key]")) {
       if (userToggled.has(d.dataset.key)) d.open = userToggled.get(d.dataset.key);
     }
     stop.disabled = !m.running;
     if (follow) window.scrollTo(0, document.body.scrollHeight);
     const open = [...chat.querySelectorAll("details[open]")].map((d) => d.className.split(" ")[0]);
-    vscode.postMessage({ type: "rendered", version: m.version, text: header.innerText + "\n" + chat.innerText, open });
+    vscode.postMessage({ type: "rendered", version: m.version, text: header.innerText + "\n" + chat.innerText, open, attachments: attachments.innerText });
   });
 
   vscode.postMessage({ type: "ready" });

@@ -43,6 +43,13 @@ function limitBadge(model: ChatModel): string {
   return `<span class="badge limit limit-${escapeHtml(m.status ?? "ok")}">limit ${escapeHtml(meterText(m))}</span>`;
 }
 
+/** Returns the bar above the input box: what goes with the next prompt, each with its × (index). */
+export function renderAttachments(labels: string[]): string {
+  return labels
+    .map((l, i) => `<span class="chip">${escapeHtml(l)}<button class="link detach" data-action="detach" data-index="${i}" title="Remove">×</button></span>`)
+    .join("");
+}
+
 /** Returns the HTML of every item of the model. */
 export function renderItems(model: ChatModel): string {
   return model.items.map(renderItem).join("\n");
@@ -52,7 +59,11 @@ export function renderItems(model: ChatModel): string {
 export function renderItem(i: ChatItem): string {
   switch (i.kind) {
     case "user":
-      return `<div class="msg user" data-key="${i.key}"><div class="who">You</div><div class="body">${escapeHtml(i.text)}</div></div>`;
+      return (
+        `<div class="msg user" data-key="${i.key}"><div class="who">You</div><div class="body">${escapeHtml(i.text)}` +
+        i.attachments.map((a) => `<div class="attached">${escapeHtml(a)}</div>`).join("") +
+        `</div></div>`
+      );
     case "assistant":
       return (
         `<div class="msg assistant${i.streaming ? " streaming" : ""}" data-key="${i.key}"><div class="who">Agent</div>` +

@@ -20,12 +20,15 @@ import type {
   Usage,
 } from "./protocol";
 import { knownPayload } from "./protocol";
+import { describeBlock } from "./context";
 
 export interface UserItem {
   kind: "user";
   key: string;
   runId: string;
   text: string;
+  /** What the prompt carried besides its text, one line each ("@ hello.py:1-2", "/review"). */
+  attachments: string[];
 }
 
 export interface AssistantItem {
@@ -218,7 +221,13 @@ export class ChatModel {
       case "run.started":
         this.activeRunId = runId;
         this.closed = false;
-        this.push({ kind: "user", key: this.key(), runId, text: p.input });
+        this.push({
+          kind: "user",
+          key: this.key(),
+          runId,
+          text: p.input,
+          attachments: (p.content ?? []).map((b) => describeBlock(b)).filter((d): d is string => d !== undefined),
+        });
         break;
       case "text.delta": {
         const last = this.items[this.items.length - 1];
@@ -441,7 +450,7 @@ function nextStepOf(details: { nextStep?: string } | null | undefined): string {
 export function itemText(i: ChatItem): string {
   switch (i.kind) {
     case "user":
-      return `You: ${i.text}`;
+      return [`You: ${i.text}`, ...i.attachments.map((a) => `  ${a}`)].join("\n");
     case "assistant":
       return `Agent: ${i.text}`;
     case "thinking":

@@ -5,7 +5,8 @@
  */
 import { randomBytes } from "crypto";
 import * as vscode from "vscode";
-import { renderHeader, renderItems } from "./chatHtml";
+import { renderAttachments, renderHeader, renderItems } from "./chatHtml";
+import { describeBlock } from "./context";
 import type { SessionStore } from "./sessions";
 
 export interface PanelActions {
@@ -15,18 +16,22 @@ export interface PanelActions {
   send(sessionId: string, text: string): Promise<void>;
   cancel(sessionId: string): Promise<void>;
   fork(sessionId: string, atEvent: number): Promise<void>;
+  /** An image pasted in the chat (a data URL): attached to the next prompt, or refused with a message. */
+  attachImage(sessionId: string, dataUrl: string): Promise<void>;
 }
 
 type FromWebview =
   | { type: "ready" }
-  | { type: "rendered"; version: number; text: string; open?: string[] }
+  | { type: "rendered"; version: number; text: string; open?: string[]; attachments?: string }
   | { type: "focused" }
   | { type: "answer"; interactionId: string; option: number }
   | { type: "prompt"; interactionId: string }
   | { type: "openEdit"; runId: string; toolCallId: string; index: number }
   | { type: "send"; text: string }
   | { type: "cancel" }
-  | { type: "fork"; atEvent: number };
+  | { type: "fork"; atEvent: number }
+  | { type: "detach"; index: number }
+  | { type: "pasteImage"; dataUrl: string };
 
 export class ChatPanel implements vscode.Disposable {
   static readonly panels = new Map<string, ChatPanel>();
@@ -37,7 +42,7 @@ export class ChatPanel implements vscode.Disposable {
   readonly panel: vscode.WebviewPanel;
   /** The text the webview last reported showing, and for which model version. */
   /** What the webview last reported it shows: its text, and the kinds of the cards open. */
-  rendered: { version: number; text: string; open: string[] } = { version: -1, text: "", open: [] };
+  rendered: { version: number; text: string; open: string[]; attachments: string } = { version: -1, text: "", open: [], attachments: "" };
   private timer: NodeJS.Timeout | undefined;
   private ready = false;
   private readonly subs: vscode.Disposable[] = [];
@@ -88,7 +93,7 @@ export class ChatPanel implements vscode.Disposable {
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${w.cspSource}; script-src 'nonce-${nonce}';">
 <link rel="stylesheet" href="${css}"></head>
 <body><header id="header"></header><main id="chat"></main>
-<footer><textarea id="input" rows="2" placeholder="Ask the agent… (Enter sends, Shift+Enter: new line)"></textarea>
+<footer><div id="attachments" hidden></div><textarea id="input" rows="2" placeholder="Ask the agent… (Enter sends, Shift+Enter: new line; paste an image to attach it)"></textarea>
 <button id="send">Send</button><button id="stop" class="secondary">Stop</button></footer>
 <script nonce="${nonce}" src="${js}"></script></body></html>`;
     this.subs.push(
@@ -154,8 +159,14 @@ export class ChatPanel implements vscode.Disposable {
       version: entry.model.version,
       header: renderHeader(entry.model, entry.info.title || this.sessionId, entry.info.providerId, entry.chosen),
       html: renderItems(entry.model),
+      attachments: renderAttachments((entry.attachments ?? []).map((b) => describeBlock(b, entry.info.workspace ?? undefined) ?? b.type)),
       running: entry.model.runState === "running",
     });
+  }
+
+  /** Handles a message as if the webview sent it (the test mode's way to paste). */
+  receive(m: FromWebview): void {
+    this.onMessage(m);
   }
 
   private onMessage(m: FromWebview): void {
@@ -168,7 +179,7 @@ export class ChatPanel implements vscode.Disposable {
         this.render();
         break;
       case "rendered": {
-        this.rendered = { version: m.version, text: m.text, open: m.open ?? [] };
+        this.rendered = { version: m.version, text: m.text, open: m.open ?? [], attachments: m.attachments ?? "" };
         const waiters = this.renderedWaiters.splice(0);
         for (const w of waiters) w();
         break;
@@ -193,6 +204,12 @@ export class ChatPanel implements vscode.Disposable {
         break;
       case "fork":
         this.actions.fork(this.sessionId, m.atEvent).catch(fail);
+        break;
+      case "detach":
+        this.store.detach(this.sessionId, m.index);
+        break;
+      case "pasteImage":
+        this.actions.attachImage(this.sessionId, m.dataUrl).catch(fail);
         break;
     }
   }

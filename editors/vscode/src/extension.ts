@@ -5,7 +5,9 @@
  * runs its scenario through these same commands; in demo mode (AGENT_BRIDGE_VSCODE_DEMO,
  * src/demoMode.ts) a session for the README's screenshot.
  */
+import * as fs from "fs";
 import * as vscode from "vscode";
+import { contextBlock, imageBlock, LineRange, selectionLines } from "./context";
 import { approvalOptions, questionOptions } from "./approvals";
 import { BridgeHost } from "./bridge";
 import { ChatPanel, PanelActions } from "./chatPanel";
@@ -82,10 +84,31 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
     },
     promptFor: (_sessionId, interactionId) => store.showPrompt(interactionId),
     openEdit: (sessionId, runId, toolCallId, index) => openEdit(sessionId, runId, toolCallId, index).then(() => undefined),
-    send: (sessionId, text) => store.prompt(sessionId, text),
+    send: (sessionId, text) => store.prompt(sessionId, text, readLines),
     cancel: (sessionId) => store.cancel(sessionId).then(() => undefined),
+    attachImage: async (sessionId, dataUrl) => {
+      const desc = await store.descriptor(store.sessions.get(sessionId)?.info.providerId ?? "");
+      const input = desc?.capabilities.input;
+      if (desc && !(input?.kinds ?? ["text"]).includes("image")) {
+        void uiProxy.error(`${desc.displayName} does not take images. Next step: describe the image in words, or start a session on a provider that takes them.`);
+        return;
+      }
+      const block = imageBlock(dataUrl, input?.image);
+      if (typeof block === "string") void uiProxy.error(block);
+      else store.attach(sessionId, block);
+    },
     fork: (sessionId, atEvent) => Promise.resolve(vscode.commands.executeCommand("agentBridge.fork", sessionId, atEvent)).then(() => undefined),
   };
+
+  /** Returns lines of a file on disk (a provider that takes only text gets them quoted). */
+  function readLines(path: string, range?: LineRange): string | undefined {
+    try {
+      const lines = fs.readFileSync(path, "utf8").split("\n");
+      return (range ? lines.slice(range.startLine - 1, range.endLine) : lines).join("\n");
+    } catch {
+      return undefined;
+    }
+  }
 
   const showPanel = (sessionId: string): ChatPanel => ChatPanel.show(store, sessionId, context.extensionUri, actions);
 
@@ -204,6 +227,45 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
   const reg = (id: string, fn: (...a: never[]) => unknown): void => {
     context.subscriptions.push(vscode.commands.registerCommand(id, fn as (...a: unknown[]) => unknown));
   };
+  // The selection (or the current file) as context: attached to the chat's next prompt
+  // (the chat gets the focus), or sent at once with `text`. Returns the block.
+  reg("agentBridge.sendContext", async (arg?: { sessionId?: string; text?: string }) => {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) {
+      void uiProxy.info("Open a file (or select some of it) to send it to the agent.");
+      return undefined;
+    }
+    let id = arg?.sessionId ?? ChatPanel.lastActive?.sessionId;
+    if (!id) {
+      const open = [...store.sessions.values()].filter((e) => e.info.state !== "closed" && e.model);
+      id = open.length === 1 ? open[0].info.sessionId : await pickSession(undefined, "Send it to which session?", true);
+    }
+    if (!id) return undefined;
+    const doc = editor.document;
+    const sel = editor.selection;
+    const range = sel.isEmpty ? undefined : selectionLines(sel.start, sel.end);
+    const block = contextBlock(
+      {
+        uri: doc.uri.toString(),
+        fsPath: doc.uri.scheme === "file" ? doc.uri.fsPath : undefined,
+        dirty: doc.isDirty || doc.isUntitled,
+        text: sel.isEmpty ? doc.getText() : doc.getText(sel),
+      },
+      range,
+    );
+    store.attach(id, block);
+    if (arg?.text) {
+      try {
+        await store.prompt(id, arg.text, readLines);
+      } catch (err) {
+        void uiProxy.error(store.explain(err, store.sessions.get(id)?.info.providerId));
+        return undefined;
+      }
+    }
+    const panel = showPanel(id);
+    if (!arg?.text) panel.focusInput();
+    return block;
+  });
   reg("agentBridge.newSession", (args?: NewSessionArgs) => newSession(args ?? {}));
   reg("agentBridge.prompt", (arg?: SessionArg) => prompt(arg));
   reg("agentBridge.cancel", async (arg?: SessionArg) => {

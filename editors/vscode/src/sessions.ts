@@ -12,10 +12,13 @@ const REQUEST_CANCELLED = -32800;
 import type { BridgeHost } from "./bridge";
 import { BridgeClient, BridgeRequestError } from "./client";
 import { ChatModel } from "./chatModel";
+import { adaptBlocks, runInput } from "./context";
 import { requestErrorMessage } from "./messages";
 import type {
   Answer,
+  CommandInfo,
   EventEnvelope,
+  InputBlock,
   InteractionRequestParams,
   ProviderDescriptor,
   SessionInfo,
@@ -28,6 +31,10 @@ export interface SessionEntry {
   model: ChatModel | undefined;
   /** The model and mode this window chose when it created the session ("model sonnet"). */
   chosen?: string[];
+  /** What goes with the next prompt: the selection, a file, a pasted image. */
+  attachments?: InputBlock[];
+  /** The commands (slash commands, skills) the session's provider offers. */
+  commands?: CommandInfo[];
 }
 
 interface Waiter {
@@ -90,6 +97,15 @@ export class SessionStore implements vscode.Disposable {
     return this.providers?.find((p) => p.id === id);
   }
 
+  /** Returns one provider's descriptor, reading `providers/list` (no probe) when the cache has none. */
+  async descriptor(id: string): Promise<ProviderDescriptor | undefined> {
+    if (!this.providers) {
+      const client = await this.bridge.ensure();
+      this.providers ??= (await client.request("providers/list", { probe: false })).providers;
+    }
+    return this.provider(id);
+  }
+
   // ---- sessions
 
   /** Reads `session/list` (every session the journal holds) into the store. */
@@ -127,16 +143,51 @@ export class SessionStore implements vscode.Disposable {
     return entry;
   }
 
-  /** Starts a turn with `text` (or steers the running one where the provider allows it). */
-  async prompt(sessionId: string, text: string): Promise<void> {
+  /**
+   * Starts a turn with `text` and what is attached (or steers the running one where
+   * the provider allows it); `/name args` is the session's command `name` when it
+   * offers one. The attachments are cleared once the bridge took them. A file or
+   * resource the provider does not take goes as text quoting it (`readLines` reads a
+   * file's lines); an attachment it cannot take at all is refused before anything is
+   * sent (an Error naming it).
+   */
+  async prompt(sessionId: string, text: string, readLines?: (path: string, range?: { startLine: number; endLine: number }) => string | undefined): Promise<void> {
     const client = await this.bridge.ensure();
     const entry = this.sessions.get(sessionId);
-    const running = entry?.model?.activeRunId ?? entry?.info.activeRunId ?? undefined;
-    if (running && this.provider(entry?.info.providerId ?? "")?.capabilities.run.steer) {
-      await client.request("run/steer", { runId: running, input: { text } });
-      return;
+    const provider = await this.descriptor(entry?.info.providerId ?? "");
+    const kinds = provider?.capabilities.input?.kinds ?? ["text"];
+    const attached = entry?.attachments ?? [];
+    const adapted = provider ? adaptBlocks(attached, kinds, readLines ?? (() => undefined)) : { blocks: attached, refused: [] };
+    if (adapted.refused.length) {
+      throw new Error(`${provider?.displayName ?? "This provider"} does not take ${adapted.refused.join(", ")}. Next step: remove it from the prompt (its × in the chat).`);
     }
-    await client.request("run/start", { sessionId, input: { text }, commandId: randomUUID() });
+    const input = runInput(text, adapted.blocks, entry?.commands ?? []);
+    const running = entry?.model?.activeRunId ?? entry?.info.activeRunId ?? undefined;
+    if (running && provider?.capabilities.run.steer) {
+      await client.request("run/steer", { runId: running, input });
+    } else {
+      await client.request("run/start", { sessionId, input, commandId: randomUUID() });
+    }
+    if (entry && attached.length) {
+      entry.attachments = (entry.attachments ?? []).filter((b) => !attached.includes(b));
+      this.changed.fire(sessionId);
+    }
+  }
+
+  /** Adds `block` to what goes with the session's next prompt. */
+  attach(sessionId: string, block: InputBlock): void {
+    const entry = this.sessions.get(sessionId);
+    if (!entry) return;
+    entry.attachments = [...(entry.attachments ?? []), block];
+    this.changed.fire(sessionId);
+  }
+
+  /** Removes the attachment at `index` (its × in the chat). */
+  detach(sessionId: string, index: number): void {
+    const entry = this.sessions.get(sessionId);
+    if (!entry?.attachments) return;
+    entry.attachments = entry.attachments.filter((_, i) => i !== index);
+    this.changed.fire(sessionId);
   }
 
   /** Interrupts the session's running turn; returns false when none runs. */

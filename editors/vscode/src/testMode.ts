@@ -105,6 +105,25 @@ async function press(resultFile: string, key: string): Promise<void> {
   await until(`the test to press ${key}`, () => !fs.existsSync(request), 20000);
 }
 
+/**
+ * Asks the test to paste an image into the chat titled `title` (it watches for
+ * RESULT.paste and dispatches the paste in that webview through Chromium's DevTools
+ * protocol); resolves with how many chats took it.
+ */
+async function paste(resultFile: string, title: string, mimeType: string, data: string): Promise<number> {
+  const request = `${resultFile}.paste`;
+  const done = `${resultFile}.pasted`;
+  fs.writeFileSync(`${request}.tmp`, JSON.stringify({ title, mimeType, data }));
+  fs.renameSync(`${request}.tmp`, request);
+  await until("the test to paste", () => fs.existsSync(done), 30000);
+  const n = Number(fs.readFileSync(done, "utf8"));
+  fs.unlinkSync(done);
+  return n;
+}
+
+/** A 1×1 PNG. */
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
 /** The commands the extension contributes (and binds to keys) that have no handler. */
 async function unboundCommands(): Promise<string[]> {
   const ext = vscode.extensions.all.find((e) => (e.packageJSON as { name?: string }).name === "agent-bridge-vscode");
@@ -356,6 +375,59 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
       ChatPanel.panels.get(fid)?.panel.dispose();
       po?.panel.dispose();
       step("forked");
+    }
+
+    // 7e. Context: a scripted session whose runs reply with what they received (JSON).
+    //     The selection of a saved file goes as a file block with its lines, an unsaved
+    //     buffer as a resource block with its text, an image pasted in the chat as an
+    //     image block; each is shown on the input box's bar until sent, then under the prompt.
+    {
+      const rid = await exec<string | undefined>("agentBridge.newSession", {
+        provider: "scripted",
+        options: { script: { steps: [{ type: "received" }] } },
+        title: "Context",
+        prompt: false,
+      });
+      const pr = rid ? ChatPanel.panels.get(rid) : undefined;
+      if (!rid || !pr) throw new Error(`no chat for the context session; errors: ${ui.errors.join(" | ")}`);
+      const replies = (): string[] => (model(rid)?.items ?? []).filter((i) => i.kind === "assistant").map((i) => (i.kind === "assistant" ? i.text : ""));
+      const turns = (): number => (model(rid)?.transcript() ?? "").split("\n").filter((l) => l.startsWith("-- Turn")).length;
+      const ctx: Record<string, unknown> = {};
+      result.context = ctx;
+      // (a) the selection of hello.py (line 1), attached, then a prompt sent from the chat
+      const ed = await vscode.window.showTextDocument(doc, { preview: false, preserveFocus: false });
+      ed.selection = new vscode.Selection(0, 0, 0, 5);
+      ctx.selectionBlock = await exec("agentBridge.sendContext");
+      await until("the bar shows the selection", () => pr.rendered.attachments.includes("hello.py:1-1"), 15000);
+      ctx.barBeforeSend = pr.rendered.attachments;
+      pr.receive({ type: "send", text: "Explain this" });
+      await until("the selection run", () => turns() === 1 && model(rid)?.runState === "idle");
+      await until("the bar is empty once sent", () => pr.rendered.attachments === "", 15000);
+      // (b) an unsaved buffer, sent at once with a prompt
+      const untitled = await vscode.workspace.openTextDocument({ content: "draft notes\nsecond line" });
+      await vscode.window.showTextDocument(untitled, { preview: false, preserveFocus: false });
+      ctx.unsavedBlock = await exec("agentBridge.sendContext", { sessionId: rid, text: "And these notes" });
+      await until("the unsaved-buffer run", () => turns() === 2 && model(rid)?.runState === "idle");
+      // (c) an image pasted in the chat (Ctrl+V of a screenshot), then a prompt
+      const took = await paste(resultFile, "Context", "image/png", PNG);
+      ctx.pastedInto = took;
+      await until("the bar shows the image", () => pr.rendered.attachments.includes("image/png"), 15000);
+      ctx.imageBar = pr.rendered.attachments;
+      pr.receive({ type: "send", text: "What is in the picture?" });
+      await until("the image run", () => turns() === 3 && model(rid)?.runState === "idle");
+      // (d) an image the provider does not take: refused with a message, nothing attached
+      const errs = ui.errors.length;
+      pr.receive({ type: "pasteImage", dataUrl: "data:image/bmp;base64,Qk0=" });
+      await until("the refusal", () => ui.errors.length > errs);
+      ctx.refusedImage = ui.errors.slice(errs);
+      ctx.attachmentsAfterRefusal = store.sessions.get(rid)?.attachments?.length ?? 0;
+      ctx.replies = replies();
+      ctx.transcript = model(rid)!.transcript();
+      await pr.whenRendered(15000);
+      ctx.webviewText = pr.rendered.text;
+      pr.panel.dispose();
+      await vscode.commands.executeCommand("workbench.action.revertAndCloseActiveEditor").then(undefined, () => undefined);
+      step("context");
     }
 
     // 8. Close the session; the traffic log holds the exchange.
