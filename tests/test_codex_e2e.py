@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from conftest import running_bridge
 from provider_clis import pinned, require_cli
@@ -302,3 +303,58 @@ async def test_real_codex_model_and_mode_switch_between_runs(setup: Setup) -> No
         assert record["opaque"]["approvalPolicy"] == "never"
     models = [body["model"] for body in s.server.response_bodies()]
     assert models[0] == "stub-model" and models[-1] == "stand-in-2", models
+
+
+def _skill(home: Path, name: str, body: str) -> None:
+    folder = home / "skills" / name
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        f"---\nname: {name}\ndescription: The {name} skill of the test\n---\n{body}\n"
+    )
+
+
+async def test_real_codex_skills_are_commands(setup: Setup) -> None:
+    """The real Codex's skills (``skills/list``) are the session's commands; a command
+    block invokes one as Codex's TUI does (``$name`` and a skill item), so the skill's
+    instructions reach the model; a skill added meanwhile (``skills/changed``) is
+    reported as ``commands.updated``; a name that is no skill is refused."""
+    s = setup
+    _skill(s.codex_home, "greet", "GREET-SKILL-BODY: answer with a greeting.")
+    async with running_bridge("newline", env=s.env) as bridge:
+        session = await create(bridge, s)
+        listed = await bridge.result("session/commands", {"sessionId": session})
+        assert listed["known"] is True
+        names = {c["name"]: c for c in listed["commands"]}
+        assert names["greet"]["description"] == "The greet skill of the test"
+        command = [{"type": "command", "name": "greet", "arguments": "the team"}]
+        reply = await bridge.result(
+            "run/start", {"sessionId": session, "input": {"content": command}}
+        )
+        events = await drive(bridge, reply["runId"], timeout=30)
+        assert events[-1]["type"] == "run.completed"
+        request = json.dumps(s.server.response_bodies()[-1]["input"])
+        assert "$greet the team" in request
+        assert "GREET-SKILL-BODY" in request  # Codex injected the skill's instructions
+
+        unknown = [{"type": "command", "name": "no-such-skill"}]
+        refused = await bridge.result(
+            "run/start", {"sessionId": session, "input": {"content": unknown}}
+        )
+        events = await drive(bridge, refused["runId"], timeout=30)
+        assert events[-1]["type"] == "run.failed", events
+        assert events[-1]["error"]["code"] == "invalid_params"
+        assert "no-such-skill" in events[-1]["error"]["details"]["reason"]
+        assert "no-such-skill" not in json.dumps(s.server.response_bodies())  # never sent
+
+        _skill(s.codex_home, "farewell", "Say goodbye.")
+        deadline = time.monotonic() + 15
+        while True:
+            listed = await bridge.result("session/commands", {"sessionId": session})
+            if "farewell" in {c["name"] for c in listed["commands"]}:
+                break
+            assert time.monotonic() < deadline, "skills/changed was not followed"
+            await anyio.sleep(0.1)
+        events = await drive(bridge, await start(bridge, session, "hello"), timeout=30)
+        assert events[-1]["type"] == "run.completed"
+        updated = of_type(events, "commands.updated")
+        assert updated and "farewell" in {c["name"] for c in updated[-1]["commands"]}

@@ -40,6 +40,7 @@ from agent_bridge.wire.events import (
     ToolActivity,
     Usage,
 )
+from agent_bridge.wire.inputs import CommandInfo
 from agent_bridge.wire.interactions import (
     ApprovalRequest,
     Choice,
@@ -81,6 +82,7 @@ __all__ = [
     "reasoning_delta",
     "sandbox_mode",
     "sandbox_policy",
+    "skills_of",
     "summary_part",
     "tool_of",
     "turn_outcome",
@@ -93,6 +95,8 @@ Level = Literal["info", "warning", "error"]
 PlanStatus = Literal["pending", "inProgress", "completed"]
 
 _MAX_TITLE: Final = 200
+#: A name a ``command`` block can carry (the wire's pattern, without spaces).
+_COMMAND_NAME: Final = re.compile(r"[^/\s$][^\s]{0,199}")
 _IDENTIFIER: Final = re.compile(r"[A-Za-z][A-Za-z0-9]{0,39}")
 #: Item types that are reported some other way, or carry nothing to report.
 _QUIET_ITEMS: Final = frozenset(
@@ -122,7 +126,6 @@ IGNORED: Final = frozenset(
         "item/autoApprovalReview/completed",
         "account/updated",
         "remoteControl/status/changed",
-        "skills/changed",
         "app/list/updated",
         "mcpServer/startupStatus/updated",
         "fs/changed",
@@ -351,6 +354,24 @@ def mode_of(approval_policy: Any, sandbox: str | None) -> str | None:
         (m.id for m in MODES if m.approval_policy == approval_policy and m.sandbox == sandbox),
         None,
     )
+
+
+def skills_of(response: p.SkillsListResponse) -> dict[str, tuple[CommandInfo, str]]:
+    """The enabled skills of ``skills/list`` by name: each as a command (its short
+    description when it has one) and the path of its ``SKILL.md``; the first of a name
+    wins (Codex lists the nearest scope first)."""
+    out: dict[str, tuple[CommandInfo, str]] = {}
+    for entry in response.data:
+        for skill in entry.skills:
+            name = skill.name
+            if not skill.enabled or not skill.path or not _COMMAND_NAME.fullmatch(name):
+                continue
+            if name in out:
+                continue
+            short = skill.interface.short_description if skill.interface else None
+            description = short or skill.short_description or skill.description
+            out[name] = (CommandInfo(name, description[:1000]), skill.path)
+    return out
 
 
 def models_of(models: Iterable[p.ModelInfo]) -> tuple[SettingValue, ...]:

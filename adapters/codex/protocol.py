@@ -12,11 +12,12 @@ Wire messages carry no ``"jsonrpc"`` member; notifications have an extra top-lev
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final, TypeVar
 
 import msgspec
 
-from agent_bridge.wire.inputs import FileInput, ImageInput, ResourceInput, TextInput
+from agent_bridge.wire.inputs import CommandInput, FileInput, ImageInput, ResourceInput, TextInput
 from agent_bridge.wire.methods import RunInput
 
 __all__ = [
@@ -40,6 +41,10 @@ __all__ = [
     "RateLimitsUpdated",
     "Scope",
     "ServerRequestResolved",
+    "SkillInfo",
+    "SkillInterface",
+    "SkillsListEntry",
+    "SkillsListResponse",
     "ThreadResponse",
     "TokenUsageUpdated",
     "TurnCompleted",
@@ -74,15 +79,19 @@ def text_input(text: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": text, "text_elements": []}]
 
 
-def user_input(input: RunInput) -> list[dict[str, Any]]:
+def user_input(input: RunInput, skills: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """The ``input`` of ``turn/start`` / ``turn/steer`` for a run's input: its text as one
     text element; else one element per block: text; an image from a workspace file as
     ``localImage`` (its path), an inline one as ``image`` with a ``data:`` URL; a file
     reference as the text ``@<path>`` (with ``(lines a-b)``) for Codex's tools to read; an
-    embedded resource as its text in ``<context ref="…">`` … ``</context>``."""
+    embedded resource as its text in ``<context ref="…">`` … ``</context>``; a command (a
+    skill, whose ``SKILL.md`` path ``skills`` maps its name to) as Codex's TUI sends a
+    ``$name`` mention: the text ``$<name> <arguments>`` and a ``skill`` element naming
+    it (a name not in ``skills`` is the text alone)."""
     if input.text is not None:
         return text_input(input.text)
     out: list[dict[str, Any]] = []
+    skill_items: list[dict[str, Any]] = []
     for block in input.content:
         if isinstance(block, TextInput):
             out += text_input(block.text)
@@ -101,7 +110,15 @@ def user_input(input: RunInput) -> list[dict[str, Any]]:
         elif isinstance(block, ResourceInput):
             ref = block.uri or "untitled"
             out += text_input(f'<context ref="{ref}">\n{block.text}\n</context>')
-    return out
+        elif isinstance(block, CommandInput):
+            mention = f"${block.name}"
+            if block.arguments:
+                mention += f" {block.arguments}"
+            out += text_input(mention)
+            path = (skills or {}).get(block.name)
+            if path is not None:
+                skill_items.append({"type": "skill", "name": block.name, "path": path})
+    return out + skill_items
 
 
 class _Lenient(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
@@ -183,6 +200,37 @@ class ModelListResponse(_Lenient, frozen=True):
 
     data: tuple[ModelInfo, ...] = ()
     next_cursor: str | None = None
+
+
+class SkillInterface(_Lenient, frozen=True):
+    """What a skill's ``SKILL.json`` says about showing it."""
+
+    display_name: str | None = None
+    short_description: str | None = None
+
+
+class SkillInfo(_Lenient, frozen=True):
+    """One skill of ``skills/list`` (``SkillMetadata``): ``path`` is its ``SKILL.md``."""
+
+    name: str = ""
+    description: str = ""
+    short_description: str | None = None
+    path: str = ""
+    enabled: bool = True
+    interface: SkillInterface | None = None
+
+
+class SkillsListEntry(_Lenient, frozen=True):
+    """The skills of one working directory."""
+
+    cwd: str = ""
+    skills: tuple[SkillInfo, ...] = ()
+
+
+class SkillsListResponse(_Lenient, frozen=True):
+    """``skills/list`` result."""
+
+    data: tuple[SkillsListEntry, ...] = ()
 
 
 class AccountReadResponse(_Lenient, frozen=True):

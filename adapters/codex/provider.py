@@ -168,9 +168,10 @@ def _codex_home(value: Any, option: str = "codexHome") -> str | None:
 
 #: What a run's input may hold: text, images (as ``localImage`` from a workspace file, or
 #: an ``image`` data URL; the Responses API's types, at most 10 MiB here), file references
-#: and embedded resources (given as text; see ``protocol.user_input``).
+#: and embedded resources (given as text), commands (Codex's skills, as ``$name``
+#: mentions; see ``protocol.user_input``).
 INPUT: Final = InputCapabilities(
-    kinds=("text", "image", "file", "resource"),
+    kinds=("text", "image", "file", "resource", "command"),
     image=ImageInputCapability(
         mime_types=("image/png", "image/jpeg", "image/gif", "image/webp"),
         max_bytes=10 * 1024 * 1024,

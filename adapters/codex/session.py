@@ -59,7 +59,14 @@ from agent_bridge.spi import (
     SessionContext,
 )
 from agent_bridge.wire.errors import ErrorCode
-from agent_bridge.wire.events import Diagnostic, LimitMeter, LimitsUpdated, ProviderPayload
+from agent_bridge.wire.events import (
+    CommandsUpdated,
+    Diagnostic,
+    LimitMeter,
+    LimitsUpdated,
+    ProviderPayload,
+)
+from agent_bridge.wire.inputs import CommandInfo, CommandInput
 from agent_bridge.wire.interactions import InteractionRequest
 from agent_bridge.wire.methods import RunInput
 from agent_bridge.wire.settings import SessionSetting, SessionSettings, SettingValue
@@ -209,6 +216,11 @@ class CodexSession(ProviderSession):
         #: ``session/configure`` changed the model or mode: the next ``turn/start``
         #: carries them (Codex keeps a turn's overrides for the turns after it)
         self._overrides_due = False
+        #: the skills ``skills/list`` named, by name: (command, ``SKILL.md`` path);
+        #: ``None`` until read
+        self._skills: dict[str, tuple[CommandInfo, str]] | None = None
+        #: skills that changed while no run was active (reported by the next)
+        self._pending_commands: CommandsUpdated | None = None
         #: The one dispatch of notifications correlated with the active run; a
         #: notification not in it (and not ignored) is reported once as unmapped.
         self._turn_handlers: dict[str, _TurnHandler] = {
@@ -363,7 +375,73 @@ class CodexSession(ProviderSession):
             s.cwd = thread.cwd
         if not self._models:
             self._models = await self._list_models(proc)
+        if self._skills is None:
+            self._skills = await self._list_skills(proc, reload=False)
         proc.ready = True
+
+    async def _list_skills(
+        self, proc: RpcChild, *, reload: bool
+    ) -> dict[str, tuple[CommandInfo, str]] | None:
+        """The enabled skills ``skills/list`` names for the session's directory (with
+        ``reload``, read from disk again), or ``None`` when it fails (logged)."""
+        params: dict[str, Any] = {"forceReload": reload}
+        if self.settings.cwd is not None:
+            params["cwds"] = [self.settings.cwd]
+        try:
+            listed = await proc.call(
+                "skills/list", params, result_type=p.SkillsListResponse, timeout=CONTROL_TIMEOUT
+            )
+        except RpcError as exc:
+            log.info("codex: skills/list failed: %s", redact(exc.message))
+            return None
+        return mapping.skills_of(listed)
+
+    def commands(self) -> tuple[CommandInfo, ...] | None:
+        """Codex's skills (``skills/list``, kept current on ``skills/changed``), each a
+        command a ``command`` block invokes as a ``$name`` mention; ``None`` until
+        listed (or when listing failed)."""
+        if self._skills is None:
+            return None
+        return tuple(command for command, _path in self._skills.values())
+
+    def _skill_paths(self, input: RunInput) -> dict[str, str]:
+        """The ``SKILL.md`` paths of the skills ``input``'s command blocks name.  Raises
+        ``invalid_params`` for a name that is not one of the session's skills."""
+        paths: dict[str, str] = {}
+        for index, block in enumerate(input.content):
+            if not isinstance(block, CommandInput):
+                continue
+            found = (self._skills or {}).get(block.name)
+            if found is None:
+                reason = f"{block.name} is not one of the session's commands"
+                field = f"input.content[{index}].name"
+                raise BridgeError("invalid_params", details={"field": field, "reason": reason})
+            paths[block.name] = found[1]
+        return paths
+
+    def _on_skills_changed(self) -> None:
+        """``skills/changed``: list them again (in a task; the reader must not wait)."""
+        proc = self._proc
+        if proc is not None and not self._disposed:
+            self._tasks.start(self._reload_skills, proc)
+
+    async def _reload_skills(self, proc: RpcChild) -> None:
+        """Read the skills again; when they differ, report ``commands.updated`` in the
+        active run, else at the start of the next."""
+        skills = await self._list_skills(proc, reload=True)
+        if skills is None or self._disposed:
+            return
+        before = self.commands()
+        self._skills = skills
+        commands = self.commands()
+        if commands is None or commands == before:
+            return
+        update = CommandsUpdated(commands)
+        run = self._run
+        if run is not None and not run.finished and run.turn_id is not None:
+            run.emit(update)
+        else:
+            self._pending_commands = update
 
     async def _list_models(self, proc: RpcChild) -> tuple[SettingValue, ...]:
         """The models ``model/list`` offers (its catalogue, whichever model provider is
@@ -499,6 +577,7 @@ class CodexSession(ProviderSession):
             raise BridgeError("session_closed")
         if self._run is not None:
             raise BridgeError("run_active")
+        skills = self._skill_paths(input)
         async with self._lock:
             proc = self._proc
             if proc is None or proc.closed:
@@ -514,9 +593,12 @@ class CodexSession(ProviderSession):
             if self._pending_limits is not None:
                 run.emit(self._pending_limits)
                 self._pending_limits = None
+            if self._pending_commands is not None:
+                run.emit(self._pending_commands)
+                self._pending_commands = None
             params: dict[str, Any] = {
                 "threadId": self.thread_id,
-                "input": p.user_input(input),
+                "input": p.user_input(input, skills),
             }
             s = self.settings
             if s.reasoning_effort is not None:
@@ -592,7 +674,7 @@ class CodexSession(ProviderSession):
         params = {
             "threadId": self.thread_id,
             "expectedTurnId": run.turn_id,
-            "input": p.user_input(input),
+            "input": p.user_input(input, self._skill_paths(input)),
         }
         try:
             await proc.call(
@@ -617,6 +699,9 @@ class CodexSession(ProviderSession):
             return
         if method == "account/rateLimits/updated":
             self._on_rate_limits(raw)
+            return
+        if method == "skills/changed":
+            self._on_skills_changed()
             return
         thread_id: str | None
         turn_id: str | None
