@@ -216,3 +216,66 @@ def test_emacs_shows_subagents_limits_and_forks_from_a_run(tmp_path: Path) -> No
     assert o["originalLines"][2:] == [*first, "", *second]
     # the fork holds the first run only (forked at its end), then its own run
     assert o["forkLines"] == [f"# agent-bridge · Forked · {o['fork']}", "", *first, "", *third]
+
+
+def test_emacs_sends_the_region_or_a_file_as_context(tmp_path: Path) -> None:
+    """`agent-bridge-send`: a region of a saved file as a `file` block with its lines, the
+    whole file attached to the next prompt (the prompt area says so), a modified file and a
+    buffer with no file as `resource` blocks with their text — each as the provider got it
+    (the scripted provider's `received` step), and the chat shows what each prompt carried.
+    """
+    emacs = require_editor("emacs")
+    out = tmp_path / "outcome.json"
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"runs": [{"steps": [{"type": "received"}]}] * 4}))
+    work = tmp_path / "work"
+    work.mkdir()
+    src = work / "src.py"
+    text = "import os\n\ndef main():\n    print(os.getcwd())\n\nmain()\n"
+    src.write_text(text)
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "AB_PACKAGE": str(PACKAGE),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(tmp_path / "state"),
+        "AB_SCRIPT": str(script),
+        "AB_OUT": str(out),
+        "AB_WORK": str(work),
+    }
+    scenario = str(DATA / "emacs_context.el")
+    log = run_editor(
+        [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
+        env=env,
+        timeout=100,
+    )
+    assert "1 results as expected, 0 unexpected" in log, log
+    o = json.loads(out.read_text())
+    real = str(src.resolve())
+    assert o["askedSelection"].startswith("Prompt with @ src.py:2-4 ")
+    assert o["selection"] == [
+        {"type": "text", "text": "Explain this"},
+        {"type": "file", "path": real, "startLine": 2, "endLine": 4},
+    ]
+    assert o["inputHeader"].startswith(" prompt with @ src.py · RET sends"), o["inputHeader"]
+    assert o["wholeFile"] == [
+        {"type": "text", "text": "What is it?"},
+        {"type": "file", "path": real},
+    ]
+    assert o["modified"] == [
+        {"type": "text", "text": "Changed"},
+        {"type": "resource", "text": text + "print('more')\n", "uri": f"file://{real}"},
+    ]
+    assert o["resource"] == [
+        {"type": "text", "text": "Look"},
+        {"type": "resource", "text": "x = 1\ny = 2", "uri": "untitled:notes"},
+    ]
+    lines = o["lines"]
+    for shown in (
+        ["Explain this", "@ src.py:2-4"],
+        ["What is it?", "@ src.py"],
+        ["Changed", f"@ file://{real} (7 lines)"],
+        ["Look", "@ untitled:notes (2 lines)"],
+    ):
+        i = lines.index(shown[0])
+        assert lines[i : i + 2] == shown

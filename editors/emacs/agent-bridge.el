@@ -44,6 +44,7 @@
 (require 'diff)
 (require 'jsonrpc)
 (require 'parse-time)
+(require 'project)
 (require 'seq)
 (require 'subr-x)
 (require 'tabulated-list)
@@ -102,7 +103,7 @@ nil means `agent-bridge' on variable `exec-path'."
 (cl-defstruct (agent-bridge--session (:constructor agent-bridge--session-make)
                                      (:copier nil))
   id provider title state active-run (last-seq 0) pending edits blocks tail buffer ended
-  chosen limits)
+  chosen limits context workspace)
 
 (defun agent-bridge--message (format-string &rest args)
   "Show FORMAT-STRING with ARGS as an agent-bridge message."
@@ -264,6 +265,8 @@ An error is shown (by its `data.code'); ON-ERROR is also called with it."
             (or (plist-get info :title) (agent-bridge--session-title s))
             (agent-bridge--session-state s)
             (or (plist-get info :state) (agent-bridge--session-state s))
+            (agent-bridge--session-workspace s)
+            (or (plist-get info :workspace) (agent-bridge--session-workspace s))
             (agent-bridge--session-active-run s) (plist-get info :activeRunId)))
     s))
 
@@ -332,8 +335,19 @@ their bodies are folded, TAB toggles the block at point.
 interrupts the run.
 
 \{agent-bridge-input-mode-map}"
-  (setq-local header-line-format
-              " prompt · RET sends · C-j new line · C-c C-c interrupts"))
+  (setq-local header-line-format '(:eval (agent-bridge--input-header-line))))
+
+(defun agent-bridge--input-header-line ()
+  "Return the prompt area's header line: what is attached, and its keys."
+  (let* ((s (agent-bridge--current-session))
+         (context (and s (agent-bridge--session-context s))))
+    (string-replace
+     "%" "%%"
+     (concat " prompt"
+             (if context
+                 (concat " with " (mapconcat #'agent-bridge--describe-block context ", "))
+               "")
+             " · RET sends · C-j new line · C-c C-c interrupts"))))
 
 (defun agent-bridge-input ()
   "Write a prompt in the prompt area below the current session's chat.
@@ -629,6 +643,85 @@ the block the line is in, or nil when PARENT-KEY has no block."
       ("text" (agent-bridge--block-body
                s key (agent-bridge--lines (plist-get item :text)))))))
 
+;;;; Context
+
+(defun agent-bridge--describe-block (block &optional root)
+  "Return the chat's line for BLOCK of a run's input (not its text), or nil.
+E.g. \"@ src/main.py:2-4\" for a file's lines, its path relative to
+ROOT (a directory; default: the current buffer's)."
+  (pcase (plist-get block :type)
+    ("file" (concat "@ " (file-relative-name (plist-get block :path)
+                                             (and root (file-name-as-directory root)))
+                    (if (plist-get block :startLine)
+                        (format ":%s-%s" (plist-get block :startLine)
+                                (or (plist-get block :endLine) (plist-get block :startLine)))
+                      "")))
+    ("resource" (let ((n (length (agent-bridge--lines (plist-get block :text)))))
+                  (format "@ %s (%d %s)" (or (plist-get block :uri) "text") n
+                          (if (= n 1) "line" "lines"))))
+    ("image" (format "@ image %s (%s bytes)" (or (plist-get block :mimeType) "?")
+                     (or (plist-get block :size) 0)))
+    ("command" (concat "/" (plist-get block :name)
+                       (if (member (plist-get block :arguments) '(nil ""))
+                           ""
+                         (concat " " (plist-get block :arguments)))))))
+
+(defun agent-bridge--context-block (beg end ranged)
+  "Return the input block for the current buffer's text from BEG to END.
+RANGED non-nil: a selection (its lines are named), else the whole file.
+A buffer visiting a file saved on disk gives a `file' block (the agent
+reads the file itself); any other (unsaved, or no file) a `resource'
+block holding the text."
+  (if (and buffer-file-name (not (buffer-modified-p)) (file-readable-p buffer-file-name))
+      (append (list :type "file" :path (expand-file-name buffer-file-name))
+              (when ranged
+                (list :startLine (line-number-at-pos beg t)
+                      ;; a region ending at a line's start ends on the line before
+                      :endLine (line-number-at-pos
+                                (if (and (> end beg) (save-excursion (goto-char end) (bolp)))
+                                    (1- end)
+                                  end)
+                                t))))
+    (list :type "resource"
+          :text (buffer-substring-no-properties beg end)
+          :uri (if buffer-file-name
+                   (concat "file://" (expand-file-name buffer-file-name))
+                 (format "untitled:%s" (buffer-name))))))
+
+(defun agent-bridge--run-input (text context)
+  "Return the run input for prompt TEXT with the blocks CONTEXT attached."
+  (if context
+      (list :content (vconcat (list (list :type "text" :text text)) context))
+    (list :text text)))
+
+;;;###autoload
+(defun agent-bridge-send (&optional text)
+  "Send the region, else the current file, as context to the current session.
+A file saved on disk goes as a `file' block naming it (and the region's
+lines), an unsaved buffer as a `resource' block with its text.  With
+TEXT (asked interactively) a run starts at once with it; with an empty
+TEXT the context is attached to the next prompt (the prompt area's
+header line lists what is attached)."
+  (interactive)
+  (when (derived-mode-p 'agent-bridge-chat-mode 'agent-bridge-input-mode)
+    (user-error "Send from a file's buffer (its region or the whole file)"))
+  (let* ((s (agent-bridge--require-session))
+         (ranged (use-region-p))
+         (block (agent-bridge--context-block (if ranged (region-beginning) (point-min))
+                                             (if ranged (region-end) (point-max))
+                                             ranged))
+         (text (or text (read-string (format "Prompt with %s (empty: attach to the next prompt): "
+                                             (agent-bridge--describe-block block))))))
+    (deactivate-mark)
+    (if (string-empty-p text)
+        (progn
+          (setf (agent-bridge--session-context s)
+                (append (agent-bridge--session-context s) (list block)))
+          (force-mode-line-update t)
+          (agent-bridge--message "%s attached to the next prompt"
+                                 (agent-bridge--describe-block block)))
+      (agent-bridge--start-run s text (list block)))))
+
 ;;;; Limits
 
 (defun agent-bridge--reset-words (iso)
@@ -683,7 +776,12 @@ the block the line is in, or nil when PARENT-KEY has no block."
   (pcase (plist-get p :type)
     ("run.started"
      (setf (agent-bridge--session-active-run s) (plist-get e :runId))
-     (agent-bridge--append s (append '("" "## You") (agent-bridge--lines (plist-get p :input))))
+     (agent-bridge--append s (append '("" "## You") (agent-bridge--lines (plist-get p :input))
+                                     (delq nil (mapcar
+                                                (lambda (b)
+                                                  (agent-bridge--describe-block
+                                                   b (agent-bridge--session-workspace s)))
+                                                (plist-get p :content)))))
      (agent-bridge--append s '("" "## Agent")))
     ("text.delta" (agent-bridge--stream s (plist-get p :text) 'text))
     ("thinking.delta" (agent-bridge--stream s (plist-get p :text) 'thinking))
@@ -1035,10 +1133,19 @@ E.g. (\"model sonnet\" \"permissionMode plan\")."
                      (format "%s %s" (plist-get mode :name)
                              (plist-get options (intern (concat ":" (plist-get mode :name))))))))))
 
-(defun agent-bridge--create (provider options title)
+(defun agent-bridge--workspace ()
+  "Return the workspace of a session created from the current buffer.
+Its project's root (`project-current'), else its directory."
+  (let ((project (project-current)))
+    (directory-file-name
+     (expand-file-name (if project (project-root project) default-directory)))))
+
+(defun agent-bridge--create (provider options title &optional workspace)
   "Create a session on PROVIDER (a descriptor) with OPTIONS and TITLE; show it.
-The chat buffer is shown at once, before the bridge answers, so that keys typed
-next go to it (not to the buffer the command was run from)."
+WORKSPACE is its directory (default: the current buffer's, see
+`agent-bridge--workspace'): the files its prompts refer to are there.
+The chat buffer is shown at once, before the bridge answers, so that keys
+typed next go to it (not to the buffer the command was run from)."
   (let ((a (plist-get provider :availability)))
     ;; (an executable or command given here was not part of the availability probe)
     (if (and (equal (plist-get a :status) "unavailable")
@@ -1058,7 +1165,8 @@ next go to it (not to the buffer the command was run from)."
         (pop-to-buffer placeholder)
         (agent-bridge--call
          'session/create
-         (append (list :provider (plist-get provider :id))
+         (append (list :provider (plist-get provider :id)
+                       :workspace (or workspace (agent-bridge--workspace)))
                  (and options (list :options options))
                  (and title (not (string-empty-p title)) (list :title title)))
          (lambda (result)
@@ -1278,7 +1386,7 @@ suffix that stays while the minibuffer is read breaks in transient
     (if (not draft)
         (user-error "No session being set up: M-x agent-bridge-new-session")
       (agent-bridge--create (plist-get draft :provider) (plist-get draft :options)
-                            (plist-get draft :title)))))
+                            (plist-get draft :title) (plist-get draft :workspace)))))
 
 (transient-define-prefix agent-bridge-session-menu ()
   "The options of a new session (`agent-bridge-new-session'), then create it.
@@ -1296,9 +1404,11 @@ RET creates the session."
   [("RET" "Create the session" agent-bridge-menu-create)
    ("q" "Quit" transient-quit-one)])
 
-(defun agent-bridge--options-menu (provider)
-  "Set up a new session on PROVIDER (a descriptor) in `agent-bridge-session-menu'."
-  (setq agent-bridge--draft (list :provider provider :options nil :title nil))
+(defun agent-bridge--options-menu (provider &optional workspace)
+  "Set up a new session on PROVIDER (a descriptor) in `agent-bridge-session-menu'.
+WORKSPACE is its directory."
+  (setq agent-bridge--draft (list :provider provider :options nil :title nil
+                                  :workspace workspace))
   (transient-setup 'agent-bridge-session-menu))
 
 ;;;###autoload
@@ -1310,8 +1420,15 @@ its model, mode, any other session option it declares and a title in
 session), or, when `agent-bridge-use-transient' is nil, one after
 another (each read by its type; an empty answer ends).  From Lisp,
 PROVIDER-ID, OPTIONS (a plist of session options) and TITLE skip the
-pickers."
+pickers.  The session's workspace is the current buffer's project (or
+its directory): the files its prompts refer to are there."
   (interactive)
+  (let ((workspace (agent-bridge--workspace)))
+    (agent-bridge--new-session provider-id options title workspace)))
+
+(defun agent-bridge--new-session (provider-id options title workspace)
+  "Go on with `agent-bridge-new-session' in WORKSPACE.
+PROVIDER-ID, OPTIONS and TITLE as there."
   (agent-bridge--call
    'providers/list (list :probe t)
    (lambda (result)
@@ -1329,9 +1446,9 @@ pickers."
         ;; an unavailable provider is refused at once, before any other question
         ((or provider-id (equal (plist-get (plist-get provider :availability) :status)
                                 "unavailable"))
-         (agent-bridge--create provider options title))
+         (agent-bridge--create provider options title workspace))
         (agent-bridge-use-transient
-         (agent-bridge--options-menu provider))
+         (agent-bridge--options-menu provider workspace))
         (t
          (let* ((model (agent-bridge--read-option
                         (agent-bridge--option provider '("model")) "Model"))
@@ -1343,7 +1460,8 @@ pickers."
                                               mode))
                               (agent-bridge--read-more-options
                                provider (list "model" (plist-get mode-option :name))))))
-           (agent-bridge--create provider opts (read-string "Title (optional): ")))))))))
+           (agent-bridge--create provider opts (read-string "Title (optional): ")
+                                 workspace))))))))
 
 (defun agent-bridge--require-session ()
   "Return the current session or signal `user-error'.
@@ -1357,18 +1475,30 @@ keys typed right after `agent-bridge-new-session' act on the new session."
 
 ;;;###autoload
 (defun agent-bridge-prompt (text)
-  "Start a run with TEXT in the current session."
+  "Start a run with TEXT in the current session.
+The context attached by `agent-bridge-send' goes with it."
   (interactive (list (read-string "agent-bridge prompt: ")))
   (let ((s (agent-bridge--require-session)))
     (unless (string-empty-p text)
-      (agent-bridge--call 'run/start
-                          (list :sessionId (agent-bridge--session-id s) :input (list :text text))
-                          (lambda (result)
-                            ;; The reply may come after the run's events, even its end.
-                            (unless (member (plist-get result :runId)
-                                            (agent-bridge--session-ended s))
-                              (setf (agent-bridge--session-active-run s)
-                                    (plist-get result :runId))))))))
+      (let ((context (agent-bridge--session-context s)))
+        (setf (agent-bridge--session-context s) nil)
+        (agent-bridge--start-run s text context)))))
+
+(defun agent-bridge--start-run (s text context)
+  "Start a run of session S with prompt TEXT and the blocks CONTEXT.
+Refused, CONTEXT is attached to the next prompt again."
+  (agent-bridge--call 'run/start
+                      (list :sessionId (agent-bridge--session-id s)
+                            :input (agent-bridge--run-input text context))
+                      (lambda (result)
+                        ;; The reply may come after the run's events, even its end.
+                        (unless (member (plist-get result :runId)
+                                        (agent-bridge--session-ended s))
+                          (setf (agent-bridge--session-active-run s)
+                                (plist-get result :runId))))
+                      (lambda (_err)
+                        (setf (agent-bridge--session-context s)
+                              (append context (agent-bridge--session-context s))))))
 
 ;;;###autoload
 (defun agent-bridge-cancel ()
