@@ -51,7 +51,7 @@ from agent_bridge.adapters.acp.profiles import (
 )
 from agent_bridge.config import Config, load_config
 from agent_bridge.errors import BridgeError
-from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
+from agent_bridge.spi import AgentProvider, NativeContinuation, ProviderSession, SessionContext
 from agent_bridge.wire.native import NativeSessionsListResult, NativeSessionsReadResult
 from agent_bridge.wire.providers import (
     NO_FORK,
@@ -249,29 +249,76 @@ class AcpProvider(AgentProvider):
         can be listed and read but not continued."""
         return self.spec.profile == "gemini"
 
+    def _lists_natively(self) -> bool:
+        """Whether the agent lists its own sessions through ACP's ``session/list``: as
+        its ``initialize`` advertised once asked; until then trusted (a configured or
+        built-in agent; the generic ``acp`` provider has no agent before a session)."""
+        if self.generic or self._reads_gemini_chats():
+            return False
+        return True if self.info is None else self.info.session_list
+
     def _native_sessions(self) -> NativeSessionsCapability:
         if self._reads_gemini_chats():
             return NativeSessionsCapability(list="supported", read="exact", continue_="unsupported")
-        return NativeSessionsCapability.unsupported()
+        if not self._lists_natively():
+            return NativeSessionsCapability.unsupported()
+        # ACP reads no history in pages (session/load replays it into a live session only)
+        return NativeSessionsCapability(
+            list="supported",
+            read="unsupported",
+            continue_="supported" if self.can_resume() else "unsupported",
+        )
+
+    def _agent(self) -> tuple[tuple[str, ...], dict[str, str]]:
+        """The configured agent's argv and environment, for a short-lived process;
+        raises ``provider_unavailable`` when its executable is missing."""
+        found = find_executable(self.spec)
+        if found is None:
+            raise BridgeError(
+                "provider_unavailable",
+                details={
+                    "missing": self.spec.argv[0][:200],
+                    "nextStep": self.spec.install_hint
+                    or f"install the agent, or point {self.spec.env_var} at it",
+                },
+            )
+        return argv_for(self.spec, found), child_env(self.spec)
+
+    def _learned_listing(self, info: p.AgentInfo) -> None:
+        """What a listing's ``initialize`` said; ``unsupported`` when the agent turned out
+        not to list its sessions."""
+        self.learned(info)
+        if not info.session_list:
+            raise BridgeError("unsupported")
 
     async def list_native_sessions(
         self, workspace: str | None, cursor: str | None, limit: int
     ) -> NativeSessionsListResult:
-        """The Gemini CLI's chat files, newest first (in a worker thread); other agents
-        ``unsupported``."""
-        if not self._reads_gemini_chats():
+        """The Gemini CLI's chat files, newest first (in a worker thread); an agent that
+        advertises ``session/list``: a page of its list (:mod:`~agent_bridge.adapters.acp.
+        native`, a short-lived agent process); other agents ``unsupported``."""
+        if self._reads_gemini_chats():
+            import anyio
+
+            from agent_bridge.adapters.acp.gemini_native import list_page
+
+            return await anyio.to_thread.run_sync(list_page, workspace, cursor, limit)
+        if not self._lists_natively():
             raise BridgeError("unsupported")
-        import anyio
+        from agent_bridge.adapters.acp import native
 
-        from agent_bridge.adapters.acp.gemini_native import list_page
-
-        return await anyio.to_thread.run_sync(list_page, workspace, cursor, limit)
+        native.parse_cursor(cursor)  # a malformed cursor starts no agent
+        argv, env = self._agent()
+        listing = await native.list_page(argv, env, workspace, cursor, limit)
+        self._learned_listing(listing.info)
+        assert listing.page is not None
+        return listing.page
 
     async def read_native_session(
         self, session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
     ) -> NativeSessionsReadResult:
         """A page of one Gemini CLI chat file (read-only, in a worker thread); other
-        agents ``unsupported``."""
+        agents ``unsupported`` (ACP reads no history in pages)."""
         if not self._reads_gemini_chats():
             raise BridgeError("unsupported")
         import anyio
@@ -279,6 +326,39 @@ class AcpProvider(AgentProvider):
         from agent_bridge.adapters.acp.gemini_native import read_page
 
         return await anyio.to_thread.run_sync(read_page, session_ref, cursor, limit, start)
+
+    async def native_continuation(self, session_ref: str) -> NativeContinuation:
+        """The recovery record continuing the agent's session ``session_ref`` (its
+        ``sessionId``), with the working directory the agent's list gives it.  Raises
+        ``session_not_found`` when the list does not hold it, ``unsupported`` when the
+        agent lists no sessions or cannot continue one, ``history_unavailable`` when the
+        agent did not answer."""
+        if not self._lists_natively() or not self.can_resume():
+            raise BridgeError("unsupported")
+        from agent_bridge.adapters.acp import native
+
+        native.check_ref(session_ref)
+        argv, env = self._agent()
+        listing = await native.find_session(argv, env, session_ref)
+        self._learned_listing(listing.info)
+        if not self.can_resume():
+            raise BridgeError("unsupported")
+        found = listing.found
+        if found is None:
+            raise BridgeError("session_not_found")
+        cwd = found.workspace if found.workspace and os.path.isdir(found.workspace) else None
+        opaque: dict[str, Any] = {"agent": self.spec.id, "sessionId": session_ref}
+        if cwd is not None:
+            opaque["cwd"] = cwd
+        return NativeContinuation(opaque, workspace=cwd)
+
+    def native_ref(self, opaque: Any) -> str | None:
+        """The agent's ``sessionId`` of a recovery record, when the agent lists its
+        sessions (that id is the reference its list gives)."""
+        if not self._lists_natively() or not isinstance(opaque, dict):
+            return None
+        session_id = opaque.get("sessionId")
+        return session_id if isinstance(session_id, str) and session_id else None
 
     def describe(self) -> ProviderDescriptor:
         return ProviderDescriptor(

@@ -53,12 +53,16 @@ async def import_history(
     each with its record as raw), then a ``session.imported`` event; return the counts.
 
     Reads from the start until a page comes back empty (records the provider appends
-    meanwhile are imported too).  Raises what :meth:`AgentProvider.read_native_session`
+    meanwhile are imported too).  A provider that cannot read its history (descriptor
+    ``nativeSessions.read`` ``unsupported``: an ACP agent) imports nothing: the
+    ``session.imported`` event says 0 records, the provider still holds the whole
+    conversation.  Raises what :meth:`AgentProvider.read_native_session`
     raises (``history_unavailable``, ``session_not_found``)."""
     first = stream.last_sequence + 1
     records = 0
     cursor: str | None = None
-    while True:
+    readable = provider.describe().capabilities.native_sessions.read != "unsupported"
+    while readable:
         page = await provider.read_native_session(session_ref, cursor, PAGE, "start")
         for record in page.records:
             if not record.events:

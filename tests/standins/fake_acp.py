@@ -14,6 +14,10 @@ JSON-RPC 2.0 over stdio, one object a line.  What it does:
   history is replayed as ``user_message_chunk``/``agent_message_chunk`` updates first) or
   ``session/resume`` (nothing replayed) them, when advertised.  ``"load_defect": true``
   makes a load in a fresh process fail like Gemini 0.61.0 (``-32603``).
+- ``session/list {cwd?, cursor?}`` (when ``sessionCapabilities.list`` is advertised): the
+  remembered sessions (ordered by their ``order``, of ``cwd`` when given), ``list_page``
+  of them a page (default 50), the cursor an index; ``"list_fails": true`` answers
+  ``-32603``.
 - ``session/set_mode``, ``session/set_config_option`` -> ``{}`` / ``{configOptions}``.
 - ``session/prompt`` streams ``session/update`` notifications and returns
   ``{stopReason}``.  By the prompt's text:
@@ -43,7 +47,8 @@ Script: a JSON object from ``--script PATH`` (other arguments are ignored, so th
 adapter's argv, e.g. ``--acp``, works).  Keys: ``log`` (every message in and out, one
 ``{"dir": "->"|"<-", "msg": ...}`` a line; ``->`` is what the client sent, as in the
 captured transcript), ``state_dir``, ``capabilities``, ``auth_required``,
-``load_defect``, ``delay`` (seconds between chunks), ``slow_delay``, ``agent_info``
+``load_defect``, ``list_page``, ``list_fails``, ``delay`` (seconds between chunks),
+``slow_delay``, ``agent_info``
 (replaces the ``agentInfo`` it answers with, to pass for another agent) and ``env_log``
 (a file that gets the process's environment as one JSON object a line, at start).
 """
@@ -266,6 +271,28 @@ class Agent:
             return
         if self._restore(id, params) is not None:
             self.result(id, {"modes": MODES})
+
+    def on_session_list(self, id: Any, params: dict[str, Any]) -> None:
+        caps = self.script.get("capabilities", GEMINI_CAPS)
+        if "list" not in (caps.get("sessionCapabilities") or {}):
+            self.error(id, -32601, "Method not found: session/list")
+            return
+        if self.script.get("list_fails"):
+            self.error(id, -32603, "Internal error")
+            return
+        sessions = {**self.load_saved(), **self.sessions}
+        cwd = params.get("cwd")
+        listed = [
+            {"sessionId": sid, "cwd": s["cwd"], **({"title": s["title"]} if "title" in s else {})}
+            for sid, s in sorted(sessions.items(), key=lambda kv: kv[1].get("order", 0))
+            if cwd is None or s["cwd"] == cwd
+        ]
+        size = int(self.script.get("list_page", 50))
+        start = int(params.get("cursor") or 0)
+        result: dict[str, Any] = {"sessions": listed[start : start + size]}
+        if start + size < len(listed):
+            result["nextCursor"] = str(start + size)
+        self.result(id, result)
 
     def on_session_set_mode(self, id: Any, params: dict[str, Any]) -> None:
         self.result(id, {})

@@ -1,0 +1,116 @@
+"""End to end: the native sessions of a generic ACP agent that advertises ACP's
+``session/list`` and can continue a session (``loadSession``/``session/resume``): the
+real claude-agent-acp and codex-acp, each behind a configured ``[acp.agents.<id>]`` entry
+(tests/test_acp_e2e.py), against their loopback stand-ins.
+
+A session is made through the agent (bridge A); a fresh bridge B with its own journal,
+through a fresh agent process, discovers it with ``provider/sessions/list`` and
+continues it: the stand-in's next request carries the earlier conversation.  ACP reads
+no history in pages, so the descriptor says ``read: unsupported``, ``provider/sessions/
+read`` answers ``unsupported`` and the import brings 0 records.  Every message the
+bridge and the agent exchanged fits ACP's schema.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import running_bridge
+from provider_clis import require_cli
+from test_acp_adapter import drive, start
+from test_acp_e2e import ClaudeAcp, CodexAcp, check_schema
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+
+
+class Case:
+    """One agent: its config helper and how to script one reply on its stand-in."""
+
+    def __init__(self, agent: Any, provider: str, say: Callable[[str], None]) -> None:
+        self.agent = agent
+        self.provider = provider
+        self.say = say
+
+    def requests(self) -> list[str]:
+        """The stand-in's model requests, as JSON text, oldest first."""
+        return [json.dumps(r.body) for r in self.agent.server.model_requests()]
+
+
+@pytest.fixture(params=["claude-acp", "codex-acp"])
+def case(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Case]:
+    if request.param == "claude-acp":
+        from standins.anthropic_server import AnthropicStandIn, Text
+
+        cli = require_cli("claude-agent-acp")
+        with AnthropicStandIn() as anthropic:
+            claude = ClaudeAcp(tmp_path, anthropic, cli)
+            yield Case(claude, "claude-acp", lambda words: anthropic.push(Text(words)))
+            check_schema(claude.log)
+    else:
+        from standins.responses_server import ResponsesStandIn, reply, text
+
+        cli = require_cli("codex-acp")
+        with ResponsesStandIn() as responses:
+            codex = CodexAcp(tmp_path, responses, cli, asking=False)
+            yield Case(codex, "codex-acp", lambda words: responses.script(reply(text(words))))
+            check_schema(codex.log)
+
+
+async def test_acp_agent_session_discovered_and_continued(case: Case, tmp_path: Path) -> None:
+    c = case.agent
+    work = str(c.work)
+    listing = {"provider": case.provider, "workspace": work}
+    case.say("Alpha noted.")
+    async with running_bridge("newline", "--state-dir", str(tmp_path / "a"), env=c.env) as a:
+        created = await a.result("session/create", c.params(), timeout=90)
+        original = created["session"]["sessionId"]
+        events = await drive(a, await start(a, original, "remember alpha"), timeout=90)
+        assert events[-1]["type"] == "run.completed"
+        listed = await a.result("provider/sessions/list", listing, timeout=90)
+        (entry,) = listed["sessions"]
+        assert entry["bridgeSessionId"] == original  # the bridge's own session, bound
+        assert entry["workspace"] == work
+        ref = entry["sessionRef"]
+        providers = await a.result("providers/list", {"probe": False})
+        descriptor = next(p for p in providers["providers"] if p["id"] == case.provider)
+        assert descriptor["capabilities"]["nativeSessions"] == {
+            "list": "supported",
+            "read": "unsupported",
+            "continue": "supported",
+        }
+        read = {"provider": case.provider, "sessionRef": ref}
+        reply = await a.call("provider/sessions/read", read, 30)
+        assert reply["error"]["data"]["code"] == "unsupported"
+
+    async with running_bridge("newline", "--state-dir", str(tmp_path / "b"), env=c.env) as b:
+        # a fresh bridge knows nothing of the agent until it asks it
+        listed = await b.result("provider/sessions/list", listing, timeout=90)
+        (entry,) = listed["sessions"]
+        assert entry["sessionRef"] == ref
+        assert "bridgeSessionId" not in entry
+        other = await b.result(
+            "provider/sessions/list", {**listing, "workspace": str(tmp_path / "home")}, timeout=90
+        )
+        assert other["sessions"] == []
+        cont = {"provider": case.provider, "sessionRef": ref}
+        continued = await b.result("provider/sessions/continue", cont, timeout=90)
+        assert continued["bound"] == "created"
+        assert continued.get("imported", 0) == 0
+        session_id = continued["session"]["sessionId"]
+        assert continued["session"]["workspace"] == work
+        before = len(case.requests())
+        case.say("It was alpha.")
+        events = await drive(b, await start(b, session_id, "what did I ask?"), timeout=90)
+        assert events[-1]["type"] == "run.completed"
+        later = case.requests()[before:]
+        assert later, "the continued run asked the model nothing"
+        assert "remember alpha" in later[-1] and "Alpha noted." in later[-1]
+        again = await b.result("provider/sessions/continue", cont, timeout=90)
+        assert again["bound"] == "existing"
+        assert again["session"]["sessionId"] == session_id
+        listed = await b.result("provider/sessions/list", listing, timeout=90)
+        assert [e.get("bridgeSessionId") for e in listed["sessions"]] == [session_id]
