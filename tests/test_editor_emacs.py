@@ -279,3 +279,82 @@ def test_emacs_sends_the_region_or_a_file_as_context(tmp_path: Path) -> None:
     ):
         i = lines.index(shown[0])
         assert lines[i : i + 2] == shown
+
+
+def test_emacs_continues_a_bridge_or_a_native_session_of_the_workspace(tmp_path: Path) -> None:
+    """`agent-bridge-continue`: a picker over the workspace's bridge sessions and the
+    sessions the real claude CLI made alone (`claude -p`, its model a loopback stand-in);
+    the Claude Code one is continued in the bridge (its turn shown, the next request
+    carries it), then offered once, as a bridge session; a bridge session reopens."""
+    emacs = require_editor("emacs")
+    import subprocess
+
+    from provider_clis import require_cli
+    from standins.anthropic_server import AnthropicStandIn, Text
+    from test_claude_native_e2e import private_env
+
+    claude = require_cli("claude")
+    out = tmp_path / "outcome.json"
+    with AnthropicStandIn([Text("Noted: pelican.")]) as standin:
+        env = {**os.environ, **private_env(tmp_path, standin.base_url)}
+        work = tmp_path / "work"
+        made = subprocess.run(
+            [claude, "-p", "remember the word pelican"],
+            cwd=work,
+            env={**env, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert made.returncode == 0, made.stderr[-2000:]
+        standin.push(Text("The word was pelican."))
+        env = {
+            **env,
+            "AGENT_BRIDGE_CLAUDE_PATH": claude,
+            "AB_PACKAGE": str(PACKAGE),
+            "AB_BRIDGE": bridge_command()[0],
+            "AB_STATE": str(tmp_path / "state"),
+            "AB_OUT": str(out),
+            "AB_WORK": str(work),
+        }
+        scenario = str(DATA / "emacs_continue.el")
+        log = run_editor(
+            [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
+            env=env,
+            timeout=240,
+        )
+        requests = standin.model_requests()
+    assert "1 results as expected, 0 unexpected" in log, log
+    o = json.loads(out.read_text())
+    first = o["labels"]
+    assert len(first) == 2, first
+    # newest first: the bridge session was made after the terminal's
+    assert first[0].startswith("Bridge one · scripted, bridge session · ")
+    assert first[1].startswith("remember the word pelican · claude-code's own session · ")
+    assert o["provider"] == "claude-code"
+    assert o["lines"][:7] == [
+        "",
+        "## You",
+        "remember the word pelican",
+        "",
+        "## Agent",
+        "Noted: pelican.",
+        "— imported from claude-code's own session (" + o["lines"][6].split("(")[1],
+    ]
+    assert o["lines"][-6:] == [
+        "## You",
+        "what was the word?",
+        "",
+        "## Agent",
+        "The word was pelican.",
+        "✓ done (end_turn)",
+    ]
+    # the model was given the earlier conversation, not a summary
+    sent = json.dumps(requests[-1].body.get("messages"))
+    assert "remember the word pelican" in sent and "Noted: pelican." in sent
+    # offered again: two bridge sessions, the continued one no longer as a native one
+    again = o["labelsAgain"]
+    assert len(again) == 2, again
+    assert all("bridge session" in label for label in again), again
+    assert any(label.endswith(o["continued"]) for label in again)
+    assert any(label.endswith(o["bridgeOne"]) for label in again)

@@ -22,6 +22,8 @@
 ;;   `agent-bridge-new-session'  pick a provider, its model and mode, start
 ;;   `agent-bridge-prompt'       start a run in the current session
 ;;   `agent-bridge-cancel'       interrupt the current run
+;;   `agent-bridge-send'         the region or the file as context
+;;   `agent-bridge-continue'     continue a bridge or a provider's own session
 ;;   `agent-bridge-sessions'     the journal's sessions; RET reattaches/resumes
 ;;   `agent-bridge-approvals'    answer a pending approval or question
 ;;                               (`a' in the chat, or RET on its "? " line)
@@ -875,7 +877,12 @@ header line lists what is attached)."
      (agent-bridge--append s (list (format "— session closed (%s)" (or (plist-get p :reason) "closed")))))
     ("session.resumed"
      (setf (agent-bridge--session-state s) "active")
-     (agent-bridge--append s '("— session resumed")))))
+     (agent-bridge--append s '("— session resumed")))
+    ("session.imported"
+     (agent-bridge--append
+      s (list (format "— imported from %s's own session (%s %s)"
+                      (plist-get p :provider) (plist-get p :records)
+                      (if (eql (plist-get p :records) 1) "record" "records")))))))
 
 (defun agent-bridge--run-end (e line)
   "Return LINE, the end of a run, marked with the sequence of its event E.
@@ -1138,7 +1145,7 @@ E.g. (\"model sonnet\" \"permissionMode plan\")."
 Its project's root (`project-current'), else its directory."
   (let ((project (project-current)))
     (directory-file-name
-     (expand-file-name (if project (project-root project) default-directory)))))
+     (file-truename (if project (project-root project) default-directory)))))
 
 (defun agent-bridge--create (provider options title &optional workspace)
   "Create a session on PROVIDER (a descriptor) with OPTIONS and TITLE; show it.
@@ -1547,6 +1554,100 @@ approvals asked again); any other is resumed (`session/resume')."
                                      :after (agent-bridge--session-last-seq s))
                         (lambda (result) (agent-bridge--session (agent-bridge--session-id s)
                                                                 (plist-get result :session))))))
+
+;;;; Continue a session
+
+(defun agent-bridge--continue-label (entry)
+  "Return the picker's label for ENTRY, (KIND INFO PROVIDER-ID)."
+  (let ((info (nth 1 entry)))
+    (format "%s · %s · %s · %s"
+            (let ((title (or (plist-get info :title) "(untitled)")))
+              (if (> (length title) 60) (concat (substring title 0 59) "…") title))
+            (if (eq (car entry) 'bridge)
+                (format "%s, bridge session" (plist-get info :providerId))
+              (format "%s's own session" (nth 2 entry)))
+            (or (plist-get info :updatedAt) (plist-get info :createdAt) "")
+            (if (eq (car entry) 'bridge)
+                (plist-get info :sessionId)
+              (let ((ref (plist-get info :sessionRef)))
+                (if (> (length ref) 12) (substring ref (- (length ref) 12)) ref))))))
+
+(defun agent-bridge--continue-gather (workspace on-done)
+  "Collect the sessions of WORKSPACE, then call ON-DONE with them.
+Each is (bridge INFO) for a bridge session (`session/list'), or
+\(native INFO PROVIDER-ID) for a provider's own session not held by
+one of those (`provider/sessions/list' of every provider that can
+list them), newest first."
+  (let ((bridge nil) (native nil) (waiting 1))
+    (cl-labels
+        ((done ()
+           (when (= (cl-decf waiting) 0)
+             (let* ((held (mapcar (lambda (e) (plist-get (nth 1 e) :sessionId)) bridge))
+                    (native (seq-remove (lambda (e) (member (plist-get (nth 1 e) :bridgeSessionId)
+                                                            held))
+                                        native)))
+               (funcall on-done
+                        (sort (append bridge native)
+                              (lambda (a b)
+                                (string> (or (plist-get (nth 1 a) :updatedAt) "")
+                                         (or (plist-get (nth 1 b) :updatedAt) "")))))))))
+      (agent-bridge--call
+       'session/list (list :workspace workspace)
+       (lambda (result)
+         (setq bridge (mapcar (lambda (info) (list 'bridge info))
+                              (append (plist-get result :sessions) nil)))
+         (agent-bridge--call
+          'providers/list (list :probe t)
+          (lambda (result)
+            (seq-doseq (p (plist-get result :providers))
+              (when (and (equal (plist-get (plist-get (plist-get p :capabilities) :nativeSessions)
+                                           :list)
+                                "supported")
+                         (not (equal (plist-get (plist-get p :availability) :status)
+                                     "unavailable")))
+                (cl-incf waiting)
+                (let ((id (plist-get p :id)))
+                  (agent-bridge--call
+                   'provider/sessions/list (list :provider id :workspace workspace :limit 50)
+                   (lambda (r)
+                     (seq-doseq (info (plist-get r :sessions))
+                       (push (list 'native info id) native))
+                     (done))
+                   (lambda (_err) (done))))))
+            (done))))))))
+
+;;;###autoload
+(defun agent-bridge-continue ()
+  "Continue a session of this workspace: one of the bridge's or a provider's own.
+The picker offers the bridge's sessions of the current buffer's project
+\(or directory), and the sessions the providers keep themselves there
+\(made in their own CLI, e.g. `claude' in a terminal; providers that
+are not installed are not asked), newest first.  A
+bridge session is reopened; a provider's own is continued in the bridge
+\(`provider/sessions/continue': its earlier turns are shown, the next
+prompt goes on in the provider's own conversation)."
+  (interactive)
+  (let ((workspace (agent-bridge--workspace)))
+    (agent-bridge--continue-gather
+     workspace
+     (lambda (entries)
+       (if (null entries)
+           (agent-bridge--message "no sessions of %s to continue" workspace)
+         (let* ((labels (mapcar (lambda (e) (cons (agent-bridge--continue-label e) e)) entries))
+                (entry (cdr (assoc (completing-read "Continue a session: " labels nil t)
+                                   labels))))
+           (when entry
+             (agent-bridge--continue-entry entry workspace))))))))
+
+(defun agent-bridge--continue-entry (entry workspace)
+  "Open ENTRY (see `agent-bridge--continue-gather') of WORKSPACE in its chat."
+  (if (eq (car entry) 'bridge)
+      (agent-bridge-open (nth 1 entry))
+    (agent-bridge--call 'provider/sessions/continue
+                        (list :provider (nth 2 entry)
+                              :sessionRef (plist-get (nth 1 entry) :sessionRef)
+                              :workspace workspace)
+                        (lambda (result) (agent-bridge-open (plist-get result :session))))))
 
 (defvar agent-bridge-sessions-mode-map
   (let ((map (make-sparse-keymap)))
