@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -432,7 +433,7 @@ def test_neovim_lists_and_reads_a_native_claude_session(tmp_path: Path) -> None:
     assert label.startswith(f"say hello · {work} · ")
     assert o["name"].endswith(f"agent-bridge://native/claude-code/{slug}/{sid}")
     assert o["lines"] == [
-        f"# claude-code session · say hello · {work} (read-only)",
+        f"# claude-code session · say hello · {work} (read-only: c continues it in a chat)",
         "",
         "## You",
         "say hello",
@@ -441,6 +442,64 @@ def test_neovim_lists_and_reads_a_native_claude_session(tmp_path: Path) -> None:
         "(stand-in: no scripted reply left)",
     ]
     assert o["modifiable"] is False
+
+
+def test_neovim_continues_a_native_claude_session(tmp_path: Path) -> None:
+    """:AgentBridge native, then `c` in the read-only buffer: a session the real claude CLI
+    made alone (`claude -p`, its model a loopback stand-in) is continued in a chat
+    (provider/sessions/continue): its earlier turn is shown, and the next prompt's model
+    request carries it."""
+    nvim = require_editor("nvim")
+    from provider_clis import require_cli
+    from standins.anthropic_server import AnthropicStandIn, Text
+    from test_claude_native_e2e import private_env
+
+    claude = require_cli("claude")
+    out = tmp_path / "outcome.json"
+    with AnthropicStandIn([Text("Noted: pelican.")]) as standin:
+        env = {**os.environ, **private_env(tmp_path, standin.base_url)}
+        made = subprocess.run(
+            [claude, "-p", "remember the word pelican"],
+            cwd=tmp_path / "work",
+            env={**env, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert made.returncode == 0, made.stderr[-2000:]
+        standin.push(Text("The word was pelican."))
+        env = {
+            **env,
+            "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+            "AGENT_BRIDGE_CLAUDE_PATH": claude,
+            "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
+            "AB_BRIDGE": bridge_command()[0],
+            "AB_STATE": str(tmp_path / "state"),
+            "AB_OUT": str(out),
+            "AB_CONTINUE": "1",
+        }
+        argv = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
+        log = run_editor([*argv, "-l", str(DATA / "nvim_native.lua")], env=env, timeout=240)
+        requests = standin.model_requests()
+    assert out.exists(), log
+    o = json.loads(out.read_text())
+    assert o["ok"], (o.get("error"), log)
+    assert o["lines"][0].endswith("(read-only: c continues it in a chat)")
+    assert o["continued_provider"] == "claude-code"
+    body = o["chat"]
+    i = body.index("remember the word pelican")
+    assert body[i : i + 4] == ["remember the word pelican", "", "## Agent", "Noted: pelican."]
+    assert body[-6:] == [
+        "## You",
+        "what was the word?",
+        "",
+        "## Agent",
+        "The word was pelican.",
+        "✓ done (end_turn)",
+    ], body
+    sent = json.dumps(requests[-1].body.get("messages"))
+    assert "remember the word pelican" in sent and "Noted: pelican." in sent
 
 
 def test_neovim_checkhealth(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 -- A provider's own sessions, in a real headless Neovim against the real bridge:
 -- :AgentBridge native lists Claude Code's sessions (CLAUDE_CONFIG_DIR holds one the real
--- CLI wrote), the one picked opens read-only with its history.
+-- CLI wrote), the one picked opens read-only with its history; with AB_CONTINUE, `c`
+-- there continues it in a chat and a prompt is answered in that conversation.
 -- Env: AB_PLUGIN, AB_BRIDGE, AB_STATE, AB_OUT (and CLAUDE_CONFIG_DIR for the bridge).
 local out_path = assert(os.getenv('AB_OUT'))
 local outcome = {}
@@ -12,6 +13,7 @@ end
 vim.opt.rtp:prepend(assert(os.getenv('AB_PLUGIN')))
 vim.cmd('runtime plugin/agent_bridge.lua')
 local ab = require('agent_bridge')
+local chat = require('agent_bridge.chat')
 ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
 vim.notify = function(msg) outcome.note = msg end
 vim.ui.select = function(items, opts, on_choice)
@@ -26,6 +28,23 @@ local ok, err = pcall(function()
   outcome.name = vim.api.nvim_buf_get_name(0)
   outcome.lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
   outcome.modifiable = vim.bo.modifiable
+  if os.getenv('AB_CONTINUE') then
+    -- `c`: continued in a chat; the next prompt goes on in the provider's conversation
+    local native_buf = vim.api.nvim_get_current_buf()
+    vim.api.nvim_feedkeys('c', 'xt', false)
+    assert(vim.wait(60000, function()
+      local s = ab.current()
+      return s ~= nil and vim.api.nvim_get_current_buf() ~= native_buf
+        and vim.tbl_contains(chat.lines(s), 'Noted: pelican.')
+    end, 20), 'not continued; note: ' .. tostring(outcome.note))
+    local s = ab.current()
+    outcome.continued_provider = s.provider
+    ab.prompt('what was the word?')
+    assert(vim.wait(60000, function()
+      return vim.tbl_contains(chat.lines(s), '✓ done (end_turn)')
+    end, 20), 'no reply: ' .. table.concat(chat.lines(s), '\n'))
+    outcome.chat = chat.lines(s)
+  end
 end)
 outcome.ok = ok
 outcome.error = not ok and tostring(err) or nil

@@ -1252,9 +1252,18 @@ function M.close()
   end
 end
 
+--- Continue `info` (a NativeSessionInfo of provider `provider_id`) in the bridge
+--- (`provider/sessions/continue`: bound to one bridge session, its earlier turns
+--- imported) and open that session's chat here.
+function M.continue_native(provider_id, info)
+  M.call('provider/sessions/continue', { provider = provider_id, sessionRef = info.sessionRef }, function(result)
+    M.open(result.session)
+  end)
+end
+
 --- :AgentBridge native [provider]: a provider's own sessions (made in its CLI), newest
---- first; pick one to read its history in a read-only buffer. Without a provider: the
---- first one that can list them.
+--- first; pick one to read its history in a read-only buffer, where `c` continues it in a
+--- chat (where the provider can). Without a provider: the first one that can list them.
 function M.native(provider_id)
   M.call('providers/list', {}, function(result)
     M.state.providers = result.providers
@@ -1295,7 +1304,10 @@ function M.native(provider_id)
             if #got > 0 and page.nextCursor and #records < 100000 then
               return read(page.nextCursor)
             end
-            native.show(provider, info, records)
+            local can = ((provider.capabilities or {}).nativeSessions or {}).continue == 'supported'
+            native.show(provider, info, records, can and function()
+              M.continue_native(provider.id, info)
+            end or nil)
           end)
         end
         read(nil)

@@ -1,6 +1,7 @@
 --- A provider's own sessions (made in its CLI or app, outside the bridge): listed with
 --- `provider/sessions/list`, one picked and its history read with `provider/sessions/read`
---- into a read-only buffer, rendered like a chat.
+--- into a read-only buffer, rendered like a chat, where `c` continues it in a chat of the
+--- bridge (`provider/sessions/continue`) when the provider can.
 local M = {}
 
 --- The lines a native session's records show: each record's events (a run's input as
@@ -48,8 +49,9 @@ end
 ---@param provider table the provider's descriptor
 ---@param info table NativeSessionInfo
 ---@param records table[]
+---@param continue fun()|nil continues the session in the bridge (`c` in the buffer)
 ---@return integer buf
-function M.show(provider, info, records)
+function M.show(provider, info, records, continue)
   local name = 'agent-bridge://native/' .. provider.id .. '/' .. info.sessionRef
   local buf = vim.fn.bufnr(name)
   if buf == -1 then
@@ -60,12 +62,15 @@ function M.show(provider, info, records)
   vim.bo[buf].swapfile = false
   vim.bo[buf].filetype = 'agentbridge'
   local head = ('# %s session · %s · %s'):format(provider.id, info.title or '(untitled)', info.workspace or '')
-  local note = ' (read-only)'
+  local note = continue and ' (read-only: c continues it in a chat)' or ' (read-only)'
   local lines = { head .. note }
   vim.list_extend(lines, M.render(records))
   vim.bo[buf].modifiable = true
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
+  if continue then
+    vim.keymap.set('n', 'c', continue, { buffer = buf, nowait = true, desc = 'agent-bridge: continue this session in a chat' })
+  end
   vim.api.nvim_win_set_buf(0, buf)
   return buf
 end
