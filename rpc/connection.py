@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -152,7 +152,7 @@ class Method:
 class _NotifyEncoded(Protocol):
     """The signature of :attr:`Connection.notify_encoded`."""
 
-    def __call__(self, bodies: list[bytes], head: bytes = b"", tail: bytes = b"") -> bool: ...
+    def __call__(self, bodies: Sequence[bytes], head: bytes = b"", tail: bytes = b"") -> bool: ...
 
 
 class _BatchReplies:

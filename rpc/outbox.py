@@ -17,7 +17,7 @@ calls ``on_failure`` (the connection closes); after :meth:`close` nothing is que
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
 import anyio
@@ -149,7 +149,7 @@ class Outbox:
             self._wake = None
             wake.set()
 
-    def notify_encoded(self, bodies: list[bytes], head: bytes = b"", tail: bytes = b"") -> bool:
+    def notify_encoded(self, bodies: Sequence[bytes], head: bytes = b"", tail: bytes = b"") -> bool:
         """Queue encoded notification bodies, each sent as ``head + body + tail``, not
         framed yet; return whether the output is now congested."""
         if self.closed:

@@ -6,6 +6,7 @@ once each, and never one that is not committed."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -35,13 +36,13 @@ class _Probe(EventStream):
     def release(
         self,
         first: int,
-        bodies: list[bytes],
-        payloads: list[EventPayload],
-        run_ids: list[str | None],
+        bodies: Sequence[bytes],
+        payloads: Sequence[EventPayload],
+        run_ids: Sequence[str | None],
     ) -> bool:
         # what each envelope encodes travels with it, in step
         assert [p.text for p in payloads] == [b.decode() for b in bodies]  # type: ignore[union-attr]
-        assert run_ids == [self.session_id] * len(bodies)
+        assert list(run_ids) == [self.session_id] * len(bodies)
         self.released.extend(enumerate(bodies, first))
         return False
 
