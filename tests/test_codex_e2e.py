@@ -358,3 +358,87 @@ async def test_real_codex_skills_are_commands(setup: Setup) -> None:
         assert events[-1]["type"] == "run.completed"
         updated = of_type(events, "commands.updated")
         assert updated and "farewell" in {c["name"] for c in updated[-1]["commands"]}
+
+
+def _agent_responder(namespace: str = "multi_agent_v1") -> Any:
+    """The model for a run where the main agent spawns a subagent (Codex's multi-agent
+    ``spawn_agent`` tool), the subagent runs a command and answers, and the main agent
+    waits for it (``wait_agent``) and answers: each request answered by what it holds."""
+    from standins.responses_server import _input_items, last_user_text, reply, tool_call
+
+    def respond(body: Msg) -> Msg:
+        items = _input_items(body)
+        outputs = {
+            i.get("call_id"): i.get("output")
+            for i in items
+            if i.get("type") == "function_call_output"
+        }
+        user = last_user_text(body)
+        if user.startswith("CHILD-TASK"):  # the subagent's own thread
+            if "child-cmd" in outputs:
+                return reply(text("child finished"))
+            return reply(tool_call("echo child-ran", call_id="child-cmd"))
+        if "wait-1" in outputs:
+            return reply(text("ALL DONE"))
+        if "spawn-1" in outputs:
+            spawned = outputs["spawn-1"]
+            agent = json.loads(spawned if isinstance(spawned, str) else json.dumps(spawned))
+            call = tool_call(
+                "",
+                name="wait_agent",
+                arguments={"targets": [agent["agent_id"]], "timeout_ms": 20000},
+                call_id="wait-1",
+            )
+            return reply({**call, "namespace": namespace})
+        if user.strip() == "SPAWN":
+            call = tool_call(
+                "", name="spawn_agent", arguments={"message": "CHILD-TASK"}, call_id="spawn-1"
+            )
+            return reply({**call, "namespace": namespace})
+        return reply(text("?"))
+
+    return respond
+
+
+async def test_real_codex_agent_thread_is_a_subagent(tmp_path: Path) -> None:
+    """The real Codex spawns an agent thread (its multi-agent tools, driven by the
+    stand-in): the spawnAgent call is the subagent's tool call (started running, usage,
+    completed with the child's answer), the child's command and its approval carry the
+    spawn call as parentToolCallId, the child's words are not the run's reply, and the
+    wait call is an ordinary tool call."""
+    codex = require_cli("codex")
+    for name in ("home", "work", "tmp", "codex-home"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "codex-home" / "config.toml").write_text(CONFIG)
+    with ResponsesStandIn(fallback=_agent_responder()) as server:
+        s = Setup(tmp_path, server, codex)
+        async with running_bridge("newline", env=s.env) as bridge:
+            session = await create(bridge, s)
+            asked: list[Msg] = []
+
+            def answer(params: Msg) -> Msg:
+                asked.append(params["request"])
+                return {"kind": "approval", "decision": "allow", "mode": "once"}
+
+            events = await drive(bridge, await start(bridge, session, "SPAWN"), answer, timeout=45)
+        assert server.errors == []
+    assert events[-1]["type"] == "run.completed", events[-1]
+    assert text_of(events) == "ALL DONE"  # "child finished" is not the run's reply
+    tools = of_type(events, "tool.activity")
+    spawn = [t for t in tools if t["toolCallId"] == "spawn-1"]
+    assert spawn[0]["status"] == "started" and spawn[0]["name"] == "spawnAgent"
+    assert spawn[0]["subagent"] == {"description": "CHILD-TASK", "status": "running"}
+    assert spawn[-1]["status"] == "completed" and spawn[-1]["output"] == "child finished"
+    assert spawn[-1]["subagent"]["status"] == "completed"
+    usage = spawn[-1]["subagent"]["usage"]
+    assert usage["toolUses"] == 1 and usage["totalTokens"] > 0 and usage["durationMs"] >= 0
+    child = [t for t in tools if t["toolCallId"] == "child-cmd"]
+    assert child[0]["status"] == "started" and child[-1]["status"] == "completed"
+    assert {t.get("parentToolCallId") for t in child} == {"spawn-1"}
+    assert "parentToolCallId" not in spawn[0]
+    assert [a.get("parentToolCallId") for a in asked] == ["spawn-1"]  # the child asked
+    wait = [t for t in tools if t["toolCallId"] == "wait-1"]
+    assert wait[0]["name"] == "wait" and wait[-1]["status"] == "completed"
+    assert "child finished" in wait[-1]["output"]
+    assert "parentToolCallId" not in wait[0]
+    assert "codex_stray_frame" not in {e.get("code") for e in of_type(events, "diagnostic")}

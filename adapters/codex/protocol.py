@@ -171,6 +171,7 @@ class TurnRef(_Lenient, frozen=True):
     id: str
     status: str = "inProgress"
     error: TurnError | None = None
+    duration_ms: int | None = None
 
 
 class TurnStartResponse(_Lenient, frozen=True):

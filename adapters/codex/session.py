@@ -35,7 +35,7 @@ import anyio
 import msgspec
 
 from agent_bridge import __version__ as BRIDGE_VERSION
-from agent_bridge.adapters.codex import mapping
+from agent_bridge.adapters.codex import agents, mapping
 from agent_bridge.adapters.codex import protocol as p
 from agent_bridge.adapters.codex.launch import Settings
 from agent_bridge.adapters.codex.probe import parse_version
@@ -67,7 +67,7 @@ from agent_bridge.wire.events import (
     ProviderPayload,
 )
 from agent_bridge.wire.inputs import CommandInfo, CommandInput
-from agent_bridge.wire.interactions import InteractionRequest
+from agent_bridge.wire.interactions import ApprovalRequest, InteractionRequest
 from agent_bridge.wire.methods import RunInput
 from agent_bridge.wire.settings import SessionSetting, SessionSettings, SettingValue
 
@@ -83,6 +83,8 @@ CONTROL_TIMEOUT: Final = 10.0
 EXIT_DRAIN_GRACE: Final = 0.5
 STOP_GRACES: Final = StopGraces(eof=1.5, term=1.5, kill=3.0)
 _MAX_PENDING_DIAGNOSTICS: Final = 16
+#: Frames of not yet known threads a run holds at most (see ``CodexRun.hold``).
+_MAX_HELD: Final = 256
 #: Pages of ``model/list`` read at most (a page is the server's default size).
 _MAX_MODEL_PAGES: Final = 8
 
@@ -120,6 +122,10 @@ class CodexRun(RunHandle):
         self.last_error: p.TurnError | None = None
         self.interrupt_wanted = False
         self.interrupt_sent = False
+        #: frames of threads not known yet (an agent thread speaks before the spawn
+        #: call naming it completes): replayed once a spawn names the thread
+        self.unclaimed: dict[str, list[tuple[str, bytes]]] = {}
+        self._held = 0
         #: The Codex message being handled: every payload projected from it carries it as
         #: its raw record (provenance), one shared object per message.
         self.raw: bytes | None = None
@@ -170,6 +176,21 @@ class CodexRun(RunHandle):
             "Codex sent a message for another thread or turn; it was ignored",
         )
 
+    def hold(self, thread_id: str, method: str, raw: bytes) -> bool:
+        """Keep a frame of the unknown thread ``thread_id`` until a spawn call names it
+        (at most :data:`_MAX_HELD` frames a run); ``False`` when full."""
+        if self._held >= _MAX_HELD:
+            return False
+        self._held += 1
+        self.unclaimed.setdefault(thread_id, []).append((method, raw))
+        return True
+
+    def claim(self, thread_ids: list[str]) -> None:
+        """The threads ``thread_ids`` are known now: replay their held frames."""
+        for thread_id in thread_ids:
+            for method, raw in self.unclaimed.pop(thread_id, []):
+                self._session.route(method, raw)
+
     def set_turn(self, turn_id: str) -> None:
         """The turn id is known: replay the frames held meanwhile."""
         self.turn_id = turn_id
@@ -183,6 +204,10 @@ class CodexRun(RunHandle):
         if self.finished:
             return False
         if emit:
+            for thread_id in list(self.unclaimed):
+                self.stray(thread_id, None)  # never claimed by a spawn
+            for child in self._session.tree.children():
+                self.emit_all(agents.child_payloads(child, child.state.tools.fail_open()))
             self.emit_all(mapping.open_tools_failed(self.state))
         super().finish(outcome)
         self.turn_known.set()  # wake anything still waiting for the turn id
@@ -216,6 +241,8 @@ class CodexSession(ProviderSession):
         #: ``session/configure`` changed the model or mode: the next ``turn/start``
         #: carries them (Codex keeps a turn's overrides for the turns after it)
         self._overrides_due = False
+        #: the agent threads this session's threads spawned (they outlive a run)
+        self.tree = agents.AgentTree()
         #: the skills ``skills/list`` named, by name: (command, ``SKILL.md`` path);
         #: ``None`` until read
         self._skills: dict[str, tuple[CommandInfo, str]] | None = None
@@ -717,7 +744,14 @@ class CodexSession(ProviderSession):
             return
         run = self._run
         if thread_id is not None and self.thread_id is not None and thread_id != self.thread_id:
-            if run is not None:
+            child = self.tree.get(thread_id)
+            if child is not None and run is not None and run.turn_id is None:
+                run.early.append((method, raw))
+            elif child is not None and run is not None:
+                self._child_record(run, child, method, raw)
+            elif run is not None and not (
+                run.turn_id is not None and run.hold(thread_id, method, raw)
+            ):
                 run.stray(thread_id, turn_id)
             else:
                 log.info("codex: %s for another thread ignored", method)
@@ -741,6 +775,49 @@ class CodexSession(ProviderSession):
             run.raw = None
         if run.interrupt_wanted and not run.interrupt_sent:
             self.send_interrupt(run)  # refused before the turn was active: again now
+
+    def _child_record(self, run: CodexRun, child: agents.Child, method: str, raw: bytes) -> None:
+        """A notification of a child (agent) thread during a run: mapped on the child's
+        own state and placed under its spawn call (see :mod:`.agents`); what carries
+        nothing for the tree (its text, warnings, status) is left out."""
+        run.raw = b'{"method":%s,"params":%s}' % (msgspec.json.encode(method), raw)
+        try:
+            payloads: list[ProviderPayload] = []
+            if method in ("item/started", "item/completed"):
+                item = p.decode(p.ItemNotification, raw).item
+                started = method == "item/started"
+                if agents.is_collab(item):
+                    parent = child.spawn_call
+                    payloads = (
+                        agents.collab_started(child.state, item, parent)
+                        if started
+                        else agents.collab_completed(child.state, self.tree, item, parent)
+                    )
+                    if not started:
+                        run.emit_all(agents.child_payloads(child, payloads))
+                        payloads = []
+                        run.claim(agents.spawned(item))
+                elif started:
+                    payloads = mapping.item_started(child.state, item)
+                else:
+                    if item.get("type") == "agentMessage" and isinstance(item.get("text"), str):
+                        child.last_message = item["text"]
+                    payloads = mapping.item_completed(child.state, item)
+            elif method in ("item/commandExecution/outputDelta", "item/fileChange/outputDelta"):
+                payloads = mapping.output_delta(child.state, p.decode(p.DeltaNotification, raw))
+            elif method == "thread/tokenUsage/updated":
+                usage = p.decode(p.TokenUsageUpdated, raw).token_usage
+                run.emit_all(agents.child_usage(child, usage.total.total_tokens))
+            elif method == "turn/completed":
+                turn = p.decode(p.TurnCompleted, raw).turn
+                run.emit_all(agents.child_turn_ended(child, turn.status, turn.duration_ms))
+            elif method in mapping.DIAGNOSTICS or method == "error":
+                log.info("codex: %s from agent thread (spawned by %s)", method, child.spawn_call)
+            run.emit_all(agents.child_payloads(child, payloads))
+        except _DECODE_ERRORS:
+            self._unexpected(method)
+        finally:
+            run.raw = None
 
     def _unexpected(self, method: str) -> None:
         log.warning("codex: %s did not have the expected shape", method)
@@ -814,10 +891,20 @@ class CodexSession(ProviderSession):
         run.emit_all(mapping.output_delta(run.state, p.decode(p.DeltaNotification, raw)))
 
     def _on_item_started(self, run: CodexRun, method: str, raw: bytes) -> None:
-        run.emit_all(mapping.item_started(run.state, p.decode(p.ItemNotification, raw).item))
+        item = p.decode(p.ItemNotification, raw).item
+        if agents.is_collab(item):
+            run.emit_all(agents.collab_started(run.state, item, None))
+        else:
+            run.emit_all(mapping.item_started(run.state, item))
 
     def _on_item_completed(self, run: CodexRun, method: str, raw: bytes) -> None:
-        run.emit_all(mapping.item_completed(run.state, p.decode(p.ItemNotification, raw).item))
+        item = p.decode(p.ItemNotification, raw).item
+        if agents.is_collab(item):
+            run.emit_all(agents.collab_completed(run.state, self.tree, item, None))
+            run.raw = None
+            run.claim(agents.spawned(item))
+        else:
+            run.emit_all(mapping.item_completed(run.state, item))
 
     def _on_token_usage(self, run: CodexRun, method: str, raw: bytes) -> None:
         run.emit(mapping.usage_payload(p.decode(p.TokenUsageUpdated, raw)))
@@ -885,7 +972,8 @@ class CodexSession(ProviderSession):
         run = self._run
         if run is None or run.finished:
             return None
-        if thread_id != self.thread_id:
+        child = self.tree.get(thread_id)
+        if thread_id != self.thread_id and child is None:
             run.stray(thread_id, turn_id)
             return None
         if run.turn_id is None:
@@ -893,12 +981,19 @@ class CodexSession(ProviderSession):
                 await run.turn_known.wait()
         if run.finished or run.turn_id is None:
             return None
-        if turn_id and turn_id != run.turn_id:
+        if child is None and turn_id and turn_id != run.turn_id:
             run.stray(thread_id, turn_id)
             return None
         return run
 
-    async def _ask(self, run: CodexRun, request: InteractionRequest) -> InteractionOutcome:
+    async def _ask(
+        self, run: CodexRun, request: InteractionRequest, thread_id: str
+    ) -> InteractionOutcome:
+        """Raise ``request`` in ``run`` (asked by the thread ``thread_id``: a child
+        thread's approval names its spawn call) and wait for its outcome."""
+        child = self.tree.get(thread_id) if thread_id != self.thread_id else None
+        if child is not None and isinstance(request, ApprovalRequest):
+            request = msgspec.structs.replace(request, parent_tool_call_id=child.spawn_call)
         key = _request_key()
         if key is not None and key in self._resolved:
             return InteractionOutcome("withdrawn")
@@ -916,7 +1011,7 @@ class CodexSession(ProviderSession):
         if run is None:
             return dict(mapping.DECLINE)
         request, session_ok = mapping.command_approval(params)
-        outcome = await self._ask(run, request)
+        outcome = await self._ask(run, request, params.thread_id)
         return mapping.command_reply(outcome, session_ok=session_ok)
 
     async def _on_file_change_approval(self, raw: msgspec.Raw) -> dict[str, Any]:
@@ -924,16 +1019,18 @@ class CodexSession(ProviderSession):
         run = await self._run_for(params.thread_id, params.turn_id)
         if run is None:
             return dict(mapping.DECLINE)
-        call = run.state.tools.get(params.item_id)
+        child = self.tree.get(params.thread_id)
+        state = child.state if child is not None else run.state
+        call = state.tools.get(params.item_id)
         request = mapping.file_change_approval(params, call.detail if call is not None else None)
-        return mapping.file_change_reply(await self._ask(run, request))
+        return mapping.file_change_reply(await self._ask(run, request, params.thread_id))
 
     async def _on_permissions_approval(self, raw: msgspec.Raw) -> dict[str, Any]:
         params = p.decode(p.PermissionsApprovalParams, bytes(raw))
         run = await self._run_for(params.thread_id, params.turn_id)
         if run is None:
             return mapping.permissions_reply(None, params)
-        outcome = await self._ask(run, mapping.permissions_approval(params))
+        outcome = await self._ask(run, mapping.permissions_approval(params), params.thread_id)
         return mapping.permissions_reply(outcome, params)
 
     async def _on_user_input(self, raw: msgspec.Raw) -> dict[str, Any]:
@@ -941,5 +1038,5 @@ class CodexSession(ProviderSession):
         run = await self._run_for(params.thread_id, params.turn_id)
         if run is None or not params.questions:
             return mapping.user_input_reply(params, None)
-        outcome = await self._ask(run, mapping.user_input_request(params))
+        outcome = await self._ask(run, mapping.user_input_request(params), params.thread_id)
         return mapping.user_input_reply(params, outcome)

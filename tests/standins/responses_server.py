@@ -54,7 +54,10 @@ with ITEM one of::
     {"type": "text", "text": "Hi there", "deltas": 3, "delay": 0.0}
     {"type": "text", "chunks": ["Hi", " there"], "delay": 0.5}
     {"type": "function_call", "name": "exec_command", "arguments": {"cmd": "ls"},
-     "call_id": null, "delay": 0.0}
+     "call_id": null, "delay": 0.0, "namespace": null}
+
+(``namespace``: the tool's namespace, e.g. ``multi_agent_v1`` for Codex's
+``spawn_agent``, sent as the item's ``namespace`` when given)
 
 ``status`` other than 200 answers with that HTTP status and an OpenAI-style error
 body (``error`` is the message); ``"error"`` with status 200 streams
@@ -691,6 +694,8 @@ def _make_handler(server: ResponsesStandIn) -> type[BaseHTTPRequestHandler]:
                     "arguments": args if isinstance(args, str) else json.dumps(args),
                     "status": "completed",
                 }
+                if spec.get("namespace"):
+                    item["namespace"] = spec["namespace"]
                 self._pause(delay)
                 self._event(
                     "response.output_item.added",
