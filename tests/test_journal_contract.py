@@ -1,6 +1,9 @@
 """One contract, two journals: every test here runs against the SQLite journal (a state
-directory) and the PostgreSQL journal (a database on a throwaway cluster,
-``tests/pgcluster.py``).  Commit before any host sees an event, gapless per-session
+directory), committed by its writer thread and by its writer process
+(``--journal-writer process``, ``sqlite-process``: the state directory on a small tmpfs
+mounted for the test, whose storage fault is the real full disk), and the PostgreSQL
+journal (a database on a throwaway cluster, ``tests/pgcluster.py``).  Commit before any
+host sees an event, gapless per-session
 sequences, receipts, retention, raw provenance, images, crash recovery of a dead owner
 (a real child process SIGKILLed), and fail closed on a storage fault: held, reported as
 ``failing``, resumed without a restart, nothing a host saw lost.  For PostgreSQL the
@@ -13,7 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,7 @@ from agent_bridge.adapters.scripted import ScriptedProvider
 from agent_bridge.errors import BridgeError
 from agent_bridge.journal import History, Retention, open_history
 from agent_bridge.journal.journal import Journal
+from agent_bridge.journal.writer import Writer
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.wire.methods import EventsReadParams, RunInput, RunStartParams
@@ -70,6 +74,8 @@ class Backend:
     def open(self, **kw: Any) -> History:
         if self.kind == "postgresql":
             return open_history(None, journal=self.location, **kw)
+        if self.kind == "sqlite-process":
+            return open_history(self.location, writer="process", **kw)
         return open_history(self.location, **kw)
 
     def cli_args(self) -> list[str]:
@@ -78,12 +84,18 @@ class Backend:
         return ["--state-dir", self.location]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+@pytest.fixture(params=["sqlite", "sqlite-process", "postgresql"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     if request.param == "postgresql":
         cluster = request.getfixturevalue("pg_cluster")
-        return Backend("postgresql", cluster.new_database(), cluster)
-    return Backend("sqlite", str(tmp_path / "state"))
+        yield Backend("postgresql", cluster.new_database(), cluster)
+    elif request.param == "sqlite-process":
+        from hardening.test_hard_storage import small_fs
+
+        with small_fs("64m") as mnt:
+            yield Backend("sqlite-process", str(mnt / "state"), mnt)
+    else:
+        yield Backend("sqlite", str(tmp_path / "state"))
 
 
 @asynccontextmanager
@@ -242,6 +254,7 @@ _CHILD = textwrap.dedent(
     async def main():
         kind, where = sys.argv[1], sys.argv[2]
         history = (open_history(None, journal=where) if kind == "postgresql"
+                   else open_history(where, writer="process") if kind == "sqlite-process"
                    else open_history(where))
         registry = ProviderRegistry([ScriptedProvider()], load_entry_points=False)
         async with Runtime(registry, history=history) as runtime:
@@ -312,9 +325,11 @@ class _FullDisk:
     """The SQLite writer's connection on a full disk until :meth:`heal`."""
 
     def __init__(self, journal: Journal) -> None:
-        self.real = journal._writer._conn
+        writer = journal._writer
+        assert isinstance(writer, Writer)
+        self.real = writer._conn
         self.failing = True
-        journal._writer._conn = self  # type: ignore[assignment]
+        writer._conn = self  # type: ignore[assignment]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
@@ -346,6 +361,10 @@ async def test_a_storage_fault_mid_stream_holds_reports_and_resumes_losing_nothi
         if backend.kind == "postgresql":
             await anyio.to_thread.run_sync(backend.cluster.stop, "fast")
             heal: Callable[[], None] = backend.cluster.start
+        elif backend.kind == "sqlite-process":
+            from hardening.test_hard_storage import fill
+
+            heal = fill(backend.cluster).unlink  # the real disk fills under the child
         else:
             heal = _FullDisk(journal).heal
         try:

@@ -26,6 +26,7 @@ from agent_bridge.journal.reader import Reader
 from agent_bridge.journal.retention import Retention, apply_retention
 from agent_bridge.journal.rows import insert_events
 from agent_bridge.journal.schema import connect, open_journal_db
+from agent_bridge.journal.writer import Writer
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.wire.events import SessionResumed
@@ -255,7 +256,9 @@ async def test_a_journal_whose_commits_fail_holds_the_stream_refuses_work_and_re
         info = await runtime.create_session("scripted", options=stream(10), subscriber=host)
         journal = runtime.history
         assert isinstance(journal, Journal)
-        real = journal._writer._conn
+        writer = journal._writer
+        assert isinstance(writer, Writer)
+        real = writer._conn
 
         class Full:
             """The writer's connection on a full disk, until ``failing`` is cleared."""
@@ -271,7 +274,7 @@ async def test_a_journal_whose_commits_fail_holds_the_stream_refuses_work_and_re
                 return real.execute(sql, *args)
 
         full = Full()
-        journal._writer._conn = full  # type: ignore[assignment]
+        writer._conn = full  # type: ignore[assignment]
         async with anyio.create_task_group() as tg:
             tg.start_soon(runtime.start_run, RunStartParams(info.session_id, RunInput("x")))
             with anyio.fail_after(10):

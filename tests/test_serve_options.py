@@ -149,6 +149,8 @@ _JOURNAL_LINE = [
     "100",
     "--journal-sync",
     "normal",
+    "--journal-writer",
+    "process",
     "--journal-fault-limit",
     "7",
 ]
@@ -179,6 +181,23 @@ def test_history_settings_are_what_open_history_takes() -> None:
     assert settings_["memory_bytes"] == 8 * 1024 * 1024
     assert settings_["retention"].max_age_days == 2.5
     assert settings_["retention"].max_bytes == 100 * 1024 * 1024
+    assert settings_["writer"] == "process"
+
+
+def test_the_journal_writer_comes_from_the_flag_then_the_config_file_then_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config.toml"
+    monkeypatch.setenv("AGENT_BRIDGE_CONFIG", str(config))
+    assert history_settings(_parser().parse_args(["serve"]))["writer"] == "thread"
+    config.write_text('[journal]\nwriter = "auto"\n')
+    assert history_settings(_parser().parse_args(["serve"]))["writer"] == "auto"
+    line = ["serve", "--journal-writer", "process"]
+    assert history_settings(_parser().parse_args(line))["writer"] == "process"
+    config.write_text('[journal]\nwriter = "fast"\n')  # not a writer: the default
+    assert history_settings(_parser().parse_args(["serve"]))["writer"] == "thread"
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["serve", "--journal-writer", "fast"])
 
 
 def test_the_journal_s_defaults_are_the_options_defaults() -> None:

@@ -297,6 +297,14 @@ SERVE_OPTIONS: Final = (
         choices=("normal", "full"),
     ),
     ServeOption(
+        "--journal-writer",
+        "who commits to the SQLite journal: a thread of the bridge, or a process of its "
+        "own (off the bridge's interpreter: faster where there are CPUs to spare); auto: "
+        "the process when the bridge may use at least 3 CPUs, else the thread (default: "
+        "the configuration file's [journal] writer, else thread)",
+        choices=("auto", "thread", "process"),
+    ),
+    ServeOption(
         "--journal-fault-limit",
         "while the journal cannot commit (disk full, I/O error, read-only), runs are "
         "held; past this many seconds of failing they end with run.failed "
@@ -328,6 +336,7 @@ JOURNAL_FLAGS: Final = (
     "--retain-days",
     "--retain-mb",
     "--journal-sync",
+    "--journal-writer",
     "--journal-fault-limit",
 )
 
@@ -376,7 +385,8 @@ def parse_options(items: list[str]) -> dict[str, Any]:
 
 def _journal_config() -> dict[str, Any]:
     """The ``[journal]`` table of the configuration file (``url``, ``node``,
-    ``lease_seconds``: what ``--journal``, ``--node`` and ``--lease-seconds`` say), read
+    ``lease_seconds``, ``writer``: what ``--journal``, ``--node``, ``--lease-seconds`` and
+    ``--journal-writer`` say), read
     only when there is a file (the configuration module is not imported otherwise: this
     runs before ``serve``'s first reply)."""
     env = os.environ
@@ -394,6 +404,10 @@ def _journal_config() -> dict[str, Any]:
     return dict(load_config().section("journal"))
 
 
+#: ``--journal-writer`` when neither the flag nor the configuration file names one
+DEFAULT_WRITER: Final = "thread"
+
+
 def history_settings(args: Any) -> dict[str, Any]:
     """The keyword arguments of :func:`agent_bridge.journal.open_history` (beside the
     state directory) for the parsed :data:`JOURNAL_FLAGS` in ``args``; ``--journal``,
@@ -402,8 +416,14 @@ def history_settings(args: Any) -> dict[str, Any]:
     from agent_bridge.journal.retention import Retention
 
     journal, node, lease = args.journal, args.node, args.lease_seconds
-    if journal is None:
+    writer = args.journal_writer
+    table: dict[str, Any] | None = None
+    if writer is None:
         table = _journal_config()
+        configured = table.get("writer")
+        writer = configured if configured in ("auto", "thread", "process") else DEFAULT_WRITER
+    if journal is None:
+        table = _journal_config() if table is None else table
         url, name, seconds = table.get("url"), table.get("node"), table.get("lease_seconds")
         journal = url if isinstance(url, str) else None
         node = node if node is not None or not isinstance(name, str) else name
@@ -420,6 +440,7 @@ def history_settings(args: Any) -> dict[str, Any]:
         "journal": journal,
         "lease": lease,
         "node": node,
+        "writer": writer,
     }
 
 

@@ -19,6 +19,7 @@ from agent_bridge.journal.raw import encode_raw
 from agent_bridge.journal.retention import Retention
 from agent_bridge.journal.schema import DEFAULT_SYNC, Sync
 from agent_bridge.journal.settle import settle
+from agent_bridge.journal.writer_process import WriterMode
 
 __all__ = [
     "TYPE_CODES",
@@ -48,13 +49,16 @@ def open_history(
     journal: str | None = None,
     lease: float | None = None,
     node: str | None = None,
+    writer: WriterMode = "thread",
 ) -> History:
     """Return the history for ``state_dir`` (the ``--state-dir`` value, or ``None`` for
     the environment or platform default): :class:`MemoryHistory` for ``:memory:``, else
     the opened journal; ``memory_bytes`` bounds the memory history.  ``journal`` (the
     ``--journal`` value) names a PostgreSQL database instead: then the journal is there
     (:mod:`agent_bridge.journal.postgres`, whose driver is imported only then), ``lease``
-    is its owner lease in seconds and ``node`` this member's name.  Raises
+    is its owner lease in seconds and ``node`` this member's name.  ``writer`` says who
+    commits to a SQLite journal (``--journal-writer``: ``thread``, ``process`` or
+    ``auto``, see :mod:`agent_bridge.journal.writer_process`).  Raises
     :class:`JournalError`."""
     if journal is not None:
         from agent_bridge.journal.postgres import DEFAULT_LEASE, open_pg_journal
@@ -70,4 +74,4 @@ def open_history(
         return MemoryHistory(memory_bytes)
     from agent_bridge.journal.journal import Journal
 
-    return Journal.open(resolved, retention=retention, sync=sync)
+    return Journal.open(resolved, retention=retention, sync=sync, writer=writer)

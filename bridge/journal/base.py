@@ -66,7 +66,12 @@ class History(Protocol):
     #: is found damaged (never written again); ``broken`` once a bug made a commit fail
     #: (this process writes nothing more).  ``on_commit`` also runs when it changes.
     health: Literal["ok", "failing", "corrupt", "broken"]
-    fault: Literal["disk_full", "io_error", "read_only", "damaged", "other", "internal"] | None
+    fault: (
+        Literal[
+            "disk_full", "io_error", "read_only", "damaged", "other", "internal", "writer_exited"
+        ]
+        | None
+    )
     failing_since: float | None
 
     async def start(self, on_commit: Callable[[], None]) -> None:

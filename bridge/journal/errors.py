@@ -30,7 +30,9 @@ __all__ = [
     "on_read_only_fs",
 ]
 
-Fault = Literal["disk_full", "io_error", "read_only", "damaged", "other", "internal"]
+Fault = Literal[
+    "disk_full", "io_error", "read_only", "damaged", "other", "internal", "writer_exited"
+]
 
 #: SQLite exceptions that only a wrong statement, wrong parameters or a broken invariant
 #: raise (``sqlite3.OperationalError`` and plain ``DatabaseError`` are the storage's).

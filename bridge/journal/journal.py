@@ -76,6 +76,7 @@ from agent_bridge.journal.writer import (
     EventBatch,
     Writer,
 )
+from agent_bridge.journal.writer_process import WriterMode, choose_writer
 from agent_bridge.lazylog import lazy_logger
 from agent_bridge.wire.methods import RawRecord
 
@@ -83,6 +84,8 @@ if TYPE_CHECKING:
     import asyncio
 
     import anyio
+
+    from agent_bridge.journal.writer_process import ProcessWriter
 
 # anyio, asyncio and the worker threads are imported where they are used: opening the
 # journal does not need them, and ``agent-bridge serve`` opens it before its first reply
@@ -109,12 +112,13 @@ class Journal:
         self,
         state_dir: str,
         control: sqlite3.Connection,
-        writer_conn: sqlite3.Connection,
+        writer_conn: sqlite3.Connection | None,
         reader: Reader,
         owner: OwnerLock,
         retention: Retention,
         clock: Clock,
         recovered: list[str],
+        sync: Sync = DEFAULT_SYNC,
     ) -> None:
         self.state_dir = state_dir
         self.path = database_path(state_dir)
@@ -140,7 +144,15 @@ class Journal:
         self._waiters: list[tuple[int, anyio.Event]] = []
         self._on_commit: Callable[[], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._writer = Writer(writer_conn, self._notify, retention, os.path.dirname(self.path))
+        self._writer: Writer | ProcessWriter
+        if writer_conn is None:
+            from agent_bridge.journal.writer_process import ProcessWriter
+
+            self._writer = ProcessWriter(self.path, sync, retention, self._committed)
+        else:
+            self._writer = Writer(writer_conn, self._notify, retention, os.path.dirname(self.path))
+        #: which writer commits: ``thread`` or ``process`` (``--journal-writer``)
+        self.writer_kind = self._writer.kind
         self._queue = self._writer.queue
         #: events not yet handed to the writer, per session (see :meth:`append`)
         self._open: dict[str, EventBatch] = {}
@@ -158,10 +170,14 @@ class Journal:
         sync: Sync = DEFAULT_SYNC,
         busy_timeout: float = 3.0,
         clock: Clock | None = None,
+        writer: WriterMode = "thread",
     ) -> Journal:
         """Open (creating, upgrading, recovering after a crash, applying retention) the
-        journal in ``state_dir``; raises :class:`JournalError` with a one-line message."""
+        journal in ``state_dir``, its commits made by the writer ``writer`` names
+        (:func:`~agent_bridge.journal.writer_process.choose_writer`); raises
+        :class:`JournalError` with a one-line message."""
         clock = clock or Clock()
+        kind = choose_writer(writer)
         from agent_bridge.private_files import UnsafeDirectory, private_dir
 
         try:
@@ -192,9 +208,11 @@ class Journal:
             configure_sync(control, sync)
             recovered = recover_dead_owners(control, state_dir, owner.token, clock)
             apply_retention(control, retention)
-            writer_conn = connect(path, busy_timeout=30.0)
-            conns.append(writer_conn)
-            configure(writer_conn, sync)
+            writer_conn: sqlite3.Connection | None = None
+            if kind == "thread":
+                writer_conn = connect(path, busy_timeout=30.0)
+                conns.append(writer_conn)
+                configure(writer_conn, sync)
             reader_conn = connect(path, busy_timeout=30.0)
             conns.append(reader_conn)
         except BaseException as exc:
@@ -207,7 +225,15 @@ class Journal:
             raise
         control.execute("PRAGMA busy_timeout = 30000")
         return cls(
-            state_dir, control, writer_conn, Reader(reader_conn), owner, retention, clock, recovered
+            state_dir,
+            control,
+            writer_conn,
+            Reader(reader_conn),
+            owner,
+            retention,
+            clock,
+            recovered,
+            sync,
         )
 
     @property
@@ -221,7 +247,7 @@ class Journal:
 
         self._on_commit = on_commit
         self._loop = asyncio.get_running_loop()
-        self._writer.start()
+        self._writer.start(self._loop)
         self._started = True
 
     async def aclose(self) -> None:

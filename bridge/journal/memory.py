@@ -121,9 +121,12 @@ class MemoryHistory:
 
     durable = False
     health: Literal["ok", "failing", "corrupt", "broken"] = "ok"
-    fault: Literal["disk_full", "io_error", "read_only", "damaged", "other", "internal"] | None = (
-        None
-    )
+    fault: (
+        Literal[
+            "disk_full", "io_error", "read_only", "damaged", "other", "internal", "writer_exited"
+        ]
+        | None
+    ) = None
     failing_since: float | None = None
 
     def __init__(self, max_bytes: int = DEFAULT_MEMORY_HISTORY_MB * 1024 * 1024) -> None:

@@ -170,6 +170,7 @@ class Writer:
         notify: Notify,
         retention: Retention = Retention(),  # noqa: B008 - frozen
         directory: str = ".",
+        replay: int = 0,
     ) -> None:
         self.queue: collections.deque[tuple[Any, ...]] = collections.deque()
         self.wake = threading.Event()
@@ -189,12 +190,20 @@ class Writer:
         self._last: dict[int, int] = {}
         self._ops_done = 0
         self._events_done = 0
+        #: the first ``replay`` operations may have been committed already (a writer process
+        #: restarted after its predecessor died between a commit and its report: see
+        #: :mod:`agent_bridge.journal.writer_process`); a commit holding any of them stores
+        #: only the events past each session's last stored one, and a session row only if
+        #: it has none, so nothing is written twice
+        self._replay = replay
         self._thread = threading.Thread(target=self._main, name="journal-writer", daemon=True)
 
     # ------------------------------------------------------------------ control
 
-    def start(self) -> None:
-        """Start the thread."""
+    kind: Final = "thread"
+
+    def start(self, loop: object = None) -> None:
+        """Start the thread (``loop``: unused, the process writer's works in it)."""
         self._thread.start()
 
     def submitted(self) -> None:
@@ -325,15 +334,19 @@ class Writer:
             elif op[0] == OP_BLOB:
                 nbytes += self._store_blob(op)
             else:
-                self._apply_other(op)
+                self._apply_other(op, self._ops_done < self._replay)
+        replaying = self._ops_done < self._replay
         for session_id, batches in pending.items():
-            stored, count = self._store_events(session_id, batches)
+            stored, count = self._store_events(session_id, batches, replaying)
             nbytes += stored
             events += count
         return events, nbytes
 
-    def _store_events(self, session_id: str, batches: list[EventBatch]) -> tuple[int, int]:
-        """Store a session's batches; return ``(bytes, events)``."""
+    def _store_events(
+        self, session_id: str, batches: list[EventBatch], replaying: bool = False
+    ) -> tuple[int, int]:
+        """Store a session's batches; return ``(bytes, events)`` (``events``: all of the
+        batches' events, those a replay found stored already included)."""
         conn = self._conn
         first = batches[0].first
         if len(batches) == 1:
@@ -349,6 +362,16 @@ class Writer:
         last = self._last.get(skey)
         if last is None:
             last = last_sequence(conn, skey)
+        count = len(bodies)
+        if replaying and first <= last:
+            # A batch is committed whole with its frame, and frames in order: those at or
+            # before ``last`` were stored by the commit whose report was lost.
+            batches = [batch for batch in batches if batch.first > last]
+            if not batches:
+                return 0, count
+            first = batches[0].first
+            bodies = [body for batch in batches for body in batch.bodies]
+            codes = b"".join(batch.codes for batch in batches)
         if first != last + 1:
             log.error(
                 "journal: session %s continues at %d after %d (not gapless)",
@@ -372,7 +395,7 @@ class Writer:
             )
             stored += sum(len(r[2]) for r in raws)
         conn.execute("UPDATE sessions SET bytes = bytes + ? WHERE skey = ?", (stored, skey))
-        return stored, len(bodies)
+        return stored, count
 
     def _store_blob(self, op: tuple[Any, ...]) -> int:
         """Store a run input's image once; return the bytes its session is charged."""
@@ -388,10 +411,12 @@ class Writer:
             )
         return charged
 
-    def _apply_other(self, op: tuple[Any, ...]) -> None:
+    def _apply_other(self, op: tuple[Any, ...], replaying: bool = False) -> None:
         conn = self._conn
         kind = op[0]
         if kind == OP_SESSION:
+            if replaying and self._skey(op[1]) is not None:
+                return  # committed before the report was lost
             (
                 _,
                 session_id,

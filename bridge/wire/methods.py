@@ -84,14 +84,18 @@ class ServerCapabilities(WireStruct, frozen=True):
 
 
 JournalState = Literal["ok", "failing", "corrupt", "broken"]
-JournalFault = Literal["disk_full", "io_error", "read_only", "damaged", "other", "internal"]
+JournalFault = Literal[
+    "disk_full", "io_error", "read_only", "damaged", "other", "internal", "writer_exited"
+]
 
 
 class JournalStatusParams(WireStruct, frozen=True):
     """The journal's health, sent to every attached host when it changes (``journal/status``;
     out of band: no session, no sequence).  ``failing``: commits fail (``reason``) and are
     retried; events and command replies wait, new sessions and runs are refused
-    (``journal_failing``) until ``ok`` again.  ``corrupt``: the file is damaged and is no
+    (``journal_failing``) until ``ok`` again (``writer_exited``: the journal's writer
+    process died; another is started and given what was not committed).  ``corrupt``: the
+    file is damaged and is no
     longer written to (``history_corrupt``).  ``broken`` (reason ``internal``): a bug in
     the bridge stopped its journal writer; nothing more is recorded by this process, runs
     end, new work is refused (``internal``) and reads go on: restart the bridge.
