@@ -1636,7 +1636,9 @@ export interface SessionConfigureResponse {
 /**
  * `session/create`: a session on `provider` in `workspace` with `options`
  * (as declared by the provider's descriptor); `retry_on_limit` sets the session's
- * policy for runs that hit a limit (none: such a run fails at once).
+ * policy for runs that hit a limit (none: such a run fails at once).  On a fleet
+ * (`docs/fleet.md`), `node` names the member to run it (default: this one when it
+ * serves the provider in the workspace, else one that does).
  */
 export interface SessionCreateParams {
   provider: string;
@@ -1645,6 +1647,7 @@ export interface SessionCreateParams {
   options?: Record<string, unknown>;
   title?: string | null;
   retryOnLimit?: RetryOnLimit | null;
+  node?: string | null;
 }
 
 /** The `session/create` request (host->bridge): Create a session on a provider. */

@@ -47,8 +47,11 @@ async def fleet(
     names: tuple[str, ...] = ("alpha", "beta", "gamma"),
     lease: float = 3.0,
     urls: dict[str, str] | None = None,
+    extra: dict[str, tuple[str, ...]] | None = None,
+    leases: dict[str, float] | None = None,
 ) -> AsyncIterator[dict[str, BridgeProcess]]:
-    """One bridge per name, all on the journal ``url``, each initialized."""
+    """One bridge per name, all on the journal ``url`` (``urls``: another for some),
+    each initialized; ``extra`` adds arguments to some, ``leases`` another lease."""
     async with anyio.create_task_group() as tg:
         try:
             async with AsyncExitStack() as stack:
@@ -62,7 +65,8 @@ async def fleet(
                             "--node",
                             name,
                             "--lease-seconds",
-                            str(lease),
+                            str((leases or {}).get(name, lease)),
+                            *(extra or {}).get(name, ()),
                         ),
                         env=member_env(root, name),
                         validate=False,  # 100,000s of events: schema checks are elsewhere
@@ -414,3 +418,116 @@ async def test_an_error_from_the_owner_reaches_the_host_with_its_details(
         assert here["error"]["data"]["code"] == "workspace_invalid"
         assert "outside" in here["error"]["data"]["details"]["reason"]
         assert there["error"] == here["error"]
+
+
+def nodes_of(listed: dict[str, Any]) -> dict[str, str | None]:
+    """session/list's sessions as id -> node."""
+    return {s["sessionId"]: s.get("node") for s in listed["sessions"]}
+
+
+async def test_a_new_session_is_placed_on_a_member_that_serves_it(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """alpha serves the scripted provider under a/, beta anything under b/, gamma only
+    claude-code: a session is created where it can run (the host's member when it can,
+    else one that can), on the node the host names when it names one, and an unknown
+    node or one that cannot serve it is a typed error naming why."""
+    folders = {name: tmp_path / name for name in ("a", "b", "c")}
+    for folder in folders.values():
+        folder.mkdir()
+    extra: dict[str, tuple[str, ...]] = {
+        "alpha": ("--node-providers", "scripted", "--node-workspaces", str(folders["a"])),
+        "beta": ("--node-workspaces", str(folders["b"])),
+        "gamma": ("--node-providers", "claude-code"),
+    }
+    async with fleet(tmp_path, pg_url, extra=extra) as members:
+        alpha, beta, gamma = members["alpha"], members["beta"], members["gamma"]
+        steps = [{"type": "text", "text": "placed"}]
+
+        def create(workspace: str, node: str | None = None) -> dict[str, Any]:
+            params = script_session(steps) | {"workspace": str(folders[workspace])}
+            return params if node is None else params | {"node": node}
+
+        # gamma does not serve scripted, alpha not in b/: beta creates it
+        on_beta = (await gamma.result("session/create", create("b")))["session"]["sessionId"]
+        # gamma's host follows it: a run started through gamma streams to it
+        await gamma.result("run/start", {"sessionId": on_beta, "input": {"text": "x"}})
+        seen = await events_until(gamma, on_beta, "run.completed", timeout=30)
+        assert "placed" in [e["payload"].get("text") for e in seen]
+        # named: beta's host asks for alpha
+        on_alpha = (await beta.result("session/create", create("a", "alpha")))["session"][
+            "sessionId"
+        ]
+        # not named, and the host's member serves it: there
+        local = (await beta.result("session/create", create("b")))["session"]["sessionId"]
+        listed = nodes_of(await alpha.result("session/list", {}))
+        assert listed[on_beta] == "beta"
+        assert listed[on_alpha] == "alpha"
+        assert listed[local] == "beta"
+
+        async def refused(bridge: BridgeProcess, params: dict[str, Any]) -> dict[str, Any]:
+            reply = await bridge.call("session/create", params, check=False)
+            assert "error" in reply, reply
+            data: dict[str, Any] = reply["error"]["data"]
+            return data
+
+        wrong_folder = await refused(gamma, create("b", "alpha"))
+        assert wrong_folder["code"] == "workspace_invalid"
+        assert "alpha" in wrong_folder["details"]["reason"]
+        wrong_provider = await refused(alpha, create("a", "gamma"))
+        assert wrong_provider["code"] == "provider_unavailable"
+        assert wrong_provider["details"]["provider"] == "scripted"
+        assert "gamma" in wrong_provider["details"]["reason"]
+        nowhere = await refused(alpha, create("a", "delta"))
+        assert nowhere["code"] == "invalid_params"
+        assert nowhere["details"]["field"] == "node"
+        nobody = await refused(beta, create("c"))  # no member serves scripted in c/
+        assert nobody["code"] == "workspace_invalid"
+        unknown = await refused(beta, {"provider": "no-such-agent"})
+        assert unknown["code"] == "provider_not_found"
+        # nothing was created by the refusals
+        after = nodes_of(await gamma.result("session/list", {}))
+        assert set(after) == {on_beta, on_alpha, local}
+
+
+async def test_takeover_goes_to_a_member_that_can_run_the_sessions_provider(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """alpha owns a session and is SIGKILLed; beta finds the lease expired first (its
+    beat is the fastest) but does not serve the scripted provider, so gamma resumes the
+    session; beta's host, following it, sees the end, then session.resumed from gamma."""
+    extra: dict[str, tuple[str, ...]] = {"beta": ("--node-providers", "claude-code")}
+    leases = {"alpha": 3.0, "beta": 1.0, "gamma": 30.0}
+    async with fleet(tmp_path, pg_url, extra=extra, leases=leases) as members:
+        alpha, beta = members["alpha"], members["beta"]
+        steps: list[dict[str, Any]] = [
+            {"type": "stream", "count": 50, "text": "t"},
+            {"type": "waitForInterrupt"},
+        ]
+        created = await alpha.result("session/create", script_session(steps))
+        session = created["session"]["sessionId"]
+        await beta.result("session/attach", {"sessionId": session})
+        await alpha.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+        seen: list[Message] = []
+        while len(seen) < 51:
+            seen += await events_until(beta, session, "text.delta")
+        assert alpha.proc is not None
+        alpha.proc.send_signal(signal.SIGKILL)
+        await alpha.proc.wait()
+        tail = await events_until(beta, session, "session.resumed", timeout=30)
+        assert [e["payload"]["type"] for e in tail] == [
+            "run.failed",
+            "session.closed",
+            "session.resumed",
+        ]
+        got = seen + tail
+        assert [e["sequence"] for e in got] == list(range(1, len(got) + 1))
+        listed = nodes_of(await beta.result("session/list", {}))
+        assert listed[session] == "gamma"
+        assert b"taken over by gamma" in beta.stderr
+        # the session runs on gamma now: a run started through beta is routed there and
+        # beta's host, following it, sees it
+        run = await beta.result("run/start", {"sessionId": session, "input": {"text": "y"}})
+        more = await events_until(beta, session, "run.started", timeout=30)
+        assert more == [more[0]] and more[0]["runId"] == run["runId"]
+        assert more[0]["sequence"] == got[-1]["sequence"] + 1

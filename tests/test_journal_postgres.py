@@ -4,6 +4,7 @@ again).  The shared contract is tests/test_journal_contract.py."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from typing import Any
@@ -169,15 +170,45 @@ async def test_a_commit_of_many_sessions_notifies_in_payloads_postgresql_accepts
 
 
 async def test_the_configuration_file_can_name_the_journal(pg_url: str, tmp_path: Any) -> None:
-    """``[journal] url/node/lease_seconds`` in the configuration file, no flag."""
+    """``[journal] url/node/lease_seconds/providers/workspaces`` in the configuration
+    file, no flag: the member records what it serves (the roots as real paths)."""
     config = tmp_path / "config.toml"
-    config.write_text(f'[journal]\nurl = "{pg_url}"\nnode = "from-config"\nlease_seconds = 7\n')
+    root = tmp_path / "work"
+    (root / "here").mkdir(parents=True)
+    config.write_text(
+        f'[journal]\nurl = "{pg_url}"\nnode = "from-config"\nlease_seconds = 7\n'
+        f'providers = ["scripted", "codex"]\nworkspaces = ["{root}"]\n'
+    )
     async with running_bridge("newline", env={"AGENT_BRIDGE_CONFIG": str(config)}) as bridge:
         params = script_session([{"type": "text", "text": "hi"}])
+        params["workspace"] = str(root / "here")
         session = (await bridge.result("session/create", params))["session"]["sessionId"]
         with psycopg.connect(pg_url) as conn:
             row = conn.execute(
-                "SELECT o.node, s.session_id, o.expires_at - now() < interval '8 seconds' "
-                "FROM sessions s JOIN owners o ON o.token = s.owner"
+                "SELECT o.node, s.session_id, o.expires_at - now() < interval '8 seconds', "
+                "o.providers, o.roots FROM sessions s JOIN owners o ON o.token = s.owner"
             ).fetchone()
-        assert row == ("from-config", session, True)
+        assert row == ("from-config", session, True, ["scripted", "codex"], [str(root.resolve())])
+        # outside the declared folders, and no other member: refused, naming why
+        outside = await bridge.call(
+            "session/create", script_session([]) | {"workspace": str(tmp_path)}, check=False
+        )
+        assert outside["error"]["data"]["code"] == "workspace_invalid"
+        assert "from-config" in outside["error"]["data"]["details"]["reason"]
+
+
+async def test_a_bad_list_in_the_configuration_file_is_named(pg_url: str, tmp_path: Any) -> None:
+    """``[journal] workspaces`` with a relative folder: the bridge does not start and
+    says which key is wrong."""
+    config = tmp_path / "config.toml"
+    config.write_text(f'[journal]\nurl = "{pg_url}"\nworkspaces = ["relative/dir"]\n')
+    env = {**os.environ, "AGENT_BRIDGE_CONFIG": str(config)}
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_bridge", "serve"],
+        env=env,
+        input=b"",
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert b"[journal] workspaces: must be absolute folders" in done.stderr

@@ -126,6 +126,22 @@ def node_name(text: str) -> str:
     return text
 
 
+def provider_ids(text: str) -> tuple[str, ...]:
+    """``text`` as a comma-separated list of provider ids (``claude-code,codex``)."""
+    ids = tuple(item.strip() for item in text.split(","))
+    if not all(0 < len(item) <= 100 for item in ids):
+        raise _invalid("must be provider ids separated by commas")
+    return ids
+
+
+def workspace_roots(text: str) -> tuple[str, ...]:
+    """``text`` as a list of absolute folders separated by ``os.pathsep`` (as ``PATH``)."""
+    roots = tuple(item for item in text.split(os.pathsep) if item)
+    if not roots or not all(os.path.isabs(item) for item in roots):
+        raise _invalid(f"must be absolute folders separated by {os.pathsep!r}")
+    return roots
+
+
 def writable_file(text: str) -> str:
     """``text``, a file path whose directory exists and is writable; raises otherwise."""
     directory = os.path.dirname(os.path.abspath(text))
@@ -267,6 +283,22 @@ SERVE_OPTIONS: Final = (
         metavar="SECONDS",
     ),
     ServeOption(
+        "--node-providers",
+        "with --journal, the providers this member serves, separated by commas: new "
+        "sessions and takeovers of other providers go to members that serve them "
+        "(default: every provider this bridge has; see docs/fleet.md)",
+        check=provider_ids,
+        metavar="IDS",
+    ),
+    ServeOption(
+        "--node-workspaces",
+        "with --journal, the folders (and everything below them) this member runs "
+        f"sessions in, separated by {os.pathsep!r}: sessions in other workspaces go to "
+        "members that serve them (default: any)",
+        check=workspace_roots,
+        metavar="DIRS",
+    ),
+    ServeOption(
         "--memory-history-mb",
         "with --state-dir :memory:, the events (and raw records) kept for all sessions "
         "together; past it each appending session drops its oldest events, a ring "
@@ -332,6 +364,8 @@ JOURNAL_FLAGS: Final = (
     "--journal",
     "--node",
     "--lease-seconds",
+    "--node-providers",
+    "--node-workspaces",
     "--memory-history-mb",
     "--retain-days",
     "--retain-mb",
@@ -385,8 +419,9 @@ def parse_options(items: list[str]) -> dict[str, Any]:
 
 def _journal_config() -> dict[str, Any]:
     """The ``[journal]`` table of the configuration file (``url``, ``node``,
-    ``lease_seconds``, ``writer``: what ``--journal``, ``--node``, ``--lease-seconds`` and
-    ``--journal-writer`` say), read
+    ``lease_seconds``, ``writer``, ``providers``, ``workspaces``: what ``--journal``,
+    ``--node``, ``--lease-seconds``, ``--journal-writer``, ``--node-providers`` and
+    ``--node-workspaces`` say), read
     only when there is a file (the configuration module is not imported otherwise: this
     runs before ``serve``'s first reply)."""
     env = os.environ
@@ -411,12 +446,15 @@ DEFAULT_WRITER: Final = "thread"
 def history_settings(args: Any) -> dict[str, Any]:
     """The keyword arguments of :func:`agent_bridge.journal.open_history` (beside the
     state directory) for the parsed :data:`JOURNAL_FLAGS` in ``args``; ``--journal``,
-    ``--node`` and ``--lease-seconds`` not given on the command line come from the
-    configuration file's ``[journal]`` table when it has them."""
+    ``--node``, ``--lease-seconds``, ``--node-providers`` and ``--node-workspaces`` not
+    given on the command line come from the configuration file's ``[journal]`` table
+    when it has them."""
     from agent_bridge.journal.retention import Retention
 
     journal, node, lease = args.journal, args.node, args.lease_seconds
     writer = args.journal_writer
+    providers = getattr(args, "node_providers", None)
+    roots = getattr(args, "node_workspaces", None)
     table: dict[str, Any] | None = None
     if writer is None:
         table = _journal_config()
@@ -429,6 +467,10 @@ def history_settings(args: Any) -> dict[str, Any]:
         node = node if node is not None or not isinstance(name, str) else name
         if isinstance(seconds, (int, float)) and seconds > 0 and lease == 15.0:
             lease = float(seconds)
+        if providers is None and "providers" in table:
+            providers = _from_config(table, "providers", provider_ids, ",")
+        if roots is None and "workspaces" in table:
+            roots = _from_config(table, "workspaces", workspace_roots, os.pathsep)
 
     return {
         "retention": Retention(
@@ -441,7 +483,25 @@ def history_settings(args: Any) -> dict[str, Any]:
         "lease": lease,
         "node": node,
         "writer": writer,
+        "providers": providers,
+        "roots": roots,
     }
+
+
+def _from_config(
+    table: Mapping[str, Any], key: str, check: Callable[[str], tuple[str, ...]], sep: str
+) -> tuple[str, ...]:
+    """The ``[journal]`` table's list ``key`` passed through ``check`` (as its flag's
+    value); raises :class:`~agent_bridge.journal.JournalError` saying what is wrong."""
+    from agent_bridge.journal.errors import JournalError
+
+    value = table[key]
+    if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+        raise JournalError(f"the configuration file's [journal] {key}: must be a list of strings")
+    try:
+        return check(sep.join(value))
+    except Exception as exc:
+        raise JournalError(f"the configuration file's [journal] {key}: {exc}") from None
 
 
 def parse_serve(argv: Sequence[str]) -> SimpleNamespace | None:

@@ -269,15 +269,7 @@ class BridgeFrontend:
         return self.runtime.provider_limits(params.provider)
 
     async def _session_create(self, params: SessionCreateParams) -> SessionResult:
-        info = await self.runtime.create_session(
-            params.provider,
-            workspace=params.workspace,
-            options=params.options,
-            title=params.title,
-            subscriber=self,
-            retry_on_limit=params.retry_on_limit,
-        )
-        return SessionResult(info)
+        return SessionResult(await self.runtime.create_placed(params, self))
 
     async def _session_resume(self, params: SessionResumeParams) -> SessionResult:
         if (params.record is None) == (params.session_id is None):

@@ -9,7 +9,7 @@ tables, write path, durability bounds, recovery and retention.
 
 from __future__ import annotations
 
-from agent_bridge.journal.base import Followable, History, Routable, SessionRecord
+from agent_bridge.journal.base import Followable, History, Member, Routable, SessionRecord
 from agent_bridge.journal.blocks import TYPE_CODES
 from agent_bridge.journal.errors import JournalBroken, JournalCorrupt, JournalError
 from agent_bridge.journal.memory import DEFAULT_MEMORY_HISTORY_MB, MemoryHistory
@@ -28,6 +28,7 @@ __all__ = [
     "JournalBroken",
     "JournalCorrupt",
     "JournalError",
+    "Member",
     "MemoryHistory",
     "Retention",
     "Routable",
@@ -50,15 +51,18 @@ def open_history(
     lease: float | None = None,
     node: str | None = None,
     writer: WriterMode = "thread",
+    providers: tuple[str, ...] | None = None,
+    roots: tuple[str, ...] | None = None,
 ) -> History:
     """Return the history for ``state_dir`` (the ``--state-dir`` value, or ``None`` for
     the environment or platform default): :class:`MemoryHistory` for ``:memory:``, else
     the opened journal; ``memory_bytes`` bounds the memory history.  ``journal`` (the
     ``--journal`` value) names a PostgreSQL database instead: then the journal is there
     (:mod:`agent_bridge.journal.postgres`, whose driver is imported only then), ``lease``
-    is its owner lease in seconds and ``node`` this member's name.  ``writer`` says who
-    commits to a SQLite journal (``--journal-writer``: ``thread``, ``process`` or
-    ``auto``, see :mod:`agent_bridge.journal.writer_process`).  Raises
+    is its owner lease in seconds, ``node`` this member's name, ``providers`` and
+    ``roots`` what it serves (``docs/fleet.md``; ignored without ``journal``).  ``writer``
+    says who commits to a SQLite journal (``--journal-writer``: ``thread``, ``process``
+    or ``auto``, see :mod:`agent_bridge.journal.writer_process`).  Raises
     :class:`JournalError`."""
     if journal is not None:
         from agent_bridge.journal.postgres import DEFAULT_LEASE, open_pg_journal
@@ -68,6 +72,8 @@ def open_history(
             retention=retention,
             lease=DEFAULT_LEASE if lease is None else lease,
             node=node,
+            providers=providers,
+            roots=roots,
         )
     resolved = resolve_state_dir(state_dir)
     if resolved == MEMORY:

@@ -15,10 +15,30 @@ import msgspec
 
 from agent_bridge.wire.methods import RawRecord
 
-__all__ = ["ClaimStatus", "DeleteStatus", "Followable", "History", "Routable", "SessionRecord"]
+__all__ = [
+    "ClaimStatus",
+    "DeleteStatus",
+    "Followable",
+    "History",
+    "Member",
+    "Routable",
+    "SessionRecord",
+]
 
 ClaimStatus = Literal["claimed", "not_found", "in_use"]
 DeleteStatus = Literal["deleted", "not_found", "in_use", "has_forks"]
+
+
+class Member(msgspec.Struct, frozen=True):
+    """A live fleet member as the journal holds it: its ``token`` (the owner token its
+    sessions carry), ``node`` name, the ``providers`` it serves, the workspace ``roots``
+    it runs sessions under (``None``: any) and how many sessions it has open."""
+
+    token: str
+    node: str
+    providers: tuple[str, ...]
+    roots: tuple[str, ...] | None
+    sessions: int = 0
 
 
 class SessionRecord(msgspec.Struct):
@@ -241,7 +261,11 @@ class Followable(Protocol):
 @runtime_checkable
 class Routable(Protocol):
     """A history shared by members that can carry a request to the member owning its
-    session (the PostgreSQL journal): see :mod:`agent_bridge.runtime.routing`."""
+    session (the PostgreSQL journal): see :mod:`agent_bridge.runtime.routing`; and that
+    records what each member serves, for placement (:mod:`agent_bridge.runtime.fleet`)."""
+
+    #: the providers ``--node-providers`` names (``None``: every provider of the bridge)
+    serves: tuple[str, ...] | None
 
     async def route(
         self, kind: str, key: str, method: str, params: bytes, timeout: float = 30.0
@@ -254,4 +278,23 @@ class Routable(Protocol):
         self, execute: Callable[[str, bytes], Awaitable[tuple[bytes | None, str | None]]]
     ) -> None:
         """Run the requests routed to this member through ``execute`` until cancelled."""
+        ...
+
+    async def route_to(
+        self, token: str, method: str, params: bytes, timeout: float = 30.0
+    ) -> tuple[bytes | None, str | None]:
+        """As :meth:`route`, to the live member ``token`` (chosen by placement)."""
+        ...
+
+    def me(self) -> Member:
+        """This member as it declares itself (its token, node, providers, roots)."""
+        ...
+
+    async def declare(self, providers: tuple[str, ...]) -> Member:
+        """Record in the journal what this member serves: ``providers`` (the bridge's,
+        narrowed by ``--node-providers``) and its workspace roots; return it."""
+        ...
+
+    async def members(self) -> list[Member]:
+        """The live members that declared what they serve, this one included."""
         ...

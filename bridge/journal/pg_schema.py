@@ -225,6 +225,9 @@ _TABLES: Final = (
         PRIMARY KEY (provider_id, native_ref)
     )""",
     "CREATE INDEX IF NOT EXISTS native_bindings_session ON native_bindings(session_id)",
+    # what each member serves (docs/fleet.md, Placement): NULL until it declared
+    "ALTER TABLE owners ADD COLUMN IF NOT EXISTS providers TEXT[]",
+    "ALTER TABLE owners ADD COLUMN IF NOT EXISTS roots TEXT[]",
 )
 
 

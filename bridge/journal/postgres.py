@@ -34,7 +34,7 @@ import msgspec
 
 from agent_bridge.envelope import EnvelopeFormat, stamp
 from agent_bridge.ids import Clock
-from agent_bridge.journal.base import ClaimStatus, DeleteStatus
+from agent_bridge.journal.base import ClaimStatus, DeleteStatus, Member
 from agent_bridge.journal.blocks import TYPE_CODES
 from agent_bridge.journal.errors import DAMAGE, JournalError
 from agent_bridge.journal.journal import Journal
@@ -105,6 +105,13 @@ class PgJournal(Journal):
     #: called in the event loop with the sessions this member took over (closed
     #: ``bridge_crashed`` after their owner's lease expired): the runtime resumes them
     on_takeover: Callable[[list[str]], None] | None = None
+    #: the workspace roots this member runs sessions under (``--node-workspaces``, real
+    #: paths; ``None``: any) and the providers it serves (``--node-providers``; ``None``:
+    #: every provider of the bridge)
+    roots: tuple[str, ...] | None = None
+    serves: tuple[str, ...] | None = None
+    #: what :meth:`declare` last recorded
+    _providers: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ lease
 
@@ -364,6 +371,55 @@ class PgJournal(Journal):
 
         return self._reader._run(read)  # type: ignore[attr-defined, no-any-return]
 
+    # ------------------------------------------------------------------ placement
+
+    def me(self) -> Member:
+        """This member: token, node, the providers it last declared, its roots."""
+        return Member(self._owner.token, self.node, self._providers, self.roots)
+
+    async def declare(self, providers: tuple[str, ...]) -> Member:
+        """Record what this member serves (``providers``, its workspace roots) in its
+        ``owners`` row, where :meth:`members` of every member reads it; return it.
+        Raises :class:`JournalError`."""
+
+        def write(conn: psycopg.Connection[Any]) -> None:
+            conn.execute(
+                "UPDATE owners SET providers = %s, roots = %s WHERE token = %s",
+                (
+                    list(providers),
+                    None if self.roots is None else list(self.roots),
+                    self._owner.token,
+                ),
+            )
+
+        self._providers = providers
+        await self._read(self._reader._run, write)  # type: ignore[attr-defined]
+        return self.me()
+
+    async def members(self) -> list[Member]:
+        """The live members (lease not expired) that declared what they serve, with how
+        many sessions each has open.  Raises :class:`JournalError`."""
+
+        def read(conn: psycopg.Connection[Any]) -> list[Member]:
+            rows = conn.execute(
+                "SELECT o.token, o.node, o.providers, o.roots, "
+                "(SELECT count(*) FROM sessions s WHERE s.owner = o.token) "
+                "FROM owners o WHERE o.expires_at > now() AND o.providers IS NOT NULL "
+                "ORDER BY o.node, o.token"
+            ).fetchall()
+            return [
+                Member(
+                    str(token),
+                    str(node),
+                    tuple(providers),
+                    None if roots is None else tuple(roots),
+                    int(count),
+                )
+                for token, node, providers, roots, count in rows
+            ]
+
+        return await self._read(self._reader._run, read)  # type: ignore[attr-defined]
+
     async def route(
         self, kind: str, key: str, method: str, params: bytes, timeout: float = 30.0
     ) -> tuple[bytes | None, str | None] | None:
@@ -376,13 +432,22 @@ class PgJournal(Journal):
         retries through another member is deduplicated by the owner's ``commandId``
         receipts.  An owner that does not answer within ``timeout`` seconds:
         ``(None, "session_in_use")``.  Raises :class:`JournalError`."""
-        import anyio
-
         await self._listen()
         owner = await self._read(self._owner_of_sync, kind, key)
         if owner is None:
             return None
-        command = await self._read(self._send_sync, owner, method, params)
+        return await self.route_to(owner, method, params, timeout)
+
+    async def route_to(
+        self, token: str, method: str, params: bytes, timeout: float = 30.0
+    ) -> tuple[bytes | None, str | None]:
+        """Have the member ``token`` handle the request ``method`` with the encoded
+        ``params`` (as :meth:`route`); ``(None, session_in_use)`` when it does not answer
+        within ``timeout`` seconds.  Raises :class:`JournalError`."""
+        import anyio
+
+        await self._listen()
+        command = await self._read(self._send_sync, token, method, params)
         event = self._replies[command] = anyio.Event()
         try:
             with anyio.move_on_after(timeout):
@@ -800,9 +865,13 @@ def open_pg_journal(
     clock: Clock | None = None,
     lease: float = DEFAULT_LEASE,
     node: str | None = None,
+    providers: tuple[str, ...] | None = None,
+    roots: tuple[str, ...] | None = None,
 ) -> PgJournal:
     """Open (creating the tables where missing, recovering owners that are gone, applying
-    retention) the journal in the database ``url``; raises :class:`JournalError` with a
+    retention) the journal in the database ``url`` for the member ``node`` serving
+    ``providers`` under the workspace ``roots`` (``None``: every provider it has, any
+    workspace; recorded by :meth:`PgJournal.declare`); raises :class:`JournalError` with a
     one-line message that names the database without its query and never a credential."""
     try:
         check_url(url)
@@ -859,6 +928,8 @@ def open_pg_journal(
     journal._pg = control
     journal.lease = lease
     journal.node = node
+    journal.serves = providers
+    journal.roots = None if roots is None else tuple(os.path.realpath(r) for r in roots)
     journal.path = where
     journal._writer = PgWriter(  # type: ignore[assignment]
         url,

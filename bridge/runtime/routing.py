@@ -35,6 +35,7 @@ from agent_bridge.wire.methods import (
     RunStartParams,
     RunStartResult,
     RunSteerParams,
+    SessionCreateParams,
     SessionRef,
     SessionResult,
 )
@@ -58,6 +59,9 @@ ROUTED: Final[dict[str, tuple[type[Any], type[Any], str, Callable[[Any], str]]]]
         lambda p: p.interaction_id,
     ),
     "session/close": (SessionRef, SessionResult, "session", lambda p: p.session_id),
+    # to the member placement picked (runtime/fleet.py), not found by a session
+    "session/create": (SessionCreateParams, SessionResult, "member", lambda p: p.node),
+    "session/takeover": (SessionRef, SessionResult, "member", lambda p: p.session_id),
 }
 
 _failures = itertools.count(1)
@@ -128,6 +132,10 @@ async def _execute(runtime: Runtime, method: str, data: bytes) -> tuple[bytes | 
             status = runtime.respond(params.interaction_id, params.answer)
             await runtime.durable()
             result = InteractionRespondResult(params.interaction_id, status)
+        elif method == "session/create":
+            result = SessionResult(await runtime.create_placed(params, None))
+        elif method == "session/takeover":
+            result = SessionResult(await runtime.resume_taken_over(params.session_id))
         else:
             result = SessionResult(await runtime.close_session(params.session_id))
     except BridgeError as exc:

@@ -46,6 +46,7 @@ from agent_bridge.ids import Clock, IdFactory
 from agent_bridge.journal import Followable, History, MemoryHistory, Routable, SessionRecord
 from agent_bridge.options import resolve_options, restore_withheld, storable_options
 from agent_bridge.registry import ProviderRegistry
+from agent_bridge.runtime.fleet import create_placed, declare, succeed
 from agent_bridge.runtime.following import follow_remote
 from agent_bridge.runtime.inputs import image_type, prepare
 from agent_bridge.runtime.native import import_history, native_session_id
@@ -76,6 +77,7 @@ from agent_bridge.wire.methods import (
     RunStartParams,
     RunStartResult,
     SessionAttachResult,
+    SessionCreateParams,
     SessionDeleteResult,
     SessionInfo,
     SessionParent,
@@ -190,6 +192,8 @@ class Runtime:
         #: their subscriptions (kept after the session closed: a takeover here hands
         #: them to the reopened session, see :meth:`_take_over`)
         self._remote_subs: dict[tuple[str, Subscriber], Subscription] = {}
+        #: set once a fleet member recorded what it serves (:func:`.fleet.declare`)
+        self.declared = anyio.Event()
         #: one lock per provider session being continued (two hosts at once: one binds)
         self._binding: dict[tuple[str, str], anyio.Lock] = {}
 
@@ -199,6 +203,7 @@ class Runtime:
         self._tg = await self._tg_cm.__aenter__()
         if isinstance(self.history, Routable):  # a fleet member: others route requests here
             self._tg.start_soon(serve_routed, self)
+            self._tg.start_soon(declare, self)  # what this member serves, for placement
         if hasattr(self.history, "on_takeover"):
             self.history.on_takeover = self._take_over
         return self
@@ -341,6 +346,11 @@ class Runtime:
         return out
 
     # ------------------------------------------------------------------ the directory
+
+    async def stored(self, session_id: str) -> SessionRecord:
+        """The stored record of ``session_id``; raises ``session_not_found`` or
+        ``history_unavailable``."""
+        return await self._stored(session_id)
 
     async def _stored(self, session_id: str) -> SessionRecord:
         """The stored record of a session; raises ``session_not_found`` or
@@ -846,31 +856,69 @@ class Runtime:
         none."""
         return await route(self.history, method, params, local)
 
+    async def create_placed(
+        self, params: SessionCreateParams, subscriber: Subscriber | None
+    ) -> SessionInfo:
+        """``session/create``: on a fleet, on the member placement picks
+        (:func:`.fleet.create_placed`, which says what it raises); else here, where
+        naming a node is ``invalid_params``."""
+        if isinstance(self.history, Routable):
+            return await create_placed(self, params, subscriber)
+        if params.node is not None:
+            raise BridgeError(
+                "invalid_params",
+                details={"field": "node", "reason": "this bridge is not a fleet member"},
+            )
+        return await self.create_session(
+            params.provider,
+            workspace=params.workspace,
+            options=params.options,
+            title=params.title,
+            subscriber=subscriber,
+            retry_on_limit=params.retry_on_limit,
+        )
+
     def _take_over(self, session_ids: list[str]) -> None:
         """Sessions of a fleet member whose lease expired were just closed
-        ``bridge_crashed`` by this member: resume them here (in the event loop)."""
+        ``bridge_crashed`` by this member: have a member that can resume each
+        (:func:`.fleet.succeed`; in the event loop)."""
         if self._tg is not None:
             for session_id in session_ids:
-                self._tg.start_soon(self._resume_here, session_id)
+                self._tg.start_soon(succeed, self, session_id)
 
-    async def _resume_here(self, session_id: str) -> None:
-        """Reopen a taken-over session in this member (its provider session resumed from
-        the recovery record); hosts here that followed it go on from what they were
-        sent, now from the local stream.  A session this member cannot reopen (its
-        provider is not here, cannot resume, the workspace is missing) stays closed and
-        resumable."""
+    def _remote_followers(self, session_id: str) -> list[Subscription]:
+        """Stop following ``session_id`` from another member for the hosts here that
+        did; return their subscriptions (each with the cursor of what it was sent)."""
         keys = [key for key in self._remote_subs if key[0] == session_id]
         subscriptions = [self._remote_subs.pop(key) for key in keys]
         for key in keys:
             scope = self._remote.pop(key, None)
             if scope is not None:
                 scope.cancel()
+        return subscriptions
+
+    async def resume_taken_over(self, session_id: str) -> SessionInfo:
+        """Reopen a taken-over session in this member (its provider session resumed from
+        the recovery record); hosts here that followed it go on from what they were
+        sent, now from the local stream.  Raises what :meth:`reopen_session` raises (the
+        session then stays closed and resumable)."""
+        subscriptions = self._remote_followers(session_id)
         try:
-            await self.reopen_session(session_id)
-        except BridgeError as exc:
-            log.warning("session %s: not resumed here after takeover (%s)", session_id, exc)
-            return
+            info = await self.reopen_session(session_id)
+        except BridgeError:
+            for subscription in subscriptions:  # they keep following what is stored
+                self._follow(session_id, subscription)
+            raise
         log.warning("session %s: taken over and resumed here", session_id)
+        await self._attach_all(session_id, subscriptions)
+        return info
+
+    async def follow_on(self, session_id: str) -> None:
+        """The hosts here that followed ``session_id`` (ended and taken over by another
+        member) follow it on from there, from what they were sent."""
+        await self._attach_all(session_id, self._remote_followers(session_id))
+
+    async def _attach_all(self, session_id: str, subscriptions: list[Subscription]) -> None:
         for subscription in subscriptions:
             try:
                 await self.attach(session_id, subscription.subscriber, subscription.cursor)

@@ -220,13 +220,16 @@ class RetryOnLimit(WireStruct, frozen=True):
 class SessionCreateParams(WireStruct, frozen=True):
     """``session/create``: a session on ``provider`` in ``workspace`` with ``options``
     (as declared by the provider's descriptor); ``retry_on_limit`` sets the session's
-    policy for runs that hit a limit (none: such a run fails at once)."""
+    policy for runs that hit a limit (none: such a run fails at once).  On a fleet
+    (``docs/fleet.md``), ``node`` names the member to run it (default: this one when it
+    serves the provider in the workspace, else one that does)."""
 
     provider: str
     workspace: str | None = None
     options: dict[str, Any] = {}
     title: str | None = None
     retry_on_limit: RetryOnLimit | None = None
+    node: str | None = None
 
 
 class SessionResult(WireStruct, frozen=True):
