@@ -129,16 +129,9 @@ def _stdout_gone(exc: BaseException) -> bool:
 def _drop_stdout() -> None:
     """Point stdout at ``/dev/null``, so what its buffer still holds is dropped at exit
     instead of failing again."""
-    import os
+    from agent_bridge.devnull import point_at_devnull
 
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, sys.stdout.fileno())
-        finally:
-            os.close(devnull)
-    except (OSError, ValueError):
-        pass
+    point_at_devnull(sys.stdout.fileno())
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -16,6 +16,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
+from agent_bridge.devnull import point_at_devnull
+
 if TYPE_CHECKING:
     import argparse
 
@@ -84,16 +86,7 @@ DEMO_SCRIPT: Final[dict[str, Any]] = {
 
 def _drop_stdout() -> None:
     """Point stdout at ``/dev/null``: what its buffer holds is dropped at exit."""
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, sys.stdout.fileno())
-        finally:
-            os.close(devnull)
-    except (OSError, ValueError):
-        pass
+    point_at_devnull(sys.stdout.fileno())
 
 
 class _Printer:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import threading
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from typing import IO, Any, Final, Literal
 import anyio
 import msgspec
 
+from agent_bridge.devnull import point_at_devnull
 from agent_bridge.errors import BridgeError
 from agent_bridge.runtime import Interaction, Released
 from agent_bridge.wire.events import (
@@ -89,14 +89,7 @@ class Output:
 
     def _gone(self) -> None:
         self.closed = True
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            try:
-                os.dup2(devnull, self._out.fileno())
-            finally:
-                os.close(devnull)
-        except (OSError, ValueError):
-            pass
+        point_at_devnull(self._out.fileno())
 
     def _line(self, text: str) -> str:
         prefix = "\n" if self._mid_line else ""
