@@ -93,6 +93,9 @@ nil means `agent-bridge' on variable `exec-path'."
 (defvar agent-bridge--sessions (make-hash-table :test #'equal)
   "Session id -> its state (an `agent-bridge--session').")
 
+(defvar agent-bridge--providers nil
+  "The providers' descriptors, as `providers/list' gave them last.")
+
 (defvar agent-bridge--current nil
   "The id of the session used last.")
 
@@ -1439,7 +1442,8 @@ PROVIDER-ID, OPTIONS and TITLE as there."
   (agent-bridge--call
    'providers/list (list :probe t)
    (lambda (result)
-     (let* ((providers (append (plist-get result :providers) nil))
+     (setq agent-bridge--providers (append (plist-get result :providers) nil))
+     (let* ((providers agent-bridge--providers)
             (provider
              (if provider-id
                  (seq-find (lambda (p) (equal (plist-get p :id) provider-id)) providers)
@@ -1527,19 +1531,40 @@ Refused, CONTEXT is attached to the next prompt again."
     (cond (next (get-text-property next 'agent-bridge-seq))
           ((and prev (> prev (point-min))) (get-text-property (1- prev) 'agent-bridge-seq)))))
 
+(defun agent-bridge--with-provider (id fn)
+  "Call FN with the descriptor of provider ID (nil when there is none).
+The descriptors are read with `providers/list' once."
+  (let ((find (lambda () (seq-find (lambda (p) (equal (plist-get p :id) id))
+                                   agent-bridge--providers))))
+    (if (funcall find)
+        (funcall fn (funcall find))
+      (agent-bridge--call 'providers/list nil
+                          (lambda (result)
+                            (setq agent-bridge--providers
+                                  (append (plist-get result :providers) nil))
+                            (funcall fn (funcall find)))))))
+
 (defun agent-bridge-fork ()
   "Fork the session at the run at point into a new session, and open it.
 The fork (`session/fork') holds the history up to the end of that run
 \(the run point is in, else the last run before point) and goes on from
-there; the original is unchanged."
+there; the original is unchanged.  Only offered where the provider's
+descriptor has `capabilities.fork' (else a message says it cannot)."
   (interactive)
   (let ((s (agent-bridge--require-session))
         (at (agent-bridge--fork-point)))
     (if (not at)
         (agent-bridge--message "no ended run here to fork from")
-      (agent-bridge--call 'session/fork (list :sessionId (agent-bridge--session-id s)
-                                              :atEvent at)
-                          (lambda (result) (agent-bridge-open (plist-get result :session)))))))
+      (agent-bridge--with-provider
+       (agent-bridge--session-provider s)
+       (lambda (provider)
+         (if (not (plist-get (plist-get provider :capabilities) :fork))
+             (agent-bridge--message "%s cannot fork a session"
+                                    (agent-bridge--session-provider s))
+           (agent-bridge--call 'session/fork (list :sessionId (agent-bridge--session-id s)
+                                                   :atEvent at)
+                               (lambda (result)
+                                 (agent-bridge-open (plist-get result :session))))))))))
 
 (defun agent-bridge-open (info)
   "Open the session described by INFO (a SessionInfo plist) in its chat buffer.

@@ -3,6 +3,7 @@
 ;; In a real `emacs --batch' (ERT) against the real bridge: a scripted run whose
 ;; subagent's calls fold under the subagent's call, which reports a limit (a line, and
 ;; the header line) and fails on it (the failure says when it resets, in local time);
+;; `f' there is refused (the scripted provider cannot fork: its descriptor says so);
 ;; then a Claude Code session (the project's stand-in CLI) of two runs is forked, with
 ;; `f' on the first run, into a new session that opens with that run's history only.
 ;; Env: AB_PACKAGE, AB_BRIDGE, AB_STATE, AB_OUT, AB_FAKE_CLAUDE, AB_SCRIPT (the run's
@@ -57,7 +58,22 @@
         (search-forward "  │ ↳ tool Read")
         (should-not (invisible-p (match-beginning 0)))
         (setq out (list :limitsLines (vconcat (test-lines s))
-                        :limitsHeader (agent-bridge--header-line)))))
+                        :limitsHeader (agent-bridge--header-line))))
+      ;; `f' on a scripted run: its descriptor has no capabilities.fork, so it is
+      ;; refused before asking the bridge (no session/fork is sent).
+      (let (said)
+        (cl-letf (((symbol-function 'agent-bridge--message)
+                   (lambda (fmt &rest args) (push (apply #'format fmt args) said))))
+          (switch-to-buffer (agent-bridge--buffer s))
+          (goto-char (point-min))
+          (search-forward "✗ failed")
+          (execute-kbd-macro (kbd "f"))
+          (test-wait "the refusal" (lambda () said)))
+        (should (equal said '("scripted cannot fork a session")))
+        (should (eq (agent-bridge--current-session) s))
+        (with-current-buffer (jsonrpc-events-buffer agent-bridge--connection)
+          (should-not (string-match-p ":method \"session/fork\"" (buffer-string))))
+        (switch-to-buffer "*scratch*")))
     ;; 2. Fork (Claude Code: its CLI is the project's stand-in).
     (agent-bridge-new-session "claude-code" (list :executable (getenv "AB_FAKE_CLAUDE"))
                               "Forked")
