@@ -14,11 +14,15 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 
 from agent_bridge.daemon.paths import DaemonPaths, prepare_dir
+
+if TYPE_CHECKING:
+    from agent_bridge.rpc.connection import ByteReceiver, ByteSender
 
 __all__ = ["ConnectError", "connect", "relay", "start_daemon"]
 
@@ -91,27 +95,27 @@ async def relay(stream: anyio.abc.SocketStream, stdin_fd: int = 0, stdout_fd: in
     send = FdSendStream(stdout_fd)
 
     async def upstream() -> None:
-        try:
-            while True:
-                data = await receive.receive(_CHUNK)
-                await stream.send(data)
-        except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-            pass
+        await _copy(receive, stream)
         with contextlib.suppress(Exception):
             await stream.send_eof()
 
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(upstream)
-            try:
-                while True:
-                    data = await stream.receive(_CHUNK)
-                    await send.send(data)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-                pass
+            await _copy(stream, send)
             tg.cancel_scope.cancel()
     finally:
         with contextlib.suppress(Exception):
             await stream.aclose()
         await receive.aclose()
         await send.aclose()
+
+
+async def _copy(source: ByteReceiver, sink: ByteSender) -> None:
+    """Copy ``source`` to ``sink`` until ``source`` ends or either side breaks (returns
+    normally then)."""
+    try:
+        while True:
+            await sink.send(await source.receive(_CHUNK))
+    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+        pass
