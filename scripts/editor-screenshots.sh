@@ -64,9 +64,13 @@ start "$TOOLS/nvim" -u "$WORK/init.lua" -i NONE -n
 sleep 1
 keys ":AgentBridge new scripted scriptFile=$SCRIPT title=Fix-the-build" Enter
 wait_for "# agent-bridge"
-# the prompt typed into the chat's prompt area (the cursor is there) and sent with C-s
+# the prompt typed into the chat's prompt area (the cursor is there) and sent with C-s;
+# then the next prompt is being written there: the approval waits (counted in the bar,
+# not asked over the prompt area while the user types), so the prompt area stays in view
 keys "i" "Fix the build" C-s
-wait_for "Allow for this session"
+wait_for "1 pending approval"
+keys "i" "and then run the tests"
+wait_for "and then run the tests"
 shoot "$ROOT/editors/neovim/screenshot.png"
 stop
 
@@ -82,8 +86,11 @@ ELISP
 start emacs -nw -Q -l "$WORK/init.el"
 wait_for "# agent-bridge"
 keys C-x 1 M-x "agent-bridge-prompt" Enter "Fix the build" Enter
-wait_for "? approval"
-keys a
-wait_for "allow for session"
+wait_for "[Allow once]"
+# the prompt area below the chat, a next prompt being written in it
+keys i
+wait_for "RET sends"
+keys "and then run the tests"
+wait_for "and then run the tests"
 shoot "$ROOT/editors/emacs/screenshot.png"
 stop
