@@ -218,8 +218,8 @@ class PgWriter:
 
     # ------------------------------------------------------------------ control
 
-    def start(self) -> None:
-        """Start the thread."""
+    def start(self, loop: object = None) -> None:
+        """Start the thread (``loop``: unused; the journal passes it to every writer)."""
         self._thread.start()
 
     def submitted(self) -> None:
