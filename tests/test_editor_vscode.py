@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -176,6 +177,10 @@ PNG = "".join(
 )
 
 
+# The Claude Code session the continue picker finds (tests/data/claude's session file).
+NATIVE_SID = "28377def-ee38-4b08-ab48-cac0f67ecdff"
+
+
 def _require(what: str, ok: bool) -> None:
     """Skip loudly, or fail in CI, when a tool is missing."""
     if ok:
@@ -289,13 +294,37 @@ def host(tmp_path: Path, vsix: tuple[Path, str, Path]) -> Iterator[dict[str, Any
     (ws / "hello.py").write_text("print('hi')\n")
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
+    # A Claude Code session its CLI wrote in this workspace (a real session file), and the
+    # stand-in CLI's own record of it, so `--resume` continues it.
+    claude_config = tmp_path / "claude-config"
+    project = claude_config / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(ws))
+    project.mkdir(parents=True)
+    native = ROOT / "tests" / "data" / "claude" / "native_session_2.1.197.jsonl"
+    (project / f"{NATIVE_SID}.jsonl").write_text(
+        native.read_text().replace("/workspace/project", str(ws))
+    )
+    (project / f"{NATIVE_SID}.fake.json").write_text(
+        json.dumps(
+            {
+                "session_id": NATIVE_SID,
+                "history": [
+                    {"role": "user", "text": "say hello"},
+                    {"role": "assistant", "text": "(stand-in: no scripted reply left)"},
+                ],
+            }
+        )
+    )
+    fake_claude = ROOT / "tests" / "standins" / "fake_claude.py"
     state = tmp_path / "state"
     (ud / "User" / "settings.json").write_text(
         json.dumps(
             {
                 "agentBridge.bridgePath": str(BRIDGE),
                 "agentBridge.stateDir": str(state),
-                "agentBridge.sessionOptions": {"scripted": {"scriptFile": str(script)}},
+                "agentBridge.sessionOptions": {
+                    "scripted": {"scriptFile": str(script)},
+                    "claude-code": {"executable": str(fake_claude)},
+                },
                 "workbench.startupEditor": "none",
                 "security.workspace.trust.enabled": False,
                 "telemetry.telemetryLevel": "off",
@@ -314,7 +343,8 @@ def host(tmp_path: Path, vsix: tuple[Path, str, Path]) -> Iterator[dict[str, Any
         # No provider CLI is found on this PATH: the unavailable-provider message is tested.
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "AGENT_BRIDGE_VSCODE_TEST_RESULT": str(result),
-        "AGENT_BRIDGE_VSCODE_FAKE_CLAUDE": str(ROOT / "tests" / "standins" / "fake_claude.py"),
+        "AGENT_BRIDGE_VSCODE_FAKE_CLAUDE": str(fake_claude),
+        "CLAUDE_CONFIG_DIR": str(claude_config),
         # a subagent, a limit and a failure on it (shared with the Emacs test)
         "AGENT_BRIDGE_VSCODE_LIMITS_SCRIPT": str(
             ROOT / "tests" / "data" / "editors" / "limits_subagent_script.json"
@@ -703,6 +733,28 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
     # what each prompt carried is shown under it, in the chat
     for line in (f"@ {hello}:1-1", "@ untitled:Untitled-1 (2 lines)", "@ image image/png (70 B)"):
         assert f"\n  {line}\n" in ctx["transcript"] and f"\n{line}\n" in ctx["webviewText"], line
+
+    # Continue a session (issue 26): one pick across the bridge's sessions of the workspace
+    # and Claude Code's own; the CLI's session continued in the bridge, its turn imported,
+    # a turn run on it by the resumed CLI; picked again, the same session (listed once).
+    cont = r["continued"]
+    assert cont["provider"] == "claude-code"
+    assert cont["offered"][-1] == "say hello"  # the oldest: the CLI wrote it before the test
+    assert {"Context", "Limits", "Chosen", "Forked"} <= set(cont["offered"])
+    assert cont["offeredAgain"][0] == "say hello"  # now a bridge session, updated last
+    assert cont["offeredAgain"].count("say hello") == 1
+    assert cont["imported"].splitlines() == [
+        "You: say hello",
+        "Agent: (stand-in: no scripted reply left)",
+        "-- Imported 7 earlier records from claude-code's own history",
+    ]
+    assert cont["transcript"].splitlines()[3:] == [
+        "You: ECHO:again",
+        "Agent: again",
+        "-- Turn completed (end_turn)",
+    ]
+    assert "Imported 7 earlier records" in cont["webviewText"]
+    assert cont["again"] == cont["sessionId"]
 
     # Closed at the end; the traffic log has the whole exchange.
     assert r["closed"] is True

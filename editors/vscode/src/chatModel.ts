@@ -320,6 +320,11 @@ export class ChatModel {
         this.activeRunId = undefined;
         this.push({ kind: "status", key: this.key(), runId: undefined, text: `Session closed (${p.reason})`, level: "info" });
         break;
+      case "session.imported":
+        // The earlier turns of a provider's own session, read from its history: done.
+        for (const i of this.items) if (i.kind === "assistant" || i.kind === "thinking") i.streaming = false;
+        this.push({ kind: "status", key: this.key(), runId: undefined, text: `Imported ${p.records} earlier record${p.records === 1 ? "" : "s"} from ${p.provider}'s own history`, level: "info" });
+        break;
       case "session.resumed":
         this.closed = false;
         this.push({ kind: "status", key: this.key(), runId: undefined, text: "Session resumed", level: "info" });

@@ -7,6 +7,7 @@
  */
 import * as fs from "fs";
 import * as vscode from "vscode";
+import { continueItems } from "./continuePick";
 import { contextBlock, imageBlock, LineRange, selectionLines } from "./context";
 import { approvalOptions, questionOptions } from "./approvals";
 import { BridgeHost } from "./bridge";
@@ -265,6 +266,60 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
     const panel = showPanel(id);
     if (!arg?.text) panel.focusInput();
     return block;
+  });
+  // Continue a conversation: the bridge's sessions of this workspace and the ones each
+  // provider keeps itself (its CLI's), in one quick pick; a provider's own session is
+  // continued in the bridge (provider/sessions/continue: its earlier turns imported).
+  // Returns the bridge session opened.
+  reg("agentBridge.continueSession", async (): Promise<string | undefined> => {
+    if (!(await bridge.ensureOrExplain())) return undefined;
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    let workspace = folder;
+    try {
+      if (folder) workspace = fs.realpathSync(folder);
+    } catch {
+      // the folder as VS Code names it
+    }
+    let found;
+    try {
+      found = await store.continuable(workspace);
+    } catch (err) {
+      void uiProxy.error(store.explain(err));
+      return undefined;
+    }
+    const items = continueItems(found.bridge, found.native, found.problems);
+    if (!items.length) {
+      void uiProxy.info("No session of this workspace yet, in the bridge or in a provider's own history. Start one with Agent Bridge: New Session.");
+      return undefined;
+    }
+    const target = await uiProxy.pick(
+      "Continue which session? (agent-bridge's and the providers' own, this workspace)",
+      items.map((i) => ({ label: i.label, description: i.description, detail: i.detail, value: i.target })),
+    );
+    if (!target) return undefined;
+    if (target.kind === "problem") {
+      void uiProxy.error(target.message);
+      return undefined;
+    }
+    let sessionId = target.kind === "bridge" ? target.sessionId : undefined;
+    if (target.kind === "native") {
+      const configured = vscode.workspace.getConfiguration("agentBridge").get<Record<string, Record<string, unknown>>>("sessionOptions", {})[target.provider] ?? {};
+      try {
+        sessionId = (await store.continueNative(target.provider, target.sessionRef, configured, target.title)).sessionId;
+      } catch (err) {
+        void uiProxy.error(store.explain(err, target.provider));
+        return undefined;
+      }
+    }
+    if (!sessionId) return undefined;
+    try {
+      await store.reattach(sessionId);
+    } catch (err) {
+      void uiProxy.error(store.explain(err, store.sessions.get(sessionId)?.info.providerId));
+      return undefined;
+    }
+    showPanel(sessionId).focusInput();
+    return sessionId;
   });
   reg("agentBridge.newSession", (args?: NewSessionArgs) => newSession(args ?? {}));
   reg("agentBridge.prompt", (arg?: SessionArg) => prompt(arg));

@@ -13,6 +13,7 @@ import type { BridgeHost } from "./bridge";
 import { BridgeClient, BridgeRequestError } from "./client";
 import { ChatModel } from "./chatModel";
 import { adaptBlocks, runInput } from "./context";
+import { continuableProviders } from "./continuePick";
 import { requestErrorMessage } from "./messages";
 import type {
   Answer,
@@ -20,6 +21,7 @@ import type {
   EventEnvelope,
   InputBlock,
   InteractionRequestParams,
+  NativeSessionInfo,
   ProviderDescriptor,
   SessionInfo,
 } from "./protocol";
@@ -211,6 +213,47 @@ export class SessionStore implements vscode.Disposable {
     this.sessions.set(res.session.sessionId, { info: res.session, model: new ChatModel(res.session.sessionId) });
     this.changed.fire(undefined);
     return res.session.sessionId;
+  }
+
+  /**
+   * Returns the bridge's sessions of `workspace` (`session/list`) and, for each provider
+   * whose own sessions can be listed and continued, those of `workspace`
+   * (`provider/sessions/list`, first page of `limit`); a provider whose listing failed
+   * is in `problems` with the message to show.
+   */
+  async continuable(
+    workspace: string | undefined,
+    limit = 50,
+  ): Promise<{ bridge: SessionInfo[]; native: Map<string, NativeSessionInfo[]>; problems: Map<string, string> }> {
+    const client = await this.bridge.ensure();
+    const page = await client.request("session/list", workspace ? { limit: 100, workspace } : { limit: 100 });
+    const native = new Map<string, NativeSessionInfo[]>();
+    const problems = new Map<string, string>();
+    for (const p of continuableProviders(await this.listProviders())) {
+      try {
+        const res = await client.request("provider/sessions/list", workspace ? { provider: p.id, workspace, limit } : { provider: p.id, limit });
+        native.set(p.id, res.sessions);
+      } catch (err) {
+        // a provider that is not installed has nothing to continue here
+        if (!isBridgeError(err, "provider_unavailable")) problems.set(p.id, this.explain(err, p.id));
+      }
+    }
+    return { bridge: page.sessions, native, problems };
+  }
+
+  /**
+   * Continues a provider's own session in the bridge (`provider/sessions/continue`):
+   * returns the one bridge session bound to it (created with its earlier turns imported,
+   * or the existing one), listed in the store.
+   */
+  async continueNative(provider: string, sessionRef: string, options: Record<string, unknown>, title?: string): Promise<{ sessionId: string; bound: string; imported: number }> {
+    const client = await this.bridge.ensure();
+    const res = await client.request("provider/sessions/continue", { provider, sessionRef, options, ...(title ? { title } : {}) });
+    const e = this.sessions.get(res.session.sessionId);
+    if (e) e.info = res.session;
+    else this.sessions.set(res.session.sessionId, { info: res.session, model: undefined });
+    this.changed.fire(undefined);
+    return { sessionId: res.session.sessionId, bound: res.bound, imported: res.imported ?? 0 };
   }
 
   /** Closes the session for good (it stays listed and can be resumed). */

@@ -430,6 +430,40 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
       step("context");
     }
 
+    // 7f. Continue a session: one quick pick of the bridge's sessions of the workspace and
+    //     Claude Code's own (a session file its CLI wrote, in the test's CLAUDE_CONFIG_DIR).
+    //     The CLI's session is continued in the bridge (its turn imported), a turn runs on
+    //     it (the stand-in CLI resumed it), and picking it again opens the same session.
+    if (fakeClaude) {
+      const title = "Continue which session?";
+      const offers = (): string[] => [...ui.prompts].reverse().find((p) => p.title.startsWith(title))?.offered ?? [];
+      ui.answer(title, "say hello");
+      const cid = await exec<string | undefined>("agentBridge.continueSession");
+      if (!cid) throw new Error(`continuing failed; offered ${JSON.stringify(ui.prompts.filter((p) => p.title.startsWith(title)))}; errors: ${ui.errors.join(" | ")}`);
+      const first = offers();
+      await until("the imported history", () => transcriptHas(cid, "Imported"));
+      const imported = model(cid)!.transcript();
+      await exec("agentBridge.prompt", { sessionId: cid, text: "ECHO:again" });
+      await until("the continued turn", () => transcriptHas(cid, "Turn ") && model(cid)?.runState === "idle");
+      const pc = ChatPanel.panels.get(cid);
+      if (pc) await pc.whenRendered(15000);
+      const webviewText = pc?.rendered.text ?? "";
+      ui.answer(title, "say hello");
+      const again = await exec<string | undefined>("agentBridge.continueSession");
+      result.continued = {
+        sessionId: cid,
+        provider: store.sessions.get(cid)?.info.providerId ?? null,
+        offered: first,
+        offeredAgain: offers(),
+        imported,
+        transcript: model(cid)!.transcript(),
+        webviewText,
+        again: again ?? null,
+      };
+      pc?.panel.dispose();
+      step("continued");
+    }
+
     // 8. Close the session; the traffic log holds the exchange.
     result.closed = await exec<boolean>("agentBridge.closeSession", sessionId);
     await until("closed", () => store.sessions.get(sessionId)?.info.state === "closed");
