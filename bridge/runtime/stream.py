@@ -340,12 +340,7 @@ class EventStream:
                 self.clock.now_iso_bytes(),
                 encoded,
             )
-        if raw is None:
-            raw_id = 0
-        elif raw is self.raw_object:
-            raw_id = self.raw_id
-        else:
-            raw_id = self._raw_id(raw, sequence)
+        raw_id = 0 if raw is None else self._raw_id(raw, sequence)
         history = self._history
         history.append(self.session_id, sequence, _TYPE_CODES[type(payload)], body, raw_id)
         held = self._held
@@ -377,12 +372,7 @@ class EventStream:
             template % (sequence, sequence, body) for sequence, body in enumerate(encoded, first)
         ]
         codes = bytes(map(_TYPE_CODES.__getitem__, map(type, payloads)))
-        if raw is None:
-            raw_id = 0
-        elif raw is self.raw_object:
-            raw_id = self.raw_id
-        else:
-            raw_id = self._raw_id(raw, first)
+        raw_id = 0 if raw is None else self._raw_id(raw, first)
         history = self._history
         history.append_many(self.session_id, first, codes, bodies, raw_id)
         held = self._held
@@ -394,8 +384,11 @@ class EventStream:
         return self.release(first, bodies, payloads, [run_id] * len(bodies))
 
     def _raw_id(self, raw: Any, sequence: int) -> int:
-        """Record ``raw``, a raw record not seen in the previous emit, as the one the event
-        at ``sequence`` was projected from; return its id (0 if it cannot be encoded)."""
+        """Return the id of the raw record ``raw`` the event at ``sequence`` was projected
+        from: the previous emit's when it is the same object, else ``raw`` is recorded
+        now with that sequence as its id (0 if it cannot be encoded)."""
+        if raw is self.raw_object:
+            return self.raw_id
         record = encode_raw(raw)
         if record is None:
             log.warning("session %s: an unencodable raw record was dropped", self.session_id)
