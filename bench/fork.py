@@ -90,7 +90,7 @@ async def timed_forks(runtime: Runtime, session_id: str, at: int | None, reps: i
     out: list[float] = []
     for _ in range(reps):
         t0 = time.perf_counter()
-        info = await runtime.fork_session(session_id, at_event=at)
+        info = (await runtime.fork_session(session_id, at_event=at)).session
         out.append(time.perf_counter() - t0)
         await runtime.close_session(info.session_id)
     return out
@@ -114,7 +114,7 @@ async def measure(args: argparse.Namespace, base: Path, server: AnthropicStandIn
         before_mid = journal_bytes(state)
         midway = await timed_forks(runtime, parent, first_end, args.reps)
         after_mid = journal_bytes(state)
-        fork = await runtime.fork_session(parent, at_event=first_end)
+        fork = (await runtime.fork_session(parent, at_event=first_end)).session
         creates: list[float] = []
         for _ in range(args.reps):
             t0 = time.perf_counter()

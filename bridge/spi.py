@@ -185,6 +185,16 @@ class RunContext(Protocol):
         """As :meth:`emit_many` without waiting for the host (for synchronous callbacks)."""
         ...
 
+    def checkpoint(self, position: Any) -> None:
+        """Say that the provider's own history is complete through the events this run
+        has emitted so far, standing at ``position`` (JSON-encodable, opaque to the
+        runtime, as :attr:`RunOutcome.position`): a fork at one of those events, or at a
+        later one before the next checkpoint, is made from there (``capabilities.fork``
+        with ``granularity: message``).  Kept in memory and stored with the run's end,
+        and only when its outcome names a ``position`` (the provider vouches that its
+        history holds the run); a position that is not JSON is logged and dropped."""
+        ...
+
     def open_interaction(self, request: InteractionRequest) -> InteractionHandle:
         """Raise an interaction; allowed only while the run is running or awaiting input
         (a late request is settled ``cancelled`` at once and reported as a

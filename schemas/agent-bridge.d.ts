@@ -550,15 +550,21 @@ export interface FileInput {
  * Whether `session/fork` works, natively, on this provider.
  *
  * `atEnd`: a fork of a session's whole history.  `atEvent`: a fork at an earlier
- * event of it: the provider's history is cut at the end of the latest run that ended at
- * or before that event (an event inside a run is refused).  Both `false`: the bridge
- * refuses every fork `unsupported` (it never fakes one by replaying text).
+ * event of it, cut as `granularity` says.  `granularity` `run` (the default):
+ * the provider forks between its turns only, so its history is cut at the end of the
+ * latest run that ended at or before that event and an event inside a run is refused;
+ * `message`: any event of a run that has ended, the provider's history cut after its
+ * last complete message at or before that event (the fork's reply says which event
+ * that was: `providerSequence`).  Both `false`: the bridge refuses every fork
+ * `unsupported` (it never fakes one by replaying text).
  */
 export interface ForkCapability {
   /** @defaultValue `false` */
   atEnd?: boolean;
   /** @defaultValue `false` */
   atEvent?: boolean;
+  /** @defaultValue `"run"` */
+  granularity?: "message" | "run";
   [key: string]: unknown;
 }
 
@@ -1717,12 +1723,16 @@ export interface SessionExportResult {
  * omitted) and whose next run continues from there; the original is unchanged.
  *
  * The provider forks natively (its descriptor's `capabilities.fork`); where it cannot,
- * the fork is refused `unsupported`.  `atEvent` must be a run's last event (its
- * `run.completed`, `run.failed` or `run.interrupted`) or an event outside any run;
- * past the end of the history or inside a run: `invalid_params` (`details.field`
- * `atEvent`).  The provider's history is cut at the end of the latest run that ended
- * at or before `atEvent`.  `title` names the fork (default: the original's).  The
- * fork is open in this bridge and attached to the host that made it.
+ * the fork is refused `unsupported`.  With `granularity: run` (the default),
+ * `atEvent` must be a run's last event (its `run.completed`, `run.failed` or
+ * `run.interrupted`) or an event outside any run, and the provider's history is cut at
+ * the end of the latest run that ended at or before it; with `granularity: message`
+ * it may be any event of a run that has ended, and the provider's history is cut after
+ * its last complete message at or before it (the reply's `providerSequence`).  Past
+ * the end of the history, inside a run a `run` provider cannot cut, or inside a run
+ * still going: `invalid_params` (`details.field` `atEvent`).  `title` names the
+ * fork (default: the original's).  The fork is open in this bridge and attached to the
+ * host that made it.
  */
 export interface SessionForkParams {
   sessionId: string;
@@ -1742,7 +1752,21 @@ export interface SessionForkRequest {
 export interface SessionForkResponse {
   jsonrpc: "2.0";
   id: JsonRpcId;
-  result: SessionResult;
+  result: SessionForkResult;
+}
+
+/**
+ * The fork, and `providerSequence`: the sequence of the latest event of its
+ * history that the provider's own forked history holds (the effective fork point:
+ * `atEvent` itself at a run's end, an earlier event when `atEvent` falls inside a
+ * provider message or after the provider's last one, `0` when the provider was forked
+ * before anything).  Events after it and up to `atEvent` are in the fork's history
+ * but not in what the provider remembers.
+ */
+export interface SessionForkResult {
+  session: SessionInfo;
+  providerSequence: number;
+  [key: string]: unknown;
 }
 
 /**
@@ -2354,7 +2378,7 @@ export interface Methods {
     direction: "host->bridge";
     kind: "request";
     params: SessionForkParams;
-    result: SessionResult;
+    result: SessionForkResult;
     since: 1;
     stability: "stable";
     cancellable: true;

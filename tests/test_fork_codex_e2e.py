@@ -46,9 +46,19 @@ async def test_codex_fork_midway(setup: Setup) -> None:
         original = await create(bridge, s)
         first = await turn(bridge, original, "remember the word apple")
         await turn(bridge, original, "remember the word banana")
+        # thread/fork cuts at a turn (lastTurnId) and nothing finer: an event inside a
+        # run is refused, saying so (capabilities.fork: granularity run, the default)
+        listed = await bridge.result("providers/list", {"probe": False})
+        codex = next(p for p in listed["providers"] if p["id"] == "codex")
+        assert codex["capabilities"]["fork"] == {"atEnd": True, "atEvent": True}
+        reply = await bridge.call("session/fork", {"sessionId": original, "atEvent": first - 1}, 30)
+        data = reply["error"]["data"]
+        assert data["code"] == "invalid_params" and data["details"]["field"] == "atEvent"
+        assert "between its turns" in data["details"]["reason"]
         forked = await bridge.result(
             "session/fork", {"sessionId": original, "atEvent": first}, timeout=30
         )
+        assert forked["providerSequence"] == first
         fork = forked["session"]
         assert fork["parent"] == {"sessionId": original, "sequence": first}
         assert fork["lastSequence"] == first

@@ -21,7 +21,14 @@ import pytest
 from bridge_client import BridgeProcess
 from conftest import running_bridge
 from provider_clis import require_cli
-from standins.anthropic_server import AnthropicStandIn, RecordedRequest, Text, last_user_text
+from standins.anthropic_server import (
+    AnthropicStandIn,
+    RecordedRequest,
+    Text,
+    ToolUse,
+    last_user_text,
+    tool_result_text,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -109,12 +116,7 @@ async def test_claude_fork_midway(tmp_path: Path, standin: AnthropicStandIn, jou
         await turn(b, original, "now remember beta")
         before = await read_all(b, original)
 
-        # An event inside a run, past the end, an unknown session: typed errors.
-        inside = next(e for e in before if e["payload"]["type"] == "text.delta")
-        data = await error_of(
-            b, "session/fork", {"sessionId": original, "atEvent": inside["sequence"]}
-        )
-        assert data["code"] == "invalid_params" and data["details"]["field"] == "atEvent"
+        # Past the end, an unknown session: typed errors.
         last = before[-1]["sequence"]
         data = await error_of(b, "session/fork", {"sessionId": original, "atEvent": last + 1})
         assert data["code"] == "invalid_params" and data["details"]["field"] == "atEvent"
@@ -125,6 +127,7 @@ async def test_claude_fork_midway(tmp_path: Path, standin: AnthropicStandIn, jou
             "session/fork", {"sessionId": original, "atEvent": first["sequence"]}, timeout=30
         )
         fork = forked["session"]
+        assert forked["providerSequence"] == first["sequence"]  # a run's end: exact
         assert fork["parent"] == {"sessionId": original, "sequence": first["sequence"]}
         assert fork["lastSequence"] == first["sequence"]
         assert fork["providerId"] == "claude-code"
@@ -175,6 +178,100 @@ async def test_claude_fork_midway(tmp_path: Path, standin: AnthropicStandIn, jou
     sessions = [r.headers.get("x-claude-code-session-id") for r in requests]
     assert sessions[0] == sessions[1] == sessions[3]
     assert sessions[2] == sessions[4] != sessions[0]
+
+
+def blocks(request: RecordedRequest) -> list[dict[str, Any]]:
+    """Every content block of the messages a model request carried, with its role."""
+    out: list[dict[str, Any]] = []
+    for message in request.body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            out.append({"role": message.get("role"), "type": "text", "text": content})
+        elif isinstance(content, list):
+            out.extend({"role": message.get("role"), **b} for b in content if isinstance(b, dict))
+    return out
+
+
+async def test_claude_fork_inside_a_run(tmp_path: Path, standin: AnthropicStandIn) -> None:
+    """``granularity: message``: a fork at an event inside a run that has ended is made
+    from the CLI's last complete assistant message at or before it.  The run streamed a
+    text, then called a tool, then answered.  A fork at the text's last delta carries the
+    prompt and the text, not the tool call or the answer; one at the tool call carries
+    the call too, and not the answer; one in the middle of the text (the message not yet
+    complete there) carries nothing of the run: the reply's ``providerSequence`` says
+    where the provider was cut each time (0: before anything)."""
+    env = claude_env(tmp_path, standin)
+    standin.push(
+        ToolUse("echo fork-probe", text="Let me look at it."),
+        Text("All done."),
+        Text("Forked at the text."),
+        Text("Forked at the tool."),
+        Text("Forked mid-text."),
+    )
+    async with bridge(env, "--state-dir", str(tmp_path / "state")) as b:
+        listed = await b.result("providers/list", {"probe": False})
+        claude = next(p for p in listed["providers"] if p["id"] == "claude-code")
+        assert claude["capabilities"]["fork"] == {
+            "atEnd": True,
+            "atEvent": True,
+            "granularity": "message",
+        }
+        created = await b.result(
+            "session/create",
+            {
+                "provider": "claude-code",
+                "workspace": str(tmp_path / "work"),
+                "options": {"allowedTools": ["Bash"]},
+            },
+            timeout=30,
+        )
+        original = created["session"]["sessionId"]
+        end = await turn(b, original, "look around")
+        events = await read_all(b, original)
+        kinds = [e["payload"]["type"] for e in events]
+        started = next(e for e in events if e["payload"]["type"] == "tool.activity")
+        deltas = [e for e in events if e["payload"]["type"] == "text.delta"]
+        text_end = max(e["sequence"] for e in deltas if e["sequence"] < started["sequence"])
+        mid_text = deltas[0]["sequence"]
+        assert mid_text < text_end, kinds
+
+        async def fork_at(at: int, expected: int, question: str) -> None:
+            forked = await b.result(
+                "session/fork", {"sessionId": original, "atEvent": at}, timeout=30
+            )
+            fork = forked["session"]
+            assert fork["parent"] == {"sessionId": original, "sequence": at}
+            assert forked["providerSequence"] == expected, (at, forked, kinds)
+            # the fork's history is the original's up to atEvent, whatever the provider holds
+            prefix = await read_all(b, fork["sessionId"])
+            assert [e["payload"] for e in prefix] == [
+                e["payload"] for e in events if e["sequence"] <= at
+            ]
+            await turn(b, fork["sessionId"], question)
+
+        await fork_at(text_end, text_end, "what did you say?")
+        await fork_at(started["sequence"], started["sequence"], "what did you run?")
+        await fork_at(mid_text, 0, "anything?")
+        assert end["sequence"] > started["sequence"]
+
+    requests = standin.model_requests()
+    asked = [last_user_text(r.body) for r in requests]
+    assert asked[-3:] == ["what did you say?", "what did you run?", "anything?"], asked
+    at_text, at_tool, at_mid = requests[-3:]
+    seen = texts(at_text)
+    assert "look around" in seen and "Let me look at it." in seen
+    assert not [b for b in blocks(at_text) if b["type"] in ("tool_use", "tool_result")]
+    assert "All done." not in seen
+    assert [b["input"] for b in blocks(at_tool) if b["type"] == "tool_use"] == [
+        {"command": "echo fork-probe", "description": "scripted"}
+    ], blocks(at_tool)
+    # the command's output came after the cut: the CLI closes the open call itself
+    # ("[Tool result missing due to internal error]"), it never sees the real result
+    results = [tool_result_text(b) for b in blocks(at_tool) if b["type"] == "tool_result"]
+    assert len(results) == 1 and "fork-probe" not in results[0], results
+    assert "All done." not in texts(at_tool)
+    assert "look around" not in texts(at_mid) and "Let me look" not in texts(at_mid)
+    assert not [b for b in blocks(at_mid) if b["type"] in ("tool_use", "tool_result")]
 
 
 async def test_fork_refused_where_the_provider_cannot(tmp_path: Path) -> None:

@@ -106,17 +106,21 @@ async def test_a_fork_reads_its_parent_up_to_the_fork_point(
         stored = await history.load_session("ses_b")
         assert stored is not None and stored.last_sequence == 8
 
-        assert await history.position_at("ses_a", 9) == b'{"at":5}'
-        assert await history.position_at("ses_a", 10) == b'{"at":10}'
+        assert await history.position_at("ses_a", 9) == (5, b'{"at":5}')
+        assert await history.position_at("ses_a", 10) == (10, b'{"at":10}')
         assert await history.position_at("ses_a", 4) is None
         # the fork's positions come from its parent's runs up to the fork point only
-        assert await history.position_at("ses_b", 8) == b'{"at":5}'
-        assert await history.position_at("ses_c", 7) == b'{"at":5}'
+        assert await history.position_at("ses_b", 8) == (5, b'{"at":5}')
+        assert await history.position_at("ses_c", 7) == (5, b'{"at":5}')
+        # checkpoints inside a run (granularity: message) are points too
         history.run_started("ses_b", "run_3", 6)
-        history.run_ended("ses_b", "run_3", 8, "completed", b'{"at":8}')
+        history.run_ended("ses_b", "run_3", 8, "completed", b'{"at":8}', ((6, b'{"at":6}'),))
         await history.committed_through(history.mark())
-        assert await history.position_at("ses_b", 8) == b'{"at":8}'
-        assert await history.position_at("ses_c", 7) == b'{"at":5}'
+        assert await history.position_at("ses_b", 8) == (8, b'{"at":8}')
+        assert await history.position_at("ses_b", 7) == (6, b'{"at":6}')
+        # ses_c forks ses_b at 7: ses_b's checkpoint at 6 is in its history, the end at 8 not
+        assert await history.position_at("ses_c", 7) == (6, b'{"at":6}')
+        assert await history.position_at("ses_c", 5) == (5, b'{"at":5}')
 
         assert await history.has_forks("ses_a") and await history.has_forks("ses_b")
         assert not await history.has_forks("ses_c")

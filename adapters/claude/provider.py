@@ -159,8 +159,9 @@ class ClaudeCodeProvider(AgentProvider):
                     list="supported", read="exact", continue_="supported"
                 ),
                 input=INPUT,
-                # --resume --fork-session, cut by --resume-session-at <assistant uuid>
-                fork=ForkCapability(at_end=True, at_event=True),
+                # --resume --fork-session, cut by --resume-session-at <assistant uuid>:
+                # any main-thread assistant message, so an event inside a run too
+                fork=ForkCapability(at_end=True, at_event=True, granularity="message"),
             ),
             options=OPTIONS,
         )

@@ -634,9 +634,14 @@ class ClaudeSession(ProviderSession):
 
     async def _on_assistant(self, run: ClaudeRun, message: dict[str, Any]) -> None:
         uuid = message.get("uuid")
-        if message.get("parent_tool_use_id") is None and valid_session_id(uuid):
+        main = message.get("parent_tool_use_id") is None and valid_session_id(uuid)
+        if main:
             run.last_uuid = uuid
         await self._emit_all(run, mapping.assistant_payloads(run.state, message))
+        if main and self._cli_session_id is not None:
+            # the CLI's history is complete through this message: a fork at any event
+            # from here to the next one cuts the conversation after it
+            run.ctx.checkpoint({"sessionId": self._cli_session_id, "at": uuid})
 
     async def _on_user(self, run: ClaudeRun, message: dict[str, Any]) -> None:
         await self._emit_all(run, mapping.tool_result_payloads(run.state, message))

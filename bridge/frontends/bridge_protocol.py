@@ -56,6 +56,7 @@ from agent_bridge.wire.methods import (
     SessionDeleteResult,
     SessionExportResult,
     SessionForkParams,
+    SessionForkResult,
     SessionListParams,
     SessionListResult,
     SessionRef,
@@ -294,11 +295,10 @@ class BridgeFrontend:
             )
         return SessionResult(info)
 
-    async def _session_fork(self, params: SessionForkParams) -> SessionResult:
-        info = await self.runtime.fork_session(
+    async def _session_fork(self, params: SessionForkParams) -> SessionForkResult:
+        return await self.runtime.fork_session(
             params.session_id, at_event=params.at_event, title=params.title, subscriber=self
         )
-        return SessionResult(info)
 
     async def _session_attach(self, params: SessionAttachParams) -> SessionAttachResult:
         return await self.runtime.attach(params.session_id, self, params.after)

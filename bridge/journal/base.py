@@ -8,7 +8,7 @@ queues them for its writer thread), commit tickets to wait on, and asynchronous 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
@@ -137,10 +137,17 @@ class History(Protocol):
         ...
 
     def run_ended(
-        self, session_id: str, run_id: str, sequence: int, state: str, position: bytes | None
+        self,
+        session_id: str,
+        run_id: str,
+        sequence: int,
+        state: str,
+        position: bytes | None,
+        points: Sequence[tuple[int, bytes]] = (),
     ) -> None:
         """Record that a run ended in ``state`` (its terminal event is at ``sequence``);
-        ``position``: the provider's point at its end (encoded JSON) to fork at, if any."""
+        ``position``: the provider's point at its end (encoded JSON) to fork at, if any;
+        ``points``: ``(sequence, position)`` of the provider's checkpoints inside it."""
         ...
 
     def interaction_opened(
@@ -207,10 +214,11 @@ class History(Protocol):
         """Whether a fork reads from this session (it cannot be deleted before them)."""
         ...
 
-    async def position_at(self, session_id: str, sequence: int) -> bytes | None:
-        """Return the position (encoded JSON) of the latest run of the session's history
-        (through a fork's parents) that ended at or before ``sequence`` with one, or
-        ``None``."""
+    async def position_at(self, session_id: str, sequence: int) -> tuple[int, bytes] | None:
+        """Return ``(sequence, position)`` of the latest point of the session's history
+        (through a fork's parents) at or before ``sequence`` where the provider's own
+        history stood at a known position (encoded JSON): a run's end or a checkpoint
+        inside one; ``None`` when there is none."""
         ...
 
     # ------------------------------------------------------------ ownership

@@ -32,7 +32,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 import msgspec
@@ -496,13 +496,20 @@ class Journal:
 
     def run_started(self, session_id: str, run_id: str, sequence: int) -> None:
         """Queue a run's start."""
-        self._submit((OP_RUN, session_id, run_id, sequence, "running", None))
+        self._submit((OP_RUN, session_id, run_id, sequence, "running", None, ()))
 
     def run_ended(
-        self, session_id: str, run_id: str, sequence: int, state: str, position: bytes | None
+        self,
+        session_id: str,
+        run_id: str,
+        sequence: int,
+        state: str,
+        position: bytes | None,
+        points: Sequence[tuple[int, bytes]] = (),
     ) -> None:
-        """Queue a run's end (``position``: the provider's point at its end, or ``None``)."""
-        self._submit((OP_RUN, session_id, run_id, sequence, state, position))
+        """Queue a run's end (``position``: the provider's point at its end, or ``None``;
+        ``points``: its checkpoints inside the run)."""
+        self._submit((OP_RUN, session_id, run_id, sequence, state, position, tuple(points)))
 
     def interaction_opened(
         self, session_id: str, interaction_id: str, run_id: str, request: bytes
@@ -585,8 +592,9 @@ class Journal:
         """Whether a fork reads from this session."""
         return await self._read(self._reader.has_forks, session_id)
 
-    async def position_at(self, session_id: str, sequence: int) -> bytes | None:
-        """Return the latest run position at or before ``sequence`` (through parents)."""
+    async def position_at(self, session_id: str, sequence: int) -> tuple[int, bytes] | None:
+        """Return the latest ``(sequence, position)`` at or before ``sequence`` (through
+        parents)."""
         return await self._read(self._reader.position, session_id, sequence)
 
     # ------------------------------------------------------------------ ownership

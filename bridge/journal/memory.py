@@ -19,7 +19,7 @@ Images sent as run input are not kept (``run.started`` still records their hash)
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import Any, Final, Literal
 
@@ -208,12 +208,21 @@ class MemoryHistory:
         """Runs are only in the runtime's memory."""
 
     def run_ended(
-        self, session_id: str, run_id: str, sequence: int, state: str, position: bytes | None
+        self,
+        session_id: str,
+        run_id: str,
+        sequence: int,
+        state: str,
+        position: bytes | None,
+        points: Sequence[tuple[int, bytes]] = (),
     ) -> None:
-        """Keep the run's position (the rest of a run is only in the runtime's memory)."""
+        """Keep the run's position and checkpoints (the rest of a run is only in the
+        runtime's memory)."""
         stored = self._sessions.get(session_id)
-        if stored is not None and position is not None:
-            stored.positions.append((sequence, position))
+        if stored is not None:
+            stored.positions.extend(points)
+            if position is not None:
+                stored.positions.append((sequence, position))
 
     def interaction_opened(
         self, session_id: str, interaction_id: str, run_id: str, request: bytes
@@ -316,15 +325,16 @@ class MemoryHistory:
         """Whether a fork reads from this session."""
         return any(s.record.parent_id == session_id for s in self._sessions.values())
 
-    async def position_at(self, session_id: str, sequence: int) -> bytes | None:
-        """The latest run position at or before ``sequence``, through a fork's parents."""
+    async def position_at(self, session_id: str, sequence: int) -> tuple[int, bytes] | None:
+        """The latest ``(sequence, position)`` (a run's end or a checkpoint) at or before
+        ``sequence``, through a fork's parents."""
         while True:
             stored = self._sessions.get(session_id)
             if stored is None:
                 return None
             for ended, position in reversed(stored.positions):
                 if ended <= sequence:
-                    return position
+                    return ended, position
             parent = stored.record.parent_id
             if parent is None:
                 return None

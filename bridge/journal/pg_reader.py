@@ -168,11 +168,11 @@ class PgReader:
 
         return self._run(read)
 
-    def position(self, session_id: str, sequence: int) -> bytes | None:
-        """The position of the latest run of the session's history (through a fork's
-        parents) that ended at or before ``sequence`` with one, or ``None``."""
+    def position(self, session_id: str, sequence: int) -> tuple[int, bytes] | None:
+        """``(sequence, position)`` of the latest run end or checkpoint of the session's
+        history (through a fork's parents) at or before ``sequence``, or ``None``."""
 
-        def read(conn: psycopg.Connection[Any]) -> bytes | None:
+        def read(conn: psycopg.Connection[Any]) -> tuple[int, bytes] | None:
             sid, seq = session_id, sequence
             while True:
                 found = _fork_of(conn, sid)
@@ -180,12 +180,15 @@ class PgReader:
                     return None
                 skey, parent, fork_seq = found
                 row = conn.execute(
-                    "SELECT position FROM runs WHERE skey = %s AND ended_seq <= %s "
-                    "AND position IS NOT NULL ORDER BY ended_seq DESC LIMIT 1",
-                    (skey, seq),
+                    "SELECT seq, position FROM ("
+                    "SELECT ended_seq AS seq, position FROM runs WHERE skey = %s "
+                    "AND ended_seq <= %s AND position IS NOT NULL "
+                    "UNION ALL SELECT seq, position FROM fork_points WHERE skey = %s "
+                    "AND seq <= %s) AS points ORDER BY seq DESC LIMIT 1",
+                    (skey, seq, skey, seq),
                 ).fetchone()
                 if row is not None:
-                    return bytes(row[0])
+                    return int(row[0]), bytes(row[1])
                 if parent is None:
                     return None
                 sid, seq = parent, min(seq, fork_seq)

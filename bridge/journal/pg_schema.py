@@ -228,6 +228,13 @@ _TABLES: Final = (
     # what each member serves (docs/fleet.md, Placement): NULL until it declared
     "ALTER TABLE owners ADD COLUMN IF NOT EXISTS providers TEXT[]",
     "ALTER TABLE owners ADD COLUMN IF NOT EXISTS roots TEXT[]",
+    # fork points inside runs (SQLite schema version 6)
+    """CREATE TABLE IF NOT EXISTS fork_points (
+        skey BIGINT NOT NULL,
+        seq BIGINT NOT NULL,
+        position BYTEA NOT NULL,
+        PRIMARY KEY (skey, seq)
+    )""",
 )
 
 

@@ -178,6 +178,7 @@ def pg_delete_session_rows(conn: psycopg.Connection[Any], skey: int) -> None:
         "raw_links",
         "raw_records",
         "runs",
+        "fork_points",
         "interactions",
         "receipts",
         "sessions",
@@ -500,7 +501,14 @@ class PgWriter:
                     (*(fields[name] for name in columns), skey),
                 )
         elif kind == OP_RUN:
-            _, _, run_id, sequence, state, position = op
+            _, _, run_id, sequence, state, position, points = op
+            if points:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO fork_points (skey, seq, position) VALUES (%s, %s, %s) "
+                        "ON CONFLICT (skey, seq) DO UPDATE SET position = EXCLUDED.position",
+                        [(skey, seq, point) for seq, point in points],
+                    )
             if state == "running":
                 conn.execute(
                     "INSERT INTO runs (skey, run_id, started_seq, ended_seq, state) "

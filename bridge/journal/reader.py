@@ -125,9 +125,9 @@ class Reader:
             ).fetchone()
         return row is not None
 
-    def position(self, session_id: str, sequence: int) -> bytes | None:
-        """The position of the latest run of the session's history (through a fork's
-        parents) that ended at or before ``sequence`` with one, or ``None``."""
+    def position(self, session_id: str, sequence: int) -> tuple[int, bytes] | None:
+        """``(sequence, position)`` of the latest run end or checkpoint of the session's
+        history (through a fork's parents) at or before ``sequence``, or ``None``."""
         with self.lock:
             conn = self.conn
             while True:
@@ -136,12 +136,15 @@ class Reader:
                     return None
                 skey, parent, fork_seq = found
                 row = conn.execute(
-                    "SELECT position FROM runs WHERE skey = ? AND ended_seq <= ? "
-                    "AND position IS NOT NULL ORDER BY ended_seq DESC LIMIT 1",
-                    (skey, sequence),
+                    "SELECT seq, position FROM ("
+                    "SELECT ended_seq AS seq, position FROM runs WHERE skey = ? "
+                    "AND ended_seq <= ? AND position IS NOT NULL "
+                    "UNION ALL SELECT seq, position FROM fork_points WHERE skey = ? "
+                    "AND seq <= ?) ORDER BY seq DESC LIMIT 1",
+                    (skey, sequence, skey, sequence),
                 ).fetchone()
                 if row is not None:
-                    return bytes(row[0])
+                    return int(row[0]), bytes(row[1])
                 if parent is None:
                     return None
                 session_id, sequence = parent, min(sequence, fork_seq)

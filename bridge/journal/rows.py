@@ -102,6 +102,7 @@ def delete_session_rows(conn: sqlite3.Connection, skey: int) -> None:
         "raw_links",
         "raw_records",
         "runs",
+        "fork_points",
         "interactions",
         "receipts",
         "sessions",

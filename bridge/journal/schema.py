@@ -196,8 +196,27 @@ _V5: Final = (
     "CREATE INDEX native_bindings_session ON native_bindings(session_id)",
 )
 
+#: Version 6: fork points inside runs.  A provider that forks at its messages (not only
+#: between its turns) names its position after each; a fork at an event inside a run is
+#: made from the latest at or before it.
+_V6: Final = (
+    """CREATE TABLE fork_points (
+        skey INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        position BLOB NOT NULL,
+        PRIMARY KEY (skey, seq)
+    ) WITHOUT ROWID""",
+)
+
 #: Version n is reached from n - 1 by running ``MIGRATIONS[n]``.
-MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
+MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
+    1: _V1,
+    2: _V2,
+    3: _V3,
+    4: _V4,
+    5: _V5,
+    6: _V6,
+}
 SCHEMA_VERSION: Final = max(MIGRATIONS)
 
 Sync = Literal["normal", "full"]

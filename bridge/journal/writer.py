@@ -68,8 +68,9 @@ OP_EVENTS: Final = 0
 OP_SESSION: Final = 2
 #: ``(OP_UPDATE, session_id, {column: value})`` for the columns in ``_UPDATABLE``
 OP_UPDATE: Final = 3
-#: ``(OP_RUN, session_id, run_id, sequence, state, position)``: started (``running``) or
-#: ended (``position``: the provider's point at its end, encoded JSON, or ``None``)
+#: ``(OP_RUN, session_id, run_id, sequence, state, position, points)``: started
+#: (``running``) or ended (``position``: the provider's point at its end, encoded JSON, or
+#: ``None``; ``points``: ``(sequence, position)`` of its checkpoints, see ``fork_points``)
 OP_RUN: Final = 4
 #: ``(OP_INTERACTION, session_id, interaction_id, run_id, request_json)``
 OP_INTERACTION: Final = 5
@@ -473,7 +474,12 @@ class Writer:
                     (*(fields[name] for name in columns), skey),
                 )
         elif kind == OP_RUN:
-            _, _, run_id, sequence, state, position = op
+            _, _, run_id, sequence, state, position, points = op
+            if points:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO fork_points (skey, seq, position) VALUES (?, ?, ?)",
+                    [(skey, seq, point) for seq, point in points],
+                )
             if state == "running":
                 conn.execute(
                     "INSERT OR REPLACE INTO runs (skey, run_id, started_seq, ended_seq, state) "

@@ -80,6 +80,7 @@ class Run:
         "_options",
         "_retried",
         "_retry_wake",
+        "checkpoints",
         "done",
         "id",
         "input",
@@ -109,6 +110,9 @@ class Run:
         self._retried = False
         #: set while it waits to retry after a limit; an interrupt wakes it
         self._retry_wake: anyio.Event | None = None
+        #: ``(sequence, position)`` of each provider checkpoint (see
+        #: :meth:`RunContext.checkpoint`), stored with the run's end
+        self.checkpoints: list[tuple[int, bytes]] = []
 
     @property
     def terminal(self) -> bool:
@@ -286,13 +290,17 @@ class Run:
             payload = RunFailed(error=ErrorInfo.of(code, details=details))
         self._to(outcome.state)
         self._publish(payload)
+        position = _position(outcome.position)
         session.services.history.run_ended(
             session.id,
             self.id,
             session.stream.last_sequence,
             self.state,
-            _position(outcome.position),
+            position,
+            # a provider that names no position at the end does not vouch for them
+            tuple(self.checkpoints) if position is not None else (),
         )
+        self.checkpoints = []
         session.touch()
         session.save_recovery()
         session.run_ended(self)
@@ -583,6 +591,20 @@ class RunContext:
     async def emit_many(self, payloads: Sequence[ProviderPayload], raw: Any = None) -> None:
         if self._emit_many(payloads, raw):
             await self._run.session.stream.drained()
+
+    def checkpoint(self, position: Any) -> None:
+        run = self._run
+        if run.state in RUN_TERMINAL:
+            return
+        encoded = _position(position)
+        if encoded is None:
+            return
+        sequence = run.session.stream.last_sequence
+        points = run.checkpoints
+        if points and points[-1][0] == sequence:
+            points[-1] = (sequence, encoded)  # no event since: the later one stands
+        else:
+            points.append((sequence, encoded))
 
     def open_interaction(self, request: InteractionRequest) -> Interaction:
         return self._run.open_interaction(request)

@@ -79,6 +79,7 @@ from agent_bridge.wire.methods import (
     SessionAttachResult,
     SessionCreateParams,
     SessionDeleteResult,
+    SessionForkResult,
     SessionInfo,
     SessionParent,
 )
@@ -530,15 +531,19 @@ class Runtime:
         at_event: int | None = None,
         title: str | None = None,
         subscriber: Subscriber | None = None,
-    ) -> SessionInfo:
+    ) -> SessionForkResult:
         """Fork ``session_id`` at the event ``at_event`` (default: its last): a new
         session on the same provider whose history reads the original's up to there
         (referenced, never copied) and whose provider session is the provider's native
-        fork at the end of the latest run at or before it.  The original is unchanged.
+        fork at the latest point at or before it where the provider's history stood at a
+        known position (a run's end; with ``granularity: message``, also a checkpoint
+        inside a run).  Returns the fork and that point's sequence.  The original is
+        unchanged.
 
         Raises ``session_not_found``, ``unsupported`` (the provider cannot fork, or not
-        at an earlier event), ``invalid_params`` (``atEvent`` below 1, past the end, or
-        inside a run) and what :meth:`create_session` raises."""
+        at an earlier event), ``invalid_params`` (``atEvent`` below 1, past the end,
+        inside a run the provider cannot cut, or inside a run still going) and what
+        :meth:`create_session` raises."""
         self.services.check_writable()
         live = self.sessions.get(session_id)
         if live is not None:
@@ -560,13 +565,13 @@ class Runtime:
                     else "the session has no events yet",
                 },
             )
-        await self._check_fork_point(session_id, at)
-        position_bytes = await guard(self.history.position_at(session_id, at))
-        position = None if position_bytes is None else msgspec.json.decode(position_bytes)
+        await self._check_fork_point(session_id, at, support.granularity, live)
+        point = await guard(self.history.position_at(session_id, at))
+        position = None if point is None else msgspec.json.decode(point[1])
         opaque = live.export_opaque() if live is not None else record.recovery
         options = restore_withheld(record.options, self._withheld.get(session_id))
         at_end = at == last
-        return await self._open_session(
+        info = await self._open_session(
             record.provider_id,
             record.workspace,
             options,
@@ -576,21 +581,38 @@ class Runtime:
             parent=SessionParent(session_id, at),
             resolved=options,
         )
+        return SessionForkResult(info, 0 if point is None else point[0])
 
-    async def _check_fork_point(self, session_id: str, at: int) -> None:
+    async def _check_fork_point(
+        self, session_id: str, at: int, granularity: str, live: Session | None
+    ) -> None:
         """Raise ``invalid_params`` when the event ``at`` is inside a run (a run's event
-        other than its last): a provider forks between its turns only."""
+        other than its last) and the provider forks between its turns only
+        (``granularity`` ``run``), or inside a run of ``live`` still going (its
+        provider has not written it yet)."""
         page = await guard(self.history.read_events(session_id, at, at))
         if not page:
             return  # dropped from memory: nothing tells, the provider's position decides
         event = msgspec.json.decode(page[0], type=_ForkPoint)
-        if event.run_id is not None and event.payload.type not in _RUN_ENDS:
+        if event.run_id is None or event.payload.type in _RUN_ENDS:
+            return
+        if live is not None and event.run_id in live.active_runs:
             raise BridgeError(
                 "invalid_params",
                 details={
                     "field": "atEvent",
-                    "reason": f"event {at} is inside a run: fork at a run's last event "
-                    "(run.completed, run.failed or run.interrupted) or between runs",
+                    "reason": f"event {at} is inside a run still going: fork at it once "
+                    "the run has ended",
+                },
+            )
+        if granularity != "message":
+            raise BridgeError(
+                "invalid_params",
+                details={
+                    "field": "atEvent",
+                    "reason": f"event {at} is inside a run and this provider forks between "
+                    "its turns only: fork at a run's last event (run.completed, run.failed "
+                    "or run.interrupted) or between runs",
                 },
             )
 

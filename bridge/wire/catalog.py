@@ -42,6 +42,7 @@ from agent_bridge.wire.methods import (
     SessionDeleteResult,
     SessionExportResult,
     SessionForkParams,
+    SessionForkResult,
     SessionListParams,
     SessionListResult,
     SessionRef,
@@ -167,7 +168,7 @@ CATALOG: Final[tuple[MethodInfo, ...]] = (
     _req(
         "session/fork",
         SessionForkParams,
-        SessionResult,
+        SessionForkResult,
         "Fork a session at an event (natively, where the provider can); the original is unchanged.",
     ),
     _req(

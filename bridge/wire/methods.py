@@ -23,6 +23,7 @@ __all__ = [
     "ServerCapabilities",
     "ServerInfo",
     "SessionForkParams",
+    "SessionForkResult",
     "SessionInfo",
     "SessionParent",
 ]
@@ -238,6 +239,18 @@ class SessionResult(WireStruct, frozen=True):
     session: SessionInfo
 
 
+class SessionForkResult(WireStruct, frozen=True):
+    """The fork, and ``providerSequence``: the sequence of the latest event of its
+    history that the provider's own forked history holds (the effective fork point:
+    ``atEvent`` itself at a run's end, an earlier event when ``atEvent`` falls inside a
+    provider message or after the provider's last one, ``0`` when the provider was forked
+    before anything).  Events after it and up to ``atEvent`` are in the fork's history
+    but not in what the provider remembers."""
+
+    session: SessionInfo
+    provider_sequence: int
+
+
 class SessionListParams(WireStruct, frozen=True):
     """``session/list``: newest first (by creation); filter by provider and workspace (the
     resolved path, as ``SessionInfo.workspace`` shows it); ``cursor`` is a previous
@@ -288,12 +301,16 @@ class SessionForkParams(WireStruct, frozen=True):
     omitted) and whose next run continues from there; the original is unchanged.
 
     The provider forks natively (its descriptor's ``capabilities.fork``); where it cannot,
-    the fork is refused ``unsupported``.  ``atEvent`` must be a run's last event (its
-    ``run.completed``, ``run.failed`` or ``run.interrupted``) or an event outside any run;
-    past the end of the history or inside a run: ``invalid_params`` (``details.field``
-    ``atEvent``).  The provider's history is cut at the end of the latest run that ended
-    at or before ``atEvent``.  ``title`` names the fork (default: the original's).  The
-    fork is open in this bridge and attached to the host that made it."""
+    the fork is refused ``unsupported``.  With ``granularity: run`` (the default),
+    ``atEvent`` must be a run's last event (its ``run.completed``, ``run.failed`` or
+    ``run.interrupted``) or an event outside any run, and the provider's history is cut at
+    the end of the latest run that ended at or before it; with ``granularity: message``
+    it may be any event of a run that has ended, and the provider's history is cut after
+    its last complete message at or before it (the reply's ``providerSequence``).  Past
+    the end of the history, inside a run a ``run`` provider cannot cut, or inside a run
+    still going: ``invalid_params`` (``details.field`` ``atEvent``).  ``title`` names the
+    fork (default: the original's).  The fork is open in this bridge and attached to the
+    host that made it."""
 
     session_id: str
     at_event: int | None = None

@@ -74,12 +74,17 @@ class ForkCapability(WireStruct, frozen=True):
     """Whether ``session/fork`` works, natively, on this provider.
 
     ``atEnd``: a fork of a session's whole history.  ``atEvent``: a fork at an earlier
-    event of it: the provider's history is cut at the end of the latest run that ended at
-    or before that event (an event inside a run is refused).  Both ``false``: the bridge
-    refuses every fork ``unsupported`` (it never fakes one by replaying text)."""
+    event of it, cut as ``granularity`` says.  ``granularity`` ``run`` (the default):
+    the provider forks between its turns only, so its history is cut at the end of the
+    latest run that ended at or before that event and an event inside a run is refused;
+    ``message``: any event of a run that has ended, the provider's history cut after its
+    last complete message at or before that event (the fork's reply says which event
+    that was: ``providerSequence``).  Both ``false``: the bridge refuses every fork
+    ``unsupported`` (it never fakes one by replaying text)."""
 
     at_end: bool = False
     at_event: bool = False
+    granularity: Literal["run", "message"] = "run"
 
 
 #: No fork at all (the default; omitted on the wire: use this very object)

@@ -499,7 +499,7 @@ class AcpFrontend:
         are the original's; ``cwd`` must be an absolute path).  A provider that cannot
         fork answers -32602 naming ``unsupported``."""
         _absolute(params.cwd)
-        info = await self.runtime.fork_session(params.session_id, subscriber=self)
+        info = (await self.runtime.fork_session(params.session_id, subscriber=self)).session
         await self._commands_after_reply(info.session_id)
         return {"sessionId": info.session_id, **self._session_view(info.session_id)}
 

@@ -134,6 +134,9 @@ class _Ctx:
         self._seen(payloads)
         self._inner.emit_nowait_many(payloads, raw)
 
+    def checkpoint(self, position: Any) -> None:
+        self._inner.checkpoint(position)
+
     def open_interaction(self, request: InteractionRequest) -> InteractionHandle:
         handle = self._inner.open_interaction(request)
         self._record.opened.append((self._inner.run_id, handle, self._inner.interrupt_requested))
