@@ -75,37 +75,31 @@ def count(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def seconds(text: str) -> float:
-    """``text`` as seconds between 0 and 3600; raises otherwise."""
+def _number(text: str, accept: Callable[[float], bool], refusal: str) -> float:
+    """``text`` as a number that ``accept`` takes; raises otherwise (``refusal`` says
+    what it must be)."""
     try:
         value = float(text)
     except ValueError:
         raise _invalid(f"not a number: {text!r}") from None
-    if not 0 <= value <= 3600:
-        raise _invalid("must be between 0 and 3600 seconds")
+    if not accept(value):
+        raise _invalid(refusal)
     return value
+
+
+def seconds(text: str) -> float:
+    """``text`` as seconds between 0 and 3600; raises otherwise."""
+    return _number(text, lambda v: 0 <= v <= 3600, "must be between 0 and 3600 seconds")
 
 
 def positive(text: str) -> float:
     """``text`` as a positive number; raises otherwise."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise _invalid(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise _invalid("must be a positive number")
-    return value
+    return _number(text, lambda v: v > 0, "must be a positive number")
 
 
 def non_negative(text: str) -> float:
     """``text`` as a finite number of at least 0; raises otherwise."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise _invalid(f"not a number: {text!r}") from None
-    if not 0 <= value < float("inf"):
-        raise _invalid("must be 0 or more (a finite number)")
-    return value
+    return _number(text, lambda v: 0 <= v < float("inf"), "must be 0 or more (a finite number)")
 
 
 def journal_url(text: str) -> str:
