@@ -18,10 +18,49 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from editor_tools import ROOT, bridge_command, require_editor, run_editor
 
 DATA = ROOT / "tests" / "data" / "editors"
+
+
+def nvim_scenario(
+    tmp_path: Path,
+    scenario: str,
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = 100,
+    out_name: str = "outcome.json",
+    check: bool = True,
+) -> tuple[Any, str]:
+    """Run ``tests/data/editors/SCENARIO`` in a real headless Neovim (``-u NONE``) with
+    the plugin, the real bridge, a private HOME, XDG directories and state directory, and
+    ENV on top; the scenario writes its outcome (JSON) to ``AB_OUT``.
+
+    Returns the outcome and Neovim's output; with ``check`` the outcome must say ``ok``.
+    """
+    nvim = require_editor("nvim")
+    out = tmp_path / out_name
+    full = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(tmp_path / "state"),
+        "AB_OUT": str(out),
+        **(env or {}),
+    }
+    argv = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(DATA / scenario)]
+    log = run_editor(argv, env=full, timeout=timeout)
+    assert out.exists(), log
+    outcome = json.loads(out.read_text())
+    if check:
+        assert outcome.get("ok") and "error" not in outcome, (outcome, log)
+    return outcome, log
+
 
 RUN1 = [
     "## You",
@@ -62,29 +101,14 @@ AFTER = [
 
 
 def test_neovim_plugin_drives_a_whole_session(tmp_path: Path) -> None:
-    nvim = require_editor("nvim")
-    out = tmp_path / "outcome.json"
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
-        "AB_BRIDGE": bridge_command()[0],
-        "AB_STATE": str(tmp_path / "state"),
-        "AB_SCRIPT": str(DATA / "session_script.json"),
-        "AB_OUT": str(out),
-        "AB_FAKE_CLAUDE": str(ROOT / "tests" / "standins" / "fake_claude.py"),
-    }
-    scenario = str(DATA / "nvim_session.lua")
-    log = run_editor(
-        [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", scenario],
-        env=env,
-        timeout=100,
+    o, _ = nvim_scenario(
+        tmp_path,
+        "nvim_session.lua",
+        env={
+            "AB_SCRIPT": str(DATA / "session_script.json"),
+            "AB_FAKE_CLAUDE": str(ROOT / "tests" / "standins" / "fake_claude.py"),
+        },
     )
-    assert out.exists(), log
-    o = json.loads(out.read_text())
-    assert o.get("ok") and "error" not in o, (o, log)
     sid = o["session"]
     header = f"# agent-bridge · Fix-the-build · {sid}"
     assert o["run1"] == [header, "", *RUN1]
@@ -146,36 +170,24 @@ def test_neovim_plugin_drives_a_whole_session(tmp_path: Path) -> None:
 def test_neovim_reattaches_through_the_daemon_and_the_pending_approval_comes_back(
     tmp_path: Path,
 ) -> None:
-    nvim = require_editor("nvim")
     state = tmp_path / "state"
     # The daemon's socket lives under XDG_RUNTIME_DIR: a short path (sun_path is 108 bytes).
     runtime = tempfile.mkdtemp(prefix="abr-", dir="/tmp")
-    base = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "XDG_RUNTIME_DIR": runtime,
-        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
-        "AB_BRIDGE": bridge_command()[0],
-        "AB_STATE": str(state),
-    }
-    scenario = str(DATA / "nvim_reattach.lua")
     outcomes = []
     try:
         for phase in ("1", "2"):
-            out = tmp_path / f"phase{phase}.json"
-            env = {**base, "AB_PHASE": phase, "AB_OUT": str(out)}
-            log = run_editor(
-                [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", scenario],
-                env=env,
+            o, _ = nvim_scenario(
+                tmp_path,
+                "nvim_reattach.lua",
+                env={"XDG_RUNTIME_DIR": runtime, "AB_PHASE": phase},
                 timeout=60,
+                out_name=f"phase{phase}.json",
             )
-            o = json.loads(out.read_text())
-            assert o.get("ok") and "error" not in o, (o, log)
             outcomes.append(o)
     finally:
         run_editor(
             [bridge_command()[0], "daemon", "--stop", "--state-dir", str(state)],
-            env=base,
+            env={**os.environ, "HOME": str(tmp_path), "XDG_RUNTIME_DIR": runtime},
             timeout=30,
         )
         shutil.rmtree(runtime, ignore_errors=True)
@@ -229,8 +241,6 @@ def test_neovim_tool_call_header_is_rewritten_in_place(tmp_path: Path) -> None:
     # started (with input) → output → completed (exit code): the header extmark used to
     # move down a line on each rewrite, leaving "[running]" behind and overwriting the
     # "input:" line.
-    nvim = require_editor("nvim")
-    out = tmp_path / "outcome.json"
     script = tmp_path / "script.json"
     call = {"type": "tool.activity", "toolCallId": "call_9", "name": "Bash"}
     payloads = [
@@ -240,34 +250,7 @@ def test_neovim_tool_call_header_is_rewritten_in_place(tmp_path: Path) -> None:
     ]
     steps = [{"type": "emit", "payloads": payloads}, {"type": "text", "text": "Built."}]
     script.write_text(json.dumps({"steps": steps}))
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
-        "AB_BRIDGE": bridge_command()[0],
-        "AB_STATE": str(tmp_path / "state"),
-        "AB_SCRIPT": str(script),
-        "AB_OUT": str(out),
-    }
-    log = run_editor(
-        [
-            nvim,
-            "--headless",
-            "-u",
-            "NONE",
-            "-i",
-            "NONE",
-            "-n",
-            "-l",
-            str(DATA / "nvim_tool_call.lua"),
-        ],
-        env=env,
-        timeout=60,
-    )
-    o = json.loads(out.read_text())
-    assert o.get("ok"), (o, log)
+    o, _ = nvim_scenario(tmp_path, "nvim_tool_call.lua", env={"AB_SCRIPT": str(script)}, timeout=60)
     assert o["lines"] == [
         f"# agent-bridge · Tools · {o['session']}",
         "",
@@ -325,29 +308,9 @@ def test_neovim_chat_prompt_area_and_keys(tmp_path: Path) -> None:
     """The chat as a user drives it with keys (typed with nvim_feedkeys, as typeahead):
     the prompt area below the transcript (normal <CR> and insert <C-s> send, a multi-line
     prompt), ]] / [[ between the folded blocks, `i` to the prompt area, <C-c> interrupts."""
-    nvim = require_editor("nvim")
-    out = tmp_path / "outcome.json"
     script = tmp_path / "script.json"
     script.write_text(json.dumps(CHAT_SCRIPT))
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
-        "AB_BRIDGE": bridge_command()[0],
-        "AB_STATE": str(tmp_path / "state"),
-        "AB_SCRIPT": str(script),
-        "AB_OUT": str(out),
-    }
-    log = run_editor(
-        [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(DATA / "nvim_chat.lua")],
-        env=env,
-        timeout=100,
-    )
-    assert out.exists(), log
-    o = json.loads(out.read_text())
-    assert o["ok"], (o.get("error"), log)
+    o, _ = nvim_scenario(tmp_path, "nvim_chat.lua", env={"AB_SCRIPT": str(script)})
     assert o["layout"] == {
         "input_is_current": True,
         "input_below_chat": True,
@@ -398,8 +361,6 @@ def test_neovim_lists_and_reads_a_native_claude_session(tmp_path: Path) -> None:
     """:AgentBridge native: Claude Code's own sessions (a session file the real CLI
     wrote, in a private CLAUDE_CONFIG_DIR) listed through provider/sessions/list, the one
     picked read through provider/sessions/read into a read-only buffer."""
-    nvim = require_editor("nvim")
-    out = tmp_path / "outcome.json"
     # the session's working directory, made real here
     work = tmp_path / "work"
     work.mkdir()
@@ -409,25 +370,9 @@ def test_neovim_lists_and_reads_a_native_claude_session(tmp_path: Path) -> None:
     sid = "28377def-ee38-4b08-ab48-cac0f67ecdff"
     data = ROOT / "tests" / "data" / "claude" / "native_session_2.1.197.jsonl"
     (project / f"{sid}.jsonl").write_text(data.read_text().replace("/workspace/project", str(work)))
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-        "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
-        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
-        "AB_BRIDGE": bridge_command()[0],
-        "AB_STATE": str(tmp_path / "state"),
-        "AB_OUT": str(out),
-    }
-    log = run_editor(
-        [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(DATA / "nvim_native.lua")],
-        env=env,
-        timeout=100,
+    o, _ = nvim_scenario(
+        tmp_path, "nvim_native.lua", env={"CLAUDE_CONFIG_DIR": str(tmp_path / "config")}
     )
-    assert out.exists(), log
-    o = json.loads(out.read_text())
-    assert o["ok"], (o.get("error"), log)
     assert o["picker"]["prompt"] == "claude-code sessions"
     [label] = o["picker"]["labels"]
     assert label.startswith(f"say hello · {work} · ")
@@ -449,42 +394,27 @@ def test_neovim_continues_a_native_claude_session(tmp_path: Path) -> None:
     made alone (`claude -p`, its model a loopback stand-in) is continued in a chat
     (provider/sessions/continue): its earlier turn is shown, and the next prompt's model
     request carries it."""
-    nvim = require_editor("nvim")
+    require_editor("nvim")
     from provider_clis import require_cli
     from standins.anthropic_server import AnthropicStandIn, Text
     from test_claude_native_e2e import private_env
 
     claude = require_cli("claude")
-    out = tmp_path / "outcome.json"
     with AnthropicStandIn([Text("Noted: pelican.")]) as standin:
-        env = {**os.environ, **private_env(tmp_path, standin.base_url)}
+        env = private_env(tmp_path, standin.base_url)
         made = subprocess.run(
             [claude, "-p", "remember the word pelican"],
             cwd=tmp_path / "work",
-            env={**env, "PATH": "/usr/bin:/bin"},
+            env={**os.environ, **env, "PATH": "/usr/bin:/bin"},
             capture_output=True,
             timeout=120,
             check=False,
         )
         assert made.returncode == 0, made.stderr[-2000:]
         standin.push(Text("The word was pelican."))
-        env = {
-            **env,
-            "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-            "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-            "AGENT_BRIDGE_CLAUDE_PATH": claude,
-            "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
-            "AB_BRIDGE": bridge_command()[0],
-            "AB_STATE": str(tmp_path / "state"),
-            "AB_OUT": str(out),
-            "AB_CONTINUE": "1",
-        }
-        argv = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
-        log = run_editor([*argv, "-l", str(DATA / "nvim_native.lua")], env=env, timeout=240)
+        env = {**env, "AGENT_BRIDGE_CLAUDE_PATH": claude, "AB_CONTINUE": "1"}
+        o, _ = nvim_scenario(tmp_path, "nvim_native.lua", env=env, timeout=240)
         requests = standin.model_requests()
-    assert out.exists(), log
-    o = json.loads(out.read_text())
-    assert o["ok"], (o.get("error"), log)
     assert o["lines"][0].endswith("(read-only: c continues it in a chat)")
     assert o["continued_provider"] == "claude-code"
     body = o["chat"]
@@ -506,24 +436,13 @@ def test_neovim_checkhealth(tmp_path: Path) -> None:
     """:checkhealth agent_bridge: the bridge found and its version, each provider as
     `agent-bridge doctor` sees it (an unavailable one with its next step), the state
     directory; with a bridge command that names nothing, an error with the next step."""
-    nvim = require_editor("nvim")
 
     def health(bridge: str) -> str:
-        out = tmp_path / "health.json"
-        env = {
-            **os.environ,
-            "HOME": str(tmp_path),
-            "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-            "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-            "PATH": "/usr/bin:/bin",
-            "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
-            "AB_BRIDGE": bridge,
-            "AB_STATE": str(tmp_path / "state"),
-            "AB_OUT": str(out),
-        }
-        argv = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
-        run_editor([*argv, "-l", str(DATA / "nvim_health.lua")], env=env, timeout=120)
-        return "\n".join(json.loads(out.read_text()))
+        env = {"PATH": "/usr/bin:/bin", "AB_BRIDGE": bridge}
+        report, _ = nvim_scenario(
+            tmp_path, "nvim_health.lua", env=env, timeout=120, out_name="health.json", check=False
+        )
+        return "\n".join(report)
 
     report = health(bridge_command()[0])
     assert "OK the bridge command: " + bridge_command()[0] in report, report
@@ -563,31 +482,15 @@ def test_neovim_sends_context_and_slash_commands(tmp_path: Path) -> None:
     whole file attached to the prompt area's next prompt; an unsaved buffer as a
     `resource`; `/name` completed in the prompt area from session/commands (and from a
     commands.updated event) and sent as a `command` block — each as the provider got it."""
-    nvim = require_editor("nvim")
-    out = tmp_path / "outcome.json"
     script = tmp_path / "script.json"
     script.write_text(json.dumps(CONTEXT_SCRIPT))
     work = tmp_path / "work"
     work.mkdir()
     src = work / "src.py"
     src.write_text("import os\n\ndef main():\n    print(os.getcwd())\n\nmain()\n")
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
-        "AB_BRIDGE": bridge_command()[0],
-        "AB_STATE": str(tmp_path / "state"),
-        "AB_SCRIPT": str(script),
-        "AB_OUT": str(out),
-        "AB_WORK": str(work),
-    }
-    argv = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
-    log = run_editor([*argv, "-l", str(DATA / "nvim_context.lua")], env=env, timeout=100)
-    assert out.exists(), log
-    o = json.loads(out.read_text())
-    assert o["ok"], (o.get("error"), log)
+    o, _ = nvim_scenario(
+        tmp_path, "nvim_context.lua", env={"AB_SCRIPT": str(script), "AB_WORK": str(work)}
+    )
     real = str(src.resolve())
     assert o["selection"] == [
         {"type": "text", "text": "Explain this"},
@@ -678,26 +581,9 @@ def test_neovim_shows_limits_and_when_they_reset(tmp_path: Path) -> None:
     replaces only the meters it names); a run.failed for a spent quota says its cause and
     when it resets; a new session of the provider in an editor that forgot them shows the
     bridge's latest figures (provider/limits)."""
-    nvim = require_editor("nvim")
-    out = tmp_path / "outcome.json"
     script = tmp_path / "script.json"
     script.write_text(json.dumps(LIMITS_SCRIPT))
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
-        "AB_BRIDGE": bridge_command()[0],
-        "AB_STATE": str(tmp_path / "state"),
-        "AB_SCRIPT": str(script),
-        "AB_OUT": str(out),
-    }
-    argv = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
-    log = run_editor([*argv, "-l", str(DATA / "nvim_limits.lua")], env=env, timeout=60)
-    assert out.exists(), log
-    o = json.loads(out.read_text())
-    assert o["ok"], (o.get("error"), log)
+    o, _ = nvim_scenario(tmp_path, "nvim_limits.lua", env={"AB_SCRIPT": str(script)}, timeout=60)
     assert "limits" not in o["bar_before"]
     assert o["bar1"].endswith(
         " · limits: primary 85% warning, resets 12-02 05:00 UTC; secondary 42%"
@@ -720,40 +606,21 @@ def test_neovim_forks_a_claude_session_from_a_run(tmp_path: Path) -> None:
     claude CLI's own fork, its model a loopback stand-in), the fork opened in its own chat
     with the history up to there; a prompt in it carries the first run, not the second.
     A provider without capabilities.fork (scripted) is refused with a message."""
-    nvim = require_editor("nvim")
+    require_editor("nvim")
     from provider_clis import require_cli
     from standins.anthropic_server import AnthropicStandIn, Text
+    from test_claude_native_e2e import private_env
 
     claude = require_cli("claude")
-    out = tmp_path / "outcome.json"
-    for name in ("config", "tmp", "work"):
-        (tmp_path / name).mkdir()
     with AnthropicStandIn() as standin:
         standin.push(Text("Alpha noted."), Text("Beta noted."), Text("Only alpha."))
         env = {
-            **os.environ,
-            "HOME": str(tmp_path),
-            "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-            "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+            **private_env(tmp_path, standin.base_url),
             "AGENT_BRIDGE_CLAUDE_PATH": claude,
-            "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
-            "TMPDIR": str(tmp_path / "tmp"),
-            "ANTHROPIC_BASE_URL": standin.base_url,
-            "ANTHROPIC_API_KEY": "dummy",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "CLAUDE_CODE_MAX_RETRIES": "0",
-            "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
-            "AB_BRIDGE": bridge_command()[0],
-            "AB_STATE": str(tmp_path / "state"),
-            "AB_OUT": str(out),
             "AB_WORK": str(tmp_path / "work"),
         }
-        argv = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
-        log = run_editor([*argv, "-l", str(DATA / "nvim_fork.lua")], env=env, timeout=240)
+        o, _ = nvim_scenario(tmp_path, "nvim_fork.lua", env=env, timeout=240)
         requests = standin.model_requests()
-    assert out.exists(), log
-    o = json.loads(out.read_text())
-    assert o["ok"], (o.get("error"), log)
     assert o["refused"] == "agent-bridge: scripted cannot fork a session", o["notes"]
     assert o["fork"] != o["original"]
     assert o["fork_shown"] is True
@@ -786,8 +653,6 @@ def test_neovim_folds_a_subagent_s_tool_calls_under_it(tmp_path: Path) -> None:
     description, status and usage; the calls made inside it (`parentToolCallId`) are
     blocks nested in it (their output under them, their headers rewritten in place), one
     fold level deeper; the run's own reply follows the agent's block."""
-    nvim = require_editor("nvim")
-    out = tmp_path / "outcome.json"
     script = tmp_path / "script.json"
     task = {"type": "tool.activity", "toolCallId": "call_task", "name": "Task"}
     read = {"type": "tool.activity", "toolCallId": "call_r", "name": "Read"}
@@ -814,22 +679,7 @@ def test_neovim_folds_a_subagent_s_tool_calls_under_it(tmp_path: Path) -> None:
     ]
     steps = [{"type": "emit", "payloads": payloads}, {"type": "text", "text": "Found it."}]
     script.write_text(json.dumps({"steps": steps}))
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-        "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
-        "AB_BRIDGE": bridge_command()[0],
-        "AB_STATE": str(tmp_path / "state"),
-        "AB_SCRIPT": str(script),
-        "AB_OUT": str(out),
-    }
-    argv = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
-    log = run_editor([*argv, "-l", str(DATA / "nvim_subagent.lua")], env=env, timeout=60)
-    assert out.exists(), log
-    o = json.loads(out.read_text())
-    assert o["ok"], (o.get("error"), log)
+    o, _ = nvim_scenario(tmp_path, "nvim_subagent.lua", env={"AB_SCRIPT": str(script)}, timeout=60)
     body = [
         "",
         "## You",
@@ -856,14 +706,12 @@ def test_neovim_shows_a_real_claude_subagent_and_its_approval(tmp_path: Path) ->
     """The real claude CLI (its model a loopback stand-in) delegates to a subagent through
     its Task tool; the subagent asks to run a command: the chat's approval line names the
     subagent, and its Bash call is nested under the agent's block; the main reply follows."""
-    nvim = require_editor("nvim")
+    require_editor("nvim")
     from provider_clis import require_cli
     from standins.anthropic_server import AnthropicStandIn, Text, ToolUse
+    from test_claude_native_e2e import private_env
 
     claude = require_cli("claude")
-    out = tmp_path / "outcome.json"
-    for name in ("config", "tmp", "work"):
-        (tmp_path / name).mkdir()
     task = {
         "description": "look around",
         "prompt": "make a file",
@@ -877,30 +725,11 @@ def test_neovim_shows_a_real_claude_subagent_and_its_approval(tmp_path: Path) ->
             Text("all done"),
         )
         env = {
-            **os.environ,
-            "HOME": str(tmp_path),
-            "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-            "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+            **private_env(tmp_path, standin.base_url),
             "AGENT_BRIDGE_CLAUDE_PATH": claude,
-            "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
-            "TMPDIR": str(tmp_path / "tmp"),
-            "ANTHROPIC_BASE_URL": standin.base_url,
-            "ANTHROPIC_API_KEY": "dummy",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "CLAUDE_CODE_MAX_RETRIES": "0",
-            "AB_PLUGIN": str(ROOT / "editors" / "neovim"),
-            "AB_BRIDGE": bridge_command()[0],
-            "AB_STATE": str(tmp_path / "state"),
-            "AB_OUT": str(out),
             "AB_WORK": str(tmp_path / "work"),
         }
-        argv = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
-        log = run_editor(
-            [*argv, "-l", str(DATA / "nvim_subagent_claude.lua")], env=env, timeout=180
-        )
-    assert out.exists(), log
-    o = json.loads(out.read_text())
-    assert o["ok"], (o.get("error"), log)
+        o, _ = nvim_scenario(tmp_path, "nvim_subagent_claude.lua", env=env, timeout=180)
     lines = o["lines"]
     asked = [line for line in lines if line.startswith("? approval: ")]
     assert len(asked) == 1 and asked[0].endswith(" (in agent general-purpose)"), lines
