@@ -10,6 +10,7 @@ a second ``session/list`` shows it once, as the bridge session.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -87,3 +88,102 @@ async def test_acp_client_continues_a_terminal_session(tmp_path: Path) -> None:
             assert any("remember the word pelican" in t for t in texts)
             again = await conn.list_sessions(cwd=str(work))
             assert [s.session_id for s in again.sessions] == [sid]
+
+
+async def test_codex_threads_are_listed_once(tmp_path: Path) -> None:
+    """``agent-bridge acp --provider codex``: a thread made by ``codex exec`` is listed as
+    a native entry, loaded (continued) and prompted; a session made through the bridge is
+    prompted and left open; each is then listed once, as its bridge session."""
+    from standins.responses_server import ResponsesStandIn, reply, text
+    from test_codex_native_e2e import private_env as codex_env
+
+    cli = require_cli("codex")
+    env = codex_env(tmp_path)
+    work = tmp_path / "work"
+    with ResponsesStandIn() as server:
+        server.script(
+            reply(text("Noted: pelican.")), reply(text("It was pelican.")), reply(text("Hello."))
+        )
+        base_url = f'model_providers.stub.base_url="{server.base_url}"'
+        done = await anyio.run_process(
+            [cli, "exec", "--skip-git-repo-check", "-c", base_url, "remember pelican"],
+            stdin=None,
+            cwd=work,
+            env={"PATH": "/usr/bin:/bin", **env},
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        override = "config=" + json.dumps([base_url])
+        argv = [BRIDGE, "acp", "--provider", "codex", "--state-dir", str(tmp_path / "s")]
+        argv += ["--option", override]
+        full_env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            **env,
+            "AGENT_BRIDGE_CODEX_PATH": cli,
+        }
+        client = Client()
+        async with spawn_agent_process(client, *argv, env=full_env) as (conn, _process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+            await conn.initialize(protocol_version=1)
+            listed = await conn.list_sessions(cwd=str(work))
+            (entry,) = listed.sessions
+            native = entry.session_id
+            await conn.load_session(cwd=str(work), session_id=native, mcp_servers=[])
+            reply_ = await conn.prompt(session_id=native, prompt=[text_block("the word?")])
+            assert reply_.stop_reason == "end_turn"
+            listed = await conn.list_sessions(cwd=str(work))
+            assert [s.session_id for s in listed.sessions] == [native]
+            created = await conn.new_session(cwd=str(work), mcp_servers=[])
+            sid = created.session_id
+            reply_ = await conn.prompt(session_id=sid, prompt=[text_block("hello")])
+            assert reply_.stop_reason == "end_turn"
+            listed = await conn.list_sessions(cwd=str(work))
+            assert sorted(s.session_id for s in listed.sessions) == sorted([native, sid])
+        async with spawn_agent_process(client, *argv, env=full_env) as (conn, _process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+            await conn.initialize(protocol_version=1)
+            listed = await conn.list_sessions(cwd=str(work))
+            assert sorted(s.session_id for s in listed.sessions) == sorted([native, sid])
+
+
+async def test_codex_thread_listed_once_while_its_first_turn_runs(tmp_path: Path) -> None:
+    """``agent-bridge acp --provider codex``: while a new session's first turn runs, its
+    Codex thread's rollout already exists but the session's recovery record (saved when
+    the turn started) does not name it yet; a ``session/list`` then lists the session once,
+    as the bridge session, never its thread again as a native session."""
+    from standins.responses_server import ResponsesStandIn, reply, text
+    from test_codex_native_e2e import private_env as codex_env
+
+    cli = require_cli("codex")
+    env = codex_env(tmp_path)
+    work = tmp_path / "work"
+    with ResponsesStandIn() as server:
+        server.script(reply(text(chunks=["slow "] * 12, delay=0.4)))
+        base_url = f'model_providers.stub.base_url="{server.base_url}"'
+        argv = [BRIDGE, "acp", "--provider", "codex", "--state-dir", str(tmp_path / "s")]
+        argv += ["--option", "config=" + json.dumps([base_url])]
+        full_env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            **env,
+            "AGENT_BRIDGE_CODEX_PATH": cli,
+        }
+        client = Client()
+        async with spawn_agent_process(client, *argv, env=full_env) as (conn, _process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+            await conn.initialize(protocol_version=1)
+            sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
+            listings: list[list[str]] = []
+
+            async def prompt() -> None:
+                reply_ = await conn.prompt(session_id=sid, prompt=[text_block("hello")])
+                assert reply_.stop_reason == "end_turn"
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(prompt)
+                with anyio.fail_after(60):
+                    while "slow" not in client.texts("agent_message_chunk"):
+                        await anyio.sleep(0.05)
+                rollouts = list((tmp_path / "codex-home" / "sessions").rglob("rollout-*.jsonl"))
+                assert rollouts, "the turn runs but Codex wrote no rollout yet"
+                listed = await conn.list_sessions(cwd=str(work))
+                listings.append([s.session_id for s in listed.sessions])
+            assert listings == [[sid]]
+            listed = await conn.list_sessions(cwd=str(work))
+            assert [s.session_id for s in listed.sessions] == [sid]

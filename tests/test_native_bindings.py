@@ -10,6 +10,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import msgspec
@@ -245,3 +246,60 @@ def test_exec_continues_a_provider_session_by_its_reference(tmp_path: Path) -> N
     assert "third run of the conversation" in texts
     bad = exec_cli("--provider", "scripted", "--session", "not a reference", "x")
     assert bad.returncode == 2, bad.stderr
+
+
+class LateRef(ScriptedProvider):
+    """The scripted provider, but its sessions name their provider session only once
+    ``named`` is set, as a Codex session names its thread's rollout file only once Codex
+    has written it (after the thread started)."""
+
+    def __init__(self, ref: str = "r1") -> None:
+        super().__init__()
+        self.id = "late"
+        self.ref = ref
+        self.named = False
+
+    def describe(self) -> Any:
+        return msgspec.structs.replace(super().describe(), id="late")
+
+    async def create_session(self, ctx: Any) -> Any:
+        session = await super().create_session(ctx)
+        session.export_recovery_record = lambda: {"ref": self.ref if self.named else None}  # type: ignore[method-assign]
+        return session
+
+    def native_ref(self, opaque: Any) -> str | None:
+        ref = opaque.get("ref") if isinstance(opaque, dict) else None
+        return ref if isinstance(ref, str) else None
+
+
+async def test_a_provider_session_named_late_is_bound_when_listed(tmp_path: Path) -> None:
+    """An open session whose record did not name its provider session when last saved
+    (the provider wrote it meanwhile): listing asks it again, so the provider session is
+    shown as that bridge session, never offered as a second, unbound one."""
+    provider = LateRef()
+    history = Journal.open(str(tmp_path))
+    async with Runtime(ProviderRegistry([provider]), history=history) as runtime:
+        info = await runtime.create_session("late")
+        assert await runtime.bound_sessions("late", ["r1"]) == {}
+        provider.named = True  # e.g. Codex wrote the thread's rollout during the turn
+        assert await runtime.bound_sessions("late", ["r1"]) == {"r1": info.session_id}
+    second = Journal.open(str(tmp_path))
+    async with Runtime(ProviderRegistry([LateRef()]), history=second) as runtime:
+        assert await runtime.bound_sessions("late", ["r1"]) == {"r1": info.session_id}
+
+
+@pytest.mark.parametrize("how", ["closed", "shutdown"])
+async def test_a_binding_learned_at_close_survives_the_shutdown(how: str, tmp_path: Path) -> None:
+    """The record names the provider session first when the session closes (closed by a
+    host, or by the bridge's shutdown) and the bridge exits right after: the binding is in
+    the journal all the same."""
+    provider = LateRef()
+    history = Journal.open(str(tmp_path))
+    async with Runtime(ProviderRegistry([provider]), history=history) as runtime:
+        info = await runtime.create_session("late")
+        provider.named = True
+        if how == "closed":
+            await runtime.close_session(info.session_id)
+    second = Journal.open(str(tmp_path))
+    async with Runtime(ProviderRegistry([LateRef()]), history=second) as runtime:
+        assert await runtime.bound_sessions("late", ["r1"]) == {"r1": info.session_id}

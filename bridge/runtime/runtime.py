@@ -843,10 +843,26 @@ class Runtime:
             log.warning("session %s continues a provider session bound to %s", session_id, bound)
 
     async def bound_sessions(self, provider_id: str, session_refs: list[str]) -> dict[str, str]:
-        """The bridge session each of ``session_refs`` (the provider's) is bound to."""
+        """The bridge session each of ``session_refs`` (the provider's) is bound to.
+
+        The open sessions of that provider are asked for their recovery record first: one
+        whose provider session was written after the record was last saved (a Codex
+        thread's rollout appears once the thread runs) names it now, and counts as bound
+        even before its binding reaches the journal, so a listing never offers its
+        provider session as a second, unbound one."""
         if not session_refs:
             return {}
-        return await guard(self.history.native_bindings(provider_id, session_refs))
+        own: dict[str, str] = {}
+        wanted = set(session_refs)
+        for session in list(self.sessions.values()):
+            if session.provider.id != provider_id or session.state == "closed":
+                continue
+            session.save_recovery()  # binds a newly named provider session
+            ref = session.native_ref
+            if ref is not None and ref in wanted:
+                own.setdefault(ref, session.id)
+        bound = await guard(self.history.native_bindings(provider_id, session_refs))
+        return {**own, **bound}
 
     async def attach(
         self, session_id: str, subscriber: Subscriber, after: int = 0

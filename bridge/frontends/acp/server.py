@@ -475,23 +475,31 @@ class AcpFrontend:
         return self._session_view(session_id)
 
     async def _session_load(self, params: acp.LoadSessionRequest) -> dict[str, Any]:
-        await self._continue_listed(params.session_id, params.cwd)
+        await self._continue_listed(params.session_id, params.cwd, params.mcp_servers)
         return await self._reopen(params.session_id, params.cwd, params.mcp_servers, replay=True)
 
     async def _session_resume(self, params: acp.ResumeSessionRequest) -> dict[str, Any]:
-        await self._continue_listed(params.session_id, params.cwd)
+        await self._continue_listed(params.session_id, params.cwd, params.mcp_servers)
         return await self._reopen(params.session_id, params.cwd, params.mcp_servers, replay=False)
 
-    async def _continue_listed(self, session_id: str, cwd: str) -> None:
+    async def _continue_listed(
+        self, session_id: str, cwd: str, mcp_servers: list[dict[str, Any]] | None
+    ) -> None:
         """A provider's own session this connection listed (by the id its bridge session
         gets) is continued first (bound, its earlier turns imported), so loading it
-        replays them and its next prompt goes on in the provider's conversation."""
+        replays them and its next prompt goes on in the provider's conversation; with the
+        options a new session gets (``--option``, the request's MCP servers)."""
         ref = self._native.get(session_id)
         if ref is None or session_id in self.runtime.sessions:
             return
         if await self.runtime.history.load_session(session_id) is not None:
             return
-        await self.runtime.continue_native(self.provider, ref, workspace=_absolute(cwd))
+        await self.runtime.continue_native(
+            self.provider,
+            ref,
+            workspace=_absolute(cwd),
+            options=self._options_for(self.provider, mcp_servers),
+        )
 
     async def _session_fork(self, params: acp.ForkSessionRequest) -> dict[str, Any]:
         """ACP's unstable ``session/fork``: the bridge's ``session/fork`` at the end of the
