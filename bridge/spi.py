@@ -37,7 +37,7 @@ from typing import Any, Literal, Protocol
 import anyio.abc
 
 from agent_bridge.wire.errors import ErrorCode, ErrorDetailValue
-from agent_bridge.wire.events import ProviderPayload
+from agent_bridge.wire.events import LimitsUpdated, ProviderPayload
 from agent_bridge.wire.inputs import CommandInfo
 from agent_bridge.wire.interactions import Answer, InteractionRequest, InteractionStatus
 from agent_bridge.wire.methods import RunInput
@@ -295,6 +295,13 @@ class ProviderSession(abc.ABC):
         from agent_bridge.errors import BridgeError
 
         raise BridgeError("unsupported")
+
+    async def read_limits(self) -> LimitsUpdated | None:
+        """Ask the provider now for its rate-limit and quota figures (``provider/limits``
+        asks one live session of the provider); ``None``: it cannot tell (the default;
+        or not with the authentication it runs with).  The runtime bounds the wait; a
+        failure is logged and counts as ``None``."""
+        return None
 
     def input_capabilities(self) -> InputCapabilities | None:
         """What this session's runs may take as input, when the session knows better than

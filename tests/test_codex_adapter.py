@@ -1018,3 +1018,37 @@ async def test_the_payloads_of_one_message_are_emitted_in_one_batch() -> None:
     run.finish(RunOutcome.completed(), emit=False)
     run.emit_all([TextDelta(text="late")])
     assert len(calls) == 1
+
+
+async def test_provider_limits_reads_them_from_a_live_session(tmp_path: Path) -> None:
+    """provider/limits asks a live Codex session (account/rateLimits/read) and keeps the
+    figures; where Codex refuses the read (no ChatGPT login) it answers with what it
+    knows, asked once a session."""
+    snapshot = {
+        "limitId": "codex",
+        "primary": {"usedPercent": 42, "windowDurationMins": 300, "resetsAt": 1796200000},
+        "secondary": {"usedPercent": 7, "windowDurationMins": 10080, "resetsAt": 1796800000},
+        "credits": None,
+        "rateLimitReachedType": None,
+    }
+    fake = Fake(tmp_path, {"rate_limits": snapshot})
+    async with running_bridge("newline", env=fake.env) as bridge:
+        empty = await bridge.result("provider/limits", {"provider": "codex"})
+        assert empty.get("meters", []) == []  # no session yet: nothing asked
+        await create(bridge, fake)
+        limits = await bridge.result("provider/limits", {"provider": "codex"})
+        meters = {m["meter"]: m for m in limits["meters"]}
+        assert meters["primary"]["percent"] == 42 and meters["primary"]["windowSeconds"] == 18000
+        assert meters["secondary"]["resetsAt"].startswith("2026-")
+        assert limits["updatedAt"]
+    assert len(fake.requests("account/rateLimits/read")) == 1
+
+    other = tmp_path / "no-login"
+    other.mkdir()
+    fake = Fake(other)  # no snapshot: refused as without a ChatGPT login
+    async with running_bridge("newline", env=fake.env) as bridge:
+        await create(bridge, fake)
+        for _ in range(2):
+            limits = await bridge.result("provider/limits", {"provider": "codex"})
+            assert limits.get("meters", []) == [] and "updatedAt" not in limits
+    assert len(fake.requests("account/rateLimits/read")) == 1  # not asked again

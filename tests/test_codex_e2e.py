@@ -442,3 +442,19 @@ async def test_real_codex_agent_thread_is_a_subagent(tmp_path: Path) -> None:
     assert "child finished" in wait[-1]["output"]
     assert "parentToolCallId" not in wait[0]
     assert "codex_stray_frame" not in {e.get("code") for e in of_type(events, "diagnostic")}
+
+
+async def test_real_codex_limits_not_available_without_a_chatgpt_login(setup: Setup) -> None:
+    """provider/limits asks the live session's real Codex (account/rateLimits/read); with
+    a key-authenticated model provider Codex refuses the read ("authentication
+    required"), which is 'not available': the answer is what the bridge knows, no
+    error, and the refusal is logged, not retried."""
+    s = setup
+    async with running_bridge("newline", "--log-level", "info", env=s.env) as bridge:
+        await create(bridge, s)
+        for _ in range(2):
+            limits = await bridge.result("provider/limits", {"provider": "codex"}, timeout=20)
+            assert limits["provider"] == "codex" and limits.get("meters", []) == []
+        log = bytes(bridge.stderr).decode("utf-8", "replace")
+    assert log.count("rate limits are not available here") == 1, log[-2000:]
+    assert "authentication required" in log

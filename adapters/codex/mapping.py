@@ -79,6 +79,7 @@ __all__ = [
     "permissions_approval",
     "permissions_reply",
     "plan_payload",
+    "read_limits_payload",
     "reasoning_delta",
     "sandbox_mode",
     "sandbox_policy",
@@ -272,6 +273,19 @@ def limits_payload(snapshot: p.RateLimitSnapshot) -> LimitsUpdated | None:
         )
     if reached and not any(m.status == "exhausted" for m in meters):
         meters.append(LimitMeter(pool, "account", status="exhausted"))
+    return LimitsUpdated(tuple(meters)) if meters else None
+
+
+def read_limits_payload(read: p.RateLimitsRead) -> LimitsUpdated | None:
+    """The ``limits.updated`` of an ``account/rateLimits/read`` answer: every bucket of
+    ``rateLimitsByLimitId`` when it has them, else its single snapshot; ``None`` when
+    they name no meter."""
+    snapshots = list((read.rate_limits_by_limit_id or {}).values()) or [read.rate_limits]
+    meters: list[LimitMeter] = []
+    for snapshot in snapshots:
+        update = limits_payload(snapshot)
+        if update is not None:
+            meters += update.meters
     return LimitsUpdated(tuple(meters)) if meters else None
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "PlanUpdated",
     "RateLimitSnapshot",
     "RateLimitWindow",
+    "RateLimitsRead",
     "RateLimitsUpdated",
     "Scope",
     "ServerRequestResolved",
@@ -350,6 +351,14 @@ class RateLimitsUpdated(_Lenient, frozen=True):
     """``account/rateLimits/updated``; also the result of ``account/rateLimits/read``."""
 
     rate_limits: RateLimitSnapshot = RateLimitSnapshot()
+
+
+class RateLimitsRead(_Lenient, frozen=True):
+    """``account/rateLimits/read`` result: the single-bucket view and, when the backend
+    names several, every bucket by its limit id."""
+
+    rate_limits: RateLimitSnapshot = RateLimitSnapshot()
+    rate_limits_by_limit_id: dict[str, RateLimitSnapshot] | None = None
 
 
 class WarningNotification(_Lenient, frozen=True):

@@ -233,6 +233,9 @@ class CodexSession(ProviderSession):
         self._pending_diagnostics: list[Diagnostic] = []
         #: the latest figures of every limit meter Codex reported (``account/rateLimits``)
         self.limits: dict[tuple[str, str], LimitMeter] = {}
+        #: whether ``account/rateLimits/read`` may tell (it refuses without a ChatGPT
+        #: login: an API key or another model provider)
+        self._limits_readable = True
         #: a limits update that arrived while no run was active (reported by the next)
         self._pending_limits: LimitsUpdated | None = None
         self._resolved: set[Any] = set()
@@ -870,6 +873,33 @@ class CodexSession(ProviderSession):
             run.raw = None
         else:
             self._pending_limits = update
+
+    async def read_limits(self) -> LimitsUpdated | None:
+        """``account/rateLimits/read`` (for ``provider/limits``): the figures now, kept as
+        the latest.  ``None`` when they are not available: Codex refuses the read
+        without a ChatGPT login (API-key auth, another model provider; then it is not
+        asked again in this session), or the child is not running or does not answer in
+        time."""
+        proc = self._proc
+        if not self._limits_readable or self._disposed or proc is None or not proc.ready:
+            return None
+        try:
+            read = await proc.call(
+                "account/rateLimits/read",
+                None,
+                result_type=p.RateLimitsRead,
+                timeout=CONTROL_TIMEOUT,
+            )
+        except (ConnectionClosed, RequestTimedOut):
+            return None
+        except RpcError as exc:
+            self._limits_readable = False
+            log.info("codex: rate limits are not available here: %s", redact(exc.message))
+            return None
+        update = mapping.read_limits_payload(read)
+        if update is not None:
+            merge_meters(self.limits, update.meters)
+        return update
 
     def _between_runs(self, method: str, raw: bytes) -> None:
         """A notification while no run is active: warnings wait for the next run."""

@@ -267,7 +267,7 @@ class BridgeFrontend:
         return ProvidersListResult(tuple(await self.runtime.describe_providers(params.probe)))
 
     async def _provider_limits(self, params: ProviderLimitsParams) -> ProviderLimitsResult:
-        return self.runtime.provider_limits(params.provider)
+        return await self.runtime.provider_limits(params.provider)
 
     async def _session_create(self, params: SessionCreateParams) -> SessionResult:
         return SessionResult(await self.runtime.create_placed(params, self))

@@ -46,6 +46,7 @@ from agent_bridge.ids import Clock, IdFactory
 from agent_bridge.journal import Followable, History, MemoryHistory, Routable, SessionRecord
 from agent_bridge.options import resolve_options, restore_withheld, storable_options
 from agent_bridge.registry import ProviderRegistry
+from agent_bridge.runtime.boundary import quietly
 from agent_bridge.runtime.fleet import create_placed, declare, succeed
 from agent_bridge.runtime.following import follow_remote
 from agent_bridge.runtime.inputs import image_type, prepare
@@ -94,6 +95,8 @@ log = logging.getLogger("agent_bridge.runtime")
 
 WIRE_VERSION: Final = 1
 PROBE_TIMEOUT: Final = 15.0
+#: How long ``provider/limits`` waits for a live session's fresh figures.
+LIMITS_READ_TIMEOUT: Final = 10.0
 #: Seconds a journal may fail to commit before the running runs are ended.
 JOURNAL_FAULT_LIMIT: Final = 60.0
 
@@ -317,10 +320,29 @@ class Runtime:
 
     # ------------------------------------------------------------------ providers
 
-    def provider_limits(self, provider_id: str) -> ProviderLimitsResult:
-        """The latest limit figures ``provider_id`` reported (empty when none yet); raises
-        ``provider_not_found`` for an unknown provider."""
+    async def provider_limits(self, provider_id: str) -> ProviderLimitsResult:
+        """The latest limit figures ``provider_id`` reported (empty when none yet), after
+        asking one of its live sessions for fresh ones (``ProviderSession.read_limits``,
+        bounded by :data:`LIMITS_READ_TIMEOUT`; a session that cannot tell, or fails,
+        leaves the figures as they were); raises ``provider_not_found`` for an unknown
+        provider."""
         self.registry.get(provider_id)
+        session = next(
+            (
+                s
+                for s in self.sessions.values()
+                if s.provider.id == provider_id
+                and s.state == "active"
+                and s.provider_session is not None
+            ),
+            None,
+        )
+        if session is not None and session.provider_session is not None:
+            update = None
+            with anyio.move_on_after(LIMITS_READ_TIMEOUT), quietly("read_limits"):
+                update = await session.provider_session.read_limits()
+            if update is not None and update.meters:
+                self.services.limits.note(provider_id, update, self.services.clock.now_iso())
         return self.services.limits.read(provider_id)
 
     async def describe_providers(self, probe: bool = False) -> list[ProviderDescriptor]:

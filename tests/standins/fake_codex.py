@@ -58,6 +58,8 @@ The script: a JSON object, from ``--script PATH`` or the env var
       "startup_stderr": true,         # the bubblewrap ERROR line on stderr
       "log": "PATH",                  # append every message received, one JSON a line
       "state_dir": "PATH",            # where threads are kept (default $CODEX_HOME)
+      "rate_limits": {SNAPSHOT},      # account/rateLimits/read's answer (a RateLimitSnapshot);
+                                      # without it the read is refused as without a login
       "faults": {FAULT: ...}
     }
 
@@ -138,6 +140,7 @@ KNOWN_METHODS = (
     "turn/steer",
     "turn/interrupt",
     "account/read",
+    "account/rateLimits/read",
 )
 APPROVING = ("accept", "acceptForSession")
 
@@ -553,6 +556,7 @@ class FakeCodex:
             "turn/steer": self.on_turn_steer,
             "turn/interrupt": self.on_turn_interrupt,
             "account/read": self.on_account_read,
+            "account/rateLimits/read": self.on_rate_limits_read,
         }.get(method)
         if handler is None:
             self.error(
@@ -575,6 +579,19 @@ class FakeCodex:
             turn.wake.set()
 
     # -- requests ----------------------------------------------------------
+
+    def on_rate_limits_read(self, req_id: Any, params: dict[str, Any]) -> None:
+        """The script's ``rate_limits`` snapshot; without one, the refusal the real server
+        gives without a ChatGPT login (API key, another model provider)."""
+        snapshot = self.script.get("rate_limits")
+        if snapshot is None:
+            self.error(
+                req_id,
+                "codex account authentication required to read rate limits",
+                code=-32600,
+            )
+            return
+        self.respond(req_id, {"rateLimits": snapshot, "rateLimitsByLimitId": None})
 
     def on_account_read(self, req_id: Any, params: dict[str, Any]) -> None:
         self.respond(
