@@ -36,6 +36,8 @@ CLIENT_REQUESTS = [
     "turn/interrupt",
     "account/read",
     "model/list",
+    "skills/list",
+    "account/rateLimits/read",
 ]
 CLIENT_NOTIFICATIONS = ["initialized"]
 # Every server notification: an adapter must at least recognise (and may ignore)
@@ -71,7 +73,16 @@ def refs_in(node: Any) -> set[str]:
     return out
 
 
-def response_ref(root: dict[str, Any], params_ref: str, method: str) -> str | None:
+#: Results the naming rule (``<X>Params`` → ``<X>Response``) does not find: methods whose
+#: params are nullable (``Nullable_<X>Params``) or absent.
+RESULT_REFS = {"account/rateLimits/read": "#/definitions/v2/GetAccountRateLimitsResponse"}
+
+
+def response_ref(root: dict[str, Any], params_ref: str | None, method: str) -> str | None:
+    if method in RESULT_REFS:
+        return RESULT_REFS[method]
+    if params_ref is None:
+        return None
     base = params_ref.rsplit("/", 1)
     candidates = []
     if base[1].endswith("Params"):
@@ -117,7 +128,7 @@ def main() -> int:
             pref = v["properties"].get("params", {}).get("$ref")
             entry: dict[str, str | None] = {"params": pref}
             if has_result:
-                entry["result"] = response_ref(full, pref, method_of(v)) if pref else None
+                entry["result"] = response_ref(full, pref, method_of(v))
             methods[table][method_of(v)] = entry
 
     # Transitive closure of the definitions the kept methods need.

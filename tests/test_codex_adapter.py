@@ -1031,6 +1031,12 @@ async def test_provider_limits_reads_them_from_a_live_session(tmp_path: Path) ->
         "credits": None,
         "rateLimitReachedType": None,
     }
+    import jsonschema  # a declared test dependency (pyproject [test])
+
+    bundle = json.loads(SCHEMA.read_text())
+    result_ref = bundle["x-methods"]["clientRequests"]["account/rateLimits/read"]["result"]
+    answer = {"rateLimits": snapshot, "rateLimitsByLimitId": None}  # what the fake answers
+    jsonschema.validate(answer, {"$ref": result_ref, "definitions": bundle["definitions"]})
     fake = Fake(tmp_path, {"rate_limits": snapshot})
     async with running_bridge("newline", env=fake.env) as bridge:
         empty = await bridge.result("provider/limits", {"provider": "codex"})
