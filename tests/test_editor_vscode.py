@@ -734,6 +734,17 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
     for line in (f"@ {hello}:1-1", "@ untitled:Untitled-1 (2 lines)", "@ image image/png (70 B)"):
         assert f"\n  {line}\n" in ctx["transcript"] and f"\n{line}\n" in ctx["webviewText"], line
 
+    # Fork (issue 29) only where the provider forks: the scripted provider's chat offers
+    # none, and the command says why without asking the bridge.
+    assert "Fork from here" not in ctx["webviewText"]
+    refused = ctx["forkRefused"]
+    assert refused["result"] is None and refused["requests"] == 0
+    assert refused["infos"] == [
+        "Scripted (built-in) cannot fork a session (its descriptor's capabilities.fork says so;"
+        " the bridge does not fake a fork by replaying text). Next step: start a new session,"
+        " or use a provider that forks (Claude Code, Codex)."
+    ]
+
     # Continue a session (issue 26): one pick across the bridge's sessions of the workspace
     # and Claude Code's own; the CLI's session continued in the bridge, its turn imported,
     # a turn run on it by the resumed CLI; picked again, the same session (listed once).

@@ -30,7 +30,7 @@
     const a = b.dataset.action;
     if (a === "answer") vscode.postMessage({ type: "answer", interactionId: b.dataset.interaction, option: Number(b.dataset.option) });
     if (a === "prompt") vscode.postMessage({ type: "prompt", interactionId: b.dataset.interaction });
-    if (a === "fork") vscode.postMessage({ type: "fork", atEvent: Number(b.dataset.seq) });
+    if (a === "fork") vscode.postMessage({ type: "fork", atEvent: b.dataset.seq ? Number(b.dataset.seq) : null });
     if (a === "openEdit") vscode.postMessage({ type: "openEdit", runId: b.dataset.run, toolCallId: b.dataset.tool, index: Number(b.dataset.index) });
   });
 

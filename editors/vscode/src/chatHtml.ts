@@ -50,13 +50,39 @@ export function renderAttachments(labels: string[]): string {
     .join("");
 }
 
-/** Returns the HTML of every item of the model. */
-export function renderItems(model: ChatModel): string {
-  return model.items.map(renderItem).join("\n");
+/**
+ * Where a turn's outcome line offers "Fork from here", from the provider's
+ * `capabilities.fork`: `atEvent` at every turn's end, `atEnd` at the last one's only
+ * (a fork of the whole history), `none` nowhere (the provider cannot fork).
+ */
+export type ForkOffer = "atEvent" | "atEnd" | "none";
+
+/** Returns where a provider's forks may be offered, from its descriptor's `capabilities.fork`. */
+export function forkOffer(fork: { atEnd?: boolean; atEvent?: boolean } | undefined): ForkOffer {
+  return fork?.atEvent ? "atEvent" : fork?.atEnd ? "atEnd" : "none";
 }
 
-/** Returns the HTML of one chat item. */
-export function renderItem(i: ChatItem): string {
+/** Returns the HTML of every item of the model (`fork`: where forks are offered). */
+export function renderItems(model: ChatModel, fork: ForkOffer = "atEvent"): string {
+  let last = -1;
+  if (fork === "atEnd" && model.runState === "idle") {
+    for (let k = model.items.length - 1; k >= 0; k--) {
+      const it = model.items[k];
+      if (it.kind === "status" && it.endSequence !== undefined) {
+        last = k;
+        break;
+      }
+    }
+  }
+  return model.items.map((i, k) => renderItem(i, fork === "atEvent" ? "here" : k === last ? "whole" : "none")).join("\n");
+}
+
+/**
+ * Returns the HTML of one chat item. `fork`: a turn's end offers a fork at its last
+ * event (`here`), of the whole history (`whole`, the last turn of a provider that forks
+ * only that), or none.
+ */
+export function renderItem(i: ChatItem, fork: "here" | "whole" | "none" = "here"): string {
   switch (i.kind) {
     case "user":
       return (
@@ -87,7 +113,9 @@ export function renderItem(i: ChatItem): string {
     case "status":
       return (
         `<div class="status level-${i.level}" data-key="${i.key}">${escapeHtml(i.text)}` +
-        (i.endSequence !== undefined ? ` <button class="link fork" data-action="fork" data-seq="${i.endSequence}" title="A new session with the history up to here">Fork from here</button>` : "") +
+        (i.endSequence !== undefined && fork !== "none"
+          ? ` <button class="link fork" data-action="fork"${fork === "here" ? ` data-seq="${i.endSequence}"` : ""} title="A new session with the history up to here">Fork from here</button>`
+          : "") +
         `</div>`
       );
   }

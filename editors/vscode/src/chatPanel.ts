@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "crypto";
 import * as vscode from "vscode";
-import { renderAttachments, renderHeader, renderItems } from "./chatHtml";
+import { forkOffer, renderAttachments, renderHeader, renderItems } from "./chatHtml";
 import { describeBlock } from "./context";
 import type { SessionStore } from "./sessions";
 
@@ -15,7 +15,8 @@ export interface PanelActions {
   openEdit(sessionId: string, runId: string, toolCallId: string, index: number): Promise<void>;
   send(sessionId: string, text: string): Promise<void>;
   cancel(sessionId: string): Promise<void>;
-  fork(sessionId: string, atEvent: number): Promise<void>;
+  /** Forks the session at `atEvent` (its whole history when null). */
+  fork(sessionId: string, atEvent: number | null): Promise<void>;
   /** An image pasted in the chat (a data URL): attached to the next prompt, or refused with a message. */
   attachImage(sessionId: string, dataUrl: string): Promise<void>;
 }
@@ -29,7 +30,7 @@ type FromWebview =
   | { type: "openEdit"; runId: string; toolCallId: string; index: number }
   | { type: "send"; text: string }
   | { type: "cancel" }
-  | { type: "fork"; atEvent: number }
+  | { type: "fork"; atEvent: number | null }
   | { type: "detach"; index: number }
   | { type: "pasteImage"; dataUrl: string };
 
@@ -149,6 +150,22 @@ export class ChatPanel implements vscode.Disposable {
     }, 30);
   }
 
+  private describing = false;
+
+  /** Where forks are offered in this chat: from the provider's descriptor (read once when not cached). */
+  private forkOffer(providerId: string): "atEvent" | "atEnd" | "none" {
+    const desc = this.store.provider(providerId);
+    if (desc) return forkOffer(desc.capabilities.fork);
+    if (!this.describing) {
+      this.describing = true;
+      void this.store.descriptor(providerId).then(
+        () => this.schedule(),
+        () => undefined,
+      );
+    }
+    return "none";
+  }
+
   private render(): void {
     if (!this.ready) return;
     const entry = this.store.sessions.get(this.sessionId);
@@ -158,7 +175,7 @@ export class ChatPanel implements vscode.Disposable {
       type: "render",
       version: entry.model.version,
       header: renderHeader(entry.model, entry.info.title || this.sessionId, entry.info.providerId, entry.chosen),
-      html: renderItems(entry.model),
+      html: renderItems(entry.model, this.forkOffer(entry.info.providerId)),
       attachments: renderAttachments((entry.attachments ?? []).map((b) => describeBlock(b, entry.info.workspace ?? undefined) ?? b.type)),
       running: entry.model.runState === "running",
     });

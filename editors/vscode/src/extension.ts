@@ -11,6 +11,7 @@ import { continueItems } from "./continuePick";
 import { contextBlock, imageBlock, LineRange, selectionLines } from "./context";
 import { approvalOptions, questionOptions } from "./approvals";
 import { BridgeHost } from "./bridge";
+import { forkOffer } from "./chatHtml";
 import { ChatPanel, PanelActions } from "./chatPanel";
 import { EditContentProvider, EDIT_SCHEME, openEditDiff } from "./diff";
 import { chosenLabels, modeOption, modelOption, optionTitle, providerChoices, valueChoices } from "./pickers";
@@ -98,7 +99,7 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
       if (typeof block === "string") void uiProxy.error(block);
       else store.attach(sessionId, block);
     },
-    fork: (sessionId, atEvent) => Promise.resolve(vscode.commands.executeCommand("agentBridge.fork", sessionId, atEvent)).then(() => undefined),
+    fork: (sessionId, atEvent) => Promise.resolve(vscode.commands.executeCommand("agentBridge.fork", sessionId, atEvent ?? undefined)).then(() => undefined),
   };
 
   /** Returns lines of a file on disk (a provider that takes only text gets them quoted). */
@@ -366,8 +367,21 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
     if (!(await bridge.ensureOrExplain())) return undefined;
     const id = sessionId ?? ChatPanel.active()?.sessionId ?? ChatPanel.lastActive?.sessionId;
     if (!id) return undefined;
+    // Only where the provider forks natively (capabilities.fork): the bridge never fakes one.
+    const providerId = store.sessions.get(id)?.info.providerId ?? "";
+    const desc = await store.descriptor(providerId).catch(() => undefined);
+    const offer = forkOffer(desc?.capabilities.fork);
+    const name = desc?.displayName ?? providerId;
+    if (offer === "none") {
+      void uiProxy.info(`${name} cannot fork a session (its descriptor's capabilities.fork says so; the bridge does not fake a fork by replaying text). Next step: start a new session, or use a provider that forks (Claude Code, Codex).`);
+      return undefined;
+    }
+    if (offer === "atEnd" && atEvent !== undefined && atEvent !== store.sessions.get(id)?.model?.lastSequence) {
+      void uiProxy.info(`${name} forks only a session's whole history, not at an earlier turn. Next step: Fork the Session at the Last Turn.`);
+      return undefined;
+    }
     try {
-      const forkId = await store.fork(id, atEvent);
+      const forkId = await store.fork(id, offer === "atEnd" ? undefined : atEvent);
       await store.reattach(forkId);
       showPanel(forkId);
       return forkId;

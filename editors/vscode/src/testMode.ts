@@ -425,6 +425,15 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
       ctx.transcript = model(rid)!.transcript();
       await pr.whenRendered(15000);
       ctx.webviewText = pr.rendered.text;
+      // (e) the scripted provider cannot fork (no capabilities.fork): no "Fork from here",
+      //     and the fork command says why instead of asking the bridge
+      const infos = ui.infos.length;
+      const forkSent = bridge.trafficLines.filter((l) => l.includes('"method":"session/fork"')).length;
+      ctx.forkRefused = {
+        result: (await exec<string | undefined>("agentBridge.fork", rid)) ?? null,
+        infos: ui.infos.slice(infos),
+        requests: bridge.trafficLines.filter((l) => l.includes('"method":"session/fork"')).length - forkSent,
+      };
       pr.panel.dispose();
       await vscode.commands.executeCommand("workbench.action.revertAndCloseActiveEditor").then(undefined, () => undefined);
       step("context");

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { ChatModel } from "../chatModel";
-import { escapeHtml, renderHeader, renderItems } from "../chatHtml";
+import { escapeHtml, forkOffer, renderHeader, renderItems } from "../chatHtml";
 import type { EventEnvelope, EventPayload } from "../protocol";
 
 function ev(sequence: number, payload: EventPayload): EventEnvelope {
@@ -45,4 +45,21 @@ test("a tool card's header shows what the call acts on when it has no title (a B
     ev(3, { type: "tool.activity", toolCallId: "c1", name: "Bash", status: "completed", exitCode: 0 }),
   ]);
   assert.match(renderItems(m), /<summary>✓ Bash — make -j4 \(exit 0\)/);
+});
+
+test("fork is offered as the provider's capabilities.fork allows: at each turn, at the last, or not at all", () => {
+  const m = new ChatModel("s");
+  const turn = (n: number, run: string): EventEnvelope[] => [
+    { ...ev(n, { type: "run.started", input: `t${n}` }), runId: run },
+    { ...ev(n + 1, { type: "run.completed", stopReason: "end_turn" }), runId: run },
+  ];
+  m.applyAll([...turn(1, "r1"), ...turn(3, "r2")]);
+  const buttons = (html: string) => [...html.matchAll(/<button class="link fork" data-action="fork"( data-seq="(\d+)")?/g)].map((x) => x[2] ?? "whole");
+  assert.equal(forkOffer({ atEnd: true, atEvent: true }), "atEvent");
+  assert.equal(forkOffer({ atEnd: true }), "atEnd");
+  assert.equal(forkOffer({}), "none");
+  assert.equal(forkOffer(undefined), "none");
+  assert.deepEqual(buttons(renderItems(m, "atEvent")), ["2", "4"]);
+  assert.deepEqual(buttons(renderItems(m, "atEnd")), ["whole"]);
+  assert.deepEqual(buttons(renderItems(m, "none")), []);
 });
