@@ -358,3 +358,36 @@ def test_emacs_continues_a_bridge_or_a_native_session_of_the_workspace(tmp_path:
     assert all("bridge session" in label for label in again), again
     assert any(label.endswith(o["continued"]) for label in again)
     assert any(label.endswith(o["bridgeOne"]) for label in again)
+
+
+def test_emacs_switches_a_session_s_model_and_mode(tmp_path: Path) -> None:
+    """`m` in the chat: the models and modes session/settings offers (each once, the current
+    one marked), the one picked set with session/configure; the settings.updated that
+    follows is a chat line and the header line's model and mode; a provider that offers
+    none says so, asking nothing."""
+    emacs = require_editor("emacs")
+    out = tmp_path / "outcome.json"
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "AB_PACKAGE": str(PACKAGE),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(tmp_path / "state"),
+        "AB_OUT": str(out),
+    }
+    scenario = str(DATA / "emacs_settings.el")
+    log = run_editor(
+        [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
+        env=env,
+        timeout=100,
+    )
+    assert "1 results as expected, 0 unexpected" in log, log
+    o = json.loads(out.read_text())
+    assert o["offered"] == [
+        "model small (Small) — current",
+        "model large (Large)",
+        "mode ask — current",
+        "mode auto",
+    ]
+    assert " · model large · mode auto · Settings · idle" in o["header"], o["header"]
+    assert o["none"] == "scripted offers no model or mode to choose"

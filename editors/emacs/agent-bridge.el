@@ -296,6 +296,7 @@ An error is shown (by its `data.code'); ON-ERROR is also called with it."
     (define-key map (kbd "d") #'agent-bridge-diff)
     (define-key map (kbd "l") #'agent-bridge-log)
     (define-key map (kbd "f") #'agent-bridge-fork)
+    (define-key map (kbd "m") #'agent-bridge-settings)
     map)
   "Keymap of `agent-bridge-chat-mode'.")
 
@@ -881,6 +882,14 @@ header line lists what is attached)."
     ("session.resumed"
      (setf (agent-bridge--session-state s) "active")
      (agent-bridge--append s '("— session resumed")))
+    ("settings.updated"
+     (let ((words (delq nil (list (and (plist-get p :model)
+                                       (format "model %s" (plist-get p :model)))
+                                  (and (plist-get p :mode)
+                                       (format "mode %s" (plist-get p :mode)))))))
+       (when words
+         (setf (agent-bridge--session-chosen s) words)
+         (agent-bridge--append s (list (concat "— " (string-join words " · ")))))))
     ("session.imported"
      (agent-bridge--append
       s (list (format "— imported from %s's own session (%s %s)"
@@ -1579,6 +1588,46 @@ approvals asked again); any other is resumed (`session/resume')."
                                      :after (agent-bridge--session-last-seq s))
                         (lambda (result) (agent-bridge--session (agent-bridge--session-id s)
                                                                 (plist-get result :session))))))
+
+;;;; Model and mode
+
+(defun agent-bridge--settings-choices (settings)
+  "Return the choices in SETTINGS, a `session/settings' result.
+Each is (LABEL KEY ID): KEY `:model' or `:mode', ID the value to set."
+  (let (choices)
+    (dolist (key '(:model :mode))
+      (let ((setting (plist-get settings key)))
+        (seq-doseq (item (plist-get setting :available))
+          (let ((id (plist-get item :id)))
+            (push (list (format "%s %s%s%s" (substring (symbol-name key) 1) id
+                                (if (and (plist-get item :name)
+                                         (not (equal (plist-get item :name) id)))
+                                    (format " (%s)" (plist-get item :name))
+                                  "")
+                                (if (equal id (plist-get setting :current)) " — current" ""))
+                        key id)
+                  choices)))))
+    (nreverse choices)))
+
+(defun agent-bridge-settings ()
+  "Choose another model or mode for the current session.
+It applies from the next run on.
+The choices are those `session/settings' offers; the one picked is set
+with `session/configure', and every attached editor shows it."
+  (interactive)
+  (let* ((s (agent-bridge--require-session))
+         (id (agent-bridge--session-id s)))
+    (agent-bridge--call
+     'session/settings (list :sessionId id)
+     (lambda (settings)
+       (let ((choices (agent-bridge--settings-choices settings)))
+         (if (null choices)
+             (agent-bridge--message "%s offers no model or mode to choose"
+                                    (agent-bridge--session-provider s))
+           (let ((choice (assoc (completing-read "Model or mode: " choices nil t) choices)))
+             (when choice
+               (agent-bridge--call 'session/configure
+                                   (list :sessionId id (nth 1 choice) (nth 2 choice)))))))))))
 
 ;;;; Continue a session
 
