@@ -269,7 +269,12 @@ async def test_real_codex_model_and_mode_switch_between_runs(setup: Setup) -> No
     s = setup
     async with running_bridge("newline", env=s.env) as bridge:
         session = await create(bridge, s)
-        settings = await bridge.result("session/settings", {"sessionId": session})
+        deadline = time.monotonic() + 10
+        while True:  # model/list is read in the background
+            settings = await bridge.result("session/settings", {"sessionId": session})
+            if settings["model"].get("available") or time.monotonic() > deadline:
+                break
+            await anyio.sleep(0.05)
         assert settings["model"]["current"] == "stub-model"
         assert settings["model"]["available"], settings  # model/list's catalogue
         assert {m["id"] for m in settings["mode"]["available"]} == {

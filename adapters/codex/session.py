@@ -404,7 +404,9 @@ class CodexSession(ProviderSession):
         if thread.cwd and s.cwd is None:
             s.cwd = thread.cwd
         if not self._models:
-            self._models = await self._list_models(proc)
+            # in the background: with some logins Codex fetches its catalogue over the
+            # network, and a session does not wait for a menu
+            self._tasks.start(self._load_models, proc)
         if self._skills is None:
             self._skills = await self._list_skills(proc, reload=False)
         proc.ready = True
@@ -472,6 +474,12 @@ class CodexSession(ProviderSession):
             run.emit(update)
         else:
             self._pending_commands = update
+
+    async def _load_models(self, proc: RpcChild) -> None:
+        """Keep the models ``model/list`` offers (see :meth:`_list_models`)."""
+        models = await self._list_models(proc)
+        if models:
+            self._models = models
 
     async def _list_models(self, proc: RpcChild) -> tuple[SettingValue, ...]:
         """The models ``model/list`` offers (its catalogue, whichever model provider is
@@ -893,6 +901,9 @@ class CodexSession(ProviderSession):
         except (ConnectionClosed, RequestTimedOut):
             return None
         except RpcError as exc:
+            if isinstance(exc.data, dict) and exc.data.get("reason") == "invalid_result":
+                log.warning("codex: account/rateLimits/read answered an unexpected shape")
+                return None
             self._limits_readable = False
             log.info("codex: rate limits are not available here: %s", redact(exc.message))
             return None
