@@ -29,7 +29,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import anyio
 import msgspec
@@ -249,6 +249,9 @@ class CodexSession(ProviderSession):
         #: the skills ``skills/list`` named, by name: (command, ``SKILL.md`` path);
         #: ``None`` until read
         self._skills: dict[str, tuple[CommandInfo, str]] | None = None
+        #: the reload of the skills after ``skills/changed``: none, one running, or
+        #: one running and another wanted
+        self._skills_reload: Literal["idle", "running", "again"] = "idle"
         #: skills that changed while no run was active (reported by the next)
         self._pending_commands: CommandsUpdated | None = None
         #: The one dispatch of notifications correlated with the active run; a
@@ -452,12 +455,33 @@ class CodexSession(ProviderSession):
         return paths
 
     def _on_skills_changed(self) -> None:
-        """``skills/changed``: list them again (in a task; the reader must not wait)."""
+        """``skills/changed``: list them again (in one task; the reader must not wait, and
+        a burst of changes while a reload runs makes one more reload, not one each)."""
         proc = self._proc
-        if proc is not None and not self._disposed:
+        if proc is None or self._disposed:
+            return
+        if self._skills_reload == "idle":
+            self._skills_reload = "running"
             self._tasks.start(self._reload_skills, proc)
+        else:
+            self._skills_reload = "again"
 
     async def _reload_skills(self, proc: RpcChild) -> None:
+        """Read the skills again (again while changes came meanwhile)."""
+        try:
+            while True:
+                self._skills_reload = "running"
+                await self._reload_skills_once(proc)
+                if not self._reload_wanted():
+                    return
+        finally:
+            self._skills_reload = "idle"
+
+    def _reload_wanted(self) -> bool:
+        """Whether skills changed again while the reload ran."""
+        return self._skills_reload == "again"
+
+    async def _reload_skills_once(self, proc: RpcChild) -> None:
         """Read the skills again; when they differ, report ``commands.updated`` in the
         active run, else at the start of the next."""
         skills = await self._list_skills(proc, reload=True)
