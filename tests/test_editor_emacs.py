@@ -227,7 +227,22 @@ def test_emacs_sends_the_region_or_a_file_as_context(tmp_path: Path) -> None:
     emacs = require_editor("emacs")
     out = tmp_path / "outcome.json"
     script = tmp_path / "script.json"
-    script.write_text(json.dumps({"runs": [{"steps": [{"type": "received"}]}] * 4}))
+    emit = {
+        "type": "emit",
+        "payloads": [
+            {"type": "commands.updated", "commands": [{"name": "review"}, {"name": "test"}]}
+        ],
+    }
+    script.write_text(
+        json.dumps(
+            {
+                "commands": [
+                    {"name": "review", "description": "Review the current diff", "hint": "<focus>"}
+                ],
+                "runs": [*[{"steps": [{"type": "received"}]}] * 6, {"steps": [emit]}],
+            }
+        )
+    )
     work = tmp_path / "work"
     work.mkdir()
     src = work / "src.py"
@@ -270,7 +285,15 @@ def test_emacs_sends_the_region_or_a_file_as_context(tmp_path: Path) -> None:
         {"type": "text", "text": "Look"},
         {"type": "resource", "text": "x = 1\ny = 2", "uri": "untitled:notes"},
     ]
+    assert o["offered"] == ["/review — Review the current diff"]
+    assert o["command"] == [{"type": "command", "name": "review", "arguments": "error handling"}]
+    assert o["completed"] == "/review "
+    assert o["completedCommand"] == [
+        {"type": "command", "name": "review", "arguments": "the tests"}
+    ]
+    assert o["commandsAfter"] == ["review", "test"]
     lines = o["lines"]
+    assert "/review error handling" in lines
     for shown in (
         ["Explain this", "@ src.py:2-4"],
         ["What is it?", "@ src.py"],

@@ -108,7 +108,7 @@ nil means `agent-bridge' on variable `exec-path'."
 (cl-defstruct (agent-bridge--session (:constructor agent-bridge--session-make)
                                      (:copier nil))
   id provider title state active-run (last-seq 0) pending edits blocks tail buffer ended
-  chosen limits context workspace)
+  chosen limits context workspace commands)
 
 (defun agent-bridge--message (format-string &rest args)
   "Show FORMAT-STRING with ARGS as an agent-bridge message."
@@ -297,6 +297,7 @@ An error is shown (by its `data.code'); ON-ERROR is also called with it."
     (define-key map (kbd "l") #'agent-bridge-log)
     (define-key map (kbd "f") #'agent-bridge-fork)
     (define-key map (kbd "m") #'agent-bridge-settings)
+    (define-key map (kbd "/") #'agent-bridge-command)
     map)
   "Keymap of `agent-bridge-chat-mode'.")
 
@@ -341,7 +342,8 @@ their bodies are folded, TAB toggles the block at point.
 interrupts the run.
 
 \{agent-bridge-input-mode-map}"
-  (setq-local header-line-format '(:eval (agent-bridge--input-header-line))))
+  (setq-local header-line-format '(:eval (agent-bridge--input-header-line)))
+  (add-hook 'completion-at-point-functions #'agent-bridge--complete-command nil t))
 
 (defun agent-bridge--input-header-line ()
   "Return the prompt area's header line: what is attached, and its keys."
@@ -694,11 +696,75 @@ block holding the text."
                    (concat "file://" (expand-file-name buffer-file-name))
                  (format "untitled:%s" (buffer-name))))))
 
-(defun agent-bridge--run-input (text context)
-  "Return the run input for prompt TEXT with the blocks CONTEXT attached."
-  (if context
-      (list :content (vconcat (list (list :type "text" :text text)) context))
-    (list :text text)))
+(defun agent-bridge--run-input (text context &optional commands)
+  "Return the run input for prompt TEXT with the blocks CONTEXT attached.
+TEXT \"/NAME ARGUMENTS\" where NAME is one of COMMANDS (the session's) is
+a `command' block."
+  (let* ((command (and (string-match "\\`/\\([^ \t\n]+\\)[ \t\n]*\\(\\(?:.\\|\n\\)*\\)\\'" text)
+                       (seq-find (lambda (c) (equal (plist-get c :name) (match-string 1 text)))
+                                 commands)
+                       (append (list :type "command" :name (match-string 1 text))
+                               (let ((args (string-trim (match-string 2 text))))
+                                 (unless (string-empty-p args) (list :arguments args)))))))
+    (if (or command context)
+        (list :content (vconcat (list (or command (list :type "text" :text text))) context))
+      (list :text text))))
+
+(defun agent-bridge--load-commands (s)
+  "Read the commands of session S (`session/commands')."
+  (agent-bridge--call 'session/commands (list :sessionId (agent-bridge--session-id s))
+                      (lambda (result)
+                        (setf (agent-bridge--session-commands s)
+                              (append (plist-get result :commands) nil)))))
+
+(defun agent-bridge--complete-command ()
+  "Complete a slash command of the session at the start of the prompt area.
+For `completion-at-point-functions'."
+  (let ((s (agent-bridge--current-session)))
+    (when (and s (agent-bridge--session-commands s)
+               (save-excursion (goto-char (point-min)) (looking-at "/")))
+      (let ((end (save-excursion (goto-char (point-min))
+                                 (skip-chars-forward "^ \t\n")
+                                 (point))))
+        (when (<= (point) end)
+          (let ((commands (agent-bridge--session-commands s)))
+            (list (point-min) end
+                  (mapcar (lambda (c) (concat "/" (plist-get c :name))) commands)
+                  :annotation-function
+                  (lambda (name)
+                    (let ((c (seq-find (lambda (c) (equal (concat "/" (plist-get c :name)) name))
+                                       commands)))
+                      (concat (if (plist-get c :hint) (concat " " (plist-get c :hint)) "")
+                              (if (plist-get c :description)
+                                  (concat "  " (plist-get c :description))
+                                ""))))
+                  :exit-function (lambda (_ status)
+                                   (when (eq status 'finished) (insert " "))))))))))
+
+(defun agent-bridge-command (name &optional arguments)
+  "Run the current session's command NAME with ARGUMENTS.
+NAME is one of the provider's slash commands or skills.
+Interactively, pick it among those the provider offers
+\(`session/commands', kept current by `commands.updated'), then type
+its arguments."
+  (interactive
+   (let* ((s (agent-bridge--require-session))
+          (commands (agent-bridge--session-commands s)))
+     (unless commands
+       (user-error "%s offers no commands (yet)" (agent-bridge--session-provider s)))
+     (let* ((labels (mapcar (lambda (c)
+                              (cons (concat "/" (plist-get c :name)
+                                            (if (plist-get c :description)
+                                                (concat " — " (plist-get c :description))
+                                              ""))
+                                    c))
+                            commands))
+            (c (cdr (assoc (completing-read "Command: " labels nil t) labels))))
+       (list (plist-get c :name)
+             (read-string (format "/%s %s" (plist-get c :name) (or (plist-get c :hint) "")))))))
+  (let ((s (agent-bridge--require-session)))
+    (agent-bridge--start-run
+     s (concat "/" name (if (member arguments '(nil "")) "" (concat " " arguments))) nil)))
 
 ;;;###autoload
 (defun agent-bridge-send (&optional text)
@@ -882,6 +948,8 @@ header line lists what is attached)."
     ("session.resumed"
      (setf (agent-bridge--session-state s) "active")
      (agent-bridge--append s '("— session resumed")))
+    ("commands.updated"
+     (setf (agent-bridge--session-commands s) (append (plist-get p :commands) nil)))
     ("settings.updated"
      (let ((words (delq nil (list (and (plist-get p :model)
                                        (format "model %s" (plist-get p :model)))
@@ -1200,6 +1268,7 @@ typed next go to it (not to the buffer the command was run from)."
                (with-current-buffer placeholder
                  (rename-buffer (format "*agent-bridge %s*" id) t)))
              (setq agent-bridge--current id)
+             (agent-bridge--load-commands s)
              ;; Set the chat up where it is shown; select nothing from here (this runs
              ;; from the process filter: selecting a window would take the keyboard
              ;; from a minibuffer the user is typing in, e.g. the first prompt).
@@ -1509,7 +1578,8 @@ The context attached by `agent-bridge-send' goes with it."
 Refused, CONTEXT is attached to the next prompt again."
   (agent-bridge--call 'run/start
                       (list :sessionId (agent-bridge--session-id s)
-                            :input (agent-bridge--run-input text context))
+                            :input (agent-bridge--run-input
+                                    text context (agent-bridge--session-commands s)))
                       (lambda (result)
                         ;; The reply may come after the run's events, even its end.
                         (unless (member (plist-get result :runId)
@@ -1586,8 +1656,10 @@ approvals asked again); any other is resumed (`session/resume')."
     (agent-bridge-show s)
     (agent-bridge--call method (list :sessionId (agent-bridge--session-id s)
                                      :after (agent-bridge--session-last-seq s))
-                        (lambda (result) (agent-bridge--session (agent-bridge--session-id s)
-                                                                (plist-get result :session))))))
+                        (lambda (result)
+                          (agent-bridge--session (agent-bridge--session-id s)
+                                                 (plist-get result :session))
+                          (agent-bridge--load-commands s)))))
 
 ;;;; Model and mode
 

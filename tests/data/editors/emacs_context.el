@@ -5,7 +5,9 @@
 ;; with a region of a saved file sends a `file' block with its lines; with an empty
 ;; prompt the whole file is attached to the next prompt (the prompt area's header line
 ;; says so); a modified file's buffer and a buffer with no file go as `resource' blocks
-;; with their text; the chat shows what each prompt carried.
+;; with their text; the chat shows what each prompt carried.  The session's commands
+;; (`session/commands'): `/' in the chat picks one, the prompt area completes `/name',
+;; each sent as a `command' block; `commands.updated' changes them.
 ;; Env: AB_PACKAGE, AB_BRIDGE, AB_STATE, AB_SCRIPT, AB_OUT, AB_WORK (the workspace).
 
 ;;; Code:
@@ -95,7 +97,35 @@
         (insert "x = 1\ny = 2")
         (test-send "Look")
         (test-done 4)
-        (setq out (append out (list :resource (test-received)
+        (setq out (append out (list :resource (test-received))))
+        ;; 5. `/' in the chat: the session's commands (session/commands), one picked and
+        ;; its arguments typed: a `command' block.
+        (let (offered)
+          (cl-letf (((symbol-function 'completing-read)
+                     (lambda (_prompt collection &rest _)
+                       (setq offered (mapcar #'car collection))
+                       (car offered)))
+                    ((symbol-function 'read-string) (lambda (&rest _) "error handling")))
+            (switch-to-buffer (agent-bridge--buffer s))
+            (execute-kbd-macro (kbd "/")))
+          (setq out (append out (list :offered (vconcat offered)))))
+        (test-done 5)
+        (setq out (append out (list :command (test-received))))
+        ;; 6. In the prompt area, /re completed (completion-at-point) and sent.
+        (with-current-buffer (format "*agent-bridge input %s*" (agent-bridge--session-id s))
+          (insert "/re")
+          (completion-at-point)
+          (setq out (append out (list :completed (buffer-string))))
+          (insert "the tests")
+          (agent-bridge-input-send))
+        (test-done 6)
+        (setq out (append out (list :completedCommand (test-received))))
+        ;; 7. A run whose provider changes its commands (commands.updated).
+        (agent-bridge-prompt "Add a command")
+        (test-done 7)
+        (setq out (append out (list :commandsAfter
+                                    (vconcat (mapcar (lambda (c) (plist-get c :name))
+                                                     (agent-bridge--session-commands s)))
                                     :lines (vconcat (test-lines)))))
         ;; From the chat itself: refused, nothing is sent.
         (switch-to-buffer (agent-bridge--buffer s))
