@@ -25,7 +25,14 @@ from agent_bridge.wire.events import (
     ToolActivity,
     Usage,
 )
-from agent_bridge.wire.inputs import FileInput, ImageInput, InputKind, ResourceInput, TextInput
+from agent_bridge.wire.inputs import (
+    CommandInput,
+    FileInput,
+    ImageInput,
+    InputKind,
+    ResourceInput,
+    TextInput,
+)
 from agent_bridge.wire.methods import RunInput
 
 
@@ -185,6 +192,30 @@ def test_a_prompt_for_a_provider_taking_blocks_passes_them_through() -> None:
         )
     )
     assert run_input(_prompt(PROMPT[:1]), kinds) == RunInput(text="look at")
+
+
+def test_a_slash_command_of_the_session_is_a_command_block() -> None:
+    """``/<name> <arguments>`` naming one of the session's commands is that command when
+    the provider takes commands (Codex runs a command block as a skill mention, which
+    the text would not be); anything else stays text."""
+    kinds: tuple[InputKind, ...] = ("text", "file", "command")
+    commands = {"greet", "review"}
+    slash = [{"type": "text", "text": "/greet the team\nplease"}]
+    link = {"type": "resource_link", "uri": "file:///w/a.py", "name": "a.py"}
+    assert run_input(_prompt(slash), kinds, commands) == RunInput(
+        content=(CommandInput("greet", "the team\nplease"),)
+    )
+    bare = [{"type": "text", "text": "/review"}, link]
+    assert run_input(_prompt(bare), kinds, commands) == RunInput(
+        content=(CommandInput("review"), FileInput("/w/a.py"))
+    )
+    for text in ("/deploy now", "greet", "say /greet", "//greet"):
+        prompt = _prompt([{"type": "text", "text": text}])
+        assert run_input(prompt, kinds, commands) == RunInput(text=text)
+    # a provider that takes no commands gets the text, as before
+    assert run_input(_prompt(slash), ("text",), commands) == RunInput(
+        text="/greet the team\nplease"
+    )
 
 
 def test_acp_error_codes() -> None:

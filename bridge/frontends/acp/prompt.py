@@ -18,22 +18,28 @@ ACP block                         run input
 ``audio``                         refused (``promptCapabilities.audio`` is false)
 ================================  =====================================================
 
-A prompt of text only is given as ``{"text": …}`` (its parts joined by a newline), as
-before.  What is refused is invalid params (``-32602``) naming the block
-(``details.field``: ``prompt.N``); a block that is not valid ACP never gets here (the
-request's decoding refuses it).  Paths, image types and sizes are then checked by the
-runtime as every run's input is (:mod:`agent_bridge.runtime.inputs`).
+A prompt whose first block is the text ``/<name> <arguments>``, naming one of the
+session's commands (``session/commands``), is that command (a ``command`` block, then
+the other blocks) when the provider takes commands: as an ACP client sends an
+``available_commands_update`` command.  Otherwise, a prompt of text only is given as
+``{"text": …}`` (its parts joined by a newline), as before.  What is refused is invalid
+params (``-32602``) naming the block (``details.field``: ``prompt.N``); a block that is
+not valid ACP never gets here (the request's decoding refuses it).  Paths, image types
+and sizes are then checked by the runtime as every run's input is
+(:mod:`agent_bridge.runtime.inputs`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import re
+from collections.abc import Collection, Sequence
+from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire import acp
 from agent_bridge.wire.inputs import (
+    CommandInput,
     FileInput,
     ImageInput,
     InputBlock,
@@ -65,15 +71,36 @@ def prompt_texts(blocks: Sequence[Block]) -> list[str]:
     return [b.text for b in blocks if isinstance(b, acp.TextContent)]
 
 
-def run_input(blocks: Sequence[Block], kinds: Sequence[InputKind]) -> RunInput:
-    """The run input for an ACP prompt to a provider that takes ``kinds`` (see the module
-    docstring).  Raises ``BridgeError("invalid_params")`` naming a block it cannot give."""
+def run_input(
+    blocks: Sequence[Block], kinds: Sequence[InputKind], commands: Collection[str] = ()
+) -> RunInput:
+    """The run input for an ACP prompt to a provider that takes ``kinds``, in a session
+    whose commands are named ``commands`` (see the module docstring).  Raises
+    ``BridgeError("invalid_params")`` naming a block it cannot give."""
     out: list[InputBlock] = []
     for i, block in enumerate(blocks):
         out.append(_block(block, kinds, f"prompt.{i}"))
+    if out and isinstance(out[0], TextInput) and "command" in kinds and commands:
+        command = _command(out[0].text, commands)
+        if command is not None:
+            return RunInput(content=(command, *out[1:]))
     if all(isinstance(b, TextInput) for b in out):
         return RunInput(text="\n".join(b.text for b in out if isinstance(b, TextInput)))
     return RunInput(content=tuple(out))
+
+
+#: ``/<name>`` and the arguments after it (a command as ACP clients send one).
+_SLASH: Final = re.compile(r"/([^/\s][^\s]{0,199})(?:\s+(.*))?", re.DOTALL)
+
+
+def _command(text: str, commands: Collection[str]) -> CommandInput | None:
+    """The command ``text`` invokes (``/<name> <arguments>``, ``name`` one of
+    ``commands``), else ``None``."""
+    match = _SLASH.fullmatch(text.strip())
+    if match is None or match.group(1) not in commands:
+        return None
+    arguments = (match.group(2) or "").strip()
+    return CommandInput(match.group(1), arguments or None)
 
 
 def _refuse(where: str, reason: str) -> BridgeError:

@@ -588,7 +588,12 @@ class AcpFrontend:
         try:
             session = self.runtime.sessions.get(session_id)
             kinds = session.descriptor.capabilities.input.kinds if session else ("text",)
-            input = run_input(params.prompt, kinds)
+            offered = (
+                session.provider_session.commands()
+                if session is not None and session.provider_session is not None
+                else None
+            )
+            input = run_input(params.prompt, kinds, {c.name for c in offered or ()})
             self._title_from(session_id, params.prompt)
             started = await self.runtime.start_run(RunStartParams(session_id, input))
             turn.run_id = started.run_id
