@@ -219,9 +219,9 @@ async def test_continue_refusals(tmp_path: Path) -> None:
                 )
                 assert reply["error"]["data"]["code"] == code, extra
             reply = await b.call(
-                "provider/sessions/continue", {"provider": "opencode", "sessionRef": "x"}
+                "provider/sessions/continue", {"provider": "acp", "sessionRef": "x"}
             )
-            assert reply["error"]["data"]["code"] == "unsupported"
+            assert reply["error"]["data"]["code"] == "unsupported"  # no agent to ask
             assert (await b.result("session/list", {}))["sessions"] == []
 
 

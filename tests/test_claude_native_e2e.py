@@ -136,17 +136,24 @@ async def test_descriptors_declare_native_sessions_and_others_refuse(tmp_path: P
             "read": "exact",
             "continue": "supported",
         }
-        for provider_id, capability in declared.items():
-            if provider_id not in ("claude-code", "scripted", "codex", "gemini"):
-                assert capability == {
-                    "list": "unsupported",
-                    "read": "unsupported",
-                    "continue": "unsupported",
-                }, provider_id
+        # ACP agents list and continue through ACP's session/list until asked (read:
+        # never); the generic acp provider has no agent to ask
+        for provider_id in ("opencode", "qwen", "fast-agent", "mistral-vibe"):
+            assert declared[provider_id] == {
+                "list": "supported",
+                "read": "unsupported",
+                "continue": "supported",
+            }, provider_id
+        assert declared["acp"] == {
+            "list": "unsupported",
+            "read": "unsupported",
+            "continue": "unsupported",
+        }
         for method, params in (
             ("provider/sessions/list", {"provider": "scripted"}),
             ("provider/sessions/read", {"provider": "opencode", "sessionRef": "x"}),
-            ("provider/sessions/continue", {"provider": "opencode", "sessionRef": "x"}),
+            ("provider/sessions/list", {"provider": "acp"}),
+            ("provider/sessions/continue", {"provider": "acp", "sessionRef": "x"}),
         ):
             reply = await b.call(method, params)
             assert reply["error"]["data"]["code"] == "unsupported"
