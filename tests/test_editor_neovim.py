@@ -432,6 +432,59 @@ def test_neovim_continues_a_native_claude_session(tmp_path: Path) -> None:
     assert "remember the word pelican" in sent and "Noted: pelican." in sent
 
 
+def test_neovim_continues_a_bridge_or_a_native_session_of_the_workspace(tmp_path: Path) -> None:
+    """:AgentBridge continue: one picker over the working directory's bridge sessions and
+    the sessions the real claude CLI made alone there (`claude -p`, its model a loopback
+    stand-in); the Claude Code one is continued in a chat (the next request carries its
+    turn), then offered once, as a bridge session; a bridge session reopens."""
+    require_editor("nvim")
+    from provider_clis import require_cli
+    from standins.anthropic_server import AnthropicStandIn, Text
+    from test_claude_native_e2e import private_env
+
+    claude = require_cli("claude")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"steps": [{"type": "text", "text": "Bridge reply."}]}))
+    with AnthropicStandIn([Text("Noted: pelican.")]) as standin:
+        env = private_env(tmp_path, standin.base_url)
+        made = subprocess.run(
+            [claude, "-p", "remember the word pelican"],
+            cwd=tmp_path / "work",
+            env={**os.environ, **env, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert made.returncode == 0, made.stderr[-2000:]
+        standin.push(Text("The word was pelican."))
+        env = {
+            **env,
+            "AGENT_BRIDGE_CLAUDE_PATH": claude,
+            "AB_WORK": str(tmp_path / "work"),
+            "AB_SCRIPT": str(script),
+        }
+        o, _ = nvim_scenario(tmp_path, "nvim_continue.lua", env=env, timeout=240)
+        requests = standin.model_requests()
+    first, again = o["pickers"]
+    assert first["prompt"] == "Continue a session"
+    # newest first: the bridge session was made after the terminal's
+    assert len(first["labels"]) == 2, first
+    assert first["labels"][0].startswith("Bridge-one · scripted, bridge session · ")
+    assert first["labels"][1].startswith("remember the word pelican · claude-code's own session · ")
+    assert o["provider"] == "claude-code"
+    body = o["chat"]
+    i = body.index("remember the word pelican")
+    assert body[i : i + 4] == ["remember the word pelican", "", "## Agent", "Noted: pelican."]
+    assert body[-3:] == ["## Agent", "The word was pelican.", "✓ done (end_turn)"], body
+    sent = json.dumps(requests[-1].body.get("messages"))
+    assert "remember the word pelican" in sent and "Noted: pelican." in sent
+    # offered again: two bridge sessions, the continued one no longer as a native one
+    assert len(again["labels"]) == 2, again
+    assert all("bridge session" in label for label in again["labels"]), again
+    assert any(label.endswith(o["continued"]) for label in again["labels"])
+    assert any(label.endswith(o["bridge_one"]) for label in again["labels"])
+
+
 def test_neovim_checkhealth(tmp_path: Path) -> None:
     """:checkhealth agent_bridge: the bridge found and its version, each provider as
     `agent-bridge doctor` sees it (an unavailable one with its next step), the state

@@ -1316,7 +1316,82 @@ function M.native(provider_id)
   end)
 end
 
+--- The picker's label of a `continue` entry ({kind, info, provider}).
+local function continue_label(e)
+  local info = e.info
+  local title = info.title or '(untitled)'
+  if #title > 60 then
+    title = title:sub(1, 59) .. '…'
+  end
+  local whose = e.kind == 'bridge' and (info.providerId .. ', bridge session')
+    or (e.provider .. "'s own session")
+  local id = e.kind == 'bridge' and info.sessionId or info.sessionRef:sub(-12)
+  return ('%s · %s · %s · %s'):format(title, whose, info.updatedAt or info.createdAt or '', id)
+end
+
+--- :AgentBridge continue: continue a session of the working directory — one of the
+--- bridge's (`session/list`) or one a provider keeps itself (`provider/sessions/list` of
+--- every installed provider that can list them, e.g. made with `claude` in a terminal),
+--- newest first, each once. A bridge session reopens; a provider's own is continued in
+--- the bridge (`provider/sessions/continue`) and its chat opens.
+function M.continue_session()
+  local cwd = vim.fn.getcwd()
+  local workspace = vim.uv.fs_realpath(cwd) or cwd
+  M.call('session/list', { workspace = workspace }, function(result)
+    local entries, held = {}, {}
+    for _, info in ipairs(result.sessions or {}) do
+      table.insert(entries, { kind = 'bridge', info = info })
+      held[info.sessionId] = true
+    end
+    M.call('providers/list', { probe = true }, function(pl)
+      M.state.providers = pl.providers
+      local waiting = 1
+      local function done()
+        waiting = waiting - 1
+        if waiting > 0 then
+          return
+        end
+        if #entries == 0 then
+          return notify('no sessions of ' .. workspace .. ' to continue')
+        end
+        table.sort(entries, function(a, b)
+          return (a.info.updatedAt or '') > (b.info.updatedAt or '')
+        end)
+        vim.ui.select(entries, {
+          prompt = 'Continue a session',
+          kind = 'agent_bridge.continue',
+          format_item = continue_label,
+        }, function(e)
+          if not e then
+            return
+          elseif e.kind == 'bridge' then
+            M.open(e.info)
+          else
+            M.continue_native(e.provider, e.info)
+          end
+        end)
+      end
+      for _, p in ipairs(pl.providers or {}) do
+        local ns = (p.capabilities or {}).nativeSessions or {}
+        if ns.list == 'supported' and (p.availability or {}).status ~= 'unavailable' then
+          waiting = waiting + 1
+          M.call('provider/sessions/list', { provider = p.id, workspace = workspace, limit = 50 }, function(r)
+            for _, info in ipairs(r.sessions or {}) do
+              if not held[info.bridgeSessionId or ''] then
+                table.insert(entries, { kind = 'native', info = info, provider = p.id })
+              end
+            end
+            done()
+          end, done)
+        end
+      end
+      done()
+    end)
+  end)
+end
+
 M.subcommands = {
+  continue = function() M.continue_session() end,
   new = function(args) M.new_session(args) end,
   prompt = function(args) M.prompt(table.concat(args, ' ')) end,
   send = function(args, opts) M.send(args, opts) end,
