@@ -32,7 +32,8 @@ from agent_bridge.journal.journal import Journal
 from agent_bridge.journal.writer import Writer
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime import Interaction, Released, Runtime
-from agent_bridge.wire.methods import EventsReadParams, RunInput, RunStartParams
+from agent_bridge.wire.methods import EventsReadParams, RetryOnLimit, RunInput, RunStartParams
+from agent_bridge.wire.settings import SessionConfigureParams
 
 Opener = Callable[..., History]
 
@@ -316,6 +317,64 @@ async def test_a_live_owners_session_is_in_use_for_another_bridge(backend: Backe
             assert await other.claim("ses_missing") == ("not_found", None)
         finally:
             await other.aclose()
+
+
+# --------------------------------------------------------------------- session policy
+
+
+async def test_a_sessions_policy_survives_a_restart(backend: Backend) -> None:
+    """``retryOnLimit`` and the model and mode ``session/configure`` chose are kept with
+    the session: reopened in a later bridge, its provider is switched to them again and
+    a run that hits a near limit is retried.  A policy never set stays unset."""
+    limit = {
+        "type": "fail",
+        "code": "provider_rate_limited",
+        "details": {"cause": "rate_limited", "retryAfterSeconds": "0"},
+    }
+    choice = {"available": [{"id": "small"}, {"id": "large"}], "current": "small"}
+    modes = {"available": [{"id": "ask"}, {"id": "plan"}], "current": "ask"}
+    script = {
+        "settings": {"model": choice, "mode": modes},
+        "runs": [{"steps": [limit]}, {"steps": [{"type": "text", "text": "again"}]}],
+    }
+    async with journaled(backend) as (runtime, host):
+        info = await runtime.create_session(
+            "scripted",
+            options={"script": script},
+            subscriber=host,
+            retry_on_limit=RetryOnLimit(max_wait_seconds=5),
+        )
+        session_id = info.session_id
+        plain = await runtime.create_session("scripted", options={"script": script})
+        await runtime.configure_session(SessionConfigureParams(session_id, model="large"))
+        await runtime.configure_session(SessionConfigureParams(session_id, mode="plan"))
+    async with journaled(backend) as (runtime, host):
+        await runtime.reopen_session(session_id, subscriber=host)
+        settings = await runtime.session_settings(session_id)
+        assert settings.model is not None and settings.model.current == "large"
+        assert settings.mode is not None and settings.mode.current == "plan"
+        run_id = await run_to_end(runtime, session_id)
+        events = [e for e in await read_all(runtime, session_id) if e.get("runId") == run_id]
+        assert [e["payload"]["type"] for e in events][-1] == "run.completed", events
+        assert [e["payload"]["code"] for e in events if e["payload"]["type"] == "diagnostic"] == [
+            "limit_retry_waiting",
+            "limit_retry_started",
+        ]
+        # one never given a policy: the provider's own settings, and no retry
+        await runtime.reopen_session(plain.session_id)
+        settings = await runtime.session_settings(plain.session_id)
+        assert settings.model is not None and settings.model.current == "small"
+        run_id = await run_to_end(runtime, plain.session_id)
+        events = await read_all(runtime, plain.session_id)
+        assert [e["payload"]["type"] for e in events if e.get("runId") == run_id][-1] == (
+            "run.failed"
+        )
+        stored = await runtime.history.load_session(session_id)
+        assert stored is not None and stored.policy == {
+            "retryOnLimit": {"maxWaitSeconds": 5},
+            "model": "large",
+            "mode": "plan",
+        }
 
 
 # --------------------------------------------------------------------- storage faults

@@ -8,6 +8,7 @@ tests/test_limit_retry_e2e.py does it with the real Claude Code CLI."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from conftest import running_bridge
@@ -92,3 +93,31 @@ async def test_an_interrupt_while_it_waits_ends_the_run() -> None:
         # The session is still usable.
         events = await drive(bridge, await start(bridge, session, "next"), timeout=10)
         assert events[-1]["type"] == "run.completed"
+
+
+async def test_the_policy_and_chosen_settings_survive_a_bridge_restart(tmp_path: Path) -> None:
+    """The policy and what ``session/configure`` chose are the session's, not the bridge
+    process's: a second bridge on the same state directory reopens the session
+    (``session/resume {sessionId}``) with its model and mode switched again, and retries
+    its run after a near limit."""
+    state = ("--state-dir", str(tmp_path / "state"))
+    script = _script("1")
+    script["settings"] = {
+        "model": {"available": [{"id": "small"}, {"id": "large"}], "current": "small"},
+        "mode": {"available": [{"id": "ask"}, {"id": "plan"}], "current": "ask"},
+    }
+    async with running_bridge("newline", *state) as bridge:
+        session = await _session(bridge, script, {"maxWaitSeconds": 5})
+        await bridge.result("session/configure", {"sessionId": session, "model": "large"})
+        await bridge.result("session/configure", {"sessionId": session, "mode": "plan"})
+    async with running_bridge("newline", *state) as bridge:
+        await bridge.result("session/resume", {"sessionId": session})
+        settings = await bridge.result("session/settings", {"sessionId": session})
+        assert settings["model"]["current"] == "large"
+        assert settings["mode"]["current"] == "plan"
+        events = await drive(bridge, await start(bridge, session, "hi"), timeout=20)
+    assert [e["type"] for e in events][-1] == "run.completed", events
+    assert [e["code"] for e in events if e["type"] == "diagnostic"] == [
+        "limit_retry_waiting",
+        "limit_retry_started",
+    ]

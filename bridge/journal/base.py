@@ -23,6 +23,7 @@ __all__ = [
     "Member",
     "Routable",
     "SessionRecord",
+    "decode_policy",
 ]
 
 ClaimStatus = Literal["claimed", "not_found", "in_use"]
@@ -66,6 +67,22 @@ class SessionRecord(msgspec.Struct):
     #: how many interactions of the session wait for an answer (as journaled)
     node: str | None = None
     pending_interactions: int = 0
+    #: the session's policy as the runtime keeps it across bridge processes (JSON:
+    #: ``retryOnLimit``, and the ``model`` / ``mode`` switched by ``session/configure``);
+    #: ``None``: none recorded
+    policy: dict[str, Any] | None = None
+
+
+def decode_policy(value: Any) -> dict[str, Any] | None:
+    """A stored ``policy`` column (JSON bytes): the object, or ``None`` (none, or not a
+    JSON object: a damaged value is not a reason to refuse the session)."""
+    if value is None:
+        return None
+    try:
+        decoded = msgspec.json.decode(value)
+    except msgspec.DecodeError:
+        return None
+    return decoded if isinstance(decoded, dict) else None
 
 
 class History(Protocol):
@@ -111,7 +128,8 @@ class History(Protocol):
 
     def update_session(self, session_id: str, **fields: Any) -> None:
         """Change ``state`` (closing also drops ownership), ``updated_at``, ``title``,
-        ``workspace``, ``options`` (a dict) or ``recovery`` (JSON bytes)."""
+        ``workspace``, ``options`` (a dict), ``recovery`` (JSON bytes) or ``policy`` (a
+        dict)."""
         ...
 
     def append(self, session_id: str, sequence: int, code: int, body: bytes, raw_id: int) -> None:

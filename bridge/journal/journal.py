@@ -492,6 +492,8 @@ class Journal:
             fields["owner"] = self._owner.token
         if "options" in fields:
             fields["options"] = _encode(fields["options"])
+        if "policy" in fields:
+            fields["policy"] = _encode(fields["policy"])
         self._submit((OP_UPDATE, session_id, fields))
 
     def run_started(self, session_id: str, run_id: str, sequence: int) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from agent_bridge.journal.base import SessionRecord
+from agent_bridge.journal.base import SessionRecord, decode_policy
 from agent_bridge.journal.blocks import decode_bodies, slice_block
 from agent_bridge.journal.forks import rehead
 from agent_bridge.journal.pg_schema import connect_pg
@@ -29,7 +29,7 @@ T = TypeVar("T")
 
 _SESSION_COLUMNS = (
     "skey, session_id, provider_id, provider_version, workspace, title, options, "
-    "created_at, updated_at, state, recovery, parent_id, fork_seq, (SELECT b.last_seq "
+    "created_at, updated_at, state, recovery, parent_id, fork_seq, policy, (SELECT b.last_seq "
     "FROM event_blocks b WHERE b.skey = sessions.skey ORDER BY b.first_seq DESC LIMIT 1), "
     "(SELECT o.node FROM owners o WHERE o.token = sessions.owner AND o.expires_at > now()), "
     "(SELECT count(*) FROM interactions i WHERE i.skey = sessions.skey AND i.status = 'pending')"
@@ -53,6 +53,7 @@ def pg_session_record(row: Any) -> SessionRecord:
         recovery,
         parent,
         fork_seq,
+        policy,
         last,
         node,
         pending,
@@ -73,6 +74,7 @@ def pg_session_record(row: Any) -> SessionRecord:
         fork_sequence=int(fork_seq or 0),
         node=None if state == "closed" else node,
         pending_interactions=0 if state == "closed" else int(pending or 0),
+        policy=decode_policy(policy),
     )
 
 

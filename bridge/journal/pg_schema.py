@@ -228,6 +228,8 @@ _TABLES: Final = (
     # what each member serves (docs/fleet.md, Placement): NULL until it declared
     "ALTER TABLE owners ADD COLUMN IF NOT EXISTS providers TEXT[]",
     "ALTER TABLE owners ADD COLUMN IF NOT EXISTS roots TEXT[]",
+    # a session's policy (SQLite schema version 7)
+    "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS policy BYTEA",
     # fork points inside runs (SQLite schema version 6)
     """CREATE TABLE IF NOT EXISTS fork_points (
         skey BIGINT NOT NULL,

@@ -74,6 +74,7 @@ _UPDATABLE: Final = frozenset(
         "workspace",
         "options",
         "recovery",
+        "policy",
         "parent_id",
         "fork_seq",
     }

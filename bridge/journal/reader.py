@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from agent_bridge.journal.base import SessionRecord
+from agent_bridge.journal.base import SessionRecord, decode_policy
 from agent_bridge.journal.blocks import decode_bodies, slice_block
 from agent_bridge.journal.forks import rehead
 from agent_bridge.journal.raw import raw_records
@@ -23,7 +23,7 @@ __all__ = ["Reader", "session_record"]
 
 _SESSION_COLUMNS = (
     "skey, session_id, provider_id, provider_version, workspace, title, options, "
-    "created_at, updated_at, state, recovery, parent_id, fork_seq"
+    "created_at, updated_at, state, recovery, parent_id, fork_seq, policy"
 )
 
 
@@ -43,6 +43,7 @@ def session_record(conn: sqlite3.Connection, row: Any) -> SessionRecord:
         recovery,
         parent,
         fork_seq,
+        policy,
     ) = row
     return SessionRecord(
         session_id=sid,
@@ -58,6 +59,7 @@ def session_record(conn: sqlite3.Connection, row: Any) -> SessionRecord:
         recovery=None if recovery is None else msgspec.json.decode(recovery),
         parent_id=parent,
         fork_sequence=int(fork_seq or 0),
+        policy=decode_policy(policy),
     )
 
 

@@ -208,6 +208,10 @@ _V6: Final = (
     ) WITHOUT ROWID""",
 )
 
+#: Version 7: a session's policy (``retryOnLimit``, the model and mode switched by
+#: ``session/configure``), JSON, kept for a reopen in a later bridge process.
+_V7: Final = ("ALTER TABLE sessions ADD COLUMN policy BLOB",)
+
 #: Version n is reached from n - 1 by running ``MIGRATIONS[n]``.
 MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     1: _V1,
@@ -216,6 +220,7 @@ MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     4: _V4,
     5: _V5,
     6: _V6,
+    7: _V7,
 }
 SCHEMA_VERSION: Final = max(MIGRATIONS)
 

@@ -95,6 +95,7 @@ _UPDATABLE: Final = frozenset(
         "workspace",
         "options",
         "recovery",
+        "policy",
         "parent_id",
         "fork_seq",
     }

@@ -46,7 +46,7 @@ from agent_bridge.ids import Clock, IdFactory
 from agent_bridge.journal import Followable, History, MemoryHistory, Routable, SessionRecord
 from agent_bridge.options import resolve_options, restore_withheld, storable_options
 from agent_bridge.registry import ProviderRegistry
-from agent_bridge.runtime.boundary import quietly
+from agent_bridge.runtime.boundary import provider_call, quietly
 from agent_bridge.runtime.fleet import create_placed, declare, succeed
 from agent_bridge.runtime.following import follow_remote
 from agent_bridge.runtime.inputs import image_type, prepare
@@ -60,7 +60,7 @@ from agent_bridge.runtime.sessions import ProviderStart, Session, record_info
 from agent_bridge.runtime.stream import EventStream, Subscriber, Subscription
 from agent_bridge.spi import AgentProvider, ProviderSession, SessionContext
 from agent_bridge.wire.errors import ErrorCode
-from agent_bridge.wire.events import SessionResumed, SettingsUpdated
+from agent_bridge.wire.events import Diagnostic, SessionResumed, SettingsUpdated
 from agent_bridge.wire.inputs import (
     BLOB_READ_MAX,
     BlobReadParams,
@@ -504,9 +504,10 @@ class Runtime:
     ) -> SessionInfo:
         """Create a session, with ``subscriber`` attached to it (``session_id``: the id
         of a session just deleted, to recreate it on another provider; default: a new
-        one; ``retry_on_limit``: the session's policy for runs that hit a limit, kept for
-        its life in this bridge).  Raises ``provider_not_found``, ``invalid_option``,
-        ``workspace_invalid`` or the provider's classified failure."""
+        one; ``retry_on_limit``: the session's policy for runs that hit a limit, kept in
+        the journal with the session, so a reopen in a later bridge has it too).  Raises
+        ``provider_not_found``, ``invalid_option``, ``workspace_invalid`` or the
+        provider's classified failure."""
         info = await self._open_session(
             provider_id,
             workspace,
@@ -517,8 +518,10 @@ class Runtime:
             session_id,
         )
         session = self.sessions.get(info.session_id)
-        if session is not None:
+        if session is not None and retry_on_limit is not None:
             session.retry_on_limit = retry_on_limit
+            self.history.update_session(session.id, policy=session.policy())
+            await self.flush()
         return info
 
     async def resume_session(
@@ -682,6 +685,7 @@ class Runtime:
                 return provider.resume_session(ctx, opaque)
 
             await self._start(session, start)
+            session.restore_policy(record.policy)
         except BaseException:
             self.history.update_session(session_id, state="closed")
             raise
@@ -702,12 +706,50 @@ class Runtime:
             options=self._storable(session_id, session.options),
         )
         session.stream.publish(None, SessionResumed())
+        if not options:  # options given with the resume say what the session runs with
+            await self._restore_settings(session)
         session.save_recovery()
         if subscription is not None and after is not None:
             await self._replay_open(session, subscription, after)
         else:
             await self.flush()
         return session.info()
+
+    async def _restore_settings(self, session: Session) -> None:
+        """Switch a reopened session's provider to the model and mode chosen earlier with
+        ``session/configure`` where it does not start with them.  One the provider no
+        longer offers or cannot switch to is not a reason to refuse the reopen: it runs
+        with the provider's own, and a ``settings_not_restored`` diagnostic says so."""
+        model, mode = session.chosen
+        provider_session = session.provider_session
+        if (model is None and mode is None) or provider_session is None:
+            return
+        with provider_call(f"session {session.id}: model_and_mode"):
+            settings = provider_session.model_and_mode() or SessionSettings()
+        if settings.model is not None and settings.model.current == model:
+            model = None
+        if settings.mode is not None and settings.mode.current == mode:
+            mode = None
+        if model is None and mode is None:
+            return
+        try:
+            with provider_call(f"session {session.id}: configure"):
+                await provider_session.configure(model, mode)
+        except BridgeError as exc:
+            log.warning(
+                "session %s: the model/mode chosen earlier was not set again: %s",
+                session.id,
+                exc.error_code,
+            )
+            session.stream.publish(
+                None,
+                Diagnostic(
+                    level="warning",
+                    code="settings_not_restored",
+                    message="the model or mode chosen earlier could not be set again "
+                    f"({exc.error_code}); the session runs with the provider's own",
+                ),
+            )
 
     def _reopened(
         self,
@@ -1325,6 +1367,13 @@ class Runtime:
         assert provider_session is not None
         self.services.check_writable()
         await provider_session.configure(params.model, params.mode)
+        model, mode = session.chosen
+        session.chosen = (
+            params.model if params.model is not None else model,
+            params.mode if params.mode is not None else mode,
+        )
+        # kept with the session: a reopen in a later bridge switches to them again
+        self.history.update_session(session.id, policy=session.policy())
         settings = provider_session.model_and_mode() or SessionSettings()
         current = SettingsUpdated(
             model=settings.model.current if settings.model is not None else None,

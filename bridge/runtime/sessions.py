@@ -63,11 +63,20 @@ def record_info(record: SessionRecord) -> SessionInfo:
     )
 
 
+class _Policy(msgspec.Struct, rename="camel", omit_defaults=True):
+    """What :meth:`Session.policy` stores."""
+
+    retry_on_limit: RetryOnLimit | None = None
+    model: str | None = None
+    mode: str | None = None
+
+
 class Session:
     """See the module docstring."""
 
     __slots__ = (
         "active_runs",
+        "chosen",
         "closed",
         "created_at",
         "descriptor",
@@ -115,6 +124,8 @@ class Session:
         self.state: SessionState = "active"
         #: the policy for runs that hit a limit (``session/create``'s ``retryOnLimit``)
         self.retry_on_limit: RetryOnLimit | None = None
+        #: the model and mode last chosen by ``session/configure`` (``None``: not chosen)
+        self.chosen: tuple[str | None, str | None] = (None, None)
         #: the session and sequence this one was forked from
         self.parent: SessionParent | None = None
         self.provider_session: ProviderSession | None = None
@@ -255,6 +266,26 @@ class Session:
             quietly(f"session {self.id}: dispose"),
         ):
             await provider_session.dispose()
+
+    def policy(self) -> dict[str, Any] | None:
+        """The session's policy as the journal keeps it (``SessionRecord.policy``):
+        ``retryOnLimit`` and the chosen ``model`` / ``mode``; ``None``: none."""
+        stored = _Policy(self.retry_on_limit, *self.chosen)
+        built: dict[str, Any] = msgspec.to_builtins(stored)
+        return built or None
+
+    def restore_policy(self, policy: dict[str, Any] | None) -> None:
+        """Take back what :meth:`policy` returned (a stored value that does not read as
+        a policy is logged and ignored: a reopen is not refused for it)."""
+        if not policy:
+            return
+        try:
+            stored = msgspec.convert(policy, _Policy)
+        except msgspec.ValidationError:
+            log.warning("session %s: its stored policy does not read; ignored", self.id)
+            return
+        self.retry_on_limit = stored.retry_on_limit
+        self.chosen = (stored.model, stored.mode)
 
     # ------------------------------------------------------------------ runs
 
