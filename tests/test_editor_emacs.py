@@ -414,3 +414,36 @@ def test_emacs_switches_a_session_s_model_and_mode(tmp_path: Path) -> None:
     ]
     assert " · model large · mode auto · Settings · idle" in o["header"], o["header"]
     assert o["none"] == "scripted offers no model or mode to choose"
+
+
+def test_emacs_answers_free_text_and_a_question_set_by_button(tmp_path: Path) -> None:
+    """A question that takes free text has [Other…] after its choices, a question set
+    [Answer…]; each asks only when pressed (an empty answer leaves it pending, its buttons
+    kept), and the answers reach the provider; answered, the buttons go."""
+    emacs = require_editor("emacs")
+    out = tmp_path / "outcome.json"
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "AB_PACKAGE": str(PACKAGE),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(tmp_path / "state"),
+        "AB_OUT": str(out),
+    }
+    scenario = str(DATA / "emacs_buttons.el")
+    log = run_editor(
+        [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
+        env=env,
+        timeout=100,
+    )
+    assert "1 results as expected, 0 unexpected" in log, log
+    lines = json.loads(out.read_text())["lines"]
+    assert lines[5:] == [
+        "? question: Which branch?",
+        "→ responded: feature-x",
+        "Answer: feature-x",
+        "? questionSet: Project setup",
+        "→ responded: license=apache, name=demo",
+        "Answers: license=apache, name=demo",
+        "✓ done (end_turn)",
+    ], lines

@@ -1,0 +1,74 @@
+;;; emacs_buttons.el --- agent-bridge.el: a question's free text and a question set by button -*- lexical-binding: t; -*-
+
+;; In a real `emacs --batch' (ERT) against the real bridge: a question that takes free
+;; text has an [Other…] button after its choices, a question set an [Answer…] button;
+;; each asks (the minibuffer, one key per choice) only when pressed, and a dismissed
+;; one stays pending with its buttons.  Env: AB_PACKAGE, AB_BRIDGE, AB_STATE, AB_OUT.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(add-to-list 'load-path (getenv "AB_PACKAGE"))
+(require 'agent-bridge)
+
+(defun test-lines ()
+  "The current session's chat, as lines."
+  (let ((s (agent-bridge--current-session)))
+    (if (not s) nil
+      (with-current-buffer (agent-bridge--buffer s)
+        (split-string (buffer-substring-no-properties (point-min) (point-max)) "\n")))))
+
+(defun test-wait (what pred)
+  "Wait (at most 30 s) until PRED holds; fail naming WHAT otherwise."
+  (let ((deadline (+ (float-time) 30)))
+    (while (and (not (funcall pred)) (< (float-time) deadline))
+      (accept-process-output nil 0.02))
+    (unless (funcall pred)
+      (error "Timed out waiting for %s; chat: %S" what (test-lines)))))
+
+(defun test-press (label)
+  "Press the button LABEL (RET on it) in the current chat."
+  (let ((buf (agent-bridge--buffer (agent-bridge--current-session))))
+    (switch-to-buffer buf)
+    (goto-char (point-max))
+    (search-backward label)
+    (execute-kbd-macro (kbd "RET"))))
+
+(ert-deftest agent-bridge-question-buttons ()
+  (setq agent-bridge-command (list (getenv "AB_BRIDGE"))
+        agent-bridge-state-directory (getenv "AB_STATE"))
+  (let (out)
+    (agent-bridge-new-session
+     "scripted"
+     '(:script (:steps [(:type "question" :prompt "Which branch?" :allowFreeText t
+                         :choices [(:id "main" :label "main") (:id "dev" :label "dev")])
+                        (:type "questionSet" :title "Project setup"
+                         :items [(:key "name" :prompt "Project name?")
+                                 (:key "license" :prompt "License?"
+                                  :choices [(:id "mit" :label "MIT")
+                                            (:id "apache" :label "Apache-2.0")])])]))
+     "Buttons")
+    (test-wait "the session" #'agent-bridge--current-session)
+    (agent-bridge-prompt "Set it up")
+    (test-wait "the question" (lambda () (member "  [main] [dev] [Other…]" (test-lines))))
+    ;; [Other…] asks for the text; an empty answer dismisses it: still pending.
+    (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "")))
+      (test-press "[Other…]"))
+    (accept-process-output nil 0.3)
+    (should (= 1 (agent-bridge-pending-count (agent-bridge--current-session))))
+    (should (member "  [main] [dev] [Other…]" (test-lines)))
+    (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "feature-x")))
+      (test-press "[Other…]"))
+    (test-wait "the question set" (lambda () (member "  [Answer…]" (test-lines))))
+    ;; [Answer…] asks each item: the name (text), the license (one key: 2).
+    (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "demo"))
+              ((symbol-function 'read-key) (lambda (&rest _) ?2)))
+      (test-press "[Answer…]"))
+    (test-wait "the run" (lambda () (member "✓ done (end_turn)" (test-lines))))
+    (setq out (list :lines (vconcat (cdr (test-lines)))))
+    (with-temp-file (getenv "AB_OUT") (insert (json-serialize out)))
+    (agent-bridge-stop)
+    (test-wait "the bridge to stop" (lambda () (not (agent-bridge-running-p))))))
+
+;;; emacs_buttons.el ends here
