@@ -997,7 +997,8 @@ export interface NativeSessionsCapability {
  * `session_ref` is a `provider/sessions/list` entry's reference.  `workspace`
  * defaults to the session's own working directory (a different one is refused where
  * the provider keeps its sessions per directory); `options` and `title` as for
- * `session/create`.
+ * `session/create`.  `import_limit` bounds the import: at most this many of the
+ * newest records (1..1,000,000; default :data:`DEFAULT_IMPORT_LIMIT`).
  */
 export interface NativeSessionsContinueParams {
   provider: string;
@@ -1006,13 +1007,15 @@ export interface NativeSessionsContinueParams {
   /** @defaultValue `{}` */
   options?: Record<string, unknown>;
   title?: string | null;
+  importLimit?: number | null;
 }
 
 /**
  * The one bridge session bound to the provider session.
  *
  * `bound` is `created` when this call bound it: its earlier records were imported
- * (`imported` of them, followed by a `session.imported` event) and its next run
+ * (`imported` of them, followed by a `session.imported` event, which says whether
+ * what was imported was cut at `importLimit`) and its next run
  * continues the provider's conversation.  `existing` when it was bound before (by
  * this host, another one, or another bridge on the same history): that session is
  * returned (reopened if it was closed), nothing is imported again.
@@ -1776,7 +1779,12 @@ export interface SessionForkResult {
  * exactly as stored, is the event's raw record: `events/read` with `view: "raw"`).
  * `records` counts the records read; `nextCursor` is where
  * `provider/sessions/read` reads on after them (records the provider's own CLI adds
- * later).  Both sequences are 0 when there was nothing to import.
+ * later).  Both sequences are 0 when there was nothing to import, or the provider cannot
+ * read its history (`nativeSessions.read` `unsupported`: it keeps the whole
+ * conversation itself).  `truncated`: what was imported was bounded (`importLimit` of
+ * `provider/sessions/continue`) and older records were left out; `previousCursor`
+ * then reads them (`provider/sessions/read`, the page before the first imported
+ * record).
  */
 export interface SessionImported {
   type: "session.imported";
@@ -1786,6 +1794,9 @@ export interface SessionImported {
   fromSequence: number;
   toSequence: number;
   nextCursor?: string | null;
+  /** @defaultValue `false` */
+  truncated?: boolean;
+  previousCursor?: string | null;
   [key: string]: unknown;
 }
 

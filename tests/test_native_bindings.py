@@ -5,6 +5,7 @@ session."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator
@@ -303,3 +304,57 @@ async def test_a_binding_learned_at_close_survives_the_shutdown(how: str, tmp_pa
     second = Journal.open(str(tmp_path))
     async with Runtime(ProviderRegistry([LateRef()]), history=second) as runtime:
         assert await runtime.bound_sessions("late", ["r1"]) == {"r1": info.session_id}
+
+
+def numbered(count: int) -> str:
+    """An inline scripted reference of ``count`` records, ``text.delta`` ``0`` .. ``count - 1``."""
+    return json.dumps([{"type": "text.delta", "text": str(i)} for i in range(count)])
+
+
+async def imported_texts(runtime: Runtime, session_id: str) -> tuple[list[str], dict[str, Any]]:
+    """The texts the session's imported events carry, and its ``session.imported``."""
+    texts: list[str] = []
+    after = 0
+    while True:
+        page = msgspec.json.decode(
+            await runtime.read_events(EventsReadParams(session_id, after=after, limit=1000))
+        )
+        for event in page["events"]:
+            payload = event["payload"]
+            if payload["type"] == "session.imported":
+                return texts, payload
+            texts.append(payload["text"])
+            after = event["sequence"]
+        assert page["events"], "no session.imported"
+
+
+async def test_the_import_is_bounded_to_the_newest_records(tmp_path: Path) -> None:
+    """``importLimit``: the newest records at most, the cut between pages of the walk back
+    and marked in ``session.imported`` (``truncated`` and the cursor reading the older
+    records); below the limit everything is imported, unmarked; the default bound holds
+    a long history to 10,000 records; a limit below 1 is refused."""
+    provider = ScriptedProvider()
+    async with Runtime(ProviderRegistry([provider]), history=MemoryHistory()) as runtime:
+        ref = numbered(25)
+        result = await runtime.continue_native("scripted", ref, import_limit=7)
+        assert result.imported == 7
+        texts, marker = await imported_texts(runtime, result.session.session_id)
+        assert texts == [str(i) for i in range(18, 25)]
+        assert marker["truncated"] is True and marker["records"] == 7
+        older = await provider.read_native_session(ref, marker["previousCursor"], 7, "start")
+        assert [r.raw for r in older.records] == [
+            json.dumps({"type": "text.delta", "text": str(i)}) for i in range(11, 18)
+        ]
+        whole = numbered(24)
+        result = await runtime.continue_native("scripted", whole, import_limit=24)
+        texts, marker = await imported_texts(runtime, result.session.session_id)
+        assert texts == [str(i) for i in range(24)]
+        assert "truncated" not in marker and "previousCursor" not in marker
+        long = numbered(10_001)
+        result = await runtime.continue_native("scripted", long)
+        assert result.imported == 10_000
+        texts, marker = await imported_texts(runtime, result.session.session_id)
+        assert texts[0] == "1" and texts[-1] == "10000" and marker["truncated"] is True
+        with pytest.raises(BridgeError) as caught:
+            await runtime.continue_native("scripted", numbered(3), import_limit=0)
+        assert caught.value.error_code == "invalid_params"

@@ -404,6 +404,7 @@ class BridgeFrontend:
             options=params.options,
             title=params.title,
             subscriber=self,
+            import_limit=params.import_limit,
         )
 
     async def _provider_sessions_read(

@@ -1,11 +1,12 @@
 """Importing a provider's own session into a bridge session (``provider/sessions/continue``).
 
-A provider session continued in the bridge keeps its earlier turns: every record of its
-history is read, page by page (bounded memory whatever its length), through the
-provider's reader, and each event projected from a record is published into the bridge
-session with that record, exactly as stored, as its raw record.  A ``session.imported``
-event then says which sequences were imported and where reading the provider's history
-goes on, so a host tells the imported events (from the provider's store) from live ones.
+A provider session continued in the bridge keeps its earlier turns: its newest records (at
+most the continue's ``importLimit``) are read, page by page (bounded memory whatever its
+length), through the provider's reader, and each event projected from a record is
+published into the bridge session with that record, exactly as stored, as its raw
+record.  A ``session.imported`` event then says which sequences were imported, whether
+older records were left out, and where reading the provider's history goes on, so a host
+tells the imported events (from the provider's store) from live ones.
 
 The binding rule (one bridge session per provider session) is the runtime's
 (:meth:`~agent_bridge.runtime.runtime.Runtime.continue_native`); this module only copies.
@@ -20,7 +21,12 @@ from typing import Final
 from agent_bridge.runtime.stream import EventStream
 from agent_bridge.spi import AgentProvider
 from agent_bridge.wire.events import SessionImported
-from agent_bridge.wire.native import MAX_PAGE
+from agent_bridge.wire.native import (
+    DEFAULT_IMPORT_LIMIT,
+    MAX_PAGE,
+    NativeRecord,
+    NativeSessionsReadResult,
+)
 
 __all__ = ["Imported", "import_history", "native_session_id"]
 
@@ -40,45 +46,81 @@ def native_session_id(provider_id: str, session_ref: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Imported:
-    """What an import did: ``records`` read, ``events`` published."""
+    """What an import did: ``records`` imported, ``events`` published, ``truncated``
+    whether older records were left out."""
 
     records: int
     events: int
+    truncated: bool = False
+
+
+async def _publish(stream: EventStream, records: tuple[NativeRecord, ...]) -> None:
+    """Publish the events of ``records`` session-wide, each with its record as raw."""
+    for record in records:
+        if not record.events:
+            continue
+        raw: str | bytes | None = record.raw
+        if raw is None and record.raw_base64 is not None:
+            raw = base64.b64decode(record.raw_base64)
+        wait = False
+        for payload in record.events:
+            wait = stream.publish(None, payload, raw) or wait
+        if wait:
+            await stream.drained()
+
+
+async def _oldest_page(
+    provider: AgentProvider, session_ref: str, limit: int
+) -> tuple[NativeSessionsReadResult, int, bool]:
+    """Walk back from the newest page, one page in memory at a time, to the oldest page
+    that keeps the newest records within ``limit``; return it, the records of it and the
+    newer pages (all to import), and whether older records remain."""
+    size = min(PAGE, limit)
+    page = await provider.read_native_session(session_ref, None, size, "end")
+    count = len(page.records)
+    while page.previous_cursor is not None:
+        older = await provider.read_native_session(session_ref, page.previous_cursor, size, "end")
+        if not older.records or count + len(older.records) > limit:
+            return page, count, True
+        page, count = older, count + len(older.records)
+    return page, count, False
 
 
 async def import_history(
-    provider: AgentProvider, session_ref: str, stream: EventStream
+    provider: AgentProvider,
+    session_ref: str,
+    stream: EventStream,
+    limit: int = DEFAULT_IMPORT_LIMIT,
 ) -> Imported:
-    """Publish the events of every record of ``session_ref`` into ``stream`` (session-wide,
-    each with its record as raw), then a ``session.imported`` event; return the counts.
+    """Publish the events of the newest records of ``session_ref`` (at most ``limit``)
+    into ``stream`` (session-wide, each with its record as raw), oldest first, then a
+    ``session.imported`` event; return the counts.
 
-    Reads from the start until a page comes back empty (records the provider appends
-    meanwhile are imported too).  A provider that cannot read its history (descriptor
+    Bounded: it walks back from the newest page (one page in memory at a time) to where
+    ``limit`` records are reached, cutting between pages (so when older records are left
+    out it imports between ``limit`` - :data:`PAGE` + 1 and ``limit``), then reads forward
+    until a page comes back empty (records the provider appends meanwhile are imported
+    too).  A cut is marked: ``session.imported`` says ``truncated`` with the cursor that
+    reads the older records.  A provider that cannot read its history (descriptor
     ``nativeSessions.read`` ``unsupported``: an ACP agent) imports nothing: the
     ``session.imported`` event says 0 records, the provider still holds the whole
-    conversation.  Raises what :meth:`AgentProvider.read_native_session`
-    raises (``history_unavailable``, ``session_not_found``)."""
+    conversation.  Raises what :meth:`AgentProvider.read_native_session` raises
+    (``history_unavailable``, ``session_not_found``)."""
     first = stream.last_sequence + 1
     records = 0
     cursor: str | None = None
-    readable = provider.describe().capabilities.native_sessions.read != "unsupported"
-    while readable:
-        page = await provider.read_native_session(session_ref, cursor, PAGE, "start")
-        for record in page.records:
-            if not record.events:
-                continue
-            raw: str | bytes | None = record.raw
-            if raw is None and record.raw_base64 is not None:
-                raw = base64.b64decode(record.raw_base64)
-            wait = False
-            for payload in record.events:
-                wait = stream.publish(None, payload, raw) or wait
-            if wait:
-                await stream.drained()
-        records += len(page.records)
-        cursor = page.next_cursor
-        if not page.records:
-            break
+    truncated = False
+    previous: str | None = None
+    if provider.describe().capabilities.native_sessions.read != "unsupported":
+        page, _, truncated = await _oldest_page(provider, session_ref, max(1, limit))
+        previous = page.previous_cursor if truncated else None
+        while True:
+            await _publish(stream, page.records)
+            records += len(page.records)
+            cursor = page.next_cursor
+            if not page.records:
+                break
+            page = await provider.read_native_session(session_ref, cursor, PAGE, "start")
     last = stream.last_sequence
     events = last - first + 1
     stream.publish(
@@ -90,6 +132,8 @@ async def import_history(
             from_sequence=first if events else 0,
             to_sequence=last if events else 0,
             next_cursor=cursor,
+            truncated=truncated,
+            previous_cursor=previous,
         ),
     )
-    return Imported(records, events)
+    return Imported(records, events, truncated)

@@ -84,7 +84,11 @@ from agent_bridge.wire.methods import (
     SessionInfo,
     SessionParent,
 )
-from agent_bridge.wire.native import NativeSessionsContinueResult
+from agent_bridge.wire.native import (
+    DEFAULT_IMPORT_LIMIT,
+    MAX_IMPORT_LIMIT,
+    NativeSessionsContinueResult,
+)
 from agent_bridge.wire.providers import ProviderDescriptor
 from agent_bridge.wire.settings import SessionConfigureParams, SessionSettings
 from agent_bridge.workspace import resolve_workspace
@@ -793,12 +797,16 @@ class Runtime:
         options: dict[str, Any] | None = None,
         title: str | None = None,
         subscriber: Subscriber | None = None,
+        import_limit: int | None = None,
     ) -> NativeSessionsContinueResult:
         """Continue the provider's own session ``session_ref`` in the bridge: the one
         bridge session bound to it (``existing``: returned as :meth:`reopen_session`
         returns it, overrides ignored), or a new one (``created``: bound first, so that a
         second caller, here or in another bridge on the same journal, gets this one;
-        resumed from the provider's recovery record, then its earlier records imported).
+        resumed from the provider's recovery record, then its earlier records imported: the
+        newest ``import_limit`` at most, :data:`~agent_bridge.wire.native.
+        DEFAULT_IMPORT_LIMIT` when ``None``, at most :data:`~agent_bridge.wire.native.
+        MAX_IMPORT_LIMIT`).
 
         Raises ``unsupported``, ``invalid_params`` (a reference the provider did not
         make, or a ``workspace`` other than the session's own), ``session_not_found``,
@@ -808,6 +816,11 @@ class Runtime:
         if provider.describe().capabilities.native_sessions.continue_ != "supported":
             raise BridgeError("unsupported")
         require_unicode("sessionRef", session_ref)
+        if import_limit is None:
+            import_limit = DEFAULT_IMPORT_LIMIT
+        elif import_limit < 1:
+            raise BridgeError("invalid_params", details={"field": "importLimit"})
+        import_limit = min(import_limit, MAX_IMPORT_LIMIT)
         key = (provider_id, session_ref)
         lock = self._binding.get(key)
         if lock is None:
@@ -815,7 +828,7 @@ class Runtime:
         try:
             async with lock:
                 return await self._continue_native(
-                    provider, session_ref, workspace, options or {}, title, subscriber
+                    provider, session_ref, workspace, options or {}, title, subscriber, import_limit
                 )
         finally:
             if not lock.locked() and not lock.statistics().tasks_waiting:
@@ -838,6 +851,7 @@ class Runtime:
         options: dict[str, Any],
         title: str | None,
         subscriber: Subscriber | None,
+        import_limit: int,
     ) -> NativeSessionsContinueResult:
         history = self.history
         pid = provider.id
@@ -882,7 +896,7 @@ class Runtime:
             raise
         session = self.sessions[session_id]
         try:
-            imported = await import_history(provider, session_ref, session.stream)
+            imported = await import_history(provider, session_ref, session.stream, import_limit)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.close_session(session_id)

@@ -30,6 +30,10 @@ __all__ = [
 
 #: The most entries or records one page may hold (a larger ``limit`` is lowered to it).
 MAX_PAGE: int = 1000
+#: The most records continuing a provider session imports unless told otherwise.
+DEFAULT_IMPORT_LIMIT: int = 10_000
+#: The largest ``importLimit`` (a larger one is lowered to it).
+MAX_IMPORT_LIMIT: int = 1_000_000
 
 
 class NativeSessionsListParams(WireStruct, frozen=True):
@@ -120,20 +124,23 @@ class NativeSessionsContinueParams(WireStruct, frozen=True):
     ``session_ref`` is a ``provider/sessions/list`` entry's reference.  ``workspace``
     defaults to the session's own working directory (a different one is refused where
     the provider keeps its sessions per directory); ``options`` and ``title`` as for
-    ``session/create``."""
+    ``session/create``.  ``import_limit`` bounds the import: at most this many of the
+    newest records (1..1,000,000; default :data:`DEFAULT_IMPORT_LIMIT`)."""
 
     provider: str
     session_ref: str
     workspace: str | None = None
     options: dict[str, Any] = {}
     title: str | None = None
+    import_limit: int | None = None
 
 
 class NativeSessionsContinueResult(WireStruct, frozen=True):
     """The one bridge session bound to the provider session.
 
     ``bound`` is ``created`` when this call bound it: its earlier records were imported
-    (``imported`` of them, followed by a ``session.imported`` event) and its next run
+    (``imported`` of them, followed by a ``session.imported`` event, which says whether
+    what was imported was cut at ``importLimit``) and its next run
     continues the provider's conversation.  ``existing`` when it was bound before (by
     this host, another one, or another bridge on the same history): that session is
     returned (reopened if it was closed), nothing is imported again."""
