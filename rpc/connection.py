@@ -29,6 +29,9 @@ Why each piece is where it is:
   :attr:`Connection.notify_encoded` (a batch of encoded bodies with a common head and
   tail, framed later in one call); :meth:`Connection.notify` encodes one and queues it
   that way.
+* Where the general way's replies go (a batch's into one array) and the answers to
+  input that is not a message (framing errors, invalid messages, one ``-32700`` a read)
+  are one object too, :class:`~agent_bridge.rpc.replies.Replies`, with no I/O of its own.
 
 Backpressure: when more than ``Limits.outbound_high_water`` bytes wait to be written,
 the reader stops reading and :meth:`Connection.notify_flow` callers wait, so memory stays
@@ -53,9 +56,7 @@ from agent_bridge.rpc.endpoint import (
 )
 from agent_bridge.rpc.errors import (
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     INVALID_REQUEST,
-    PARSE_ERROR,
     SERVER_OVERLOADED,
     ConnectionClosed,
     RpcError,
@@ -70,7 +71,6 @@ from agent_bridge.rpc.framing import (
 from agent_bridge.rpc.ledger import Ledger, LedgerEntry
 from agent_bridge.rpc.messages import (
     Batch,
-    Invalid,
     Message,
     Notification,
     Request,
@@ -79,10 +79,10 @@ from agent_bridge.rpc.messages import (
     encode_notification,
     encode_request,
     parse_body,
-    request_id_in,
     result_template,
 )
 from agent_bridge.rpc.outbox import Outbox
+from agent_bridge.rpc.replies import BatchReplies, Replies
 
 __all__ = [
     "ByteReceiver",
@@ -155,14 +155,6 @@ class _NotifyEncoded(Protocol):
     def __call__(self, bodies: Sequence[bytes], head: bytes = b"", tail: bytes = b"") -> bool: ...
 
 
-class _BatchReplies:
-    __slots__ = ("bodies", "expected")
-
-    def __init__(self, expected: int) -> None:
-        self.expected = expected
-        self.bodies: list[bytes] = []
-
-
 def _default_overloaded() -> RpcError:
     return RpcError(SERVER_OVERLOADED, "too many requests in flight", {"retryable": True})
 
@@ -233,21 +225,18 @@ class Connection:
         self._notifications: dict[str, Method] = dict(notifications or {})
         self.ledger = Ledger(first_request_id)
         self._waiters: dict[int, anyio.Event] = {}
-        self._batch_of: dict[bytes, _BatchReplies] = {}
         self._closed = False
         self._finish_timeout = 30.0
         self._tg: anyio.abc.TaskGroup | None = None
         self.closed_event = anyio.Event()
-        self.framing_errors = 0
-        #: reads of the input so far, and the one whose parse error was last answered:
-        #: a read's unparseable messages get one ``-32700`` reply (the first), the rest
-        #: are counted here (newline garbage would otherwise cost one reply per line)
-        self._reads = 0
-        self._parse_error_read = -1
-        self.parse_errors_unanswered = 0
-        #: Called with nothing each time input that is not JSON is answered with a parse
-        #: error (``serve`` on a terminal uses it to tell a person what to type).
-        self.on_parse_error: Callable[[], None] | None = None
+        #: where replies go (batches) and the answers to bad input
+        self.replies = Replies(
+            self.outbox.write,
+            jsonrpc=jsonrpc,
+            max_message_bytes=limits.max_message_bytes,
+            max_message_option=limits.max_message_option,
+            name=name,
+        )
         self._glue = EndpointGlue(
             name,
             self._methods,
@@ -277,20 +266,7 @@ class Connection:
     def _reply(self, id: bytes | None, body: bytes) -> None:
         if self._pinned and id is not None:
             self._pinned.discard(id)
-        if self._batch_of and id is not None:
-            batch = self._batch_of.pop(id, None)
-            if batch is not None:
-                self._add_to_batch(batch, body)
-                return
-        self._write(body)
-
-    def _add_to_batch(self, batch: _BatchReplies, body: bytes) -> None:
-        batch.bodies.append(body)
-        if len(batch.bodies) == batch.expected:
-            self._write(b"[" + b",".join(batch.bodies) + b"]")
-
-    def _write(self, body: bytes) -> None:
-        self.outbox.write(body)
+        self.replies.reply(id, body)
 
     def notify(self, method: str, params: Any = None) -> bool:
         """Queue a notification without waiting (``params`` is encodable, or
@@ -334,7 +310,7 @@ class Connection:
 
     # ----------------------------------------------------------------- input
 
-    def _handle(self, message: Message, batch: _BatchReplies | None) -> None:
+    def _handle(self, message: Message, batch: BatchReplies | None) -> None:
         if isinstance(message, Request):
             self._on_request(message, batch)
         elif isinstance(message, Notification):
@@ -342,38 +318,11 @@ class Connection:
         elif isinstance(message, Response):
             self._on_response(message)
         elif message.reply:
-            self._answer_invalid(message, batch)
+            self.replies.invalid(message, batch)
         else:
             log.warning("%s: dropped message: %s", self.name, message.message)
 
-    def _parse_error_unanswered(self) -> bool:
-        """Whether to leave a parse error unanswered: one was answered in this read
-        already (one ``-32700`` reply per read of unparseable input, whatever its size;
-        counted in :attr:`parse_errors_unanswered`)."""
-        if self._parse_error_read != self._reads:
-            self._parse_error_read = self._reads
-            return False
-        if not self.parse_errors_unanswered:
-            log.warning("%s: more unparseable input in one read: answered once per read", self.name)
-        self.parse_errors_unanswered += 1
-        return True
-
-    def _answer_invalid(self, message: Invalid, batch: _BatchReplies | None) -> None:
-        if message.code == PARSE_ERROR:
-            if batch is None and self._parse_error_unanswered():
-                return
-            if self.on_parse_error is not None:
-                self.on_parse_error()
-        error: dict[str, Any] = {"code": message.code, "message": message.message}
-        if message.code == INVALID_PARAMS:
-            error["data"] = {"path": "params"}
-        body = encode_error_response(message.id, error, jsonrpc=self._jsonrpc)
-        if batch is not None:
-            self._add_to_batch(batch, body)
-        else:
-            self._write(body)
-
-    def _on_request(self, request: Request, batch: _BatchReplies | None) -> None:
+    def _on_request(self, request: Request, batch: BatchReplies | None) -> None:
         key = request.id
         error: RpcError | None = None
         if key in self._inflight:
@@ -392,14 +341,12 @@ class Connection:
             ):
                 error = self._overloaded()
         if error is not None:
-            body = encode_error_response(key, error.to_wire(), jsonrpc=self._jsonrpc)
-            if batch is not None:
-                self._add_to_batch(batch, body)
-            else:
-                self._write(body)
+            self.replies.answer(
+                encode_error_response(key, error.to_wire(), jsonrpc=self._jsonrpc), batch
+            )
             return
         if batch is not None:
-            self._batch_of[key] = batch
+            self.replies.expect(key, batch)
         glue = self._glue
         inline = glue.inline.get(request.method)
         if inline is not None:
@@ -461,18 +408,13 @@ class Connection:
             log.warning("%s: dropped response to unknown id %r", self.name, response.id[:40])
 
     def _on_batch(self, batch: Batch) -> None:
-        expected = sum(
-            1
-            for item in batch.items
-            if isinstance(item, Request) or (isinstance(item, Invalid) and item.reply)
-        )
-        replies = _BatchReplies(expected) if expected else None
+        replies = self.replies.batch(batch)
         for item in batch.items:
             self._handle(item, replies)
 
     def feed(self, data: bytes) -> None:
         """Process bytes read from the peer (exposed for tests and in-process use)."""
-        self._reads += 1
+        self.replies.reads += 1
         items = self._framer.feed(data)
         if self._out_kind is None and self._framer.kind != "auto":
             self._out_kind = self._framer.kind
@@ -486,45 +428,10 @@ class Connection:
         self._gate = gate
         self.fast.gated = gate is not None
 
-    def _on_framing_error(self, error: FramingError) -> None:
-        """Answer input the framer rejected: with the request's id when the damaged bytes
-        still name one (a lying length; the start of a message over the limit), else with
-        id ``null`` (``-32600`` for a message over the limit, naming the limit and the
-        option that sets it, ``-32700`` for bytes that are not a frame).  Nothing is
-        answered at EOF (``truncated``): nobody is left to read it."""
-        self.framing_errors += 1
-        log.warning("%s: framing error: %s", self.name, error.detail)
-        if error.reason == "truncated" or self._closed:
-            return
-        id: bytes | None = None
-        code = INVALID_REQUEST if error.reason in ("too_large", "length_mismatch") else PARSE_ERROR
-        if code == PARSE_ERROR and self._parse_error_unanswered():
-            return
-        data: dict[str, Any] = {"reason": error.reason}
-        detail = error.detail
-        if error.reason == "too_large":
-            id = request_id_in(error.body)
-            limits = self._limits
-            data["limit"] = limits.max_message_bytes
-            if limits.max_message_option:
-                data["option"] = limits.max_message_option
-                detail += f" (raise it with {limits.max_message_option})"
-        elif error.body:
-            message = parse_body(error.body, require_jsonrpc=self._jsonrpc)
-            if isinstance(message, Request):
-                id = message.id
-        self._write(
-            encode_error_response(
-                id,
-                {"code": code, "message": "Framing error: " + detail, "data": data},
-                jsonrpc=self._jsonrpc,
-            )
-        )
-
     def _dispatch_frame(self, item: bytes | FramingError) -> None:
         if type(item) is not bytes:
             assert isinstance(item, FramingError)
-            self._on_framing_error(item)
+            self.replies.framing_error(item, self._closed)
             return
         message = parse_body(item, require_jsonrpc=self._jsonrpc)
         kind = type(message)
@@ -578,7 +485,7 @@ class Connection:
         if self._closed:
             self.ledger.fail_all(f"{self.name} connection is closed")
         else:
-            self._write(
+            self.outbox.write(
                 encode_request(
                     entry.id,
                     method,

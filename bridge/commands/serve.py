@@ -108,7 +108,7 @@ def run(args: Any) -> int:
     def frontend(runtime: Runtime, receive: FdReceiveStream, send: FdSendStream) -> BridgeFrontend:
         server = BridgeFrontend(runtime, receive, send, framing=first.framing, limits=limits)
         if typed:
-            server.conn.on_parse_error = _typed_hint
+            server.conn.replies.on_parse_error = _typed_hint
         if first.params is not None and first.handshake is not None:
             server.adopt(first.params, first.handshake)
         return server

@@ -1291,7 +1291,7 @@ async def test_framing_errors_counted_and_stream_continues() -> None:
             (None, -32700, "bad_content_length"),
             (None, -32600, "too_large"),
         ]
-        assert conn.framing_errors == 2
+        assert conn.replies.framing_errors == 2
 
 
 def _padded_request(id: int, size: int) -> bytes:
@@ -1309,7 +1309,7 @@ async def test_max_message_bytes_at_limit_served_and_one_over_dropped() -> None:
         assert [r["id"] for r in replies] == [1, 2]  # the frame names its id: answered
         assert replies[1]["error"]["data"] == {"reason": "too_large", "limit": 120}
         assert replies[0]["result"]["text"] == json.loads(_padded_request(1, 120))["params"]["text"]
-        assert conn.framing_errors == 1
+        assert conn.replies.framing_errors == 1
 
 
 async def test_truncated_input_at_eof_dispatches_nothing() -> None:
@@ -1320,7 +1320,7 @@ async def test_truncated_input_at_eof_dispatches_nothing() -> None:
         await peer.close_input()
         await peer.run_returned.wait()
         assert calls == []
-        assert conn.framing_errors == 1
+        assert conn.replies.framing_errors == 1
 
 
 async def test_utf8_text_round_trips_in_both_directions() -> None:
