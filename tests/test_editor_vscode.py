@@ -669,7 +669,8 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
     ), un
     # The model and mode chosen for a session are in its chat's header.
     head = r["chosenHeaderText"]
-    assert "claude-code" in head and "model sonnet" in head and "permissionMode plan" in head, head
+    # (as the session's settings name them, each a button that changes it)
+    assert "claude-code" in head and "model sonnet ▾" in head and "mode plan ▾" in head, head
     mb = r["missingBridge"]["errors"]
     assert any(
         '"/nonexistent/agent-bridge") was not found' in e and "Next step" in e for e in mb
@@ -743,6 +744,26 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
         "Scripted (built-in) cannot fork a session (its descriptor's capabilities.fork says so;"
         " the bridge does not fake a fork by replaying text). Next step: start a new session,"
         " or use a provider that forks (Claude Code, Codex)."
+    ]
+
+    # Slash commands and the model and mode in the chat (issues 28, 31): the "/" menu lists
+    # the session's commands and runs the one picked as a command block with its
+    # arguments; "/compact" typed is that command; the header's buttons show and change
+    # the model and the mode (session/configure), and show the new ones.
+    menus = r["menus"]
+    assert menus["headerBefore"].startswith("Menus | scripted | model Small ▾ | mode ask ▾")
+    assert menus["menu"] == [["/review", "/compact"]] and menus["models"] == [["Small", "Large"]]
+    assert menus["modeChosen"] == "auto"
+    assert menus["headerAfter"].startswith("Menus | scripted | model Large ▾ | mode auto ▾")
+    assert menus["settings"]["model"]["current"] == "large"
+    assert menus["settings"]["mode"]["current"] == "auto"
+    assert menus["transcript"].splitlines() == [
+        "You: /review the tests",
+        'Agent: [{"type":"command","name":"review","arguments":"the tests"}]',
+        "-- Turn completed (end_turn)",
+        "You: /compact",
+        'Agent: [{"type":"command","name":"compact"}]',
+        "-- Turn completed (end_turn)",
     ]
 
     # Continue a session (issue 26): one pick across the bridge's sessions of the workspace

@@ -9,6 +9,12 @@
   const send = document.getElementById("send");
   const stop = document.getElementById("stop");
   const attachments = document.getElementById("attachments");
+  const commands = document.getElementById("commands");
+  commands.addEventListener("click", () => vscode.postMessage({ type: "commands" }));
+  header.addEventListener("click", (ev) => {
+    const b = ev.target.closest("button[data-action=setting]");
+    if (b) vscode.postMessage({ type: "setting", which: b.dataset.which });
+  });
   const userToggled = new Map();
   // Follow the output unless the user scrolled up (a card opened below keeps following).
   let follow = true;
@@ -92,6 +98,7 @@
       if (userToggled.has(d.dataset.key)) d.open = userToggled.get(d.dataset.key);
     }
     stop.disabled = !m.running;
+    commands.hidden = !m.commands;
     if (follow) window.scrollTo(0, document.body.scrollHeight);
     const open = [...chat.querySelectorAll("details[open]")].map((d) => d.className.split(" ")[0]);
     vscode.postMessage({ type: "rendered", version: m.version, text: header.innerText + "\n" + chat.innerText, open, attachments: attachments.innerText });

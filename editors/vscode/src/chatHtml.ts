@@ -7,14 +7,38 @@
 import { approvalDetail, approvalOptions, compactJson, questionOptions } from "./approvals";
 import type { ChatItem, ChatModel, InteractionItem, ToolItem } from "./chatModel";
 import { describeAnswer, meterText, requestTitle } from "./chatModel";
+import type { SessionSettings } from "./protocol";
 
 /** Returns `s` with HTML's special characters escaped. */
 export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c);
 }
 
-/** Returns the header line: provider, the model and mode chosen, state, pending approvals, usage. */
-export function renderHeader(model: ChatModel, title: string, providerId: string, chosen: string[] = []): string {
+/**
+ * Returns the header's model and mode: each a button that changes it (when the provider
+ * offers others) showing the current one's name; and the labels chosen at creation that
+ * they do not cover.
+ */
+export function renderSettings(settings: SessionSettings | undefined, chosen: string[]): string {
+  const out: string[] = [];
+  for (const which of ["model", "mode"] as const) {
+    const s = settings?.[which];
+    if (!s) continue;
+    const current = s.available?.find((v) => v.id === s.current);
+    const name = current?.name || s.current || "default";
+    const text = `${which} ${name}`;
+    out.push(
+      (s.available?.length ?? 0) > 1 || ((s.available?.length ?? 0) === 1 && !current)
+        ? `<button class="badge setting" data-action="setting" data-which="${which}" title="Change the ${which}">${escapeHtml(text)} ▾</button>`
+        : `<span class="badge setting">${escapeHtml(text)}</span>`,
+    );
+  }
+  const kept = chosen.filter((c) => (c.startsWith("model ") ? !settings?.model : !settings?.mode));
+  return kept.map((c) => `<span class="badge chosen">${escapeHtml(c)}</span>`).join("") + out.join("");
+}
+
+/** Returns the header line: provider, the model and mode (current, or chosen), state, pending approvals, usage. */
+export function renderHeader(model: ChatModel, title: string, providerId: string, chosen: string[] = [], settings?: SessionSettings): string {
   const state = model.closed ? "closed" : model.runState === "running" ? "running" : "idle";
   const pending = model.pendingApprovals;
   const u = model.usage;
@@ -27,7 +51,7 @@ export function renderHeader(model: ChatModel, title: string, providerId: string
   return (
     `<div class="title">${escapeHtml(title)}</div>` +
     `<div class="meta"><span class="badge">${escapeHtml(providerId)}</span>` +
-    chosen.map((c) => `<span class="badge chosen">${escapeHtml(c)}</span>`).join("") +
+    renderSettings(settings, chosen) +
     `<span class="badge state-${state}">${state}</span>` +
     (pending ? `<span class="badge pending">${pending} pending approval${pending === 1 ? "" : "s"}</span>` : "") +
     (usage.length ? `<span class="usage">${escapeHtml(usage.join(" · "))}</span>` : "") +

@@ -455,6 +455,8 @@ function nextStepOf(details: { nextStep?: string } | null | undefined): string {
 export function itemText(i: ChatItem): string {
   switch (i.kind) {
     case "user":
+      // (a command alone: its line is the prompt)
+      if (!i.text && i.attachments.length) return [`You: ${i.attachments[0]}`, ...i.attachments.slice(1).map((a) => `  ${a}`)].join("\n");
       return [`You: ${i.text}`, ...i.attachments.map((a) => `  ${a}`)].join("\n");
     case "assistant":
       return `Agent: ${i.text}`;

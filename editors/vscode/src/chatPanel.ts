@@ -17,6 +17,10 @@ export interface PanelActions {
   cancel(sessionId: string): Promise<void>;
   /** Forks the session at `atEvent` (its whole history when null). */
   fork(sessionId: string, atEvent: number | null): Promise<void>;
+  /** The slash-command menu (the chat's "/" button). */
+  commands(sessionId: string): Promise<void>;
+  /** Change the model or the mode (its header button). */
+  setting(sessionId: string, which: "model" | "mode"): Promise<void>;
   /** An image pasted in the chat (a data URL): attached to the next prompt, or refused with a message. */
   attachImage(sessionId: string, dataUrl: string): Promise<void>;
 }
@@ -32,6 +36,8 @@ type FromWebview =
   | { type: "cancel" }
   | { type: "fork"; atEvent: number | null }
   | { type: "detach"; index: number }
+  | { type: "commands" }
+  | { type: "setting"; which: "model" | "mode" }
   | { type: "pasteImage"; dataUrl: string };
 
 export class ChatPanel implements vscode.Disposable {
@@ -95,7 +101,7 @@ export class ChatPanel implements vscode.Disposable {
 <link rel="stylesheet" href="${css}"></head>
 <body><header id="header"></header><main id="chat"></main>
 <footer><div id="attachments" hidden></div><textarea id="input" rows="2" placeholder="Ask the agent… (Enter sends, Shift+Enter: new line; paste an image to attach it)"></textarea>
-<button id="send">Send</button><button id="stop" class="secondary">Stop</button></footer>
+<button id="commands" class="secondary" title="Slash commands and skills" hidden>/</button><button id="send">Send</button><button id="stop" class="secondary">Stop</button></footer>
 <script nonce="${nonce}" src="${js}"></script></body></html>`;
     this.subs.push(
       w.onDidReceiveMessage((m: FromWebview) => this.onMessage(m)),
@@ -174,7 +180,8 @@ export class ChatPanel implements vscode.Disposable {
     void this.panel.webview.postMessage({
       type: "render",
       version: entry.model.version,
-      header: renderHeader(entry.model, entry.info.title || this.sessionId, entry.info.providerId, entry.chosen),
+      header: renderHeader(entry.model, entry.info.title || this.sessionId, entry.info.providerId, entry.chosen, entry.settings),
+      commands: entry.commands?.length ?? 0,
       html: renderItems(entry.model, this.forkOffer(entry.info.providerId)),
       attachments: renderAttachments((entry.attachments ?? []).map((b) => describeBlock(b, entry.info.workspace ?? undefined) ?? b.type)),
       running: entry.model.runState === "running",
@@ -221,6 +228,12 @@ export class ChatPanel implements vscode.Disposable {
         break;
       case "fork":
         this.actions.fork(this.sessionId, m.atEvent).catch(fail);
+        break;
+      case "commands":
+        this.actions.commands(this.sessionId).catch(fail);
+        break;
+      case "setting":
+        this.actions.setting(this.sessionId, m.which).catch(fail);
         break;
       case "detach":
         this.store.detach(this.sessionId, m.index);

@@ -88,6 +88,9 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
     openEdit: (sessionId, runId, toolCallId, index) => openEdit(sessionId, runId, toolCallId, index).then(() => undefined),
     send: (sessionId, text) => store.prompt(sessionId, text, readLines),
     cancel: (sessionId) => store.cancel(sessionId).then(() => undefined),
+    commands: (sessionId) => Promise.resolve(vscode.commands.executeCommand("agentBridge.runCommand", sessionId)).then(() => undefined),
+    setting: (sessionId, which) =>
+      Promise.resolve(vscode.commands.executeCommand(which === "model" ? "agentBridge.changeModel" : "agentBridge.changeMode", sessionId)).then(() => undefined),
     attachImage: async (sessionId, dataUrl) => {
       const desc = await store.descriptor(store.sessions.get(sessionId)?.info.providerId ?? "");
       const input = desc?.capabilities.input;
@@ -322,6 +325,68 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
     showPanel(sessionId).focusInput();
     return sessionId;
   });
+  // The session's slash commands and skills (session/commands, kept current by
+  // commands.updated) as a quick pick; the one picked runs as a command block, with its
+  // arguments asked when it takes some. Returns the command line run.
+  reg("agentBridge.runCommand", async (arg?: SessionArg): Promise<string | undefined> => {
+    const id = await pickSession(arg, "Run a command in which session?", true);
+    if (!id) return undefined;
+    const entry = store.sessions.get(id);
+    if (!entry?.commands?.length) await store.loadMenus(id).catch(() => undefined);
+    const commands = store.sessions.get(id)?.commands ?? [];
+    const providerId = entry?.info.providerId ?? "";
+    if (!commands.length) {
+      void uiProxy.info(`${store.provider(providerId)?.displayName ?? providerId} has not named any commands for this session (yet).`);
+      return undefined;
+    }
+    const picked = await uiProxy.pick(
+      "Run which command?",
+      commands.map((c) => ({ label: `/${c.name}`, description: c.description ?? "", detail: c.hint ?? undefined, value: c })),
+    );
+    if (!picked) return undefined;
+    let args = "";
+    if (picked.hint) {
+      const typed = await uiProxy.input(`/${picked.name} ${picked.hint}`, picked.hint);
+      if (typed === undefined) return undefined;
+      args = typed.trim();
+    }
+    const line = args ? `/${picked.name} ${args}` : `/${picked.name}`;
+    try {
+      await store.prompt(id, line, readLines);
+    } catch (err) {
+      void uiProxy.error(store.explain(err, providerId));
+      return undefined;
+    }
+    return line;
+  });
+  // The model or mode of the session, changed between runs (session/configure); every
+  // attached host sees settings.updated. Returns the id chosen.
+  const changeSetting = async (which: "model" | "mode", arg?: SessionArg): Promise<string | undefined> => {
+    const id = await pickSession(arg, `Change the ${which} of which session?`, true);
+    if (!id) return undefined;
+    if (!store.sessions.get(id)?.settings) await store.loadMenus(id).catch(() => undefined);
+    const entry = store.sessions.get(id);
+    const s = entry?.settings?.[which];
+    const name = store.provider(entry?.info.providerId ?? "")?.displayName ?? entry?.info.providerId ?? "";
+    if (!s?.available?.length) {
+      void uiProxy.info(`${name} offers no ${which} to choose for this session.`);
+      return undefined;
+    }
+    const picked = await uiProxy.pick(
+      `Agent Bridge: the ${which} for the next turn`,
+      s.available.map((v) => ({ label: v.name || v.id, description: `${v.id}${v.id === s.current ? " (current)" : ""}`, value: v.id })),
+    );
+    if (!picked || picked === s.current) return picked;
+    try {
+      await store.configure(id, which, picked);
+    } catch (err) {
+      void uiProxy.error(store.explain(err, entry?.info.providerId));
+      return undefined;
+    }
+    return picked;
+  };
+  reg("agentBridge.changeModel", (arg?: SessionArg) => changeSetting("model", arg));
+  reg("agentBridge.changeMode", (arg?: SessionArg) => changeSetting("mode", arg));
   reg("agentBridge.newSession", (args?: NewSessionArgs) => newSession(args ?? {}));
   reg("agentBridge.prompt", (arg?: SessionArg) => prompt(arg));
   reg("agentBridge.cancel", async (arg?: SessionArg) => {

@@ -18,10 +18,13 @@ import { requestErrorMessage } from "./messages";
 import type {
   Answer,
   CommandInfo,
+  CommandsUpdated,
   EventEnvelope,
   InputBlock,
   InteractionRequestParams,
   NativeSessionInfo,
+  SessionSettings,
+  SettingsUpdated,
   ProviderDescriptor,
   SessionInfo,
 } from "./protocol";
@@ -37,6 +40,8 @@ export interface SessionEntry {
   attachments?: InputBlock[];
   /** The commands (slash commands, skills) the session's provider offers. */
   commands?: CommandInfo[];
+  /** The session's model and mode: what its provider offers and which is current. */
+  settings?: SessionSettings;
 }
 
 interface Waiter {
@@ -142,6 +147,7 @@ export class SessionStore implements vscode.Disposable {
     const entry: SessionEntry = { info: res.session, model: new ChatModel(res.session.sessionId) };
     this.sessions.set(res.session.sessionId, entry);
     this.changed.fire(undefined);
+    void this.loadMenus(res.session.sessionId).catch(() => undefined);
     return entry;
   }
 
@@ -256,6 +262,33 @@ export class SessionStore implements vscode.Disposable {
     return { sessionId: res.session.sessionId, bound: res.bound, imported: res.imported ?? 0 };
   }
 
+  /**
+   * Reads the session's commands (`session/commands`) and model and mode
+   * (`session/settings`) into its entry; events keep them current after that. A
+   * provider that cannot say leaves them empty.
+   */
+  async loadMenus(sessionId: string): Promise<void> {
+    const client = await this.bridge.ensure();
+    const entry = this.sessions.get(sessionId);
+    if (!entry) return;
+    const [commands, settings] = await Promise.all([
+      client.request("session/commands", { sessionId }).catch(() => undefined),
+      client.request("session/settings", { sessionId }).catch(() => undefined),
+    ]);
+    if (commands) entry.commands = commands.commands;
+    if (settings) entry.settings = settings;
+    this.changed.fire(sessionId);
+  }
+
+  /** Switches the session's model or mode before its next run (`session/configure`). */
+  async configure(sessionId: string, which: "model" | "mode", value: string): Promise<void> {
+    const client = await this.bridge.ensure();
+    const res = await client.request("session/configure", { sessionId, [which]: value });
+    const entry = this.sessions.get(sessionId);
+    if (entry) entry.settings = res;
+    this.changed.fire(sessionId);
+  }
+
   /** Closes the session for good (it stays listed and can be resumed). */
   async close(sessionId: string): Promise<void> {
     const client = await this.bridge.ensure();
@@ -286,6 +319,7 @@ export class SessionStore implements vscode.Disposable {
       const res = await client.request("session/attach", { sessionId, after: before });
       entry.info = res.session;
       if (res.session.state !== "closed") {
+        void this.loadMenus(sessionId).catch(() => undefined);
         this.changed.fire(sessionId);
         this.changed.fire(undefined);
         return { via: "attach", replayed: res.replayed, session: res.session };
@@ -293,6 +327,7 @@ export class SessionStore implements vscode.Disposable {
     }
     const res = await client.request("session/resume", { sessionId, after: model.lastSequence });
     entry.info = res.session;
+    void this.loadMenus(sessionId).catch(() => undefined);
     this.changed.fire(sessionId);
     this.changed.fire(undefined);
     return { via: "resume", replayed: model.lastSequence - before, session: res.session };
@@ -392,6 +427,19 @@ export class SessionStore implements vscode.Disposable {
   private onEvent(e: EventEnvelope): void {
     const entry = this.sessions.get(e.sessionId);
     if (!entry?.model) return;
+    const t0 = e.payload.type;
+    if (t0 === "commands.updated") {
+      const p = e.payload as CommandsUpdated;
+      entry.commands = p.commands;
+    } else if (t0 === "settings.updated") {
+      const p = e.payload as SettingsUpdated;
+      const s = entry.settings ?? {};
+      entry.settings = {
+        ...s,
+        ...(p.model !== undefined ? { model: { ...(s.model ?? {}), current: p.model } } : {}),
+        ...(p.mode !== undefined ? { mode: { ...(s.mode ?? {}), current: p.mode } } : {}),
+      };
+    }
     if (entry.model.apply(e)) {
       const t = e.payload.type;
       // What the Sessions view shows (state, running, pending) changes with these.

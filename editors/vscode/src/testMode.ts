@@ -439,6 +439,57 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
       step("context");
     }
 
+    // 7g. Slash commands and the model and mode, in the chat: a scripted session that
+    //     names its commands and settings. The chat's "/" menu runs a command (its
+    //     arguments asked), the header's model button changes the model, the mode is
+    //     changed by command, and "/compact" typed in the chat is that command.
+    {
+      const sid2 = await exec<string | undefined>("agentBridge.newSession", {
+        provider: "scripted",
+        options: {
+          script: {
+            commands: [
+              { name: "review", description: "Review the diff", hint: "<focus>" },
+              { name: "compact", description: "Compact the context" },
+            ],
+            settings: {
+              model: { current: "small", available: [{ id: "small", name: "Small" }, { id: "large", name: "Large" }] },
+              mode: { current: "ask", available: [{ id: "ask" }, { id: "auto" }] },
+            },
+            steps: [{ type: "received" }],
+          },
+        },
+        title: "Menus",
+        prompt: false,
+      });
+      const pm = sid2 ? ChatPanel.panels.get(sid2) : undefined;
+      if (!sid2 || !pm) throw new Error(`no chat for the menus session; errors: ${ui.errors.join(" | ")}`);
+      const turns = (): number => (model(sid2)?.transcript() ?? "").split("\n").filter((l) => l.startsWith("-- Turn")).length;
+      const menus: Record<string, unknown> = {};
+      result.menus = menus;
+      await until("the header shows the model", () => pm.rendered.text.includes("model Small"), 15000);
+      menus.headerBefore = pm.rendered.text.split("\n").slice(0, 6).join(" | ");
+      ui.answer("Run which command?", "/review");
+      ui.answer("/review <focus>", "the tests");
+      pm.receive({ type: "commands" });
+      await until("the command's run", () => turns() === 1 && model(sid2)?.runState === "idle");
+      ui.answer("the model for the next turn", "Large");
+      pm.receive({ type: "setting", which: "model" });
+      await until("the header shows the new model", () => pm.rendered.text.includes("model Large"), 15000);
+      ui.answer("the mode for the next turn", "auto");
+      menus.modeChosen = (await exec<string | undefined>("agentBridge.changeMode", sid2)) ?? null;
+      await until("the header shows the new mode", () => pm.rendered.text.includes("mode auto"), 15000);
+      menus.headerAfter = pm.rendered.text.split("\n").slice(0, 6).join(" | ");
+      pm.receive({ type: "send", text: "/compact" });
+      await until("the typed command's run", () => turns() === 2 && model(sid2)?.runState === "idle");
+      menus.settings = store.sessions.get(sid2)?.settings ?? null;
+      menus.transcript = model(sid2)!.transcript();
+      menus.menu = ui.prompts.filter((p) => p.title === "Run which command?").map((p) => p.offered);
+      menus.models = ui.prompts.filter((p) => p.title.includes("the model for the next turn")).map((p) => p.offered);
+      pm.panel.dispose();
+      step("menus");
+    }
+
     // 7f. Continue a session: one quick pick of the bridge's sessions of the workspace and
     //     Claude Code's own (a session file its CLI wrote, in the test's CLAUDE_CONFIG_DIR).
     //     The CLI's session is continued in the bridge (its turn imported), a turn runs on
