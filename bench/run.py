@@ -585,7 +585,8 @@ def rss_tree_kb(pid: int) -> int:
 
 
 def cpu_ns(pid: int) -> int:
-    """CPU time of all live threads of ``pid`` (schedstat: nanosecond resolution)."""
+    """CPU time of all live threads of ``pid`` and of its live descendants (the journal's
+    writer process, a provider's process; schedstat: nanosecond resolution)."""
     total = 0
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
@@ -595,6 +596,8 @@ def cpu_ns(pid: int) -> int:
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
                 total += int(f.read().split()[0])
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                total += sum(cpu_ns(int(child)) for child in f.read().split())
         except (OSError, ValueError, IndexError):
             pass
     return total
@@ -644,6 +647,7 @@ class Target:
     memory_args: list[str] | None = None
     is_subject: bool = False  # the thing under test (gets ratios and target checks)
     before: str | None = None  # the name of its bridge-before target (subjects only)
+    writer: str | None = None  # the bridge's journal writer (subjects only)
     # filled in at run time
     available: bool = True
     reason: str = ""
@@ -666,6 +670,7 @@ def build_targets(
     bridge_framing: str = "content-length",
     bridge_argv: list[str] | None = None,
     baseline_bridge: str | None = None,
+    writers: list[str] | None = None,
 ) -> list[Target]:
     """The targets measured. To add one, append a Target here: a name, an argv vector,
     its framing, and drivers for (2) events and optionally (4) per-session RSS.
@@ -673,7 +678,11 @@ def build_targets(
 
     ``baseline_bridge`` (``--baseline-bridge DIR``): a checkout of an older tree, where the
     package was still the top-level ``bridge``, measured as ``bridge-before`` with the
-    same drivers, for a before/after comparison within one invocation."""
+    same drivers, for a before/after comparison within one invocation.
+
+    ``writers`` (``--journal-writer thread,process``): the bridge once per journal writer
+    named, as ``bridge+thread``, ``bridge+process``, ... (each with its own ratios), in
+    the same interleaved repetitions; ``None``: once, with the bridge's own default."""
     py = sys.executable
     base = HERE / "baselines"
 
@@ -700,12 +709,13 @@ def build_targets(
     # journal on and, in a second process, off.  Installed in .venv (scripts/setup.sh,
     # editable): no PYTHONPATH needed.
     argv = bridge_argv or [py, "-m", "agent_bridge", "serve"]
-    for framing in (bridge_framing, other):
-        name = "bridge" + ("" if framing == bridge_framing else suffix[framing] or "-cl")
+    variants = [(f"+{w}", ["--journal-writer", w]) for w in writers] if writers else [("", [])]
+    for (tag, extra), framing in [(v, f) for v in variants for f in (bridge_framing, other)]:
+        name = "bridge" + ("" if framing == bridge_framing else suffix[framing] or "-cl") + tag
         targets.append(
             Target(
                 name,
-                [*argv, "--framing", framing],
+                [*argv, "--framing", framing, *extra],
                 framing=framing,
                 cwd=str(REPO),
                 env={"AGENT_BRIDGE_STATE_DIR": scratch_state()},
@@ -714,6 +724,7 @@ def build_targets(
                 memory_args=["--state-dir", ":memory:", "--memory-history-mb", "8"],
                 is_subject=True,
                 before=None if baseline_bridge is None else BEFORE + name[len("bridge") :],
+                writer=_writer_of(extra),
             )
         )
     if baseline_bridge is not None:
@@ -740,6 +751,19 @@ def build_targets(
                 )
             )
     return targets
+
+
+def _writer_of(extra: list[str]) -> str:
+    """The journal writer a bridge started with ``extra`` arguments uses here: the one
+    named, resolved as the bridge does (``auto`` by this run's CPUs, which the bridge
+    inherits), or, with none named, the bridge's default so resolved."""
+    from agent_bridge.commands.options import DEFAULT_WRITER
+    from agent_bridge.journal.writer_process import choose_writer, usable_cpus
+
+    mode = extra[1] if extra else DEFAULT_WRITER
+    chosen = choose_writer(mode)  # type: ignore[arg-type]
+    how = f"{mode}: " if mode == "auto" else ""
+    return f"{chosen} ({how}{usable_cpus()} CPUs allowed)"
 
 
 def _link_tree(tree: Path) -> Path:
@@ -1629,6 +1653,12 @@ def main(argv: list[str] | None = None) -> int:
         f"`bridge`) as target {BEFORE!r}: '<this python> -m bridge serve' with cwd and "
         "PYTHONPATH set to DIR; adds a bridge/before ratio column",
     )
+    ap.add_argument(
+        "--journal-writer",
+        metavar="W[,W]",
+        help="measure the bridge once per journal writer named (thread, process, auto) in "
+        "the same interleaved repetitions, as bridge+W (default: the bridge's own default)",
+    )
     ap.add_argument("--json", metavar="OUT", help="also write all samples and medians as JSON")
     args = ap.parse_args(argv)
 
@@ -1651,7 +1681,10 @@ def main(argv: list[str] | None = None) -> int:
     cfg_checks = args.baseline_bridge and not (Path(args.baseline_bridge) / "bridge").is_dir()
     if cfg_checks:
         ap.error(f"--baseline-bridge {args.baseline_bridge}: no bridge/ folder there")
-    targets = build_targets(args.bridge_framing, bridge_argv, args.baseline_bridge)
+    writers = [w.strip() for w in (args.journal_writer or "").split(",") if w.strip()] or None
+    if writers and set(writers) - {"auto", "thread", "process"}:
+        ap.error(f"--journal-writer {args.journal_writer}: each one of auto, thread, process")
+    targets = build_targets(args.bridge_framing, bridge_argv, args.baseline_bridge, writers)
     if args.targets:
         wanted = [w.strip() for w in args.targets.split(",") if w.strip()]
         unknown = set(wanted) - {t.name for t in targets}
@@ -1676,10 +1709,11 @@ def main(argv: list[str] | None = None) -> int:
         f"ratios within this run (python {meta['python']}, {meta['cpus']} CPUs, "
         f"load {os.getloadavg()[0]:.2f}; {len(os.sched_getaffinity(0))} CPUs allowed to this run)"
     )
-    # The journal's writer: the bridge has one kind, a thread in its own process (issue
-    # 34 asks for a choice, by machine, between it and a writer process; the process is
-    # not built: see bench/README.md).
-    print("journal writer: thread (the only writer the bridge has)")
+    # The journal's writer each bridge used (--journal-writer; docs/journal.md, "The
+    # writer's choice").
+    for t in targets:
+        if t.writer is not None:
+            print(f"journal writer of {t.name}: {t.writer}")
     print(text)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2, default=str) + "\n")

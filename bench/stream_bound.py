@@ -41,6 +41,18 @@ from run import BridgeProtocol  # noqa: E402 - the harness's one statement of th
 P = BridgeProtocol
 
 
+def _children(pid: int) -> list[int]:
+    """The pids of ``pid``'s children (every thread's)."""
+    out: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):
+                out += [
+                    int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+                ]
+    return out
+
+
 class Child:
     """A server on pipes; newline-framed JSON-RPC in, raw bytes out."""
 
@@ -103,8 +115,14 @@ class Child:
             tail = data[-256:]
 
     def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """CPU time of the server and of its live children (the journal's writer process,
+        with ``--journal-writer process``)."""
+        total = 0
+        for pid in [self.proc.pid, *_children(self.proc.pid)]:
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
 
     def close(self) -> None:
         self._in.close()
@@ -140,10 +158,15 @@ def floor(events: int) -> tuple[float, float]:
         child.close()
 
 
-def bridge(events: int, state_dir: str, env: dict[str, str] | None = None) -> tuple[float, float]:
-    """The bridge's server-bound rate and CPU per event (``env``: added to this process's
-    environment, e.g. ``PYTHONPATH`` for another tree)."""
+def bridge(
+    events: int, state_dir: str, env: dict[str, str] | None = None, writer: str | None = None
+) -> tuple[float, float]:
+    """The bridge's server-bound rate and CPU per event, its writer process's included
+    (``env``: added to this process's environment, e.g. ``PYTHONPATH`` for another tree;
+    ``writer``: its ``--journal-writer``)."""
     argv = [sys.executable, "-m", "agent_bridge", "serve", "--framing", "newline"]
+    if writer is not None:
+        argv += ["--journal-writer", writer]
     child = Child([*argv, "--state-dir", state_dir], env={**os.environ, **(env or {})})
     try:
         child.send({"id": 1, "method": P.INITIALIZE, "params": P.INITIALIZE_PARAMS})
@@ -163,10 +186,12 @@ def bridge(events: int, state_dir: str, env: dict[str, str] | None = None) -> tu
         child.close()
 
 
-def bridge_journal(events: int, env: dict[str, str] | None = None) -> tuple[float, float]:
+def bridge_journal(
+    events: int, env: dict[str, str] | None = None, writer: str | None = None
+) -> tuple[float, float]:
     state = tempfile.mkdtemp(prefix="bench-bound-")
     try:
-        return bridge(events, state, env)
+        return bridge(events, state, env, writer)
     finally:
         shutil.rmtree(state, ignore_errors=True)
 
@@ -175,12 +200,24 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=300_000)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument(
+        "--journal-writer",
+        default="",
+        metavar="W[,W]",
+        help="the journal-on bridge once per writer named (thread, process, auto), in the "
+        "same interleaved repetitions (default: the bridge's own default only)",
+    )
     args = ap.parse_args()
     targets: dict[str, Callable[[int], tuple[float, float]]] = {
         "floor-nl": floor,
         "bridge-nl :memory:": lambda n: bridge(n, ":memory:"),
-        "bridge-nl journal": bridge_journal,
     }
+    writers = [w.strip() for w in args.journal_writer.split(",") if w.strip()]
+    if not writers:
+        targets["bridge-nl journal"] = bridge_journal
+    for writer in writers:
+        targets[f"bridge-nl journal {writer}"] = lambda n, w=writer: bridge_journal(n, writer=w)
+    print(f"# {len(os.sched_getaffinity(0))} CPUs allowed to this run", flush=True)
     rates: dict[str, list[float]] = {name: [] for name in targets}
     cpus: dict[str, list[float]] = {name: [] for name in targets}
     names = list(targets)

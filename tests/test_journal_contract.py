@@ -77,7 +77,7 @@ class Backend:
             return open_history(None, journal=self.location, **kw)
         if self.kind == "sqlite-process":
             return open_history(self.location, writer="process", **kw)
-        return open_history(self.location, **kw)
+        return open_history(self.location, writer="thread", **kw)
 
     def cli_args(self) -> list[str]:
         if self.kind == "postgresql":

@@ -197,7 +197,7 @@ def _reports(proc: subprocess.Popen[bytes], until_ops: int) -> list[tuple[int, i
     return out
 
 
-def _frames() -> list[bytes]:
+def _frames() -> list[bytearray]:
     session = (OP_SESSION, "ses_r", "scripted", "1", "/w", "t", b"{}", "2026", "2026", "tok")
     frames = [encode_frame([session])[0]]
     for k in range(3):

@@ -184,18 +184,18 @@ def test_history_settings_are_what_open_history_takes() -> None:
     assert settings_["writer"] == "process"
 
 
-def test_the_journal_writer_comes_from_the_flag_then_the_config_file_then_thread(
+def test_the_journal_writer_comes_from_the_flag_then_the_config_file_then_auto(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = tmp_path / "config.toml"
     monkeypatch.setenv("AGENT_BRIDGE_CONFIG", str(config))
-    assert history_settings(_parser().parse_args(["serve"]))["writer"] == "thread"
-    config.write_text('[journal]\nwriter = "auto"\n')
     assert history_settings(_parser().parse_args(["serve"]))["writer"] == "auto"
+    config.write_text('[journal]\nwriter = "thread"\n')
+    assert history_settings(_parser().parse_args(["serve"]))["writer"] == "thread"
     line = ["serve", "--journal-writer", "process"]
     assert history_settings(_parser().parse_args(line))["writer"] == "process"
     config.write_text('[journal]\nwriter = "fast"\n')  # not a writer: the default
-    assert history_settings(_parser().parse_args(["serve"]))["writer"] == "thread"
+    assert history_settings(_parser().parse_args(["serve"]))["writer"] == "auto"
     with pytest.raises(SystemExit):
         _parser().parse_args(["serve", "--journal-writer", "fast"])
 
@@ -203,11 +203,16 @@ def test_the_journal_writer_comes_from_the_flag_then_the_config_file_then_thread
 def test_the_journal_s_defaults_are_the_options_defaults() -> None:
     """The defaults ``serve`` (and ``acp``, ``daemon``) parse to are the journal's own, so a
     bridge embedded without the command line keeps the same promises."""
+    import inspect
+
+    from agent_bridge.journal import open_history
     from agent_bridge.journal.memory import DEFAULT_MEMORY_HISTORY_MB
     from agent_bridge.journal.schema import DEFAULT_SYNC
 
     settings_ = history_settings(_parser().parse_args(["serve"]))
     assert settings_["sync"] == DEFAULT_SYNC == "full"
+    assert settings_["writer"] == inspect.signature(open_history).parameters["writer"].default
+    assert settings_["writer"] == "auto"
     assert settings_["memory_bytes"] == DEFAULT_MEMORY_HISTORY_MB * 1024 * 1024
 
 

@@ -327,7 +327,7 @@ SERVE_OPTIONS: Final = (
         "who commits to the SQLite journal: a thread of the bridge, or a process of its "
         "own (off the bridge's interpreter: faster where there are CPUs to spare); auto: "
         "the process when the bridge may use at least 3 CPUs, else the thread (default: "
-        "the configuration file's [journal] writer, else thread)",
+        "the configuration file's [journal] writer, else auto)",
         choices=("auto", "thread", "process"),
     ),
     ServeOption(
@@ -434,7 +434,7 @@ def _journal_config() -> dict[str, Any]:
 
 
 #: ``--journal-writer`` when neither the flag nor the configuration file names one
-DEFAULT_WRITER: Final = "thread"
+DEFAULT_WRITER: Final = "auto"
 
 
 def history_settings(args: Any) -> dict[str, Any]:

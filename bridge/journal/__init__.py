@@ -50,7 +50,7 @@ def open_history(
     journal: str | None = None,
     lease: float | None = None,
     node: str | None = None,
-    writer: WriterMode = "thread",
+    writer: WriterMode = "auto",
     providers: tuple[str, ...] | None = None,
     roots: tuple[str, ...] | None = None,
 ) -> History:

@@ -37,6 +37,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+import msgspec
+
 from agent_bridge.journal.errors import Fault
 from agent_bridge.journal.retention import Retention
 from agent_bridge.journal.writer import OP_EVENTS, RETRY_MAX, RETRY_MIN, EventBatch
@@ -86,10 +88,11 @@ def choose_writer(mode: WriterMode) -> WriterKind:
     return mode
 
 
-def encode_frame(ops: list[tuple[Any, ...]]) -> tuple[bytes, int]:
-    """Return the frame holding ``ops`` (header included) and the number of events in it."""
-    import msgspec
+_encoder = msgspec.msgpack.Encoder()
 
+
+def encode_frame(ops: list[tuple[Any, ...]]) -> tuple[bytearray, int]:
+    """Return the frame holding ``ops`` (header included) and the number of events in it."""
     items: list[Any] = []
     events = 0
     for op in ops:
@@ -107,8 +110,10 @@ def encode_frame(ops: list[tuple[Any, ...]]) -> tuple[bytes, int]:
             events += sum(len(b.bodies) for b in batches)
         else:
             items.append(op)
-    body = msgspec.msgpack.encode(items)
-    return HEADER.pack(len(body)) + body, events
+    frame = bytearray(HEADER.size)
+    _encoder.encode_into(items, frame, HEADER.size)  # the envelopes copied once, here
+    HEADER.pack_into(frame, 0, len(frame) - HEADER.size)
+    return frame, events
 
 
 class ProcessWriter:
@@ -133,7 +138,7 @@ class ProcessWriter:
         self._stdin = -1
         self._stdout = -1
         #: ``(operations through it, events through it, frame)`` not reported committed
-        self._unacked: collections.deque[tuple[int, int, bytes]] = collections.deque()
+        self._unacked: collections.deque[tuple[int, int, bytearray]] = collections.deque()
         self._sent_ops = 0
         self._sent_events = 0
         self._acked_ops = 0
@@ -266,6 +271,9 @@ class ProcessWriter:
         self._stdout = os.dup(proc.stdout.fileno())
         proc.stdin.close()
         proc.stdout.close()
+        from agent_bridge.rpc.pipes import widen_pipe
+
+        widen_pipe(self._stdin)  # a streaming session's frame fits: one write, one wake-up
         os.set_blocking(self._stdin, False)
         os.set_blocking(self._stdout, False)
         self._proc = proc
@@ -278,7 +286,7 @@ class ProcessWriter:
         for _, _, frame in self._unacked:
             self._send(frame)
 
-    def _send(self, frame: bytes) -> None:
+    def _send(self, frame: bytearray) -> None:
         if self._stdin < 0:
             return
         if self._pending:
