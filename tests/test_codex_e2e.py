@@ -341,14 +341,14 @@ async def test_real_codex_skills_are_commands(setup: Setup) -> None:
         assert "$greet the team" in request
         assert "GREET-SKILL-BODY" in request  # Codex injected the skill's instructions
 
+        # a name the session's commands do not hold: refused before a run starts
         unknown = [{"type": "command", "name": "no-such-skill"}]
-        refused = await bridge.result(
-            "run/start", {"sessionId": session, "input": {"content": unknown}}
+        refused = await bridge.call(
+            "run/start", {"sessionId": session, "input": {"content": unknown}}, 30
         )
-        events = await drive(bridge, refused["runId"], timeout=30)
-        assert events[-1]["type"] == "run.failed", events
-        assert events[-1]["error"]["code"] == "invalid_params"
-        assert "no-such-skill" in events[-1]["error"]["details"]["reason"]
+        error = refused["error"]["data"]
+        assert error["code"] == "invalid_params", error
+        assert "no-such-skill" in error["details"]["reason"]
         assert "no-such-skill" not in json.dumps(s.server.response_bodies())  # never sent
 
         _skill(s.codex_home, "farewell", "Say goodbye.")

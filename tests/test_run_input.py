@@ -225,6 +225,63 @@ async def test_bad_input_is_refused_naming_the_block_and_nothing_is_recorded(
         await bridge.terminal()
 
 
+async def test_a_command_the_session_does_not_offer_is_refused_before_the_run(
+    workspace: Path,
+) -> None:
+    """A ``command`` block is checked against the session's commands once its provider
+    has named them: an unknown name is ``invalid_params`` naming it and the block, nothing
+    started or recorded; a known one runs.  A provider that has named none (``known``
+    false) gets any name: it is the judge."""
+    review = {"type": "command", "name": "review", "arguments": "the tests"}
+    unknown = {"type": "command", "name": "no-such-command"}
+    async with running_bridge() as bridge:
+        created = await bridge.result(
+            "session/create",
+            {
+                "provider": "scripted",
+                "workspace": str(workspace),
+                "options": {
+                    "script": {
+                        "commands": [{"name": "review", "description": "Review the diff"}],
+                        "steps": [{"type": "received"}],
+                    }
+                },
+            },
+        )
+        sid = created["session"]["sessionId"]
+        listed = await bridge.result("session/commands", {"sessionId": sid})
+        assert listed["known"] is True
+        for content, field in (
+            ([unknown], "input.content.0"),
+            ([review, unknown], "input.content.1"),
+        ):
+            reply = await bridge.call(
+                "run/start", {"sessionId": sid, "input": {"content": content}, "commandId": "c1"}
+            )
+            error = reply["error"]["data"]
+            assert error["code"] == "invalid_params", error
+            assert error["details"]["field"] == field
+            assert "'no-such-command'" in error["details"]["reason"]
+        assert not [m for m in bridge.received if m.get("method") == "event"]
+        page = await bridge.result("events/read", {"sessionId": sid})
+        assert page["events"] == [] and page["lastSequence"] == 0
+        await bridge.result(
+            "run/start", {"sessionId": sid, "input": {"content": [review]}, "commandId": "c1"}
+        )
+        reply = await bridge.event("text.delta")
+        assert json.loads(reply["payload"]["text"]) == [review]
+        assert (await bridge.terminal())["payload"]["type"] == "run.completed"
+
+        # no list named: passed on to the provider
+        plain = await _session(bridge, workspace)
+        listed = await bridge.result("session/commands", {"sessionId": plain})
+        assert listed == {"commands": [], "known": False}
+        await bridge.result("run/start", {"sessionId": plain, "input": {"content": [unknown]}})
+        reply = await bridge.event("text.delta")
+        assert json.loads(reply["payload"]["text"]) == [unknown]
+        assert (await bridge.terminal())["payload"]["type"] == "run.completed"
+
+
 async def test_malformed_blocks_are_invalid_params_with_a_path(workspace: Path) -> None:
     async with running_bridge() as bridge:
         sid = await _session(bridge, workspace)

@@ -12,7 +12,10 @@ error naming the block (``details.field``: ``input.content.N``) and saying why
 * ``invalid_params``: both or neither of ``text`` and ``content``, an image with both or
   neither of ``data`` and ``path``, invalid base64, bytes that are not the declared image
   type, an image type that cannot be told, a missing file, ``endLine`` without
-  ``startLine`` or before it.
+  ``startLine`` or before it, a ``command`` block naming a command the session's
+  provider does not offer (when it has named its commands: ``session/commands``
+  ``known``; before it has, or for a provider that never does, any name goes to the
+  provider, which answers it as its own front end would).
 
 Nothing is sent, started or recorded for a refused input.  The checks read files (an
 image's bytes, whether a referenced file exists), so the runtime calls this in a worker
@@ -26,6 +29,7 @@ import binascii
 import hashlib
 import os
 import stat
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -34,6 +38,7 @@ import anyio
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.errors import ErrorCode
 from agent_bridge.wire.inputs import (
+    CommandInput,
     FileInput,
     ImageInput,
     ImageRecord,
@@ -82,21 +87,31 @@ def needs_thread(input: RunInput) -> bool:
 
 
 async def prepare(
-    input: RunInput, capabilities: InputCapabilities, workspace: str | None
+    input: RunInput,
+    capabilities: InputCapabilities,
+    workspace: str | None,
+    commands: Collection[str] | None = None,
 ) -> PreparedInput:
     """:func:`prepare_input`, in a worker thread when it reads files or decodes images."""
     if needs_thread(input):
-        return await anyio.to_thread.run_sync(prepare_input, input, capabilities, workspace)
-    return prepare_input(input, capabilities, workspace)
+        return await anyio.to_thread.run_sync(
+            prepare_input, input, capabilities, workspace, commands
+        )
+    return prepare_input(input, capabilities, workspace, commands)
 
 
 def prepare_input(
-    input: RunInput, capabilities: InputCapabilities, workspace: str | None
+    input: RunInput,
+    capabilities: InputCapabilities,
+    workspace: str | None,
+    commands: Collection[str] | None = None,
 ) -> PreparedInput:
-    """Check ``input`` against the provider's input ``capabilities`` and the session's
-    ``workspace``; return what the provider gets and what is recorded.  Raises
-    ``BridgeError`` (``invalid_params``, ``unsupported``, ``workspace_invalid``) with
-    ``details.field`` and ``details.reason``; see the module docstring."""
+    """Check ``input`` against the provider's input ``capabilities``, the session's
+    ``workspace`` and ``commands`` (the names of the commands the provider offers;
+    ``None``: it has named none, so any name is passed on); return what the provider
+    gets and what is recorded.  Raises ``BridgeError`` (``invalid_params``,
+    ``unsupported``, ``workspace_invalid``) with ``details.field`` and
+    ``details.reason``; see the module docstring."""
     if input.text is not None:
         if input.content:
             raise _refuse("invalid_params", "input", "give text or content, not both")
@@ -123,6 +138,16 @@ def prepare_input(
             provider.append(ref)
             record.append(ref)
         else:
+            if (
+                isinstance(block, CommandInput)
+                and commands is not None
+                and block.name not in commands
+            ):
+                raise _refuse(
+                    "invalid_params",
+                    where,
+                    f"the session offers no command {block.name!r} (see session/commands)",
+                )
             provider.append(block)
             record.append(block)
     text = "\n".join(b.text for b in input.content if isinstance(b, TextInput))

@@ -386,7 +386,10 @@ class Run:
         if not descriptor.capabilities.run.steer:
             raise BridgeError("unsupported")
         self._steerable()
-        prepared = await prepare(input, self.session.input_capabilities(), self.session.workspace)
+        session = self.session
+        prepared = await prepare(
+            input, session.input_capabilities(), session.workspace, session.command_names()
+        )
         provider_run = self._steerable()  # it may have ended while the input was checked
         with provider_call(f"run {self.id}: provider steer()"):
             await provider_run.steer(prepared.provider)

@@ -1289,7 +1289,9 @@ class Runtime:
             raise BridgeError("run_active")
         options = resolve_options(session.descriptor.options, params.options, "run")
         capabilities = session.input_capabilities()
-        prepared = await prepare(params.input, capabilities, session.workspace)
+        prepared = await prepare(
+            params.input, capabilities, session.workspace, session.command_names()
+        )
         if command_id is not None:  # a retry may have started it while the input was read
             first = receipts.reserved(command_id, key)
             if first is not None:

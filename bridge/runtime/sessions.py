@@ -267,6 +267,17 @@ class Session:
         ):
             await provider_session.dispose()
 
+    def command_names(self) -> frozenset[str] | None:
+        """The names of the commands the provider offers now (``ProviderSession.
+        commands``), or ``None`` when it has named none (or the session has no provider
+        session now): a ``command`` block is then passed on unchecked."""
+        provider_session = self.provider_session
+        if provider_session is None:
+            return None
+        with provider_call(f"session {self.id}: commands()"):
+            commands = provider_session.commands()
+        return None if commands is None else frozenset(c.name for c in commands)
+
     def policy(self) -> dict[str, Any] | None:
         """The session's policy as the journal keeps it (``SessionRecord.policy``):
         ``retryOnLimit`` and the chosen ``model`` / ``mode``; ``None``: none."""
