@@ -161,6 +161,11 @@
       ;; the chat that are not a press of one (o, s) answer nothing either.
       (should (member "  [Allow once] [Allow for session] [Deny]" (test-lines)))
       (test-type (agent-bridge--buffer s) "o s")
+      ;; nor a RET where the chat keeps point (its end, right after [Deny]): not a button
+      (with-current-buffer (agent-bridge--buffer s)
+        (should (= (point) (point-max)))
+        (should-not (button-at (point))))
+      (ignore-errors (test-type (agent-bridge--buffer s) "RET")) ; "Buffer is read-only"
       (accept-process-output nil 0.3)
       (should (= 1 (agent-bridge-pending-count s)))
       ;; `a' in the chat asks; q, C-g, ESC and an unrelated key dismiss: still pending.
