@@ -289,16 +289,9 @@ ProviderPayload = (
     | SettingsUpdated
 )
 
+#: every payload an event carries: what providers emit, then what the runtime does
 EventPayload = (
-    TextDelta
-    | ThinkingDelta
-    | ToolActivity
-    | PlanUpdated
-    | Usage
-    | Diagnostic
-    | LimitsUpdated
-    | CommandsUpdated
-    | SettingsUpdated
+    ProviderPayload
     | RunStarted
     | RunCompleted
     | RunFailed
