@@ -463,3 +463,73 @@ async def test_real_codex_limits_not_available_without_a_chatgpt_login(setup: Se
         log = bytes(bridge.stderr).decode("utf-8", "replace")
     assert log.count("rate limits are not available here") == 1, log[-2000:]
     assert "authentication required" in log
+
+
+def _v2_responder() -> Any:
+    """The model for multi-agent v2 (``collaboration`` namespace): the main agent spawns
+    ``helper`` (``spawn_agent`` with a task name), the helper runs a command and answers,
+    the main agent waits (short sleeps) until the helper's answer reaches it, then
+    answers."""
+    from standins.responses_server import _input_items, reply, tool_call
+
+    def respond(body: Msg) -> Msg:
+        items = _input_items(body)
+        outputs = {i.get("call_id") for i in items if i.get("type") == "function_call_output"}
+        to_helper = any(
+            i.get("type") == "agent_message" and str(i.get("recipient", "")).endswith("/helper")
+            for i in items
+        )
+        if to_helper:  # the helper's own thread
+            if "child-cmd" in outputs:
+                return reply(text("helper finished"))
+            return reply(tool_call("echo helper-ran", call_id="child-cmd"))
+        answered = any(
+            i.get("type") == "agent_message" and str(i.get("author", "")).endswith("/helper")
+            for i in items
+        )
+        pauses = sum(1 for o in outputs if str(o).startswith("pause-"))
+        if answered or pauses >= 20:
+            return reply(text("ALL DONE"))
+        if "spawn-2" in outputs:  # wait for the helper's answer within the turn
+            return reply(tool_call("sleep 0.5", call_id=f"pause-{pauses}"))
+        call = tool_call(
+            "",
+            name="spawn_agent",
+            arguments={"task_name": "helper", "message": "CHILD-TASK"},
+            call_id="spawn-2",
+        )
+        return reply({**call, "namespace": "collaboration"})
+
+    return respond
+
+
+async def test_real_codex_multi_agent_v2_subagent(tmp_path: Path) -> None:
+    """With multi-agent v2 a spawn is a subAgentActivity item, not a collab call: the same
+    tree (the spawn's tool call runs the helper, the helper's command carries its id)."""
+    codex = require_cli("codex")
+    for name in ("home", "work", "tmp", "codex-home"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "codex-home" / "config.toml").write_text(CONFIG)
+    with ResponsesStandIn(fallback=_v2_responder()) as server:
+        s = Setup(tmp_path, server, codex)
+        params = s.session_params()
+        params["options"]["config"].append("features.multi_agent_v2=true")
+        params["options"]["approvalPolicy"] = "never"
+        async with running_bridge("newline", env=s.env) as bridge:
+            created = await bridge.result("session/create", params, timeout=30)
+            session = created["session"]["sessionId"]
+            events = await drive(bridge, await start(bridge, session, "SPAWN"), timeout=45)
+        assert server.errors == []
+    assert events[-1]["type"] == "run.completed", events[-1]
+    assert "helper finished" not in text_of(events)
+    tools = of_type(events, "tool.activity")
+    spawn = [t for t in tools if t["toolCallId"] == "spawn-2"]
+    assert spawn[0]["status"] == "started" and spawn[0]["name"] == "spawnAgent"
+    assert spawn[0]["subagent"] == {"description": "/root/helper", "status": "running"}
+    assert spawn[-1]["status"] == "completed" and spawn[-1]["output"] == "helper finished"
+    assert spawn[-1]["subagent"]["usage"]["toolUses"] == 1
+    child = [t for t in tools if t["toolCallId"] == "child-cmd"]
+    assert child and {t.get("parentToolCallId") for t in child} == {"spawn-2"}
+    assert child[-1]["status"] == "completed"
+    codes = {e.get("code") for e in of_type(events, "diagnostic")}
+    assert "codex_stray_frame" not in codes and "codex_unmapped_item" not in codes

@@ -16,7 +16,11 @@ The mapping:
   the child asks for says so too; the child's own text and reasoning are not the run's
   reply (its last message is the spawn call's output);
 * the other collab tools (``wait``, ``sendInput``, ``closeAgent`` …) are ordinary tool
-  calls of the thread that makes them, their output the agents' states.
+  calls of the thread that makes them, their output the agents' states;
+* with multi-agent v2 (``features.multi_agent_v2``) a spawn makes no collab item but a
+  ``subAgentActivity`` (``kind: started``, its ``agentThreadId``, ``agentPath``) and one
+  with ``kind: completed`` at the end: the same tool call, started and registered from
+  the first.
 
 :class:`AgentTree` is the session's knowledge of its child threads (they outlive a run).
 """
@@ -42,11 +46,13 @@ from agent_bridge.wire.events import (
 __all__ = [
     "AgentTree",
     "Child",
+    "activity",
     "child_payloads",
     "child_turn_ended",
     "child_usage",
     "collab_completed",
     "collab_started",
+    "is_activity",
     "is_collab",
     "spawned",
 ]
@@ -119,8 +125,60 @@ def _targets(item: dict[str, Any]) -> list[str]:
     return [t for t in item.get("receiverThreadIds") or [] if isinstance(t, str)]
 
 
+def is_activity(item: dict[str, Any]) -> bool:
+    """Whether ``item`` is a ``subAgentActivity`` (multi-agent v2's spawn and end)."""
+    return item.get("type") == "subAgentActivity"
+
+
+def activity(
+    state: TurnState, tree: AgentTree, item: dict[str, Any], parent: str | None
+) -> list[ProviderPayload]:
+    """A ``subAgentActivity`` item (multi-agent v2, where ``spawn_agent`` makes no collab
+    item) of the thread whose run state is ``state``: ``started`` is the subagent's tool
+    call starting (its id the item's, the agent's path as its description) and its thread
+    registered at once; ``completed`` / ``interrupted`` end it when the child's own
+    ``turn/completed`` has not (``interacted``: nothing to show)."""
+    kind = item.get("kind")
+    thread = item.get("agentThreadId")
+    if not isinstance(thread, str) or not thread:
+        return []
+    if kind == "started":
+        call_id = str(item.get("id", ""))
+        out: list[ProviderPayload] = []
+        if state.tools.start(call_id, "spawnAgent") is not None:
+            path = _short(item.get("agentPath"))
+            tool_input = {
+                k: item[k] for k in ("agentPath", "model") if isinstance(item.get(k), str)
+            }
+            out.append(
+                ToolActivity(
+                    call_id,
+                    "spawnAgent",
+                    "started",
+                    input=tool_input or None,
+                    kind="other",
+                    title=_short(f"Agent: {path}" if path else "Agent", 200),
+                    parent_tool_call_id=parent,
+                    subagent=Subagent(description=path, status="running"),
+                )
+            )
+        if tree.get(thread) is None:
+            tree.add(thread, Child(call_id, state, parent))
+        return out
+    child = tree.get(thread)
+    if child is None or kind not in ("completed", "interrupted"):
+        return []
+    return child_turn_ended(child, "completed" if kind == "completed" else "interrupted", None)
+
+
 def spawned(item: dict[str, Any]) -> list[str]:
-    """The threads a completed ``spawnAgent`` call spawned (none for another call)."""
+    """The threads a completed ``spawnAgent`` call or a ``subAgentActivity`` start
+    spawned (none for anything else)."""
+    if is_activity(item):
+        thread = item.get("agentThreadId")
+        if item.get("kind") == "started" and isinstance(thread, str):
+            return [thread]
+        return []
     if _tool(item) != "spawnAgent" or item.get("status") != "completed":
         return []
     return _targets(item)

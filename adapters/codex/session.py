@@ -821,17 +821,17 @@ class CodexSession(ProviderSession):
             if method in ("item/started", "item/completed"):
                 item = p.decode(p.ItemNotification, raw).item
                 started = method == "item/started"
-                if agents.is_collab(item):
+                if agents.is_collab(item) or agents.is_activity(item):
                     parent = child.spawn_call
-                    payloads = (
-                        agents.collab_started(child.state, item, parent)
-                        if started
-                        else agents.collab_completed(child.state, self.tree, item, parent)
-                    )
-                    if not started:
-                        run.emit_all(agents.child_payloads(child, payloads))
-                        payloads = []
-                        run.claim(agents.spawned(item))
+                    if agents.is_activity(item):
+                        payloads = agents.activity(child.state, self.tree, item, parent)
+                    elif started:
+                        payloads = agents.collab_started(child.state, item, parent)
+                    else:
+                        payloads = agents.collab_completed(child.state, self.tree, item, parent)
+                    run.emit_all(agents.child_payloads(child, payloads))
+                    payloads = []
+                    run.claim(agents.spawned(item))
                 elif started:
                     payloads = mapping.item_started(child.state, item)
                 else:
@@ -957,14 +957,22 @@ class CodexSession(ProviderSession):
 
     def _on_item_started(self, run: CodexRun, method: str, raw: bytes) -> None:
         item = p.decode(p.ItemNotification, raw).item
-        if agents.is_collab(item):
+        if agents.is_activity(item):
+            run.emit_all(agents.activity(run.state, self.tree, item, None))
+            run.raw = None
+            run.claim(agents.spawned(item))
+        elif agents.is_collab(item):
             run.emit_all(agents.collab_started(run.state, item, None))
         else:
             run.emit_all(mapping.item_started(run.state, item))
 
     def _on_item_completed(self, run: CodexRun, method: str, raw: bytes) -> None:
         item = p.decode(p.ItemNotification, raw).item
-        if agents.is_collab(item):
+        if agents.is_activity(item):
+            run.emit_all(agents.activity(run.state, self.tree, item, None))
+            run.raw = None
+            run.claim(agents.spawned(item))
+        elif agents.is_collab(item):
             run.emit_all(agents.collab_completed(run.state, self.tree, item, None))
             run.raw = None
             run.claim(agents.spawned(item))
