@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from acp_agent_support import BRIDGE, TAP, check_schema
 from provider_clis import require_cli
@@ -161,4 +162,65 @@ async def test_provider_switch_before_the_first_prompt(
         listed = await conn.list_sessions()
         assert [s.session_id for s in listed.sessions] == [sid]
     assert standin.model_requests() == []
+    check_schema(log)
+
+
+async def test_claude_codes_commands_reach_an_acp_client_and_one_runs(
+    tmp_path: Path, standin: AnthropicStandIn
+) -> None:
+    """The real CLI's slash commands (its initialize answer: built-in ones and the
+    workspace's custom command) reach the ACP client as ``available_commands_update``
+    right after ``session/new``, with description and input hint; a prompt
+    ``/greet Ada`` runs the custom command: the stand-in's request holds the command
+    file's text with the argument in place.  Every message fits ACP's schema."""
+    cli = require_cli("claude")
+    for name in ("home", "config", "tmp", "work"):
+        (tmp_path / name).mkdir()
+    work = tmp_path / "work"
+    commands = work / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "greet.md").write_text(
+        "---\ndescription: Greet someone by name\nargument-hint: <name>\n---\n"
+        "Say the word PINEAPPLE-42 to $ARGUMENTS.\n"
+    )
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "AGENT_BRIDGE_CLAUDE_PATH": cli,
+        "HOME": str(tmp_path / "home"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "ANTHROPIC_BASE_URL": standin.base_url,
+        "ANTHROPIC_API_KEY": "dummy",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }
+    log = tmp_path / "acp.log"
+    argv = [sys.executable, str(TAP), "--log", str(log), "--", BRIDGE, "acp",
+            "--provider", "claude-code", "--state-dir", str(tmp_path / "state")]  # fmt: skip
+    standin.push(Text("PINEAPPLE-42, Ada."))
+    client = Client()
+    async with spawn_agent_process(client, argv[0], *argv[1:], env=env) as (conn, _process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+        await conn.initialize(protocol_version=1)
+        session = await conn.new_session(cwd=str(work), mcp_servers=[])
+        for _ in range(100):  # queued right behind the reply
+            listed = [u for u in client.updates if u.session_update == "available_commands_update"]
+            if listed:
+                break
+            await anyio.sleep(0.05)
+        assert listed, client.updates
+        by_name = {c.name: c for c in listed[0].available_commands}
+        assert by_name["greet"].description.startswith("Greet someone by name")
+        hint = by_name["greet"].input
+        assert hint is not None and hint.root.hint == "<name>"
+        assert "compact" in by_name or "init" in by_name  # the CLI's built-in ones too
+        reply = await conn.prompt(session_id=session.session_id, prompt=[text_block("/greet Ada")])
+        assert reply.stop_reason == "end_turn"
+        assert client.text() == "PINEAPPLE-42, Ada."
+    (turn,) = standin.model_requests()
+    seen = "\n".join(
+        str(b.get("text", "")) if isinstance(b, dict) else str(b)
+        for m in turn.body.get("messages") or []
+        for b in (m["content"] if isinstance(m.get("content"), list) else [m.get("content")])
+    )
+    assert "Say the word PINEAPPLE-42 to Ada." in seen
     check_schema(log)
