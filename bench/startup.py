@@ -52,11 +52,15 @@ def _cpu_ms(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def _sample(env: dict[str, str], state: str, memory: bool) -> tuple[float, float]:
+def _sample(
+    env: dict[str, str], state: str, memory: bool, extra: tuple[str, ...] = ()
+) -> tuple[float, float]:
     """Milliseconds from spawn to the first byte of the reply, and the CPU time the
-    bridge had used by then (steadier on a loaded machine; blind to waits on the disk)."""
+    bridge had used by then (steadier on a loaded machine; blind to waits on the disk);
+    ``extra``: more arguments of ``serve``."""
     argv = [sys.executable, "-m", "agent_bridge", "serve", "--framing", "content-length"]
     argv += ["--state-dir", ":memory:"] if memory else ["--state-dir", state]
+    argv += extra
     t0 = time.perf_counter()
     child = subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
@@ -80,6 +84,12 @@ def main() -> None:
     ap.add_argument("--baseline", help="another checkout (after the rename to agent_bridge)")
     ap.add_argument("--samples", type=int, default=30)
     ap.add_argument("--memory", action="store_true", help="--state-dir :memory: (no journal)")
+    ap.add_argument(
+        "--journal-writer",
+        metavar="W,W",
+        help="instead of --baseline: this tree once per --journal-writer named (e.g. "
+        "thread,process), alternating; the ratio is the second to the first",
+    )
     args = ap.parse_args()
     base_env = dict(os.environ)
     base_env.pop("PYTHONDONTWRITEBYTECODE", None)  # every tree keeps its .pyc files
@@ -92,15 +102,23 @@ def main() -> None:
         trees["base"] = {**base_env, "PYTHONPATH": str(root)}
         states["base"] = tempfile.mkdtemp(prefix="bench-startup-state-")
         scratch.append(states["base"])
+    extras: dict[str, tuple[str, ...]] = {}
+    if args.journal_writer:
+        first, second = (w.strip() for w in args.journal_writer.split(",")[:2])
+        trees = {"base": base_env, "this": base_env}
+        states["base"] = tempfile.mkdtemp(prefix="bench-startup-state-")
+        scratch.append(states["base"])
+        extras = {"base": ("--journal-writer", first), "this": ("--journal-writer", second)}
+        print(f"base: --journal-writer {first}; this: --journal-writer {second}")
     samples: dict[str, list[float]] = {name: [] for name in trees}
     cpus: dict[str, list[float]] = {name: [] for name in trees}
     try:
         for name in trees:  # warm: .pyc files written, journals created
-            _sample(trees[name], states[name], args.memory)
+            _sample(trees[name], states[name], args.memory, extras.get(name, ()))
         for i in range(args.samples):
             order = list(trees) if i % 2 == 0 else list(reversed(trees))
             for name in order:
-                wall, cpu = _sample(trees[name], states[name], args.memory)
+                wall, cpu = _sample(trees[name], states[name], args.memory, extras.get(name, ()))
                 samples[name].append(wall)
                 cpus[name].append(cpu)
     finally:

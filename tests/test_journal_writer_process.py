@@ -328,3 +328,44 @@ def test_auto_is_the_process_only_with_three_cpus_to_run_on() -> None:
         assert choose_writer("auto") == expected
     finally:
         os.sched_setaffinity(0, mine)
+
+
+async def test_a_child_that_cannot_start_is_retried_with_backoff_until_one_can(
+    tmp_path: Path,
+) -> None:
+    """Children that die at start (here: the journal's directory is not there for them)
+    make the journal ``failing`` ``writer_exited`` and are started again with the
+    writer's backoff; what was queued meanwhile waits, and is committed once a child
+    starts; the child says why in one line, no traceback."""
+    from agent_bridge.journal import SessionRecord
+
+    journal = Journal.open(str(tmp_path / "state"), writer="process")
+    writer = journal._writer
+    assert isinstance(writer, ProcessWriter)
+    real = writer._path
+    writer._path = str(tmp_path / "gone" / "journal.sqlite3")
+    err = tmp_path / "stderr"
+    saved = os.dup(2)
+    with open(err, "wb") as f:
+        os.dup2(f.fileno(), 2)  # the children's stderr is the bridge's
+    try:
+        await journal.start(lambda: None)
+        journal.add_session(SessionRecord("ses_s", "scripted", "1", "/w", "t", "2026", "2026"))
+        journal.append("ses_s", 1, 1, b'{"sequence":1}', 0)
+        ticket = journal.mark()
+        with anyio.fail_after(30):
+            while writer.starts < 3:
+                await anyio.sleep(0.01)
+        assert journal.health == "failing" and journal.fault == "writer_exited"
+        assert journal.committed == 0
+        writer._path = real
+        with anyio.fail_after(30):
+            await journal.committed_through(ticket)
+        assert str(journal.health) == "ok" and journal.committed == 1  # (mypy narrowed it)
+        assert await journal.read_events("ses_s", 1, 1) == [b'{"sequence":1}']
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        await journal.aclose()
+    text = err.read_bytes()
+    assert b"cannot open the journal" in text and b"Traceback" not in text

@@ -27,6 +27,7 @@ writer commits what it was given and the child exits 0.
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 from typing import Any
 
@@ -82,8 +83,15 @@ def main(argv: list[str]) -> int:
     def notify(ops: int, events: int, fault: Fault | None) -> None:
         os.write(out, REPORT.pack(ops, events, FAULTS.index(fault)))  # < PIPE_BUF: atomic
 
-    conn = connect(path, busy_timeout=30.0)
-    configure(conn, "full" if sync == "full" else "normal")
+    from agent_bridge.journal.errors import JournalError
+
+    try:
+        conn = connect(path, busy_timeout=30.0)
+        configure(conn, "full" if sync == "full" else "normal")
+    except (JournalError, sqlite3.Error) as exc:
+        # one line, no traceback: the bridge reports writer_exited and starts another
+        log.error("cannot open the journal (%s)", str(exc).splitlines()[0])
+        return 2
     retention = Retention(
         max_age_days=None if max_age == "-" else float(max_age),
         max_bytes=None if max_bytes == "-" else int(max_bytes),
