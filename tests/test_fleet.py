@@ -531,3 +531,43 @@ async def test_takeover_goes_to_a_member_that_can_run_the_sessions_provider(
         more = await events_until(beta, session, "run.started", timeout=30)
         assert more == [more[0]] and more[0]["runId"] == run["runId"]
         assert more[0]["sequence"] == got[-1]["sequence"] + 1
+
+
+async def test_attached_hosts_counts_the_hosts_of_every_member(pg_url: str, tmp_path: Path) -> None:
+    """A session alpha runs, with a host on each of three members: every member lists
+    three attached hosts; once gamma is SIGKILLed its host stops counting when its lease
+    expires, on every member left."""
+    async with fleet(tmp_path, pg_url) as members:
+        alpha, beta, gamma = members["alpha"], members["beta"], members["gamma"]
+        steps: list[dict[str, Any]] = [{"type": "text", "text": "hi"}]
+        session = (await alpha.result("session/create", script_session(steps)))["session"][
+            "sessionId"
+        ]
+        other = (await beta.result("session/create", script_session(steps)))["session"]["sessionId"]
+        for bridge in (beta, gamma):
+            await bridge.result("session/attach", {"sessionId": session})
+
+        async def hosts(bridge: BridgeProcess) -> dict[str, int]:
+            listed = await bridge.result("session/list", {})
+            return {s["sessionId"]: s.get("attachedHosts", 0) for s in listed["sessions"]}
+
+        async def until(bridge: BridgeProcess, want: dict[str, int], within: float) -> None:
+            with anyio.fail_after(within):
+                while True:
+                    seen = await hosts(bridge)
+                    if all(seen.get(k) == v for k, v in want.items()):
+                        return
+                    await anyio.sleep(0.1)
+
+        # each member's own attach is written before its own list; another member's
+        # within the time its member takes to write it (milliseconds)
+        for bridge in (alpha, beta, gamma):
+            await until(bridge, {session: 3, other: 1}, 5)
+        assert gamma.proc is not None
+        gamma.proc.send_signal(signal.SIGKILL)
+        await gamma.proc.wait()
+        killed = anyio.current_time()
+        assert await hosts(alpha) == {session: 3, other: 1}  # gamma's lease still holds
+        for bridge in (alpha, beta):
+            await until(bridge, {session: 2, other: 1}, 3.0 + 3.0)
+        assert anyio.current_time() - killed >= 2.0  # it was the lease, not sooner

@@ -71,6 +71,8 @@ class SessionRecord(msgspec.Struct):
     #: ``retryOnLimit``, and the ``model`` / ``mode`` switched by ``session/configure``);
     #: ``None``: none recorded
     policy: dict[str, Any] | None = None
+    #: a fleet journal only: the hosts attached on every live member
+    attached_hosts: int | None = None
 
 
 def decode_policy(value: Any) -> dict[str, Any] | None:
@@ -323,4 +325,9 @@ class Routable(Protocol):
 
     async def members(self) -> list[Member]:
         """The live members that declared what they serve, this one included."""
+        ...
+
+    async def publish_hosts(self, counts: dict[str, int]) -> None:
+        """Record how many hosts are attached on this member to each session in
+        ``counts`` (0: none any more), for every member's ``session/list``."""
         ...

@@ -32,7 +32,9 @@ _SESSION_COLUMNS = (
     "created_at, updated_at, state, recovery, parent_id, fork_seq, policy, (SELECT b.last_seq "
     "FROM event_blocks b WHERE b.skey = sessions.skey ORDER BY b.first_seq DESC LIMIT 1), "
     "(SELECT o.node FROM owners o WHERE o.token = sessions.owner AND o.expires_at > now()), "
-    "(SELECT count(*) FROM interactions i WHERE i.skey = sessions.skey AND i.status = 'pending')"
+    "(SELECT count(*) FROM interactions i WHERE i.skey = sessions.skey AND i.status = 'pending'), "
+    "(SELECT COALESCE(SUM(a.hosts), 0) FROM attachments a JOIN owners o ON o.token = a.token "
+    "WHERE a.session_id = sessions.session_id AND o.expires_at > now())"
 )
 
 
@@ -57,6 +59,7 @@ def pg_session_record(row: Any) -> SessionRecord:
         last,
         node,
         pending,
+        hosts,
     ) = row
     return SessionRecord(
         session_id=sid,
@@ -75,6 +78,7 @@ def pg_session_record(row: Any) -> SessionRecord:
         node=None if state == "closed" else node,
         pending_interactions=0 if state == "closed" else int(pending or 0),
         policy=decode_policy(policy),
+        attached_hosts=0 if state == "closed" else int(hosts or 0),
     )
 
 

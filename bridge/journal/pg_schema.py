@@ -237,6 +237,14 @@ _TABLES: Final = (
         position BYTEA NOT NULL,
         PRIMARY KEY (skey, seq)
     )""",
+    # hosts attached on each member, per session (docs/fleet.md): counted while the
+    # member's lease holds, deleted with its owner row
+    """CREATE TABLE IF NOT EXISTS attachments (
+        token TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        hosts INTEGER NOT NULL,
+        PRIMARY KEY (session_id, token)
+    )""",
 )
 
 

@@ -420,6 +420,32 @@ class PgJournal(Journal):
 
         return await self._read(self._reader._run, read)  # type: ignore[attr-defined]
 
+    async def publish_hosts(self, counts: dict[str, int]) -> None:
+        """Record the hosts attached here per session in ``counts`` (a row per session
+        with hosts, under this member's token; 0 deletes it), in one transaction.
+        Raises :class:`JournalError`."""
+        token = self._owner.token
+        keep = [(token, sid, n) for sid, n in counts.items() if n > 0]
+        drop = [sid for sid, n in counts.items() if n <= 0]
+
+        def write(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction():
+                if drop:
+                    conn.execute(
+                        "DELETE FROM attachments WHERE token = %s AND session_id = ANY(%s)",
+                        (token, drop),
+                    )
+                if keep:
+                    with conn.cursor() as cur:
+                        cur.executemany(
+                            "INSERT INTO attachments (token, session_id, hosts) "
+                            "VALUES (%s, %s, %s) ON CONFLICT (session_id, token) "
+                            "DO UPDATE SET hosts = EXCLUDED.hosts",
+                            keep,
+                        )
+
+        await self._read(self._reader._run, write)  # type: ignore[attr-defined]
+
     async def route(
         self, kind: str, key: str, method: str, params: bytes, timeout: float = 30.0
     ) -> tuple[bytes | None, str | None] | None:
@@ -515,15 +541,11 @@ class PgJournal(Journal):
         with self._control_lock:
             try:
                 try:
-                    self._control_conn().execute(
-                        "DELETE FROM owners WHERE token = %s", (self._owner.token,)
-                    )
+                    _leave(self._control_conn(), self._owner.token)
                 except Exception:
                     if not self._pg.broken:
                         raise
-                    self._control_conn().execute(
-                        "DELETE FROM owners WHERE token = %s", (self._owner.token,)
-                    )
+                    _leave(self._control_conn(), self._owner.token)
             except Exception as exc:
                 log.error("journal: could not record this process's exit (%s)", one_line(exc))
             with contextlib.suppress(Exception):
@@ -674,6 +696,13 @@ class PgJournal(Journal):
         return "deleted"
 
 
+def _leave(conn: psycopg.Connection[Any], token: str) -> None:
+    """Delete the owner ``token``'s row and its attached hosts (it is closing)."""
+    with conn.transaction():
+        conn.execute("DELETE FROM owners WHERE token = %s", (token,))
+        conn.execute("DELETE FROM attachments WHERE token = %s", (token,))
+
+
 def _lock_key(conn: psycopg.Connection[Any], token: str) -> int:
     row = conn.execute("SELECT hashtext(%s)", (token,)).fetchone()
     assert row is not None
@@ -722,6 +751,7 @@ def recover_if_dead(conn: psycopg.Connection[Any], token: str, node: str, clock:
                 close_crashed_session(conn, int(skey), str(session_id), str(state), clock)
                 notes.append(f"{session_id} {pg_last_sequence(conn, int(skey))}")
             conn.execute("DELETE FROM owners WHERE token = %s", (token,))
+            conn.execute("DELETE FROM attachments WHERE token = %s", (token,))
             if notes:  # hosts following these sessions on other members read the ends
                 notify_lines(conn, CHANNEL, notes)
             if sessions:

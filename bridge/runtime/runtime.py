@@ -43,12 +43,20 @@ import msgspec
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.ids import Clock, IdFactory
-from agent_bridge.journal import Followable, History, MemoryHistory, Routable, SessionRecord
+from agent_bridge.journal import (
+    Followable,
+    History,
+    JournalError,
+    MemoryHistory,
+    Routable,
+    SessionRecord,
+)
 from agent_bridge.options import resolve_options, restore_withheld, storable_options
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime.boundary import provider_call, quietly
 from agent_bridge.runtime.fleet import create_placed, declare, succeed
 from agent_bridge.runtime.following import follow_remote
+from agent_bridge.runtime.hosts import HostCounts
 from agent_bridge.runtime.inputs import image_type, prepare
 from agent_bridge.runtime.native import import_history, native_session_id
 from agent_bridge.runtime.reading import catch_up, check_page, guard, read_page, replay
@@ -202,6 +210,8 @@ class Runtime:
         self._remote_subs: dict[tuple[str, Subscriber], Subscription] = {}
         #: set once a fleet member recorded what it serves (:func:`.fleet.declare`)
         self.declared = anyio.Event()
+        #: a fleet member's attached hosts, published for every member's session/list
+        self._hosts: HostCounts | None = None
         #: one lock per provider session being continued (two hosts at once: one binds)
         self._binding: dict[tuple[str, str], anyio.Lock] = {}
 
@@ -212,6 +222,8 @@ class Runtime:
         if isinstance(self.history, Routable):  # a fleet member: others route requests here
             self._tg.start_soon(serve_routed, self)
             self._tg.start_soon(declare, self)  # what this member serves, for placement
+            self._hosts = HostCounts(self.history, self._host_counts)
+            self._tg.start_soon(self._hosts.run)
         if hasattr(self.history, "on_takeover"):
             self.history.on_takeover = self._take_over
         return self
@@ -321,6 +333,7 @@ class Runtime:
             self._remote.pop(key).cancel()
         for key in [key for key in self._remote_subs if key[1] is subscriber]:
             del self._remote_subs[key]
+        self._hosts_changed()
 
     # ------------------------------------------------------------------ providers
 
@@ -426,8 +439,25 @@ class Runtime:
             last_sequence,
         )
         session.stream.on_lag = self._catch_up
+        session.stream.on_hosts = self._hosts_changed
         session.on_native_ref = self._bind_own
         return session
+
+    def _hosts_changed(self) -> None:
+        if self._hosts is not None:
+            self._hosts.changed()
+
+    def _host_counts(self) -> dict[str, int]:
+        """Hosts attached here per session: an open session's subscribers, and the
+        hosts following a session another member runs."""
+        counts = {
+            sid: len(session.stream.subscriptions)
+            for sid, session in self.sessions.items()
+            if session.state != "closed" and session.stream.subscriptions
+        }
+        for sid, _ in self._remote:
+            counts[sid] = counts.get(sid, 0) + 1
+        return counts
 
     def _catch_up(self, stream: EventStream, subscription: Subscription) -> None:
         """Start bringing a client that fell behind back from the journal (each client
@@ -1011,6 +1041,7 @@ class Runtime:
             scope = self._remote.pop(key, None)
             if scope is not None:
                 scope.cancel()
+        self._hosts_changed()
         return subscriptions
 
     async def resume_taken_over(self, session_id: str) -> SessionInfo:
@@ -1049,6 +1080,7 @@ class Runtime:
             return
         scope = self._remote[key] = anyio.CancelScope()
         self._remote_subs[key] = subscription
+        self._hosts_changed()
 
         async def follow() -> None:
             try:
@@ -1057,6 +1089,7 @@ class Runtime:
             finally:
                 if self._remote.get(key) is scope:
                     del self._remote[key]
+                    self._hosts_changed()
 
         self._tg.start_soon(follow)
 
@@ -1112,16 +1145,28 @@ class Runtime:
             # a workspace that does not exist (any more) is matched as given
             with contextlib.suppress(BridgeError):
                 workspace = resolve_workspace(workspace)
+        if self._hosts is not None:  # this member's own count is current in the list
+            with contextlib.suppress(JournalError):
+                await self._hosts.sync()
         records, next_cursor = await guard(
             self.history.list_sessions(provider, workspace, cursor, limit)
         )
         out = [
-            self.sessions[r.session_id].info(counts=True, node=r.node)
+            self._listed(self.sessions[r.session_id], r)
             if r.session_id in self.sessions
             else record_info(r)
             for r in records
         ]
         return out, next_cursor
+
+    @staticmethod
+    def _listed(session: Session, record: SessionRecord) -> SessionInfo:
+        """An open session as ``session/list`` shows it: its own counts, the fleet's
+        attached hosts where the history counts them across members."""
+        info = session.info(counts=True, node=record.node)
+        if record.attached_hosts is None or session.state == "closed":
+            return info
+        return msgspec.structs.replace(info, attached_hosts=record.attached_hosts)
 
     def retitle_session(self, session_id: str, title: str | None) -> SessionInfo:
         """Give an open session of this process a new ``title`` (``None``: none); it is
@@ -1198,6 +1243,7 @@ class Runtime:
         if session.state == "active":
             self.services.check_writable()
         await session.close(reason)
+        self._hosts_changed()
         await self.services.durable()
         return session.info()
 

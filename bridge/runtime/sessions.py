@@ -60,6 +60,7 @@ def record_info(record: SessionRecord) -> SessionInfo:
         else SessionParent(record.parent_id, record.fork_sequence),
         node=record.node,
         pending_interactions=record.pending_interactions,
+        attached_hosts=record.attached_hosts or 0,
     )
 
 

@@ -269,6 +269,7 @@ class EventStream:
         "clock",
         "delivery",
         "last_sequence",
+        "on_hosts",
         "on_lag",
         "raw_id",
         "raw_object",
@@ -304,6 +305,8 @@ class EventStream:
         #: (the runtime starts its catch-up from the journal); ``None``: a slow
         #: subscriber holds the producers back, as it always does when it is the only one
         self.on_lag: Callable[[EventStream, Subscription], None] | None = None
+        #: told when a subscriber comes or goes (a fleet member publishes its host counts)
+        self.on_hosts: Callable[[], None] | None = None
         #: set when a lagging subscription is live again (only while producers wait)
         self._rejoined: anyio.Event | None = None
 
@@ -525,6 +528,8 @@ class EventStream:
         if subscription is None:
             subscription = Subscription(subscriber, self.last_sequence)
             self.subscriptions[subscriber] = subscription
+            if self.on_hosts is not None:
+                self.on_hosts()
         return subscription
 
     def begin_replay(self, subscription: Subscription, after: int) -> None:
@@ -548,7 +553,8 @@ class EventStream:
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
         """Stop sending to ``subscriber`` (it detached)."""
-        self.subscriptions.pop(subscriber, None)
+        if self.subscriptions.pop(subscriber, None) is not None and self.on_hosts is not None:
+            self.on_hosts()
 
     def committed_sequence(self) -> int:
         """The newest sequence that is durable."""
