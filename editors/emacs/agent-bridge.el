@@ -1222,10 +1222,14 @@ E.g. (\"model sonnet\" \"permissionMode plan\")."
 
 (defun agent-bridge--workspace ()
   "Return the workspace of a session created from the current buffer.
-Its project's root (`project-current'), else its directory."
-  (let ((project (project-current)))
-    (directory-file-name
-     (file-truename (if project (project-root project) default-directory)))))
+In a chat or its prompt area, the workspace of its session; else the
+buffer's project root (`project-current'), else its directory."
+  (let ((s (and (derived-mode-p 'agent-bridge-chat-mode 'agent-bridge-input-mode)
+                (agent-bridge--current-session))))
+    (or (and s (agent-bridge--session-workspace s))
+        (let ((project (project-current)))
+          (directory-file-name
+           (file-truename (if project (project-root project) default-directory)))))))
 
 (defun agent-bridge--create (provider options title &optional workspace)
   "Create a session on PROVIDER (a descriptor) with OPTIONS and TITLE; show it.
