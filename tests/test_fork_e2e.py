@@ -274,6 +274,38 @@ async def test_claude_fork_inside_a_run(tmp_path: Path, standin: AnthropicStandI
     assert not [b for b in blocks(at_mid) if b["type"] in ("tool_use", "tool_result")]
 
 
+async def test_a_fork_keeps_the_model_and_mode_chosen_for_its_original(
+    tmp_path: Path, standin: AnthropicStandIn
+) -> None:
+    """The model and mode ``session/configure`` chose for a session are the fork's too
+    (the CLI is forked with the session's options, then switched as the original was):
+    the fork's first request asks the stand-in for the chosen model."""
+    env = claude_env(tmp_path, standin)
+    standin.push(Text("One."), Text("Two."))
+    async with bridge(env, "--state-dir", str(tmp_path / "state")) as b:
+        created = await b.result(
+            "session/create",
+            {"provider": "claude-code", "workspace": str(tmp_path / "work")},
+            timeout=30,
+        )
+        original = created["session"]["sessionId"]
+        await b.result(
+            "session/configure",
+            {"sessionId": original, "model": "claude-stand-in-2", "mode": "acceptEdits"},
+            timeout=30,
+        )
+        await turn(b, original, "first")
+        forked = await b.result("session/fork", {"sessionId": original}, timeout=30)
+        fork = forked["session"]["sessionId"]
+        settings = await b.result("session/settings", {"sessionId": fork})
+        assert settings["model"]["current"] == "claude-stand-in-2"
+        assert settings["mode"]["current"] == "acceptEdits"
+        await turn(b, fork, "second")
+    first, second = standin.model_requests()
+    assert first.body["model"] == second.body["model"] == "claude-stand-in-2"
+    assert "first" in texts(second)  # the fork's history, not a new conversation
+
+
 async def test_fork_refused_where_the_provider_cannot(tmp_path: Path) -> None:
     async with bridge({}) as b:
         created = await b.result("session/create", {"provider": "scripted"})

@@ -7,6 +7,7 @@ tests/test_limit_retry_e2e.py does it with the real Claude Code CLI."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -121,3 +122,39 @@ async def test_the_policy_and_chosen_settings_survive_a_bridge_restart(tmp_path:
         "limit_retry_waiting",
         "limit_retry_started",
     ]
+
+
+async def test_a_chosen_model_no_longer_offered_does_not_fail_the_reopen(
+    tmp_path: Path,
+) -> None:
+    """A model chosen earlier that the provider does not offer when the session is
+    reopened: the reopen succeeds with the provider's own model, a ``diagnostic``
+    ``settings_not_restored`` (a session event) says so, and the rest of the policy
+    (here the chosen mode) still applies."""
+    state = tmp_path / "state"
+    script = _script("1")
+    script["settings"] = {
+        "model": {"available": [{"id": "small"}, {"id": "large"}], "current": "small"},
+        "mode": {"available": [{"id": "ask"}, {"id": "plan"}], "current": "ask"},
+    }
+    async with running_bridge("newline", "--state-dir", str(state)) as bridge:
+        session = await _session(bridge, script, None)
+        await bridge.result("session/configure", {"sessionId": session, "mode": "plan"})
+    # as if the provider had since dropped a model the session had chosen
+    conn = sqlite3.connect(state / "journal.sqlite3")
+    with conn:
+        conn.execute(
+            "UPDATE sessions SET policy = ? WHERE session_id = ?",
+            (b'{"model":"retired","mode":"plan"}', session),
+        )
+    conn.close()
+    async with running_bridge("newline", "--state-dir", str(state)) as bridge:
+        await bridge.result("session/resume", {"sessionId": session})
+        settings = await bridge.result("session/settings", {"sessionId": session})
+        assert settings["model"]["current"] == "small"
+        assert settings["mode"]["current"] == "plan"
+        page = await bridge.result("events/read", {"sessionId": session})
+    diagnostics = [e["payload"] for e in page["events"] if e["payload"]["type"] == "diagnostic"]
+    assert [d["code"] for d in diagnostics] == ["settings_not_restored"]
+    assert "model" in diagnostics[0]["message"]
+    assert "retired" not in diagnostics[0]["message"]  # a code, not the value

@@ -640,6 +640,15 @@ class Runtime:
             parent=SessionParent(session_id, at),
             resolved=options,
         )
+        fork = self.sessions.get(info.session_id)
+        policy = live.policy() if live is not None else record.policy
+        if fork is not None and policy:
+            # the fork goes on as the original would: its retryOnLimit, and the model
+            # and mode chosen for it (the provider forks with the session's options)
+            fork.restore_policy(policy)
+            self.history.update_session(fork.id, policy=fork.policy())
+            await self._restore_settings(fork)
+            await self.flush()
         return SessionForkResult(info, 0 if point is None else point[0])
 
     async def _check_fork_point(
@@ -764,26 +773,29 @@ class Runtime:
             model = None
         if settings.mode is not None and settings.mode.current == mode:
             mode = None
-        if model is None and mode is None:
-            return
-        try:
-            with provider_call(f"session {session.id}: configure"):
-                await provider_session.configure(model, mode)
-        except BridgeError as exc:
-            log.warning(
-                "session %s: the model/mode chosen earlier was not set again: %s",
-                session.id,
-                exc.error_code,
-            )
-            session.stream.publish(
-                None,
-                Diagnostic(
-                    level="warning",
-                    code="settings_not_restored",
-                    message="the model or mode chosen earlier could not be set again "
-                    f"({exc.error_code}); the session runs with the provider's own",
-                ),
-            )
+        # one at a time: a model no longer offered does not cost the mode
+        for what, choice in (("model", (model, None)), ("mode", (None, mode))):
+            if choice == (None, None):
+                continue
+            try:
+                with provider_call(f"session {session.id}: configure"):
+                    await provider_session.configure(*choice)
+            except BridgeError as exc:
+                log.warning(
+                    "session %s: the %s chosen earlier was not set again: %s",
+                    session.id,
+                    what,
+                    exc.error_code,
+                )
+                session.stream.publish(
+                    None,
+                    Diagnostic(
+                        level="warning",
+                        code="settings_not_restored",
+                        message=f"the {what} chosen earlier could not be set again "
+                        f"({exc.error_code}); the session runs with the provider's own",
+                    ),
+                )
 
     def _reopened(
         self,
