@@ -127,6 +127,12 @@
                                     (vconcat (mapcar (lambda (c) (plist-get c :name))
                                                      (agent-bridge--session-commands s)))
                                     :lines (vconcat (test-lines)))))
+        ;; A session made from the chat takes its session's workspace, wherever the
+        ;; chat buffer's directory is.
+        (with-current-buffer (agent-bridge--buffer s)
+          (let ((default-directory "/"))
+            (should (equal (agent-bridge--workspace)
+                           (directory-file-name (file-truename (getenv "AB_WORK")))))))
         ;; From the chat itself: refused, nothing is sent.
         (switch-to-buffer (agent-bridge--buffer s))
         (should-error (agent-bridge-send "x") :type 'user-error)))
