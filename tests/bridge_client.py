@@ -56,9 +56,13 @@ class BridgeProcess:
         args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
         validate: bool = True,
+        prefix: tuple[str, ...] = (),
     ) -> None:
         self.framing = framing
         self.args = args
+        #: a command the bridge runs under (``unshare --net``: a network namespace of its
+        #: own); it must exec the bridge in its own process (the pid stays the bridge's)
+        self.prefix = prefix
         self.extra_env = env or {}
         self.proc: anyio.abc.Process | None = None
         self.sent: list[Message] = []
@@ -94,7 +98,9 @@ class BridgeProcess:
             self.state_dir = tempfile.mkdtemp(prefix="bridge-state-")
             env["AGENT_BRIDGE_STATE_DIR"] = self.state_dir
         self.proc = await anyio.open_process(
-            [sys.executable, "-m", "agent_bridge", "serve", *self.args], env=env, cwd=str(ROOT)
+            [*self.prefix, sys.executable, "-m", "agent_bridge", "serve", *self.args],
+            env=env,
+            cwd=str(ROOT),
         )
         tg.start_soon(self._read)
         tg.start_soon(self._read_stderr)
