@@ -2028,10 +2028,20 @@ export interface SubagentUsage {
   [key: string]: unknown;
 }
 
-/** A piece of the assistant's reply text. */
+/**
+ * A piece of the assistant's reply text.
+ *
+ * `messageId`: the provider's own id of the message this text belongs to (Claude
+ * Code: the model's message id; Codex: the item id), where the provider gives one.  It
+ * is the same on the events streamed live and on those projected later from the
+ * provider's history (`provider/sessions/read`, a continued session's imported
+ * events), so a host merging both keeps one copy of a message (a tool's is its
+ * `callId`).
+ */
 export interface TextDelta {
   type: "text.delta";
   text: string;
+  messageId?: string | null;
   [key: string]: unknown;
 }
 
@@ -2041,10 +2051,11 @@ export interface TextInput {
   text: string;
 }
 
-/** A piece of the model's visible reasoning. */
+/** A piece of the model's visible reasoning; `messageId` as for `text.delta`. */
 export interface ThinkingDelta {
   type: "thinking.delta";
   text: string;
+  messageId?: string | null;
   [key: string]: unknown;
 }
 

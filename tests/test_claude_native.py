@@ -75,7 +75,9 @@ def test_projection_of_the_cli_records(config: Path) -> None:
     assert page.coverage == "exact"
     events = [e for r in page.records for e in r.events]
     assert RunStarted(input="say hello") in events
-    assert TextDelta(text="(stand-in: no scripted reply left)") in events
+    assert (
+        TextDelta(text="(stand-in: no scripted reply left)", message_id="msg_standin_1") in events
+    )
     assert not [e for e in events if isinstance(e, Diagnostic)]  # every type is known
 
 

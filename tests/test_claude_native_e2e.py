@@ -91,7 +91,12 @@ async def test_cli_session_discovered_and_read_through_serve(tmp_path: Path) -> 
         assert [r["raw"].encode() for r in records] == lines
         events = [e for r in records for e in r.get("events", ())]
         assert {"type": "run.started", "input": "remember the word pelican"} in events
-        assert {"type": "text.delta", "text": "Hello from the terminal."} in events
+        assert [
+            e.get("messageId") for e in events if e.get("text") == "Hello from the terminal."
+        ] != [None]
+        assert {"type": "text.delta", "text": "Hello from the terminal."} in [
+            {k: v for k, v in e.items() if k != "messageId"} for e in events
+        ]
 
         newest = await b.result(
             "provider/sessions/read",

@@ -170,6 +170,22 @@ def _envelope(seq: int, run: str | None, payload: dict[str, Any]) -> bytes:
     return msgspec.json.encode(env)
 
 
+def test_a_settled_page_folds_each_message_apart_and_keeps_its_id() -> None:
+    """Deltas of two messages of one run (``messageId``) fold into one event each, each
+    with its message's id: the identity a host merges live and historical events by."""
+    bodies = [
+        _envelope(1, "run_a", {"type": "text.delta", "text": "He", "messageId": "m1"}),
+        _envelope(2, "run_a", {"type": "text.delta", "text": "llo", "messageId": "m1"}),
+        _envelope(3, "run_a", {"type": "text.delta", "text": "Bye", "messageId": "m2"}),
+        _envelope(4, "run_a", {"type": "text.delta", "text": ".", "messageId": "m2"}),
+    ]
+    settled = [msgspec.json.decode(b)["payload"] for b in settle(bodies)]
+    assert settled == [
+        {"type": "text.delta", "text": "Hello", "messageId": "m1"},
+        {"type": "text.delta", "text": "Bye.", "messageId": "m2"},
+    ]
+
+
 _kinds = st.sampled_from(["text", "thinking", "tool", "other-run-text"])
 
 

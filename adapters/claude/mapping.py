@@ -599,6 +599,8 @@ class TurnState:
     tools: ToolCalls = field(default_factory=ToolCalls)
     #: Ids of assistant messages whose text was already streamed as deltas.
     streamed: set[str] = field(default_factory=set)
+    #: The id of the assistant message being streamed (its ``message_start``'s).
+    message_id: str | None = None
     #: Prompt size of the last model request (``None`` until one started).
     prompt_tokens: int | None = None
     output_tokens: int = 0
@@ -618,8 +620,9 @@ class TurnState:
 
 
 def stream_event_payloads(state: TurnState, message: Mapping[str, Any]) -> list[ProviderPayload]:
-    """The payloads of a ``stream_event`` (token deltas); records the message id (so its
-    full ``assistant`` copy is not repeated) and the token counts in ``state``.  A
+    """The payloads of a ``stream_event`` (token deltas, each naming its message's id);
+    records the message id (so its full ``assistant`` copy is not repeated) and the token
+    counts in ``state``.  A
     subagent's stream (``parent_tool_use_id`` set) yields nothing."""
     if message.get("parent_tool_use_id") is not None:
         return []
@@ -632,14 +635,16 @@ def stream_event_payloads(state: TurnState, message: Mapping[str, Any]) -> list[
         if not isinstance(delta, dict):
             return []
         if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-            return [TextDelta(text=delta["text"])]
+            return [TextDelta(text=delta["text"], message_id=state.message_id)]
         if delta.get("type") == "thinking_delta" and isinstance(delta.get("thinking"), str):
-            return [ThinkingDelta(text=delta["thinking"])]
+            return [ThinkingDelta(text=delta["thinking"], message_id=state.message_id)]
     elif kind == "message_start":
         body = event.get("message")
         if isinstance(body, dict):
-            if isinstance(body.get("id"), str):
-                state.streamed.add(body["id"])
+            message_id = body.get("id")
+            state.message_id = message_id if isinstance(message_id, str) else None
+            if isinstance(message_id, str):
+                state.streamed.add(message_id)
             usage = body.get("usage")
             state.prompt_tokens = prompt_tokens(usage)
             state.output_tokens = _nonneg_int(
@@ -668,6 +673,7 @@ def assistant_payloads(state: TurnState, message: Mapping[str, Any]) -> list[Pro
     parent = parent if isinstance(parent, str) and parent else None
     main_thread = parent is None
     streamed = body.get("id") in state.streamed
+    message_id = body["id"] if isinstance(body.get("id"), str) else None
     content = body.get("content")
     for block in content if isinstance(content, list) else ():
         if not isinstance(block, dict):
@@ -697,9 +703,9 @@ def assistant_payloads(state: TurnState, message: Mapping[str, Any]) -> list[Pro
         elif synthetic or streamed or not main_thread:
             continue
         elif kind == "text" and _nonempty(block.get("text")):
-            out.append(TextDelta(text=block["text"]))
+            out.append(TextDelta(text=block["text"], message_id=message_id))
         elif kind == "thinking" and _nonempty(block.get("thinking")):
-            out.append(ThinkingDelta(text=block["thinking"]))
+            out.append(ThinkingDelta(text=block["thinking"], message_id=message_id))
     return out
 
 

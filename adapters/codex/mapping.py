@@ -433,14 +433,17 @@ def once(
     return [Diagnostic(level=level, code=code, message=message)]
 
 
-def _text(state: TurnState, text: str, *, first: bool) -> list[ProviderPayload]:
+def _text(state: TurnState, text: str, *, first: bool, item_id: str) -> list[ProviderPayload]:
+    """Text of the agent message ``item_id`` (its ``messageId``, as in the rollout)."""
     if not text:
         return []
+    message_id = item_id or None
     out: list[ProviderPayload] = []
     if first and state.text_seen:
-        out.append(TextDelta(text="\n\n"))  # a new agent message in the same turn
+        # a new agent message in the same turn
+        out.append(TextDelta(text="\n\n", message_id=message_id))
     state.text_seen = True
-    out.append(TextDelta(text=text))
+    out.append(TextDelta(text=text, message_id=message_id))
     return out
 
 
@@ -448,18 +451,22 @@ def agent_delta(state: TurnState, delta: p.DeltaNotification) -> list[ProviderPa
     """``item/agentMessage/delta`` → text."""
     item = state.items.setdefault(delta.item_id, Item("text"))
     item.deltas += 1
-    return _text(state, delta.delta, first=item.deltas == 1)
+    return _text(state, delta.delta, first=item.deltas == 1, item_id=delta.item_id)
 
 
 def reasoning_delta(state: TurnState, delta: p.DeltaNotification) -> list[ProviderPayload]:
     """``item/reasoning/summaryTextDelta`` / ``textDelta`` → thinking."""
     state.items.setdefault(delta.item_id, Item("thinking")).deltas += 1
-    return [ThinkingDelta(text=delta.delta)] if delta.delta else []
+    return (
+        [ThinkingDelta(text=delta.delta, message_id=delta.item_id or None)] if delta.delta else []
+    )
 
 
 def summary_part(delta: p.DeltaNotification) -> list[ProviderPayload]:
     """``item/reasoning/summaryPartAdded`` → a paragraph break after the first part."""
-    return [ThinkingDelta(text="\n\n")] if delta.summary_index else []
+    if not delta.summary_index:
+        return []
+    return [ThinkingDelta(text="\n\n", message_id=delta.item_id or None)]
 
 
 def output_delta(state: TurnState, delta: p.DeltaNotification) -> list[ProviderPayload]:
@@ -543,14 +550,14 @@ def item_completed(state: TurnState, item: dict[str, Any]) -> list[ProviderPaylo
     known = state.items.get(item_id)
     if kind == "agentMessage":
         if known is None or known.deltas == 0:
-            return _text(state, str(item.get("text") or ""), first=True)
+            return _text(state, str(item.get("text") or ""), first=True, item_id=item_id)
         return []
     if kind == "reasoning":
         if known is None or known.deltas == 0:
             summary = item.get("summary") or []
             text = "\n\n".join(str(s) for s in summary if s)
             if text:
-                return [ThinkingDelta(text=text)]
+                return [ThinkingDelta(text=text, message_id=item_id or None)]
         return []
     if tool_of(item) is None:
         return []

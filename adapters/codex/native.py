@@ -401,13 +401,14 @@ def _event(payload: dict[str, Any]) -> tuple[EventPayload, ...] | None:
 
 def _item(item: dict[str, Any]) -> tuple[EventPayload, ...] | None:
     kind = item.get("type")
+    item_id = item.get("id") if isinstance(item.get("id"), str) and item.get("id") else None
     if kind == "AgentMessage":
         text = _texts(item.get("content"), "Text")
-        return (TextDelta(text=text),) if text else ()
+        return (TextDelta(text=text, message_id=item_id),) if text else ()
     if kind == "Reasoning":
         parts = item.get("summary_text") or item.get("raw_content")
         texts = [p for p in parts if isinstance(p, str)] if isinstance(parts, list) else []
-        return (ThinkingDelta(text="\n".join(texts)),) if texts else ()
+        return (ThinkingDelta(text="\n".join(texts), message_id=item_id),) if texts else ()
     if kind == "CommandExecution":
         call_id = item.get("id")
         if not isinstance(call_id, str):

@@ -1,8 +1,9 @@
 """The settled projection of a page of events (sans-I/O).
 
 In a settled page every maximal run of *consecutive* events (adjacent sequences) that are
-``text.delta`` of one run becomes one ``text.delta`` event carrying their concatenated
-text; likewise ``thinking.delta``.  The folded event keeps the ``eventId``,
+``text.delta`` of one run (and one ``messageId``, when the provider names its messages)
+becomes one ``text.delta`` event carrying their concatenated text and that ``messageId``;
+likewise ``thinking.delta``.  The folded event keeps the ``eventId``,
 ``sequence`` and ``occurredAt`` of the *last* delta it stands for, and says where the
 group began in ``foldedFrom``; a group of one delta is left as it is.  Any other event
 in between (tool activity, an interaction, usage…) ends a group.
@@ -27,9 +28,10 @@ from agent_bridge.wire.events import EventEnvelope, TextDelta, ThinkingDelta
 __all__ = ["settle"]
 
 
-class _Payload(msgspec.Struct):
+class _Payload(msgspec.Struct, rename="camel"):
     type: str
     text: str | None = None
+    message_id: str | None = None
 
 
 class _Peek(msgspec.Struct, rename="camel"):
@@ -67,7 +69,7 @@ def settle(bodies: Sequence[bytes]) -> list[bytes]:
             envelope = _envelope().decode(last[1])
             folded = msgspec.structs.replace(
                 envelope,
-                payload=_FOLDED[first.payload.type](text=text),
+                payload=_FOLDED[first.payload.type](text=text, message_id=first.payload.message_id),
                 folded_from=first.sequence,
             )
             out.append(msgspec.json.encode(folded))
@@ -81,6 +83,7 @@ def settle(bodies: Sequence[bytes]) -> list[bytes]:
                 head = group[-1][0]
                 if (
                     head.payload.type != kind
+                    or head.payload.message_id != peek.payload.message_id
                     or head.run_id != peek.run_id
                     or head.sequence + 1 != peek.sequence
                 ):

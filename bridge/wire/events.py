@@ -48,15 +48,24 @@ __all__ = [
 
 
 class TextDelta(WireStruct, frozen=True, tag="text.delta", tag_field="type"):
-    """A piece of the assistant's reply text."""
+    """A piece of the assistant's reply text.
+
+    ``messageId``: the provider's own id of the message this text belongs to (Claude
+    Code: the model's message id; Codex: the item id), where the provider gives one.  It
+    is the same on the events streamed live and on those projected later from the
+    provider's history (``provider/sessions/read``, a continued session's imported
+    events), so a host merging both keeps one copy of a message (a tool's is its
+    ``callId``)."""
 
     text: str
+    message_id: str | None = None
 
 
 class ThinkingDelta(WireStruct, frozen=True, tag="thinking.delta", tag_field="type"):
-    """A piece of the model's visible reasoning."""
+    """A piece of the model's visible reasoning; ``messageId`` as for ``text.delta``."""
 
     text: str
+    message_id: str | None = None
 
 
 class SubagentUsage(WireStruct, frozen=True):
