@@ -327,6 +327,13 @@ class AgentProvider(abc.ABC):
         output and time.  The default says it is available."""
         return Availability(status="available")
 
+    async def read_limits(self) -> LimitsUpdated | None:
+        """Ask the provider for its rate-limit and quota figures without a session
+        (``provider/limits`` when none of its sessions is live); ``None``: it cannot tell
+        (the default; or not with the login it finds).  The runtime bounds the wait; a
+        failure is logged and counts as ``None``."""
+        return None
+
     def check_options(self, options: Mapping[str, Any]) -> None:
         """Raise ``BridgeError("invalid_option")`` (with a ``reason``) when the session
         options ``options`` (already checked against the declared types) cannot work,

@@ -1020,10 +1020,11 @@ async def test_the_payloads_of_one_message_are_emitted_in_one_batch() -> None:
     assert len(calls) == 1
 
 
-async def test_provider_limits_reads_them_from_a_live_session(tmp_path: Path) -> None:
-    """provider/limits asks a live Codex session (account/rateLimits/read) and keeps the
-    figures; where Codex refuses the read (no ChatGPT login) it answers with what it
-    knows, asked once a session."""
+async def test_provider_limits_reads_them_from_codex(tmp_path: Path) -> None:
+    """provider/limits asks Codex (account/rateLimits/read): without a live session a
+    short-lived app-server (at most once in 30 s), else the live session's, and keeps
+    the figures; where Codex refuses the read (no ChatGPT login) it answers with what it
+    knows, and does not ask that way again."""
     snapshot = {
         "limitId": "codex",
         "primary": {"usedPercent": 42, "windowDurationMins": 300, "resetsAt": 1796200000},
@@ -1038,23 +1039,34 @@ async def test_provider_limits_reads_them_from_a_live_session(tmp_path: Path) ->
     answer = {"rateLimits": snapshot, "rateLimitsByLimitId": None}  # what the fake answers
     jsonschema.validate(answer, {"$ref": result_ref, "definitions": bundle["definitions"]})
     fake = Fake(tmp_path, {"rate_limits": snapshot})
+
+    def reads() -> int:
+        return len(fake.requests("account/rateLimits/read"))
+
     async with running_bridge("newline", env=fake.env) as bridge:
-        empty = await bridge.result("provider/limits", {"provider": "codex"})
-        assert empty.get("meters", []) == []  # no session yet: nothing asked
+        for _ in range(2):  # no session: a short-lived app-server, once
+            limits = await bridge.result("provider/limits", {"provider": "codex"})
+            meters = {m["meter"]: m for m in limits["meters"]}
+            assert meters["primary"]["percent"] == 42
+            assert meters["primary"]["windowSeconds"] == 18000
+            assert meters["secondary"]["resetsAt"].startswith("2026-")
+            assert limits["updatedAt"]
+        assert reads() == 1
         await create(bridge, fake)
         limits = await bridge.result("provider/limits", {"provider": "codex"})
-        meters = {m["meter"]: m for m in limits["meters"]}
-        assert meters["primary"]["percent"] == 42 and meters["primary"]["windowSeconds"] == 18000
-        assert meters["secondary"]["resetsAt"].startswith("2026-")
-        assert limits["updatedAt"]
-    assert len(fake.requests("account/rateLimits/read")) == 1
+        assert {m["meter"] for m in limits["meters"]} == {"primary", "secondary"}
+        assert reads() == 2  # the live session's app-server
 
     other = tmp_path / "no-login"
     other.mkdir()
     fake = Fake(other)  # no snapshot: refused as without a ChatGPT login
     async with running_bridge("newline", env=fake.env) as bridge:
+        for _ in range(2):
+            limits = await bridge.result("provider/limits", {"provider": "codex"})
+            assert limits.get("meters", []) == [] and "updatedAt" not in limits
+        assert reads() == 1
         await create(bridge, fake)
         for _ in range(2):
             limits = await bridge.result("provider/limits", {"provider": "codex"})
             assert limits.get("meters", []) == [] and "updatedAt" not in limits
-    assert len(fake.requests("account/rateLimits/read")) == 1  # not asked again
+    assert reads() == 2  # once without a session, once in it: not asked again

@@ -455,13 +455,19 @@ async def test_real_codex_limits_not_available_without_a_chatgpt_login(setup: Se
     required"), which is 'not available': the answer is what the bridge knows, no
     error, and the refusal is logged, not retried."""
     s = setup
-    async with running_bridge("newline", "--log-level", "info", env=s.env) as bridge:
-        await create(bridge, s)
-        for _ in range(2):
+    env = {**s.env, "CODEX_HOME": str(s.codex_home)}
+    async with running_bridge("newline", "--log-level", "info", env=env) as bridge:
+        for _ in range(2):  # no session yet: a short-lived app-server asked, once
             limits = await bridge.result("provider/limits", {"provider": "codex"}, timeout=20)
             assert limits["provider"] == "codex" and limits.get("meters", []) == []
         log = bytes(bridge.stderr).decode("utf-8", "replace")
-    assert log.count("rate limits are not available here") == 1, log[-2000:]
+        assert log.count("rate limits are not available here") == 1, log[-2000:]
+        await create(bridge, s)
+        for _ in range(2):  # the live session's app-server, once
+            limits = await bridge.result("provider/limits", {"provider": "codex"}, timeout=20)
+            assert limits["provider"] == "codex" and limits.get("meters", []) == []
+        log = bytes(bridge.stderr).decode("utf-8", "replace")
+    assert log.count("rate limits are not available here") == 2, log[-2000:]
     assert "authentication required" in log
 
 

@@ -21,6 +21,7 @@ from agent_bridge.adapters.codex.launch import (
 )
 from agent_bridge.errors import BridgeError
 from agent_bridge.spi import AgentProvider, NativeContinuation, ProviderSession, SessionContext
+from agent_bridge.wire.events import LimitsUpdated
 from agent_bridge.wire.native import NativeSessionsListResult, NativeSessionsReadResult
 from agent_bridge.wire.providers import (
     ApprovalCapability,
@@ -166,6 +167,11 @@ def _codex_home(value: Any, option: str = "codexHome") -> str | None:
     return os.path.abspath(value)
 
 
+#: Seconds between two reads of the rate limits without a session (``read_limits``).
+LIMITS_READ_INTERVAL: Final = 30.0
+#: Seconds ``read_limits`` stays quiet once Codex said the login has no limits to tell.
+NOT_AVAILABLE_INTERVAL: Final = 600.0
+
 #: What a run's input may hold: text, images (as ``localImage`` from a workspace file, or
 #: an ``image`` data URL; the Responses API's types, at most 10 MiB here), file references
 #: and embedded resources (given as text), commands (Codex's skills, as ``$name``
@@ -183,6 +189,10 @@ class CodexProvider(AgentProvider):
     """OpenAI Codex through a resident ``codex app-server`` per session (id ``codex``)."""
 
     id = "codex"
+
+    def __init__(self) -> None:
+        #: until when ``read_limits`` answers ``None`` without asking Codex (monotonic)
+        self._limits_quiet_until = 0.0
 
     def describe(self) -> ProviderDescriptor:
         return ProviderDescriptor(
@@ -210,6 +220,29 @@ class CodexProvider(AgentProvider):
             ),
             options=OPTIONS,
         )
+
+    async def read_limits(self) -> LimitsUpdated | None:
+        """``account/rateLimits/read`` of a short-lived app-server on a copy of the user's
+        login (:func:`~agent_bridge.adapters.codex.limits.read_rate_limits`), at most
+        once in :data:`LIMITS_READ_INTERVAL` (``None`` meanwhile: the runtime answers with
+        the figures it keeps), and, once Codex refused it for the login it found ('not
+        available'), not again for :data:`NOT_AVAILABLE_INTERVAL`."""
+        import time
+
+        now = time.monotonic()
+        if now < self._limits_quiet_until:
+            return None
+        self._limits_quiet_until = now + LIMITS_READ_INTERVAL
+        found = find_executable(None)
+        if found is None:
+            return None
+        from agent_bridge.adapters.codex.limits import NOT_AVAILABLE, read_rate_limits
+
+        result = await read_rate_limits(found.path, child_env(codex_home=None))
+        if result == NOT_AVAILABLE:
+            self._limits_quiet_until = now + NOT_AVAILABLE_INTERVAL
+            return None
+        return None if isinstance(result, str) else result
 
     async def probe(self) -> Availability:
         from agent_bridge.adapters.codex.probe import probe_cli

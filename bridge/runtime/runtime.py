@@ -339,11 +339,11 @@ class Runtime:
 
     async def provider_limits(self, provider_id: str) -> ProviderLimitsResult:
         """The latest limit figures ``provider_id`` reported (empty when none yet), after
-        asking one of its live sessions for fresh ones (``ProviderSession.read_limits``,
-        bounded by :data:`LIMITS_READ_TIMEOUT`; a session that cannot tell, or fails,
-        leaves the figures as they were); raises ``provider_not_found`` for an unknown
-        provider."""
-        self.registry.get(provider_id)
+        asking for fresh ones: one of its live sessions (``ProviderSession.read_limits``),
+        else the provider itself (``AgentProvider.read_limits``), bounded by
+        :data:`LIMITS_READ_TIMEOUT`; one that cannot tell, or fails, leaves the figures
+        as they were.  Raises ``provider_not_found`` for an unknown provider."""
+        provider = self.registry.get(provider_id)
         session = next(
             (
                 s
@@ -354,12 +354,14 @@ class Runtime:
             ),
             None,
         )
-        if session is not None and session.provider_session is not None:
-            update = None
-            with anyio.move_on_after(LIMITS_READ_TIMEOUT), quietly("read_limits"):
+        update = None
+        with anyio.move_on_after(LIMITS_READ_TIMEOUT), quietly("read_limits"):
+            if session is not None and session.provider_session is not None:
                 update = await session.provider_session.read_limits()
-            if update is not None and update.meters:
-                self.services.limits.note(provider_id, update, self.services.clock.now_iso())
+            else:
+                update = await provider.read_limits()
+        if update is not None and update.meters:
+            self.services.limits.note(provider_id, update, self.services.clock.now_iso())
         return self.services.limits.read(provider_id)
 
     async def describe_providers(self, probe: bool = False) -> list[ProviderDescriptor]:
