@@ -485,6 +485,39 @@ def test_neovim_continues_a_bridge_or_a_native_session_of_the_workspace(tmp_path
     assert any(label.endswith(o["bridge_one"]) for label in again["labels"])
 
 
+def test_neovim_switches_a_session_s_model_and_mode(tmp_path: Path) -> None:
+    """`gm` in the chat (and :AgentBridge model): the models and modes session/settings
+    offers, the current ones marked; the one picked set with session/configure; the
+    settings.updated that follows is a chat line and the bar's model and mode; a provider
+    offering none says so, asking nothing."""
+    settings = {
+        "model": {
+            "current": "small",
+            "available": [{"id": "small", "name": "Small"}, {"id": "large", "name": "Large"}],
+        },
+        "mode": {"current": "ask", "available": [{"id": "ask"}, {"id": "auto"}]},
+    }
+    script = tmp_path / "script.json"
+    steps = [{"type": "text", "text": "Done."}]
+    script.write_text(json.dumps({"settings": settings, "steps": steps}))
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"steps": steps}))
+    o, _ = nvim_scenario(
+        tmp_path, "nvim_settings.lua", env={"AB_SCRIPT": str(script), "AB_PLAIN": str(plain)}
+    )
+    offered = [
+        "model small (Small) — current",
+        "model large (Large)",
+        "mode ask — current",
+        "mode auto",
+    ]
+    assert o["pickers"][0] == offered
+    assert o["pickers"][1] == ["model small (Small)", "model large (Large) — current", *offered[2:]]
+    assert " · model large · mode auto · Settings · idle" in o["bar"], o["bar"]
+    assert o["none"] == "agent-bridge: scripted offers no model or mode to choose", o["none"]
+    assert o["asked_for_none"] is False
+
+
 def test_neovim_checkhealth(tmp_path: Path) -> None:
     """:checkhealth agent_bridge: the bridge found and its version, each provider as
     `agent-bridge doctor` sees it (an unavailable one with its next step), the state

@@ -434,6 +434,25 @@ render['session.closed'] = function(s, _, p)
   chat.append(s, { '— session closed (' .. (p.reason or 'closed') .. ')' })
 end
 
+render['settings.updated'] = function(s, _, p)
+  local words = {}
+  if p.model then
+    table.insert(words, 'model ' .. p.model)
+  end
+  if p.mode then
+    table.insert(words, 'mode ' .. p.mode)
+  end
+  if #words > 0 then
+    s.chosen = words
+    chat.append(s, { '— ' .. table.concat(words, ' · ') })
+  end
+end
+
+render['session.imported'] = function(s, _, p)
+  chat.append(s, { ("— imported from %s's own session (%s %s)"):format(
+    p.provider or '?', tostring(p.records or 0), p.records == 1 and 'record' or 'records') })
+end
+
 render['session.resumed'] = function(s, _, _)
   s.state = 'active'
   chat.append(s, { '— session resumed' })
@@ -756,6 +775,7 @@ function M.chat_keys(s)
   map('gr', function() M.decide('deny') end, 'reject the pending approval')
   map('d', function() M.diff() end, 'open the last edit in a diff view')
   map('gf', M.fork, 'fork the session from the run under the cursor')
+  map('gm', M.settings, 'switch the model or mode')
   map('<C-c>', M.cancel, 'interrupt the run')
   map(']]', jump('W'), 'next thinking or tool call')
   map('[[', jump('bW'), 'previous thinking or tool call')
@@ -1390,8 +1410,43 @@ function M.continue_session()
   end)
 end
 
+--- :AgentBridge model (gm in the chat): switch the current session's model or mode
+--- between runs — the choices `session/settings` offers (the current ones marked), the one
+--- picked set with `session/configure`; the `settings.updated` that follows shows it.
+function M.settings()
+  local s = M.current()
+  if not s then
+    return notify('no session: :AgentBridge new or :AgentBridge sessions', vim.log.levels.WARN)
+  end
+  M.call('session/settings', { sessionId = s.id }, function(settings)
+    local choices = {}
+    for _, key in ipairs({ 'model', 'mode' }) do
+      local setting = settings[key]
+      for _, item in ipairs(setting and setting.available or {}) do
+        table.insert(choices, { key = key, id = item.id, name = item.name, current = item.id == setting.current })
+      end
+    end
+    if #choices == 0 then
+      return notify(('%s offers no model or mode to choose'):format(s.provider or '?'))
+    end
+    vim.ui.select(choices, {
+      prompt = 'Model or mode',
+      kind = 'agent_bridge.settings',
+      format_item = function(c)
+        return ('%s %s%s%s'):format(c.key, c.id, (c.name and c.name ~= c.id) and (' (' .. c.name .. ')') or '',
+          c.current and ' — current' or '')
+      end,
+    }, function(c)
+      if c then
+        M.call('session/configure', { sessionId = s.id, [c.key] = c.id })
+      end
+    end)
+  end)
+end
+
 M.subcommands = {
   continue = function() M.continue_session() end,
+  model = function() M.settings() end,
   new = function(args) M.new_session(args) end,
   prompt = function(args) M.prompt(table.concat(args, ' ')) end,
   send = function(args, opts) M.send(args, opts) end,
