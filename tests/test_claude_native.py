@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_bridge.adapters.claude import native
+from agent_bridge.adapters.kit import jsonl_history
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.events import Diagnostic, RunStarted, TextDelta
 from agent_bridge.wire.native import NativeRecord, NativeSessionsReadResult
@@ -132,7 +133,7 @@ def test_malformed_unknown_and_undecodable_records_are_delivered_raw(config: Pat
 def test_record_larger_than_the_bound_is_a_diagnostic(
     config: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(native, "MAX_RECORD_BYTES", 1000)
+    monkeypatch.setattr(jsonl_history, "MAX_RECORD_BYTES", 1000)
     big = b'{"type":"summary","summary":"' + b"x" * 5000 + b'"}'
     lay_out(config, b"\n".join([LINES[0], big, LINES[1]]) + b"\n")
     records, _ = read_all(REF, 1)

@@ -9,13 +9,10 @@ those files and reads pages of one, for ``provider/sessions/list`` and
 * A session reference is ``<project directory>/<session id>``: opaque to hosts, checked
   on the way back in (one path component each, the id a CLI session id), so a reference
   never names a file outside the projects directory.
-* A record's reference and the cursors are byte offsets of record starts; the CLI only
-  appends, so they stay valid while it writes.  A page never holds part of a record: a
-  last line without its newline (the CLI is writing it) is left for a later page.
-* Memory is bounded whatever the file's size: pages are read in blocks, the newest page
-  is found by scanning backward in blocks, one record larger than
-  :data:`MAX_RECORD_BYTES` is delivered as a ``record_too_large`` diagnostic instead of
-  its bytes, and a page stops early past :data:`PAGE_BYTES`.
+* Paging is :mod:`agent_bridge.adapters.kit.jsonl_history` (as for Codex's rollouts and
+  Gemini CLI's chats): byte-offset cursors that stay valid while the CLI appends, never
+  part of a record, bounded memory whatever the file's size; this module gives the
+  projection of one record (:func:`project_record`).
 
 The blocking file work runs in a worker thread (:func:`list_sessions`,
 :func:`read_session`); the functions it calls take paths and return values.
@@ -23,26 +20,22 @@ The blocking file work runs in a worker thread (:func:`list_sessions`,
 
 from __future__ import annotations
 
-import base64
-import datetime
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from agent_bridge.adapters.kit import jsonl_history
+from agent_bridge.adapters.kit.jsonl_history import diagnostic
 from agent_bridge.errors import BridgeError
-from agent_bridge.wire.events import Diagnostic, EventPayload, RunStarted
+from agent_bridge.wire.events import EventPayload, RunStarted
 from agent_bridge.wire.native import (
-    NativeRecord,
     NativeSessionInfo,
     NativeSessionsListResult,
     NativeSessionsReadResult,
 )
 
 __all__ = [
-    "MAX_RECORD_BYTES",
-    "PAGE_BYTES",
     "config_dir",
     "continuation",
     "list_page",
@@ -51,11 +44,6 @@ __all__ = [
     "ref_for",
 ]
 
-BLOCK: Final = 64 * 1024
-#: The largest record delivered with its bytes; a larger one comes as a diagnostic.
-MAX_RECORD_BYTES: Final = 16 * 1024 * 1024
-#: A page stops after the record that reaches this many bytes (at least one record).
-PAGE_BYTES: Final = 8 * 1024 * 1024
 #: How much of a file's start is read to find its working directory, time and prompt.
 HEAD_BYTES: Final = 256 * 1024
 TITLE_CHARS: Final = 200
@@ -64,7 +52,6 @@ _DIR_RE: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}")
 _ID_RE: Final = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 )
-_CURSOR_RE: Final = re.compile(r"([fb])([0-9]{1,19})")
 _LIST_CURSOR_RE: Final = re.compile(r"([0-9]{1,20}):(.{1,400})", re.DOTALL)
 
 #: Record types the CLI writes that carry nothing for the bridge's events (not unknown).
@@ -97,10 +84,6 @@ def config_dir() -> str:
 
 def _projects() -> str:
     return os.path.join(config_dir(), "projects")
-
-
-def _unavailable(exc: OSError) -> BridgeError:
-    return BridgeError("history_unavailable", details={"cause": type(exc).__name__[:40]})
 
 
 def session_path(session_ref: str) -> str:
@@ -153,7 +136,7 @@ def _entries(workspace: str | None) -> list[_Entry]:
     except FileNotFoundError:
         return []
     except OSError as exc:
-        raise _unavailable(exc) from None
+        raise jsonl_history.unavailable(exc) from None
     for directory in directories:
         if wanted is not None and directory.name != wanted:
             continue
@@ -173,11 +156,6 @@ def _entries(workspace: str | None) -> list[_Entry]:
                 continue
             out.append(_Entry(directory.name + "/" + stem, file.path, st.st_mtime_ns, st.st_size))
     return out
-
-
-def _rfc3339(ns: int) -> str:
-    moment = datetime.datetime.fromtimestamp(ns / 1e9, tz=datetime.UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _prompt_text(record: dict[str, Any]) -> str | None:
@@ -205,26 +183,8 @@ def _prompt_text(record: dict[str, Any]) -> str | None:
 def _head(path: str) -> dict[str, Any]:
     """What the start of a session file says: ``cwd``, ``created`` (the first record's
     time), ``prompt`` (the first user prompt) and ``title`` (a title record)."""
-    import msgspec
-
     found: dict[str, Any] = {}
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return found
-    try:
-        data = os.read(fd, HEAD_BYTES)
-    except OSError:
-        return found
-    finally:
-        os.close(fd)
-    for line in data.split(b"\n")[:-1]:
-        try:
-            record = msgspec.json.decode(line)
-        except msgspec.DecodeError:
-            continue
-        if not isinstance(record, dict):
-            continue
+    for record in jsonl_history.head_records(path, HEAD_BYTES):
         if "created" not in found and isinstance(record.get("timestamp"), str):
             found["created"] = record["timestamp"]
         if "cwd" not in found and isinstance(record.get("cwd"), str):
@@ -279,7 +239,7 @@ def list_page(workspace: str | None, cursor: str | None, limit: int) -> NativeSe
                 title=title[:TITLE_CHARS] if isinstance(title, str) else None,
                 workspace=cwd,
                 created_at=head.get("created"),
-                updated_at=_rfc3339(entry.mtime_ns),
+                updated_at=jsonl_history.rfc3339(entry.mtime_ns),
                 size_bytes=entry.size,
             )
         )
@@ -299,7 +259,7 @@ def continuation(session_ref: str) -> tuple[str, str | None]:
     except FileNotFoundError:
         raise BridgeError("session_not_found") from None
     except OSError as exc:
-        raise _unavailable(exc) from None
+        raise jsonl_history.unavailable(exc) from None
     cwd = _head(path).get("cwd")
     return session_ref.partition("/")[2], cwd if isinstance(cwd, str) else None
 
@@ -307,178 +267,15 @@ def continuation(session_ref: str) -> tuple[str, str | None]:
 # --------------------------------------------------------------------------- reading
 
 
-@dataclass(frozen=True, slots=True)
-class _Line:
-    offset: int
-    data: bytes | None  # None: longer than MAX_RECORD_BYTES
-    length: int
-
-
-def _lines(fd: int, start: int, end: int | None) -> Iterator[_Line]:
-    """The complete lines from ``start`` (a record start) up to ``end`` (or the end of
-    the file), each with its offset; a last line without its newline is not yielded."""
-    offset = start
-    pos = start
-    buffer = bytearray()
-    skipping = False  # the current line passed MAX_RECORD_BYTES: its bytes are dropped
-    skipped = 0
-    while end is None or pos < end:
-        size = BLOCK if end is None else min(BLOCK, end - pos)
-        block = os.pread(fd, size, pos)
-        if not block:
-            return
-        pos += len(block)
-        view = 0
-        while True:
-            newline = block.find(b"\n", view)
-            if newline < 0:
-                if skipping:
-                    skipped += len(block) - view
-                else:
-                    buffer += block[view:]
-                    if len(buffer) > MAX_RECORD_BYTES:
-                        skipping, skipped = True, len(buffer)
-                        buffer.clear()
-                break
-            if skipping:
-                length = skipped + newline - view
-                yield _Line(offset, None, length)
-                skipping, skipped = False, 0
-            else:
-                buffer += block[view:newline]
-                length = len(buffer)
-                yield _Line(offset, bytes(buffer) if length <= MAX_RECORD_BYTES else None, length)
-                buffer.clear()
-            offset += length + 1
-            view = newline + 1
-
-
-def _starts_before(fd: int, end: int, count: int) -> int:
-    """The start of the page of (up to) ``count`` records that ends at ``end`` (a record
-    start), found by reading backward in blocks; the page is shortened (keeping at least
-    one record) once it would span more than :data:`PAGE_BYTES`."""
-    found = 0
-    start = end
-    pos = end - 1  # the newline ending the record before ``end`` starts nothing
-    while pos > 0:
-        size = min(BLOCK, pos)
-        block = os.pread(fd, size, pos - size)
-        index = size
-        while (newline := block.rfind(b"\n", 0, index)) >= 0:
-            candidate = pos - size + newline + 1
-            found += 1
-            if found > 1 and end - candidate > PAGE_BYTES:
-                return start
-            start = candidate
-            if found == count:
-                return start
-            index = newline
-        pos -= size
-    # the file's first record (at 0) is the next one
-    if found >= 1 and end > PAGE_BYTES:
-        return start
-    return 0
-
-
-def _is_record_start(fd: int, offset: int) -> bool:
-    return offset == 0 or os.pread(fd, 1, offset - 1) == b"\n"
-
-
-def _complete_end(fd: int, size: int) -> int:
-    """The end of the last complete record (after its newline): a partial last line is
-    excluded."""
-    pos = size
-    while pos > 0:
-        step = min(BLOCK, pos)
-        block = os.pread(fd, step, pos - step)
-        newline = block.rfind(b"\n")
-        if newline >= 0:
-            return pos - step + newline + 1
-        pos -= step
-    return 0
-
-
 def read_page(
     session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
 ) -> NativeSessionsReadResult:
-    """A page of ``session_ref``'s records (see the module docstring for cursors).
-    Raises ``session_not_found`` (no such file), ``invalid_params`` (a reference or
-    cursor this module did not make, or one past the file's end) and
-    ``history_unavailable`` (the file exists but cannot be read)."""
-    path = session_path(session_ref)
-    mode, offset = "f", 0
-    if cursor is not None:
-        match = _CURSOR_RE.fullmatch(cursor)
-        if match is None:
-            raise BridgeError("invalid_params", details={"field": "cursor"})
-        mode, offset = match.group(1), int(match.group(2))
-    elif start == "end":
-        mode, offset = "b", -1
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise BridgeError("session_not_found") from None
-    except OSError as exc:
-        raise _unavailable(exc) from None
-    try:
-        size = os.fstat(fd).st_size
-        if offset > size or (offset > 0 and not _is_record_start(fd, offset)):
-            raise BridgeError("invalid_params", details={"field": "cursor"})
-        if mode == "b":
-            end = _complete_end(fd, size) if offset < 0 else offset
-            first = _starts_before(fd, end, limit) if end > 0 else 0
-            lines = list(_take(_lines(fd, first, end), limit))
-        else:
-            first = offset
-            lines = list(_take(_lines(fd, first, None), limit))
-    except OSError as exc:
-        raise _unavailable(exc) from None
-    finally:
-        os.close(fd)
-    records = tuple(_record(line, i) for i, line in enumerate(lines))
-    after = lines[-1].offset + lines[-1].length + 1 if lines else first
-    return NativeSessionsReadResult(
-        records,
-        coverage="exact",
-        next_cursor=f"f{after}",
-        previous_cursor=f"b{first}" if first > 0 else None,
-    )
-
-
-def _take(lines: Iterator[_Line], limit: int) -> Iterator[_Line]:
-    total = 0
-    for count, line in enumerate(lines, 1):
-        yield line
-        total += line.length
-        if count >= limit or total >= PAGE_BYTES:
-            return
-
-
-def _diagnostic(code: str, message: str) -> Diagnostic:
-    return Diagnostic(level="warning", code=code, message=message)
-
-
-def _record(line: _Line, _index: int) -> NativeRecord:
-    ref = f"o{line.offset}"
-    if line.data is None:
-        return NativeRecord(
-            ref,
-            events=(
-                _diagnostic(
-                    "record_too_large", "a record of the session file is too large to deliver"
-                ),
-            ),
-        )
-    try:
-        raw: str | None = line.data.decode("utf-8")
-    except UnicodeDecodeError:
-        raw = None
-    events = project_record(line.data)
-    if raw is None:
-        return NativeRecord(
-            ref, raw_base64=base64.b64encode(line.data).decode("ascii"), events=events
-        )
-    return NativeRecord(ref, raw=raw, events=events)
+    """A page of ``session_ref``'s records, paged by :func:`agent_bridge.adapters.kit.
+    jsonl_history.read_page` (byte-offset cursors, partial last line held back, bounded
+    memory) with :func:`project_record`.  Raises ``session_not_found`` (no such file),
+    ``invalid_params`` (a reference or cursor this module did not make, or one past the
+    file's end) and ``history_unavailable`` (the file exists but cannot be read)."""
+    return jsonl_history.read_page(session_path(session_ref), cursor, limit, start, project_record)
 
 
 def project_record(data: bytes) -> tuple[EventPayload, ...]:
@@ -495,9 +292,9 @@ def project_record(data: bytes) -> tuple[EventPayload, ...]:
     try:
         record = msgspec.json.decode(data)
     except msgspec.DecodeError:
-        return (_diagnostic("malformed_record", "a record of the session file is not valid JSON"),)
+        return (diagnostic("malformed_record", "a record of the session file is not valid JSON"),)
     if not isinstance(record, dict) or not isinstance(record.get("type"), str):
-        return (_diagnostic("malformed_record", "a record of the session file has no type"),)
+        return (diagnostic("malformed_record", "a record of the session file has no type"),)
     kind = record["type"]
     try:
         if kind == "user":
@@ -511,14 +308,8 @@ def project_record(data: bytes) -> tuple[EventPayload, ...]:
             return tuple(mapping.assistant_payloads(mapping.TurnState(), record))
     except Exception:
         return (
-            _diagnostic("projection_failed", "a record of the session file could not be projected"),
+            diagnostic("projection_failed", "a record of the session file could not be projected"),
         )
     if kind in _QUIET_TYPES:
         return ()
-    return (
-        Diagnostic(
-            level="info",
-            code="unknown_record",
-            message="a record of a type the adapter does not know",
-        ),
-    )
+    return (diagnostic("unknown_record", "a record of a type the adapter does not know", "info"),)
