@@ -600,3 +600,55 @@ async def test_attached_hosts_counts_the_hosts_of_every_member(pg_url: str, tmp_
         for bridge in (alpha, beta):
             await until(bridge, {session: 2, other: 1}, 3.0 + 3.0)
         assert anyio.current_time() - killed >= 2.0  # it was the lease, not sooner
+
+
+async def test_an_approval_pending_at_the_owners_death_is_withdrawn_not_offered_again(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """What a host sees of an approval pending when its owner dies (docs/fleet.md,
+    "Pending interactions at a takeover"): the offer it had is withdrawn
+    (``$/cancelRequest``, ``interaction.settled`` cancelled), the run fails
+    ``bridge_crashed``, the session is resumed elsewhere, and the approval is not offered
+    again (the provider's call that waited for it died with the owner); a new run asks
+    anew, under a new id."""
+    async with fleet(tmp_path, pg_url, ("alpha", "beta")) as members:
+        alpha, beta = members["alpha"], members["beta"]
+        steps: list[dict[str, Any]] = [
+            {"type": "approval", "title": "deploy", "onAllow": [{"type": "text", "text": "ok"}]}
+        ]
+        session = (await alpha.result("session/create", script_session(steps)))["session"][
+            "sessionId"
+        ]
+        await beta.result("session/attach", {"sessionId": session})
+        await alpha.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+
+        def is_request(m: Message) -> bool:
+            return m.get("method") == "interaction/request"
+
+        offer = await beta.wait_for(is_request, 30)
+        interaction = offer["params"]["interactionId"]
+        assert alpha.proc is not None
+        alpha.proc.send_signal(signal.SIGKILL)
+        await alpha.proc.wait()
+        seen = await events_until(beta, session, "session.resumed", timeout=30)
+        kinds = [e["payload"]["type"] for e in seen]
+        tail = seen[kinds.index("interaction.requested") + 1 :]
+        assert [e["payload"]["type"] for e in tail] == [
+            "interaction.settled",
+            "run.failed",
+            "session.closed",
+            "session.resumed",
+        ]
+        assert tail[0]["payload"]["interactionId"] == interaction
+        assert tail[0]["payload"]["status"] == "cancelled" and tail[0]["payload"]["auto"]
+        assert tail[1]["payload"]["error"]["code"] == "bridge_crashed"
+        withdrawn = await beta.wait_for(lambda m: m.get("method") == "$/cancelRequest", 10)
+        assert withdrawn["params"]["id"] == offer["id"]
+        listed = await beta.result("session/list", {})
+        (entry,) = [s for s in listed["sessions"] if s["sessionId"] == session]
+        assert entry.get("pendingInteractions", 0) == 0 and entry["node"] == "beta"
+        # not offered again; the host starts the turn again and is asked anew
+        assert [m for m in beta.received if is_request(m)] == [offer]
+        await beta.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+        again = await beta.wait_for(is_request, 30)
+        assert again["params"]["interactionId"] != interaction
