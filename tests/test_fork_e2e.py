@@ -274,6 +274,37 @@ async def test_claude_fork_inside_a_run(tmp_path: Path, standin: AnthropicStandI
     assert not [b for b in blocks(at_mid) if b["type"] in ("tool_use", "tool_result")]
 
 
+async def test_claude_fork_inside_a_run_still_going_is_refused(
+    tmp_path: Path, standin: AnthropicStandIn
+) -> None:
+    """The CLI has not written a run still going: a fork at one of its events is
+    ``invalid_params`` saying so (nothing made); once the run has ended the same event
+    forks."""
+    env = claude_env(tmp_path, standin)
+    standin.push(Text("word " * 30, chunks=30, delay=0.1), Text("Forked."))
+    async with bridge(env) as b:
+        created = await b.result(
+            "session/create",
+            {"provider": "claude-code", "workspace": str(tmp_path / "work")},
+            timeout=30,
+        )
+        original = created["session"]["sessionId"]
+        await b.result("run/start", {"sessionId": original, "input": {"text": "talk"}})
+        delta = await b.event("text.delta", timeout=30)
+        data = await error_of(
+            b, "session/fork", {"sessionId": original, "atEvent": delta["sequence"]}
+        )
+        assert data["code"] == "invalid_params" and data["details"]["field"] == "atEvent"
+        assert "still going" in data["details"]["reason"]
+        listed = await b.result("session/list", {})
+        assert [s["sessionId"] for s in listed["sessions"]] == [original]
+        assert (await b.terminal(timeout=60))["payload"]["type"] == "run.completed"
+        forked = await b.result(
+            "session/fork", {"sessionId": original, "atEvent": delta["sequence"]}, timeout=30
+        )
+        assert forked["providerSequence"] < delta["sequence"]
+
+
 async def test_a_fork_keeps_the_model_and_mode_chosen_for_its_original(
     tmp_path: Path, standin: AnthropicStandIn
 ) -> None:
