@@ -72,6 +72,33 @@
       reader.readAsDataURL(file);
     }
   });
+  // The extension's keybindings (Ctrl+Alt+X interrupt, Ctrl+Alt+Y answer, …) work in the
+  // chat too: code-server does not pass a key pressed in a webview on to the workbench,
+  // so the chat maps them itself and stops the key there (where a workbench does pass it
+  // on, it then runs once, not twice).
+  const mac = /Mac/.test(navigator.platform);
+  const bindings = JSON.parse(document.body.dataset.keys || "[]");
+  const keySpec = (ev) => {
+    const m = /^Key([A-Z])$/.exec(ev.code || "");
+    if (!m) return "";
+    const mods = [];
+    if (ev.ctrlKey) mods.push("ctrl");
+    if (ev.shiftKey) mods.push("shift");
+    if (ev.altKey) mods.push("alt");
+    if (ev.metaKey) mods.push("cmd");
+    return [...mods, m[1].toLowerCase()].join("+");
+  };
+  const normal = (k) => k.split("+").sort().join("+");
+  document.addEventListener("keydown", (ev) => {
+    const spec = keySpec(ev);
+    if (!spec || !(ev.ctrlKey || ev.altKey || ev.metaKey)) return;
+    const b = bindings.find((x) => normal((mac && x.mac) || x.key) === normal(spec));
+    if (!b) return;
+    ev.preventDefault();
+    ev.stopPropagation();
+    vscode.postMessage({ type: "command", command: b.command });
+  }, true);
+
   // Escape in the chat interrupts the running turn (as in the agents' own chats).
   document.addEventListener("keydown", (ev) => {
     if (ev.key === "Escape" && !stop.disabled) {

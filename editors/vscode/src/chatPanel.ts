@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "crypto";
 import * as vscode from "vscode";
-import { forkOffer, renderAttachments, renderHeader, renderItems } from "./chatHtml";
+import { escapeHtml, forkOffer, renderAttachments, renderHeader, renderItems } from "./chatHtml";
 import { describeBlock } from "./context";
 import type { SessionStore } from "./sessions";
 
@@ -37,11 +37,25 @@ type FromWebview =
   | { type: "fork"; atEvent: number | null }
   | { type: "detach"; index: number }
   | { type: "commands" }
+  | { type: "command"; command: string }
   | { type: "setting"; which: "model" | "mode" }
   | { type: "pasteImage"; dataUrl: string };
 
+/** One of the extension's keybindings (package.json `contributes.keybindings`). */
+export interface KeyBinding {
+  command: string;
+  key: string;
+  mac?: string;
+}
+
 export class ChatPanel implements vscode.Disposable {
   static readonly panels = new Map<string, ChatPanel>();
+  /**
+   * The extension's keybindings, which the chat maps itself: a key pressed in a webview
+   * does not reach the workbench's keybindings in code-server (measured with 4.100.3: the
+   * workbench window saw no keydown for Ctrl+Alt+X typed in the chat's input box).
+   */
+  static keybindings: KeyBinding[] = [];
   /** The chat the user was in last (the one Focus the Chat returns to). */
   static lastActive: ChatPanel | undefined;
   /** How many times the webview reported its input box focused. */
@@ -99,7 +113,7 @@ export class ChatPanel implements vscode.Disposable {
     w.html = `<!DOCTYPE html><html><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${w.cspSource}; script-src 'nonce-${nonce}';">
 <link rel="stylesheet" href="${css}"></head>
-<body><header id="header"></header><main id="chat"></main>
+<body data-keys="${escapeHtml(JSON.stringify(ChatPanel.keybindings))}"><header id="header"></header><main id="chat"></main>
 <footer><div id="attachments" hidden></div><textarea id="input" rows="2" placeholder="Ask the agent… (Enter sends, Shift+Enter: new line; paste an image to attach it)"></textarea>
 <button id="commands" class="secondary" title="Slash commands and skills" hidden>/</button><button id="send">Send</button><button id="stop" class="secondary">Stop</button></footer>
 <script nonce="${nonce}" src="${js}"></script></body></html>`;
@@ -231,6 +245,13 @@ export class ChatPanel implements vscode.Disposable {
         break;
       case "commands":
         this.actions.commands(this.sessionId).catch(fail);
+        break;
+      case "command":
+        // one of the extension's keybindings, pressed in the chat: for this session
+        if (ChatPanel.keybindings.some((k) => k.command === m.command)) {
+          const args = m.command === "agentBridge.newSession" ? [] : [this.sessionId];
+          Promise.resolve(vscode.commands.executeCommand(m.command, ...args)).catch(fail);
+        }
         break;
       case "setting":
         this.actions.setting(this.sessionId, m.which).catch(fail);

@@ -12,7 +12,7 @@ import { contextBlock, imageBlock, LineRange, selectionLines } from "./context";
 import { approvalOptions, questionOptions } from "./approvals";
 import { BridgeHost } from "./bridge";
 import { forkOffer } from "./chatHtml";
-import { ChatPanel, PanelActions } from "./chatPanel";
+import { ChatPanel, KeyBinding, PanelActions } from "./chatPanel";
 import { EditContentProvider, EDIT_SCHEME, openEditDiff } from "./diff";
 import { chosenLabels, modeOption, modelOption, optionTitle, providerChoices, valueChoices } from "./pickers";
 import { providerUnavailableMessage } from "./messages";
@@ -44,6 +44,7 @@ type SessionArg = string | SessionNode | { sessionId: string } | undefined;
 export function activate(context: vscode.ExtensionContext): ExtensionApi {
   const version = String((context.extension.packageJSON as { version?: string }).version ?? "0");
   const output = vscode.window.createOutputChannel("Agent Bridge Traffic");
+  ChatPanel.keybindings = (context.extension.packageJSON as { contributes?: { keybindings?: KeyBinding[] } }).contributes?.keybindings ?? [];
   let ui: Ui = new VsCodeUi();
   const uiProxy: Ui = {
     pick: (t, i, tok) => ui.pick(t, i, tok),

@@ -287,6 +287,24 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
     keys["ctrl+alt+x"] = "turn interrupted";
     step("interrupt key");
 
+    // 6c. The same key with the keyboard in the chat's input box (the webview).
+    {
+      await exec("agentBridge.prompt", { sessionId, text: "Wait" });
+      await until("turn 6 runs", () => model(sessionId)?.runState === "running");
+      const p6 = ChatPanel.panels.get(sessionId);
+      if (!p6) throw new Error("no chat for turn 6");
+      const focused = p6.inputFocused;
+      p6.focusInput();
+      await until("the chat input has the focus", () => p6.inputFocused > focused, 10000);
+      await delay(500);
+      await press(resultFile, "ctrl+alt+x");
+      const t0 = Date.now();
+      while (Date.now() - t0 < 5000 && model(sessionId)?.runState === "running") await delay(50);
+      keys["ctrl+alt+x in the chat"] = model(sessionId)?.runState === "running" ? "nothing" : "turn interrupted";
+      if (model(sessionId)?.runState === "running") await store.cancel(sessionId);
+      await until("turn 6 ends", () => model(sessionId)?.runState === "idle");
+    }
+
     // 7. A provider that is not installed: a clear message with the next step.
     const before = ui.errors.length;
     const none = await exec<string | undefined>("agentBridge.newSession", { provider: "gemini" });
@@ -397,7 +415,7 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
       // (a) the selection of hello.py (line 1), attached, then a prompt sent from the chat
       const ed = await vscode.window.showTextDocument(doc, { preview: false, preserveFocus: false });
       ed.selection = new vscode.Selection(0, 0, 0, 5);
-      ctx.selectionBlock = await exec("agentBridge.sendContext");
+      ctx.selectionBlock = await exec("agentBridge.sendContext", { sessionId: rid });
       await until("the bar shows the selection", () => pr.rendered.attachments.includes("hello.py:1-1"), 15000);
       ctx.barBeforeSend = pr.rendered.attachments;
       pr.receive({ type: "send", text: "Explain this" });
