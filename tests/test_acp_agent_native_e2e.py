@@ -114,3 +114,47 @@ async def test_acp_agent_session_discovered_and_continued(case: Case, tmp_path: 
         assert again["session"]["sessionId"] == session_id
         listed = await b.result("provider/sessions/list", listing, timeout=90)
         assert [e.get("bridgeSessionId") for e in listed["sessions"]] == [session_id]
+
+
+async def test_an_acp_editor_continues_an_acp_agents_session(tmp_path: Path) -> None:
+    """Through ``agent-bridge acp --provider claude-acp``: a session claude-agent-acp made
+    (through another bridge) is in the editor's ``session/list``, ``session/load``
+    continues it in the agent's own conversation, and it is listed once afterwards."""
+    import os
+
+    from acp_agent_support import BRIDGE
+    from standins.anthropic_server import AnthropicStandIn, Text
+
+    acp = pytest.importorskip("acp", reason="LOUD SKIP: agent-client-protocol is not installed")
+    from test_acp_native_e2e import Client
+
+    cli = require_cli("claude-agent-acp")
+    with AnthropicStandIn() as server:
+        c = ClaudeAcp(tmp_path, server, cli)
+        work = str(c.work)
+        server.push(Text("Alpha noted."))
+        async with running_bridge("newline", "--state-dir", str(tmp_path / "a"), env=c.env) as a:
+            created = await a.result("session/create", c.params(), timeout=90)
+            events = await drive(
+                a, await start(a, created["session"]["sessionId"], "remember alpha"), timeout=90
+            )
+            assert events[-1]["type"] == "run.completed"
+        argv = [BRIDGE, "acp", "--provider", "claude-acp", "--state-dir", str(tmp_path / "b")]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **c.env}
+        client = Client()
+        async with acp.spawn_agent_process(client, *argv, env=env) as (conn, _process):
+            await conn.initialize(protocol_version=1)
+            listed = await conn.list_sessions(cwd=work)
+            (entry,) = listed.sessions
+            await conn.load_session(cwd=work, session_id=entry.session_id, mcp_servers=[])
+            server.push(Text("It was alpha."))
+            reply = await conn.prompt(
+                session_id=entry.session_id, prompt=[acp.text_block("what did I ask?")]
+            )
+            assert reply.stop_reason == "end_turn"
+            assert client.texts("agent_message_chunk").endswith("It was alpha.")
+            request = json.dumps(server.model_requests()[-1].body)
+            assert "remember alpha" in request and "Alpha noted." in request
+            again = await conn.list_sessions(cwd=work)
+            assert [s.session_id for s in again.sessions] == [entry.session_id]
+        check_schema(c.log)
