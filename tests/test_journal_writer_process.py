@@ -369,3 +369,28 @@ async def test_a_child_that_cannot_start_is_retried_with_backoff_until_one_can(
         await journal.aclose()
     text = err.read_bytes()
     assert b"cannot open the journal" in text and b"Traceback" not in text
+
+
+async def test_the_child_never_imports_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bridge runs in a user's workspace: a ``struct.py`` or ``sqlite3.py`` there is
+    not what the writer process imports (``python -P``)."""
+    from agent_bridge.journal import SessionRecord
+
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    for name in ("struct.py", "sqlite3.py", "msgspec.py"):
+        (workspace / name).write_text("raise SystemExit('imported from the workspace')\n")
+    monkeypatch.chdir(workspace)
+    journal = Journal.open(str(tmp_path / "state"), writer="process")
+    await journal.start(lambda: None)
+    try:
+        journal.add_session(SessionRecord("ses_w", "scripted", "1", "/w", "t", "2026", "2026"))
+        with anyio.fail_after(30):
+            await journal.committed_through(journal.mark())
+        assert journal.health == "ok"
+        writer = journal._writer
+        assert isinstance(writer, ProcessWriter) and writer.starts == 1
+    finally:
+        await journal.aclose()

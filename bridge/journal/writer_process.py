@@ -246,6 +246,7 @@ class ProcessWriter:
         policy = self._retention
         argv = [
             sys.executable,
+            "-P",  # never import from the working directory (a workspace's struct.py)
             "-m",
             "agent_bridge.journal.writer_child",
             self._path,
