@@ -46,11 +46,13 @@ async def opened(kind: str, tmp: Path, request: pytest.FixtureRequest) -> AsyncI
         await history.aclose()
 
 
-def write(history: History, session_id: str, first: int, last: int, text: str) -> None:
+def write(
+    history: History, session_id: str, first: int, last: int, text: str, raw_id: int = 0
+) -> None:
     fmt = EnvelopeFormat(session_id)
     for seq in range(first, last + 1):
         body = stamp(fmt, seq, "run_x", NOW.encode(), TextDelta(f"{text}{seq}"))
-        history.append(session_id, seq, CODE, body, 0)
+        history.append(session_id, seq, CODE, body, raw_id)
 
 
 def record(session_id: str, parent: str | None = None, at: int = 0) -> SessionRecord:
@@ -126,6 +128,53 @@ async def test_a_fork_reads_its_parent_up_to_the_fork_point(
         assert not await history.has_forks("ses_c")
         assert await history.delete("ses_a") == "has_forks"
         assert await history.delete("ses_b") == "has_forks"
+
+
+@pytest.mark.parametrize("kind", ["journal", "memory", "postgresql"])
+async def test_a_forks_raw_records_are_its_parents_up_to_the_fork_point(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    async with opened(kind, tmp_path, request) as history:
+        history.add_session(record("ses_a"))
+        history.add_raw("ses_a", 1, b'{"a":1}')
+        write(history, "ses_a", 1, 2, "a", 1)
+        history.add_raw("ses_a", 3, b'{"a":3}')
+        write(history, "ses_a", 3, 10, "a", 3)
+        history.add_session(record("ses_b", "ses_a", 5))
+        history.add_raw("ses_b", 6, b'{"b":6}')
+        write(history, "ses_b", 6, 8, "b", 6)
+        history.add_session(record("ses_c", "ses_b", 7))
+        await history.committed_through(history.mark())
+
+        def spans(raws: list[Any]) -> list[tuple[int, Any, Any]]:
+            return [(r.raw_id, r.spans, msgspec.json.decode(r.record)) for r in raws]
+
+        # the parent's record that goes on past the fork point counts only up to it
+        assert spans(await history.read_raw("ses_b", 1, 100)) == [
+            (1, ((1, 2),), {"a": 1}),
+            (3, ((3, 5),), {"a": 3}),
+            (6, ((6, 8),), {"b": 6}),
+        ]
+        # a page inside the parent's part, one across the fork point, one of its own
+        assert spans(await history.read_raw("ses_b", 2, 4)) == [
+            (1, ((2, 2),), {"a": 1}),
+            (3, ((3, 4),), {"a": 3}),
+        ]
+        assert spans(await history.read_raw("ses_b", 5, 6)) == [
+            (3, ((5, 5),), {"a": 3}),
+            (6, ((6, 6),), {"b": 6}),
+        ]
+        assert spans(await history.read_raw("ses_b", 7, 8)) == [(6, ((7, 8),), {"b": 6})]
+        # a fork of a fork reads through both; an unknown session and an empty range: none
+        assert spans(await history.read_raw("ses_c", 1, 100)) == [
+            (1, ((1, 2),), {"a": 1}),
+            (3, ((3, 5),), {"a": 3}),
+            (6, ((6, 7),), {"b": 6}),
+        ]
+        assert await history.read_raw("ses_x", 1, 100) == []
+        assert await history.read_raw("ses_b", 4, 3) == []
+        assert await history.read_events("ses_x", 1, 100) == []
+        assert await history.position_at("ses_x", 100) is None
 
 
 def test_retention_keeps_a_session_forks_read_from(tmp_path: Path) -> None:

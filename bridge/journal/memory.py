@@ -26,7 +26,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from agent_bridge.journal.base import ClaimStatus, DeleteStatus, SessionRecord
-from agent_bridge.journal.forks import rehead
+from agent_bridge.journal.forks import position_through_forks, read_through_forks, rehead
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.wire.methods import RawRecord
 
@@ -113,6 +113,17 @@ class _Stored:
             for (seq, raw_id), stop in zip(self.changes, bounds, strict=True)
             if raw_id and stop > seq
         ]
+
+    def raw_page(self, lo: int, hi: int) -> list[RawRecord]:
+        """The kept raw records events ``lo``..``hi`` were projected from."""
+        return raw_records(self.links(), self.raw, lo, hi)
+
+    def position_at(self, sequence: int) -> tuple[int, bytes] | None:
+        """The latest kept ``(sequence, position)`` at or before ``sequence``, or ``None``."""
+        for ended, position in reversed(self.positions):
+            if ended <= sequence:
+                return ended, position
+        return None
 
 
 class MemoryHistory:
@@ -291,16 +302,16 @@ class MemoryHistory:
         the fork point, as the fork's, then its own)."""
         return self._events(session_id, lo, hi)
 
-    def _events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
+    def _fork_of(self, session_id: str) -> tuple[_Stored, str | None, int] | None:
         stored = self._sessions.get(session_id)
-        if stored is None or hi < lo:
-            return []
-        record = stored.record
-        parent, fork_seq = record.parent_id, record.fork_sequence
-        if parent is not None and lo <= fork_seq:
-            out = rehead(self._events(parent, lo, min(hi, fork_seq)), parent, session_id)
-            return out + stored.page(fork_seq + 1, hi) if hi > fork_seq else out
-        return stored.page(lo, hi)
+        if stored is None:
+            return None
+        return stored, stored.record.parent_id, stored.record.fork_sequence
+
+    def _events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
+        return read_through_forks(
+            session_id, lo, hi, fork_of=self._fork_of, own=_Stored.page, adopt=rehead
+        )
 
     async def read_raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
         """Return the raw records events ``lo``..``hi`` were projected from (through a
@@ -308,18 +319,7 @@ class MemoryHistory:
         return self._raw(session_id, lo, hi)
 
     def _raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
-        stored = self._sessions.get(session_id)
-        if stored is None or hi < lo:
-            return []
-        record = stored.record
-        parent, fork_seq = record.parent_id, record.fork_sequence
-        before: list[RawRecord] = []
-        if parent is not None and lo <= fork_seq:
-            before = self._raw(parent, lo, min(hi, fork_seq))
-            lo = fork_seq + 1
-            if hi < lo:
-                return before
-        return before + raw_records(stored.links(), stored.raw, lo, hi)
+        return read_through_forks(session_id, lo, hi, fork_of=self._fork_of, own=_Stored.raw_page)
 
     async def has_forks(self, session_id: str) -> bool:
         """Whether a fork reads from this session."""
@@ -328,17 +328,9 @@ class MemoryHistory:
     async def position_at(self, session_id: str, sequence: int) -> tuple[int, bytes] | None:
         """The latest ``(sequence, position)`` (a run's end or a checkpoint) at or before
         ``sequence``, through a fork's parents."""
-        while True:
-            stored = self._sessions.get(session_id)
-            if stored is None:
-                return None
-            for ended, position in reversed(stored.positions):
-                if ended <= sequence:
-                    return ended, position
-            parent = stored.record.parent_id
-            if parent is None:
-                return None
-            session_id, sequence = parent, min(sequence, stored.record.fork_sequence)
+        return position_through_forks(
+            session_id, sequence, fork_of=self._fork_of, latest=_Stored.position_at
+        )
 
     # ------------------------------------------------------------------ ownership
 

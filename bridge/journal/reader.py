@@ -14,7 +14,7 @@ import msgspec
 
 from agent_bridge.journal.base import SessionRecord, decode_policy
 from agent_bridge.journal.blocks import decode_bodies, slice_block
-from agent_bridge.journal.forks import rehead
+from agent_bridge.journal.forks import position_through_forks, read_through_forks, rehead
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.journal.rows import last_sequence
 from agent_bridge.wire.methods import RawRecord
@@ -89,19 +89,16 @@ class Reader:
         with self.lock:
             return self._events(session_id, lo, hi)
 
+    def _fork_of(self, session_id: str) -> tuple[int, str | None, int] | None:
+        return _fork_of(self.conn, session_id)
+
     def _events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
-        conn = self.conn
-        found = _fork_of(conn, session_id)
-        if found is None or hi < lo:
-            return []
-        skey, parent, fork_seq = found
-        out: list[bytes] = []
-        if parent is not None and lo <= fork_seq:
-            out = rehead(self._events(parent, lo, min(hi, fork_seq)), parent, session_id)
-            lo = fork_seq + 1
-            if hi < lo:
-                return out
-        rows = conn.execute(
+        return read_through_forks(
+            session_id, lo, hi, fork_of=self._fork_of, own=self._own_events, adopt=rehead
+        )
+
+    def _own_events(self, skey: int, lo: int, hi: int) -> list[bytes]:
+        rows = self.conn.execute(
             "SELECT first_seq, codec, sizes, bodies FROM event_blocks "
             "WHERE skey = ?1 AND first_seq <= ?3 AND first_seq >= ("
             "  SELECT COALESCE(MAX(first_seq), 0) FROM event_blocks"
@@ -109,6 +106,7 @@ class Reader:
             ") ORDER BY first_seq",
             (skey, lo, hi),
         ).fetchall()
+        out: list[bytes] = []
         for first, codec, sizes, bodies in rows:
             out += slice_block(int(first), sizes, decode_bodies(int(codec), bodies), lo, hi)
         return out
@@ -131,38 +129,26 @@ class Reader:
         """``(sequence, position)`` of the latest run end or checkpoint of the session's
         history (through a fork's parents) at or before ``sequence``, or ``None``."""
         with self.lock:
-            conn = self.conn
-            while True:
-                found = _fork_of(conn, session_id)
-                if found is None:
-                    return None
-                skey, parent, fork_seq = found
-                row = conn.execute(
-                    "SELECT seq, position FROM ("
-                    "SELECT ended_seq AS seq, position FROM runs WHERE skey = ? "
-                    "AND ended_seq <= ? AND position IS NOT NULL "
-                    "UNION ALL SELECT seq, position FROM fork_points WHERE skey = ? "
-                    "AND seq <= ?) ORDER BY seq DESC LIMIT 1",
-                    (skey, sequence, skey, sequence),
-                ).fetchone()
-                if row is not None:
-                    return int(row[0]), bytes(row[1])
-                if parent is None:
-                    return None
-                session_id, sequence = parent, min(sequence, fork_seq)
+            return position_through_forks(
+                session_id, sequence, fork_of=self._fork_of, latest=self._own_position
+            )
+
+    def _own_position(self, skey: int, sequence: int) -> tuple[int, bytes] | None:
+        row = self.conn.execute(
+            "SELECT seq, position FROM ("
+            "SELECT ended_seq AS seq, position FROM runs WHERE skey = ? "
+            "AND ended_seq <= ? AND position IS NOT NULL "
+            "UNION ALL SELECT seq, position FROM fork_points WHERE skey = ? "
+            "AND seq <= ?) ORDER BY seq DESC LIMIT 1",
+            (skey, sequence, skey, sequence),
+        ).fetchone()
+        return None if row is None else (int(row[0]), bytes(row[1]))
 
     def _raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
+        return read_through_forks(session_id, lo, hi, fork_of=self._fork_of, own=self._own_raw)
+
+    def _own_raw(self, skey: int, lo: int, hi: int) -> list[RawRecord]:
         conn = self.conn
-        found = _fork_of(conn, session_id)
-        if found is None or hi < lo:
-            return []
-        skey, parent, fork_seq = found
-        before: list[RawRecord] = []
-        if parent is not None and lo <= fork_seq:
-            before = self._raw(parent, lo, min(hi, fork_seq))
-            lo = fork_seq + 1
-            if hi < lo:
-                return before
         links = [
             (int(a), int(b), int(r))
             for a, b, r in conn.execute(
@@ -182,7 +168,7 @@ class Reader:
             query = f"SELECT raw_id, record FROM raw_records WHERE skey = ? AND raw_id IN ({marks})"  # noqa: S608
             for raw_id, record in conn.execute(query, (skey, *chunk)):
                 records[int(raw_id)] = bytes(record)
-        return before + raw_records(links, records, lo, hi)
+        return raw_records(links, records, lo, hi)
 
     def session(self, session_id: str) -> SessionRecord | None:
         """Return a stored session, or ``None``."""
