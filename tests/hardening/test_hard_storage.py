@@ -89,10 +89,15 @@ def journal_events(bridge: BridgeProcess, session: str) -> list[Message]:
 # --------------------------------------------------------------------- disk full
 
 
-async def test_disk_full_holds_the_run_tells_the_host_refuses_new_work_and_resumes() -> None:
+@pytest.mark.parametrize("writer", ["thread", "process"])
+async def test_disk_full_holds_the_run_tells_the_host_refuses_new_work_and_resumes(
+    writer: str,
+) -> None:
+    """Also with the journal's writer process (``--journal-writer process``): the same
+    hold, report and resume, the fault met by the child."""
     with small_fs() as mnt:
         state = mnt / "state"
-        async with bridge_on(state) as bridge:
+        async with bridge_on(state, "--journal-writer", writer) as bridge:
             session = await create(bridge, options=TWO_RUNS)
             await run(bridge, session, "warm up")  # the journal holds history already
             filler = fill(mnt)
