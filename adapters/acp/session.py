@@ -19,6 +19,7 @@ wait by its grace.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Mapping
@@ -35,7 +36,12 @@ from agent_bridge.adapters.acp.callbacks import Callbacks
 from agent_bridge.adapters.acp.launch import AgentSpec, Hints
 from agent_bridge.adapters.acp.profiles import BY_KEY, effective_hints, profile_for
 from agent_bridge.adapters.kit.resident import StopGraces
-from agent_bridge.adapters.kit.rpc_child import RpcChild, RpcChildSpec, start_rpc_child
+from agent_bridge.adapters.kit.rpc_child import (
+    RpcChild,
+    RpcChildSpec,
+    open_rpc_child,
+    start_rpc_child,
+)
 from agent_bridge.adapters.kit.runs import RunHandle
 from agent_bridge.adapters.kit.tasks import TaskSupervisor
 from agent_bridge.errors import BridgeError, ProviderFailure
@@ -189,14 +195,14 @@ class AcpSession(ProviderSession):
     async def open(self, *, resume: bool, fork: bool = False) -> None:
         """Start the agent, initialize, authenticate if asked, and open (or continue) the
         session.  Raises classified errors; the agent is stopped first."""
-        proc = await self._spawn()
-        try:
-            await self._handshake(proc, resume=resume, fork=fork)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await proc.stop()
-            self._proc = None
-            raise
+        await open_rpc_child(
+            self._spawn,
+            functools.partial(self._handshake, resume=resume, fork=fork),
+            forget=self._forget_proc,
+        )
+
+    def _forget_proc(self) -> None:
+        self._proc = None
 
     async def _spawn(self) -> RpcChild:
         s = self.settings

@@ -41,7 +41,12 @@ from agent_bridge.adapters.codex.launch import Settings
 from agent_bridge.adapters.codex.probe import parse_version
 from agent_bridge.adapters.kit.limits import merge_meters
 from agent_bridge.adapters.kit.resident import StopGraces
-from agent_bridge.adapters.kit.rpc_child import RpcChild, RpcChildSpec, start_rpc_child
+from agent_bridge.adapters.kit.rpc_child import (
+    RpcChild,
+    RpcChildSpec,
+    open_rpc_child,
+    start_rpc_child,
+)
 from agent_bridge.adapters.kit.runs import RunHandle
 from agent_bridge.adapters.kit.tasks import TaskSupervisor
 from agent_bridge.errors import BridgeError, ProviderFailure
@@ -303,14 +308,14 @@ class CodexSession(ProviderSession):
 
         Raises :class:`BridgeError`/:class:`ProviderFailure`; the child is stopped first.
         """
-        proc = await self._spawn()
-        try:
-            await self._handshake(proc, resume=resume, fork=fork)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await proc.stop()
-            self._proc = None
-            raise
+        await open_rpc_child(
+            self._spawn,
+            functools.partial(self._handshake, resume=resume, fork=fork),
+            forget=self._forget_proc,
+        )
+
+    def _forget_proc(self) -> None:
+        self._proc = None
 
     async def _spawn(self) -> RpcChild:
         s = self.settings

@@ -12,6 +12,8 @@ both lives here once:
   resident child (:mod:`~agent_bridge.adapters.kit.resident`), opens the connection,
   starts the adapter's serve task and the exit watcher (a grandchild that holds the
   output open after the child exited gets the connection closed);
+* :func:`open_rpc_child` is a session's ``open()``: spawn, handshake, and on any
+  failure stop the child (shielded) before the error goes on;
 * :class:`RpcChild` is the running child: :meth:`~RpcChild.call` (a request bounded in
   time; cancelling the caller settles it without telling the peer),
   :meth:`~RpcChild.failure` (a failed request classified: timeout, the child gone — with
@@ -43,7 +45,14 @@ from agent_bridge.rpc.connection import Connection, Method
 from agent_bridge.rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
 from agent_bridge.rpc.ledger import LedgerEntry
 
-__all__ = ["RpcChild", "RpcChildSpec", "probe_rpc", "request_quietly", "start_rpc_child"]
+__all__ = [
+    "RpcChild",
+    "RpcChildSpec",
+    "open_rpc_child",
+    "probe_rpc",
+    "request_quietly",
+    "start_rpc_child",
+]
 
 T = TypeVar("T")
 
@@ -222,6 +231,26 @@ async def start_rpc_child(
     tasks.start(serve, child, name="connection")
     resident.watch_exit(tasks, drain_grace=spec.drain_grace, on_held_open=child.held_open)
     return child
+
+
+async def open_rpc_child(
+    spawn: Callable[[], Awaitable[RpcChild]],
+    handshake: Callable[[RpcChild], Awaitable[None]],
+    *,
+    forget: Callable[[], None],
+) -> None:
+    """Open a session's child: ``spawn()`` it, then ``handshake(child)``.  When the
+    handshake raises (or is cancelled) the child is stopped, shielded from the
+    cancellation, then ``forget()`` (the session drops its reference) and the error goes
+    on unchanged.  Returns nothing; raises whatever ``spawn`` or ``handshake`` raised."""
+    child = await spawn()
+    try:
+        await handshake(child)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await child.stop()
+        forget()
+        raise
 
 
 async def probe_rpc(
