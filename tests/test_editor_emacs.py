@@ -419,7 +419,9 @@ def test_emacs_switches_a_session_s_model_and_mode(tmp_path: Path) -> None:
 def test_emacs_answers_free_text_and_a_question_set_by_button(tmp_path: Path) -> None:
     """A question that takes free text has [Other…] after its choices, a question set
     [Answer…]; each asks only when pressed (an empty answer leaves it pending, its buttons
-    kept), and the answers reach the provider; answered, the buttons go."""
+    kept), and the answers reach the provider; answered, the buttons go. In a chat with
+    two pending interactions, M-n/M-p step through the answer buttons and C-c C-n/C-c C-p
+    through the interactions, both wrapping around."""
     emacs = require_editor("emacs")
     out = tmp_path / "outcome.json"
     env = {
@@ -436,7 +438,7 @@ def test_emacs_answers_free_text_and_a_question_set_by_button(tmp_path: Path) ->
         env=env,
         timeout=100,
     )
-    assert "1 results as expected, 0 unexpected" in log, log
+    assert "2 results as expected, 0 unexpected" in log, log
     lines = json.loads(out.read_text())["lines"]
     assert lines[5:] == [
         "? question: Which branch?",

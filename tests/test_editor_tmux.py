@@ -6,9 +6,9 @@ Each session: a new session made from a source file's buffer (in Emacs its optio
 the new session's transient menu) and its first prompt typed (in Emacs typed ahead, before
 the bridge has answered: it must reach the chat, not the file); an approval not asked while
 the user types in Neovim's prompt area; an approval dismissed (it stays pending, the bar or
-header line counts it), then answered by key; a question answered by key (Emacs: dismissed,
-then answered by pressing its button in the chat); the edit opened as a diff (Emacs); a run
-interrupted by key; a two-line prompt written in the prompt area below the chat and sent
+header line counts it), then answered by key (Emacs: M-n to its answer buttons, RET);
+a question answered by key (Emacs: dismissed, then C-c C-p to its buttons, RET); the
+edit opened as a diff (Emacs); a run interrupted by key; a two-line prompt written in the prompt area below the chat and sent
 (Emacs). The source file is untouched at the end.
 """
 
@@ -148,21 +148,23 @@ def test_emacs_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:
     term.keys("C-g")
     screen = term.wait("1 pending approval", gone="C-g/q dismiss):")
     assert "→ responded" not in screen
-    # `a s`: allowed for the session; then the question, `a 1`: Yes
-    term.keys("a")
-    term.wait("s allow for session")
-    term.keys("s")
+    # M-n: to the next answer button (from the chat's end it wraps around to the first),
+    # the echo area naming it; M-n again: [Allow for session]; RET presses it
+    term.keys("M-n")
+    term.wait("[Allow once] (approval: Edit Makefile), wrapped around — RET answers")
+    term.keys("M-n")
+    term.wait("[Allow for session] (approval: Edit Makefile) — RET answers")
+    term.keys("Enter")
     term.wait("→ responded: allow (session)")
     term.wait("? question: Run the tests too?")
     term.keys("a")
     term.wait("1 Yes, 2 No")
     term.keys("C-g")
-    # its answers are buttons in the chat: point on [Yes] (isearch back), RET presses it
+    # its answers are buttons in the chat: C-c C-p to the previous pending interaction's
+    # first button ([Yes]), RET presses it
     term.wait("[Yes] [No]", gone="1 Yes, 2 No")
-    term.keys("C-r")
-    term.text("[Ye")
-    term.keys("Enter")
-    term.wait("[Yes] [No]", gone="I-search")
+    term.keys("C-c", "C-p")
+    term.wait("[Yes] (question: Run the tests too?) — RET answers")
     term.keys("Enter")
     screen = term.wait("✓ done (end_turn)")
     assert "[Yes] [No]" not in screen and "[Allow once]" not in screen

@@ -298,6 +298,10 @@ An error is shown (by its `data.code'); ON-ERROR is also called with it."
     (define-key map (kbd "f") #'agent-bridge-fork)
     (define-key map (kbd "m") #'agent-bridge-settings)
     (define-key map (kbd "/") #'agent-bridge-command)
+    (define-key map (kbd "M-n") #'agent-bridge-next-button)
+    (define-key map (kbd "M-p") #'agent-bridge-previous-button)
+    (define-key map (kbd "C-c C-n") #'agent-bridge-next-interaction)
+    (define-key map (kbd "C-c C-p") #'agent-bridge-previous-interaction)
     map)
   "Keymap of `agent-bridge-chat-mode'.")
 
@@ -316,6 +320,11 @@ An error is shown (by its `data.code'); ON-ERROR is also called with it."
   "A session's chat: the run's events as they stream.
 Thinking and tool calls are blocks whose header starts with \"▸ \";
 their bodies are folded, TAB toggles the block at point.
+\\<agent-bridge-chat-mode-map>A pending approval or question is a \"? \" line with its
+answers as buttons under it.  \\[agent-bridge-next-button] and \\[agent-bridge-previous-button] move to the
+next or previous answer button, \\[agent-bridge-next-interaction] and \\[agent-bridge-previous-interaction] to the
+first button of the next or previous pending interaction (both wrap
+around); RET on a button answers with it.
 
 \\{agent-bridge-chat-mode-map}"
   (setq-local buffer-invisibility-spec '((agent-bridge-fold . t)))
@@ -1083,6 +1092,86 @@ settled."
         (when answer
           (agent-bridge--call 'interaction/respond
                               (list :interactionId iid :answer answer)))))))
+
+;;;; Moving between the answer buttons
+
+(defun agent-bridge--answer-buttons ()
+  "Return the answer buttons of the current chat, in order.
+Each is (START . INTERACTION-ID); only a pending interaction has them."
+  (let ((pos (point-min)) buttons)
+    (while (setq pos (next-single-property-change pos 'agent-bridge-answer))
+      (when (get-text-property pos 'agent-bridge-answer)
+        (push (cons pos (get-text-property pos 'agent-bridge-interaction)) buttons)))
+    (nreverse buttons)))
+
+(defun agent-bridge--goto-answer (buttons forward limit)
+  "Go to the first of BUTTONS after LIMIT (FORWARD) or the last before it.
+BUTTONS are (START . INTERACTION-ID); past the last (first) one it wraps
+around.  Say which button point is on and what it answers."
+  (let* ((found (if forward
+                    (seq-find (lambda (b) (> (car b) limit)) buttons)
+                  (car (last (seq-filter (lambda (b) (< (car b) limit)) buttons)))))
+         (target (or found (if forward (car buttons) (car (last buttons))))))
+    (if (not target)
+        (agent-bridge--message "no pending approvals or questions")
+      (goto-char (car target))
+      (let* ((s (agent-bridge--current-session))
+             (request (and s (cdr (assoc (cdr target) (agent-bridge--session-pending s))))))
+        (agent-bridge--message "%s%s%s — RET answers"
+                               (buffer-substring-no-properties
+                                (car target)
+                                (next-single-property-change (car target) 'agent-bridge-answer
+                                                             nil (line-end-position)))
+                               (if request
+                                   (format " (%s: %s)" (plist-get request :kind)
+                                           (agent-bridge--describe request))
+                                 "")
+                               (if found "" ", wrapped around"))))))
+
+(defun agent-bridge--button-start ()
+  "Return the start of the answer button at point, else point."
+  (if (and (get-text-property (point) 'agent-bridge-answer) (> (point) (point-min))
+           (get-text-property (1- (point)) 'agent-bridge-answer))
+      (previous-single-property-change (point) 'agent-bridge-answer nil (point-min))
+    (point)))
+
+(defun agent-bridge-next-button ()
+  "Move to the next answer button of a pending approval or question.
+Past the last one it wraps around to the first.  RET on it answers."
+  (interactive)
+  (agent-bridge--goto-answer (agent-bridge--answer-buttons) t (point)))
+
+(defun agent-bridge-previous-button ()
+  "Move to the previous answer button of a pending approval or question.
+Before the first one it wraps around to the last.  RET on it answers."
+  (interactive)
+  (agent-bridge--goto-answer (agent-bridge--answer-buttons) nil (agent-bridge--button-start)))
+
+(defun agent-bridge--first-buttons ()
+  "Return the first answer button of each pending interaction in the chat."
+  (let (last firsts)
+    (dolist (b (agent-bridge--answer-buttons))
+      (unless (equal (cdr b) last) (push b firsts))
+      (setq last (cdr b)))
+    (nreverse firsts)))
+
+(defun agent-bridge-next-interaction ()
+  "Move to the first answer button of the next pending approval or question.
+Past the last one it wraps around to the first.  RET on it answers."
+  (interactive)
+  (agent-bridge--goto-answer (agent-bridge--first-buttons) t
+                             (if (get-text-property (point) 'agent-bridge-answers)
+                                 (line-end-position)
+                               (point))))
+
+(defun agent-bridge-previous-interaction ()
+  "Move to the first answer button of the previous pending approval or question.
+Before the first one it wraps around to the last.  RET on it answers."
+  (interactive)
+  (agent-bridge--goto-answer (agent-bridge--first-buttons) nil
+                             (if (get-text-property (point) 'agent-bridge-answers)
+                                 (line-beginning-position)
+                               (point))))
 
 (defun agent-bridge--remove-buttons (s iid)
   "Remove the answer buttons of interaction IID from the chat of S."

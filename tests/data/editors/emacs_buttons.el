@@ -71,4 +71,45 @@
     (agent-bridge-stop)
     (test-wait "the bridge to stop" (lambda () (not (agent-bridge-running-p))))))
 
+;; Two pending interactions' buttons in a chat buffer: M-n / M-p step through every
+;; answer button (wrapping around), C-c C-n / C-c C-p jump to each interaction's first.
+(ert-deftest agent-bridge-move-between-buttons ()
+  (switch-to-buffer (generate-new-buffer "*chat*"))  ; keys go to the selected window's
+  (progn
+    (agent-bridge-chat-mode)
+    (let ((inhibit-read-only t)
+          (approval '(:kind "approval" :title "Edit Makefile"
+                      :modes ["once" "session"]))
+          (question '(:kind "question" :prompt "Tests?"
+                      :choices [(:id "y" :label "Yes") (:id "n" :label "No")])))
+      (insert "# chat\n" (agent-bridge--pending-line "i1" approval) "\n"
+              (agent-bridge--buttons-line "i1" approval) "\ntext\n"
+              (agent-bridge--pending-line "i2" question) "\n"
+              (agent-bridge--buttons-line "i2" question) "\nend"))
+    (let ((at (lambda () (buffer-substring-no-properties
+                          (point) (next-single-property-change (point) 'agent-bridge-answer))))
+          (keys (lambda (k) (execute-kbd-macro (kbd k))))
+          said)
+      (goto-char (point-max))
+      (cl-letf (((symbol-function 'agent-bridge--message)
+                 (lambda (&rest args) (setq said (apply #'format args)))))
+        (funcall keys "M-n"))             ; wraps around to the first
+      (should (equal (funcall at) "[Allow once]"))
+      (should (equal said "[Allow once], wrapped around — RET answers"))
+      (funcall keys "M-n")
+      (should (equal (funcall at) "[Allow for session]"))
+      (funcall keys "M-n M-n")
+      (should (equal (funcall at) "[Yes]"))
+      (funcall keys "M-p")
+      (should (equal (funcall at) "[Deny]"))
+      (funcall keys "C-c C-n")            ; from a button: the next interaction's first
+      (should (equal (funcall at) "[Yes]"))
+      (funcall keys "C-c C-p")
+      (should (equal (funcall at) "[Allow once]"))
+      (funcall keys "C-c C-p")            ; wraps around to the last
+      (should (equal (funcall at) "[Yes]"))
+      (goto-char (point-min))
+      (funcall keys "C-c C-n")
+      (should (equal (funcall at) "[Allow once]")))))
+
 ;;; emacs_buttons.el ends here
