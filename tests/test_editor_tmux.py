@@ -8,8 +8,8 @@ the bridge has answered: it must reach the chat, not the file); an approval not 
 the user types in Neovim's prompt area; an approval dismissed (it stays pending, the bar or
 header line counts it), then answered by key (Emacs: M-n to its answer buttons, RET);
 a question answered by key (Emacs: dismissed, then C-c C-p to its buttons, RET); the
-edit opened as a diff (Emacs); a run interrupted by key; a two-line prompt written in the prompt area below the chat and sent
-(Emacs). The source file is untouched at the end.
+edit opened as a diff (Emacs); a run interrupted by key; a two-line prompt written in the
+prompt area below the chat and sent (Emacs). The source file is untouched at the end.
 """
 
 from __future__ import annotations
