@@ -10,6 +10,9 @@ header line counts it), then answered by key (Emacs: M-n to its answer buttons, 
 a question answered by key (Emacs: dismissed, then C-c C-p to its buttons, RET); the
 edit opened as a diff (Emacs); a run interrupted by key; a two-line prompt written in the
 prompt area below the chat and sent (Emacs). The source file is untouched at the end.
+Emacs then sends the file's first line (marked by keys) as context with a prompt (the chat
+shows the run carried it), is quit and started again, and continues the session from
+``M-x agent-bridge-continue``'s picker: its history is back and it runs again.
 """
 
 from __future__ import annotations
@@ -68,6 +71,27 @@ class Term:
             if time.monotonic() > deadline:
                 raise AssertionError(f"the screen never showed {what!r}:\n{s}")
             time.sleep(0.1)
+
+    def wait_exit(self, *, timeout: float = 30) -> None:
+        """Wait until the program has exited (and the tmux server with it), answering an
+        exit's confirmation ("kill them and exit anyway? (yes or no)") with yes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            proc = subprocess.run(
+                [self.tmux, "-S", str(self.sock), "capture-pane", "-p", "-t", "t"],
+                capture_output=True,
+                text=True,
+                env=self.env,
+                timeout=30,
+            )
+            if proc.returncode != 0:
+                return
+            if "(yes or no)" in proc.stdout:
+                self.text("yes")
+                self.keys("Enter")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the program never exited:\n{proc.stdout}")
+            time.sleep(0.2)
 
     def kill(self) -> None:
         subprocess.run(
@@ -198,6 +222,38 @@ def test_emacs_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:
     line = next(li for li in screen.splitlines() if "src.py" in li and "(Python" in li)
     assert "**" not in line, line  # the mode line's modified flag
     assert "pprint" not in screen
+    assert src.read_text() == SOURCE
+    # the region (the file's first line, marked by keys) sent as context with a prompt:
+    # the chat shows what the run carried, as the bridge recorded it
+    term.keys("M-<", "C-Space", "C-e")
+    term.keys("M-x")
+    term.text("agent-bridge-send")
+    term.keys("Enter")
+    term.wait("Prompt with @ src.py:1-1 (empty: attach to the next prompt):")
+    term.text("Explain this")
+    term.keys("Enter")
+    screen = term.wait("You said: Explain this")
+    assert "@ src.py:1-1" in screen
+    # Emacs quit (its bridge with it) and started again: M-x agent-bridge-continue offers
+    # the session in a picker; picked, its chat comes back with its history and runs again
+    term.keys("C-x", "C-c")
+    term.wait_exit()
+    term.start(f"{emacs} -nw -Q -l {init} {src}")
+    term.wait("print('hi')")
+    term.keys("M-x")
+    term.text("agent-bridge-continue")
+    term.keys("Enter")
+    term.wait("Continue a session:")
+    term.text("Fix")
+    term.keys("Tab")
+    term.wait("Fix-the-build · scripted, bridge session ·")
+    term.keys("Enter")
+    screen = term.wait("You said: Explain this")
+    assert "@ src.py:1-1" in screen and "— session resumed" in screen
+    term.keys("p")
+    term.text("Still there?")
+    term.keys("Enter")
+    term.wait("You said: Still there?")
     assert src.read_text() == SOURCE
 
 
