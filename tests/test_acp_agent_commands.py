@@ -211,3 +211,41 @@ async def test_the_provider_s_modes_are_acp_modes(tmp_path: Path) -> None:
         and r["msg"]["params"]["update"]["sessionUpdate"] == "current_mode_update"
     ]
     assert sent == ["auto", "ask"]  # the replay of the load sent none
+
+
+async def test_the_provider_s_models_are_the_model_config_option(tmp_path: Path) -> None:
+    """A provider that names its models (``session/settings``) offers them as the
+    ``model`` config option (category ``model``: ACP's schema has no ``models`` nor
+    ``session/set_model`` in the version this bridge is checked against);
+    ``session/set_config_option model`` switches live (``session/configure``) and the
+    client gets ``config_option_update`` with the model now current; a model not offered
+    is -32602."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"settings": SETTINGS, "steps": [{"type": "echo"}]}))
+    log = tmp_path / "acp.log"
+    work = tmp_path / "work"
+    work.mkdir()
+    client = Client()
+    argv = agent_argv(log, tmp_path / "state", script)
+    async with spawn_agent_process(client, argv[0], *argv[1:]) as (conn, _process):  # type: ignore[arg-type]
+        await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        session = await conn.new_session(cwd=str(work), mcp_servers=[])
+        sid = session.session_id
+        models = [o for o in session.config_options or [] if o.id == "model"]
+        assert len(models) == 1
+        model = models[0]
+        assert model.current_value == "small" and model.category == "model"
+        assert [o.value for o in model.options] == ["small", "large"]
+        changed = await conn.set_config_option(config_id="model", session_id=sid, value="large")
+        now = next(o for o in changed.config_options if o.id == "model")
+        assert now.current_value == "large"
+        with pytest.raises(acp.RequestError) as unknown:
+            await conn.set_config_option(config_id="model", session_id=sid, value="huge")
+        assert unknown.value.code == -32602
+        told = [u for u in client.updates if u.session_update == "config_option_update"]
+        assert told, client.updates
+        last = next(o for o in told[-1].config_options if o.id == "model")
+        assert last.current_value == "large"
+        reply = await conn.prompt(session_id=sid, prompt=[text_block("Go")])
+        assert reply.stop_reason == "end_turn"
+    check_schema(log)

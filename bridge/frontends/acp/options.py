@@ -5,7 +5,11 @@ Config options (``configOptions``, ``select`` unless said otherwise):
 * ``provider`` — the configured providers; it can change while a session has had no
   prompt yet (the session is then recreated on the other provider, same id);
 * the provider's session option ``model`` (category ``model``; a ``string`` option is
-  offered as its current value, ``default`` and the provider's known aliases);
+  offered as its current value, ``default`` and the provider's known aliases); when the
+  provider names its models itself (``session/settings``: Claude Code's initialize
+  answer, an ACP agent's, a script's), ``model`` offers those instead, switched live
+  (``session/configure``), and a ``settings.updated`` model reaches the client as
+  ``config_option_update`` (:func:`settings_model`);
 * its permission option — ``permissionMode`` or ``approvalPolicy`` (category ``mode``,
   also offered as ACP ``modes``, so ``session/set_mode`` sets it);
 * ``reasoningEffort`` (category ``thought_level``), and its other ``enum`` session options;
@@ -36,6 +40,7 @@ __all__ = [
     "mcp_options",
     "mode_option",
     "mode_state",
+    "settings_model",
     "settings_modes",
 ]
 
@@ -144,9 +149,12 @@ def config_options(
     providers: Sequence[str],
     *,
     booleans: bool = False,
+    models: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The ``configOptions`` of a session on ``descriptor``'s provider with ``options``
-    (with ``boolean`` toggles when ``booleans``: the client advertised them)."""
+    (with ``boolean`` toggles when ``booleans``: the client advertised them; ``models``:
+    the ``model`` option the provider's own model list makes, :func:`settings_model`,
+    in place of its ``model`` session option)."""
     out = [
         _select(
             PROVIDER_CONFIG_ID,
@@ -157,7 +165,11 @@ def config_options(
             "The agent behind agent-bridge (can change before the first prompt).",
         )
     ]
+    if models is not None:
+        out.append(models)
     for option in _offered(descriptor, booleans):
+        if models is not None and option.name == "model":
+            continue
         if option.type == "boolean":
             out.append(_toggle(option, options))
             continue
@@ -203,6 +215,28 @@ def settings_modes(settings: SessionSettings | None) -> dict[str, Any] | None:
         "currentModeId": mode.current,
         "availableModes": [{"id": v.id, "name": v.name or v.id} for v in mode.available],
     }
+
+
+def settings_model(settings: SessionSettings | None) -> dict[str, Any] | None:
+    """The ``model`` config option of a session whose provider names its models itself
+    (``session/settings``), switched live with ``session/configure``; ``None`` when it
+    names none, or not which is current."""
+    model = settings.model if settings is not None else None
+    if model is None or model.current is None or not model.available:
+        return None
+    values = [v.id for v in model.available]
+    option = _select(
+        "model",
+        "Model",
+        model.current,
+        values if model.current in values else [model.current, *values],
+        "model",
+        "The models the provider offers (switched at once, between prompts).",
+    )
+    names = {v.id: v.name for v in model.available if v.name}
+    for choice in option["options"]:
+        choice["name"] = names.get(choice["value"], choice["value"])
+    return option
 
 
 def apply_choice(

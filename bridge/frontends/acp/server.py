@@ -41,6 +41,7 @@ from agent_bridge.frontends.acp.options import (
     mcp_options,
     mode_option,
     mode_state,
+    settings_model,
     settings_modes,
 )
 from agent_bridge.frontends.acp.prompt import prompt_capabilities, prompt_texts, run_input
@@ -55,7 +56,7 @@ from agent_bridge.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQU
 from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.runtime.native import native_session_id
 from agent_bridge.wire import acp
-from agent_bridge.wire.events import EventPayload, RunFailed
+from agent_bridge.wire.events import EventPayload, RunFailed, SettingsUpdated
 from agent_bridge.wire.methods import RunStartParams
 from agent_bridge.wire.providers import ProviderDescriptor
 from agent_bridge.wire.settings import SessionConfigureParams
@@ -233,6 +234,8 @@ class AcpFrontend:
         for run_id, payload in decoded:
             for update in mapper.updates(payload, replay=replay):
                 self.conn.notify("session/update", {"sessionId": session_id, "update": update})
+            if type(payload) is SettingsUpdated and payload.model is not None and not replay:
+                self._model_changed(session_id)
             if is_terminal(payload):
                 turn = self._turns.get(session_id)
                 if turn is not None and turn.run_id in (None, run_id):
@@ -395,10 +398,22 @@ class AcpFrontend:
         options = self.runtime.session_options(session_id)
         view: dict[str, Any] = {
             "configOptions": config_options(
-                session.descriptor, options, self._providers(), booleans=self._booleans
+                session.descriptor,
+                options,
+                self._providers(),
+                booleans=self._booleans,
+                models=self._live_model(session_id),
             ),
         }
-        modes = self._live_modes(session_id) or mode_state(session.descriptor, options)
+        live = self._live_modes(session_id)
+        if live is not None:
+            # the permission option says the mode now current, as current_mode_update does
+            for option in view["configOptions"]:
+                if option.get("category") == "mode" and live["currentModeId"] in {
+                    choice["value"] for choice in option.get("options", ())
+                }:
+                    option["currentValue"] = live["currentModeId"]
+        modes = live or mode_state(session.descriptor, options)
         if modes is not None:
             view["modes"] = modes
         return view
@@ -410,6 +425,25 @@ class AcpFrontend:
         if provider_session is None:
             return None
         return settings_modes(provider_session.model_and_mode())
+
+    def _model_changed(self, session_id: str) -> None:
+        """Tell the client the session's ``model`` config option after its provider's
+        model changed (``settings.updated``: ``session/set_config_option``, a host's
+        ``session/configure``, or the provider itself), when the provider's own models
+        make that option."""
+        session = self.runtime.sessions.get(session_id)
+        if session is None or self._live_model(session_id) is None:
+            return
+        configs = self._session_view(session_id)["configOptions"]
+        self._notify(session_id, "config_option_update", configOptions=configs)
+
+    def _live_model(self, session_id: str) -> dict[str, Any] | None:
+        """The ``model`` config option the session's provider's own models make
+        (``session/settings``), or ``None``: then its ``model`` option stands for it."""
+        provider_session = self.runtime.sessions[session_id].provider_session
+        if provider_session is None:
+            return None
+        return settings_model(provider_session.model_and_mode())
 
     def _providers(self) -> list[str]:
         return [p.id for p in self.runtime.registry.all()]
@@ -644,6 +678,15 @@ class AcpFrontend:
             raise BridgeError("session_not_found")
         if params.config_id == PROVIDER_CONFIG_ID:
             await self._switch_provider(session_id, params.value)
+        elif params.config_id == "model" and self._live_model(session_id) is not None:
+            if not isinstance(params.value, str):
+                raise BridgeError(
+                    "invalid_params", details={"field": "value", "reason": "a model id"}
+                )
+            # live: the provider switches now (the client gets config_option_update)
+            await self.runtime.configure_session(
+                SessionConfigureParams(session_id, model=params.value)
+            )
         else:
             options = apply_choice(
                 session.descriptor,
