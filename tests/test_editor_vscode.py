@@ -735,7 +735,7 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
     ]
     assert ctx["attachmentsAfterRefusal"] == 0
     # what each prompt carried is shown under it, in the chat
-    for line in (f"@ {hello}:1-1", "@ untitled:Untitled-1 (2 lines)", "@ image image/png (70 B)"):
+    for line in ("@ hello.py:1-1", "@ untitled:Untitled-1 (2 lines)", "@ image image/png (70 B)"):
         assert f"\n  {line}\n" in ctx["transcript"] and f"\n{line}\n" in ctx["webviewText"], line
 
     # Fork (issue 29) only where the provider forks: the scripted provider's chat offers

@@ -154,7 +154,11 @@ export class ChatModel {
   private readonly interactions = new Map<string, InteractionItem>();
   private counter = 0;
 
-  constructor(readonly sessionId: string) {}
+  /** `workspace`: the session's (its files are shown relative to it). */
+  constructor(
+    readonly sessionId: string,
+    readonly workspace?: string,
+  ) {}
 
   /** The run state: `running` while a run started and has not ended. */
   get runState(): RunState {
@@ -226,7 +230,7 @@ export class ChatModel {
           key: this.key(),
           runId,
           text: p.input,
-          attachments: (p.content ?? []).map((b) => describeBlock(b)).filter((d): d is string => d !== undefined),
+          attachments: (p.content ?? []).map((b) => describeBlock(b, this.workspace)).filter((d): d is string => d !== undefined),
         });
         break;
       case "text.delta": {

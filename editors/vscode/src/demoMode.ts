@@ -1,8 +1,8 @@
 /**
  * Demo mode, for the README's screenshot (scripts/screenshot.sh): when VS Code starts
  * the extension with AGENT_BRIDGE_VSCODE_DEMO set to a file path, it opens the Sessions
- * view, runs two scripted turns through its commands with the real UI, leaves the
- * second turn's approval prompt on screen, and then writes that file. With
+ * view, runs two scripted turns through its commands with the real UI (the second with
+ * the selection of hello.py attached), leaves the second turn's approval prompt on screen, and then writes that file. With
  * AGENT_BRIDGE_VSCODE_DEMO_DIFF set it stops after the first turn and opens its edit in
  * the diff view beside the chat instead. Nothing here runs
  * unless the variable is set.
@@ -42,6 +42,13 @@ export async function runDemo(api: ExtensionApi, readyFile: string): Promise<voi
       out.ok = true;
       fs.writeFileSync(readyFile, JSON.stringify(out));
       return;
+    }
+    // the selection of hello.py goes with the next prompt
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    if (folder) {
+      const editor = await vscode.window.showTextDocument(vscode.Uri.joinPath(folder, "hello.py"), { preview: false });
+      editor.selection = new vscode.Selection(0, 0, 0, 5);
+      await exec("agentBridge.sendContext", { sessionId });
     }
     await exec("agentBridge.prompt", { sessionId, text: "Now run the tests" });
     await until(() => api.store.pendingCount(sessionId) === 1);

@@ -144,7 +144,7 @@ export class SessionStore implements vscode.Disposable {
       ...(workspace ? { workspace } : {}),
       ...(title ? { title } : {}),
     });
-    const entry: SessionEntry = { info: res.session, model: new ChatModel(res.session.sessionId) };
+    const entry: SessionEntry = { info: res.session, model: new ChatModel(res.session.sessionId, res.session.workspace ?? undefined) };
     this.sessions.set(res.session.sessionId, entry);
     this.changed.fire(undefined);
     void this.loadMenus(res.session.sessionId).catch(() => undefined);
@@ -216,7 +216,7 @@ export class SessionStore implements vscode.Disposable {
   async fork(sessionId: string, atEvent?: number): Promise<string> {
     const client = await this.bridge.ensure();
     const res = await client.request("session/fork", atEvent === undefined ? { sessionId } : { sessionId, atEvent });
-    this.sessions.set(res.session.sessionId, { info: res.session, model: new ChatModel(res.session.sessionId) });
+    this.sessions.set(res.session.sessionId, { info: res.session, model: new ChatModel(res.session.sessionId, res.session.workspace ?? undefined) });
     this.changed.fire(undefined);
     return res.session.sessionId;
   }
@@ -312,7 +312,7 @@ export class SessionStore implements vscode.Disposable {
       entry = this.sessions.get(sessionId);
       if (!entry) throw new Error(`no session ${sessionId}`);
     }
-    if (!entry.model) entry.model = new ChatModel(sessionId);
+    if (!entry.model) entry.model = new ChatModel(sessionId, entry.info.workspace ?? undefined);
     const model = entry.model;
     const before = model.lastSequence;
     if (entry.info.state !== "closed") {
