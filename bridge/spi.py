@@ -37,7 +37,7 @@ from typing import Any, Literal, Protocol
 import anyio.abc
 
 from agent_bridge.wire.errors import ErrorCode, ErrorDetailValue
-from agent_bridge.wire.events import LimitsUpdated, ProviderPayload
+from agent_bridge.wire.events import EventPayload, LimitsUpdated, ProviderPayload
 from agent_bridge.wire.inputs import CommandInfo
 from agent_bridge.wire.interactions import Answer, InteractionRequest, InteractionStatus
 from agent_bridge.wire.methods import RunInput
@@ -309,6 +309,16 @@ class ProviderSession(abc.ABC):
         default): the descriptor's ``capabilities.input``.  The runtime checks every
         run's input against it before the run starts."""
         return None
+
+    def replayed_history(self) -> tuple[Sequence[tuple[EventPayload, bytes]], bool]:
+        """The earlier conversation the provider replayed as this session opened, for a
+        provider that cannot read its history in pages (``nativeSessions.read``
+        ``unsupported``) but replays it when a session is loaded (an ACP agent's
+        ``session/load``): the payloads, oldest first, each with the record it came
+        from, and whether older ones were dropped to keep it bounded.  The runtime
+        imports them when it continues a provider's own session (then asks no more:
+        the session may forget them).  The default: nothing."""
+        return (), False
 
 
 class AgentProvider(abc.ABC):

@@ -6,9 +6,9 @@ real claude-agent-acp and codex-acp, each behind a configured ``[acp.agents.<id>
 A session is made through the agent (bridge A); a fresh bridge B with its own journal,
 through a fresh agent process, discovers it with ``provider/sessions/list`` and
 continues it: the stand-in's next request carries the earlier conversation.  ACP reads
-no history in pages, so the descriptor says ``read: unsupported``, ``provider/sessions/
-read`` answers ``unsupported`` and the import brings 0 records.  Every message the
-bridge and the agent exchanged fits ACP's schema.
+no history in pages, so the descriptor says ``read: unsupported`` and ``provider/sessions/
+read`` answers ``unsupported``; the import is what the agent's ``session/load``
+replays.  Every message the bridge and the agent exchanged fits ACP's schema.
 """
 
 from __future__ import annotations
@@ -99,8 +99,15 @@ async def test_acp_agent_session_discovered_and_continued(case: Case, tmp_path: 
         cont = {"provider": case.provider, "sessionRef": ref}
         continued = await b.result("provider/sessions/continue", cont, timeout=90)
         assert continued["bound"] == "created"
-        assert continued.get("imported", 0) == 0
         session_id = continued["session"]["sessionId"]
+        # the agent's replay of its session/load is the import: the earlier turn, raw kept
+        page = await b.result("events/read", {"sessionId": session_id, "after": 0})
+        payloads = [e["payload"] for e in page["events"]]
+        marker = next(p for p in payloads if p["type"] == "session.imported")
+        imported = payloads[: payloads.index(marker)]
+        assert continued["imported"] == marker["records"] == len(imported) > 0
+        assert {"type": "run.started", "input": "remember alpha"} in imported
+        assert "Alpha noted." in "".join(p.get("text", "") for p in imported)
         assert continued["session"]["workspace"] == work
         before = len(case.requests())
         case.say("It was alpha.")
@@ -119,7 +126,8 @@ async def test_acp_agent_session_discovered_and_continued(case: Case, tmp_path: 
 async def test_an_acp_editor_continues_an_acp_agents_session(tmp_path: Path) -> None:
     """Through ``agent-bridge acp --provider claude-acp``: a session claude-agent-acp made
     (through another bridge) is in the editor's ``session/list``, ``session/load``
-    continues it in the agent's own conversation, and it is listed once afterwards."""
+    continues it in the agent's own conversation (its earlier turn replayed to the
+    editor), and it is listed once afterwards."""
     import os
 
     from acp_agent_support import BRIDGE
@@ -147,6 +155,9 @@ async def test_an_acp_editor_continues_an_acp_agents_session(tmp_path: Path) -> 
             listed = await conn.list_sessions(cwd=work)
             (entry,) = listed.sessions
             await conn.load_session(cwd=work, session_id=entry.session_id, mcp_servers=[])
+            # the earlier turn, imported from the agent's replay, is replayed to the editor
+            assert "remember alpha" in client.texts("user_message_chunk")
+            assert client.texts("agent_message_chunk") == "Alpha noted."
             server.push(Text("It was alpha."))
             reply = await conn.prompt(
                 session_id=entry.session_id, prompt=[acp.text_block("what did I ask?")]

@@ -158,6 +158,7 @@ async def test_continuation_names_the_sessions_directory(tmp_path: Path) -> None
         "agent": "fake",
         "sessionId": "s002",
         "cwd": str(agent.elsewhere),
+        "native": True,
     }
     with pytest.raises(BridgeError) as caught:
         await agent.provider.native_continuation("s999")

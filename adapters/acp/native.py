@@ -16,9 +16,9 @@ environment: its real store, never a throwaway home), asks ``initialize`` and th
   ``session/resume`` take it): :func:`find_session` pages the agent's list until it
   finds the reference.
 * ACP has no way to read a session's history in pages (``session/load`` replays it only
-  into a live session), so the descriptor says ``read: unsupported`` and the bridge
-  imports no earlier records: the agent itself still holds, and is given, the whole
-  conversation.
+  into a live session), so the descriptor says ``read: unsupported``; continuing loads
+  the session with ``session/load`` and imports what it replays
+  (:meth:`~agent_bridge.adapters.acp.session.AcpSession.replayed_history`).
 """
 
 from __future__ import annotations

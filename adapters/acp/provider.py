@@ -347,7 +347,7 @@ class AcpProvider(AgentProvider):
         if found is None:
             raise BridgeError("session_not_found")
         cwd = found.workspace if found.workspace and os.path.isdir(found.workspace) else None
-        opaque: dict[str, Any] = {"agent": self.spec.id, "sessionId": session_ref}
+        opaque: dict[str, Any] = {"agent": self.spec.id, "sessionId": session_ref, "native": True}
         if cwd is not None:
             opaque["cwd"] = cwd
         return NativeContinuation(opaque, workspace=cwd)
@@ -483,6 +483,7 @@ class AcpProvider(AgentProvider):
             raise BridgeError("unsupported", details={"reason": "resume_defect"})
         settings = self._settings(ctx, opaque)
         settings.acp_session_id = opaque["sessionId"]
+        settings.replay_history = opaque.get("native") is True
         session = AcpSession(ctx, settings, self)
         await session.open(resume=True)
         return session

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -56,7 +57,13 @@ from agent_bridge.spi import (
     RunOutcome,
     SessionContext,
 )
-from agent_bridge.wire.events import Diagnostic, ProviderPayload, SettingsUpdated
+from agent_bridge.wire.events import (
+    Diagnostic,
+    EventPayload,
+    ProviderPayload,
+    RunStarted,
+    SettingsUpdated,
+)
 from agent_bridge.wire.inputs import CommandInfo
 from agent_bridge.wire.methods import RunInput
 from agent_bridge.wire.providers import InputCapabilities
@@ -94,6 +101,14 @@ class Settings:
     #: ``model`` / ``thoughtLevel`` options → the values to set.
     config: dict[str, str] = field(default_factory=dict)
     acp_session_id: str | None = None
+    #: Continuing the agent's own session (``provider/sessions/continue``): load it with
+    #: ``session/load`` where the agent can, and keep what it replays for the import.
+    replay_history: bool = False
+
+
+#: The most replayed payloads kept for the import of a continued session (older ones are
+#: dropped, and the import says so).
+MAX_REPLAYED: Final = 10_000
 
 
 class AcpRun(RunHandle):
@@ -151,6 +166,11 @@ class AcpSession(ProviderSession):
         self._run: AcpRun | None = None
         self._disposed = False
         self._loading = False
+        #: what a session/load of a continued session replayed (payload, record), newest
+        #: MAX_REPLAYED, and whether older ones were dropped
+        self._replayed: deque[tuple[EventPayload, bytes]] | None = None
+        self._replay_dropped = False
+        self._replay_state = mapping.TurnState()
         #: The last run was cancelled and the agent must be restarted before the next
         #: (hint ``restart_after_cancel``).
         self._restart = False
@@ -295,14 +315,18 @@ class AcpSession(ProviderSession):
             params = {**base, "sessionId": s.acp_session_id}
             if self.hints.resume is False:
                 raise BridgeError("unsupported", details={"reason": "resume_defect"})
-            if info.session_resume:
+            replay = s.replay_history and info.load_session
+            if info.session_resume and not replay:
                 result = await self._call(proc, "session/resume", params, STARTUP_TIMEOUT)
             elif info.load_session:
+                if replay:
+                    self._replayed = deque(maxlen=MAX_REPLAYED)
                 self._loading = True
                 try:
                     result = await self._call(proc, "session/load", params, STARTUP_TIMEOUT)
                 finally:
                     self._loading = False
+                    s.replay_history = False  # a later restart resumes as usual
             else:
                 raise BridgeError("unsupported", details={"reason": "agent_cannot_resume"})
         else:
@@ -349,6 +373,27 @@ class AcpSession(ProviderSession):
             )
             if name == "model":
                 self._model = self._with_current(self._model, value)
+
+    def _keep_replayed(self, update: Mapping[str, Any], record: bytes) -> None:
+        """Keep what a ``session/load`` of a continued session replayed: a user message
+        as ``run.started``, the rest as a live update maps."""
+        replayed = self._replayed
+        assert replayed is not None
+        if update.get("sessionUpdate") == "user_message_chunk":
+            text = p.obj(update.get("content")).get("text")
+            payloads: list[EventPayload] = [RunStarted(input=text)] if isinstance(text, str) else []
+        else:
+            payloads = list(mapping.update_payloads(self._replay_state, update))
+        for payload in payloads:
+            if len(replayed) == replayed.maxlen:
+                self._replay_dropped = True
+            replayed.append((payload, record))
+
+    def replayed_history(self) -> tuple[list[tuple[EventPayload, bytes]], bool]:
+        """What the agent replayed when this continued session was loaded (once; then
+        forgotten)."""
+        replayed, self._replayed = self._replayed, None
+        return (list(replayed) if replayed is not None else []), self._replay_dropped
 
     def export_recovery_record(self) -> Any:
         """The ACP session to continue; marked ``resumable: false`` for an agent whose
@@ -590,6 +635,8 @@ class AcpSession(ProviderSession):
             self._commands = mapping.commands_of(update)  # kept in or outside a run
         changed = self._settings_update(update)
         if self._loading:
+            if self._replayed is not None:
+                self._keep_replayed(update, bytes(raw))
             return  # history replayed by session/load: already in the journal
         run = self._current(params)
         if run is None:

@@ -15,12 +15,13 @@ The binding rule (one bridge session per provider session) is the runtime's
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from agent_bridge.runtime.stream import EventStream
 from agent_bridge.spi import AgentProvider
-from agent_bridge.wire.events import SessionImported
+from agent_bridge.wire.events import EventPayload, SessionImported
 from agent_bridge.wire.native import (
     DEFAULT_IMPORT_LIMIT,
     MAX_PAGE,
@@ -91,6 +92,7 @@ async def import_history(
     session_ref: str,
     stream: EventStream,
     limit: int = DEFAULT_IMPORT_LIMIT,
+    replayed: tuple[Sequence[tuple[EventPayload, bytes]], bool] = ((), False),
 ) -> Imported:
     """Publish the events of the newest records of ``session_ref`` (at most ``limit``)
     into ``stream`` (session-wide, each with its record as raw), oldest first, then a
@@ -102,16 +104,29 @@ async def import_history(
     until a page comes back empty (records the provider appends meanwhile are imported
     too).  A cut is marked: ``session.imported`` says ``truncated`` with the cursor that
     reads the older records.  A provider that cannot read its history (descriptor
-    ``nativeSessions.read`` ``unsupported``: an ACP agent) imports nothing: the
-    ``session.imported`` event says 0 records, the provider still holds the whole
-    conversation.  Raises what :meth:`AgentProvider.read_native_session` raises
-    (``history_unavailable``, ``session_not_found``)."""
+    ``nativeSessions.read`` ``unsupported``: an ACP agent) imports what its session
+    replayed as it opened (``replayed``: :meth:`ProviderSession.replayed_history`, each
+    payload a record; the newest ``limit``), nothing when it replayed nothing; the
+    provider holds the whole conversation either way.  Raises what
+    :meth:`AgentProvider.read_native_session` raises (``history_unavailable``,
+    ``session_not_found``)."""
     first = stream.last_sequence + 1
     records = 0
     cursor: str | None = None
     truncated = False
     previous: str | None = None
-    if provider.describe().capabilities.native_sessions.read != "unsupported":
+    if provider.describe().capabilities.native_sessions.read == "unsupported":
+        pairs, truncated = replayed
+        if len(pairs) > limit:
+            pairs, truncated = pairs[len(pairs) - limit :], True
+        wait = False
+        for payload, raw in pairs:
+            wait = stream.publish(None, payload, raw) or wait
+            if wait:
+                await stream.drained()
+                wait = False
+        records = len(pairs)
+    else:
         page, _, truncated = await _oldest_page(provider, session_ref, max(1, limit))
         previous = page.previous_cursor if truncated else None
         while True:

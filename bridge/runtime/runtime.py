@@ -940,7 +940,11 @@ class Runtime:
             raise
         session = self.sessions[session_id]
         try:
-            imported = await import_history(provider, session_ref, session.stream, import_limit)
+            provider_session = session.provider_session
+            replayed = provider_session.replayed_history() if provider_session else ((), False)
+            imported = await import_history(
+                provider, session_ref, session.stream, import_limit, replayed
+            )
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.close_session(session_id)

@@ -269,9 +269,9 @@ class SessionImported(WireStruct, frozen=True, tag="session.imported", tag_field
     exactly as stored, is the event's raw record: ``events/read`` with ``view: "raw"``).
     ``records`` counts the records read; ``nextCursor`` is where
     ``provider/sessions/read`` reads on after them (records the provider's own CLI adds
-    later).  Both sequences are 0 when there was nothing to import, or the provider cannot
-    read its history (``nativeSessions.read`` ``unsupported``: it keeps the whole
-    conversation itself).  ``truncated``: what was imported was bounded (``importLimit`` of
+    later).  Both sequences are 0 when there was nothing to import.  A provider that
+    cannot read its history (``nativeSessions.read`` ``unsupported``) imports only what it
+    replays as the session opens.  ``truncated``: what was imported was bounded (``importLimit`` of
     ``provider/sessions/continue``) and older records were left out; ``previousCursor``
     then reads them (``provider/sessions/read``, the page before the first imported
     record)."""
