@@ -7,9 +7,12 @@ text deltas, so the session holds about that many events (default 10,000) in a j
 (SQLite, a scratch state directory).  Then, in the same runtime (in process, so the
 figures are the runtime's and the provider's, not a client's):
 
-  (F1) ``fork_session`` at the end, and at the first run's end after a second, short run
-       (a fork midway): wall time of the call, which includes spawning the forked CLI and
-       its ``initialize`` (``--resume --fork-session --resume-session-at``): the median of
+  (F1) ``fork_session`` at the end, at the first run's end after a second, short run
+       (a fork midway), and at the middle delta of the long run (inside a run: Claude Code
+       forks at its messages, here none is complete there, so the provider's history is
+       cut before the run; its ``providerSequence`` is printed): wall time of the call,
+       which includes spawning the forked CLI and its ``initialize`` (``--resume
+       --fork-session --resume-session-at``; a new CLI when nothing is cut): the median of
        ``--reps`` forks each, beside a ``create_session`` (a new CLI) as the baseline of
        what spawning and initializing the CLI costs alone;
   (F2) the journal's bytes (after a checkpoint) before the forks and after them, per fork:
@@ -114,6 +117,9 @@ async def measure(args: argparse.Namespace, base: Path, server: AnthropicStandIn
         before_mid = journal_bytes(state)
         midway = await timed_forks(runtime, parent, first_end, args.reps)
         after_mid = journal_bytes(state)
+        inside = await timed_forks(runtime, parent, first_end // 2, args.reps)
+        cut = await runtime.fork_session(parent, at_event=first_end // 2)
+        await runtime.close_session(cut.session.session_id)
         fork = (await runtime.fork_session(parent, at_event=first_end)).session
         creates: list[float] = []
         for _ in range(args.reps):
@@ -133,6 +139,8 @@ async def measure(args: argparse.Namespace, base: Path, server: AnthropicStandIn
         "events_in_parent_at_fork": first_end,
         "fork_at_end_s": statistics.median(at_end),
         "fork_midway_s": statistics.median(midway),
+        "fork_inside_a_run_s (at the long run's middle delta)": statistics.median(inside),
+        "fork_inside_a_run_provider_sequence": cut.provider_sequence,
         "create_session_s (baseline: a new CLI)": statistics.median(creates),
         "journal_bytes_before": before,
         "journal_growth_per_fork_at_end_bytes": (after_end - before) / args.reps,
