@@ -6,8 +6,10 @@ to nothing and what is measured is the bridge's side), same run, for histories o
 ``--records`` records (half prompts, half replies):
 
   (C1) ``continue_native`` of a provider session not bound yet: bind (one journal
-       transaction), resume, import every record (events + raw records journaled),
-       ``session.imported``, flushed;
+       transaction), resume, import the newest ``--import-limit`` records (default the
+       bridge's, 10,000: a longer history is cut, walked back to from its newest page;
+       events + raw records journaled), ``session.imported``, flushed; the ``imported``
+       column says how many were;
   (C2) ``continue_native`` of the same reference again while its session is open: the
        binding lookup only;
   (C3) ``continue_native`` after the session was closed: lookup, claim, reopen (no import);
@@ -19,6 +21,7 @@ CLI's own start with ``--resume`` (seconds, its cost, not the bridge's) and its 
 page reads (see bench/native_sessions.py).
 
 Usage:  .venv/bin/python bench/native_continue.py [--records 10,1000,10000] [--reps 5]
+            [--import-limit N]
 """
 
 from __future__ import annotations
@@ -56,13 +59,13 @@ async def timed(fn: Callable[[], Awaitable[Any]]) -> float:
     return time.perf_counter() - started
 
 
-async def bench(sizes: list[int], reps: int) -> None:
+async def bench(sizes: list[int], reps: int, limit: int | None) -> None:
     state = tempfile.mkdtemp(prefix="bench-native-continue-")
     try:
         history = Journal.open(state)
         async with Runtime(ProviderRegistry([ScriptedProvider()]), history=history) as runtime:
             print(
-                f"{'records':>8} {'C1 continue new':>16} {'C2 bound, open':>15} "
+                f"{'records':>8} {'imported':>9} {'C1 continue new':>16} {'C2 bound, open':>15} "
                 f"{'C3 bound, closed':>17} {'R resume by id':>15}"
             )
             for size in sizes:
@@ -75,7 +78,9 @@ async def bench(sizes: list[int], reps: int) -> None:
                     result: list[Any] = []
 
                     async def first(ref: str = ref, result: list[Any] = result) -> None:
-                        result.append(await runtime.continue_native("scripted", ref))
+                        result.append(
+                            await runtime.continue_native("scripted", ref, import_limit=limit)
+                        )
 
                     c1.append(await timed(first))
                     session_id = result[0].session.session_id
@@ -87,7 +92,8 @@ async def bench(sizes: list[int], reps: int) -> None:
                     await runtime.close_session(session_id)
                 ms = [statistics.median(x) * 1000 for x in (c1, c2, c3, r)]
                 print(
-                    f"{size:>8} {ms[0]:>13.2f} ms {ms[1]:>12.2f} ms {ms[2]:>14.2f} ms "
+                    f"{size:>8} {result[0].imported:>9} {ms[0]:>13.2f} ms {ms[1]:>12.2f} ms "
+                    f"{ms[2]:>14.2f} ms "
                     f"{ms[3]:>12.2f} ms"
                 )
     finally:
@@ -98,8 +104,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", default="10,1000,10000")
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--import-limit", type=int, default=None)
     args = parser.parse_args()
-    anyio.run(bench, [int(s) for s in args.records.split(",")], args.reps)
+    sizes = [int(s) for s in args.records.split(",")]
+    anyio.run(bench, sizes, args.reps, args.import_limit)
 
 
 if __name__ == "__main__":
