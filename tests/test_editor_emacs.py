@@ -383,6 +383,104 @@ def test_emacs_continues_a_bridge_or_a_native_session_of_the_workspace(tmp_path:
     assert any(label.endswith(o["bridgeOne"]) for label in again)
 
 
+def test_emacs_continues_a_native_codex_session(tmp_path: Path) -> None:
+    """`agent-bridge-continue` offers a thread the real codex CLI made alone (`codex exec`,
+    its model the loopback Responses stand-in); picked, it is continued in the bridge (its
+    turn shown, the next request carries it); afterwards `codex exec resume` in the
+    terminal goes on in the same thread and its request carries the turn made in Emacs."""
+    emacs = require_editor("emacs")
+    import subprocess
+
+    from provider_clis import require_cli
+    from standins.responses_server import CODEX_OFFLINE_CONFIG, ResponsesStandIn, reply, text
+    from test_codex_native_e2e import private_env
+
+    codex = require_cli("codex")
+    out = tmp_path / "outcome.json"
+    env = {**os.environ, **private_env(tmp_path)}
+    work = tmp_path / "work"
+    sessions = tmp_path / "codex-home" / "sessions"
+    with ResponsesStandIn() as server:
+        # the stand-in in the CLI's own config: the terminal and the bridge both use it
+        (tmp_path / "codex-home" / "config.toml").write_text(
+            CODEX_OFFLINE_CONFIG.replace("http://127.0.0.1:9/v1", server.base_url)
+        )
+        cli_env = {**env, "PATH": "/usr/bin:/bin"}
+        server.script(reply(text("Noted: pelican.")))
+        made = subprocess.run(
+            [codex, "exec", "--skip-git-repo-check", "remember the word pelican"],
+            cwd=work,
+            env=cli_env,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert made.returncode == 0, made.stderr[-2000:]
+        (rollout,) = sessions.glob("*/*/*/rollout-*.jsonl")
+        server.script(reply(text("The word was pelican.")))
+        env = {
+            **env,
+            "AGENT_BRIDGE_CODEX_PATH": codex,
+            "AB_PACKAGE": str(PACKAGE),
+            "AB_BRIDGE": bridge_command()[0],
+            "AB_STATE": str(tmp_path / "state"),
+            "AB_OUT": str(out),
+            "AB_WORK": str(work),
+        }
+        scenario = str(DATA / "emacs_continue_codex.el")
+        log = run_editor(
+            [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
+            env=env,
+            timeout=240,
+        )
+        assert "1 results as expected, 0 unexpected" in log, log
+        emacs_body = json.dumps(server.response_bodies()[-1].get("input") or [])
+        # back in the terminal: the same thread, and the model sees the turn made in Emacs
+        server.script(reply(text("Still pelican.")))
+        resumed = subprocess.run(
+            [codex, "exec", "--skip-git-repo-check", "resume", rollout.stem[-36:], "again?"],
+            cwd=work,
+            env=cli_env,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        terminal_body = json.dumps(server.response_bodies()[-1].get("input") or [])
+        assert server.errors == []
+    o = json.loads(out.read_text())
+    (label,) = o["labels"]
+    assert label.startswith("remember the word pelican · codex's own session · "), label
+    assert label.endswith(rollout.stem[-12:])
+    assert o["provider"] == "codex"
+    lines = o["lines"]
+    assert lines[:6] == [
+        "",
+        "## You",
+        "remember the word pelican",
+        "",
+        "## Agent",
+        "Noted: pelican.",
+    ]
+    assert lines[6].startswith("— imported from codex's own session ("), lines
+    # Codex's warnings from its start (here: no bubblewrap on PATH) are reported in the
+    # next run, as a '! warning' line each
+    warned = [li for li in lines[7:] if li.startswith("! warning codex_")]
+    assert [li for li in lines[7:] if li not in warned][-6:] == [
+        "## You",
+        "what was the word?",
+        "",
+        "## Agent",
+        "The word was pelican.",
+        "✓ done (completed)",
+    ], lines
+    # the model was given the terminal's conversation, and the terminal then Emacs's turn
+    assert "remember the word pelican" in emacs_body and "Noted: pelican." in emacs_body
+    assert "what was the word?" in emacs_body
+    assert "what was the word?" in terminal_body and "The word was pelican." in terminal_body
+    assert list(sessions.glob("*/*/*/rollout-*.jsonl")) == [rollout]
+
+
 def test_emacs_switches_a_session_s_model_and_mode(tmp_path: Path) -> None:
     """`m` in the chat: the models and modes session/settings offers (each once, the current
     one marked), the one picked set with session/configure; the settings.updated that
