@@ -28,7 +28,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from agent_bridge.adapters.kit import jsonl_history
+from agent_bridge.adapters.kit import history_files, jsonl_history
+from agent_bridge.adapters.kit.history_files import HistoryFile
 from agent_bridge.adapters.kit.jsonl_history import diagnostic
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.events import (
@@ -47,11 +48,9 @@ from agent_bridge.wire.native import (
 __all__ = ["gemini_dir", "list_page", "project_record", "read_page", "session_path"]
 
 HEAD_BYTES: Final = 256 * 1024
-TITLE_CHARS: Final = 200
 
 _DIR_RE: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}")
 _STEM_RE: Final = re.compile(r"session-[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9a-fA-F]{8}")
-_LIST_CURSOR_RE: Final = re.compile(r"([0-9]{1,20}):(.{1,400})", re.DOTALL)
 _QUIET_MESSAGES: Final = frozenset({"info", "warning", "error"})
 
 
@@ -78,11 +77,7 @@ def session_path(session_ref: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Entry:
-    ref: str
-    path: str
-    mtime_ns: int
-    size: int
+class _Entry(HistoryFile):
     root: str | None
 
 
@@ -100,33 +95,14 @@ def _project_root(directory: str) -> str | None:
 
 
 def _entries(workspace: str | None) -> list[_Entry]:
-    try:
-        directories = list(os.scandir(_projects()))
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise jsonl_history.unavailable(exc) from None
     out: list[_Entry] = []
-    for directory in directories:
-        if _DIR_RE.fullmatch(directory.name) is None or not directory.is_dir():
-            continue
+    for directory in history_files.store_dirs(_projects(), _DIR_RE):
         root = _project_root(directory.path)
         if workspace is not None and (root is None or os.path.realpath(root) != workspace):
             continue
-        try:
-            files = list(os.scandir(os.path.join(directory.path, "chats")))
-        except OSError:
-            continue  # no chats (yet), or removed meanwhile
-        for file in files:
-            stem, dot, ext = file.name.rpartition(".")
-            if ext != "jsonl" or not dot or _STEM_RE.fullmatch(stem) is None:
-                continue
-            try:
-                st = file.stat()
-            except OSError:
-                continue
-            ref = directory.name + "/" + stem
-            out.append(_Entry(ref, file.path, st.st_mtime_ns, st.st_size, root))
+        chats = os.path.join(directory.path, "chats")  # none (yet), or removed meanwhile: []
+        for file in history_files.jsonl_files(chats, directory.name + "/", _STEM_RE):
+            out.append(_Entry(file.ref, file.path, file.mtime_ns, file.size, root))
     return out
 
 
@@ -163,38 +139,15 @@ def list_page(workspace: str | None, cursor: str | None, limit: int) -> NativeSe
     given (the project's ``.project_root``), after ``cursor`` (``<mtime ns>:<reference>``
     of the last one shown).  Raises ``invalid_params`` for a malformed cursor and
     ``history_unavailable`` when the CLI's directory cannot be read."""
-    after: tuple[int, str] | None = None
-    if cursor is not None:
-        match = _LIST_CURSOR_RE.fullmatch(cursor)
-        if match is None:
-            raise BridgeError("invalid_params", details={"field": "cursor"})
-        after = (-int(match.group(1)), match.group(2))
     real = os.path.realpath(workspace) if workspace is not None else None
-    entries = sorted(_entries(real), key=lambda e: (-e.mtime_ns, e.ref))
-    sessions: list[NativeSessionInfo] = []
-    last: _Entry | None = None
-    more = False
-    for entry in entries:
-        if after is not None and (-entry.mtime_ns, entry.ref) <= after:
-            continue
-        if len(sessions) == limit:
-            more = True
-            break
+
+    def describe(entry: _Entry) -> NativeSessionInfo:
         head = _head(entry.path)
-        prompt = head.get("prompt")
-        sessions.append(
-            NativeSessionInfo(
-                session_ref=entry.ref,
-                title=prompt[:TITLE_CHARS] if isinstance(prompt, str) else None,
-                workspace=entry.root,
-                created_at=head.get("created"),
-                updated_at=jsonl_history.rfc3339(entry.mtime_ns),
-                size_bytes=entry.size,
-            )
+        return history_files.session_info(
+            entry, title=head.get("prompt"), workspace=entry.root, created=head.get("created")
         )
-        last = entry
-    next_cursor = f"{last.mtime_ns}:{last.ref}" if more and last is not None else None
-    return NativeSessionsListResult(tuple(sessions), next_cursor=next_cursor)
+
+    return history_files.list_page(_entries(real), cursor, limit, describe)
 
 
 # --------------------------------------------------------------------------- reading

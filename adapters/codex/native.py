@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from agent_bridge.adapters.kit import jsonl_history
+from agent_bridge.adapters.kit import history_files, jsonl_history
+from agent_bridge.adapters.kit.history_files import HistoryFile
 from agent_bridge.adapters.kit.jsonl_history import diagnostic
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.events import (
@@ -56,7 +56,6 @@ __all__ = [
 #: How much of a file's start is read to find its thread, working directory and prompt
 #: (the ``session_meta`` record carries the base instructions, tens of KiB).
 HEAD_BYTES: Final = 256 * 1024
-TITLE_CHARS: Final = 200
 
 _UUID: Final = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _STEM_RE: Final = re.compile(
@@ -65,7 +64,6 @@ _STEM_RE: Final = re.compile(
 _REF_RE: Final = re.compile(r"([0-9]{4})/([0-9]{2})/([0-9]{2})/(" + _STEM_RE.pattern + ")")
 _YEAR_RE: Final = re.compile(r"[0-9]{4}")
 _DAY_RE: Final = re.compile(r"[0-9]{2}")
-_LIST_CURSOR_RE: Final = re.compile(r"([0-9]{1,20}):(.{1,400})", re.DOTALL)
 
 #: Record types with nothing for the bridge's events (not unknown).
 _QUIET_TYPES: Final = frozenset(
@@ -147,12 +145,14 @@ def thread_id(session_ref: str) -> str:
 # --------------------------------------------------------------------------- listing
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    ref: str
-    path: str
-    mtime_ns: int
-    size: int
+def _entries() -> list[HistoryFile]:
+    out: list[HistoryFile] = []
+    for year in history_files.store_dirs(_sessions(), _YEAR_RE):
+        for month in _subdirs(year.path, _DAY_RE):
+            for day in _subdirs(month.path, _DAY_RE):
+                prefix = f"{year.name}/{month.name}/{day.name}/"
+                out += history_files.jsonl_files(day.path, prefix, _STEM_RE)
+    return out
 
 
 def _subdirs(path: str, pattern: re.Pattern[str]) -> list[os.DirEntry[str]]:
@@ -161,37 +161,6 @@ def _subdirs(path: str, pattern: re.Pattern[str]) -> list[os.DirEntry[str]]:
     except OSError:
         return []  # removed or unreadable meanwhile
     return [d for d in found if pattern.fullmatch(d.name) is not None and d.is_dir()]
-
-
-def _entries() -> list[_Entry]:
-    root = _sessions()
-    try:
-        years = [
-            d for d in os.scandir(root) if _YEAR_RE.fullmatch(d.name) is not None and d.is_dir()
-        ]
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise jsonl_history.unavailable(exc) from None
-    out: list[_Entry] = []
-    for year in years:
-        for month in _subdirs(year.path, _DAY_RE):
-            for day in _subdirs(month.path, _DAY_RE):
-                try:
-                    files = list(os.scandir(day.path))
-                except OSError:
-                    continue
-                prefix = f"{year.name}/{month.name}/{day.name}/"
-                for file in files:
-                    stem, dot, ext = file.name.rpartition(".")
-                    if ext != "jsonl" or not dot or _STEM_RE.fullmatch(stem) is None:
-                        continue
-                    try:
-                        st = file.stat()
-                    except OSError:
-                        continue
-                    out.append(_Entry(prefix + stem, file.path, st.st_mtime_ns, st.st_size))
-    return out
 
 
 def _user_text(payload: dict[str, Any]) -> str | None:
@@ -245,41 +214,18 @@ def list_page(workspace: str | None, cursor: str | None, limit: int) -> NativeSe
     given, after ``cursor`` (``<mtime ns>:<reference>`` of the last one shown).  Raises
     ``invalid_params`` for a malformed cursor and ``history_unavailable`` when the
     sessions directory cannot be read."""
-    after: tuple[int, str] | None = None
-    if cursor is not None:
-        match = _LIST_CURSOR_RE.fullmatch(cursor)
-        if match is None:
-            raise BridgeError("invalid_params", details={"field": "cursor"})
-        after = (-int(match.group(1)), match.group(2))
     real_workspace = os.path.realpath(workspace) if workspace is not None else None
-    entries = sorted(_entries(), key=lambda e: (-e.mtime_ns, e.ref))
-    sessions: list[NativeSessionInfo] = []
-    last: _Entry | None = None
-    more = False
-    for entry in entries:
-        if after is not None and (-entry.mtime_ns, entry.ref) <= after:
-            continue
+
+    def describe(entry: HistoryFile) -> NativeSessionInfo | None:
         head = _head(entry.path)
         cwd = head.get("cwd")
         if real_workspace is not None and (cwd is None or os.path.realpath(cwd) != real_workspace):
-            continue
-        if len(sessions) == limit:
-            more = True
-            break
-        prompt = head.get("prompt")
-        sessions.append(
-            NativeSessionInfo(
-                session_ref=entry.ref,
-                title=prompt[:TITLE_CHARS] if isinstance(prompt, str) else None,
-                workspace=cwd,
-                created_at=head.get("created"),
-                updated_at=jsonl_history.rfc3339(entry.mtime_ns),
-                size_bytes=entry.size,
-            )
+            return None
+        return history_files.session_info(
+            entry, title=head.get("prompt"), workspace=cwd, created=head.get("created")
         )
-        last = entry
-    next_cursor = f"{last.mtime_ns}:{last.ref}" if more and last is not None else None
-    return NativeSessionsListResult(tuple(sessions), next_cursor=next_cursor)
+
+    return history_files.list_page(_entries(), cursor, limit, describe)
 
 
 def ref_for(thread: str, home: str | None = None) -> str | None:
