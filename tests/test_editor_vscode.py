@@ -755,7 +755,9 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
     # the model and the mode (session/configure), and show the new ones.
     menus = r["menus"]
     assert menus["headerBefore"].startswith("Menus | scripted | model Small ▾ | mode ask ▾")
-    assert menus["menu"] == [["/review", "/compact"]] and menus["models"] == [["Small", "Large"]]
+    # the second menu: after a run's commands.updated
+    assert menus["menu"] == [["/review", "/compact"], ["/review", "/deploy"]]
+    assert menus["models"] == [["Small", "Large"]]
     assert menus["modeChosen"] == "auto"
     assert menus["headerAfter"].startswith("Menus | scripted | model Large ▾ | mode auto ▾")
     assert menus["settings"]["model"]["current"] == "large"
@@ -766,6 +768,9 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
         "-- Turn completed (end_turn)",
         "You: /compact",
         'Agent: [{"type":"command","name":"compact"}]',
+        "-- Turn completed (end_turn)",
+        "You: Add a command",
+        "Agent: Added deploy.",
         "-- Turn completed (end_turn)",
     ]
 

@@ -474,7 +474,28 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
               model: { current: "small", available: [{ id: "small", name: "Small" }, { id: "large", name: "Large" }] },
               mode: { current: "ask", available: [{ id: "ask" }, { id: "auto" }] },
             },
-            steps: [{ type: "received" }],
+            runs: [
+              { steps: [{ type: "received" }] },
+              { steps: [{ type: "received" }] },
+              {
+                // the agent's commands change during a run (commands.updated)
+                steps: [
+                  {
+                    type: "emit",
+                    payloads: [
+                      {
+                        type: "commands.updated",
+                        commands: [
+                          { name: "review", description: "Review the diff", hint: "<focus>" },
+                          { name: "deploy", description: "Deploy the branch" },
+                        ],
+                      },
+                    ],
+                  },
+                  { type: "text", text: "Added deploy." },
+                ],
+              },
+            ],
           },
         },
         title: "Menus",
@@ -500,6 +521,11 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
       menus.headerAfter = pm.rendered.text.split("\n").slice(0, 6).join(" | ");
       pm.receive({ type: "send", text: "/compact" });
       await until("the typed command's run", () => turns() === 2 && model(sid2)?.runState === "idle");
+      pm.receive({ type: "send", text: "Add a command" });
+      await until("the run that changes the commands", () => turns() === 3 && model(sid2)?.runState === "idle");
+      ui.answer("Run which command?", null);
+      pm.receive({ type: "commands" });
+      await until("the menu after the change", () => ui.prompts.filter((p) => p.title === "Run which command?").length === 2);
       menus.settings = store.sessions.get(sid2)?.settings ?? null;
       menus.transcript = model(sid2)!.transcript();
       menus.menu = ui.prompts.filter((p) => p.title === "Run which command?").map((p) => p.offered);
