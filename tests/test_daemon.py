@@ -289,10 +289,13 @@ def test_attached_hosts_that_cannot_answer_get_the_approval_denied_as_over_stdio
     watcher.close()
 
 
-def _connect(env: dict[str, str], state: str) -> tuple[subprocess.Popen[bytes], Host]:
+def _connect(
+    env: dict[str, str], state: str, cwd: str | None = None
+) -> tuple[subprocess.Popen[bytes], Host]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agent_bridge", "connect", "--state-dir", state],
+        [sys.executable, "-P", "-m", "agent_bridge", "connect", "--state-dir", state],
         env=env,
+        cwd=cwd,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
@@ -365,6 +368,32 @@ def test_connect_starts_the_daemon_and_a_sigkilled_daemon_loses_nothing_a_host_s
         assert "run.failed" in types and types[-1] == "session.resumed", types
         failed = next(e for e in page["events"] if e["payload"]["type"] == "run.failed")
         assert failed["payload"]["error"]["code"] == "bridge_crashed"
+        host.call("session/close", {"sessionId": sid})
+        host.close()
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        host.close()
+        stop_daemon(env, state)
+
+
+def test_the_daemon_connect_starts_never_imports_from_the_working_directory(
+    tmp_path: Path, runtime_dir: str
+) -> None:
+    """A workspace's own ``sqlite3.py`` (any module named like one the bridge imports) is
+    not what the daemon imports: ``connect`` started from that workspace gets a daemon that
+    opens its journal and serves (before ``-P`` the daemon died importing the workspace's)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "sqlite3.py").write_text("raise SystemExit('the workspace module was imported')\n")
+    state = str(tmp_path / "state")
+    env = {**os.environ, "XDG_RUNTIME_DIR": runtime_dir}
+    proc, host = _connect(env, state, cwd=str(workspace))
+    try:
+        host.initialize()
+        sid = host.call("session/create", {"provider": "scripted"})["session"]["sessionId"]
         host.call("session/close", {"sessionId": sid})
         host.close()
         assert proc.wait(10) == 0

@@ -203,6 +203,7 @@ async def _demo(framing: str, printer: _Printer) -> int:
         # The demo leaves no history behind in the user's state directory.
         argv=(
             sys.executable,
+            "-P",  # never import from the working directory
             "-m",
             "agent_bridge",
             "serve",

@@ -45,6 +45,7 @@ def start_daemon(paths: DaemonPaths, daemon_args: Sequence[str]) -> int:
     env = dict(os.environ)
     argv = (
         sys.executable,
+        "-P",  # never import from the working directory (a workspace's own modules)
         "-m",
         "agent_bridge",
         "daemon",

@@ -51,8 +51,9 @@ class BridgeRequestError(Exception):
 
 
 def serve_command(*args: str) -> list[str]:
-    """The argv of a bridge child: this interpreter's ``-m agent_bridge serve``."""
-    return [sys.executable, "-m", "agent_bridge", "serve", "--framing", "newline", *args]
+    """The argv of a bridge child: this interpreter's ``-P -m agent_bridge serve`` (``-P``: a
+    module in the working directory never shadows one the bridge imports)."""
+    return [sys.executable, "-P", "-m", "agent_bridge", "serve", "--framing", "newline", *args]
 
 
 def serve_env(state_dir: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
