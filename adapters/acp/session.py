@@ -19,7 +19,6 @@ wait by its grace.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 from collections import deque
@@ -215,14 +214,7 @@ class AcpSession(ProviderSession):
     async def open(self, *, resume: bool, fork: bool = False) -> None:
         """Start the agent, initialize, authenticate if asked, and open (or continue) the
         session.  Raises classified errors; the agent is stopped first."""
-        await open_rpc_child(
-            self._spawn,
-            functools.partial(self._handshake, resume=resume, fork=fork),
-            forget=self._forget_proc,
-        )
-
-    def _forget_proc(self) -> None:
-        self._proc = None
+        await open_rpc_child(self._spawn, self._forget, self._handshake, resume=resume, fork=fork)
 
     async def _spawn(self) -> RpcChild:
         s = self.settings
@@ -249,6 +241,10 @@ class AcpSession(ProviderSession):
         )
         self._proc = proc
         return proc
+
+    def _forget(self) -> None:
+        """Drop the agent that failed to open (it is stopped already)."""
+        self._proc = None
 
     async def _serve(self, proc: RpcChild) -> None:
         try:

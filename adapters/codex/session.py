@@ -308,14 +308,7 @@ class CodexSession(ProviderSession):
 
         Raises :class:`BridgeError`/:class:`ProviderFailure`; the child is stopped first.
         """
-        await open_rpc_child(
-            self._spawn,
-            functools.partial(self._handshake, resume=resume, fork=fork),
-            forget=self._forget_proc,
-        )
-
-    def _forget_proc(self) -> None:
-        self._proc = None
+        await open_rpc_child(self._spawn, self._forget, self._handshake, resume=resume, fork=fork)
 
     async def _spawn(self) -> RpcChild:
         s = self.settings
@@ -583,6 +576,10 @@ class CodexSession(ProviderSession):
             proc.resident.stderr_tail(),
         )
         await proc.stop()
+
+    def _forget(self) -> None:
+        """Drop the child that failed to open (it is stopped already)."""
+        self._proc = None
 
     def _task_failed(self, code: ErrorCode, detail: str) -> None:
         """A supervised task failed: the active run ends with ``code``."""

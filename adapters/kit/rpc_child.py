@@ -32,7 +32,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio
 import anyio.abc
@@ -55,6 +55,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 #: How long :meth:`RpcChild.failure` waits for the exit status of a child that went away.
 EXIT_STATUS_WAIT = 2.0
@@ -235,17 +236,18 @@ async def start_rpc_child(
 
 async def open_rpc_child(
     spawn: Callable[[], Awaitable[RpcChild]],
-    handshake: Callable[[RpcChild], Awaitable[None]],
-    *,
     forget: Callable[[], None],
+    handshake: Callable[Concatenate[RpcChild, P], Awaitable[None]],
+    *args: P.args,
+    **kwargs: P.kwargs,
 ) -> None:
-    """Open a session's child: ``spawn()`` it, then ``handshake(child)``.  When the
-    handshake raises (or is cancelled) the child is stopped, shielded from the
+    """Open a session's child: ``spawn()`` it, then ``handshake(child, *args, **kwargs)``.
+    When the handshake raises (or is cancelled) the child is stopped, shielded from the
     cancellation, then ``forget()`` (the session drops its reference) and the error goes
     on unchanged.  Returns nothing; raises whatever ``spawn`` or ``handshake`` raised."""
     child = await spawn()
     try:
-        await handshake(child)
+        await handshake(child, *args, **kwargs)
     except BaseException:
         with anyio.CancelScope(shield=True):
             await child.stop()
