@@ -21,7 +21,12 @@ from agent_bridge.adapters.scripted import ScriptedProvider
 from agent_bridge.errors import BridgeError
 from agent_bridge.journal import History, MemoryHistory
 from agent_bridge.journal.journal import Journal
-from agent_bridge.journal.schema import SCHEMA_VERSION, open_journal_db
+from agent_bridge.journal.schema import (
+    APPLICATION_ID,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    open_journal_db,
+)
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime import Runtime
 from agent_bridge.runtime.native import native_session_id
@@ -110,11 +115,17 @@ async def test_a_binding_goes_with_its_session(
 
 
 def test_a_version_4_journal_gains_the_bindings_table(tmp_path: Path) -> None:
+    """A journal a version-4 bridge wrote (its schema made by migrations 1..4, not a
+    later file with tables dropped: later versions add more than the bindings) is
+    brought to the current version, bindings table included."""
     path = tmp_path / "j.sqlite3"
-    conn = open_journal_db(str(path))
-    conn.execute("DROP TABLE native_bindings")
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+    for step in range(1, 5):
+        for statement in MIGRATIONS[step]:
+            conn.execute(statement)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     conn.execute("PRAGMA user_version = 4")
-    conn.commit()
     conn.close()
     conn = open_journal_db(str(path))
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
