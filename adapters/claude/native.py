@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from agent_bridge.adapters.kit import jsonl_history
+from agent_bridge.adapters.kit import history_files, jsonl_history
+from agent_bridge.adapters.kit.history_files import HistoryFile
 from agent_bridge.adapters.kit.jsonl_history import diagnostic
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.events import EventPayload, RunStarted
@@ -46,13 +46,11 @@ __all__ = [
 
 #: How much of a file's start is read to find its working directory, time and prompt.
 HEAD_BYTES: Final = 256 * 1024
-TITLE_CHARS: Final = 200
 
 _DIR_RE: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}")
 _ID_RE: Final = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 )
-_LIST_CURSOR_RE: Final = re.compile(r"([0-9]{1,20}):(.{1,400})", re.DOTALL)
 
 #: Record types the CLI writes that carry nothing for the bridge's events (not unknown).
 _QUIET_TYPES: Final = frozenset(
@@ -98,14 +96,6 @@ def session_path(session_ref: str) -> str:
 # --------------------------------------------------------------------------- listing
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    ref: str
-    path: str
-    mtime_ns: int
-    size: int
-
-
 def _encoded(workspace: str) -> str:
     """The CLI's directory name for a working directory (every character that is not a
     letter or digit becomes ``-``)."""
@@ -123,38 +113,16 @@ def ref_for(cwd: str, session_id: str) -> str | None:
     return directory + "/" + session_id
 
 
-def _entries(workspace: str | None) -> list[_Entry]:
-    projects = _projects()
+def _entries(workspace: str | None) -> list[HistoryFile]:
     wanted = None
     if workspace is not None:
         encoded = _encoded(os.path.realpath(workspace))
         # The CLI shortens very long names; those are matched by their recorded cwd only.
         wanted = encoded if len(encoded) <= 200 else None
-    out: list[_Entry] = []
-    try:
-        directories = list(os.scandir(projects))
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise jsonl_history.unavailable(exc) from None
-    for directory in directories:
-        if wanted is not None and directory.name != wanted:
-            continue
-        if _DIR_RE.fullmatch(directory.name) is None or not directory.is_dir():
-            continue
-        try:
-            files = list(os.scandir(directory.path))
-        except OSError:
-            continue  # a project directory removed or unreadable meanwhile
-        for file in files:
-            stem, dot, ext = file.name.rpartition(".")
-            if ext != "jsonl" or not dot or _ID_RE.fullmatch(stem) is None:
-                continue
-            try:
-                st = file.stat()
-            except OSError:
-                continue
-            out.append(_Entry(directory.name + "/" + stem, file.path, st.st_mtime_ns, st.st_size))
+    out: list[HistoryFile] = []
+    for directory in history_files.store_dirs(_projects(), _DIR_RE):
+        if wanted is None or directory.name == wanted:
+            out += history_files.jsonl_files(directory.path, directory.name + "/", _ID_RE)
     return out
 
 
@@ -207,20 +175,9 @@ def list_page(workspace: str | None, cursor: str | None, limit: int) -> NativeSe
     written to meanwhile moves to the front and is not repeated).  Raises
     ``invalid_params`` for a malformed cursor and ``history_unavailable`` when the
     projects directory cannot be read."""
-    after: tuple[int, str] | None = None
-    if cursor is not None:
-        match = _LIST_CURSOR_RE.fullmatch(cursor)
-        if match is None:
-            raise BridgeError("invalid_params", details={"field": "cursor"})
-        after = (-int(match.group(1)), match.group(2))
     real_workspace = os.path.realpath(workspace) if workspace is not None else None
-    entries = sorted(_entries(workspace), key=lambda e: (-e.mtime_ns, e.ref))
-    sessions: list[NativeSessionInfo] = []
-    last: _Entry | None = None
-    more = False
-    for entry in entries:
-        if after is not None and (-entry.mtime_ns, entry.ref) <= after:
-            continue
+
+    def describe(entry: HistoryFile) -> NativeSessionInfo | None:
         head = _head(entry.path)
         cwd = head.get("cwd")
         if (
@@ -228,24 +185,13 @@ def list_page(workspace: str | None, cursor: str | None, limit: int) -> NativeSe
             and cwd is not None
             and os.path.realpath(cwd) != real_workspace
         ):
-            continue
-        if len(sessions) == limit:
-            more = True
-            break
+            return None
         title = head.get("title") or head.get("prompt")
-        sessions.append(
-            NativeSessionInfo(
-                session_ref=entry.ref,
-                title=title[:TITLE_CHARS] if isinstance(title, str) else None,
-                workspace=cwd,
-                created_at=head.get("created"),
-                updated_at=jsonl_history.rfc3339(entry.mtime_ns),
-                size_bytes=entry.size,
-            )
+        return history_files.session_info(
+            entry, title=title, workspace=cwd, created=head.get("created")
         )
-        last = entry
-    next_cursor = f"{last.mtime_ns}:{last.ref}" if more and last is not None else None
-    return NativeSessionsListResult(tuple(sessions), next_cursor=next_cursor)
+
+    return history_files.list_page(_entries(workspace), cursor, limit, describe)
 
 
 def continuation(session_ref: str) -> tuple[str, str | None]:
