@@ -12,16 +12,14 @@ with a ChatGPT login; with an API key or another model provider it refuses
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from typing import Final, Literal
 
 from agent_bridge.adapters.codex import mapping
-from agent_bridge.adapters.codex.launch import SILENT_CONFIG
+from agent_bridge.adapters.codex.probe import ask_app_server
 from agent_bridge.adapters.codex.protocol import RateLimitsRead
-from agent_bridge.adapters.kit.probe import throwaway_home
-from agent_bridge.adapters.kit.rpc_child import probe_rpc, request_quietly
-from agent_bridge.processes import ProcessSpec, redact
+from agent_bridge.adapters.kit.rpc_child import request_quietly
+from agent_bridge.processes import redact
 from agent_bridge.rpc.connection import Connection
 from agent_bridge.rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
 from agent_bridge.wire.events import LimitsUpdated
@@ -32,7 +30,6 @@ log = logging.getLogger("agent_bridge.codex")
 
 #: The read was refused: this login has no rate limits to tell.
 NOT_AVAILABLE: Final = "not_available"
-_FILES: Final = ("auth.json", "config.toml")
 
 
 async def read_rate_limits(
@@ -41,36 +38,19 @@ async def read_rate_limits(
     """The figures ``account/rateLimits/read`` gives now (``None`` when they name no
     meter, or the read could not be made: no answer in time, the child failed), or
     :data:`NOT_AVAILABLE` when Codex refused it."""
-    user_home = env.get("CODEX_HOME") or os.path.join(
-        env.get("HOME") or os.path.expanduser("~"), ".codex"
-    )
-    copies = {f"codex-home/{name}": os.path.join(user_home, name) for name in _FILES}
-    with throwaway_home(copies, "agent-bridge-codex-") as scratch:
-        codex_home = os.path.join(scratch, "codex-home")
-        os.makedirs(codex_home, mode=0o700, exist_ok=True)
-        spec = ProcessSpec(
-            (executable, "app-server", *(a for c in SILENT_CONFIG for a in ("-c", c))),
-            cwd=scratch,
-            env={**env, "HOME": scratch, "CODEX_HOME": codex_home},
-            stderr_tail_bytes=16 * 1024,
-            name="codex app-server (limits)",
-        )
 
-        async def ask(conn: Connection) -> LimitsUpdated | Literal["not_available"] | None:
-            client = {"clientInfo": {"name": "agent_bridge_limits", "version": "0"}}
-            await request_quietly(conn, "initialize", client)
-            conn.notify("initialized")
-            try:
-                read = await request_quietly(
-                    conn, "account/rateLimits/read", None, result_type=RateLimitsRead
-                )
-            except (ConnectionClosed, RequestTimedOut):
+    async def ask(conn: Connection) -> LimitsUpdated | Literal["not_available"] | None:
+        try:
+            read = await request_quietly(
+                conn, "account/rateLimits/read", None, result_type=RateLimitsRead
+            )
+        except (ConnectionClosed, RequestTimedOut):
+            raise
+        except RpcError as exc:
+            if isinstance(exc.data, dict) and exc.data.get("reason") == "invalid_result":
                 raise
-            except RpcError as exc:
-                if isinstance(exc.data, dict) and exc.data.get("reason") == "invalid_result":
-                    raise
-                log.info("codex: rate limits are not available here: %s", redact(exc.message))
-                return NOT_AVAILABLE
-            return mapping.read_limits_payload(read)
+            log.info("codex: rate limits are not available here: %s", redact(exc.message))
+            return NOT_AVAILABLE
+        return mapping.read_limits_payload(read)
 
-        return await probe_rpc(spec, ask, jsonrpc=False, timeout=timeout, log=log)
+    return await ask_app_server(executable, env, "limits", ask, timeout)

@@ -16,8 +16,8 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Mapping
-from typing import Final, Literal
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Final, Literal, TypeVar
 
 from agent_bridge.adapters.codex.launch import (
     INSTALL_HINT,
@@ -32,11 +32,12 @@ from agent_bridge.processes import ProcessSpec
 from agent_bridge.rpc.connection import Connection
 from agent_bridge.wire.providers import Availability
 
-__all__ = ["parse_version", "probe_auth", "probe_cli", "probe_version"]
+__all__ = ["ask_app_server", "parse_version", "probe_auth", "probe_cli", "probe_version"]
 
 log = logging.getLogger("agent_bridge.codex")
 
 Auth = Literal["authenticated", "unauthenticated", "unknown"]
+T = TypeVar("T")
 
 _VERSION: Final = re.compile(r"(\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.\-+]*)?)")
 
@@ -68,8 +69,47 @@ async def probe_version(
     return None if output is None else parse_version(output)
 
 
-#: what ``account/read`` depends on, copied from the user's ``CODEX_HOME``
+#: what ``account/read`` and ``account/rateLimits/read`` depend on, copied from the
+#: user's ``CODEX_HOME``
 _AUTH_FILES: Final = ("auth.json", "config.toml")
+
+
+async def ask_app_server(
+    executable: str,
+    env: Mapping[str, str],
+    what: str,
+    ask: Callable[[Connection], Awaitable[T]],
+    timeout: float,
+) -> T | None:
+    """Start a short-lived ``codex app-server`` on a throwaway ``CODEX_HOME`` (and
+    ``HOME``) holding copies of the user's ``auth.json`` and ``config.toml``, introduce
+    the bridge (``initialize`` as ``agent_bridge_<what>``, then ``initialized``), and
+    return ``await ask(conn)``; ``None`` when the child could not be started, failed or
+    did not answer within ``timeout`` (see :func:`~agent_bridge.adapters.kit.rpc_child.
+    probe_rpc`).  The app-server writes its databases, logs and an installation id in
+    ``CODEX_HOME``: nothing of the user's is written."""
+    user_home = env.get("CODEX_HOME") or os.path.join(
+        env.get("HOME") or os.path.expanduser("~"), ".codex"
+    )
+    copies = {f"codex-home/{name}": os.path.join(user_home, name) for name in _AUTH_FILES}
+    with throwaway_home(copies, "agent-bridge-codex-") as scratch:
+        codex_home = os.path.join(scratch, "codex-home")
+        os.makedirs(codex_home, mode=0o700, exist_ok=True)
+        spec = ProcessSpec(
+            (executable, "app-server", *(a for c in SILENT_CONFIG for a in ("-c", c))),
+            cwd=scratch,
+            env={**env, "HOME": scratch, "CODEX_HOME": codex_home},
+            stderr_tail_bytes=16 * 1024,
+            name=f"codex app-server ({what})",
+        )
+
+        async def introduced(conn: Connection) -> T:
+            client = {"clientInfo": {"name": f"agent_bridge_{what}", "version": "0"}}
+            await request_quietly(conn, "initialize", client)
+            conn.notify("initialized")
+            return await ask(conn)
+
+        return await probe_rpc(spec, introduced, jsonrpc=False, timeout=timeout, log=log)
 
 
 async def probe_auth(executable: str, env: Mapping[str, str], timeout: float = 10.0) -> Auth:
@@ -84,33 +124,14 @@ async def probe_auth(executable: str, env: Mapping[str, str], timeout: float = 1
     that authenticates with a key variable, an old server without ``account/read``, a
     timeout) — never guessed.
     """
-    user_home = env.get("CODEX_HOME") or os.path.join(
-        env.get("HOME") or os.path.expanduser("~"), ".codex"
-    )
-    copies = {f"codex-home/{name}": os.path.join(user_home, name) for name in _AUTH_FILES}
-    with throwaway_home(copies, "agent-bridge-codex-") as scratch:
-        codex_home = os.path.join(scratch, "codex-home")
-        os.makedirs(codex_home, mode=0o700, exist_ok=True)
-        spec = ProcessSpec(
-            (executable, "app-server", *(a for c in SILENT_CONFIG for a in ("-c", c))),
-            cwd=scratch,
-            env={**env, "HOME": scratch, "CODEX_HOME": codex_home},
-            stderr_tail_bytes=16 * 1024,
-            name="codex app-server (probe)",
-        )
 
-        async def ask(conn: Connection) -> Auth:
-            client = {"clientInfo": {"name": "agent_bridge_probe", "version": "0"}}
-            await request_quietly(conn, "initialize", client)
-            conn.notify("initialized")
-            account = await request_quietly(
-                conn, "account/read", {}, result_type=AccountReadResponse
-            )
-            if account.account is not None:
-                return "authenticated"
-            return "unauthenticated" if account.requires_openai_auth else "unknown"
+    async def ask(conn: Connection) -> Auth:
+        account = await request_quietly(conn, "account/read", {}, result_type=AccountReadResponse)
+        if account.account is not None:
+            return "authenticated"
+        return "unauthenticated" if account.requires_openai_auth else "unknown"
 
-        result = await probe_rpc(spec, ask, jsonrpc=False, timeout=timeout, log=log)
+    result = await ask_app_server(executable, env, "probe", ask, timeout)
     return "unknown" if result is None else result
 
 
