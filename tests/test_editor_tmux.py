@@ -13,6 +13,7 @@ prompt area below the chat and sent (Emacs). The source file is untouched at the
 Emacs then sends the file's first line (marked by keys) as context with a prompt (the chat
 shows the run carried it), is quit and started again, and continues the session from
 ``M-x agent-bridge-continue``'s picker: its history is back and it runs again.
+In another Emacs, the chat's menu (`?`, a transient) switches the session's model and mode.
 """
 
 from __future__ import annotations
@@ -255,6 +256,92 @@ def test_emacs_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:
     term.keys("Enter")
     term.wait("You said: Still there?")
     assert src.read_text() == SOURCE
+
+
+def test_emacs_switches_model_and_mode_in_the_chat_menu(term: Term, tmp_path: Path) -> None:
+    """`?` in the chat: the session's menu (transient) shows its model and mode
+    (session/settings); `m` and `o` there pick another (session/configure), the chat and
+    the header line show it, and the menu opened again shows it current."""
+    emacs = require_editor("emacs")
+    script = tmp_path / "settings.json"
+    script.write_text(
+        json.dumps(
+            {
+                "settings": {
+                    "model": {
+                        "current": "small",
+                        "available": [{"id": "small", "name": "Small"}, {"id": "large"}],
+                    },
+                    "mode": {"current": "ask", "available": [{"id": "ask"}, {"id": "auto"}]},
+                },
+                "steps": [{"type": "echo"}],
+            }
+        )
+    )
+    init = tmp_path / "init.el"
+    init.write_text(
+        f"""(add-to-list 'load-path {json.dumps(str(ROOT / "editors" / "emacs"))})
+(require 'agent-bridge)
+(setq agent-bridge-command '({json.dumps(bridge_command()[0])})
+      agent-bridge-state-directory {json.dumps(str(tmp_path / "state"))}
+      inhibit-startup-screen t)
+"""
+    )
+    term.start(f"{emacs} -nw -Q -l {init}")
+    term.wait("*scratch*")
+    term.keys("M-x")
+    term.text("agent-bridge-new-session")
+    term.keys("Enter")
+    term.wait("agent-bridge provider:")
+    term.text("scripted")
+    term.keys("Enter")
+    term.wait("x Other options   none set")
+    term.keys("x")
+    term.wait("Session option:")
+    term.text("scriptFile")
+    term.keys("Enter")
+    term.wait("scriptFile (string):")
+    term.text(str(script))
+    term.keys("Enter")
+    term.wait(f"x Other options   scriptFile={script}")
+    term.keys("t")
+    term.wait("Title (optional):")
+    term.text("Menu")
+    term.keys("Enter")
+    term.wait("t Title           Menu")
+    term.keys("Enter")
+    term.wait("· Menu · idle")
+    # `?`: the chat's menu, the model and mode as the provider has them
+    term.text("?")
+    term.wait("Session Menu (scripted)")
+    screen = term.wait("m Model           small")
+    assert "o Mode            ask" in screen and "p Prompt" in screen
+    # `m`: the models offered, the current one marked; `large` picked
+    term.keys("m")
+    term.wait("Model:")
+    term.keys("Tab")
+    term.wait("small (Small) — current")
+    term.text("lar")
+    term.keys("Tab", "Enter")
+    term.wait("— model large · mode ask")
+    # `? o`: the mode; the menu shows the model now current
+    term.text("?")
+    term.wait("m Model           large")
+    term.keys("o")
+    term.wait("Mode:")
+    term.text("auto")
+    term.keys("Enter")
+    screen = term.wait("— model large · mode auto")
+    assert "model large · mode auto · Menu · idle" in screen
+    # the next run goes on, the menu quit with q first
+    term.text("?")
+    term.wait("o Mode            auto")
+    term.keys("q")
+    term.wait("· Menu · idle", gone="Session Menu (scripted)")
+    term.keys("p")
+    term.text("hello")
+    term.keys("Enter")
+    term.wait("You said: hello")
 
 
 def test_neovim_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:

@@ -297,6 +297,7 @@ An error is shown (by its `data.code'); ON-ERROR is also called with it."
     (define-key map (kbd "l") #'agent-bridge-log)
     (define-key map (kbd "f") #'agent-bridge-fork)
     (define-key map (kbd "m") #'agent-bridge-settings)
+    (define-key map (kbd "?") #'agent-bridge-chat-menu)
     (define-key map (kbd "/") #'agent-bridge-command)
     (define-key map (kbd "M-n") #'agent-bridge-next-button)
     (define-key map (kbd "M-p") #'agent-bridge-previous-button)
@@ -1793,6 +1794,104 @@ with `session/configure', and every attached editor shows it."
              (when choice
                (agent-bridge--call 'session/configure
                                    (list :sessionId id (nth 1 choice) (nth 2 choice)))))))))))
+
+;;;; The chat's menu
+
+(defvar agent-bridge--chat-settings nil
+  "The session of `agent-bridge-chat-menu': (SESSION-ID . SETTINGS).
+SETTINGS is the `session/settings' result read when the menu opened.")
+
+(defun agent-bridge--chat-setting (key)
+  "Return the setting KEY (`:model' or `:mode') of the chat's menu.
+Return nil when the provider offers no choice for it."
+  (let ((setting (plist-get (cdr agent-bridge--chat-settings) key)))
+    (and (> (length (plist-get setting :available)) 0) setting)))
+
+(defun agent-bridge--chat-item-label (item current)
+  "Return the label of setting ITEM (a plist with :id, :name); CURRENT is marked."
+  (let ((id (plist-get item :id)))
+    (concat id
+            (if (and (plist-get item :name) (not (equal (plist-get item :name) id)))
+                (format " (%s)" (plist-get item :name))
+              "")
+            (if (equal id current) " — current" ""))))
+
+(defun agent-bridge--chat-menu-line (key name)
+  "Return the chat menu's line for setting KEY, named NAME."
+  (let ((setting (agent-bridge--chat-setting key)))
+    (format "%-15s %s" name (or (plist-get setting :current)
+                                (propertize "the provider's" 'face 'shadow)))))
+
+(defun agent-bridge--chat-menu-heading ()
+  "Return the heading of `agent-bridge--chat-menu'."
+  (let ((s (agent-bridge--session (car agent-bridge--chat-settings))))
+    (format "Session %s (%s)%s"
+            (or (agent-bridge--session-title s) (agent-bridge--session-id s))
+            (agent-bridge--session-provider s)
+            (if (or (agent-bridge--chat-setting :model) (agent-bridge--chat-setting :mode))
+                ""
+              " · no model or mode to choose"))))
+
+(defun agent-bridge--chat-menu-pick (key name)
+  "Pick another value of setting KEY (NAME in the prompt) and set it.
+The choices are those `session/settings' offered; the one picked is set
+with `session/configure', from the next run on."
+  (let* ((id (car agent-bridge--chat-settings))
+         (setting (agent-bridge--chat-setting key))
+         (current (plist-get setting :current))
+         (choices (mapcar (lambda (item)
+                            (cons (agent-bridge--chat-item-label item current)
+                                  (plist-get item :id)))
+                          (plist-get setting :available)))
+         (picked (cdr (assoc (completing-read (format "%s: " name) choices nil t) choices))))
+    (when (and picked (not (equal picked current)))
+      (agent-bridge--call 'session/configure (list :sessionId id key picked)))))
+
+(defun agent-bridge-chat-menu-model ()
+  "Choose the model of the session `agent-bridge-chat-menu' was opened on."
+  (interactive)
+  (agent-bridge--chat-menu-pick :model "Model"))
+
+(defun agent-bridge-chat-menu-mode ()
+  "Choose the mode of the session `agent-bridge-chat-menu' was opened on."
+  (interactive)
+  (agent-bridge--chat-menu-pick :mode "Mode"))
+
+(transient-define-prefix agent-bridge--chat-menu ()
+  "The menu of a chat's session (`agent-bridge-chat-menu')."
+  [:description agent-bridge--chat-menu-heading
+   ("m" agent-bridge-chat-menu-model
+    :description (lambda () (agent-bridge--chat-menu-line :model "Model"))
+    :if (lambda () (agent-bridge--chat-setting :model)))
+   ("o" agent-bridge-chat-menu-mode
+    :description (lambda () (agent-bridge--chat-menu-line :mode "Mode"))
+    :if (lambda () (agent-bridge--chat-setting :mode)))]
+  [["Run"
+    ("p" "Prompt" agent-bridge-prompt)
+    ("/" "Slash command" agent-bridge-command)
+    ("k" "Interrupt" agent-bridge-cancel)]
+   ["Session"
+    ("f" "Fork at the run at point" agent-bridge-fork)
+    ("d" "Diff of the last edit" agent-bridge-diff)
+    ("q" "Quit" transient-quit-one)]])
+
+(defun agent-bridge-chat-menu ()
+  "Open the menu of the current session (a transient menu).
+It shows the session's model and mode (`session/settings') and switches
+them (`m', `o': the choices the provider offers, set with
+`session/configure' from the next run on), and runs the chat's other
+commands: a prompt, a slash command, an interrupt, a fork, the diff."
+  (interactive)
+  (let* ((s (agent-bridge--require-session))
+         (id (agent-bridge--session-id s))
+         (buf (current-buffer)))
+    (agent-bridge--call
+     'session/settings (list :sessionId id)
+     (lambda (settings)
+       (when (buffer-live-p buf)
+         (with-current-buffer buf
+           (setq agent-bridge--chat-settings (cons id settings))
+           (transient-setup 'agent-bridge--chat-menu)))))))
 
 ;;;; Continue a session
 
