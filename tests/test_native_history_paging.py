@@ -343,3 +343,37 @@ def test_cursors_stable_while_the_cli_appends(
             del os.environ[s.env]
         else:
             os.environ[s.env] = old
+
+
+def test_a_session_deleted_while_paging_is_not_found_never_an_empty_page(
+    store: tuple[Store, Path],
+) -> None:
+    """The CLI (or its user) deletes the session between two pages: the next page is a
+    typed ``session_not_found``, not an empty page that would read as 'nothing more'."""
+    s, home = store
+    path = s.lay_out(home, s.data.read_bytes())
+    first = s.read(s.ref, None, 2, "start")
+    assert len(first.records) == 2 and first.next_cursor is not None
+    path.unlink()
+    with pytest.raises(BridgeError) as gone:
+        s.read(s.ref, first.next_cursor, 2, "start")
+    assert gone.value.error_code == "session_not_found"
+    with pytest.raises(BridgeError) as newest:
+        s.read(s.ref, None, 2, "end")
+    assert newest.value.error_code == "session_not_found"
+
+
+def test_a_session_rewritten_shorter_while_paging_is_a_typed_error(
+    store: tuple[Store, Path],
+) -> None:
+    """The file is replaced by a shorter one (rewritten, not appended): a cursor past its
+    end is refused as ``invalid_params`` rather than read as 'nothing more'; reading again
+    from the first page works."""
+    s, home = store
+    path = s.lay_out(home, s.data.read_bytes())
+    _, cursor = read_all(s, 100)
+    path.write_bytes(b"".join(line + b"\n" for line in s.lines[:2]))
+    with pytest.raises(BridgeError) as past:
+        s.read(s.ref, cursor, 100, "start")
+    assert past.value.error_code == "invalid_params"
+    assert raws(list(s.read(s.ref, None, 100, "start").records)) == s.lines[:2]
