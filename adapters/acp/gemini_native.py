@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from agent_bridge.adapters.kit import history_files, jsonl_history
 from agent_bridge.adapters.kit.history_files import HistoryFile
@@ -42,7 +42,6 @@ from agent_bridge.wire.events import (
 from agent_bridge.wire.native import (
     NativeSessionInfo,
     NativeSessionsListResult,
-    NativeSessionsReadResult,
 )
 
 __all__ = ["gemini_dir", "list_page", "project_record", "read_page", "session_path"]
@@ -153,14 +152,6 @@ def list_page(workspace: str | None, cursor: str | None, limit: int) -> NativeSe
 # --------------------------------------------------------------------------- reading
 
 
-def read_page(
-    session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
-) -> NativeSessionsReadResult:
-    """A page of ``session_ref``'s records (see :func:`agent_bridge.adapters.kit.
-    jsonl_history.read_page` for cursors and errors)."""
-    return jsonl_history.read_page(session_path(session_ref), cursor, limit, start, project_record)
-
-
 def project_record(data: bytes) -> tuple[EventPayload, ...]:
     """The bridge event payloads of one chat record (see the module docstring); a record
     that is not JSON (``malformed_record``), of a kind this adapter does not know
@@ -231,3 +222,8 @@ def _gemini(record: dict[str, Any]) -> tuple[EventPayload, ...]:
                 )
             )
     return tuple(out)
+
+
+#: A page of a chat file's records (:func:`agent_bridge.adapters.kit.jsonl_history.read_page`
+#: of :func:`session_path`, each record by :func:`project_record`).
+read_page = jsonl_history.file_reader(session_path, project_record)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from agent_bridge.adapters.kit import history_files, jsonl_history
 from agent_bridge.adapters.kit.history_files import HistoryFile
@@ -32,7 +32,6 @@ from agent_bridge.wire.events import EventPayload, RunStarted
 from agent_bridge.wire.native import (
     NativeSessionInfo,
     NativeSessionsListResult,
-    NativeSessionsReadResult,
 )
 
 __all__ = [
@@ -213,17 +212,6 @@ def continuation(session_ref: str) -> tuple[str, str | None]:
 # --------------------------------------------------------------------------- reading
 
 
-def read_page(
-    session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
-) -> NativeSessionsReadResult:
-    """A page of ``session_ref``'s records, paged by :func:`agent_bridge.adapters.kit.
-    jsonl_history.read_page` (byte-offset cursors, partial last line held back, bounded
-    memory) with :func:`project_record`.  Raises ``session_not_found`` (no such file),
-    ``invalid_params`` (a reference or cursor this module did not make, or one past the
-    file's end) and ``history_unavailable`` (the file exists but cannot be read)."""
-    return jsonl_history.read_page(session_path(session_ref), cursor, limit, start, project_record)
-
-
 def project_record(data: bytes) -> tuple[EventPayload, ...]:
     """The bridge event payloads of one stored record: a user prompt is ``run.started``,
     an assistant message its text, thinking and tool starts, a tool result its tool's
@@ -259,3 +247,8 @@ def project_record(data: bytes) -> tuple[EventPayload, ...]:
     if kind in _QUIET_TYPES:
         return ()
     return (diagnostic("unknown_record", "a record of a type the adapter does not know", "info"),)
+
+
+#: A page of a session file's records (:func:`agent_bridge.adapters.kit.jsonl_history.read_page`
+#: of :func:`session_path`, each record by :func:`project_record`).
+read_page = jsonl_history.file_reader(session_path, project_record)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from agent_bridge.adapters.kit import history_files, jsonl_history
 from agent_bridge.adapters.kit.history_files import HistoryFile
@@ -38,7 +38,6 @@ from agent_bridge.wire.events import (
 from agent_bridge.wire.native import (
     NativeSessionInfo,
     NativeSessionsListResult,
-    NativeSessionsReadResult,
 )
 
 __all__ = [
@@ -284,14 +283,6 @@ def continuation(session_ref: str) -> tuple[str, str | None]:
 # --------------------------------------------------------------------------- reading
 
 
-def read_page(
-    session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
-) -> NativeSessionsReadResult:
-    """A page of ``session_ref``'s records (see :func:`agent_bridge.adapters.kit.
-    jsonl_history.read_page` for cursors and errors)."""
-    return jsonl_history.read_page(session_path(session_ref), cursor, limit, start, project_record)
-
-
 def project_record(data: bytes) -> tuple[EventPayload, ...]:
     """The bridge event payloads of one rollout record: the user's prompt is
     ``run.started``, an agent message its text, reasoning its thinking, a command its
@@ -384,3 +375,8 @@ def _item(item: dict[str, Any]) -> tuple[EventPayload, ...] | None:
     if kind == "UserMessage":
         return ()  # without text (an image only, say)
     return None
+
+
+#: A page of a rollout file's records (:func:`agent_bridge.adapters.kit.jsonl_history.read_page`
+#: of :func:`session_path`, each record by :func:`project_record`).
+read_page = jsonl_history.file_reader(session_path, project_record)

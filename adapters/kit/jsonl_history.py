@@ -37,7 +37,9 @@ __all__ = [
     "MAX_RECORD_BYTES",
     "PAGE_BYTES",
     "Projector",
+    "ReadPage",
     "diagnostic",
+    "file_reader",
     "head_records",
     "read_page",
     "rfc3339",
@@ -55,6 +57,11 @@ _CURSOR_RE: Final = re.compile(r"([fb])([0-9]{1,19})")
 #: The projection of one record's bytes into event payloads (never raises: a record it
 #: cannot project becomes a diagnostic payload).
 Projector = Callable[[bytes], tuple[EventPayload, ...]]
+
+
+#: An adapter's reader of ``provider/sessions/read``: ``(session reference, cursor, limit,
+#: start)`` to a page (see :func:`file_reader`).
+ReadPage = Callable[[str, str | None, int, Literal["start", "end"]], NativeSessionsReadResult]
 
 
 def unavailable(exc: OSError) -> BridgeError:
@@ -244,6 +251,20 @@ def read_page(
         next_cursor=f"f{after}",
         previous_cursor=f"b{first}" if first > 0 else None,
     )
+
+
+def file_reader(path_of: Callable[[str], str], project: Projector) -> ReadPage:
+    """An adapter's ``read_page(session_ref, cursor, limit, start)``: the
+    :func:`read_page` of the file ``path_of(session_ref)`` (which raises
+    ``invalid_params`` for a reference the adapter did not make), each record projected
+    by ``project``."""
+
+    def read(
+        session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
+    ) -> NativeSessionsReadResult:
+        return read_page(path_of(session_ref), cursor, limit, start, project)
+
+    return read
 
 
 def _record(line: _Line, project: Projector) -> NativeRecord:
