@@ -1,9 +1,11 @@
 """The PostgreSQL journal's writer thread: the SQLite writer's group commit, on PostgreSQL.
 
-Same contract as :mod:`agent_bridge.journal.writer` (whose operations and
-:class:`~agent_bridge.journal.writer.EventBatch` it takes unchanged from the same queue):
-every operation queued so far is applied in order in one transaction, and ``notify``
-reports how many operations and events are committed.  Two differences:
+The thread, its queue and its retry loop are the SQLite writer's
+(:class:`~agent_bridge.journal.committer.GroupCommitter`, the same operations and
+:class:`~agent_bridge.journal.committer.EventBatch` es): every operation queued so far
+is applied in order in one transaction, and ``notify`` reports how many operations and
+events are committed.  This module is the PostgreSQL storage under it.  Two
+differences:
 
 * **Fencing.**  Each transaction first takes a shared lock on this process's row in
   ``owners`` (``SELECT … FOR SHARE``).  A member that takes this process's sessions over
@@ -25,31 +27,26 @@ write and skips what is already there (see :meth:`PgWriter._store_events`).
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_bridge.journal.blocks import block_spans, encode_bodies, pack_sizes
-from agent_bridge.journal.pg_schema import LeaseLost, classify_pg, connect_pg, one_line
-from agent_bridge.journal.retention import Retention, RetentionClock
-from agent_bridge.journal.writer import (
-    OP_BLOB,
-    OP_EVENTS,
-    OP_FORGET,
+from agent_bridge.journal.committer import (
     OP_INTERACTION,
     OP_RECEIPT,
     OP_RUN,
     OP_SESSION,
     OP_SETTLE,
     OP_UPDATE,
-    RETRY_MAX,
-    RETRY_MIN,
+    UPDATABLE,
     EventBatch,
+    GroupCommitter,
     Notify,
 )
+from agent_bridge.journal.errors import Fault
+from agent_bridge.journal.pg_schema import LeaseLost, classify_pg, connect_pg, one_line
+from agent_bridge.journal.retention import Retention
 from agent_bridge.lazylog import lazy_logger
 
 if TYPE_CHECKING:
@@ -64,21 +61,6 @@ __all__ = [
 ]
 
 log = lazy_logger("agent_bridge.journal")
-
-_UPDATABLE: Final = frozenset(
-    {
-        "state",
-        "owner",
-        "updated_at",
-        "title",
-        "workspace",
-        "options",
-        "recovery",
-        "policy",
-        "parent_id",
-        "fork_seq",
-    }
-)
 
 #: ``NOTIFY`` channel: ``"<session id> <last sequence>"`` after each commit of events
 CHANNEL: Final = "agent_bridge_events"
@@ -187,7 +169,7 @@ def pg_delete_session_rows(conn: psycopg.Connection[Any], skey: int) -> None:
         conn.execute(f"DELETE FROM {table} WHERE skey = %s", (skey,))  # noqa: S608
 
 
-class PgWriter:
+class PgWriter(GroupCommitter):
     """The thread that commits queued operations to PostgreSQL; see the module docstring.
     The interface is :class:`~agent_bridge.journal.writer.Writer`'s (``queue``,
     ``submitted``, ``start``, ``stop``, ``halt``, ``join``, ``close``)."""
@@ -201,47 +183,11 @@ class PgWriter:
         retention: Retention,
         retain: Callable[[psycopg.Connection[Any]], list[str]],
     ) -> None:
-        self.queue: collections.deque[tuple[Any, ...]] = collections.deque()
-        self.wake = threading.Event()
-        self.idle = True
+        super().__init__(notify, retention)
         self._url = url
         self._conn: psycopg.Connection[Any] | None = conn
         self._token = token
-        self._notify = notify
-        self._retention = RetentionClock(retention)
-        self._retain = retain
-        self._stopping = False
-        self._halted = False
-        self._skeys: dict[str, int] = {}
-        self._last: dict[int, int] = {}
-        self._ops_done = 0
-        self._events_done = 0
-        self._thread = threading.Thread(target=self._main, name="journal-writer", daemon=True)
-
-    # ------------------------------------------------------------------ control
-
-    def start(self, loop: object = None) -> None:
-        """Start the thread (``loop``: unused; the journal passes it to every writer)."""
-        self._thread.start()
-
-    def submitted(self) -> None:
-        """Operations were appended to :attr:`queue`: wake the thread if it waits."""
-        if self.idle:
-            self.wake.set()
-
-    def stop(self) -> None:
-        """Ask the thread to commit what is queued and end."""
-        self._stopping = True
-        self.wake.set()
-
-    def halt(self) -> None:
-        """Stop the thread without committing anything more."""
-        self._halted = True
-        self.stop()
-
-    def join(self, timeout: float | None = None) -> None:
-        """Wait for the thread to end."""
-        self._thread.join(timeout)
+        self._retainer = retain
 
     def close(self) -> None:
         """Close the connection once the thread has ended."""
@@ -250,87 +196,44 @@ class PgWriter:
         self._conn.close()
         self._conn = None
 
-    def _forget(self, session_id: str) -> None:
-        skey = self._skeys.pop(session_id, None)
-        if skey is not None:
-            self._last.pop(skey, None)
+    # ------------------------------------------------------------------ storage
 
-    # ------------------------------------------------------------------ the thread
+    def _tx(self) -> psycopg.Connection[Any]:
+        """The connection of the transaction in progress (:meth:`_commit` opened it)."""
+        assert self._conn is not None
+        return self._conn
 
-    def _main(self) -> None:
-        queue = self.queue
-        failed: list[tuple[Any, ...]] = []
-        delay = RETRY_MIN
-        while True:
-            self.idle = not failed
-            if not queue and not failed:
-                if self._stopping:
-                    return
-                self.wake.wait()
-                self.wake.clear()
-                continue
-            self.idle = False
-            if self._halted:
-                return
-            n = len(queue)
-            ops = failed + [queue.popleft() for _ in range(n)]
-            try:
-                events, nbytes = self._commit(ops)
-            except Exception as exc:
-                fault = classify_pg(exc)
-                if fault == "internal":
-                    if isinstance(exc, LeaseLost):
-                        log.error(
-                            "journal: this bridge's lease was taken over by another member; "
-                            "it writes nothing more (restart it to rejoin)"
-                        )
-                    else:
-                        log.error("journal: a commit failed on an internal error", exc_info=True)
-                    self._notify(self._ops_done, self._events_done, fault)
-                    return
-                if not failed or fault == "damaged":
-                    log.error("journal: a commit failed (%s: %s)", fault, one_line(exc))
-                    self._notify(self._ops_done, self._events_done, fault)
-                if fault == "damaged" or self._stopping:
-                    return
-                failed = ops
-                self._drop_connection()
-                self._sleep(delay)
-                delay = min(delay * 2, RETRY_MAX)
-                continue
-            if failed:
-                log.warning("journal: commits succeed again")
-            failed = []
-            delay = RETRY_MIN
-            self._ops_done += len(ops)
-            self._events_done += events
-            self._notify(self._ops_done, self._events_done, None)
-            if self._retention.wrote(nbytes) and self._conn is not None:
-                try:
-                    deleted = self._retain(self._conn)
-                except Exception as exc:
-                    log.error("journal: retention failed (%s)", one_line(exc))
-                else:
-                    for session_id in deleted:
-                        self._forget(session_id)
-
-    def _drop_connection(self) -> None:
-        """Close a connection that failed (a new one is opened for the next attempt)."""
+    def _after_failure(self) -> None:
+        """Close the connection that failed (a new one is opened for the next attempt)."""
         conn, self._conn = self._conn, None
-        self._skeys.clear()
-        self._last.clear()
+        self._forget_all()
         if conn is not None:
             with contextlib.suppress(Exception):  # it is broken already
                 conn.close()
 
-    def _sleep(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while not self._stopping and (left := end - time.monotonic()) > 0:
-            time.sleep(min(left, 0.05))
+    def _fault(self, exc: BaseException) -> Fault:
+        return classify_pg(exc)
+
+    def _log_internal(self, exc: BaseException) -> None:
+        if isinstance(exc, LeaseLost):
+            log.error(
+                "journal: this bridge's lease was taken over by another member; "
+                "it writes nothing more (restart it to rejoin)"
+            )
+        else:
+            super()._log_internal(exc)
+
+    def _describe(self, exc: BaseException) -> str:
+        return one_line(exc)
+
+    def _retain(self) -> list[str]:
+        return [] if self._conn is None else self._retainer(self._conn)
 
     def _commit(self, ops: list[tuple[Any, ...]]) -> tuple[int, int]:
-        """Apply ``ops`` in one transaction; return ``(events, bytes)`` committed.  Raises
-        what connecting, applying or committing raised (the transaction rolled back)."""
+        """Apply ``ops`` in one transaction, behind the fence (this member's ``owners``
+        row, ``FOR SHARE``); return ``(events, bytes)`` committed.  Raises what
+        connecting, applying or committing raised (the transaction rolled back), or
+        :class:`LeaseLost`."""
         if self._conn is None:
             self._conn = connect_pg(self._url)
         conn = self._conn
@@ -341,52 +244,31 @@ class PgWriter:
                 ).fetchone()
                 if row is None:
                     raise LeaseLost(self._token)
-                return self._apply(conn, ops)
+                return self._apply(ops)
         except BaseException:
-            self._skeys.clear()
-            self._last.clear()
+            self._forget_all()
             raise
 
-    def _skey(self, conn: psycopg.Connection[Any], session_id: str) -> int | None:
-        skey = self._skeys.get(session_id)
-        if skey is None:
-            skey = pg_session_key(conn, session_id)
-            if skey is not None:
-                self._skeys[session_id] = skey
-        return skey
+    def _session_key(self, session_id: str) -> int | None:
+        return pg_session_key(self._tx(), session_id)
 
-    def _apply(self, conn: psycopg.Connection[Any], ops: list[tuple[Any, ...]]) -> tuple[int, int]:
-        pending: dict[str, list[EventBatch]] = {}
-        events = nbytes = 0
-        for op in ops:
-            if op[0] == OP_EVENTS:
-                batch: EventBatch
-                for batch in op[1]:
-                    pending.setdefault(batch.session_id, []).append(batch)
-            elif op[0] == OP_BLOB:
-                nbytes += self._store_blob(conn, op)
-            else:
-                self._apply_other(conn, op)
-        notes: list[str] = []
-        for session_id, batches in pending.items():
-            stored, count, last = self._store_events(conn, session_id, batches)
-            nbytes += stored
-            events += count
-            if last:
-                notes.append(f"{session_id} {last}")
-        if notes:
-            notify_lines(conn, CHANNEL, notes)
-        return events, nbytes
+    def _events_stored(self, ends: list[tuple[str, int]]) -> None:
+        """Tell followers on every member (``NOTIFY``, delivered if this commits)."""
+        if ends:
+            notify_lines(self._tx(), CHANNEL, [f"{sid} {last}" for sid, last in ends])
 
     def _store_events(
-        self, conn: psycopg.Connection[Any], session_id: str, batches: list[EventBatch]
+        self, session_id: str, batches: list[EventBatch], replaying: bool = False
     ) -> tuple[int, int, int]:
-        """Store a session's batches; return ``(bytes, events, last sequence)``."""
+        """Store a session's batches; return ``(bytes, events, last sequence)``.  Any
+        commit may be the retry of one whose outcome was unknown: what is stored stays
+        (``replaying`` changes nothing here)."""
+        conn = self._tx()
         first = batches[0].first
         bodies = [body for batch in batches for body in batch.bodies]
         codes = b"".join(bytes(batch.codes) for batch in batches)
         count = len(bodies)
-        skey = self._skey(conn, session_id)
+        skey = self._skey(session_id)
         if skey is None:
             log.error("journal: events for unknown session %s dropped", session_id)
             return 0, count, 0
@@ -441,9 +323,11 @@ class PgWriter:
         conn.execute("UPDATE sessions SET bytes = bytes + %s WHERE skey = %s", (stored, skey))
         return stored, count, end
 
-    def _store_blob(self, conn: psycopg.Connection[Any], op: tuple[Any, ...]) -> int:
+    def _store_blob(self, op: tuple[Any, ...]) -> int:
+        """Store a run input's image once; return the bytes its session is charged."""
+        conn = self._tx()
         _, session_id, sha256, data = op
-        skey = self._skey(conn, session_id)
+        skey = self._skey(session_id)
         if skey is None:
             log.warning("journal: image for unknown session %s dropped", session_id)
             return 0
@@ -461,7 +345,10 @@ class PgWriter:
             conn.execute("UPDATE sessions SET bytes = bytes + %s WHERE skey = %s", (charged, skey))
         return charged
 
-    def _apply_other(self, conn: psycopg.Connection[Any], op: tuple[Any, ...]) -> None:
+    def _apply_other(self, op: tuple[Any, ...], replaying: bool = False) -> None:
+        """Apply one operation other than events, images and forgetting (each is
+        idempotent: ``ON CONFLICT``)."""
+        conn = self._tx()
         kind = op[0]
         if kind == OP_SESSION:
             _, session_id, provider, version, workspace, title, options, created, updated, owner = (
@@ -477,7 +364,7 @@ class PgWriter:
             return
         if kind == OP_RECEIPT:
             _, command_id, session_id, payload, result, created = op
-            skey = self._skey(conn, session_id)
+            skey = self._skey(session_id)
             if skey is not None:
                 conn.execute(
                     "INSERT INTO receipts (command_id, skey, payload, result, created_at) "
@@ -485,16 +372,13 @@ class PgWriter:
                     (command_id, skey, payload, result, created),
                 )
             return
-        if kind == OP_FORGET:
-            self._forget(op[1])
-            return
-        skey = self._skey(conn, op[1])
+        skey = self._skey(op[1])
         if skey is None:
             log.warning("journal: record for unknown session %s dropped", op[1])
             return
         if kind == OP_UPDATE:
             fields: dict[str, Any] = op[2]
-            columns = [name for name in fields if name in _UPDATABLE]
+            columns = [name for name in fields if name in UPDATABLE]
             if columns:
                 assignments = ", ".join(f"{name} = %s" for name in columns)
                 conn.execute(

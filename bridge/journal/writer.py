@@ -1,4 +1,8 @@
-"""The journal's writer thread: group commit of everything the runtime records.
+"""The journal's writer thread on SQLite: group commit of everything the runtime records.
+
+The thread, its queue and its retry loop are
+:class:`~agent_bridge.journal.committer.GroupCommitter` (shared with the PostgreSQL
+writer); this module is the SQLite storage under it.
 
 The event loop never touches SQLite for a write.  It appends *operations* (plain tuples,
 see the ``OP_`` constants) to a deque and, if the writer is idle, wakes it.  Events are
@@ -32,15 +36,29 @@ is reported and ends the thread: a damaged file is never written to.  So does a 
 
 from __future__ import annotations
 
-import collections
 import sqlite3
-import threading
 import time
-from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
+from agent_bridge.journal.committer import (
+    OP_BLOB,
+    OP_EVENTS,
+    OP_FORGET,
+    OP_INTERACTION,
+    OP_RECEIPT,
+    OP_RUN,
+    OP_SESSION,
+    OP_SETTLE,
+    OP_UPDATE,
+    RETRY_MAX,
+    RETRY_MIN,
+    UPDATABLE,
+    EventBatch,
+    GroupCommitter,
+    Notify,
+)
 from agent_bridge.journal.errors import Fault, classify_commit, on_read_only_fs
-from agent_bridge.journal.retention import Retention, RetentionClock, apply_retention
+from agent_bridge.journal.retention import Retention, apply_retention
 from agent_bridge.journal.rows import add_blob, insert_events, last_sequence, session_key
 from agent_bridge.journal.transactions import begin_immediate, transaction
 from agent_bridge.lazylog import lazy_logger
@@ -55,91 +73,14 @@ __all__ = [
     "OP_SESSION",
     "OP_SETTLE",
     "OP_UPDATE",
+    "RETRY_MAX",
+    "RETRY_MIN",
     "EventBatch",
+    "Notify",
     "Writer",
 ]
 
 log = lazy_logger("agent_bridge.journal")  # logging is not imported before serve's first reply
-
-#: ``(OP_EVENTS, batches)``: every :class:`EventBatch` sealed together (a list)
-OP_EVENTS: Final = 0
-#: ``(OP_SESSION, session_id, provider_id, provider_version, workspace, title,
-#: options_json, created_at, updated_at, owner)``
-OP_SESSION: Final = 2
-#: ``(OP_UPDATE, session_id, {column: value})`` for the columns in ``_UPDATABLE``
-OP_UPDATE: Final = 3
-#: ``(OP_RUN, session_id, run_id, sequence, state, position, points)``: started
-#: (``running``) or ended (``position``: the provider's point at its end, encoded JSON, or
-#: ``None``; ``points``: ``(sequence, position)`` of its checkpoints, see ``fork_points``)
-OP_RUN: Final = 4
-#: ``(OP_INTERACTION, session_id, interaction_id, run_id, request_json)``
-OP_INTERACTION: Final = 5
-#: ``(OP_SETTLE, session_id, interaction_id, status, answer_json | None)``
-OP_SETTLE: Final = 6
-#: ``(OP_RECEIPT, command_id, session_id, payload, result, created_at)``
-OP_RECEIPT: Final = 7
-#: ``(OP_FORGET, session_id)``: the session was deleted; drop what the writer caches of
-#: it (its key and last sequence).  An operation, so that only the writer thread ever
-#: touches those caches.
-OP_FORGET: Final = 8
-
-#: ``(OP_BLOB, session_id, sha256, data)``: a run input's image, stored once
-OP_BLOB: Final = 9
-
-_UPDATABLE: Final = frozenset(
-    {
-        "state",
-        "owner",
-        "updated_at",
-        "title",
-        "workspace",
-        "options",
-        "recovery",
-        "policy",
-        "parent_id",
-        "fork_seq",
-    }
-)
-
-#: ``notify(operations committed, events committed, fault)``: ``fault`` is ``None`` after
-#: a commit, else what made the latest attempt fail
-Notify = Callable[[int, int, "Fault | None"], None]
-
-#: The first and the longest wait between two attempts at a failed commit, in seconds.
-RETRY_MIN: Final = 0.05
-RETRY_MAX: Final = 2.0
-
-
-class EventBatch:
-    """Consecutive events of one session (from ``first``), with the raw records they were
-    projected from: filled by the event loop, then handed to the writer whole."""
-
-    __slots__ = ("bodies", "changes", "codes", "first", "raw_id", "raws", "session_id")
-
-    def __init__(self, session_id: str, first: int) -> None:
-        self.session_id = session_id
-        self.first = first
-        self.bodies: list[bytes] = []
-        self.codes = bytearray()
-        #: the raw record of the latest event (0: none), and ``(sequence, raw_id)`` at each
-        #: event where that changed: the events from one change to the next came from it
-        self.raw_id = 0
-        self.changes: list[tuple[int, int]] = []
-        #: ``(raw_id, record)`` raw records first seen in this batch
-        self.raws: list[tuple[int, bytes]] = []
-
-    def links(self) -> list[tuple[int, int, int]]:
-        """Return the ``(first_seq, last_seq, raw_id)`` spans of this batch's events that
-        came from a raw record."""
-        if not self.changes:
-            return []
-        end = self.first + len(self.bodies)
-        bounds = [seq for seq, _ in self.changes[1:]] + [end]
-        return [
-            (seq, stop - 1, raw_id)
-            for (seq, raw_id), stop in zip(self.changes, bounds, strict=True)
-            if raw_id and stop > seq
-        ]
 
 
 def _begin_retrying(conn: sqlite3.Connection) -> None:
@@ -163,8 +104,8 @@ def _begin_retrying(conn: sqlite3.Connection) -> None:
         return
 
 
-class Writer:
-    """The thread that commits queued operations; see the module docstring."""
+class Writer(GroupCommitter):
+    """The thread that commits queued operations to SQLite; see the module docstring."""
 
     def __init__(
         self,
@@ -174,58 +115,10 @@ class Writer:
         directory: str = ".",
         replay: int = 0,
     ) -> None:
-        self.queue: collections.deque[tuple[Any, ...]] = collections.deque()
-        self.wake = threading.Event()
-        #: True while the writer waits for work: producers set :attr:`wake` only then.
-        self.idle = True
+        super().__init__(notify, retention, replay)
         self._conn = conn
         #: the journal's directory, looked at to tell a read-only filesystem
         self._directory = directory
-        self._notify = notify
-        self._retention = RetentionClock(retention)
-        self._policy = retention
-        self._stopping = False
-        self._halted = False
-        #: a commit found the file damaged: it is never written to again
-        self._damaged = False
-        self._skeys: dict[str, int] = {}
-        self._last: dict[int, int] = {}
-        self._ops_done = 0
-        self._events_done = 0
-        #: the first ``replay`` operations may have been committed already (a writer process
-        #: restarted after its predecessor died between a commit and its report: see
-        #: :mod:`agent_bridge.journal.writer_process`); a commit holding any of them stores
-        #: only the events past each session's last stored one, and a session row only if
-        #: it has none, so nothing is written twice
-        self._replay = replay
-        self._thread = threading.Thread(target=self._main, name="journal-writer", daemon=True)
-
-    # ------------------------------------------------------------------ control
-
-    kind: Final = "thread"
-
-    def start(self, loop: object = None) -> None:
-        """Start the thread (``loop``: unused, the process writer's works in it)."""
-        self._thread.start()
-
-    def submitted(self) -> None:
-        """Operations were appended to :attr:`queue`: wake the thread if it waits."""
-        if self.idle:
-            self.wake.set()
-
-    def stop(self) -> None:
-        """Ask the thread to commit what is queued and end; see :meth:`join`."""
-        self._stopping = True
-        self.wake.set()
-
-    def halt(self) -> None:
-        """Stop the thread without committing anything more (the file is damaged)."""
-        self._halted = True
-        self.stop()
-
-    def join(self, timeout: float | None = None) -> None:
-        """Wait for the thread to end."""
-        self._thread.join(timeout)
 
     def close(self) -> None:
         """Close the writer's connection once the thread has ended (or never started), so
@@ -236,73 +129,7 @@ class Writer:
             return
         self._conn.close()
 
-    def _forget(self, session_id: str) -> None:
-        """Drop what the writer caches about a deleted session (in the writer thread:
-        others queue :data:`OP_FORGET`)."""
-        skey = self._skeys.pop(session_id, None)
-        if skey is not None:
-            self._last.pop(skey, None)
-
-    # ------------------------------------------------------------------ the thread
-
-    def _main(self) -> None:
-        queue = self.queue
-        failed: list[tuple[Any, ...]] = []  # operations of a failed commit, kept in order
-        delay = RETRY_MIN
-        while True:
-            self.idle = not failed
-            if not queue and not failed:
-                if self._stopping:
-                    return
-                self.wake.wait()
-                self.wake.clear()
-                continue
-            self.idle = False
-            if self._halted:
-                return
-            n = len(queue)
-            ops = failed + [queue.popleft() for _ in range(n)]
-            try:
-                events, nbytes = self._commit(ops)
-            except Exception as exc:
-                fault = on_read_only_fs(classify_commit(exc), self._directory)
-                if fault == "internal":
-                    # a bug, not the storage: the log gets the traceback, the wire never
-                    log.error("journal: a commit failed on an internal error", exc_info=True)
-                    self._notify(self._ops_done, self._events_done, fault)
-                    return
-                if not failed or fault == "damaged":
-                    log.error("journal: a commit failed (%s: %s)", fault, exc)
-                    self._notify(self._ops_done, self._events_done, fault)
-                if fault == "damaged":
-                    self._damaged = True
-                if fault == "damaged" or self._stopping:
-                    return  # never written to again / nothing acknowledged is lost
-                failed = ops
-                self._sleep(delay)
-                delay = min(delay * 2, RETRY_MAX)
-                continue
-            if failed:
-                log.warning("journal: commits succeed again")
-            failed = []
-            delay = RETRY_MIN
-            self._ops_done += len(ops)
-            self._events_done += events
-            self._notify(self._ops_done, self._events_done, None)
-            if self._retention.wrote(nbytes):
-                try:
-                    deleted = apply_retention(self._conn, self._policy)
-                except sqlite3.Error:
-                    log.exception("journal: retention failed")
-                else:
-                    for session_id in deleted:
-                        self._forget(session_id)
-
-    def _sleep(self, seconds: float) -> None:
-        """Wait ``seconds`` before the next attempt, less if asked to stop."""
-        end = time.monotonic() + seconds
-        while not self._stopping and (left := end - time.monotonic()) > 0:
-            time.sleep(min(left, 0.05))
+    # ------------------------------------------------------------------ storage
 
     def _commit(self, ops: list[tuple[Any, ...]]) -> tuple[int, int]:
         """Apply ``ops`` in one transaction, retrying while the journal is busy; return
@@ -313,42 +140,21 @@ class Writer:
         with transaction(self._conn, begin=_begin_retrying, on_abort=self._forget_all):
             return self._apply(ops)
 
-    def _forget_all(self) -> None:
-        self._last.clear()
-        self._skeys.clear()
+    def _fault(self, exc: BaseException) -> Fault:
+        return on_read_only_fs(classify_commit(exc), self._directory)
 
-    def _skey(self, session_id: str) -> int | None:
-        skey = self._skeys.get(session_id)
-        if skey is None:
-            skey = session_key(self._conn, session_id)
-            if skey is not None:
-                self._skeys[session_id] = skey
-        return skey
+    def _session_key(self, session_id: str) -> int | None:
+        return session_key(self._conn, session_id)
 
-    def _apply(self, ops: list[tuple[Any, ...]]) -> tuple[int, int]:
-        pending: dict[str, list[EventBatch]] = {}
-        events = nbytes = 0
-        for op in ops:
-            if op[0] == OP_EVENTS:
-                batch: EventBatch
-                for batch in op[1]:
-                    pending.setdefault(batch.session_id, []).append(batch)
-            elif op[0] == OP_BLOB:
-                nbytes += self._store_blob(op)
-            else:
-                self._apply_other(op, self._ops_done < self._replay)
-        replaying = self._ops_done < self._replay
-        for session_id, batches in pending.items():
-            stored, count = self._store_events(session_id, batches, replaying)
-            nbytes += stored
-            events += count
-        return events, nbytes
+    def _retain(self) -> list[str]:
+        return apply_retention(self._conn, self._policy)
 
     def _store_events(
         self, session_id: str, batches: list[EventBatch], replaying: bool = False
-    ) -> tuple[int, int]:
-        """Store a session's batches; return ``(bytes, events)`` (``events``: all of the
-        batches' events, those a replay found stored already included)."""
+    ) -> tuple[int, int, int]:
+        """Store a session's batches; return ``(bytes, events, last sequence)``
+        (``events``: all of the batches' events, those a replay found stored already
+        included)."""
         conn = self._conn
         first = batches[0].first
         if len(batches) == 1:
@@ -360,7 +166,7 @@ class Writer:
         skey = self._skey(session_id)
         if skey is None:
             log.error("journal: events for unknown session %s dropped", session_id)
-            return 0, len(bodies)
+            return 0, len(bodies), 0
         last = self._last.get(skey)
         if last is None:
             last = last_sequence(conn, skey)
@@ -370,7 +176,7 @@ class Writer:
             # before ``last`` were stored by the commit whose report was lost.
             batches = [batch for batch in batches if batch.first > last]
             if not batches:
-                return 0, count
+                return 0, count, last
             first = batches[0].first
             bodies = [body for batch in batches for body in batch.bodies]
             codes = b"".join(batch.codes for batch in batches)
@@ -397,7 +203,7 @@ class Writer:
             )
             stored += sum(len(r[2]) for r in raws)
         conn.execute("UPDATE sessions SET bytes = bytes + ? WHERE skey = ?", (stored, skey))
-        return stored, count
+        return stored, count, self._last[skey]
 
     def _store_blob(self, op: tuple[Any, ...]) -> int:
         """Store a run input's image once; return the bytes its session is charged."""
@@ -414,6 +220,7 @@ class Writer:
         return charged
 
     def _apply_other(self, op: tuple[Any, ...], replaying: bool = False) -> None:
+        """Apply one operation other than events, images and forgetting."""
         conn = self._conn
         kind = op[0]
         if kind == OP_SESSION:
@@ -458,16 +265,13 @@ class Writer:
                     (command_id, skey, payload, result, created),
                 )
             return
-        if kind == OP_FORGET:
-            self._forget(op[1])
-            return
         skey = self._skey(op[1])
         if skey is None:
             log.warning("journal: record for unknown session %s dropped", op[1])
             return
         if kind == OP_UPDATE:
             fields: dict[str, Any] = op[2]
-            columns = [name for name in fields if name in _UPDATABLE]
+            columns = [name for name in fields if name in UPDATABLE]
             if columns:
                 assignments = ", ".join(f"{name} = ?" for name in columns)
                 conn.execute(
