@@ -17,7 +17,13 @@ from typing import Any, Final, Literal, cast
 
 from agent_bridge.adapters.claude import protocol
 from agent_bridge.adapters.kit.approvals import approval_modes, approval_verdict, is_allow
-from agent_bridge.adapters.kit.limits import MeterStatus, instant, limit_details, reset_of
+from agent_bridge.adapters.kit.limits import (
+    MeterStatus,
+    http_status_code,
+    instant,
+    limit_details,
+    reset_of,
+)
 from agent_bridge.adapters.kit.tools import ToolCalls
 from agent_bridge.spi import InteractionOutcome, RunOutcome
 from agent_bridge.wire.errors import ErrorCode, FailureCause
@@ -365,14 +371,6 @@ def question_answers(
     return out
 
 
-def _status_code(status: object) -> ErrorCode:
-    if status in (401, 403):
-        return "provider_auth_required"
-    if status == 429:
-        return "provider_rate_limited"
-    return "provider_failed"
-
-
 #: The ``error`` field of the CLI's synthetic assistant message on an API failure.
 _ASSISTANT_ERRORS: Final[dict[str, ErrorCode]] = {
     "authentication_failed": "provider_auth_required",
@@ -486,7 +484,7 @@ def classify_result(
         stop = result.get("stop_reason")
         return RunOutcome.completed(stop if isinstance(stop, str) else None)
     status = result.get("api_error_status")
-    code = _status_code(status)
+    code = http_status_code(status) or "provider_failed"
     if (status is None or assistant_error == "billing_error") and (
         assistant_error in _ASSISTANT_ERRORS
     ):

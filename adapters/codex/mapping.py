@@ -22,7 +22,13 @@ from agent_bridge.adapters.kit.approvals import (
     approval_verdict,
     is_allow,
 )
-from agent_bridge.adapters.kit.limits import instant, limit_details, reset_of, status_of
+from agent_bridge.adapters.kit.limits import (
+    http_status_code,
+    instant,
+    limit_details,
+    reset_of,
+    status_of,
+)
 from agent_bridge.adapters.kit.tools import ToolCalls
 from agent_bridge.spi import InteractionOutcome, RunOutcome
 from agent_bridge.wire.errors import ErrorCode, FailureCause
@@ -193,10 +199,9 @@ def classify_error(error: p.TurnError | None) -> ErrorCode:
     if isinstance(info, dict):
         for detail in info.values():
             status = detail.get("httpStatusCode") if isinstance(detail, dict) else None
-            if status in (401, 403):
-                return "provider_auth_required"
-            if status == 429:
-                return "provider_rate_limited"
+            code = http_status_code(status)
+            if code is not None:
+                return code
     return "provider_failed"
 
 

@@ -13,11 +13,12 @@ import time
 from collections.abc import Iterable
 from typing import Final, Literal
 
-from agent_bridge.wire.errors import FailureCause
+from agent_bridge.wire.errors import ErrorCode, FailureCause
 from agent_bridge.wire.events import LimitMeter
 
 __all__ = [
     "MeterStatus",
+    "http_status_code",
     "instant",
     "limit_details",
     "merge_meters",
@@ -26,6 +27,22 @@ __all__ = [
 ]
 
 MeterStatus = Literal["ok", "warning", "exhausted"]
+
+#: The upstream HTTP statuses that name one of the bridge's error codes.
+_HTTP_STATUS_CODES: Final[dict[float, ErrorCode]] = {
+    401: "provider_auth_required",
+    403: "provider_auth_required",
+    429: "provider_rate_limited",
+}
+
+
+def http_status_code(status: object) -> ErrorCode | None:
+    """The error code an upstream HTTP ``status`` names (401 and 403: the login;
+    429: a limit), or ``None`` for any other status (the adapter's default)."""
+    if not isinstance(status, int | float):
+        return None  # any other JSON value, and nothing unhashable reaches the table
+    return _HTTP_STATUS_CODES.get(status)
+
 
 #: A meter at or above this percent is reported ``warning`` (below 100).
 WARNING_PERCENT: Final = 80.0
