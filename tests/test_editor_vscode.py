@@ -282,10 +282,15 @@ def _end_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture
-def host(tmp_path: Path, vsix: tuple[Path, str, Path]) -> Iterator[dict[str, Any]]:
+def host(
+    request: pytest.FixtureRequest, tmp_path: Path, vsix: tuple[Path, str, Path]
+) -> Iterator[dict[str, Any]]:
     """code-server with the extension installed and settings for the scenario, and Chromium
     on its workbench, each in its own process group (ended afterwards); yields the
-    result file's path and the state dir."""
+    result file's path and the state dir. Parametrized indirectly with
+    ``{"scenario": "other-host"}``, the extension runs that scenario on ``agent-bridge
+    connect`` (a daemon of its own runtime directory, stopped afterwards)."""
+    scenario = getattr(request, "param", {}).get("scenario", "")
     _require("code-server", CODE_SERVER.exists())
     chromium = _chromium()
     ud, exts, ws, home = (tmp_path / n for n in ("ud", "exts", "ws", "home"))
@@ -316,9 +321,13 @@ def host(tmp_path: Path, vsix: tuple[Path, str, Path]) -> Iterator[dict[str, Any
     )
     fake_claude = ROOT / "tests" / "standins" / "fake_claude.py"
     state = tmp_path / "state"
+    # the daemon's socket: a short runtime directory (a socket path has ~107 bytes)
+    runtime = tempfile.mkdtemp(prefix="ab-rt-")
+    daemon = {"agentBridge.bridgeArgs": ["connect"]} if scenario == "other-host" else {}
     (ud / "User" / "settings.json").write_text(
         json.dumps(
             {
+                **daemon,
                 "agentBridge.bridgePath": str(BRIDGE),
                 "agentBridge.stateDir": str(state),
                 "agentBridge.sessionOptions": {
@@ -351,6 +360,8 @@ def host(tmp_path: Path, vsix: tuple[Path, str, Path]) -> Iterator[dict[str, Any
         ),
         # local time two hours east of UTC: reset times are shown in local time
         "TZ": "Etc/GMT-2",
+        "XDG_RUNTIME_DIR": runtime,
+        "AGENT_BRIDGE_VSCODE_SCENARIO": scenario,
     }
     env.pop("XDG_CONFIG_HOME", None)
     node = shutil.which("node")
@@ -438,6 +449,7 @@ def host(tmp_path: Path, vsix: tuple[Path, str, Path]) -> Iterator[dict[str, Any
             "browser": browser,
             "devtools": devtools,
             "port": port,
+            "env": env,
         }
     finally:
         if browser is not None:
@@ -445,6 +457,14 @@ def host(tmp_path: Path, vsix: tuple[Path, str, Path]) -> Iterator[dict[str, Any
         _end_group(code_server)
         cs_log.close()
         shutil.rmtree(browser_tmp, ignore_errors=True)
+        if scenario == "other-host":
+            subprocess.run(
+                [str(BRIDGE), "daemon", "--stop", "--state-dir", str(state)],
+                env=env,
+                capture_output=True,
+                timeout=60,
+            )
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def _press_keys(host: dict[str, Any], request: Path) -> None:
@@ -503,16 +523,67 @@ def _paste(host: dict[str, Any], request: Path) -> None:
     request.unlink()
 
 
+def _configure_from_another_host(host: dict[str, Any], request: Path) -> None:
+    """Another host (a second ``agent-bridge connect`` to the extension's daemon) attaches
+    to the session the scenario names (RESULT.configure: ``{"sessionId"}``) and changes
+    its model to ``large`` and its mode to ``auto`` (``session/configure``), then removes
+    the request. Newline-delimited JSON-RPC, as ``connect`` relays it."""
+    sid = json.loads(request.read_text())["sessionId"]
+    proc = subprocess.Popen(
+        [str(BRIDGE), "connect", "--state-dir", str(host["state"])],
+        env=host["env"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    replies: dict[int, Any] = {}
+    try:
+        for rid, (method, params) in enumerate(
+            [
+                (
+                    "initialize",
+                    {"protocolVersion": 1, "clientInfo": {"name": "other-host"}},
+                ),
+                ("session/attach", {"sessionId": sid}),
+                ("session/configure", {"sessionId": sid, "model": "large", "mode": "auto"}),
+            ],
+            start=1,
+        ):
+            message = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+            proc.stdin.write(json.dumps(message).encode() + b"\n")
+            proc.stdin.flush()
+            while rid not in replies:
+                line = proc.stdout.readline()
+                assert line, f"the other host's bridge closed before answering {method}"
+                reply = json.loads(line)
+                if "id" in reply and "method" not in reply:
+                    assert "result" in reply, (method, reply)
+                    replies[reply["id"]] = reply["result"]
+            if method == "initialize":
+                proc.stdin.write(b'{"jsonrpc":"2.0","method":"initialized"}\n')
+                proc.stdin.flush()
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+    assert replies[3]["model"]["current"] == "large", replies[3]
+    request.unlink()
+
+
 def _wait_result(host: dict[str, Any], timeout: float = 180) -> dict[str, Any]:
     result: Path = host["result"]
     keys = result.with_name(result.name + ".keys")
     paste = result.with_name(result.name + ".paste")
+    configure = result.with_name(result.name + ".configure")
     deadline = time.monotonic() + timeout
     while not result.exists():
         if keys.exists():
             _press_keys(host, keys)
         if paste.exists():
             _paste(host, paste)
+        if configure.exists():
+            _configure_from_another_host(host, configure)
         assert host["code_server"].poll() is None, "code-server exited"
         assert time.monotonic() < deadline, (
             "the extension's test mode wrote no result: "
@@ -806,3 +877,24 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
 
     # The bridge was started with the settings' state dir: its journal is there.
     assert any(host["state"].iterdir())
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("host", [{"scenario": "other-host"}], indirect=True)
+def test_vscode_chat_header_follows_a_model_and_mode_changed_by_another_host(
+    host: dict[str, Any],
+) -> None:
+    """The extension on ``agent-bridge connect`` opens a session naming its model and mode;
+    a second host attached to the same daemon session changes both (session/configure);
+    the VS Code chat's header shows the new ones, learnt from ``settings.updated`` alone
+    (the extension asked nothing after the chat opened)."""
+    r = _wait_result(host)
+    assert "error" not in r, r.get("error")
+    assert r["steps"] == ["done"], r
+    assert r["headerBefore"].startswith("Shared | scripted | model Small ▾ | mode ask ▾")
+    assert r["headerAfter"].startswith("Shared | scripted | model Large ▾ | mode auto ▾")
+    assert r["settings"]["model"]["current"] == "large"
+    assert r["settings"]["mode"]["current"] == "auto"
+    assert r["requestsAfterOpen"] == 0
+    assert r["settingsEvents"] >= 1
+    assert r["errors"] == []

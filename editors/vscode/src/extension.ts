@@ -511,7 +511,9 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
   const resultFile = process.env.AGENT_BRIDGE_VSCODE_TEST_RESULT;
   if (resultFile) {
     // Only in the build with test hooks (build.sh --hooks-out); the shipped one has none.
-    import("./testMode").then((m) => m.runScenario(api, resultFile)).catch((e: unknown) => console.error("agent-bridge: no test hooks in this build", e));
+    import("./testMode")
+      .then((m) => (process.env.AGENT_BRIDGE_VSCODE_SCENARIO === "other-host" ? m.runOtherHostScenario(api, resultFile) : m.runScenario(api, resultFile)))
+      .catch((e: unknown) => console.error("agent-bridge: no test hooks in this build", e));
   }
   const demoFile = process.env.AGENT_BRIDGE_VSCODE_DEMO;
   if (demoFile) {

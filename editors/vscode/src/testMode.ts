@@ -601,3 +601,67 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
   fs.writeFileSync(`${resultFile}.tmp`, JSON.stringify(result, null, 2));
   fs.renameSync(`${resultFile}.tmp`, resultFile);
 }
+
+/**
+ * Asks the test to change the session's model and mode from ANOTHER host (it watches for
+ * RESULT.configure, attaches a second `agent-bridge connect` to the same daemon session
+ * and sends session/configure there, then removes the request); resolves once sent.
+ */
+async function configureElsewhere(resultFile: string, sessionId: string): Promise<void> {
+  const request = `${resultFile}.configure`;
+  fs.writeFileSync(`${request}.tmp`, JSON.stringify({ sessionId }));
+  fs.renameSync(`${request}.tmp`, request);
+  await until("the other host's session/configure", () => !fs.existsSync(request), 60000);
+}
+
+/**
+ * The other-host scenario (AGENT_BRIDGE_VSCODE_SCENARIO=other-host, the extension on
+ * `agent-bridge connect`): a session naming its model and mode is opened in a chat, a
+ * second host attached to the same daemon session changes both, and the chat's header
+ * must show the new ones from `settings.updated` alone (this host sends no
+ * session/configure or session/settings after the chat opened). Writes the result file.
+ */
+export async function runOtherHostScenario(api: ExtensionApi, resultFile: string): Promise<void> {
+  const ui = new ScriptedUi();
+  api.setUi(ui);
+  const result: Record<string, unknown> = { steps: [] as string[] };
+  const { store, bridge } = api;
+  const exec = <T>(cmd: string, ...args: unknown[]): Promise<T> => Promise.resolve(vscode.commands.executeCommand<T>(cmd, ...args));
+  try {
+    const sid = await exec<string | undefined>("agentBridge.newSession", {
+      provider: "scripted",
+      options: {
+        script: {
+          settings: {
+            model: { current: "small", available: [{ id: "small", name: "Small" }, { id: "large", name: "Large" }] },
+            mode: { current: "ask", available: [{ id: "ask" }, { id: "auto" }] },
+          },
+          runs: [{ steps: [{ type: "echo" }] }],
+        },
+      },
+      title: "Shared",
+      prompt: false,
+    });
+    const panel = sid ? ChatPanel.panels.get(sid) : undefined;
+    if (!sid || !panel) throw new Error(`no chat for the shared session; errors: ${ui.errors.join(" | ")}`);
+    result.sessionId = sid;
+    await until("the header shows the model", () => panel.rendered.text.includes("model Small"), 15000);
+    result.headerBefore = panel.rendered.text.split("\n").slice(0, 6).join(" | ");
+    const asked = (): number => bridge.trafficLines.filter((l) => /"method":"session\/(configure|settings)"/.test(l)).length;
+    const askedBefore = asked();
+    await configureElsewhere(resultFile, sid);
+    await until("the header shows the other host's model and mode", () => panel.rendered.text.includes("model Large") && panel.rendered.text.includes("mode auto"), 20000);
+    result.headerAfter = panel.rendered.text.split("\n").slice(0, 6).join(" | ");
+    result.settings = store.sessions.get(sid)?.settings ?? null;
+    result.requestsAfterOpen = asked() - askedBefore;
+    result.settingsEvents = bridge.trafficLines.filter((l) => l.includes('"type":"settings.updated"')).length;
+    await exec("agentBridge.closeSession", sid);
+    (result.steps as string[]).push("done");
+  } catch (err) {
+    result.error = err instanceof Error ? `${err.message}\n${err.stack ?? ""}` : String(err);
+  }
+  result.errors = ui.errors;
+  await bridge.stop().catch(() => undefined);
+  fs.writeFileSync(`${resultFile}.tmp`, JSON.stringify(result, null, 2));
+  fs.renameSync(`${resultFile}.tmp`, resultFile);
+}
