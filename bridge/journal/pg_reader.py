@@ -7,6 +7,7 @@ read that fails because the connection broke drops it; the next read connects ag
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -15,7 +16,7 @@ import msgspec
 
 from agent_bridge.journal.base import SessionRecord, decode_policy
 from agent_bridge.journal.blocks import decode_bodies, slice_block
-from agent_bridge.journal.forks import rehead
+from agent_bridge.journal.forks import position_through_forks, read_through_forks, rehead
 from agent_bridge.journal.pg_schema import connect_pg
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.wire.methods import RawRecord
@@ -90,6 +91,64 @@ def _fork_of(conn: psycopg.Connection[Any], session_id: str) -> tuple[int, str |
     return None if row is None else (int(row[0]), row[1], int(row[2] or 0))
 
 
+def _own_events(conn: psycopg.Connection[Any], skey: int, lo: int, hi: int) -> list[bytes]:
+    """The envelopes ``lo``..``hi`` a session stored itself (not through a fork)."""
+    rows = conn.execute(
+        "SELECT first_seq, codec, sizes, bodies FROM event_blocks "
+        "WHERE skey = %(k)s AND first_seq <= %(hi)s AND first_seq >= ("
+        "  SELECT COALESCE(MAX(first_seq), 0) FROM event_blocks"
+        "  WHERE skey = %(k)s AND first_seq <= %(lo)s"
+        ") ORDER BY first_seq",
+        {"k": skey, "lo": lo, "hi": hi},
+    ).fetchall()
+    out: list[bytes] = []
+    for first, codec, sizes, bodies in rows:
+        out += slice_block(
+            int(first), bytes(sizes), decode_bodies(int(codec), bytes(bodies)), lo, hi
+        )
+    return out
+
+
+def _own_raw(conn: psycopg.Connection[Any], skey: int, lo: int, hi: int) -> list[RawRecord]:
+    """The raw records a session stored itself that events ``lo``..``hi`` came from."""
+    links = [
+        (int(a), int(b), int(r))
+        for a, b, r in conn.execute(
+            "SELECT first_seq, last_seq, raw_id FROM raw_links "
+            "WHERE skey = %(k)s AND first_seq <= %(hi)s AND first_seq >= ("
+            "  SELECT COALESCE(MAX(first_seq), 0) FROM raw_links"
+            "  WHERE skey = %(k)s AND first_seq <= %(lo)s"
+            ") ORDER BY first_seq",
+            {"k": skey, "lo": lo, "hi": hi},
+        ).fetchall()
+    ]
+    wanted = sorted({r for _, _, r in links})
+    records = {
+        int(raw_id): bytes(record)
+        for raw_id, record in conn.execute(
+            "SELECT raw_id, record FROM raw_records WHERE skey = %s AND raw_id = ANY(%s)",
+            (skey, wanted),
+        ).fetchall()
+    }
+    return raw_records(links, records, lo, hi)
+
+
+def _own_position(
+    conn: psycopg.Connection[Any], skey: int, sequence: int
+) -> tuple[int, bytes] | None:
+    """The latest ``(sequence, position)`` of a session's own runs and fork points at or
+    before ``sequence``, or ``None``."""
+    row = conn.execute(
+        "SELECT seq, position FROM ("
+        "SELECT ended_seq AS seq, position FROM runs WHERE skey = %s "
+        "AND ended_seq <= %s AND position IS NOT NULL "
+        "UNION ALL SELECT seq, position FROM fork_points WHERE skey = %s "
+        "AND seq <= %s) AS points ORDER BY seq DESC LIMIT 1",
+        (skey, sequence, skey, sequence),
+    ).fetchone()
+    return None if row is None else (int(row[0]), bytes(row[1]))
+
+
 class PgReader:
     """Queries for ``events/read``, ``session/list``, receipts and stored sessions."""
 
@@ -131,32 +190,14 @@ class PgReader:
     def _events(
         self, conn: psycopg.Connection[Any], session_id: str, lo: int, hi: int
     ) -> list[bytes]:
-        found = _fork_of(conn, session_id)
-        if found is None or hi < lo:
-            return []
-        skey, parent, fork_seq = found
-        out: list[bytes] = []
-        if parent is not None and lo <= fork_seq:
-            out = rehead(self._events(conn, parent, lo, min(hi, fork_seq)), parent, session_id)
-            lo = fork_seq + 1
-            if hi < lo:
-                return out
-
-        def read(conn: psycopg.Connection[Any]) -> list[Any]:
-            return conn.execute(
-                "SELECT first_seq, codec, sizes, bodies FROM event_blocks "
-                "WHERE skey = %(k)s AND first_seq <= %(hi)s AND first_seq >= ("
-                "  SELECT COALESCE(MAX(first_seq), 0) FROM event_blocks"
-                "  WHERE skey = %(k)s AND first_seq <= %(lo)s"
-                ") ORDER BY first_seq",
-                {"k": skey, "lo": lo, "hi": hi},
-            ).fetchall()
-
-        for first, codec, sizes, bodies in read(conn):
-            out += slice_block(
-                int(first), bytes(sizes), decode_bodies(int(codec), bytes(bodies)), lo, hi
-            )
-        return out
+        return read_through_forks(
+            session_id,
+            lo,
+            hi,
+            fork_of=functools.partial(_fork_of, conn),
+            own=functools.partial(_own_events, conn),
+            adopt=rehead,
+        )
 
     def raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
         """Return the raw records events ``lo``..``hi`` were projected from (through a
@@ -178,66 +219,25 @@ class PgReader:
         """``(sequence, position)`` of the latest run end or checkpoint of the session's
         history (through a fork's parents) at or before ``sequence``, or ``None``."""
 
-        def read(conn: psycopg.Connection[Any]) -> tuple[int, bytes] | None:
-            sid, seq = session_id, sequence
-            while True:
-                found = _fork_of(conn, sid)
-                if found is None:
-                    return None
-                skey, parent, fork_seq = found
-                row = conn.execute(
-                    "SELECT seq, position FROM ("
-                    "SELECT ended_seq AS seq, position FROM runs WHERE skey = %s "
-                    "AND ended_seq <= %s AND position IS NOT NULL "
-                    "UNION ALL SELECT seq, position FROM fork_points WHERE skey = %s "
-                    "AND seq <= %s) AS points ORDER BY seq DESC LIMIT 1",
-                    (skey, seq, skey, seq),
-                ).fetchone()
-                if row is not None:
-                    return int(row[0]), bytes(row[1])
-                if parent is None:
-                    return None
-                sid, seq = parent, min(seq, fork_seq)
-
-        return self._run(read)
+        return self._run(
+            lambda conn: position_through_forks(
+                session_id,
+                sequence,
+                fork_of=functools.partial(_fork_of, conn),
+                latest=functools.partial(_own_position, conn),
+            )
+        )
 
     def _raw(
         self, conn: psycopg.Connection[Any], session_id: str, lo: int, hi: int
     ) -> list[RawRecord]:
-        found = _fork_of(conn, session_id)
-        if found is None or hi < lo:
-            return []
-        skey, parent, fork_seq = found
-        before: list[RawRecord] = []
-        if parent is not None and lo <= fork_seq:
-            before = self._raw(conn, parent, lo, min(hi, fork_seq))
-            lo = fork_seq + 1
-            if hi < lo:
-                return before
-
-        def read(conn: psycopg.Connection[Any]) -> list[RawRecord]:
-            links = [
-                (int(a), int(b), int(r))
-                for a, b, r in conn.execute(
-                    "SELECT first_seq, last_seq, raw_id FROM raw_links "
-                    "WHERE skey = %(k)s AND first_seq <= %(hi)s AND first_seq >= ("
-                    "  SELECT COALESCE(MAX(first_seq), 0) FROM raw_links"
-                    "  WHERE skey = %(k)s AND first_seq <= %(lo)s"
-                    ") ORDER BY first_seq",
-                    {"k": skey, "lo": lo, "hi": hi},
-                ).fetchall()
-            ]
-            wanted = sorted({r for _, _, r in links})
-            records = {
-                int(raw_id): bytes(record)
-                for raw_id, record in conn.execute(
-                    "SELECT raw_id, record FROM raw_records WHERE skey = %s AND raw_id = ANY(%s)",
-                    (skey, wanted),
-                ).fetchall()
-            }
-            return raw_records(links, records, lo, hi)
-
-        return before + read(conn)
+        return read_through_forks(
+            session_id,
+            lo,
+            hi,
+            fork_of=functools.partial(_fork_of, conn),
+            own=functools.partial(_own_raw, conn),
+        )
 
     def session(self, session_id: str) -> SessionRecord | None:
         """Return a stored session, or ``None``."""
