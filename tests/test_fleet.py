@@ -652,3 +652,37 @@ async def test_an_approval_pending_at_the_owners_death_is_withdrawn_not_offered_
         await beta.result("run/start", {"sessionId": session, "input": {"text": "x"}})
         again = await beta.wait_for(is_request, 30)
         assert again["params"]["interactionId"] != interaction
+
+
+async def test_a_host_on_a_third_member_follows_a_taken_over_session_on(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """alpha owns a session and is SIGKILLed; beta (the fastest beat) takes it over and
+    resumes it; a host following it on gamma (neither the dead owner nor the heir) sees
+    the crash's end, then session.resumed and the next run, gapless, from beta."""
+    leases = {"alpha": 3.0, "beta": 1.0, "gamma": 30.0}
+    async with fleet(tmp_path, pg_url, leases=leases) as members:
+        alpha, gamma = members["alpha"], members["gamma"]
+        steps: list[dict[str, Any]] = [
+            {"type": "stream", "count": 20, "text": "g"},
+            {"type": "waitForInterrupt"},
+        ]
+        created = await alpha.result("session/create", script_session(steps))
+        session = created["session"]["sessionId"]
+        await gamma.result("session/attach", {"sessionId": session})
+        await alpha.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+        seen: list[Message] = []
+        while len(seen) < 21:
+            seen += await events_until(gamma, session, "text.delta")
+        assert alpha.proc is not None
+        alpha.proc.send_signal(signal.SIGKILL)
+        await alpha.proc.wait()
+        seen += await events_until(gamma, session, "session.resumed", timeout=30)
+        listed = nodes_of(await gamma.result("session/list", {}))
+        assert listed[session] == "beta"
+        run = await gamma.result("run/start", {"sessionId": session, "input": {"text": "y"}})
+        seen += await events_until(gamma, session, "run.started", timeout=30)
+        assert seen[-1]["runId"] == run["runId"]
+        assert [e["sequence"] for e in seen] == list(range(1, len(seen) + 1))
+        kinds = [e["payload"]["type"] for e in seen]
+        assert kinds[21:] == ["run.failed", "session.closed", "session.resumed", "run.started"]

@@ -7,8 +7,10 @@ session committed more (:meth:`~agent_bridge.journal.base.Followable.wait_commit
 ``LISTEN``/``NOTIFY``, never a poll), reads the new events from the journal and sends
 them on, in order, from the sequence after the replay's last: no gap (every page starts
 at the cursor) and no duplicate (the cursor only moves by what was sent).  It ends after
-the session's ``session.closed``, when the history cannot be read (logged: the host can
-attach again), or when its cancel scope is cancelled (the host detached).
+the session's ``session.closed`` (not one for ``bridge_crashed``: a dead owner's session
+is closed so, then resumed by the member that takes it over, and the host follows on to
+its ``session.resumed`` and what comes after), when the history cannot be read (logged:
+the host can attach again), or when its cancel scope is cancelled (the host detached).
 
 Interactions are offered too: an ``interaction.requested`` it passes on is also asked of
 its host (``interaction/request``, when the host can answer that kind) as a
@@ -49,6 +51,7 @@ class _Tail(msgspec.Struct):
 
 class _Type(msgspec.Struct):
     type: str
+    reason: str | None = None  # a session.closed's
 
 
 _tail = msgspec.json.Decoder(_Tail)
@@ -123,8 +126,9 @@ async def follow_remote(history: History, session_id: str, subscription: Subscri
                 for body in page:
                     if b'"interaction.' in body:
                         _offer(body, session_id, offered, subscriber, tg, sender)
-                if _tail.decode(page[-1]).payload.type == "session.closed":
-                    break
+                last = _tail.decode(page[-1]).payload
+                if last.type == "session.closed" and last.reason != "bridge_crashed":
+                    break  # (a crashed owner's session goes on where it is taken over)
             tg.cancel_scope.cancel()  # offers still open end with the session
     except BridgeError as exc:
         log.warning("session %s: cannot follow it here (%s)", session_id, exc.error_code)
