@@ -87,6 +87,24 @@ def test_malformed_unknown_and_undecodable_records_are_delivered_raw(home: Path)
     assert base64.b64decode(undecodable.raw_base64) == bad[3]
 
 
+def test_a_record_of_no_kind_the_adapter_can_name_is_a_diagnostic_not_a_failed_page(
+    home: Path,
+) -> None:
+    """A ``type`` that is not a string (a list, an object) or a line that is JSON but no
+    object: the page is read, each such record a diagnostic (a list ``type`` once made the
+    whole read fail with a TypeError)."""
+    bad = [b'{"id":"a","type":["user"]}', b'{"id":"b","type":{"x":1}}', b"[1,2]", b"7"]
+    lay_out(home, b"\n".join([*LINES[:2], *bad]) + b"\n")
+    page = native.read_page(REF, None, 100, "start")
+    codes = [[e.code for e in r.events if isinstance(e, Diagnostic)] for r in page.records[2:]]
+    assert codes == [
+        ["projection_failed"],
+        ["projection_failed"],
+        ["malformed_record"],
+        ["malformed_record"],
+    ]
+
+
 def test_list_newest_first_paged_and_filtered(home: Path, tmp_path: Path) -> None:
     work = tmp_path / "elsewhere"
     work.mkdir()

@@ -30,7 +30,6 @@ from typing import Any, Final
 
 from agent_bridge.adapters.kit import history_files, jsonl_history
 from agent_bridge.adapters.kit.history_files import HistoryFile
-from agent_bridge.adapters.kit.jsonl_history import diagnostic
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.events import (
     EventPayload,
@@ -157,30 +156,21 @@ def project_record(data: bytes) -> tuple[EventPayload, ...]:
     that is not JSON (``malformed_record``), of a kind this adapter does not know
     (``unknown_record``) or that fails to project (``projection_failed``) is a
     diagnostic."""
-    import msgspec
+    return jsonl_history.project_json(data, "chat file", _project)
 
-    try:
-        record = msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        return (diagnostic("malformed_record", "a record of the chat file is not valid JSON"),)
-    if not isinstance(record, dict):
-        return (diagnostic("malformed_record", "a record of the chat file is not an object"),)
+
+def _project(record: dict[str, Any]) -> tuple[EventPayload, ...] | None:
     if "$set" in record or ("sessionId" in record and "type" not in record):
         return ()  # a header or an update of its fields
     kind = record.get("type")
-    try:
-        if kind == "user":
-            prompt = _user_text(record)
-            return (RunStarted(input=prompt),) if prompt is not None else ()
-        if kind == "gemini":
-            return _gemini(record)
-    except Exception:
-        return (
-            diagnostic("projection_failed", "a record of the chat file could not be projected"),
-        )
+    if kind == "user":
+        prompt = _user_text(record)
+        return (RunStarted(input=prompt),) if prompt is not None else ()
+    if kind == "gemini":
+        return _gemini(record)
     if kind in _QUIET_MESSAGES:
         return ()
-    return (diagnostic("unknown_record", "a record of a type the adapter does not know", "info"),)
+    return None
 
 
 def _gemini(record: dict[str, Any]) -> tuple[EventPayload, ...]:

@@ -26,7 +26,6 @@ from typing import Any, Final
 
 from agent_bridge.adapters.kit import history_files, jsonl_history
 from agent_bridge.adapters.kit.history_files import HistoryFile
-from agent_bridge.adapters.kit.jsonl_history import diagnostic
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.events import EventPayload, RunStarted
 from agent_bridge.wire.native import (
@@ -219,34 +218,25 @@ def project_record(data: bytes) -> tuple[EventPayload, ...]:
     not know (``unknown_record``) or that fails to project (``projection_failed``) is a
     diagnostic.  Each record is projected on its own (a tool result names its tool only
     when the name is in the same record)."""
-    import msgspec
+    return jsonl_history.project_json(data, "session file", _project, typed=True)
 
+
+def _project(record: dict[str, Any]) -> tuple[EventPayload, ...] | None:
     from agent_bridge.adapters.claude import mapping
 
-    try:
-        record = msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        return (diagnostic("malformed_record", "a record of the session file is not valid JSON"),)
-    if not isinstance(record, dict) or not isinstance(record.get("type"), str):
-        return (diagnostic("malformed_record", "a record of the session file has no type"),)
     kind = record["type"]
-    try:
-        if kind == "user":
-            out: list[EventPayload] = []
-            prompt = _prompt_text(record)
-            if prompt is not None:
-                out.append(RunStarted(input=prompt))
-            out.extend(mapping.tool_result_payloads(mapping.TurnState(), record))
-            return tuple(out)
-        if kind == "assistant":
-            return tuple(mapping.assistant_payloads(mapping.TurnState(), record))
-    except Exception:
-        return (
-            diagnostic("projection_failed", "a record of the session file could not be projected"),
-        )
+    if kind == "user":
+        out: list[EventPayload] = []
+        prompt = _prompt_text(record)
+        if prompt is not None:
+            out.append(RunStarted(input=prompt))
+        out.extend(mapping.tool_result_payloads(mapping.TurnState(), record))
+        return tuple(out)
+    if kind == "assistant":
+        return tuple(mapping.assistant_payloads(mapping.TurnState(), record))
     if kind in _QUIET_TYPES:
         return ()
-    return (diagnostic("unknown_record", "a record of a type the adapter does not know", "info"),)
+    return None
 
 
 #: A page of a session file's records (:func:`agent_bridge.adapters.kit.jsonl_history.read_page`

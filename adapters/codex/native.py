@@ -26,7 +26,6 @@ from typing import Any, Final
 
 from agent_bridge.adapters.kit import history_files, jsonl_history
 from agent_bridge.adapters.kit.history_files import HistoryFile
-from agent_bridge.adapters.kit.jsonl_history import diagnostic
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.events import (
     EventPayload,
@@ -289,30 +288,17 @@ def project_record(data: bytes) -> tuple[EventPayload, ...]:
     tool activity (started and its end); a record that is not JSON
     (``malformed_record``), of a type this adapter does not know (``unknown_record``) or
     that fails to project (``projection_failed``) is a diagnostic."""
-    import msgspec
+    return jsonl_history.project_json(data, "rollout file", _project, typed=True)
 
-    try:
-        record = msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        return (diagnostic("malformed_record", "a record of the rollout file is not valid JSON"),)
-    if not isinstance(record, dict) or not isinstance(record.get("type"), str):
-        return (diagnostic("malformed_record", "a record of the rollout file has no type"),)
+
+def _project(record: dict[str, Any]) -> tuple[EventPayload, ...] | None:
     kind = record["type"]
     if kind in _QUIET_TYPES:
         return ()
     payload = record.get("payload")
     if kind == "event_msg" and isinstance(payload, dict):
-        try:
-            projected = _event(payload)
-        except Exception:
-            return (
-                diagnostic(
-                    "projection_failed", "a record of the rollout file could not be projected"
-                ),
-            )
-        if projected is not None:
-            return projected
-    return (diagnostic("unknown_record", "a record of a type the adapter does not know", "info"),)
+        return _event(payload)
+    return None
 
 
 def _event(payload: dict[str, Any]) -> tuple[EventPayload, ...] | None:

@@ -41,6 +41,7 @@ __all__ = [
     "diagnostic",
     "file_reader",
     "head_records",
+    "project_json",
     "read_page",
     "rfc3339",
     "unavailable",
@@ -75,6 +76,40 @@ def diagnostic(
 ) -> Diagnostic:
     """A diagnostic payload about a stored record."""
     return Diagnostic(level=level, code=code, message=message)
+
+
+def project_json(
+    data: bytes,
+    file: str,
+    project: Callable[[dict[str, Any]], tuple[EventPayload, ...] | None],
+    *,
+    typed: bool = False,
+) -> tuple[EventPayload, ...]:
+    """The event payloads of one stored record: ``project(record)`` of the JSON object
+    ``data`` is, where ``None`` means a record of a kind the adapter does not know
+    (an ``unknown_record`` diagnostic).  A record that is not JSON, not an object (or,
+    with ``typed``, has no string ``type``) is a ``malformed_record`` diagnostic, one
+    ``project`` raises on a ``projection_failed`` diagnostic; ``file`` names the kind of
+    file in their messages ("the rollout file").  Never raises."""
+    import msgspec
+
+    try:
+        record = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return (diagnostic("malformed_record", f"a record of the {file} is not valid JSON"),)
+    if typed and not (isinstance(record, dict) and isinstance(record.get("type"), str)):
+        return (diagnostic("malformed_record", f"a record of the {file} has no type"),)
+    if not isinstance(record, dict):
+        return (diagnostic("malformed_record", f"a record of the {file} is not an object"),)
+    try:
+        projected = project(record)
+    except Exception:
+        return (diagnostic("projection_failed", f"a record of the {file} could not be projected"),)
+    if projected is None:
+        return (
+            diagnostic("unknown_record", "a record of a type the adapter does not know", "info"),
+        )
+    return projected
 
 
 def rfc3339(ns: int) -> str:
