@@ -799,7 +799,22 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
         [{"type": "text", "text": "Explain this"}, file_block],
         [{"type": "text", "text": "And these notes"}, resource],
         [{"type": "text", "text": "What is in the picture?"}, image],
+        # an image file picked with the chat's attach button (a file dialog)
+        [{"type": "text", "text": "And this file?"}, image],
     ]
+    assert ctx["fileBar"].startswith("@ image image/png (70 B)"), ctx["fileBar"]
+    assert [(d["title"], d["offered"]) for d in ctx["fileDialog"]] == [
+        ("Attach which image?", ["Images: png jpg jpeg gif webp"])
+    ]
+    # checked against capabilities.input.image before the file is read: a type it does
+    # not take, a file over its 10 MiB; nothing attached
+    assert ctx["refusedFiles"] == [None, None]
+    assert ctx["refusedFileErrors"] == [
+        "This provider does not take image/bmp images"
+        " (it takes image/png, image/jpeg, image/gif, image/webp).",
+        "huge.png is 10485761 B; this provider takes images up to 10485760 B.",
+    ]
+    assert ctx["attachmentsAfterFileRefusal"] == 0
     assert ctx["refusedImage"] == [
         "This provider does not take image/bmp images"
         " (it takes image/png, image/jpeg, image/gif, image/webp)."
@@ -873,7 +888,9 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
     traffic = r["traffic"]
     assert traffic["initialize"] >= 2  # the first bridge and the one after the restart
     assert traffic["interactionRequests"] >= 4  # rm -rf, the question, deploy twice
-    assert r["errors"] == un["errors"] + ctx["refusedImage"] + mb, r["errors"]
+    assert r["errors"] == un["errors"] + ctx["refusedImage"] + ctx["refusedFileErrors"] + mb, r[
+        "errors"
+    ]
 
     # The bridge was started with the settings' state dir: its journal is there.
     assert any(host["state"].iterdir())

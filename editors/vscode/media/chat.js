@@ -54,6 +54,7 @@
     if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); submit(); }
   });
   stop.addEventListener("click", () => vscode.postMessage({ type: "cancel" }));
+  document.getElementById("attach").addEventListener("click", () => vscode.postMessage({ type: "attachFile" }));
   attachments.addEventListener("click", (ev) => {
     const b = ev.target.closest("button[data-action=detach]");
     if (b) vscode.postMessage({ type: "detach", index: Number(b.dataset.index) });

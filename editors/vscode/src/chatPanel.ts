@@ -23,6 +23,8 @@ export interface PanelActions {
   setting(sessionId: string, which: "model" | "mode"): Promise<void>;
   /** An image pasted in the chat (a data URL): attached to the next prompt, or refused with a message. */
   attachImage(sessionId: string, dataUrl: string): Promise<void>;
+  /** The chat's attach button: an image file picked and attached (agentBridge.attachImageFile). */
+  attachFile(sessionId: string): Promise<void>;
 }
 
 type FromWebview =
@@ -39,7 +41,8 @@ type FromWebview =
   | { type: "commands" }
   | { type: "command"; command: string }
   | { type: "setting"; which: "model" | "mode" }
-  | { type: "pasteImage"; dataUrl: string };
+  | { type: "pasteImage"; dataUrl: string }
+  | { type: "attachFile" };
 
 /** One of the extension's keybindings (package.json `contributes.keybindings`). */
 export interface KeyBinding {
@@ -114,8 +117,8 @@ export class ChatPanel implements vscode.Disposable {
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${w.cspSource}; script-src 'nonce-${nonce}';">
 <link rel="stylesheet" href="${css}"></head>
 <body data-keys="${escapeHtml(JSON.stringify(ChatPanel.keybindings))}"><header id="header"></header><main id="chat"></main>
-<footer><div id="attachments" hidden></div><textarea id="input" rows="2" placeholder="Ask the agent… (Enter sends, Shift+Enter: new line; paste an image to attach it)"></textarea>
-<button id="commands" class="secondary" title="Slash commands and skills" hidden>/</button><button id="send">Send</button><button id="stop" class="secondary">Stop</button></footer>
+<footer><div id="attachments" hidden></div><textarea id="input" rows="2" placeholder="Ask the agent… (Enter sends, Shift+Enter: new line; paste an image or + to attach one)"></textarea>
+<button id="attach" class="secondary" title="Attach an image file…">+</button><button id="commands" class="secondary" title="Slash commands and skills" hidden>/</button><button id="send">Send</button><button id="stop" class="secondary">Stop</button></footer>
 <script nonce="${nonce}" src="${js}"></script></body></html>`;
     this.subs.push(
       w.onDidReceiveMessage((m: FromWebview) => this.onMessage(m)),
@@ -261,6 +264,9 @@ export class ChatPanel implements vscode.Disposable {
         break;
       case "pasteImage":
         this.actions.attachImage(this.sessionId, m.dataUrl).catch(fail);
+        break;
+      case "attachFile":
+        this.actions.attachFile(this.sessionId).catch(fail);
         break;
     }
   }

@@ -61,6 +61,46 @@ export function imageBlock(dataUrl: string, accepted?: { mimeTypes: string[]; ma
   return { type: "image", mimeType, data };
 }
 
+/** The image type a file's extension names (a picked file is sent as that type). */
+const IMAGE_TYPES: Record<string, string> = {
+  png: "image/png",
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  gif: "image/gif",
+  webp: "image/webp",
+  bmp: "image/bmp",
+  svg: "image/svg+xml",
+  tif: "image/tiff",
+  tiff: "image/tiff",
+  avif: "image/avif",
+  heic: "image/heic",
+};
+
+/** Returns the image type of a file by its extension, or undefined when it names none. */
+export function imageFileType(path: string): string | undefined {
+  const m = /\.([A-Za-z0-9]+)$/.exec(path);
+  return m ? IMAGE_TYPES[m[1].toLowerCase()] : undefined;
+}
+
+/**
+ * Returns why the image file `name` (`bytes` long) cannot be sent to a provider taking
+ * `accepted`, or undefined when it can: checked from the file's name and size, before
+ * the file is read (a 2 GB file is refused unread).
+ */
+export function imageFileRefusal(name: string, bytes: number, accepted?: { mimeTypes: string[]; maxBytes: number } | null): string | undefined {
+  const mimeType = imageFileType(name);
+  if (!mimeType) return `${name} is not an image file (by its extension).`;
+  if (accepted) {
+    if (!accepted.mimeTypes.includes(mimeType)) return `This provider does not take ${mimeType} images (it takes ${accepted.mimeTypes.join(", ")}).`;
+    if (bytes > accepted.maxBytes) {
+      // exact bytes when the rounded sizes would read the same
+      const [is, max] = formatBytes(bytes) === formatBytes(accepted.maxBytes) ? [`${bytes} B`, `${accepted.maxBytes} B`] : [formatBytes(bytes), formatBytes(accepted.maxBytes)];
+      return `${name} is ${is}; this provider takes images up to ${max}.`;
+    }
+  }
+  return undefined;
+}
+
 /** Returns how many bytes base64 `data` decodes to. */
 export function base64Bytes(data: string): number {
   return Math.floor((data.length * 3) / 4) - (data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0);

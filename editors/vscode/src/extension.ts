@@ -6,9 +6,10 @@
  * src/demoMode.ts) a session for the README's screenshot.
  */
 import * as fs from "fs";
+import * as path from "path";
 import * as vscode from "vscode";
 import { continueItems } from "./continuePick";
-import { contextBlock, imageBlock, LineRange, selectionLines } from "./context";
+import { contextBlock, imageBlock, imageFileRefusal, imageFileType, LineRange, selectionLines } from "./context";
 import { approvalOptions, questionOptions } from "./approvals";
 import { BridgeHost } from "./bridge";
 import { forkOffer } from "./chatHtml";
@@ -49,6 +50,7 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
   const uiProxy: Ui = {
     pick: (t, i, tok) => ui.pick(t, i, tok),
     input: (t, p, tok) => ui.input(t, p, tok),
+    chooseFile: (t, f) => ui.chooseFile(t, f),
     error: (m, ...a) => ui.error(m, ...a),
     info: (m, ...a) => ui.info(m, ...a),
   };
@@ -93,18 +95,29 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
     setting: (sessionId, which) =>
       Promise.resolve(vscode.commands.executeCommand(which === "model" ? "agentBridge.changeModel" : "agentBridge.changeMode", sessionId)).then(() => undefined),
     attachImage: async (sessionId, dataUrl) => {
-      const desc = await store.descriptor(store.sessions.get(sessionId)?.info.providerId ?? "");
-      const input = desc?.capabilities.input;
-      if (desc && !(input?.kinds ?? ["text"]).includes("image")) {
-        void uiProxy.error(`${desc.displayName} does not take images. Next step: describe the image in words, or start a session on a provider that takes them.`);
-        return;
-      }
+      const input = await imageInput(sessionId);
+      if (input === false) return;
       const block = imageBlock(dataUrl, input?.image);
       if (typeof block === "string") void uiProxy.error(block);
       else store.attach(sessionId, block);
     },
+    attachFile: (sessionId) => Promise.resolve(vscode.commands.executeCommand("agentBridge.attachImageFile", sessionId)).then(() => undefined),
     fork: (sessionId, atEvent) => Promise.resolve(vscode.commands.executeCommand("agentBridge.fork", sessionId, atEvent ?? undefined)).then(() => undefined),
   };
+
+  /**
+   * Returns the session's provider's input capabilities (undefined when it names none),
+   * or false after saying that the provider takes no images.
+   */
+  async function imageInput(sessionId: string) {
+    const desc = await store.descriptor(store.sessions.get(sessionId)?.info.providerId ?? "");
+    const input = desc?.capabilities.input;
+    if (desc && !(input?.kinds ?? ["text"]).includes("image")) {
+      void uiProxy.error(`${desc.displayName} does not take images. Next step: describe the image in words, or start a session on a provider that takes them.`);
+      return false;
+    }
+    return input;
+  }
 
   /** Returns lines of a file on disk (a provider that takes only text gets them quoted). */
   function readLines(path: string, range?: LineRange): string | undefined {
@@ -271,6 +284,43 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
     const panel = showPanel(id);
     if (!arg?.text) panel.focusInput();
     return block;
+  });
+  // Attach an image file (not only a pasted one): picked in a file dialog (or given as
+  // {sessionId, path}), its type and size checked against the provider's
+  // capabilities.input.image before it is read, then on the chat's bar until sent.
+  // Returns the image block attached, or undefined.
+  reg("agentBridge.attachImageFile", async (arg?: SessionArg | { sessionId?: string; path?: string }) => {
+    const given = arg && typeof arg === "object" && "path" in arg ? arg.path : undefined;
+    const named = typeof arg === "string" ? arg : arg instanceof SessionNode ? arg.sessionId : arg?.sessionId;
+    // no session named: the chat the user was in last
+    const id = named ?? ChatPanel.lastActive?.sessionId ?? (await pickSession(undefined, "Attach it to which session?", true));
+    if (!id) return undefined;
+    const input = await imageInput(id);
+    if (input === false) return undefined;
+    const types = input?.image?.mimeTypes ?? ["image/png", "image/jpeg", "image/gif", "image/webp"];
+    const exts = ["png", "jpg", "jpeg", "gif", "webp", "bmp", "svg", "tif", "tiff", "avif", "heic"].filter((e) => types.includes(imageFileType(`x.${e}`) ?? ""));
+    const file = given ?? (await uiProxy.chooseFile("Attach which image?", { Images: exts }));
+    if (!file) return undefined;
+    let bytes: number;
+    try {
+      bytes = fs.statSync(file).size;
+    } catch (err) {
+      void uiProxy.error(`${path.basename(file)} cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"}).`);
+      return undefined;
+    }
+    const refused = imageFileRefusal(path.basename(file), bytes, input?.image);
+    if (refused) {
+      void uiProxy.error(refused);
+      return undefined;
+    }
+    const block = imageBlock(`data:${imageFileType(file)};base64,${fs.readFileSync(file).toString("base64")}`, input?.image);
+    if (typeof block === "string") {
+      void uiProxy.error(block);
+      return undefined;
+    }
+    store.attach(id, block);
+    showPanel(id).focusInput();
+    return { mimeType: imageFileType(file), bytes };
   });
   // Continue a conversation: the bridge's sessions of this workspace and the ones each
   // provider keeps itself (its CLI's), in one quick pick; a provider's own session is

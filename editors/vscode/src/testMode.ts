@@ -16,7 +16,7 @@ import type { ReattachResult } from "./sessions";
 import type { PickItem, Ui } from "./ui";
 
 interface PromptRecord {
-  kind: "pick" | "input";
+  kind: "pick" | "input" | "file";
   title: string;
   offered: string[];
   answered: string | null;
@@ -69,6 +69,14 @@ class ScriptedUi implements Ui {
     const want = this.take(title);
     rec.answered = want;
     return want ?? undefined;
+  }
+
+  async chooseFile(title: string, filters: Record<string, string[]>): Promise<string | undefined> {
+    const rec: PromptRecord = { kind: "file", title, offered: Object.entries(filters).map(([k, v]) => `${k}: ${v.join(" ")}`), answered: null };
+    this.prompts.push(rec);
+    await delay(20);
+    rec.answered = this.take(title);
+    return rec.answered ?? undefined;
   }
 
   async error(message: string): Promise<string | undefined> {
@@ -439,6 +447,29 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
       await until("the refusal", () => ui.errors.length > errs);
       ctx.refusedImage = ui.errors.slice(errs);
       ctx.attachmentsAfterRefusal = store.sessions.get(rid)?.attachments?.length ?? 0;
+      // (e) an image FILE, picked with the chat's attach button in a file dialog; then a
+      //     BMP file and one over the provider's 10 MiB (a sparse file: refused unread)
+      const wsDir = vscode.workspace.workspaceFolders![0].uri.fsPath;
+      const shot = `${wsDir}/shot.png`;
+      fs.writeFileSync(shot, Buffer.from(PNG, "base64"));
+      ui.answer("Attach which image?", shot);
+      pr.receive({ type: "attachFile" });
+      await until("the bar shows the image file", () => pr.rendered.attachments.includes("image/png"), 15000);
+      ctx.fileBar = pr.rendered.attachments;
+      ctx.fileDialog = ui.prompts.filter((p) => p.kind === "file");
+      pr.receive({ type: "send", text: "And this file?" });
+      await until("the image file run", () => turns() === 4 && model(rid)?.runState === "idle");
+      fs.writeFileSync(`${wsDir}/shot.bmp`, Buffer.from("Qk0=", "base64"));
+      const big = `${wsDir}/huge.png`;
+      fs.closeSync(fs.openSync(big, "w"));
+      fs.truncateSync(big, 10 * 1024 * 1024 + 1);
+      const ferrs = ui.errors.length;
+      ctx.refusedFiles = [
+        (await exec("agentBridge.attachImageFile", { sessionId: rid, path: `${wsDir}/shot.bmp` })) ?? null,
+        (await exec("agentBridge.attachImageFile", { sessionId: rid, path: big })) ?? null,
+      ];
+      ctx.refusedFileErrors = ui.errors.slice(ferrs);
+      ctx.attachmentsAfterFileRefusal = store.sessions.get(rid)?.attachments?.length ?? 0;
       ctx.replies = replies();
       ctx.transcript = model(rid)!.transcript();
       await pr.whenRendered(15000);

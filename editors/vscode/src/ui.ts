@@ -20,6 +20,8 @@ export interface Ui {
   pick<T>(title: string, items: PickItem<T>[], token?: vscode.CancellationToken): Promise<T | undefined>;
   /** Returns the text typed, or undefined when dismissed or cancelled. */
   input(title: string, placeholder?: string, token?: vscode.CancellationToken): Promise<string | undefined>;
+  /** Returns the path of the file picked (filters: label → extensions), or undefined when dismissed. */
+  chooseFile(title: string, filters: Record<string, string[]>): Promise<string | undefined>;
   /** Shows an error with action buttons; returns the action chosen. */
   error(message: string, ...actions: string[]): Promise<string | undefined>;
   /** Shows information with action buttons; returns the action chosen. */
@@ -38,6 +40,10 @@ export class VsCodeUi implements Ui {
   }
   async input(title: string, placeholder?: string, token?: vscode.CancellationToken): Promise<string | undefined> {
     return vscode.window.showInputBox({ title, prompt: title, placeHolder: placeholder, ignoreFocusOut: true }, token);
+  }
+  async chooseFile(title: string, filters: Record<string, string[]>): Promise<string | undefined> {
+    const picked = await vscode.window.showOpenDialog({ title, openLabel: "Attach", canSelectMany: false, canSelectFolders: false, filters });
+    return picked?.[0]?.fsPath;
   }
   async error(message: string, ...actions: string[]): Promise<string | undefined> {
     return vscode.window.showErrorMessage(message, ...actions);

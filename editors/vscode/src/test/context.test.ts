@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { adaptBlocks, contextBlock, describeBlock, imageBlock, runInput, selectionLines } from "../context";
+import { adaptBlocks, contextBlock, describeBlock, imageBlock, imageFileRefusal, imageFileType, runInput, selectionLines } from "../context";
 
 const saved = { uri: "file:///ws/hello.py", fsPath: "/ws/hello.py", dirty: false, text: "print('hi')\n" };
 
@@ -28,6 +28,19 @@ test("a pasted image: type and size checked against the provider's", () => {
   assert.match(imageBlock(png, { mimeTypes: ["image/png"], maxBytes: 4 }) as string, /8 B; this provider takes images up to 4 B/);
   assert.match(imageBlock("data:text/plain;base64,aGk=") as string, /not an image/);
   assert.match(imageBlock("hello") as string, /not an image/);
+});
+
+test("an image file: its type by extension, refused by type or size before it is read", () => {
+  const takes = { mimeTypes: ["image/png", "image/jpeg"], maxBytes: 100 };
+  assert.equal(imageFileType("/ws/shot.PNG"), "image/png");
+  assert.equal(imageFileType("/ws/photo.jpg"), "image/jpeg");
+  assert.equal(imageFileType("/ws/notes.txt"), undefined);
+  assert.equal(imageFileRefusal("shot.png", 100, takes), undefined);
+  assert.equal(imageFileRefusal("shot.bmp", 10, takes), "This provider does not take image/bmp images (it takes image/png, image/jpeg).");
+  assert.match(imageFileRefusal("big.png", 101, takes) ?? "", /^big\.png is 101 B; this provider takes images up to 100 B\.$/);
+  assert.equal(imageFileRefusal("big.png", 10_485_761, { mimeTypes: ["image/png"], maxBytes: 10_485_760 }), "big.png is 10485761 B; this provider takes images up to 10485760 B.");
+  assert.equal(imageFileRefusal("notes.txt", 5, takes), "notes.txt is not an image file (by its extension).");
+  assert.equal(imageFileRefusal("any.webp", 1e9, null), undefined); // a provider that names no limits
 });
 
 test("the run input: text alone, blocks with attachments, a known command", () => {
