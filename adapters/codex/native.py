@@ -155,7 +155,8 @@ def _entries() -> list[HistoryFile]:
 
 def _subdirs(path: str, pattern: re.Pattern[str]) -> list[os.DirEntry[str]]:
     try:
-        found = list(os.scandir(path))
+        with os.scandir(path) as listing:
+            found = list(listing)
     except OSError:
         return []  # removed or unreadable meanwhile
     return [d for d in found if pattern.fullmatch(d.name) is not None and d.is_dir()]

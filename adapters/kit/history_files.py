@@ -59,7 +59,8 @@ def store_dirs(root: str, name: re.Pattern[str]) -> list[os.DirEntry[str]]:
     """The directories in ``root`` whose name is all of ``name``; ``[]`` when ``root``
     does not exist.  Raises ``history_unavailable`` when it cannot be read."""
     try:
-        found = list(os.scandir(root))
+        with os.scandir(root) as listing:
+            found = list(listing)
     except FileNotFoundError:
         return []
     except OSError as exc:
@@ -72,7 +73,8 @@ def jsonl_files(directory: str, prefix: str, stem: re.Pattern[str]) -> list[Hist
     with the reference ``prefix + stem``; ``[]`` when the directory cannot be listed (it
     was removed meanwhile, say), and a file gone before its ``stat`` is left out."""
     try:
-        entries = list(os.scandir(directory))
+        with os.scandir(directory) as listing:
+            entries = list(listing)
     except OSError:
         return []
     out: list[HistoryFile] = []
