@@ -369,6 +369,9 @@ require('agent_bridge').setup({{ cmd = {{ {json.dumps(bridge_command()[0])} }},
     # must not answer it): it waits, counted, with a note saying how to answer it
     screen = term.wait("1 pending approval")
     term.wait("waiting: a, ga or gr in the chat")
+    # the prompt area's bar says so too, for as long as it is pending (the message line
+    # is soon the mode's again)
+    term.wait("<C-c> interrupts · 1 pending: a, ga or gr in the chat")
     assert "2: Allow for this session" not in term.screen()
     # asked by :AgentBridge approvals; an empty answer dismisses it: still pending
     term.keys(":")
@@ -395,6 +398,7 @@ require('agent_bridge').setup({{ cmd = {{ {json.dumps(bridge_command()[0])} }},
     term.keys("Enter")
     screen = term.wait("✓ done (end_turn)")
     assert "→ responded: allow (session)" in screen and "→ responded: yes" in screen
+    assert "pending: a, ga or gr" not in screen
     # another prompt, interrupted with C-c in the prompt area
     term.keys("i")
     term.text("Keep going")

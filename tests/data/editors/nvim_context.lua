@@ -68,11 +68,15 @@ local ok, err = pcall(function()
   vim.api.nvim_set_current_win(src_win)
   vim.cmd('AgentBridge send')
   outcome.attached_in_input = vim.api.nvim_get_current_buf() == s.input_buf
-  outcome.bar = vim.wo.winbar
+  -- the prompt area's bar as shown (its winbar is an expression)
+  local function shown_bar(win)
+    return vim.api.nvim_eval_statusline(vim.wo[win].winbar, { winid = win, use_winbar = true, maxwidth = 1000 }).str
+  end
+  outcome.bar = shown_bar(vim.api.nvim_get_current_win())
   type_keys('iWhat is it?<Esc><CR>')
   wait_for('run 2', function() return count(s, '✓ done (end_turn)') == 2 end)
   outcome.whole_file = received(s)
-  outcome.bar_after = vim.wo[vim.fn.bufwinid(s.input_buf)].winbar
+  outcome.bar_after = shown_bar(vim.fn.bufwinid(s.input_buf))
   -- 3. an unsaved buffer: its text as a resource
   vim.api.nvim_set_current_win(src_win)
   vim.cmd('enew')

@@ -373,6 +373,7 @@ end
 
 render['interaction.requested'] = function(s, _, p)
   s.pending[p.interactionId] = p.request
+  input.refresh_bar(s)
   local kind = p.request and p.request.kind or 'interaction'
   local parent = p.request and p.request.parentToolCallId and s.tools[p.request.parentToolCallId]
   local within = ''
@@ -392,6 +393,7 @@ end
 
 render['interaction.settled'] = function(s, _, p)
   s.pending[p.interactionId] = nil
+  input.refresh_bar(s)
   M._release(p.interactionId)
   local text = '→ ' .. (p.status or 'settled')
   local summary = prompts.summary(p.answer)

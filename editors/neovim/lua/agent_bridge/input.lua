@@ -65,20 +65,40 @@ function M.show(s, chat_win, keys, height)
   return win
 end
 
---- The prompt area's bar: how to send, and the context attached to the next prompt.
+--- The prompt area's bar (a window's winbar): how to send, the context attached to the
+--- next prompt and, while the session has pending approvals or questions (they are not
+--- asked over the prompt area while the user types), how many and where to answer them.
+---@return string
+function M.bar()
+  local buf = vim.api.nvim_win_get_buf(vim.g.statusline_winid or 0)
+  local id = vim.b[buf].agent_bridge_input
+  local ab = require('agent_bridge')
+  local s = id and ab.state.sessions[id]
+  if not s then
+    return ''
+  end
+  local attached = {}
+  for _, b in ipairs(s.context or {}) do
+    table.insert(attached, ab.describe_block(b))
+  end
+  local bar = ('prompt%s · <CR> sends (insert: %s) · <C-c> interrupts'):format(
+    #attached > 0 and (' with ' .. table.concat(attached, ', ')) or '', s.send_key or '<C-s>')
+  local n = ab.pending_count(s)
+  if n > 0 then
+    bar = ('%s · %d pending: a, ga or gr in the chat'):format(bar, n)
+  end
+  return (bar:gsub('%%', '%%%%'))
+end
+
+--- Show the prompt area's bar (`M.bar`) in its window, redrawn now.
 ---@param s table
 function M.refresh_bar(s)
   local win = s.input_buf and vim.fn.bufwinid(s.input_buf) or -1
   if win == -1 then
     return
   end
-  local attached = {}
-  for _, b in ipairs(s.context or {}) do
-    table.insert(attached, require('agent_bridge').describe_block(b))
-  end
-  local bar = ('prompt%s · <CR> sends (insert: %s) · <C-c> interrupts'):format(
-    #attached > 0 and (' with ' .. table.concat(attached, ', ')) or '', s.send_key or '<C-s>')
-  vim.wo[win].winbar = bar:gsub('%%', '%%%%')
+  vim.wo[win].winbar = "%{%v:lua.require'agent_bridge.input'.bar()%}"
+  vim.cmd('redrawstatus!')
 end
 
 return M
