@@ -304,6 +304,74 @@ def test_emacs_sends_the_region_or_a_file_as_context(tmp_path: Path) -> None:
         assert lines[i : i + 2] == shown
 
 
+def test_emacs_sends_an_image_file_as_context(tmp_path: Path) -> None:
+    """`agent-bridge-send` from an image file's buffer: an `image` block, by its path inside
+    the session's workspace and by its bytes from elsewhere; the provider gets the image
+    whole (its size and SHA-256, the scripted provider's `received` step) and the chat shows
+    what each prompt carried."""
+    import hashlib
+
+    emacs = require_editor("emacs")
+    out = tmp_path / "outcome.json"
+    work = tmp_path / "work"
+    work.mkdir()
+    # a small real PNG (1x1 pixel), in the workspace and elsewhere
+    red = bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de"
+        "0000000c4944415408d763f8cfc000000301010018dd8db00000000049454e44ae426082"
+    )
+    (work / "shot.png").write_bytes(red)
+    outside = tmp_path / "elsewhere" / "red.png"
+    outside.parent.mkdir()
+    outside.write_bytes(red)
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "AB_PACKAGE": str(PACKAGE),
+        "AB_BRIDGE": bridge_command()[0],
+        "AB_STATE": str(tmp_path / "state"),
+        "AB_OUT": str(out),
+        "AB_WORK": str(work),
+        "AB_OUTSIDE": str(outside),
+    }
+    scenario = str(DATA / "emacs_image.el")
+    log = run_editor(
+        [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
+        env=env,
+        timeout=100,
+    )
+    assert "1 results as expected, 0 unexpected" in log, log
+    o = json.loads(out.read_text())
+    assert o["askedInside"].startswith("Prompt with @ image shot.png ")
+    assert o["inside"] == [
+        {"type": "text", "text": "What is on it?"},
+        {
+            "type": "image",
+            "mimeType": "image/png",
+            "size": len(red),
+            "sha256": hashlib.sha256(red).hexdigest(),
+            "path": str((work / "shot.png").resolve()),
+        },
+    ], o["inside"]
+    assert o["askedOutside"].startswith("Prompt with @ image image/png ")
+    assert o["outside"] == [  # its bytes: no path
+        {"type": "text", "text": "And this one?"},
+        {
+            "type": "image",
+            "mimeType": "image/png",
+            "size": len(red),
+            "sha256": hashlib.sha256(red).hexdigest(),
+        },
+    ], o["outside"]
+    lines = o["lines"]
+    for prompt, shown in (
+        ("What is on it?", f"@ image shot.png ({len(red)} bytes)"),
+        ("And this one?", f"@ image image/png ({len(red)} bytes)"),
+    ):
+        i = lines.index(prompt)
+        assert lines[i : i + 2] == [prompt, shown], lines
+
+
 def test_emacs_continues_a_bridge_or_a_native_session_of_the_workspace(tmp_path: Path) -> None:
     """`agent-bridge-continue`: a picker over the workspace's bridge sessions and the
     sessions the real claude CLI made alone (`claude -p`, its model a loopback stand-in);

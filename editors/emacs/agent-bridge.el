@@ -677,12 +677,39 @@ ROOT (a directory; default: the current buffer's)."
     ("resource" (let ((n (length (agent-bridge--lines (plist-get block :text)))))
                   (format "@ %s (%d %s)" (or (plist-get block :uri) "text") n
                           (if (= n 1) "line" "lines"))))
-    ("image" (format "@ image %s (%s bytes)" (or (plist-get block :mimeType) "?")
-                     (or (plist-get block :size) 0)))
+    ("image" (concat "@ image "
+                     (if (plist-get block :path)
+                         (file-relative-name (plist-get block :path)
+                                             (and root (file-name-as-directory root)))
+                       (or (plist-get block :mimeType) "?"))
+                     (if (plist-get block :size)
+                         (format " (%s bytes)" (plist-get block :size))
+                       "")))
     ("command" (concat "/" (plist-get block :name)
                        (if (member (plist-get block :arguments) '(nil ""))
                            ""
                          (concat " " (plist-get block :arguments)))))))
+
+(defconst agent-bridge--image-types
+  '(("png" . "image/png") ("jpg" . "image/jpeg") ("jpeg" . "image/jpeg")
+    ("gif" . "image/gif") ("webp" . "image/webp"))
+  "The image files `agent-bridge-send' sends as images: extension, MIME type.")
+
+(defun agent-bridge--image-block (file workspace)
+  "Return the `image' block for image FILE, or nil when FILE is not one.
+Inside WORKSPACE it is named by its path (the bridge reads it);
+elsewhere its bytes go inline, base64 with its MIME type."
+  (let ((type (cdr (assoc (downcase (or (file-name-extension file) ""))
+                          agent-bridge--image-types))))
+    (when type
+      (if (and workspace (file-in-directory-p file workspace))
+          (list :type "image" :path (expand-file-name file) :mimeType type)
+        (list :type "image" :mimeType type
+              :data (with-temp-buffer
+                      (set-buffer-multibyte nil)
+                      (insert-file-contents-literally file)
+                      (base64-encode-region (point-min) (point-max) t)
+                      (buffer-string)))))))
 
 (defun agent-bridge--context-block (beg end ranged)
   "Return the input block for the current buffer's text from BEG to END.
@@ -780,7 +807,9 @@ its arguments."
 (defun agent-bridge-send (&optional text)
   "Send the region, else the current file, as context to the current session.
 A file saved on disk goes as a `file' block naming it (and the region's
-lines), an unsaved buffer as a `resource' block with its text.  With
+lines), an unsaved buffer as a `resource' block with its text, an image
+file (PNG, JPEG, GIF, WebP) as an `image' block: by its path inside the
+session's workspace, else its bytes.  With
 TEXT (asked interactively) a run starts at once with it; with an empty
 TEXT the context is attached to the next prompt (the prompt area's
 header line lists what is attached)."
@@ -789,9 +818,13 @@ header line lists what is attached)."
     (user-error "Send from a file's buffer (its region or the whole file)"))
   (let* ((s (agent-bridge--require-session))
          (ranged (use-region-p))
-         (block (agent-bridge--context-block (if ranged (region-beginning) (point-min))
-                                             (if ranged (region-end) (point-max))
-                                             ranged))
+         (block (or (and buffer-file-name (not (buffer-modified-p))
+                         (file-readable-p buffer-file-name)
+                         (agent-bridge--image-block buffer-file-name
+                                                    (agent-bridge--session-workspace s)))
+                    (agent-bridge--context-block (if ranged (region-beginning) (point-min))
+                                                 (if ranged (region-end) (point-max))
+                                                 ranged)))
          (text (or text (read-string (format "Prompt with %s (empty: attach to the next prompt): "
                                              (agent-bridge--describe-block block))))))
     (deactivate-mark)
