@@ -65,6 +65,15 @@ __all__ = ["CREDENTIALS_METHOD", "LOGIN_ARGS", "AcpFrontend", "acp_error"]
 
 log = logging.getLogger("agent_bridge.acp")
 
+_encode: Final = msgspec.json.encode
+#: a ``session/update`` notification around one encoded update: ``head % session id``
+#: (encoded), the update, the tail; the bytes ``Connection.notify`` would make of
+#: ``{"sessionId": ..., "update": ...}``
+_UPDATE_HEAD: Final = (
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%s,"update":'
+)
+_UPDATE_TAIL: Final = b"}}"
+
 #: ACP code of the bridge's error codes that ACP names; the rest are ``-32603``.
 _ACP_CODES: Final = {
     "provider_auth_required": acp.AUTH_REQUIRED,
@@ -231,16 +240,26 @@ class AcpFrontend:
         if mapper is None:
             mapper = self._mappers[session_id] = UpdateMapper()
         replay = session_id in self._replaying
+        # One encode per update, no wrapper dict, method name or params copy per event:
+        # the notification's head (with the session id) is encoded once per batch and
+        # the outbox frames every update of the batch in one join.
+        head = _UPDATE_HEAD % _encode(session_id)
+        notify = self.conn.notify_encoded
+        bodies: list[bytes] = []
         for run_id, payload in decoded:
-            for update in mapper.updates(payload, replay=replay):
-                self.conn.notify("session/update", {"sessionId": session_id, "update": update})
+            bodies += map(_encode, mapper.updates(payload, replay=replay))
             if type(payload) is SettingsUpdated and payload.model is not None and not replay:
+                if bodies:  # the updates so far go first
+                    notify(bodies, head, _UPDATE_TAIL)
+                    bodies = []
                 self._model_changed(session_id)
             if is_terminal(payload):
                 turn = self._turns.get(session_id)
                 if turn is not None and turn.run_id in (None, run_id):
                     turn.terminal = payload
                     turn.done.set()
+        if bodies:
+            notify(bodies, head, _UPDATE_TAIL)
         return self.conn.congested
 
     @property
