@@ -563,6 +563,46 @@ CONTEXT_SCRIPT = {
 }
 
 
+def test_neovim_sends_an_image_file_as_context(tmp_path: Path) -> None:
+    """:AgentBridge send from an image file's buffer: an `image` block, by its path inside
+    the workspace and by its bytes from elsewhere; the provider gets the image whole (its
+    size and SHA-256, the scripted provider's `received` step), the chat shows each."""
+    import hashlib
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"steps": [{"type": "received"}]}))
+    work = tmp_path / "work"
+    work.mkdir()
+    # a small real PNG (1x1 pixel), in the workspace and elsewhere
+    png = bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de"
+        "0000000c4944415408d763f8cfc000000301010018dd8db00000000049454e44ae426082"
+    )
+    (work / "shot.png").write_bytes(png)
+    outside = tmp_path / "elsewhere" / "red.png"
+    outside.parent.mkdir()
+    outside.write_bytes(png)
+    o, _ = nvim_scenario(
+        tmp_path,
+        "nvim_image.lua",
+        env={"AB_SCRIPT": str(script), "AB_WORK": str(work), "AB_OUTSIDE": str(outside)},
+    )
+    image = {"type": "image", "mimeType": "image/png", "size": len(png)}
+    image["sha256"] = hashlib.sha256(png).hexdigest()
+    assert o["inside"] == [
+        {"type": "text", "text": "What is on it?"},
+        {**image, "path": str((work / "shot.png").resolve())},
+    ], o["inside"]
+    assert o["outside"] == [{"type": "text", "text": "And this one?"}, image], o["outside"]
+    lines = o["lines"]
+    for prompt, shown in (
+        ("What is on it?", f"@ image shot.png ({len(png)} bytes)"),
+        ("And this one?", f"@ image image/png ({len(png)} bytes)"),
+    ):
+        i = lines.index(prompt)
+        assert lines[i : i + 2] == [prompt, shown], lines
+
+
 def test_neovim_sends_context_and_slash_commands(tmp_path: Path) -> None:
     """:'<,'>AgentBridge send: the selection as a `file` block with its line range; the
     whole file attached to the prompt area's next prompt; an unsaved buffer as a

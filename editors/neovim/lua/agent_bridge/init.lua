@@ -245,7 +245,8 @@ function M.describe_block(b)
     local n = #vim.split(b.text or '', '\n', { plain = true })
     return ('@ %s (%d %s)'):format(b.uri or 'text', n, n == 1 and 'line' or 'lines')
   elseif b.type == 'image' then
-    return ('@ image %s (%d bytes)'):format(b.mimeType or '?', b.size or 0)
+    local what = b.path and vim.fn.fnamemodify(b.path, ':~:.') or (b.mimeType or '?')
+    return '@ image ' .. what .. (b.size and (' (%d bytes)'):format(b.size) or '')
   end
   return nil
 end
@@ -886,14 +887,47 @@ function M.run_input(s, text, context)
   return { content = content }
 end
 
+--- The image files sent as images, by extension: their MIME type.
+local IMAGE_TYPES = { png = 'image/png', jpg = 'image/jpeg', jpeg = 'image/jpeg',
+  gif = 'image/gif', webp = 'image/webp' }
+
+--- The `image` block for image file `path`, or nil when it is not one: by its path inside
+--- `workspace` (the bridge reads it), else its bytes (base64) with its MIME type.
+---@param path string
+---@param workspace string
+---@return table|nil
+function M.image_block(path, workspace)
+  local mime = IMAGE_TYPES[(vim.fn.fnamemodify(path, ':e')):lower()]
+  if not mime then
+    return nil
+  end
+  local full = vim.uv.fs_realpath(path) or vim.fn.fnamemodify(path, ':p')
+  local root = vim.uv.fs_realpath(workspace) or workspace
+  if vim.startswith(full, root:gsub('/$', '') .. '/') then
+    return { type = 'image', path = full, mimeType = mime }
+  end
+  local f = io.open(full, 'rb')
+  if not f then
+    return nil
+  end
+  local data = f:read('a')
+  f:close()
+  return { type = 'image', mimeType = mime, data = vim.base64.encode(data) }
+end
+
 --- The context block for lines `first`..`last` of buffer `buf` (`ranged`: a selection,
 --- else the whole file): a `file` block naming the file and lines when the buffer is a
---- file saved on disk (the agent reads it), else a `resource` block with the text.
+--- file saved on disk (the agent reads it), an `image` block for an image file (see
+--- `M.image_block`), else a `resource` block with the text.
 ---@return table
 function M.context_block(buf, first, last, ranged)
   local path = vim.api.nvim_buf_get_name(buf)
   local on_disk = path ~= '' and vim.bo[buf].buftype == '' and not vim.bo[buf].modified
     and vim.fn.filereadable(path) == 1
+  local image = on_disk and M.image_block(path, vim.fn.getcwd())
+  if image then
+    return image
+  end
   if on_disk then
     local b = { type = 'file', path = vim.fn.fnamemodify(path, ':p') }
     if ranged then
