@@ -47,10 +47,11 @@ from agent_bridge.lazylog import lazy_logger
 
 if TYPE_CHECKING:
     import asyncio
-    import subprocess
 
-# subprocess is imported when the first child starts: the journal is opened before
-# ``serve``'s first reply, and the thread writer never needs it.
+    from agent_bridge.processes.spawning import HelperProcess
+
+# processes.spawning is imported when the first child starts: the journal is opened
+# before ``serve``'s first reply, and the thread writer never needs it.
 
 __all__ = ["AUTO_MIN_CPUS", "ProcessWriter", "WriterKind", "WriterMode", "choose_writer"]
 
@@ -134,7 +135,7 @@ class ProcessWriter:
         self._retention = retention
         self._committed = committed
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: HelperProcess | None = None
         self._stdin = -1
         self._stdout = -1
         #: ``(operations through it, events through it, frame)`` not reported committed
@@ -209,14 +210,14 @@ class ProcessWriter:
 
     def join(self, timeout: float | None = None) -> None:
         """Wait for the child to exit (at most ``timeout`` seconds, then kill it)."""
-        import subprocess
+        from agent_bridge.processes.spawning import WaitTimeout
 
         proc = self._proc
         if proc is None:
             return
         try:
             proc.wait(timeout if timeout is not None else 60.0)
-        except subprocess.TimeoutExpired:
+        except WaitTimeout:
             log.error("journal writer process did not exit; killing it")
             proc.kill()
             proc.wait()
@@ -237,9 +238,7 @@ class ProcessWriter:
     def _spawn(self) -> None:
         """Start a child and hand it every frame not reported committed; on failure,
         report ``writer_exited`` and try again later."""
-        import subprocess
-
-        from agent_bridge.processes.spawning import _pdeathsig_preexec
+        from agent_bridge.processes.spawning import SpawnError, popen_helper
 
         assert self._loop is not None
         replay = self._sent_ops - self._acked_ops
@@ -256,15 +255,9 @@ class ProcessWriter:
             str(replay),
         ]
         try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                close_fds=True,
-                preexec_fn=_pdeathsig_preexec(os.getpid()),
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            log.error("journal writer process could not start (%s)", type(exc).__name__)
+            proc = popen_helper(argv)
+        except SpawnError as exc:
+            log.error("journal writer process could not start (%s)", exc.reason)
             self._died()
             return
         assert proc.stdin is not None and proc.stdout is not None
@@ -356,7 +349,7 @@ class ProcessWriter:
 
     def _on_exit(self) -> None:
         """The child's stdout ended: it exited (or is about to)."""
-        import subprocess
+        from agent_bridge.processes.spawning import WaitTimeout
 
         proc = self._proc
         self._unwatch()
@@ -370,7 +363,7 @@ class ProcessWriter:
             if proc.poll() is None:
                 try:
                     status = proc.wait(0.5)
-                except subprocess.TimeoutExpired:
+                except WaitTimeout:
                     proc.kill()
                     status = proc.wait()
             else:

@@ -59,7 +59,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final, Literal, NoReturn
+from typing import Final, Literal, NoReturn, TypeAlias
 
 import anyio
 import anyio.abc
@@ -74,6 +74,7 @@ __all__ = [
     "DEFAULT_STDERR_TAIL_BYTES",
     "PDEATHSIG_SUPPORTED",
     "ChildProcess",
+    "HelperProcess",
     "ProcessSpec",
     "SpawnError",
     "SpawnErrorReason",
@@ -81,6 +82,7 @@ __all__ = [
     "exec_interactive",
     "open_bridge",
     "popen_bridge",
+    "popen_helper",
     "spawn",
     "spawn_detached",
 ]
@@ -608,6 +610,32 @@ def popen_bridge(spec: ProcessSpec) -> subprocess.Popen[bytes]:
         raise SpawnError("permission_denied", spec.argv[0], "permission denied") from exc
     except (OSError, subprocess.SubprocessError) as exc:
         raise SpawnError("spawn_failed", spec.argv[0], type(exc).__name__) from exc
+
+
+#: the handle :func:`popen_helper` returns (a :class:`subprocess.Popen` of bytes)
+HelperProcess: TypeAlias = "subprocess.Popen[bytes]"
+
+
+def popen_helper(argv: list[str]) -> HelperProcess:
+    """Start ``argv``, one of the bridge's own helper processes (the journal's writer
+    child), with pipes on stdin and stdout, stderr inherited, every other descriptor
+    closed and the parent-death signal set, so it dies with the bridge; return the
+    :class:`subprocess.Popen`, which the caller owns (it waits for it; no reaper).
+    Raises :class:`SpawnError` as :func:`spawn` does."""
+    try:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
+            preexec_fn=_pdeathsig_preexec(os.getpid()),
+        )
+    except FileNotFoundError as exc:
+        raise SpawnError("executable_not_found", argv[0], "executable not found") from exc
+    except PermissionError as exc:
+        raise SpawnError("permission_denied", argv[0], "permission denied") from exc
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SpawnError("spawn_failed", argv[0], type(exc).__name__) from exc
 
 
 async def open_bridge(spec: ProcessSpec) -> anyio.abc.Process:
