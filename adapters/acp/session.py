@@ -42,7 +42,7 @@ from agent_bridge.adapters.kit.rpc_child import (
     open_rpc_child,
     start_rpc_child,
 )
-from agent_bridge.adapters.kit.runs import RunHandle
+from agent_bridge.adapters.kit.runs import RunHandle, check_can_start, end_quietly
 from agent_bridge.adapters.kit.tasks import TaskSupervisor
 from agent_bridge.errors import BridgeError, ProviderFailure
 from agent_bridge.processes import redact
@@ -405,9 +405,7 @@ class AcpSession(ProviderSession):
 
     async def dispose(self) -> None:
         self._disposed = True
-        run = self._run
-        if run is not None:
-            run.finish(RunOutcome.interrupted(), emit=False)
+        end_quietly(self._run)
         proc, self._proc = self._proc, None
         with anyio.CancelScope(shield=True):
             await self.callbacks.close()
@@ -420,10 +418,7 @@ class AcpSession(ProviderSession):
     async def start_run(
         self, input: RunInput, options: Mapping[str, Any], ctx: RunContext
     ) -> ProviderRun:
-        if self._disposed:
-            raise BridgeError("session_closed")
-        if self._run is not None:
-            raise BridgeError("run_active")
+        check_can_start(self._disposed, self._run)
         if self._restart:
             await self._restart_agent()
         proc = self._proc

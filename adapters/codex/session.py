@@ -47,7 +47,7 @@ from agent_bridge.adapters.kit.rpc_child import (
     open_rpc_child,
     start_rpc_child,
 )
-from agent_bridge.adapters.kit.runs import RunHandle
+from agent_bridge.adapters.kit.runs import RunHandle, check_can_start, end_quietly
 from agent_bridge.adapters.kit.tasks import TaskSupervisor
 from agent_bridge.errors import BridgeError, ProviderFailure
 from agent_bridge.processes import redact
@@ -620,9 +620,7 @@ class CodexSession(ProviderSession):
 
     async def dispose(self) -> None:
         self._disposed = True
-        run = self._run
-        if run is not None:
-            run.finish(RunOutcome.interrupted(), emit=False)
+        end_quietly(self._run)
         proc, self._proc = self._proc, None
         if proc is not None:
             with anyio.CancelScope(shield=True):
@@ -637,10 +635,7 @@ class CodexSession(ProviderSession):
     async def start_run(
         self, input: RunInput, options: Mapping[str, Any], ctx: RunContext
     ) -> ProviderRun:
-        if self._disposed:
-            raise BridgeError("session_closed")
-        if self._run is not None:
-            raise BridgeError("run_active")
+        check_can_start(self._disposed, self._run)
         skills = self._skill_paths(input)
         async with self._lock:
             proc = self._proc
@@ -959,27 +954,37 @@ class CodexSession(ProviderSession):
 
     def _on_item_started(self, run: CodexRun, method: str, raw: bytes) -> None:
         item = p.decode(p.ItemNotification, raw).item
-        if agents.is_activity(item):
-            run.emit_all(agents.activity(run.state, self.tree, item, None))
-            run.raw = None
-            run.claim(agents.spawned(item))
-        elif agents.is_collab(item):
+        if self._on_activity(run, item):
+            return
+        if agents.is_collab(item):
             run.emit_all(agents.collab_started(run.state, item, None))
         else:
             run.emit_all(mapping.item_started(run.state, item))
 
     def _on_item_completed(self, run: CodexRun, method: str, raw: bytes) -> None:
         item = p.decode(p.ItemNotification, raw).item
-        if agents.is_activity(item):
-            run.emit_all(agents.activity(run.state, self.tree, item, None))
-            run.raw = None
-            run.claim(agents.spawned(item))
-        elif agents.is_collab(item):
+        if self._on_activity(run, item):
+            return
+        if agents.is_collab(item):
             run.emit_all(agents.collab_completed(run.state, self.tree, item, None))
-            run.raw = None
-            run.claim(agents.spawned(item))
+            self._claim_spawned(run, item)
         else:
             run.emit_all(mapping.item_completed(run.state, item))
+
+    def _on_activity(self, run: CodexRun, item: dict[str, Any]) -> bool:
+        """Report a sub-agent activity item (its start and its end read the same) and
+        claim the threads it spawned; return whether ``item`` was one."""
+        if not agents.is_activity(item):
+            return False
+        run.emit_all(agents.activity(run.state, self.tree, item, None))
+        self._claim_spawned(run, item)
+        return True
+
+    @staticmethod
+    def _claim_spawned(run: CodexRun, item: dict[str, Any]) -> None:
+        """Claim the sub-agent threads ``item`` names as spawned by ``run``."""
+        run.raw = None
+        run.claim(agents.spawned(item))
 
     def _on_token_usage(self, run: CodexRun, method: str, raw: bytes) -> None:
         run.emit(mapping.usage_payload(p.decode(p.TokenUsageUpdated, raw)))

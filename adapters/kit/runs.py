@@ -4,15 +4,20 @@ A run can end from several places at the same time — the provider's own end-of
 record, the child's EOF, ``dispose``, a failed background task — and the SPI wants one
 answer from :meth:`~agent_bridge.spi.ProviderRun.wait`.  :class:`RunHandle` makes the
 first ending win and every later one a no-op, so no adapter has to guard it again.
+:func:`check_can_start` and :func:`end_quietly` are the two guards a session with one run
+at a time repeats around it (``start_run``'s refusals, ``dispose``'s silent end).
 """
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import anyio
 
+from agent_bridge.errors import BridgeError
 from agent_bridge.spi import ProviderRun, RunOutcome
 
-__all__ = ["RunHandle"]
+__all__ = ["QuietlyFinishable", "RunHandle", "check_can_start", "end_quietly"]
 
 
 class RunHandle(ProviderRun):
@@ -68,3 +73,28 @@ class RunHandle(ProviderRun):
             raise self._error
         assert self._outcome is not None
         return self._outcome
+
+
+class QuietlyFinishable(Protocol):
+    """A run whose ``finish`` can skip the closing payloads (``emit=False``)."""
+
+    def finish(self, outcome: RunOutcome, *, emit: bool = ...) -> bool: ...
+
+
+def check_can_start(disposed: bool, active: ProviderRun | None) -> None:
+    """Refuse a new run the SPI's way; return ``None`` when it may start.
+
+    Raises :class:`~agent_bridge.errors.BridgeError` ``session_closed`` once the session
+    is disposed, and ``run_active`` while ``active`` (the session's current run) is set.
+    """
+    if disposed:
+        raise BridgeError("session_closed")
+    if active is not None:
+        raise BridgeError("run_active")
+
+
+def end_quietly(run: QuietlyFinishable | None) -> None:
+    """End ``run`` (if any) as ``interrupted`` without emitting: what ``dispose`` does,
+    since nobody listens to a disposed session's run any more."""
+    if run is not None:
+        run.finish(RunOutcome.interrupted(), emit=False)
