@@ -8,7 +8,7 @@ when a session is created, so ``providers/list`` stays cheap.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
@@ -18,9 +18,9 @@ from agent_bridge.adapters.claude.launch import (
     launch_config,
     valid_session_id,
 )
+from agent_bridge.adapters.kit.native_files import NativeFilesInThread
 from agent_bridge.errors import BridgeError
 from agent_bridge.spi import AgentProvider, NativeContinuation, ProviderSession, SessionContext
-from agent_bridge.wire.native import NativeSessionsListResult, NativeSessionsReadResult
 from agent_bridge.wire.providers import (
     ApprovalCapability,
     Availability,
@@ -137,8 +137,10 @@ INPUT: Final = InputCapabilities(
 )
 
 
-class ClaudeCodeProvider(AgentProvider):
+class ClaudeCodeProvider(NativeFilesInThread, AgentProvider):
     """Claude Code through its CLI (``claude``)."""
+
+    native_module = "agent_bridge.adapters.claude.native"
 
     id = "claude-code"
 
@@ -170,24 +172,6 @@ class ClaudeCodeProvider(AgentProvider):
         from agent_bridge.adapters.claude.probe import probe_cli
 
         return await probe_cli()
-
-    async def list_native_sessions(
-        self, workspace: str | None, cursor: str | None, limit: int
-    ) -> NativeSessionsListResult:
-        """The CLI's session files, newest first (:func:`~agent_bridge.adapters.claude.
-        native.list_page`, in a worker thread)."""
-        from agent_bridge.adapters.claude.native import list_page
-
-        return await anyio.to_thread.run_sync(list_page, workspace, cursor, limit)
-
-    async def read_native_session(
-        self, session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
-    ) -> NativeSessionsReadResult:
-        """A page of one session file (:func:`~agent_bridge.adapters.claude.native.
-        read_page`, in a worker thread; the file is opened read-only)."""
-        from agent_bridge.adapters.claude.native import read_page
-
-        return await anyio.to_thread.run_sync(read_page, session_ref, cursor, limit, start)
 
     async def native_continuation(self, session_ref: str) -> NativeContinuation:
         """``--resume <the CLI's session id>`` in the directory the session file records

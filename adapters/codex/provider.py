@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 from agent_bridge.adapters.codex.launch import (
     ENV_EXECUTABLE,
@@ -19,10 +19,10 @@ from agent_bridge.adapters.codex.launch import (
     child_env,
     find_executable,
 )
+from agent_bridge.adapters.kit.native_files import NativeFilesInThread
 from agent_bridge.errors import BridgeError
 from agent_bridge.spi import AgentProvider, NativeContinuation, ProviderSession, SessionContext
 from agent_bridge.wire.events import LimitsUpdated
-from agent_bridge.wire.native import NativeSessionsListResult, NativeSessionsReadResult
 from agent_bridge.wire.providers import (
     ApprovalCapability,
     Availability,
@@ -185,8 +185,10 @@ INPUT: Final = InputCapabilities(
 )
 
 
-class CodexProvider(AgentProvider):
+class CodexProvider(NativeFilesInThread, AgentProvider):
     """OpenAI Codex through a resident ``codex app-server`` per session (id ``codex``)."""
+
+    native_module = "agent_bridge.adapters.codex.native"
 
     id = "codex"
 
@@ -248,28 +250,6 @@ class CodexProvider(AgentProvider):
         from agent_bridge.adapters.codex.probe import probe_cli
 
         return await probe_cli()
-
-    async def list_native_sessions(
-        self, workspace: str | None, cursor: str | None, limit: int
-    ) -> NativeSessionsListResult:
-        """The CLI's rollout files, newest first (:func:`~agent_bridge.adapters.codex.
-        native.list_page`, in a worker thread)."""
-        import anyio
-
-        from agent_bridge.adapters.codex.native import list_page
-
-        return await anyio.to_thread.run_sync(list_page, workspace, cursor, limit)
-
-    async def read_native_session(
-        self, session_ref: str, cursor: str | None, limit: int, start: Literal["start", "end"]
-    ) -> NativeSessionsReadResult:
-        """A page of one rollout file (:func:`~agent_bridge.adapters.codex.native.
-        read_page`, in a worker thread; the file is opened read-only)."""
-        import anyio
-
-        from agent_bridge.adapters.codex.native import read_page
-
-        return await anyio.to_thread.run_sync(read_page, session_ref, cursor, limit, start)
 
     def _settings(self, ctx: SessionContext, record: Mapping[str, Any] | None = None) -> Settings:
         options = ctx.options

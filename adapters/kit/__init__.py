@@ -17,7 +17,9 @@ Each adapter used to hand-roll the same machinery; it lives here once, one job a
 * :mod:`~agent_bridge.adapters.kit.approvals` — the bridge's approval answer as a verdict
   an adapter maps onto its provider's decision;
 * :mod:`~agent_bridge.adapters.kit.tools` — a run's tool calls as the mappings track them
-  (started once, ended once, the open ones failed when the run ends).
+  (started once, ended once, the open ones failed when the run ends);
+* :mod:`~agent_bridge.adapters.kit.native_files` — a provider's own session files listed
+  and read (``provider/sessions/*``) in a worker thread.
 
 The package face imports nothing: adapters import the modules they use.
 """
