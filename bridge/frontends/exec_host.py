@@ -77,6 +77,23 @@ class Output:
         except OSError:
             self._gone()
 
+    @property
+    def ndjson(self) -> bool:
+        """Whether events are written as their envelopes (``ndjson``), not as text."""
+        return self._fmt == "ndjson"
+
+    def envelopes(self, bodies: list[bytes]) -> None:
+        """Write the envelopes ``bodies`` as the runtime encoded them, one a line, with one
+        write and one flush for them all (``ndjson``; ``bodies`` is consumed)."""
+        if self.closed:
+            return
+        bodies.append(b"")  # the last line's newline, from the same join
+        try:
+            self._out.write(b"\n".join(bodies))
+            self._out.flush()
+        except OSError:
+            self._gone()
+
     def close(self) -> None:
         if self.closed:
             return
@@ -257,14 +274,32 @@ class ExecHost:
 
     def publish(self, events: Released) -> bool:
         """Print the events (from the bodies and payload objects the runtime gives: none
-        decoded again); never congested (stdout is written at once)."""
+        decoded again; in ``ndjson`` a batch with one write); never congested (stdout is
+        written at once)."""
         try:
             decoded = events.events()  # the objects themselves for live events
         except msgspec.DecodeError:  # only replayed history is decoded; exec replays none
             sys.stderr.write("agent-bridge exec: an event could not be read\n")
             return False
+        output = self._output
+        lines: list[bytes] | None = [] if output.ndjson else None
         for body, (run_id, payload) in zip(events.bodies, decoded, strict=True):
-            self._handle(body, run_id, payload)
+            if self.terminal is not None:
+                break  # one run: nothing after its end
+            if lines is None:
+                output.event(body, payload)
+            else:
+                lines.append(body)
+            if (
+                isinstance(payload, _TERMINAL)
+                and run_id is not None
+                and self.run_id in (None, run_id)
+            ):
+                self.terminal = payload
+        if lines:
+            output.envelopes(lines)
+        if output.closed or self.terminal is not None:
+            self.ended.set()  # the run ended, or nobody reads: the command stops the run
         return False
 
     @property
@@ -305,18 +340,6 @@ class ExecHost:
     def stdout_closed(self) -> bool:
         """Whether stdout's reader went away (then :attr:`ended` is set: stop the run)."""
         return self._output.closed
-
-    # events
-
-    def _handle(self, body: bytes, run_id: str | None, payload: EventPayload) -> None:
-        if self.terminal is not None:
-            return  # one run: nothing after its end
-        self._output.event(body, payload)
-        if self._output.closed:
-            self.ended.set()  # nobody reads: the command stops the run
-        if isinstance(payload, _TERMINAL) and run_id is not None and self.run_id in (None, run_id):
-            self.terminal = payload
-            self.ended.set()
 
 
 async def _in_daemon_thread(fn: Callable[[Any], Answer | None], arg: Any) -> Answer | None:
