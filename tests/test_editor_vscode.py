@@ -815,6 +815,16 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
         "huge.png is 10485761 B; this provider takes images up to 10485760 B.",
     ]
     assert ctx["attachmentsAfterFileRefusal"] == 0
+    # "Send the Selection…" with no session named: to the chat the user was in last (not
+    # the newest chat, not a picker), from a text editor
+    assert ctx["defaultTarget"] == {
+        "block": file_block,
+        "contextBar": ctx["defaultTarget"]["contextBar"],
+        "contextAttachments": 1,
+        "elsewhereAttachments": 0,
+        "picks": 0,
+    }
+    assert ctx["defaultTarget"]["contextBar"].startswith("@ hello.py:1-1")
     assert ctx["refusedImage"] == [
         "This provider does not take image/bmp images"
         " (it takes image/png, image/jpeg, image/gif, image/webp)."

@@ -110,6 +110,8 @@
 
   // The user's focus in the input box is reported (Agent Bridge: Focus the Chat puts it there).
   input.addEventListener("focus", () => vscode.postMessage({ type: "focused" }));
+  // the chat the user is in: "Send the Selection…" from an editor goes to it
+  window.addEventListener("focus", () => vscode.postMessage({ type: "entered" }));
 
   window.addEventListener("message", (ev) => {
     const m = ev.data;

@@ -31,6 +31,7 @@ type FromWebview =
   | { type: "ready" }
   | { type: "rendered"; version: number; text: string; open?: string[]; attachments?: string }
   | { type: "focused" }
+  | { type: "entered" }
   | { type: "answer"; interactionId: string; option: number }
   | { type: "prompt"; interactionId: string }
   | { type: "openEdit"; runId: string; toolCallId: string; index: number }
@@ -130,7 +131,9 @@ export class ChatPanel implements vscode.Disposable {
         if (e.webviewPanel.active) ChatPanel.lastActive = this;
       }),
     );
-    ChatPanel.lastActive = this;
+    // A chat opened beside the user's (preserveFocus) is not the one they are in: it
+    // becomes it when its view state says it is active (above).
+    if (this.panel.active || !ChatPanel.lastActive) ChatPanel.lastActive = this;
   }
 
   dispose(): void {
@@ -227,6 +230,12 @@ export class ChatPanel implements vscode.Disposable {
       }
       case "focused":
         this.inputFocused += 1;
+        ChatPanel.lastActive = this;
+        break;
+      case "entered":
+        // the user clicked or typed in this chat: it is the one they are in (a panel that
+        // stays active in the host's view state across tab switches fires no view-state event)
+        ChatPanel.lastActive = this;
         break;
       case "answer":
         this.actions.answer(this.sessionId, m.interactionId, m.option).catch(fail);

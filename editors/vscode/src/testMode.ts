@@ -454,6 +454,8 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
       fs.writeFileSync(shot, Buffer.from(PNG, "base64"));
       ui.answer("Attach which image?", shot);
       pr.receive({ type: "attachFile" });
+      // (the bar may still show the pasted image a moment: wait for the store first)
+      await until("the image file attached", () => (store.sessions.get(rid)?.attachments?.length ?? 0) === 1, 15000);
       await until("the bar shows the image file", () => pr.rendered.attachments.includes("image/png"), 15000);
       ctx.fileBar = pr.rendered.attachments;
       ctx.fileDialog = ui.prompts.filter((p) => p.kind === "file");
@@ -470,6 +472,39 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
       ];
       ctx.refusedFileErrors = ui.errors.slice(ferrs);
       ctx.attachmentsAfterFileRefusal = store.sessions.get(rid)?.attachments?.length ?? 0;
+      // (f) "Send the Selection…" with no session named goes to the chat the user was in
+      //     last: a newer chat ("Elsewhere") is opened, the user goes back into this one,
+      //     then to hello.py, and sends its selection from there
+      const oid = await exec<string | undefined>("agentBridge.newSession", {
+        provider: "scripted",
+        options: { script: { steps: [{ type: "received" }] } },
+        title: "Elsewhere",
+        prompt: false,
+      });
+      const po = oid ? ChatPanel.panels.get(oid) : undefined;
+      if (!oid || !po) throw new Error("no chat for the second context session");
+      // the user goes into the new chat, then back into this one (as a click on its tab)
+      const into = async (p: ChatPanel, name: string): Promise<void> => {
+        const focused = p.inputFocused;
+        p.focusInput();
+        await until(`the user is in the ${name} chat`, () => ChatPanel.lastActive === p && p.inputFocused > focused, 8000).catch((e: Error) => {
+          throw new Error(`${e.message}: ${JSON.stringify({ active: p.panel.active, last: ChatPanel.lastActive?.sessionId ?? null })}`);
+        });
+      };
+      await into(po, "Elsewhere");
+      await into(pr, "Context");
+      const ed2 = await vscode.window.showTextDocument(doc, { preview: false, preserveFocus: false });
+      ed2.selection = new vscode.Selection(0, 0, 0, 5);
+      const sent = await exec<Record<string, unknown> | undefined>("agentBridge.sendContext");
+      await until("the Context chat's bar shows the selection", () => pr.rendered.attachments.includes("hello.py:1-1"), 15000);
+      ctx.defaultTarget = {
+        block: sent ?? null,
+        contextBar: pr.rendered.attachments,
+        contextAttachments: store.sessions.get(rid)?.attachments?.length ?? 0,
+        elsewhereAttachments: store.sessions.get(oid)?.attachments?.length ?? 0,
+        picks: ui.prompts.filter((p) => p.title.includes("Send it to which session")).length,
+      };
+      po.panel.dispose();
       ctx.replies = replies();
       ctx.transcript = model(rid)!.transcript();
       await pr.whenRendered(15000);
