@@ -14,6 +14,8 @@ Emacs then sends the file's first line (marked by keys) as context with a prompt
 shows the run carried it), is quit and started again, and continues the session from
 ``M-x agent-bridge-continue``'s picker: its history is back and it runs again.
 In another Emacs, the chat's menu (`?`, a transient) switches the session's model and mode.
+Neovim then sends the file's first line (visual mode, `:'<,'>AgentBridge send text`) from a
+tab of its own; the chat shows the run carried it.
 """
 
 from __future__ import annotations
@@ -355,7 +357,8 @@ require('agent_bridge').setup({{ cmd = {{ {json.dumps(bridge_command()[0])} }},
   state_dir = {json.dumps(str(tmp_path / "state"))} }})
 """
     )
-    term.start(f"{nvim} -u {init} -i NONE -n {src}")
+    # in the source file's directory: the session's workspace, where the file sent is
+    term.start(f"cd {tmp_path} && {nvim} -u {init} -i NONE -n {src}")
     term.wait("print('hi')")
     term.keys(":")
     term.text(f"AgentBridge new scripted scriptFile={SCRIPT} title=Fix-the-build")
@@ -406,4 +409,21 @@ require('agent_bridge').setup({{ cmd = {{ {json.dumps(bridge_command()[0])} }},
     term.wait("Working on it...")
     term.keys("C-c")
     term.wait("✗ interrupted (user)")
+    assert src.read_text() == SOURCE
+    # the file's first line, selected in visual mode in a tab of its own, sent as context
+    # with a prompt; back in the chat's tab it shows what the run carried
+    term.keys("Escape")
+    term.keys(":")
+    term.text(f"tabnew {src}")
+    term.keys("Enter")
+    term.wait("print('hi')", gone="✗ interrupted (user)")
+    term.keys("V", ":")
+    term.wait(":'<,'>")
+    term.text("AgentBridge send Explain this")
+    term.keys("Enter")
+    term.keys(":")
+    term.text("tabfirst")
+    term.keys("Enter")
+    screen = term.wait("You said: Explain this")
+    assert "src.py:1-1" in screen, screen
     assert src.read_text() == SOURCE
