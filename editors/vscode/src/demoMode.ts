@@ -2,7 +2,8 @@
  * Demo mode, for the README's screenshot (scripts/screenshot.sh): when VS Code starts
  * the extension with AGENT_BRIDGE_VSCODE_DEMO set to a file path, it opens the Sessions
  * view, runs two scripted turns through its commands with the real UI (the second with
- * the selection of hello.py attached), leaves the second turn's approval prompt on screen, and then writes that file. With
+ * the selection of hello.py attached), leaves the second turn's approval pending in the
+ * chat (its quick pick dismissed, so the chat's header stays visible), and then writes that file. With
  * AGENT_BRIDGE_VSCODE_DEMO_DIFF set it stops after the first turn and opens its edit in
  * the diff view beside the chat instead. Nothing here runs
  * unless the variable is set.
@@ -52,6 +53,11 @@ export async function runDemo(api: ExtensionApi, readyFile: string): Promise<voi
     }
     await exec("agentBridge.prompt", { sessionId, text: "Now run the tests" });
     await until(() => api.store.pendingCount(sessionId) === 1);
+    // The approval's quick pick would cover the chat's header (its model and mode
+    // buttons): it is dismissed as Escape would; the approval stays pending, answerable
+    // from its card in the chat (and Answer Pending Approvals).
+    await delay(500);
+    await exec("workbench.action.closeQuickOpen");
     await ChatPanel.panels.get(sessionId)?.whenRendered();
     await delay(1500);
     out.ok = true;
