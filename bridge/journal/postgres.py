@@ -32,10 +32,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 
-from agent_bridge.envelope import EnvelopeFormat, stamp
 from agent_bridge.ids import Clock
 from agent_bridge.journal.base import ClaimStatus, DeleteStatus, Member
-from agent_bridge.journal.blocks import TYPE_CODES
 from agent_bridge.journal.errors import DAMAGE, JournalError
 from agent_bridge.journal.journal import Journal
 from agent_bridge.journal.pg_reader import PgReader
@@ -56,10 +54,10 @@ from agent_bridge.journal.pg_writer import (
     pg_insert_events,
     pg_last_sequence,
 )
+from agent_bridge.journal.recovery import close_crashed
 from agent_bridge.journal.retention import Retention, _iso
 from agent_bridge.lazylog import lazy_logger
 from agent_bridge.wire.errors import ErrorInfo
-from agent_bridge.wire.events import EventPayload, InteractionSettled, RunFailed, SessionClosed
 
 if TYPE_CHECKING:
     import anyio
@@ -796,53 +794,9 @@ def close_crashed_session(
     """Append the closing events of a crashed session (as
     :func:`agent_bridge.journal.recovery.close_crashed_session`) and mark it closed and
     unowned, inside the caller's transaction; return how many events were appended."""
-    now = clock.now_iso()
-    stamp_at = now.encode()
-    fmt = EnvelopeFormat(session_id)
-    sequence = pg_last_sequence(conn, skey)
-    first = sequence + 1
-    items: list[tuple[int, bytes]] = []
-
-    def append(run_id: str | None, payload: EventPayload) -> int:
-        nonlocal sequence
-        sequence += 1
-        items.append((TYPE_CODES[type(payload)], stamp(fmt, sequence, run_id, stamp_at, payload)))
-        return sequence
-
-    pending = conn.execute(
-        "SELECT interaction_id, run_id FROM interactions WHERE skey = %s "
-        "AND status = 'pending' ORDER BY interaction_id",
-        (skey,),
-    ).fetchall()
-    for interaction_id, run_id in pending:
-        append(str(run_id), InteractionSettled(str(interaction_id), "cancelled", None, True))
-    conn.execute(
-        "UPDATE interactions SET status = 'cancelled' WHERE skey = %s AND status = 'pending'",
-        (skey,),
+    return close_crashed(
+        conn, skey, session_id, state, clock, "%s", pg_last_sequence, pg_insert_events
     )
-    runs = conn.execute(
-        "SELECT run_id FROM runs WHERE skey = %s AND ended_seq IS NULL ORDER BY started_seq",
-        (skey,),
-    ).fetchall()
-    for (run_id,) in runs:
-        ended = append(str(run_id), RunFailed(error=ErrorInfo.of("bridge_crashed")))
-        conn.execute(
-            "UPDATE runs SET ended_seq = %s, state = 'failed' WHERE skey = %s AND run_id = %s",
-            (ended, skey, run_id),
-        )
-    if state != "closed":
-        append(None, SessionClosed(reason="bridge_crashed"))
-    stored = 0
-    if items:
-        stored = pg_insert_events(
-            conn, skey, first, bytes(code for code, _ in items), [body for _, body in items]
-        )
-    conn.execute(
-        "UPDATE sessions SET state = 'closed', owner = NULL, updated_at = %s, "
-        "bytes = bytes + %s WHERE skey = %s",
-        (now, stored, skey),
-    )
-    return len(items)
 
 
 def apply_pg_retention(

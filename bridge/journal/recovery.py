@@ -17,6 +17,8 @@ The session is then closed and unowned: ``session/resume {sessionId}`` reopens i
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from typing import Any, Literal, Protocol, TypeVar
 
 from agent_bridge.envelope import EnvelopeFormat, stamp
 from agent_bridge.ids import Clock
@@ -27,7 +29,9 @@ from agent_bridge.journal.transactions import transaction
 from agent_bridge.wire.errors import ErrorInfo
 from agent_bridge.wire.events import EventPayload, InteractionSettled, RunFailed, SessionClosed
 
-__all__ = ["close_crashed_session", "recover_dead_owners"]
+__all__ = ["close_crashed", "close_crashed_session", "recover_dead_owners"]
+
+C = TypeVar("C", bound="Executes")
 
 
 def recover_dead_owners(
@@ -63,16 +67,43 @@ def recover_owner(conn: sqlite3.Connection, token: str, clock: Clock) -> list[st
     return [str(row[1]) for row in sessions]
 
 
+class Executes(Protocol):
+    """A DB-API connection's ``execute`` (SQLite's, psycopg's): all the crash closing
+    below needs of either backend besides its sequence and insert functions."""
+
+    def execute(self, sql: Any, parameters: Any = ..., /) -> Any: ...
+
+
 def close_crashed_session(
     conn: sqlite3.Connection, skey: int, session_id: str, state: str, clock: Clock
 ) -> int:
     """Append the closing events of a crashed session (see the module docstring) and mark
     it closed and unowned; return how many events were appended.  Runs inside the
     caller's transaction."""
+    return close_crashed(conn, skey, session_id, state, clock, "?", last_sequence, insert_events)
+
+
+def close_crashed(
+    conn: C,
+    skey: int,
+    session_id: str,
+    state: str,
+    clock: Clock,
+    marker: Literal["?", "%s"],
+    last_seq: Callable[[C, int], int],
+    insert: Callable[[C, int, int, bytes, list[bytes]], int],
+) -> int:
+    """:func:`close_crashed_session` on any backend: ``marker`` is its parameter marker
+    (``?`` or ``%s``; the statements are written with ``?``), ``last_seq`` and ``insert``
+    its sequence and event-insert functions; return how many events were appended."""
+
+    def q(statement: str) -> str:
+        return statement if marker == "?" else statement.replace("?", marker)
+
     now = clock.now_iso()
     stamp_at = now.encode()
     fmt = EnvelopeFormat(session_id)
-    sequence = last_sequence(conn, skey)
+    sequence = last_seq(conn, skey)
     first = sequence + 1
     items: list[tuple[int, bytes]] = []
 
@@ -83,34 +114,40 @@ def close_crashed_session(
         return sequence
 
     pending = conn.execute(
-        "SELECT interaction_id, run_id FROM interactions WHERE skey = ? AND status = 'pending' "
-        "ORDER BY interaction_id",
+        q(
+            "SELECT interaction_id, run_id FROM interactions WHERE skey = ? "
+            "AND status = 'pending' ORDER BY interaction_id"
+        ),
         (skey,),
     ).fetchall()
     for interaction_id, run_id in pending:
         append(str(run_id), InteractionSettled(str(interaction_id), "cancelled", None, True))
     conn.execute(
-        "UPDATE interactions SET status = 'cancelled' WHERE skey = ? AND status = 'pending'",
+        q("UPDATE interactions SET status = 'cancelled' WHERE skey = ? AND status = 'pending'"),
         (skey,),
     )
     runs = conn.execute(
-        "SELECT run_id FROM runs WHERE skey = ? AND ended_seq IS NULL ORDER BY started_seq",
+        q("SELECT run_id FROM runs WHERE skey = ? AND ended_seq IS NULL ORDER BY started_seq"),
         (skey,),
     ).fetchall()
     for (run_id,) in runs:
         ended = append(str(run_id), RunFailed(error=ErrorInfo.of("bridge_crashed")))
         conn.execute(
-            "UPDATE runs SET ended_seq = ?, state = 'failed' WHERE skey = ? AND run_id = ?",
+            q("UPDATE runs SET ended_seq = ?, state = 'failed' WHERE skey = ? AND run_id = ?"),
             (ended, skey, run_id),
         )
     if state != "closed":
         append(None, SessionClosed(reason="bridge_crashed"))
-    stored = insert_events(
-        conn, skey, first, bytes(code for code, _ in items), [body for _, body in items]
-    )
+    stored = 0
+    if items:
+        stored = insert(
+            conn, skey, first, bytes(code for code, _ in items), [body for _, body in items]
+        )
     conn.execute(
-        "UPDATE sessions SET state = 'closed', owner = NULL, updated_at = ?, "
-        "bytes = bytes + ? WHERE skey = ?",
+        q(
+            "UPDATE sessions SET state = 'closed', owner = NULL, updated_at = ?, "
+            "bytes = bytes + ? WHERE skey = ?"
+        ),
         (now, stored, skey),
     )
     return len(items)
