@@ -773,6 +773,23 @@ def test_vscode_extension_host_runs_a_whole_scripted_session(host: dict[str, Any
     turn = "You: ECHO:{0}\nAgent: {0}\n-- Turn completed (end_turn)"
     assert fork["originalTranscript"] == turn.format("first") + "\n" + turn.format("second")
     assert fork["forkTranscript"] == turn.format("first") + "\n" + turn.format("third")
+    # Fork from a message (Claude Code: granularity message): at the text of a turn that
+    # then called Read, its last delta; the fork's history ends with that text (the
+    # call and the answer are the original's only), exact: nothing to tell. One in the
+    # middle of the text is cut earlier by the provider: the user is told so.
+    mf = r["messageFork"]
+    assert mf["buttons"] == 4, mf  # every finished agent message of the three turns
+    said = "You: SAY:Let me look at it.;READ:hello.py\nAgent: Let me look at it."
+    assert said + "\nTool Read" in mf["originalTranscript"], mf["originalTranscript"]
+    assert mf["forkTranscript"] == turn.format("first") + "\n" + turn.format("second") + "\n" + said
+    assert mf["forkLast"] == mf["atEvent"]
+    assert mf["parent"] == {"sessionId": fork["original"], "sequence": mf["atEvent"]}
+    assert mf["exactInfos"] == [], mf
+    assert mf["deltas"] > 1 and mf["cutAt"] < mf["atEvent"]
+    assert len(mf["cutInfos"]) == 1 and mf["cutInfos"][0].startswith(
+        f"The fork shows the history up to event {mf['cutAt']}, but the agent remembers"
+        " it only up to event "
+    ), mf["cutInfos"]
 
     # Context (issue 28): what the scripted provider received, block by block.
     ctx = r["context"]

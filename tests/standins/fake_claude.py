@@ -65,7 +65,8 @@ STEPs (one JSON object each):
 
 With no scripted turn left, "rules" answers like the stand-in server's rules: a prompt
 ``TOOL:<command>`` -> a Bash call of that command, ``SLOW`` -> 20 words 0.5 s apart,
-``ECHO:<text>`` -> ``<text>``, anything else -> ``"Hi! I am the stand-in model."``.
+``ECHO:<text>`` -> ``<text>``, ``SAY:<text>;READ:<path>`` -> ``<text>`` then a Read
+call of that path (not asked), anything else -> ``"Hi! I am the stand-in model."``.
 
 Sessions are saved (in the fake's own format; not with ``--no-session-persistence``) under
 ``$CLAUDE_CONFIG_DIR/projects/<cwd with non-alphanumerics as '-'>/<id>.fake.json`` (like
@@ -684,6 +685,10 @@ class FakeClaude:
             return [{"text": " ".join(f"word{i}" for i in range(20)), "delay": 0.5}]
         if p.startswith("ECHO:"):
             return [{"text": p[5:].strip()}]
+        if p.startswith("SAY:") and ";READ:" in p:
+            said, path = p[4:].split(";READ:", 1)
+            read = {"tool": "Read", "input": {"file_path": path.strip()}, "ask": False}
+            return [{"text": said.strip()}, read]
         if self.cfg.get("when_exhausted") == "echo":
             return [{"text": p}]
         return [{"text": GREETING}]

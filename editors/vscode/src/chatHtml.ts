@@ -76,14 +76,26 @@ export function renderAttachments(labels: string[]): string {
 
 /**
  * Where a turn's outcome line offers "Fork from here", from the provider's
- * `capabilities.fork`: `atEvent` at every turn's end, `atEnd` at the last one's only
- * (a fork of the whole history), `none` nowhere (the provider cannot fork).
+ * `capabilities.fork`: `atEvent` at every turn's end, `message` there and at every
+ * finished agent message too (`granularity: message`), `atEnd` at the last turn's end
+ * only (a fork of the whole history), `none` nowhere (the provider cannot fork).
  */
-export type ForkOffer = "atEvent" | "atEnd" | "none";
+export type ForkOffer = "message" | "atEvent" | "atEnd" | "none";
 
 /** Returns where a provider's forks may be offered, from its descriptor's `capabilities.fork`. */
-export function forkOffer(fork: { atEnd?: boolean; atEvent?: boolean } | undefined): ForkOffer {
-  return fork?.atEvent ? "atEvent" : fork?.atEnd ? "atEnd" : "none";
+export function forkOffer(fork: { atEnd?: boolean; atEvent?: boolean; granularity?: "message" | "run" } | undefined): ForkOffer {
+  return fork?.atEvent ? (fork.granularity === "message" ? "message" : "atEvent") : fork?.atEnd ? "atEnd" : "none";
+}
+
+/**
+ * Returns what to tell the user after a fork at `atEvent` whose provider history was cut
+ * at `providerSequence` (the reply's effective point), or undefined when it is exact.
+ */
+export function forkCutNotice(atEvent: number | undefined, providerSequence: number): string | undefined {
+  if (atEvent === undefined || providerSequence >= atEvent) return undefined;
+  return providerSequence > 0
+    ? `The fork shows the history up to event ${atEvent}, but the agent remembers it only up to event ${providerSequence} (its last complete message there); what came after is not in its memory.`
+    : `The fork shows the history up to event ${atEvent}, but the agent remembers none of it (no complete message of its own there).`;
 }
 
 /** Returns the HTML of every item of the model (`fork`: where forks are offered). */
@@ -98,15 +110,17 @@ export function renderItems(model: ChatModel, fork: ForkOffer = "atEvent"): stri
       }
     }
   }
-  return model.items.map((i, k) => renderItem(i, fork === "atEvent" ? "here" : k === last ? "whole" : "none")).join("\n");
+  const at = (i: ChatItem, k: number): "here" | "whole" | "none" | "message" =>
+    fork === "message" && i.kind === "assistant" ? "message" : fork === "atEvent" || fork === "message" ? "here" : k === last ? "whole" : "none";
+  return model.items.map((i, k) => renderItem(i, at(i, k))).join("\n");
 }
 
 /**
  * Returns the HTML of one chat item. `fork`: a turn's end offers a fork at its last
  * event (`here`), of the whole history (`whole`, the last turn of a provider that forks
- * only that), or none.
+ * only that), or none; a finished agent message offers one at its last delta (`message`).
  */
-export function renderItem(i: ChatItem, fork: "here" | "whole" | "none" = "here"): string {
+export function renderItem(i: ChatItem, fork: "here" | "whole" | "none" | "message" = "here"): string {
   switch (i.kind) {
     case "user":
       return (
@@ -117,7 +131,11 @@ export function renderItem(i: ChatItem, fork: "here" | "whole" | "none" = "here"
     case "assistant":
       return (
         `<div class="msg assistant${i.streaming ? " streaming" : ""}" data-key="${i.key}"><div class="who">Agent</div>` +
-        `<div class="body">${escapeHtml(i.text)}${i.streaming ? '<span class="cursor">▍</span>' : ""}</div></div>`
+        `<div class="body">${escapeHtml(i.text)}${i.streaming ? '<span class="cursor">▍</span>' : ""}</div>` +
+        (fork === "message" && !i.streaming
+          ? `<button class="link fork" data-action="fork" data-seq="${i.lastSequence}" title="A new session with the history up to this message">Fork from this message</button>`
+          : "") +
+        `</div>`
       );
     case "thinking":
       return (

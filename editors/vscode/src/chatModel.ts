@@ -38,6 +38,8 @@ export interface AssistantItem {
   text: string;
   deltas: number;
   streaming: boolean;
+  /** The sequence of its latest delta: where a fork at this message is made. */
+  lastSequence: number;
 }
 
 export interface ThinkingItem {
@@ -238,8 +240,9 @@ export class ChatModel {
         if (last && last.kind === "assistant" && last.runId === runId && last.streaming) {
           last.text += p.text;
           last.deltas++;
+          last.lastSequence = e.sequence;
         } else {
-          this.push({ kind: "assistant", key: this.key(), runId, text: p.text, deltas: 1, streaming: true });
+          this.push({ kind: "assistant", key: this.key(), runId, text: p.text, deltas: 1, streaming: true, lastSequence: e.sequence });
         }
         break;
       }

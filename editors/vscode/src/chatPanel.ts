@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "crypto";
 import * as vscode from "vscode";
-import { escapeHtml, forkOffer, renderAttachments, renderHeader, renderItems } from "./chatHtml";
+import { escapeHtml, forkOffer, renderAttachments, renderHeader, renderItems, type ForkOffer } from "./chatHtml";
 import { describeBlock } from "./context";
 import type { SessionStore } from "./sessions";
 
@@ -179,7 +179,7 @@ export class ChatPanel implements vscode.Disposable {
   private describing = false;
 
   /** Where forks are offered in this chat: from the provider's descriptor (read once when not cached). */
-  private forkOffer(providerId: string): "atEvent" | "atEnd" | "none" {
+  private forkOffer(providerId: string): ForkOffer {
     const desc = this.store.provider(providerId);
     if (desc) return forkOffer(desc.capabilities.fork);
     if (!this.describing) {

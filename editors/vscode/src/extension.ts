@@ -12,7 +12,7 @@ import { continueItems } from "./continuePick";
 import { contextBlock, imageBlock, imageFileRefusal, imageFileType, LineRange, selectionLines } from "./context";
 import { approvalOptions, questionOptions } from "./approvals";
 import { BridgeHost } from "./bridge";
-import { forkOffer } from "./chatHtml";
+import { forkCutNotice, forkOffer } from "./chatHtml";
 import { ChatPanel, KeyBinding, PanelActions } from "./chatPanel";
 import { EditContentProvider, EDIT_SCHEME, openEditDiff } from "./diff";
 import { chosenLabels, modeOption, modelOption, optionTitle, providerChoices, valueChoices } from "./pickers";
@@ -477,8 +477,9 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
       return undefined;
     }
   });
-  // Fork from a run's end (its "Fork from here" button): a new session with the history
-  // up to that event, opened in its own chat. Returns the fork's id.
+  // Fork from a run's end (its "Fork from here" button) or, where the provider forks at
+  // messages, from an agent message ("Fork from this message"): a new session with the
+  // history up to that event, opened in its own chat. Returns the fork's id.
   reg("agentBridge.fork", async (sessionId?: string, atEvent?: number): Promise<string | undefined> => {
     if (!(await bridge.ensureOrExplain())) return undefined;
     const id = sessionId ?? ChatPanel.active()?.sessionId ?? ChatPanel.lastActive?.sessionId;
@@ -497,9 +498,13 @@ export function activate(context: vscode.ExtensionContext): ExtensionApi {
       return undefined;
     }
     try {
-      const forkId = await store.fork(id, offer === "atEnd" ? undefined : atEvent);
+      const at = offer === "atEnd" ? undefined : atEvent;
+      const { sessionId: forkId, providerSequence } = await store.fork(id, at);
       await store.reattach(forkId);
       showPanel(forkId);
+      // a fork inside a message: the agent's own history stops at its last complete one
+      const notice = forkCutNotice(at, providerSequence);
+      if (notice) void uiProxy.info(notice);
       return forkId;
     } catch (err) {
       void uiProxy.error(store.explain(err, store.sessions.get(id)?.info.providerId));

@@ -210,15 +210,16 @@ export class SessionStore implements vscode.Disposable {
 
   /**
    * Forks the session (`session/fork`) at `atEvent` (a run's last event; its whole
-   * history when undefined); returns the fork's id. The fork is listed with an empty
-   * chat model: reattaching it reads its history.
+   * history when undefined); returns the fork's id and `providerSequence` (where the
+   * provider's own history was cut). The fork is listed with an empty chat model:
+   * reattaching it reads its history.
    */
-  async fork(sessionId: string, atEvent?: number): Promise<string> {
+  async fork(sessionId: string, atEvent?: number): Promise<{ sessionId: string; providerSequence: number }> {
     const client = await this.bridge.ensure();
     const res = await client.request("session/fork", atEvent === undefined ? { sessionId } : { sessionId, atEvent });
     this.sessions.set(res.session.sessionId, { info: res.session, model: new ChatModel(res.session.sessionId, res.session.workspace ?? undefined) });
     this.changed.fire(undefined);
-    return res.session.sessionId;
+    return { sessionId: res.session.sessionId, providerSequence: res.providerSequence };
   }
 
   /**

@@ -399,6 +399,37 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
         parent: store.sessions.get(fid)?.info.parent ?? null,
       };
       ChatPanel.panels.get(fid)?.panel.dispose();
+      // 7d'. Fork from a message (Claude Code forks at messages: granularity message):
+      //      a turn of a text, then a Read call, then the answer; "Fork from this
+      //      message" at the text forks at its last delta, exactly; a fork in the middle
+      //      of that text is cut earlier by the provider, and the user is told so.
+      await exec("agentBridge.prompt", { sessionId: oid, text: "SAY:Let me look at it.;READ:hello.py" });
+      await until("fork turn 3", () => turnsEnded(oid) === 3 && model(oid)?.runState === "idle");
+      if (po) await until("the message fork buttons are drawn", () => po.rendered.text.includes("Fork from this message"), 15000);
+      const said = model(oid)!.items.find((i) => i.kind === "assistant" && i.text === "Let me look at it.");
+      if (!said || said.kind !== "assistant") throw new Error(`no text message in turn 3: ${model(oid)!.transcript()}`);
+      const infosBefore = ui.infos.length;
+      const mid = await exec<string | undefined>("agentBridge.fork", oid, said.lastSequence);
+      if (!mid) throw new Error(`the message fork failed; errors: ${ui.errors.join(" | ")}`);
+      await until("the message fork's history", () => (model(mid)?.lastSequence ?? 0) >= said.lastSequence);
+      const exactInfos = ui.infos.slice(infosBefore);
+      const firstDelta = said.lastSequence - said.deltas + 1;
+      const cut = await exec<string | undefined>("agentBridge.fork", oid, firstDelta);
+      if (!cut) throw new Error(`the mid-text fork failed; errors: ${ui.errors.join(" | ")}`);
+      result.messageFork = {
+        atEvent: said.lastSequence,
+        deltas: said.deltas,
+        buttons: po ? po.rendered.text.split("Fork from this message").length - 1 : null,
+        originalTranscript: model(oid)!.transcript(),
+        forkTranscript: model(mid)!.transcript(),
+        forkLast: model(mid)!.lastSequence,
+        parent: store.sessions.get(mid)?.info.parent ?? null,
+        exactInfos,
+        cutAt: firstDelta,
+        cutInfos: ui.infos.slice(infosBefore + exactInfos.length),
+      };
+      ChatPanel.panels.get(mid)?.panel.dispose();
+      ChatPanel.panels.get(cut)?.panel.dispose();
       po?.panel.dispose();
       step("forked");
     }

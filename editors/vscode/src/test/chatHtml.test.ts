@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { ChatModel } from "../chatModel";
-import { escapeHtml, forkOffer, renderHeader, renderItems } from "../chatHtml";
+import { escapeHtml, forkCutNotice, forkOffer, renderHeader, renderItems } from "../chatHtml";
 import type { EventEnvelope, EventPayload } from "../protocol";
 
 function ev(sequence: number, payload: EventPayload): EventEnvelope {
@@ -62,4 +62,34 @@ test("fork is offered as the provider's capabilities.fork allows: at each turn, 
   assert.deepEqual(buttons(renderItems(m, "atEvent")), ["2", "4"]);
   assert.deepEqual(buttons(renderItems(m, "atEnd")), ["whole"]);
   assert.deepEqual(buttons(renderItems(m, "none")), []);
+});
+
+test("granularity message: each finished agent message offers a fork at its last delta, besides each turn's end", () => {
+  const m = new ChatModel("s");
+  m.applyAll([
+    { ...ev(1, { type: "run.started", input: "go" }), runId: "r1" },
+    { ...ev(2, { type: "text.delta", text: "Let me " }), runId: "r1" },
+    { ...ev(3, { type: "text.delta", text: "look." }), runId: "r1" },
+    { ...ev(4, { type: "tool.activity", toolCallId: "c1", name: "Read", status: "completed" }), runId: "r1" },
+    { ...ev(5, { type: "text.delta", text: "Done." }), runId: "r1" },
+    { ...ev(6, { type: "run.started", input: "more" }), runId: "r2" },
+    { ...ev(7, { type: "text.delta", text: "Still going" }), runId: "r2" },
+  ]);
+  const seqs = (html: string) => [...html.matchAll(/data-action="fork" data-seq="(\d+)"/g)].map((x) => Number(x[1]));
+  assert.equal(forkOffer({ atEnd: true, atEvent: true, granularity: "message" }), "message");
+  assert.equal(forkOffer({ atEnd: true, atEvent: true, granularity: "run" }), "atEvent");
+  // r2 still streams: no fork at its message yet, nor a turn end
+  assert.deepEqual(seqs(renderItems(m, "message")), []);
+  m.apply({ ...ev(8, { type: "run.completed", stopReason: "end_turn" }), runId: "r2" });
+  m.apply({ ...ev(9, { type: "run.completed", stopReason: "end_turn" }), runId: "r1" });
+  assert.deepEqual(seqs(renderItems(m, "message")), [3, 5, 7, 8, 9]);
+  // run granularity: the turn ends only, as before
+  assert.deepEqual(seqs(renderItems(m, "atEvent")), [8, 9]);
+});
+
+test("a fork cut earlier than the event picked says so; an exact one says nothing", () => {
+  assert.equal(forkCutNotice(5, 5), undefined);
+  assert.equal(forkCutNotice(undefined, 3), undefined);
+  assert.match(forkCutNotice(5, 3)!, /up to event 5, but the agent remembers it only up to event 3/);
+  assert.match(forkCutNotice(2, 0)!, /remembers none of it/);
 });
