@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any, Final, Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Literal, TypeVar
 
 import msgspec
 
@@ -77,6 +78,14 @@ from agent_bridge.wire.settings import SessionConfigureParams, SessionSettings
 __all__ = ["FIRST_REQUEST_ID", "BridgeFrontend"]
 
 log = logging.getLogger("agent_bridge.server")
+
+_T = TypeVar("_T")
+
+
+async def _ready(value: _T) -> _T:
+    """``value``, awaitable: a synchronous call's result where an awaitable is wanted."""
+    return value
+
 
 _EVENT_HEAD: Final = b'{"jsonrpc":"2.0","method":"event","params":'
 _EVENT_TAIL: Final = b"}"
@@ -304,11 +313,10 @@ class BridgeFrontend:
         return await self.runtime.attach(params.session_id, self, params.after)
 
     async def _session_close(self, params: SessionRef) -> SessionResult:
-        try:
+        async def here() -> SessionResult:
             return SessionResult(await self.runtime.close_session(params.session_id))
-        except BridgeError as exc:  # open in another fleet member: that one closes it
-            result: SessionResult = await self.runtime.route("session/close", params, exc)
-            return result
+
+        return await self._here_or_owner("session/close", params, here)
 
     async def _session_delete(self, params: SessionRef) -> SessionDeleteResult:
         return await self.runtime.delete_session(params.session_id)
@@ -324,25 +332,35 @@ class BridgeFrontend:
         return SessionExportResult(await self.runtime.export_session(params.session_id))
 
     async def _run_start(self, params: RunStartParams) -> RunStartResult:
-        try:
-            return await self.runtime.start_run(params)
-        except BridgeError as exc:  # open in another fleet member: that one runs it
-            result: RunStartResult = await self.runtime.route("run/start", params, exc)
-            return result
+        return await self._here_or_owner(
+            "run/start", params, lambda: self.runtime.start_run(params)
+        )
 
     async def _run_interrupt(self, params: RunInterruptParams) -> RunInterruptResult:
-        try:
-            return self.runtime.interrupt_run(params.run_id, params.reason)
-        except BridgeError as exc:
-            result: RunInterruptResult = await self.runtime.route("run/interrupt", params, exc)
-            return result
+        return await self._here_or_owner(
+            "run/interrupt",
+            params,
+            lambda: _ready(self.runtime.interrupt_run(params.run_id, params.reason)),
+        )
 
     async def _run_steer(self, params: RunSteerParams) -> Empty:
-        try:
-            await self.runtime.steer_run(params.run_id, params.input)
-        except BridgeError as exc:
-            await self.runtime.route("run/steer", params, exc)
+        await self._here_or_owner(
+            "run/steer", params, lambda: self.runtime.steer_run(params.run_id, params.input)
+        )
         return Empty()
+
+    async def _here_or_owner(
+        self, method: str, params: Any, here: Callable[[], Awaitable[_T]]
+    ) -> _T:
+        """``here()``'s result; when it raises :class:`~agent_bridge.errors.BridgeError`
+        (the session or run is in another fleet member's hands), that member's answer to ``method``
+        (:meth:`~agent_bridge.runtime.Runtime.route`, which re-raises the error here
+        when no member has it)."""
+        try:
+            return await here()
+        except BridgeError as exc:
+            result: _T = await self.runtime.route(method, params, exc)
+            return result
 
     async def _interaction_respond(
         self, params: InteractionRespondParams
