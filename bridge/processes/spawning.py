@@ -556,16 +556,10 @@ async def spawn(spec: ProcessSpec, task_group: anyio.abc.TaskGroup) -> ChildProc
                 start_new_session=True,
                 preexec_fn=_pdeathsig_preexec(os.getpid()),
             )
-    except FileNotFoundError as exc:
-        if spec.cwd is not None and not os.path.isdir(spec.cwd):
-            raise SpawnError("spawn_failed", argv0, "working directory not found") from exc
-        raise SpawnError(
-            "executable_not_found", argv0, "executable or its interpreter not found"
-        ) from exc
-    except PermissionError as exc:
-        raise SpawnError("permission_denied", argv0, "permission denied") from exc
     except (OSError, subprocess.SubprocessError) as exc:
-        raise SpawnError("spawn_failed", argv0, type(exc).__name__) from exc
+        raise _spawn_error(
+            exc, argv0, "executable or its interpreter not found", cwd=spec.cwd
+        ) from exc
     stdin = protocol.stdin
     if stdin is None:  # pragma: no cover - asyncio calls connection_made first
         stdin_transport = transport.get_pipe_transport(0)
@@ -604,12 +598,8 @@ def popen_bridge(spec: ProcessSpec) -> subprocess.Popen[bytes]:
             env=dict(spec.env),
             close_fds=True,
         )
-    except FileNotFoundError as exc:
-        raise SpawnError("executable_not_found", spec.argv[0], "executable not found") from exc
-    except PermissionError as exc:
-        raise SpawnError("permission_denied", spec.argv[0], "permission denied") from exc
     except (OSError, subprocess.SubprocessError) as exc:
-        raise SpawnError("spawn_failed", spec.argv[0], type(exc).__name__) from exc
+        raise _spawn_error(exc, spec.argv[0], "executable not found") from exc
 
 
 #: the handle :func:`popen_helper` returns (a :class:`subprocess.Popen` of bytes)
@@ -630,12 +620,8 @@ def popen_helper(argv: list[str]) -> HelperProcess:
             close_fds=True,
             preexec_fn=_pdeathsig_preexec(os.getpid()),
         )
-    except FileNotFoundError as exc:
-        raise SpawnError("executable_not_found", argv[0], "executable not found") from exc
-    except PermissionError as exc:
-        raise SpawnError("permission_denied", argv[0], "permission denied") from exc
     except (OSError, subprocess.SubprocessError) as exc:
-        raise SpawnError("spawn_failed", argv[0], type(exc).__name__) from exc
+        raise _spawn_error(exc, argv[0], "executable not found") from exc
 
 
 async def open_bridge(spec: ProcessSpec) -> anyio.abc.Process:
@@ -646,12 +632,8 @@ async def open_bridge(spec: ProcessSpec) -> anyio.abc.Process:
         return await anyio.open_process(
             [executable, *spec.argv[1:]], env=dict(spec.env), cwd=spec.cwd
         )
-    except FileNotFoundError as exc:
-        raise SpawnError("executable_not_found", spec.argv[0], "executable not found") from exc
-    except PermissionError as exc:
-        raise SpawnError("permission_denied", spec.argv[0], "permission denied") from exc
     except OSError as exc:
-        raise SpawnError("spawn_failed", spec.argv[0], type(exc).__name__) from exc
+        raise _spawn_error(exc, spec.argv[0], "executable not found") from exc
 
 
 def spawn_detached(spec: ProcessSpec, log_path: str | None = None) -> int:
@@ -680,18 +662,34 @@ def spawn_detached(spec: ProcessSpec, log_path: str | None = None) -> int:
             close_fds=True,
             start_new_session=True,
         )
-    except FileNotFoundError as exc:
-        raise SpawnError("executable_not_found", argv0, "executable not found") from exc
-    except PermissionError as exc:
-        raise SpawnError("permission_denied", argv0, "permission denied") from exc
     except (OSError, subprocess.SubprocessError) as exc:
-        raise SpawnError("spawn_failed", argv0, type(exc).__name__) from exc
+        raise _spawn_error(exc, argv0, "executable not found") from exc
     finally:
         os.close(err)
     import threading
 
     threading.Thread(target=proc.wait, name="detached-reaper", daemon=True).start()
     return proc.pid
+
+
+def _spawn_error(
+    exc: OSError | subprocess.SubprocessError,
+    argv0: str,
+    not_found: str,
+    *,
+    cwd: str | None = None,
+) -> SpawnError:
+    """The classified :class:`SpawnError` for ``exc``, raised while starting ``argv0``:
+    ``executable_not_found`` (with the text ``not_found``) for a missing file, unless
+    ``cwd`` is given and is not a directory (then ``spawn_failed``); ``permission_denied``;
+    else ``spawn_failed`` naming only the exception's type."""
+    if isinstance(exc, FileNotFoundError):
+        if cwd is not None and not os.path.isdir(cwd):
+            return SpawnError("spawn_failed", argv0, "working directory not found")
+        return SpawnError("executable_not_found", argv0, not_found)
+    if isinstance(exc, PermissionError):
+        return SpawnError("permission_denied", argv0, "permission denied")
+    return SpawnError("spawn_failed", argv0, type(exc).__name__)
 
 
 def exec_interactive(argv: list[str]) -> NoReturn:
