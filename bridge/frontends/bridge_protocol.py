@@ -27,6 +27,7 @@ from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Li
 from agent_bridge.rpc.errors import METHOD_NOT_FOUND, RpcError
 from agent_bridge.rpc.framing import FramingKind
 from agent_bridge.runtime import Interaction, Released, Runtime
+from agent_bridge.spi import AgentProvider
 from agent_bridge.wire.catalog import CATALOG, handler_name
 from agent_bridge.wire.common import SUPPORTED_PROTOCOL_VERSIONS
 from agent_bridge.wire.inputs import BlobReadParams, BlobReadResult, SessionCommandsResult
@@ -391,13 +392,22 @@ class BridgeFrontend:
     async def _blob_read(self, params: BlobReadParams) -> BlobReadResult:
         return await self.runtime.read_blob(params)
 
+    def _native_provider(
+        self, provider_id: str, use: Literal["list", "read"], limit: int
+    ) -> tuple[AgentProvider, int]:
+        """The provider whose own sessions ``provider/sessions/<use>`` pages, and ``limit``
+        within 1..``MAX_PAGE``.  Raises ``provider_not_found`` for an unknown provider,
+        ``unsupported`` when its descriptor says it cannot ``use`` them."""
+        provider = self.runtime.registry.get(provider_id)
+        native = provider.describe().capabilities.native_sessions
+        if (native.list if use == "list" else native.read) == "unsupported":
+            raise BridgeError("unsupported")
+        return provider, max(1, min(limit, MAX_PAGE))
+
     async def _provider_sessions_list(
         self, params: NativeSessionsListParams
     ) -> NativeSessionsListResult:
-        provider = self.runtime.registry.get(params.provider)
-        if provider.describe().capabilities.native_sessions.list == "unsupported":
-            raise BridgeError("unsupported")
-        limit = max(1, min(params.limit, MAX_PAGE))
+        provider, limit = self._native_provider(params.provider, "list", params.limit)
         page = await provider.list_native_sessions(params.workspace, params.cursor, limit)
         bound = await self.runtime.bound_sessions(
             provider.id, [entry.session_ref for entry in page.sessions]
@@ -428,10 +438,7 @@ class BridgeFrontend:
     async def _provider_sessions_read(
         self, params: NativeSessionsReadParams
     ) -> NativeSessionsReadResult:
-        provider = self.runtime.registry.get(params.provider)
-        if provider.describe().capabilities.native_sessions.read == "unsupported":
-            raise BridgeError("unsupported")
-        limit = max(1, min(params.limit, MAX_PAGE))
+        provider, limit = self._native_provider(params.provider, "read", params.limit)
         return await provider.read_native_session(
             params.session_ref, params.cursor, limit, params.from_
         )
