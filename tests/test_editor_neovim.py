@@ -734,12 +734,19 @@ def test_neovim_forks_a_claude_session_from_a_run(tmp_path: Path) -> None:
     A provider without capabilities.fork (scripted) is refused with a message."""
     require_editor("nvim")
     from provider_clis import require_cli
-    from standins.anthropic_server import AnthropicStandIn, Text
+    from standins.anthropic_server import AnthropicStandIn, Text, ToolUse
     from test_claude_native_e2e import private_env
 
     claude = require_cli("claude")
     with AnthropicStandIn() as standin:
-        standin.push(Text("Alpha noted."), Text("Beta noted."), Text("Only alpha."))
+        standin.push(
+            Text("Alpha noted."),
+            Text("Beta noted."),
+            Text("Only alpha."),
+            ToolUse("echo fork-probe", text="Let me look at it."),
+            Text("All done."),
+            Text("I said I would look."),
+        )
         env = {
             **private_env(tmp_path, standin.base_url),
             "AGENT_BRIDGE_CLAUDE_PATH": claude,
@@ -769,9 +776,30 @@ def test_neovim_forks_a_claude_session_from_a_run(tmp_path: Path) -> None:
     ], o["fork_lines"]
     assert "Beta noted." in o["original_lines"] and "Only alpha." not in o["original_lines"]
     # The model saw the fork's conversation: the first run, not the second.
-    sent = json.dumps(requests[-1].body.get("messages"))
+    asked = [json.dumps(r.body.get("messages")) for r in requests]
+    sent = next(m for m in asked if "which words" in m)
     assert "remember alpha" in sent and "which words" in sent
     assert "remember beta" not in sent
+    # Fork from a message (granularity message): `gf` on the text of a run that then
+    # called a tool forks at the text's last event: the fork's chat ends with it (not
+    # the call, not the answer), exact (nothing said), and its model saw the text only.
+    assert "All done." in o["original_lines"]
+    mlines = o["message_fork_lines"]
+    assert mlines[-6:] == ["", "## You", "look around", "", "## Agent", "Let me look at it."], (
+        mlines
+    )
+    assert "All done." not in mlines and not any("Bash" in line for line in mlines), mlines
+    assert o["message_notes"] == [], o["message_notes"]
+    at_text = next(m for m in asked if "what did you say?" in m)
+    assert "Let me look at it." in at_text and "look around" in at_text
+    assert "tool_use" not in at_text and "All done." not in at_text
+    # at the text's first event: the provider is cut before that message, and says so
+    assert o["cut_at"] < o["text_last"]
+    assert len(o["cut_notes"]) == 1, o["cut_notes"]
+    assert o["cut_notes"][0].startswith(
+        f"agent-bridge: the fork shows the history up to event {o['cut_at']}, but the agent"
+        " remembers it only up to event "
+    ), o["cut_notes"]
 
 
 def test_neovim_folds_a_subagent_s_tool_calls_under_it(tmp_path: Path) -> None:

@@ -295,8 +295,22 @@ render['commands.updated'] = function(s, _, p)
   s.commands = p.commands or {}
 end
 
-render['text.delta'] = function(s, _, p)
+render['text.delta'] = function(s, e, p)
+  local new = s.tail ~= 'text'
   chat.stream(s, p.text or '', 'text')
+  -- where each agent message is in the chat (first and last line) and its last event: a
+  -- fork from it (`gf` on it) is made there, where the provider forks at messages
+  local last = vim.api.nvim_buf_line_count(s.buf) - 1
+  s.messages = s.messages or {}
+  local m = s.messages[#s.messages]
+  if new or not m or m.run ~= e.runId then
+    -- (on the line before its first, which is not rewritten as the stream grows)
+    local before = last - #vim.split(p.text or '', '\n', { plain = true })
+    m = { run = e.runId, before = vim.api.nvim_buf_set_extmark(s.buf, chat.ns, before, 0, {}) }
+    table.insert(s.messages, m)
+  end
+  m.last_row = vim.api.nvim_buf_set_extmark(s.buf, chat.ns, last, 0, { id = m.last_row })
+  m.sequence = e.sequence
 end
 
 render['thinking.delta'] = function(s, _, p)
@@ -777,7 +791,7 @@ function M.chat_keys(s)
   map('ga', function() M.decide('allow') end, 'accept the pending approval (once)')
   map('gr', function() M.decide('deny') end, 'reject the pending approval')
   map('d', function() M.diff() end, 'open the last edit in a diff view')
-  map('gf', M.fork, 'fork the session from the run under the cursor')
+  map('gf', function() M.fork() end, 'fork the session from the run or message under the cursor')
   map('gm', M.settings, 'switch the model or mode')
   map('<C-c>', M.cancel, 'interrupt the run')
   map(']]', jump('W'), 'next thinking or tool call')
@@ -1168,8 +1182,10 @@ end
 function M.run_at(s, lnum)
   local found
   for _, r in ipairs(s.runs or {}) do
+    -- (the mark is on the line before the run's first: 0-based `row`, 1-based row + 1;
+    -- that line, the run before's outcome, is still the run before's)
     local row = vim.api.nvim_buf_get_extmark_by_id(s.buf, chat.ns, r.mark, {})[1]
-    if row and row < lnum then
+    if row and row + 1 < lnum then
       found = r
     end
   end
@@ -1185,18 +1201,39 @@ local function descriptor(id)
   end
 end
 
---- :AgentBridge fork (`gf` in the chat): a new session whose history is the current
+--- The agent message of run `run` on line `lnum` of the chat, when there is one.
+local function message_at(s, run, lnum)
+  for _, m in ipairs(s.messages or {}) do
+    local before = vim.api.nvim_buf_get_extmark_by_id(s.buf, chat.ns, m.before, {})[1]
+    local last = vim.api.nvim_buf_get_extmark_by_id(s.buf, chat.ns, m.last_row, {})[1]
+    if m.run == run and before and last and before + 1 < lnum and lnum <= last + 1 then
+      return m
+    end
+  end
+end
+
+--- :AgentBridge fork [N] (`gf` in the chat): a new session whose history is the current
 --- session's up to the end of the run under the cursor (in the chat; elsewhere, the
---- whole history), made with `session/fork`, opened in its own chat. Refused here when
---- the provider's descriptor has no `capabilities.fork`, and for a run still going.
-function M.fork()
+--- whole history), made with `session/fork`, opened in its own chat. Where the
+--- provider forks at messages (`capabilities.fork.granularity` `message`), `gf` on an
+--- agent message forks at its last event, and N forks at event N; when the provider's
+--- history is cut earlier (the reply's `providerSequence`), a message says so. Refused
+--- here when the provider's descriptor has no `capabilities.fork`, and for a run still
+--- going.
+---@param at integer|nil
+function M.fork(at)
   local s = M.current()
   if not s then
     return notify('no session to fork', vim.log.levels.WARN)
   end
   local params = { sessionId = s.id }
-  if vim.b.agent_bridge_session == s.id then
-    local run = M.run_at(s, vim.fn.line('.'))
+  local p = descriptor(s.provider)
+  local by_message = p and ((p.capabilities or {}).fork or {}).granularity == 'message'
+  if at then
+    params.atEvent = at
+  elseif vim.b.agent_bridge_session == s.id then
+    local lnum = vim.fn.line('.')
+    local run = M.run_at(s, lnum)
     if not run then
       return notify('put the cursor on a run to fork from', vim.log.levels.WARN)
     end
@@ -1204,9 +1241,9 @@ function M.fork()
     if type(last) ~= 'number' then
       return notify('the run has not ended: fork from a run that has', vim.log.levels.WARN)
     end
-    params.atEvent = last
+    local m = by_message and message_at(s, run.id, lnum)
+    params.atEvent = m and m.sequence or last
   end
-  local p = descriptor(s.provider)
   if p and not ((p.capabilities or {}).fork or {}).atEnd then
     return notify(('%s cannot fork a session'):format(p.id), vim.log.levels.WARN)
   end
@@ -1215,6 +1252,11 @@ function M.fork()
     local fork = M.session(info.sessionId, info)
     fork.chosen = s.chosen
     M.open(info)
+    local cut = result.providerSequence
+    if params.atEvent and type(cut) == 'number' and cut < params.atEvent then
+      notify(('the fork shows the history up to event %d, but the agent remembers it only up to event %d'
+        .. ' (its last complete message there)'):format(params.atEvent, cut))
+    end
   end)
 end
 
@@ -1486,7 +1528,7 @@ M.subcommands = {
   new = function(args) M.new_session(args) end,
   prompt = function(args) M.prompt(table.concat(args, ' ')) end,
   send = function(args, opts) M.send(args, opts) end,
-  fork = function() M.fork() end,
+  fork = function(args) M.fork(tonumber(args[1])) end,
   cancel = function() M.cancel() end,
   sessions = function() M.sessions() end,
   native = function(args) M.native(args[1]) end,
