@@ -74,8 +74,7 @@ _QUIET_TYPES: Final = frozenset(
 
 def config_dir() -> str:
     """The CLI's configuration directory: ``CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
-    configured = os.environ.get("CLAUDE_CONFIG_DIR")
-    return configured if configured else os.path.join(os.path.expanduser("~"), ".claude")
+    return history_files.cli_home("CLAUDE_CONFIG_DIR", ".claude")
 
 
 def _projects() -> str:

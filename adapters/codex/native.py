@@ -116,8 +116,7 @@ _QUIET_EVENTS: Final = frozenset(
 
 def codex_home() -> str:
     """The CLI's home: ``CODEX_HOME``, else ``~/.codex``."""
-    configured = os.environ.get("CODEX_HOME")
-    return configured if configured else os.path.join(os.path.expanduser("~"), ".codex")
+    return history_files.cli_home("CODEX_HOME", ".codex")
 
 
 def _sessions() -> str:

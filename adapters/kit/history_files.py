@@ -4,6 +4,8 @@ Several CLIs keep each session as a ``.jsonl`` file in a directory tree of their
 (Codex's rollouts, Gemini CLI's chats, Claude Code's sessions).  Where the tree is and
 what a file's reference is differ per CLI; what is the same lives here once:
 
+* :func:`cli_home` is where a CLI keeps its files (its variable, else a folder in
+  the home directory);
 * :func:`store_dirs` lists the directories of the store (none when it does not exist,
   ``history_unavailable`` when it cannot be read), :func:`jsonl_files` the session files
   of one directory (a directory or file removed meanwhile is skipped, never an error);
@@ -30,6 +32,7 @@ from agent_bridge.wire.native import NativeSessionInfo, NativeSessionsListResult
 __all__ = [
     "TITLE_CHARS",
     "HistoryFile",
+    "cli_home",
     "jsonl_files",
     "list_page",
     "session_info",
@@ -53,6 +56,13 @@ class HistoryFile:
 
 
 F = TypeVar("F", bound=HistoryFile)
+
+
+def cli_home(variable: str, folder: str) -> str:
+    """A CLI's home: the environment variable ``variable`` when set and not empty, else
+    ``folder`` in the user's home directory."""
+    configured = os.environ.get(variable)
+    return configured if configured else os.path.join(os.path.expanduser("~"), folder)
 
 
 def store_dirs(root: str, name: re.Pattern[str]) -> list[os.DirEntry[str]]:
