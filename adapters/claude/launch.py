@@ -160,30 +160,28 @@ NEXT_STEP: Final = (
 )
 
 
+def _explicit(location: str, source: str, named_by: str, name: str) -> Discovery:
+    """The executable at ``location`` (``~`` expanded, made absolute), found through
+    ``source``; when it is not an executable file, missing, with the detail ``named_by``
+    (``option`` or ``variable``) saying which ``name`` pointed there."""
+    path = os.path.abspath(os.path.expanduser(location))
+    if _is_executable(path):
+        return Discovery(path, source, {})
+    return Discovery(
+        None, source, {"missing": "claude executable", named_by: name, "nextStep": NEXT_STEP}
+    )
+
+
 def discover_executable(option: str | None, environ: Mapping[str, str] | None = None) -> Discovery:
     """Find the CLI: the ``executable`` option, ``AGENT_BRIDGE_CLAUDE_PATH``, ``PATH``, the
     ``claude-agent-sdk`` bundle.  An explicit location (option or variable) that is not an
     executable file is reported as missing; discovery does not fall back from it."""
     env = os.environ if environ is None else environ
     if option:
-        path = os.path.abspath(os.path.expanduser(option))
-        if _is_executable(path):
-            return Discovery(path, "option", {})
-        return Discovery(
-            None,
-            "option",
-            {"missing": "claude executable", "option": "executable", "nextStep": NEXT_STEP},
-        )
+        return _explicit(option, "option", "option", "executable")
     override = env.get(ENV_EXECUTABLE)
     if override:
-        path = os.path.abspath(os.path.expanduser(override))
-        if _is_executable(path):
-            return Discovery(path, "environment", {})
-        return Discovery(
-            None,
-            "environment",
-            {"missing": "claude executable", "variable": ENV_EXECUTABLE, "nextStep": NEXT_STEP},
-        )
+        return _explicit(override, "environment", "variable", ENV_EXECUTABLE)
     found = shutil.which("claude", path=env.get("PATH", os.defpath))
     if found is not None:
         return Discovery(os.path.abspath(found), "path", {})
