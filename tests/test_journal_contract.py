@@ -166,6 +166,11 @@ async def test_concurrent_sessions_are_gapless_and_equal_to_what_the_host_saw(
         assert end is None
         assert {r.session_id for r in listed + rest} == set(sessions)
         assert all(r.last_sequence == 703 for r in listed + rest)
+        # the filters, one statement written for both backends (journal/queries.py)
+        scripted, _ = await runtime.history.list_sessions("scripted", None, None, 20)
+        assert {r.session_id for r in scripted} == set(sessions)
+        assert await runtime.history.list_sessions("codex", None, None, 20) == ([], None)
+        assert await runtime.history.list_sessions(None, "/nowhere", None, 20) == ([], None)
 
 
 async def test_an_event_reaches_the_host_only_once_committed(backend: Backend) -> None:

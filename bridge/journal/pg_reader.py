@@ -18,6 +18,7 @@ from agent_bridge.journal.base import SessionRecord, decode_policy
 from agent_bridge.journal.blocks import decode_bodies, slice_block
 from agent_bridge.journal.forks import position_through_forks, read_through_forks, rehead
 from agent_bridge.journal.pg_schema import connect_pg
+from agent_bridge.journal.queries import sessions_filter
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.wire.methods import RawRecord
 
@@ -256,18 +257,7 @@ class PgReader:
     ) -> tuple[list[SessionRecord], int | None]:
         """Return up to ``limit`` sessions newest first (below key ``cursor``), and the key
         to continue from when more follow."""
-        where: list[str] = []
-        args: list[Any] = []
-        if provider is not None:
-            where.append("provider_id = %s")
-            args.append(provider)
-        if workspace is not None:
-            where.append("workspace = %s")
-            args.append(workspace)
-        if cursor is not None:
-            where.append("skey < %s")
-            args.append(cursor)
-        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        clause, args = sessions_filter(provider, workspace, cursor, "%s")
 
         def read(conn: psycopg.Connection[Any]) -> tuple[list[SessionRecord], int | None]:
             rows = conn.execute(

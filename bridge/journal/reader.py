@@ -15,6 +15,7 @@ import msgspec
 from agent_bridge.journal.base import SessionRecord, decode_policy
 from agent_bridge.journal.blocks import decode_bodies, slice_block
 from agent_bridge.journal.forks import position_through_forks, read_through_forks, rehead
+from agent_bridge.journal.queries import sessions_filter
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.journal.rows import last_sequence
 from agent_bridge.wire.methods import RawRecord
@@ -184,18 +185,7 @@ class Reader:
     ) -> tuple[list[SessionRecord], int | None]:
         """Return up to ``limit`` sessions newest first (below key ``cursor``), and the key
         to continue from when more follow."""
-        where: list[str] = []
-        args: list[Any] = []
-        if provider is not None:
-            where.append("provider_id = ?")
-            args.append(provider)
-        if workspace is not None:
-            where.append("workspace = ?")
-            args.append(workspace)
-        if cursor is not None:
-            where.append("skey < ?")
-            args.append(cursor)
-        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        clause, args = sessions_filter(provider, workspace, cursor, "?")
         with self.lock:
             rows = self.conn.execute(
                 f"SELECT {_SESSION_COLUMNS} FROM sessions{clause} "  # noqa: S608

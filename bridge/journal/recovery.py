@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from agent_bridge.envelope import EnvelopeFormat, stamp
 from agent_bridge.ids import Clock
 from agent_bridge.journal.blocks import TYPE_CODES
 from agent_bridge.journal.owners import dead_owner
+from agent_bridge.journal.queries import Marker, marked
 from agent_bridge.journal.rows import insert_events, last_sequence
 from agent_bridge.journal.transactions import transaction
 from agent_bridge.wire.errors import ErrorInfo
@@ -89,7 +90,7 @@ def close_crashed(
     session_id: str,
     state: str,
     clock: Clock,
-    marker: Literal["?", "%s"],
+    marker: Marker,
     last_seq: Callable[[C, int], int],
     insert: Callable[[C, int, int, bytes, list[bytes]], int],
 ) -> int:
@@ -98,7 +99,7 @@ def close_crashed(
     its sequence and event-insert functions; return how many events were appended."""
 
     def q(statement: str) -> str:
-        return statement if marker == "?" else statement.replace("?", marker)
+        return marked(statement, marker)
 
     now = clock.now_iso()
     stamp_at = now.encode()
