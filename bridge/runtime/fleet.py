@@ -87,14 +87,7 @@ async def create_placed(
         runtime.registry.get(params.provider)  # provider_not_found when it is unknown
     target = place(members, me, params.provider, params.workspace, params.node)
     if target.token == me.token:
-        return await runtime.create_session(
-            params.provider,
-            workspace=params.workspace,
-            options=params.options,
-            title=params.title,
-            subscriber=subscriber,
-            retry_on_limit=params.retry_on_limit,
-        )
+        return await runtime.create_here(params, subscriber)
     there = msgspec.structs.replace(params, node=target.node)
     result = await _ask(history, target, "session/create", msgspec.json.encode(there))
     info = msgspec.json.decode(result, type=SessionResult).session

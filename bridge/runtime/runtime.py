@@ -1033,6 +1033,13 @@ class Runtime:
                 "invalid_params",
                 details={"field": "node", "reason": "this bridge is not a fleet member"},
             )
+        return await self.create_here(params, subscriber)
+
+    async def create_here(
+        self, params: SessionCreateParams, subscriber: Subscriber | None
+    ) -> SessionInfo:
+        """``session/create`` as ``params`` asks, in this bridge (``node`` not read):
+        :meth:`create_session`, which says what it raises."""
         return await self.create_session(
             params.provider,
             workspace=params.workspace,
