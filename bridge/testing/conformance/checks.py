@@ -247,9 +247,7 @@ async def _released(b: Bench, item: str, session: ProviderSession) -> None:
 async def check_dispose_idempotent(adapter: AdapterUnderTest) -> None:
     item = "dispose_idempotent"
     async with bench(adapter) as b:
-        session_id = await b.create_session()
-        await b.run(session_id, adapter.text_run)
-        session = b.provider_session()
+        session_id, session = await _after_a_run(b, adapter)
 
         async def twice() -> None:
             async with anyio.create_task_group() as tg:
@@ -264,6 +262,13 @@ async def check_dispose_idempotent(adapter: AdapterUnderTest) -> None:
         _clean(b, item, allow_contract=True)
 
 
+async def _after_a_run(b: Bench, adapter: AdapterUnderTest) -> tuple[str, ProviderSession]:
+    """A new session of ``b`` after one text run: its id and the adapter's session."""
+    session_id = await b.create_session()
+    await b.run(session_id, adapter.text_run)
+    return session_id, b.provider_session()
+
+
 async def _close(b: Bench, session_id: str) -> None:
     await b.runtime.close_session(session_id)
 
@@ -271,9 +276,7 @@ async def _close(b: Bench, session_id: str) -> None:
 async def check_dispose_retry(adapter: AdapterUnderTest) -> None:
     item = "dispose_retry"
     async with bench(adapter) as b:
-        session_id = await b.create_session()
-        await b.run(session_id, adapter.text_run)
-        session = b.provider_session()
+        session_id, session = await _after_a_run(b, adapter)
         # a dispose that fails part-way: cancelled at its first wait
         with anyio.CancelScope() as scope:
             scope.cancel()
