@@ -216,6 +216,20 @@ def test_emacs_shows_subagents_limits_and_forks_from_a_run(tmp_path: Path) -> No
     assert o["originalLines"][2:] == [*first, "", *second]
     # the fork holds the first run only (forked at its end), then its own run
     assert o["forkLines"] == [f"# agent-bridge · Forked · {o['fork']}", "", *first, "", *third]
+    # fork from a message (Claude Code: granularity message): `f` on the text of a run
+    # that then called Read forks at the text's last delta; the fork's history ends
+    # with it, nothing said; at its first delta the agent's history is cut earlier
+    look = ["## You", "SAY:Let me look at it.;READ:hello.py", "", "## Agent"]
+    assert o["originalLines3"][2:21] == [*first, "", *second, "", *look, "Let me look at it."]
+    assert o["originalLines3"][-1] == "✓ done (end_turn)"
+    mid = o["messageForkLines"]
+    assert mid[2:] == [*first, "", *second, "", *look, "Let me look at it."], mid
+    assert o["messageSaid"] == [], o["messageSaid"]
+    assert len(o["cutSaid"]) == 1, o["cutSaid"]
+    assert o["cutSaid"][0].startswith(
+        f"the fork shows the history up to event {o['cutAt']}, but the agent remembers it"
+        " only up to event "
+    ), o["cutSaid"]
 
 
 def test_emacs_sends_the_region_or_a_file_as_context(tmp_path: Path) -> None:

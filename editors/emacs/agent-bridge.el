@@ -898,7 +898,7 @@ header line lists what is attached)."
                                                    b (agent-bridge--session-workspace s)))
                                                 (plist-get p :content)))))
      (agent-bridge--append s '("" "## Agent")))
-    ("text.delta" (agent-bridge--stream s (plist-get p :text) 'text))
+    ("text.delta" (agent-bridge--stream s (agent-bridge--message-part s e (plist-get p :text)) 'text))
     ("thinking.delta" (agent-bridge--stream s (plist-get p :text) 'thinking))
     ("tool.activity"
      (let* ((key (concat "tool:" (plist-get p :toolCallId)))
@@ -1006,6 +1006,19 @@ header line lists what is attached)."
       s (list (format "— imported from %s's own session (%s %s)"
                       (plist-get p :provider) (plist-get p :records)
                       (if (eql (plist-get p :records) 1) "record" "records")))))))
+
+(defun agent-bridge--message-part (s e text)
+  "Return TEXT, a delta (event E) of an agent message in the chat of S, marked.
+The text of one message carries the sequence of its first delta
+\(`agent-bridge-message'), each delta its own (`agent-bridge-message-seq'):
+`agent-bridge-fork' forks at a message's last one."
+  (let* ((seq (plist-get e :sequence))
+         (id (or (and (eq (agent-bridge--session-tail s) 'text)
+                      (with-current-buffer (agent-bridge--buffer s)
+                        (and (> (point-max) (point-min))
+                             (get-text-property (1- (point-max)) 'agent-bridge-message))))
+                 seq)))
+    (propertize (or text "") 'agent-bridge-message id 'agent-bridge-message-seq seq)))
 
 (defun agent-bridge--run-end (e line)
   "Return LINE, the end of a run, marked with the sequence of its event E.
@@ -1737,6 +1750,14 @@ Refused, CONTEXT is attached to the next prompt again."
     (cond (next (get-text-property next 'agent-bridge-seq))
           ((and prev (> prev (point-min))) (get-text-property (1- prev) 'agent-bridge-seq)))))
 
+(defun agent-bridge--message-fork-point ()
+  "Return the sequence of the last delta of the agent message on this line, or nil."
+  (let ((pos (text-property-not-all (line-beginning-position) (line-end-position)
+                                    'agent-bridge-message nil)))
+    (when pos
+      (let ((end (or (next-single-property-change pos 'agent-bridge-message) (point-max))))
+        (get-text-property (1- end) 'agent-bridge-message-seq)))))
+
 (defun agent-bridge--with-provider (id fn)
   "Call FN with the descriptor of provider ID (nil when there is none).
 The descriptors are read with `providers/list' once."
@@ -1750,27 +1771,44 @@ The descriptors are read with `providers/list' once."
                                   (append (plist-get result :providers) nil))
                             (funcall fn (funcall find)))))))
 
-(defun agent-bridge-fork ()
+(defun agent-bridge-fork (&optional event)
   "Fork the session at the run at point into a new session, and open it.
 The fork (`session/fork') holds the history up to the end of that run
 \(the run point is in, else the last run before point) and goes on from
-there; the original is unchanged.  Only offered where the provider's
-descriptor has `capabilities.fork' (else a message says it cannot)."
-  (interactive)
+there; the original is unchanged.  Where the provider forks at messages
+\(`capabilities.fork' granularity \"message\"), on an agent message it
+is made at that message's last event, and with a prefix argument EVENT
+at that event.  When the agent's own history is cut earlier (the
+reply's `providerSequence'), a message says so.  Only offered where the
+provider's descriptor has `capabilities.fork' (else a message says it
+cannot)."
+  (interactive (list (and current-prefix-arg (prefix-numeric-value current-prefix-arg))))
   (let ((s (agent-bridge--require-session))
-        (at (agent-bridge--fork-point)))
-    (if (not at)
+        (run-at (agent-bridge--fork-point))
+        (message-at (agent-bridge--message-fork-point)))
+    (if (not (or event run-at))
         (agent-bridge--message "no ended run here to fork from")
       (agent-bridge--with-provider
        (agent-bridge--session-provider s)
        (lambda (provider)
-         (if (not (plist-get (plist-get provider :capabilities) :fork))
-             (agent-bridge--message "%s cannot fork a session"
-                                    (agent-bridge--session-provider s))
-           (agent-bridge--call 'session/fork (list :sessionId (agent-bridge--session-id s)
-                                                   :atEvent at)
-                               (lambda (result)
-                                 (agent-bridge-open (plist-get result :session))))))))))
+         (let* ((fork (plist-get (plist-get provider :capabilities) :fork))
+                (at (or event
+                        (and message-at (equal (plist-get fork :granularity) "message")
+                             message-at)
+                        run-at)))
+           (if (not fork)
+               (agent-bridge--message "%s cannot fork a session"
+                                      (agent-bridge--session-provider s))
+             (agent-bridge--call
+              'session/fork (list :sessionId (agent-bridge--session-id s) :atEvent at)
+              (lambda (result)
+                (agent-bridge-open (plist-get result :session))
+                (let ((cut (plist-get result :providerSequence)))
+                  (when (and (numberp cut) (< cut at))
+                    (agent-bridge--message
+                     (concat "the fork shows the history up to event %d, but the agent"
+                             " remembers it only up to event %d (its last complete message there)")
+                     at cut))))))))))))
 
 (defun agent-bridge-open (info)
   "Open the session described by INFO (a SessionInfo plist) in its chat buffer.
@@ -1904,7 +1942,7 @@ with `session/configure', from the next run on."
     ("/" "Slash command" agent-bridge-command)
     ("k" "Interrupt" agent-bridge-cancel)]
    ["Session"
-    ("f" "Fork at the run at point" agent-bridge-fork)
+    ("f" "Fork at the run (or message) at point" agent-bridge-fork)
     ("d" "Diff of the last edit" agent-bridge-diff)
     ("q" "Quit" transient-quit-one)]])
 

@@ -5,7 +5,8 @@
 ;; the header line) and fails on it (the failure says when it resets, in local time);
 ;; `f' there is refused (the scripted provider cannot fork: its descriptor says so);
 ;; then a Claude Code session (the project's stand-in CLI) of two runs is forked, with
-;; `f' on the first run, into a new session that opens with that run's history only.
+;; `f' on the first run, into a new session that opens with that run's history only;
+;; a third run's text message is forked at (`f' on it), and at its first delta.
 ;; Env: AB_PACKAGE, AB_BRIDGE, AB_STATE, AB_OUT, AB_FAKE_CLAUDE, AB_SCRIPT (the run's
 ;; script, a file).
 
@@ -86,10 +87,10 @@
       (agent-bridge-prompt "ECHO:second")
       (test-wait "run 2" (lambda () (= 2 (cl-count "✓ done (end_turn)" (test-lines s)
                                                    :test #'equal))))
-      ;; `f' on the first run's reply forks there.
+      ;; `f' on the first run's outcome line forks at its end.
       (switch-to-buffer (agent-bridge--buffer s))
       (goto-char (point-min))
-      (search-forward "first")
+      (search-forward "✓ done")
       (execute-kbd-macro (kbd "f"))
       (test-wait "the fork" (lambda () (not (equal agent-bridge--current
                                                    (agent-bridge--session-id s)))))
@@ -104,7 +105,39 @@
         (setq out (append out (list :original (agent-bridge--session-id s)
                                     :originalLines (vconcat (test-lines s))
                                     :fork (agent-bridge--session-id fork)
-                                    :forkLines (vconcat (test-lines fork)))))))
+                                    :forkLines (vconcat (test-lines fork))))))
+      ;; 3. Fork from a message (Claude Code forks at messages): a run of a text, a
+      ;; Read call and the answer; `f' on the text forks at its last delta, nothing
+      ;; said; at its first delta (a prefix argument) the agent's own history is cut
+      ;; before that message, and a message says so.
+      (switch-to-buffer (agent-bridge--buffer s))
+      (setq agent-bridge--current (agent-bridge--session-id s))
+      (agent-bridge-prompt "SAY:Let me look at it.;READ:hello.py")
+      (test-wait "run 3" (lambda () (= 3 (cl-count "✓ done (end_turn)" (test-lines s)
+                                                   :test #'equal))))
+      (let (said first-delta)
+        (cl-letf (((symbol-function 'agent-bridge--message)
+                   (lambda (fmt &rest args) (push (apply #'format fmt args) said))))
+          (switch-to-buffer (agent-bridge--buffer s))
+          (goto-char (point-min))
+          (re-search-forward "^Let me look at it\\.$")
+          (setq first-delta (get-text-property (match-beginning 0) 'agent-bridge-message))
+          (execute-kbd-macro (kbd "f"))
+          (test-wait "the message fork" (lambda () (not (equal agent-bridge--current
+                                                                (agent-bridge--session-id s)))))
+          (let ((fork (gethash agent-bridge--current agent-bridge--sessions)))
+            (test-wait "the message fork's history"
+                       (lambda () (member "Let me look at it." (test-lines fork))))
+            (accept-process-output nil 0.5)
+            (setq out (append out (list :messageForkLines (vconcat (test-lines fork))
+                                        :messageSaid (vconcat said))))
+            (setq said nil)
+            (switch-to-buffer (agent-bridge--buffer s))
+            (agent-bridge-fork first-delta)
+            (test-wait "the cut notice" (lambda () said))
+            (setq out (append out (list :originalLines3 (vconcat (test-lines s))
+                                        :cutAt first-delta
+                                        :cutSaid (vconcat said))))))))
     (with-temp-file (getenv "AB_OUT") (insert (json-serialize out)))
     (agent-bridge-stop)
     (test-wait "the bridge to stop" (lambda () (not (agent-bridge-running-p))))))
