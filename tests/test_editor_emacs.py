@@ -170,26 +170,44 @@ def test_emacs_reattaches_through_the_daemon_and_the_pending_approval_comes_back
 
 def test_emacs_shows_subagents_limits_and_forks_from_a_run(tmp_path: Path) -> None:
     """Subagents fold under their call, a limit and the failure on it say when it resets
-    (in local time: TZ is two hours east of UTC here), and `f` on a run forks there."""
+    (in local time: TZ is two hours east of UTC here), and `f` on a run forks there, `f`
+    on an agent message there (the real claude CLI's own fork, its model a loopback
+    stand-in)."""
+    from provider_clis import require_cli
+    from standins.anthropic_server import AnthropicStandIn, Text, ToolUse
+    from test_claude_native_e2e import private_env
+
     emacs = require_editor("emacs")
+    claude = require_cli("claude")
     out = tmp_path / "outcome.json"
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "TZ": "XYZ-2",
-        "AB_PACKAGE": str(PACKAGE),
-        "AB_BRIDGE": bridge_command()[0],
-        "AB_STATE": str(tmp_path / "state"),
-        "AB_SCRIPT": str(DATA / "limits_subagent_script.json"),
-        "AB_OUT": str(out),
-        "AB_FAKE_CLAUDE": str(ROOT / "tests" / "standins" / "fake_claude.py"),
-    }
-    scenario = str(DATA / "emacs_fork_limits.el")
-    log = run_editor(
-        [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
-        env=env,
-        timeout=100,
-    )
+    with AnthropicStandIn() as standin:
+        standin.push(
+            Text("first"),
+            Text("second"),
+            Text("third"),
+            ToolUse("echo fork-probe", text="Let me look at it."),
+            Text("All done."),
+            Text("I said I would look."),
+        )
+        env = {
+            **os.environ,
+            **private_env(tmp_path, standin.base_url),
+            "HOME": str(tmp_path),
+            "TZ": "XYZ-2",
+            "AB_PACKAGE": str(PACKAGE),
+            "AB_BRIDGE": bridge_command()[0],
+            "AB_STATE": str(tmp_path / "state"),
+            "AB_SCRIPT": str(DATA / "limits_subagent_script.json"),
+            "AB_OUT": str(out),
+            "AB_CLAUDE": claude,
+        }
+        scenario = str(DATA / "emacs_fork_limits.el")
+        log = run_editor(
+            [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
+            env=env,
+            timeout=200,
+        )
+        asked = [json.dumps(r.body.get("messages")) for r in standin.model_requests()]
     assert "1 results as expected, 0 unexpected" in log, log
     o = json.loads(out.read_text())
     lines = o["limitsLines"]
@@ -225,6 +243,10 @@ def test_emacs_shows_subagents_limits_and_forks_from_a_run(tmp_path: Path) -> No
     mid = o["messageForkLines"]
     assert mid[2:] == [*first, "", *second, "", *look, "Let me look at it."], mid
     assert o["messageSaid"] == [], o["messageSaid"]
+    # the message fork's model saw the text, not the call nor the answer
+    at_text = next(m for m in asked if "what did you say?" in m)
+    assert "Let me look at it." in at_text and "ECHO:second" in at_text
+    assert "tool_use" not in at_text and "All done." not in at_text
     assert len(o["cutSaid"]) == 1, o["cutSaid"]
     assert o["cutSaid"][0].startswith(
         f"the fork shows the history up to event {o['cutAt']}, but the agent remembers it"

@@ -4,10 +4,11 @@
 ;; subagent's calls fold under the subagent's call, which reports a limit (a line, and
 ;; the header line) and fails on it (the failure says when it resets, in local time);
 ;; `f' there is refused (the scripted provider cannot fork: its descriptor says so);
-;; then a Claude Code session (the project's stand-in CLI) of two runs is forked, with
+;; then a Claude Code session (the real claude CLI, its model a loopback stand-in) of
+;; two runs is forked, with
 ;; `f' on the first run, into a new session that opens with that run's history only;
 ;; a third run's text message is forked at (`f' on it), and at its first delta.
-;; Env: AB_PACKAGE, AB_BRIDGE, AB_STATE, AB_OUT, AB_FAKE_CLAUDE, AB_SCRIPT (the run's
+;; Env: AB_PACKAGE, AB_BRIDGE, AB_STATE, AB_OUT, AB_CLAUDE, AB_SCRIPT (the run's
 ;; script, a file).
 
 ;;; Code:
@@ -76,7 +77,8 @@
           (should-not (string-match-p ":method \"session/fork\"" (buffer-string))))
         (switch-to-buffer "*scratch*")))
     ;; 2. Fork (Claude Code: its CLI is the project's stand-in).
-    (agent-bridge-new-session "claude-code" (list :executable (getenv "AB_FAKE_CLAUDE"))
+    (agent-bridge-new-session "claude-code" (list :executable (getenv "AB_CLAUDE")
+                                                  :allowedTools ["Bash"])
                               "Forked")
     (test-wait "the claude-code session"
                (lambda () (equal (agent-bridge--session-provider (agent-bridge--current-session))
@@ -131,6 +133,11 @@
             (accept-process-output nil 0.5)
             (setq out (append out (list :messageForkLines (vconcat (test-lines fork))
                                         :messageSaid (vconcat said))))
+            ;; its next run continues from the text (the model sees it, not the call)
+            (with-current-buffer (agent-bridge--buffer fork)
+              (agent-bridge-prompt "what did you say?"))
+            (test-wait "the message fork's run"
+                       (lambda () (member "I said I would look." (test-lines fork))))
             (setq said nil)
             (switch-to-buffer (agent-bridge--buffer s))
             (agent-bridge-fork first-delta)
