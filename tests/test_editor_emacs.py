@@ -623,7 +623,8 @@ def test_emacs_answers_free_text_and_a_question_set_by_button(tmp_path: Path) ->
     [Answer…]; each asks only when pressed (an empty answer leaves it pending, its buttons
     kept), and the answers reach the provider; answered, the buttons go. In a chat with
     two pending interactions, M-n/M-p step through the answer buttons and C-c C-n/C-c C-p
-    through the interactions, both wrapping around."""
+    through the interactions, both wrapping around; new text in the chat moves a window
+    at its end along but leaves point on a button the user moved to."""
     emacs = require_editor("emacs")
     out = tmp_path / "outcome.json"
     env = {
@@ -640,7 +641,7 @@ def test_emacs_answers_free_text_and_a_question_set_by_button(tmp_path: Path) ->
         env=env,
         timeout=100,
     )
-    assert "2 results as expected, 0 unexpected" in log, log
+    assert "3 results as expected, 0 unexpected" in log, log
     lines = json.loads(out.read_text())["lines"]
     assert lines[5:] == [
         "? question: Which branch?",

@@ -446,17 +446,31 @@ title, run state and pending count."
 (defun agent-bridge--append (s lines &optional tail)
   "Append LINES (strings) to the chat of S; TAIL is what the last line is."
   (with-current-buffer (agent-bridge--buffer s)
-    (let ((inhibit-read-only t))
+    (let ((inhibit-read-only t) (end (point-max)))
       (save-excursion
         (goto-char (point-max))
-        (dolist (line lines) (insert "\n" line))))
-    (setf (agent-bridge--session-tail s) tail)
-    (agent-bridge--follow)))
+        (dolist (line lines) (insert "\n" line)))
+      (setf (agent-bridge--session-tail s) tail)
+      (agent-bridge--follow end))))
 
-(defun agent-bridge--follow ()
-  "Keep the windows showing the current buffer at its end."
-  (dolist (win (get-buffer-window-list (current-buffer) nil t))
-    (set-window-point win (point-max))))
+(defvar-local agent-bridge--followed nil
+  "Where the chat ended when its windows last followed it (a marker).
+Text inserted at the end without following (thinking as it streams)
+leaves a window's point there.")
+
+(defun agent-bridge--follow (end)
+  "Keep the windows showing the current buffer at its end.
+END is where the buffer ended before the text just added.  A window
+whose point was at the end (or where the end was when the windows last
+followed) goes to the new end; one whose point the user moved elsewhere
+\(e.g. to a button) stays."
+  (let ((last (and agent-bridge--followed (marker-position agent-bridge--followed))))
+    (dolist (win (get-buffer-window-list (current-buffer) nil t))
+      (when (or (>= (window-point win) end) (eql (window-point win) last))
+        (set-window-point win (point-max)))))
+  (if agent-bridge--followed
+      (set-marker agent-bridge--followed (point-max))
+    (setq agent-bridge--followed (copy-marker (point-max)))))
 
 (defun agent-bridge--stream (s text kind)
   "Append streamed TEXT of KIND (`text' or `thinking') to the chat of S."
@@ -468,9 +482,9 @@ title, run state and pending count."
   (if (eq kind 'thinking)
       (agent-bridge--block-extend s 'thinking text)
     (with-current-buffer (agent-bridge--buffer s)
-      (let ((inhibit-read-only t))
-        (save-excursion (goto-char (point-max)) (insert text)))
-      (agent-bridge--follow)))
+      (let ((inhibit-read-only t) (end (point-max)))
+        (save-excursion (goto-char (point-max)) (insert text))
+        (agent-bridge--follow end))))
   (setf (agent-bridge--session-tail s) kind))
 
 (defun agent-bridge--block (s key header)
@@ -492,14 +506,17 @@ title, run state and pending count."
     (if (not b)
         (agent-bridge--append s (mapcar (lambda (l) (concat "  │ " l)) lines))
       (with-current-buffer (agent-bridge--buffer s)
-        (let ((inhibit-read-only t) (end (nth 1 b)) (ov (nth 2 b)))
+        (let* ((inhibit-read-only t) (end (nth 1 b)) (ov (nth 2 b))
+               ;; a window at the buffer's end: still there after text inserted at
+               ;; its end, moved along to the new end by text inserted before it
+               (old-end (if (< end (point-max)) nil (point-max))))
           (save-excursion
             (goto-char end)
             (dolist (line lines) (insert "\n  │ " line))
             (set-marker end (point))
             (move-overlay ov (overlay-start ov) end)
-            (when (= end (point-max)) (setf (agent-bridge--session-tail s) nil))))
-        (agent-bridge--follow)))))
+            (when (= end (point-max)) (setf (agent-bridge--session-tail s) nil)))
+          (agent-bridge--follow (or old-end (point-max))))))))
 
 (defun agent-bridge--block-extend (s key text)
   "Append TEXT (it may hold newlines) to the last body line of block KEY of S."

@@ -112,4 +112,29 @@
       (funcall keys "C-c C-n")
       (should (equal (funcall at) "[Allow once]")))))
 
+;; New text in the chat: a window at its end follows it; one whose point the user moved
+;; to a button stays there, so RET still presses it.
+(ert-deftest agent-bridge-output-keeps-point-on-a-button ()
+  (let* ((s (agent-bridge--session "ses_follow"))
+         (approval '(:kind "approval" :title "Edit Makefile" :modes ["once" "session"])))
+    (switch-to-buffer (agent-bridge--buffer s))
+    (agent-bridge--append s (list (agent-bridge--pending-line "i1" approval)
+                                  (agent-bridge--buttons-line "i1" approval)))
+    (goto-char (point-max))
+    (agent-bridge--append s '("streamed while it waits"))
+    (should (= (window-point) (point-max)))   ; followed
+    (agent-bridge--stream s "more text" 'text)
+    (should (= (window-point) (point-max)))
+    (execute-kbd-macro (kbd "C-c C-p"))
+    (let ((on (point)))
+      (should (get-text-property on 'agent-bridge-answer))
+      (agent-bridge--append s '("a subagent's line"))
+      (agent-bridge--stream s " and its text" 'text)
+      (agent-bridge--block s 'thinking "thinking")
+      (agent-bridge--block-body s 'thinking '("a thought"))
+      (should (= (window-point) on))          ; stayed on [Allow once]
+      (should (equal (buffer-substring-no-properties
+                      on (next-single-property-change on 'agent-bridge-answer))
+                     "[Allow once]")))))
+
 ;;; emacs_buttons.el ends here
