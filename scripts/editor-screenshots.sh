@@ -2,10 +2,12 @@
 # Make the READMEs' screenshots from REAL runs (not run in CI):
 # Neovim and Emacs run in tmux against the real bridge and the scripted provider, are
 # driven with send-keys, their screens read with `tmux capture-pane -p -e`, turned into
-# HTML by ansi2html and into PNGs by headless Chromium.
+# HTML by ansi2html and into PNGs by headless Chromium; VS Code through its own
+# script (editors/vscode/scripts/screenshot.sh: code-server in headless Chromium).
 #
 #   bash scripts/editor-screenshots.sh     # writes editors/neovim/screenshot.png,
-#                                          # editors/emacs/screenshot.png
+#                                          # editors/emacs/screenshot.png,
+#                                          # editors/vscode/docs/{screenshot,diff}.png
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=scripts/lib/apt.sh
@@ -94,3 +96,8 @@ keys "and then run the tests"
 wait_for "and then run the tests"
 shoot "$ROOT/editors/emacs/screenshot.png"
 stop
+
+# --- VS Code ------------------------------------------------------------------------
+# code-server in headless Chromium, driven by the extension's demo mode: its own script.
+bash "$ROOT/editors/vscode/scripts/screenshot.sh"
+bash "$ROOT/editors/vscode/scripts/screenshot.sh" --diff
