@@ -42,7 +42,7 @@ pytestmark = pytest.mark.timeout(180)
 
 
 class Acpx:
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, script: Path | None = None) -> None:
         self.node = str(node_for_acpx())
         self.cli = str(require(ACP_CLIENTS / "npm/node_modules/acpx/dist/cli.js", "acpx"))
         self.base = base
@@ -52,7 +52,8 @@ class Acpx:
         self.state = base / "state"
         for d in (self.home, self.work, self.logs):
             d.mkdir(parents=True, exist_ok=True)
-        script = write_script(base, cancel_while="wait")
+        if script is None:
+            script = write_script(base, cancel_while="wait")
         argv = agent_argv(self.logs / "acp-PID.log", self.state, script)
         line = " ".join(shlex.quote(a) for a in argv).replace("acp-PID.log", 'acp-"$$".log')
         self.agent = base / "agent.sh"
@@ -206,3 +207,67 @@ def test_acpx_drives_the_scenario(acpx: Acpx) -> None:
     assert "session/set_config_option" in methods
     for log in sorted(acpx.logs.glob("acp-*.log")):
         check_schema(log)
+
+
+#: a real 1x1 PNG
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
+
+
+def test_acpx_sends_an_image_a_resource_link_and_an_embedded_resource(tmp_path: Path) -> None:
+    """acpx's structured prompt (a JSON array of ACP content blocks, from a file) reaches
+    the scripted provider through ``agent-bridge acp`` whole: the ``received`` step answers
+    with what arrived (the image by size and SHA-256, the link as a file in the
+    workspace, the resource's text); every message validates against ACP's schema."""
+    import base64
+
+    script = tmp_path / "received.json"
+    script.write_text(json.dumps({"steps": [{"type": "received"}]}))
+    client = Acpx(tmp_path, script)
+    try:
+        (client.work / "main.py").write_text("print()\n")
+        blocks = [
+            {"type": "text", "text": "What is wrong?"},
+            {"type": "image", "mimeType": "image/png", "data": base64.b64encode(PNG).decode()},
+            {"type": "resource_link", "name": "main.py", "uri": (client.work / "main.py").as_uri()},
+            {
+                "type": "resource",
+                "resource": {"uri": "untitled:1", "text": "x = 1", "mimeType": "text/x-python"},
+            },
+        ]
+        prompt_file = tmp_path / "prompt.json"
+        prompt_file.write_text(json.dumps(blocks))
+        client.run("--format", "json", "sessions", "new")
+        text, stop = turn(client.run("--format", "json", "prompt", "-f", str(prompt_file)))
+        assert stop == "end_turn"
+        real = os.path.realpath(client.work)
+        assert json.loads(text) == [
+            {"type": "text", "text": "What is wrong?"},
+            {
+                "type": "image",
+                "mimeType": "image/png",
+                "size": len(PNG),
+                "sha256": hashlib.sha256(PNG).hexdigest(),
+            },
+            {"type": "file", "path": f"{real}/main.py"},
+            {"type": "resource", "text": "x = 1", "uri": "untitled:1", "mimeType": "text/x-python"},
+        ]
+        client.run("sessions", "close")
+        client.wait_bridges_gone()
+        prompts = [
+            r["msg"]
+            for r in client.logged()
+            if r["dir"] == "->" and r["msg"].get("method") == "session/prompt"
+        ]
+        assert [b["type"] for b in prompts[0]["params"]["prompt"]] == [
+            "text",
+            "image",
+            "resource_link",
+            "resource",
+        ]
+        for log in sorted(client.logs.glob("acp-*.log")):
+            check_schema(log)
+    finally:
+        shutil.rmtree(client.socket_dir, ignore_errors=True)

@@ -98,3 +98,43 @@ def test_typescript_sdk_client_drives_the_scenario(tmp_path: Path) -> None:
     (answer,) = [r["msg"] for r in records if r["dir"] == "<-" and r["msg"].get("id") == ask["id"]]
     assert answer["error"]["code"] == -32002
     assert answer["error"]["data"]["code"] == "session_not_found"
+
+
+#: a real 1x1 PNG, base64
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
+def test_typescript_sdk_client_sends_an_image_a_resource_link_and_an_embedded_resource(
+    tmp_path: Path,
+) -> None:
+    """The TS SDK client's image, resource link and embedded resource reach the scripted
+    provider through ``agent-bridge acp`` whole (its ``received`` step answers with what
+    arrived); every message validates against ACP's schema."""
+    import base64
+    import hashlib
+    import os
+
+    script = tmp_path / "received.json"
+    script.write_text(json.dumps({"steps": [{"type": "received"}]}))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "main.py").write_text("print()\n")
+    log = tmp_path / "acp.log"
+    seen = run_client("rich", PNG, work, agent_argv(log, tmp_path / "state", script))
+    assert seen["replies"]["rich"] == {"stopReason": "end_turn"}
+    data = base64.b64decode(PNG)
+    assert json.loads(seen["richText"]) == [
+        {"type": "text", "text": "What is wrong?"},
+        {
+            "type": "image",
+            "mimeType": "image/png",
+            "size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+        },
+        {"type": "file", "path": f"{os.path.realpath(work)}/main.py"},
+        {"type": "resource", "text": "x = 1", "uri": "untitled:1", "mimeType": "text/x-python"},
+    ]
+    check_schema(log)

@@ -9,7 +9,9 @@
 // mid-turn while its permission is unanswered, bad input, list.  PHASE "second" (a new
 // bridge process on the same journal): initialize, list, load SESSION_ID, set the
 // provider config option, prompt, close; delete a new open session and the closed one,
-// list, load it (an error) and delete an unknown one.
+// list, load it (an error) and delete an unknown one.  PHASE "rich": initialize, new
+// session, one prompt of a text, an image (SESSION_ID is its base64 PNG), a resource link
+// to CWD/main.py and an embedded resource; the agent's reply text is what arrived.
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import { pathToFileURL } from "node:url";
@@ -105,6 +107,25 @@ await app.connectWith(stream, async (ctx) => {
     await expectError("badParams", () =>
       ctx.request(acp.methods.agent.session.prompt, { sessionId }));
     seen.replies.list = await ctx.request(acp.methods.agent.session.list, {});
+  } else if (phase === "rich") {
+    const created = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+    seen.replies.rich = await ctx.request(acp.methods.agent.session.prompt, {
+      sessionId: created.sessionId,
+      prompt: [
+        { type: "text", text: "What is wrong?" },
+        { type: "image", mimeType: "image/png", data: sessionArg },
+        {
+          type: "resource_link",
+          name: "main.py",
+          uri: pathToFileURL(path.join(cwd, "main.py")).href,
+        },
+        {
+          type: "resource",
+          resource: { uri: "untitled:1", text: "x = 1", mimeType: "text/x-python" },
+        },
+      ],
+    });
+    seen.richText = text(seen.updates);
   } else {
     const sessionId = sessionArg;
     seen.replies.list = await ctx.request(acp.methods.agent.session.list, { cwd });
