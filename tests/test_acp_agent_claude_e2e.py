@@ -23,7 +23,14 @@ from provider_clis import require_cli
 from standins.anthropic_server import AnthropicStandIn, Text, ToolUse
 
 acp = pytest.importorskip("acp", reason="LOUD SKIP: agent-client-protocol is not installed")
-from acp import spawn_agent_process, text_block  # noqa: E402
+from acp import (  # noqa: E402
+    embedded_text_resource,
+    image_block,
+    resource_block,
+    resource_link_block,
+    spawn_agent_process,
+    text_block,
+)
 from acp.schema import AllowedOutcome, RequestPermissionResponse  # noqa: E402
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
@@ -223,4 +230,67 @@ async def test_claude_codes_commands_reach_an_acp_client_and_one_runs(
         for b in (m["content"] if isinstance(m.get("content"), list) else [m.get("content")])
     )
     assert "Say the word PINEAPPLE-42 to Ada." in seen
+    check_schema(log)
+
+
+#: a real 1x1 PNG, base64
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
+async def test_an_acp_clients_image_link_and_resource_reach_the_real_cli(
+    tmp_path: Path, standin: AnthropicStandIn
+) -> None:
+    """An ACP client's image, resource link and embedded resource, sent to
+    ``agent-bridge acp`` in front of the real Claude Code, arrive in the stand-in's model
+    request as Messages API content: the image as a base64 image block, the link as an
+    ``@`` mention of the workspace file, the resource as context text.  Every message
+    fits ACP's schema."""
+    cli = require_cli("claude")
+    for name in ("home", "config", "tmp", "work"):
+        (tmp_path / name).mkdir()
+    work = tmp_path / "work"
+    (work / "main.py").write_text("print('hi')\n")
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "AGENT_BRIDGE_CLAUDE_PATH": cli,
+        "HOME": str(tmp_path / "home"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "ANTHROPIC_BASE_URL": standin.base_url,
+        "ANTHROPIC_API_KEY": "dummy",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }
+    log = tmp_path / "acp.log"
+    argv = [sys.executable, str(TAP), "--log", str(log), "--", BRIDGE, "acp",
+            "--provider", "claude-code", "--state-dir", str(tmp_path / "state")]  # fmt: skip
+    standin.push(Text("I see it."))
+    client = Client()
+    prompt: list[Any] = [  # the SDK's block helpers are typed as BaseModel
+        text_block("What is in this picture?"),
+        image_block(PNG, "image/png"),
+        resource_link_block(name="main.py", uri=(work / "main.py").as_uri()),
+        resource_block(embedded_text_resource("untitled:1", "x = 1")),
+    ]
+    async with spawn_agent_process(client, argv[0], *argv[1:], env=env) as (conn, _process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+        init = await conn.initialize(protocol_version=1)
+        assert init.agent_capabilities is not None
+        prompts = init.agent_capabilities.prompt_capabilities
+        assert prompts is not None and prompts.image and prompts.embedded_context
+        session = await conn.new_session(cwd=str(work), mcp_servers=[])
+        reply = await conn.prompt(session_id=session.session_id, prompt=prompt)
+        assert reply.stop_reason == "end_turn"
+        assert client.text() == "I see it."
+    (turn,) = standin.model_requests()
+    user = [m for m in turn.body["messages"] if m.get("role") == "user"][-1]
+    blocks = [b for b in user["content"] if isinstance(b, dict)]
+    images = [b["source"] for b in blocks if b.get("type") == "image"]
+    assert images == [{"type": "base64", "media_type": "image/png", "data": PNG}]
+    texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
+    assert "What is in this picture?" in texts
+    assert f"@{os.path.realpath(work / 'main.py')}" in texts
+    assert '<context ref="untitled:1">\nx = 1\n</context>' in texts
     check_schema(log)
