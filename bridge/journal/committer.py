@@ -22,7 +22,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_bridge.journal.retention import Retention, RetentionClock
@@ -30,6 +30,7 @@ from agent_bridge.lazylog import lazy_logger
 
 if TYPE_CHECKING:
     from agent_bridge.journal.errors import Fault
+    from agent_bridge.journal.queries import OperationSql
 
 __all__ = [
     "OP_BLOB",
@@ -139,6 +140,8 @@ class GroupCommitter:
 
     #: what :mod:`agent_bridge.journal.journal` reports of the writer
     kind: Final = "thread"
+    #: the backend's statements for the operations :meth:`_apply_other` applies
+    _sql: OperationSql
 
     def __init__(self, notify: Notify, retention: Retention, replay: int = 0) -> None:
         self.queue: collections.deque[tuple[Any, ...]] = collections.deque()
@@ -298,6 +301,54 @@ class GroupCommitter:
         self._events_stored(ends)
         return events, nbytes
 
+    def _apply_other(self, op: tuple[Any, ...], replaying: bool) -> None:
+        """Apply one operation other than events, images and forgetting, with the
+        backend's statements (:attr:`_sql`).  A session the journal does not hold is
+        logged and its record dropped; raises what the storage raised, or
+        :class:`ValueError` for an unknown operation (a bug)."""
+        sql = self._sql
+        kind = op[0]
+        if kind == OP_SESSION:
+            if replaying and self._skey(op[1]) is not None:
+                return  # committed before the report was lost
+            self._execute(sql.session, op[1:])
+            return
+        if kind == OP_RECEIPT:
+            _, command_id, session_id, payload, result, created = op
+            skey = self._skey(session_id)
+            if skey is not None:
+                self._execute(sql.receipt, (command_id, skey, payload, result, created))
+            return
+        skey = self._skey(op[1])
+        if skey is None:
+            log.warning("journal: record for unknown session %s dropped", op[1])
+            return
+        if kind == OP_UPDATE:
+            fields: dict[str, Any] = op[2]
+            columns = [name for name in fields if name in UPDATABLE]
+            if columns:
+                assignments = ", ".join(f"{name} = {sql.marker}" for name in columns)
+                self._execute(
+                    f"UPDATE sessions SET {assignments} WHERE skey = {sql.marker}",  # noqa: S608 - fixed names
+                    (*(fields[name] for name in columns), skey),
+                )
+        elif kind == OP_RUN:
+            _, _, run_id, sequence, state, position, points = op
+            if points:
+                self._executemany(sql.fork_point, [(skey, seq, point) for seq, point in points])
+            if state == "running":
+                self._execute(sql.run_started, (skey, run_id, sequence))
+            else:
+                self._execute(sql.run_ended, (sequence, state, position, skey, run_id))
+        elif kind == OP_INTERACTION:
+            _, _, interaction_id, run_id, request = op
+            self._execute(sql.interaction, (skey, interaction_id, run_id, request))
+        elif kind == OP_SETTLE:
+            _, _, interaction_id, status, answer = op
+            self._execute(sql.settle, (status, answer, skey, interaction_id))
+        else:  # pragma: no cover - a bug
+            raise ValueError(f"unknown journal operation {kind}")
+
     # ------------------------------------------------------------------ the backend's
 
     def _commit(self, ops: list[tuple[Any, ...]]) -> tuple[int, int]:
@@ -324,8 +375,12 @@ class GroupCommitter:
         """Store a run input's image once; return the bytes its session is charged."""
         raise NotImplementedError
 
-    def _apply_other(self, op: tuple[Any, ...], replaying: bool) -> None:
-        """Apply one operation other than events, images and forgetting."""
+    def _execute(self, statement: str, args: Sequence[Any]) -> None:
+        """Run one statement (in :attr:`_sql`'s dialect) in the transaction."""
+        raise NotImplementedError
+
+    def _executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement once for each of ``rows`` in the transaction."""
         raise NotImplementedError
 
     def _retain(self) -> list[str]:

@@ -28,24 +28,18 @@ write and skips what is already there (see :meth:`PgWriter._store_events`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_bridge.journal.blocks import block_spans, encode_bodies, pack_sizes
 from agent_bridge.journal.committer import (
-    OP_INTERACTION,
-    OP_RECEIPT,
-    OP_RUN,
-    OP_SESSION,
-    OP_SETTLE,
-    OP_UPDATE,
-    UPDATABLE,
     EventBatch,
     GroupCommitter,
     Notify,
 )
 from agent_bridge.journal.errors import Fault
 from agent_bridge.journal.pg_schema import LeaseLost, classify_pg, connect_pg, one_line
+from agent_bridge.journal.queries import PG_OPS
 from agent_bridge.journal.retention import Retention
 from agent_bridge.lazylog import lazy_logger
 
@@ -172,7 +166,11 @@ def pg_delete_session_rows(conn: psycopg.Connection[Any], skey: int) -> None:
 class PgWriter(GroupCommitter):
     """The thread that commits queued operations to PostgreSQL; see the module docstring.
     The interface is :class:`~agent_bridge.journal.writer.Writer`'s (``queue``,
-    ``submitted``, ``start``, ``stop``, ``halt``, ``join``, ``close``)."""
+    ``submitted``, ``start``, ``stop``, ``halt``, ``join``, ``close``).  Its operations'
+    statements (:data:`~agent_bridge.journal.queries.PG_OPS`) are idempotent
+    (``ON CONFLICT``)."""
+
+    _sql = PG_OPS
 
     def __init__(
         self,
@@ -345,83 +343,9 @@ class PgWriter(GroupCommitter):
             conn.execute("UPDATE sessions SET bytes = bytes + %s WHERE skey = %s", (charged, skey))
         return charged
 
-    def _apply_other(self, op: tuple[Any, ...], replaying: bool = False) -> None:
-        """Apply one operation other than events, images and forgetting (each is
-        idempotent: ``ON CONFLICT``)."""
-        conn = self._tx()
-        kind = op[0]
-        if kind == OP_SESSION:
-            _, session_id, provider, version, workspace, title, options, created, updated, owner = (
-                op
-            )
-            conn.execute(
-                "INSERT INTO sessions (session_id, provider_id, provider_version, workspace, "
-                "title, options, created_at, updated_at, state, owner) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 'active', %s) "
-                "ON CONFLICT (session_id) DO NOTHING",
-                (session_id, provider, version, workspace, title, options, created, updated, owner),
-            )
-            return
-        if kind == OP_RECEIPT:
-            _, command_id, session_id, payload, result, created = op
-            skey = self._skey(session_id)
-            if skey is not None:
-                conn.execute(
-                    "INSERT INTO receipts (command_id, skey, payload, result, created_at) "
-                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (command_id) DO NOTHING",
-                    (command_id, skey, payload, result, created),
-                )
-            return
-        skey = self._skey(op[1])
-        if skey is None:
-            log.warning("journal: record for unknown session %s dropped", op[1])
-            return
-        if kind == OP_UPDATE:
-            fields: dict[str, Any] = op[2]
-            columns = [name for name in fields if name in UPDATABLE]
-            if columns:
-                assignments = ", ".join(f"{name} = %s" for name in columns)
-                conn.execute(
-                    f"UPDATE sessions SET {assignments} WHERE skey = %s",  # noqa: S608
-                    (*(fields[name] for name in columns), skey),
-                )
-        elif kind == OP_RUN:
-            _, _, run_id, sequence, state, position, points = op
-            if points:
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO fork_points (skey, seq, position) VALUES (%s, %s, %s) "
-                        "ON CONFLICT (skey, seq) DO UPDATE SET position = EXCLUDED.position",
-                        [(skey, seq, point) for seq, point in points],
-                    )
-            if state == "running":
-                conn.execute(
-                    "INSERT INTO runs (skey, run_id, started_seq, ended_seq, state) "
-                    "VALUES (%s, %s, %s, NULL, 'running') ON CONFLICT (skey, run_id) DO UPDATE "
-                    "SET started_seq = EXCLUDED.started_seq, ended_seq = NULL, state = 'running'",
-                    (skey, run_id, sequence),
-                )
-            else:
-                conn.execute(
-                    "UPDATE runs SET ended_seq = %s, state = %s, position = %s "
-                    "WHERE skey = %s AND run_id = %s",
-                    (sequence, state, position, skey, run_id),
-                )
-        elif kind == OP_INTERACTION:
-            _, _, interaction_id, run_id, request = op
-            conn.execute(
-                "INSERT INTO interactions (skey, interaction_id, run_id, status, request, answer) "
-                "VALUES (%s, %s, %s, 'pending', %s, NULL) "
-                "ON CONFLICT (skey, interaction_id) DO UPDATE SET run_id = EXCLUDED.run_id, "
-                "status = 'pending', request = EXCLUDED.request, answer = NULL",
-                (skey, interaction_id, run_id, request),
-            )
-        elif kind == OP_SETTLE:
-            _, _, interaction_id, status, answer = op
-            conn.execute(
-                "UPDATE interactions SET status = %s, answer = %s "
-                "WHERE skey = %s AND interaction_id = %s",
-                (status, answer, skey, interaction_id),
-            )
-        else:  # pragma: no cover - a bug
-            raise ValueError(f"unknown journal operation {kind}")
+    def _execute(self, statement: str, args: Sequence[Any]) -> None:
+        self._tx().execute(statement, args)
+
+    def _executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._tx().cursor() as cur:
+            cur.executemany(statement, rows)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from agent_bridge.journal.committer import (
@@ -52,12 +53,12 @@ from agent_bridge.journal.committer import (
     OP_UPDATE,
     RETRY_MAX,
     RETRY_MIN,
-    UPDATABLE,
     EventBatch,
     GroupCommitter,
     Notify,
 )
 from agent_bridge.journal.errors import Fault, classify_commit, on_read_only_fs
+from agent_bridge.journal.queries import SQLITE_OPS
 from agent_bridge.journal.retention import Retention, apply_retention
 from agent_bridge.journal.rows import add_blob, insert_events, last_sequence, session_key
 from agent_bridge.journal.transactions import begin_immediate, transaction
@@ -106,6 +107,8 @@ def _begin_retrying(conn: sqlite3.Connection) -> None:
 
 class Writer(GroupCommitter):
     """The thread that commits queued operations to SQLite; see the module docstring."""
+
+    _sql = SQLITE_OPS
 
     def __init__(
         self,
@@ -219,98 +222,8 @@ class Writer(GroupCommitter):
             )
         return charged
 
-    def _apply_other(self, op: tuple[Any, ...], replaying: bool = False) -> None:
-        """Apply one operation other than events, images and forgetting."""
-        conn = self._conn
-        kind = op[0]
-        if kind == OP_SESSION:
-            if replaying and self._skey(op[1]) is not None:
-                return  # committed before the report was lost
-            (
-                _,
-                session_id,
-                provider_id,
-                version,
-                workspace,
-                title,
-                options,
-                created,
-                updated,
-                owner,
-            ) = op
-            conn.execute(
-                "INSERT INTO sessions (session_id, provider_id, provider_version, workspace, "
-                "title, options, created_at, updated_at, state, owner) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)",
-                (
-                    session_id,
-                    provider_id,
-                    version,
-                    workspace,
-                    title,
-                    options,
-                    created,
-                    updated,
-                    owner,
-                ),
-            )
-            return
-        if kind == OP_RECEIPT:
-            _, command_id, session_id, payload, result, created = op
-            skey = self._skey(session_id)
-            if skey is not None:
-                conn.execute(
-                    "INSERT OR IGNORE INTO receipts "
-                    "(command_id, skey, payload, result, created_at) VALUES (?, ?, ?, ?, ?)",
-                    (command_id, skey, payload, result, created),
-                )
-            return
-        skey = self._skey(op[1])
-        if skey is None:
-            log.warning("journal: record for unknown session %s dropped", op[1])
-            return
-        if kind == OP_UPDATE:
-            fields: dict[str, Any] = op[2]
-            columns = [name for name in fields if name in UPDATABLE]
-            if columns:
-                assignments = ", ".join(f"{name} = ?" for name in columns)
-                conn.execute(
-                    f"UPDATE sessions SET {assignments} WHERE skey = ?",  # noqa: S608 - fixed names
-                    (*(fields[name] for name in columns), skey),
-                )
-        elif kind == OP_RUN:
-            _, _, run_id, sequence, state, position, points = op
-            if points:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO fork_points (skey, seq, position) VALUES (?, ?, ?)",
-                    [(skey, seq, point) for seq, point in points],
-                )
-            if state == "running":
-                conn.execute(
-                    "INSERT OR REPLACE INTO runs (skey, run_id, started_seq, ended_seq, state) "
-                    "VALUES (?, ?, ?, NULL, 'running')",
-                    (skey, run_id, sequence),
-                )
-            else:
-                conn.execute(
-                    "UPDATE runs SET ended_seq = ?, state = ?, position = ? "
-                    "WHERE skey = ? AND run_id = ?",
-                    (sequence, state, position, skey, run_id),
-                )
-        elif kind == OP_INTERACTION:
-            _, _, interaction_id, run_id, request = op
-            conn.execute(
-                "INSERT OR REPLACE INTO interactions "
-                "(skey, interaction_id, run_id, status, request, answer) "
-                "VALUES (?, ?, ?, 'pending', ?, NULL)",
-                (skey, interaction_id, run_id, request),
-            )
-        elif kind == OP_SETTLE:
-            _, _, interaction_id, status, answer = op
-            conn.execute(
-                "UPDATE interactions SET status = ?, answer = ? "
-                "WHERE skey = ? AND interaction_id = ?",
-                (status, answer, skey, interaction_id),
-            )
-        else:  # pragma: no cover - a bug
-            raise ValueError(f"unknown journal operation {kind}")
+    def _execute(self, statement: str, args: Sequence[Any]) -> None:
+        self._conn.execute(statement, args)
+
+    def _executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._conn.executemany(statement, rows)
