@@ -9,13 +9,14 @@ queues them for its writer thread), commit tickets to wait on, and asynchronous 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 import msgspec
 
 from agent_bridge.wire.methods import RawRecord
 
 __all__ = [
+    "SESSION_COLUMNS",
     "ClaimStatus",
     "DeleteStatus",
     "Followable",
@@ -24,6 +25,7 @@ __all__ = [
     "Routable",
     "SessionRecord",
     "decode_policy",
+    "session_from_row",
 ]
 
 ClaimStatus = Literal["claimed", "not_found", "in_use"]
@@ -85,6 +87,64 @@ def decode_policy(value: Any) -> dict[str, Any] | None:
     except msgspec.DecodeError:
         return None
     return decoded if isinstance(decoded, dict) else None
+
+
+#: the ``sessions`` columns both journals select for a :class:`SessionRecord`, in the
+#: order :func:`session_from_row` reads them (a backend may select more after them)
+SESSION_COLUMNS: Final = (
+    "skey, session_id, provider_id, provider_version, workspace, title, options, "
+    "created_at, updated_at, state, recovery, parent_id, fork_seq, policy"
+)
+
+
+def session_from_row(
+    row: Sequence[Any],
+    last: int | None,
+    *,
+    node: str | None = None,
+    pending: int = 0,
+    hosts: int | None = None,
+) -> SessionRecord:
+    """Return the :class:`SessionRecord` of a row starting with :data:`SESSION_COLUMNS`
+    whose newest stored event is ``last`` (``None``: none stored, so the fork sequence
+    or 0).  ``node``, ``pending`` (interactions) and ``hosts`` are a fleet journal's,
+    and none of a closed session's."""
+    (
+        _skey,
+        sid,
+        provider,
+        version,
+        workspace,
+        title,
+        options,
+        created,
+        updated,
+        state,
+        recovery,
+        parent,
+        fork_seq,
+        policy,
+    ) = row[:14]
+    closed = state == "closed"
+    return SessionRecord(
+        session_id=sid,
+        provider_id=provider,
+        provider_version=version,
+        workspace=workspace,
+        title=title,
+        created_at=created,
+        updated_at=updated,
+        state="closed" if closed else "active",
+        options=msgspec.json.decode(options) if options else {},
+        last_sequence=int(fork_seq or 0) if last is None else int(last),
+        recovery=None if recovery is None else msgspec.json.decode(recovery),
+        parent_id=parent,
+        fork_sequence=int(fork_seq or 0),
+        node=None if closed else node,
+        pending_interactions=0 if closed else pending,
+        policy=decode_policy(policy),
+        attached_hosts=(0 if closed else hosts) if hosts is not None else None,
+    )
 
 
 class History(Protocol):

@@ -12,9 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import msgspec
-
-from agent_bridge.journal.base import SessionRecord, decode_policy
+from agent_bridge.journal.base import SESSION_COLUMNS, SessionRecord, session_from_row
 from agent_bridge.journal.blocks import decode_bodies, slice_block
 from agent_bridge.journal.forks import position_through_forks, read_through_forks, rehead
 from agent_bridge.journal.pg_schema import connect_pg
@@ -30,8 +28,8 @@ __all__ = ["PgReader", "pg_session_record"]
 T = TypeVar("T")
 
 _SESSION_COLUMNS = (
-    "skey, session_id, provider_id, provider_version, workspace, title, options, "
-    "created_at, updated_at, state, recovery, parent_id, fork_seq, policy, (SELECT b.last_seq "
+    SESSION_COLUMNS  # noqa: S608 - fixed text
+    + ", (SELECT b.last_seq "
     "FROM event_blocks b WHERE b.skey = sessions.skey ORDER BY b.first_seq DESC LIMIT 1), "
     "(SELECT o.node FROM owners o WHERE o.token = sessions.owner AND o.expires_at > now()), "
     "(SELECT count(*) FROM interactions i WHERE i.skey = sessions.skey AND i.status = 'pending'), "
@@ -42,46 +40,10 @@ _SESSION_COLUMNS = (
 
 def pg_session_record(row: Any) -> SessionRecord:
     """Return the :class:`SessionRecord` of a row of ``_SESSION_COLUMNS`` (its last
-    sequence comes in the same row: one query for a whole page of sessions)."""
-    (
-        _skey,
-        sid,
-        provider,
-        version,
-        workspace,
-        title,
-        options,
-        created,
-        updated,
-        state,
-        recovery,
-        parent,
-        fork_seq,
-        policy,
-        last,
-        node,
-        pending,
-        hosts,
-    ) = row
-    return SessionRecord(
-        session_id=sid,
-        provider_id=provider,
-        provider_version=version,
-        workspace=workspace,
-        title=title,
-        created_at=created,
-        updated_at=updated,
-        state="closed" if state == "closed" else "active",
-        options=msgspec.json.decode(options) if options else {},
-        last_sequence=int(fork_seq or 0) if last is None else int(last),  # as pg_last_sequence
-        recovery=None if recovery is None else msgspec.json.decode(recovery),
-        parent_id=parent,
-        fork_sequence=int(fork_seq or 0),
-        node=None if state == "closed" else node,
-        pending_interactions=0 if state == "closed" else int(pending or 0),
-        policy=decode_policy(policy),
-        attached_hosts=0 if state == "closed" else int(hosts or 0),
-    )
+    sequence, node, pending interactions and attached hosts come in the same row: one
+    query for a whole page of sessions)."""
+    last, node, pending, hosts = row[14:]
+    return session_from_row(row, last, node=node, pending=int(pending or 0), hosts=int(hosts or 0))
 
 
 def _fork_of(conn: psycopg.Connection[Any], session_id: str) -> tuple[int, str | None, int] | None:

@@ -10,9 +10,7 @@ import sqlite3
 import threading
 from typing import Any
 
-import msgspec
-
-from agent_bridge.journal.base import SessionRecord, decode_policy
+from agent_bridge.journal.base import SESSION_COLUMNS, SessionRecord, session_from_row
 from agent_bridge.journal.blocks import decode_bodies, slice_block
 from agent_bridge.journal.forks import position_through_forks, read_through_forks, rehead
 from agent_bridge.journal.queries import sessions_filter
@@ -22,46 +20,10 @@ from agent_bridge.wire.methods import RawRecord
 
 __all__ = ["Reader", "session_record"]
 
-_SESSION_COLUMNS = (
-    "skey, session_id, provider_id, provider_version, workspace, title, options, "
-    "created_at, updated_at, state, recovery, parent_id, fork_seq, policy"
-)
-
 
 def session_record(conn: sqlite3.Connection, row: Any) -> SessionRecord:
-    """Return the :class:`SessionRecord` of a row of ``_SESSION_COLUMNS``."""
-    (
-        skey,
-        sid,
-        provider,
-        version,
-        workspace,
-        title,
-        options,
-        created,
-        updated,
-        state,
-        recovery,
-        parent,
-        fork_seq,
-        policy,
-    ) = row
-    return SessionRecord(
-        session_id=sid,
-        provider_id=provider,
-        provider_version=version,
-        workspace=workspace,
-        title=title,
-        created_at=created,
-        updated_at=updated,
-        state="closed" if state == "closed" else "active",
-        options=msgspec.json.decode(options) if options else {},
-        last_sequence=last_sequence(conn, int(skey)),
-        recovery=None if recovery is None else msgspec.json.decode(recovery),
-        parent_id=parent,
-        fork_sequence=int(fork_seq or 0),
-        policy=decode_policy(policy),
-    )
+    """Return the :class:`SessionRecord` of a row of :data:`SESSION_COLUMNS`."""
+    return session_from_row(row, last_sequence(conn, int(row[0])))
 
 
 def _fork_of(conn: sqlite3.Connection, session_id: str) -> tuple[int, str | None, int] | None:
@@ -175,7 +137,7 @@ class Reader:
         """Return a stored session, or ``None``."""
         with self.lock:
             row = self.conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?",  # noqa: S608
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?",  # noqa: S608
                 (session_id,),
             ).fetchone()
             return None if row is None else session_record(self.conn, row)
@@ -188,7 +150,7 @@ class Reader:
         clause, args = sessions_filter(provider, workspace, cursor, "?")
         with self.lock:
             rows = self.conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions{clause} "  # noqa: S608
+                f"SELECT {SESSION_COLUMNS} FROM sessions{clause} "  # noqa: S608
                 "ORDER BY skey DESC LIMIT ?",
                 (*args, limit + 1),
             ).fetchall()
