@@ -33,6 +33,7 @@ __all__ = [
     "MAX_BLOCK_EVENTS",
     "TYPE_CODES",
     "TYPE_NAMES",
+    "block_rows",
     "block_spans",
     "decode_bodies",
     "encode_bodies",
@@ -125,6 +126,36 @@ def decode_bodies(codec: int, blob: bytes) -> bytes:
 def pack_sizes(sizes: Sequence[int]) -> bytes:
     """Return ``sizes`` as little-endian ``uint32`` values."""
     return struct.pack(f"<{len(sizes)}I", *sizes)
+
+
+#: one ``event_blocks`` row: skey, first_seq, last_seq, codec, types, sizes, bodies
+BlockRow = tuple[int, int, int, int, bytes, bytes, bytes]
+
+
+def block_rows(
+    skey: int, first_seq: int, codes: bytes, bodies: Sequence[bytes]
+) -> tuple[list[BlockRow], int]:
+    """Return the ``event_blocks`` rows of the session's consecutive events
+    ``first_seq``… (their type codes and envelopes), and the bytes they store
+    (compressed)."""
+    sizes = list(map(len, bodies))
+    rows: list[BlockRow] = []
+    stored = 0
+    for start, stop in block_spans(sizes):
+        codec, blob = encode_bodies(bodies[start:stop])
+        stored += len(blob)
+        rows.append(
+            (
+                skey,
+                first_seq + start,
+                first_seq + stop - 1,
+                codec,
+                codes[start:stop],
+                pack_sizes(sizes[start:stop]),
+                blob,
+            )
+        )
+    return rows, stored
 
 
 def slice_block(first_seq: int, sizes: bytes, bodies: bytes, lo: int, hi: int) -> list[bytes]:

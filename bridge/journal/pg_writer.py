@@ -31,7 +31,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from agent_bridge.journal.blocks import block_spans, encode_bodies, pack_sizes
+from agent_bridge.journal.blocks import block_rows
 from agent_bridge.journal.committer import (
     EventBatch,
     GroupCommitter,
@@ -106,23 +106,7 @@ def pg_insert_events(
     conn: psycopg.Connection[Any], skey: int, first_seq: int, codes: bytes, bodies: list[bytes]
 ) -> int:
     """Insert consecutive events ``first_seq``… as blocks; return the bytes stored."""
-    sizes = list(map(len, bodies))
-    rows = []
-    stored = 0
-    for start, stop in block_spans(sizes):
-        codec, blob = encode_bodies(bodies[start:stop])
-        stored += len(blob)
-        rows.append(
-            (
-                skey,
-                first_seq + start,
-                first_seq + stop - 1,
-                codec,
-                codes[start:stop],
-                pack_sizes(sizes[start:stop]),
-                blob,
-            )
-        )
+    rows, stored = block_rows(skey, first_seq, codes, bodies)
     with conn.cursor() as cur:
         cur.executemany(
             "INSERT INTO event_blocks (skey, first_seq, last_seq, codec, types, sizes, bodies) "

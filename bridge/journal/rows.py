@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from agent_bridge.journal.blocks import block_spans, encode_bodies, pack_sizes
+from agent_bridge.journal.blocks import block_rows
 
 __all__ = [
     "add_blob",
@@ -44,23 +44,7 @@ def insert_events(
 ) -> int:
     """Insert the session's consecutive events ``first_seq``… (their type codes and
     envelopes) as blocks; return the bytes stored (compressed)."""
-    sizes = list(map(len, bodies))
-    rows = []
-    stored = 0
-    for start, stop in block_spans(sizes):
-        codec, blob = encode_bodies(bodies[start:stop])
-        stored += len(blob)
-        rows.append(
-            (
-                skey,
-                first_seq + start,
-                first_seq + stop - 1,
-                codec,
-                codes[start:stop],
-                pack_sizes(sizes[start:stop]),
-                blob,
-            )
-        )
+    rows, stored = block_rows(skey, first_seq, codes, bodies)
     conn.executemany(
         "INSERT INTO event_blocks (skey, first_seq, last_seq, codec, types, sizes, bodies) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
