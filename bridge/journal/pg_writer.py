@@ -39,7 +39,7 @@ from agent_bridge.journal.committer import (
 )
 from agent_bridge.journal.errors import Fault
 from agent_bridge.journal.pg_schema import LeaseLost, classify_pg, connect_pg, one_line
-from agent_bridge.journal.queries import PG_OPS
+from agent_bridge.journal.queries import PG_OPS, delete_session_rows
 from agent_bridge.journal.retention import Retention
 from agent_bridge.lazylog import lazy_logger
 
@@ -117,34 +117,9 @@ def pg_insert_events(
 
 
 def pg_delete_session_rows(conn: psycopg.Connection[Any], skey: int) -> None:
-    """Delete everything held about one session (and blobs no other session uses)."""
-    shas = [
-        row[0]
-        for row in conn.execute("SELECT sha256 FROM blob_refs WHERE skey = %s", (skey,)).fetchall()
-    ]
-    conn.execute("DELETE FROM blob_refs WHERE skey = %s", (skey,))
-    for sha in shas:
-        conn.execute(
-            "DELETE FROM blobs WHERE sha256 = %s "
-            "AND NOT EXISTS (SELECT 1 FROM blob_refs WHERE sha256 = %s)",
-            (sha, sha),
-        )
-    conn.execute(
-        "DELETE FROM native_bindings WHERE session_id = "
-        "(SELECT session_id FROM sessions WHERE skey = %s)",
-        (skey,),
-    )
-    for table in (
-        "event_blocks",
-        "raw_links",
-        "raw_records",
-        "runs",
-        "fork_points",
-        "interactions",
-        "receipts",
-        "sessions",
-    ):
-        conn.execute(f"DELETE FROM {table} WHERE skey = %s", (skey,))  # noqa: S608
+    """Delete everything the journal holds about one session (and the blobs no other
+    session references): :func:`~agent_bridge.journal.queries.delete_session_rows`."""
+    delete_session_rows(conn, skey, "%s")
 
 
 class PgWriter(GroupCommitter):

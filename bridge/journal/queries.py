@@ -9,10 +9,20 @@ dialect's statement for the writer's operations (:data:`SQLITE_OPS`, :data:`PG_O
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
-__all__ = ["PG_OPS", "SQLITE_OPS", "Marker", "OperationSql", "marked", "sessions_filter"]
+__all__ = [
+    "PG_OPS",
+    "SQLITE_OPS",
+    "Executes",
+    "Marker",
+    "OperationSql",
+    "delete_session_rows",
+    "marked",
+    "sessions_filter",
+]
 
 #: a backend's parameter marker
 Marker = Literal["?", "%s"]
@@ -22,6 +32,56 @@ def marked(statement: str, marker: Marker) -> str:
     """Return ``statement`` (written with ``?`` markers, and no other ``?``) with
     ``marker`` in their place."""
     return statement if marker == "?" else statement.replace("?", marker)
+
+
+class Executes(Protocol):
+    """A connection of either journal: ``sqlite3.Connection`` or ``psycopg.Connection``."""
+
+    def execute(self, statement: str, args: Sequence[Any], /) -> Any:
+        """Run ``statement`` with ``args``; return its cursor."""
+
+
+#: the tables that hold a session's rows by ``skey`` (``sessions`` last)
+_SESSION_TABLES: Final = (
+    "event_blocks",
+    "raw_links",
+    "raw_records",
+    "runs",
+    "fork_points",
+    "interactions",
+    "receipts",
+    "sessions",
+)
+
+
+def delete_session_rows(conn: Executes, skey: int, marker: Marker) -> None:
+    """Delete everything the journal holds about one session (and the blobs no other
+    session references), inside the caller's transaction on ``conn``; raises what the
+    storage raised."""
+    shas = [
+        row[0]
+        for row in conn.execute(
+            marked("SELECT sha256 FROM blob_refs WHERE skey = ?", marker), (skey,)
+        ).fetchall()
+    ]
+    conn.execute(marked("DELETE FROM blob_refs WHERE skey = ?", marker), (skey,))
+    orphan = marked(
+        "DELETE FROM blobs WHERE sha256 = ? "
+        "AND NOT EXISTS (SELECT 1 FROM blob_refs WHERE sha256 = ?)",
+        marker,
+    )
+    for sha in shas:
+        conn.execute(orphan, (sha, sha))
+    conn.execute(
+        marked(
+            "DELETE FROM native_bindings WHERE session_id = "
+            "(SELECT session_id FROM sessions WHERE skey = ?)",
+            marker,
+        ),
+        (skey,),
+    )
+    for table in _SESSION_TABLES:
+        conn.execute(f"DELETE FROM {table} WHERE skey = {marker}", (skey,))  # noqa: S608 - fixed names
 
 
 def sessions_filter(

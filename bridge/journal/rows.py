@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from agent_bridge.journal import queries
 from agent_bridge.journal.blocks import block_rows
 
 __all__ = [
@@ -68,27 +69,5 @@ def add_blob(conn: sqlite3.Connection, skey: int, sha256: str, data: bytes) -> i
 
 def delete_session_rows(conn: sqlite3.Connection, skey: int) -> None:
     """Delete everything the journal holds about one session (and the blobs no other
-    session references)."""
-    shas = [row[0] for row in conn.execute("SELECT sha256 FROM blob_refs WHERE skey = ?", (skey,))]
-    conn.execute("DELETE FROM blob_refs WHERE skey = ?", (skey,))
-    conn.executemany(
-        "DELETE FROM blobs WHERE sha256 = ? "
-        "AND NOT EXISTS (SELECT 1 FROM blob_refs WHERE sha256 = ?)",
-        [(sha, sha) for sha in shas],
-    )
-    conn.execute(
-        "DELETE FROM native_bindings WHERE session_id = "
-        "(SELECT session_id FROM sessions WHERE skey = ?)",
-        (skey,),
-    )
-    for table in (
-        "event_blocks",
-        "raw_links",
-        "raw_records",
-        "runs",
-        "fork_points",
-        "interactions",
-        "receipts",
-        "sessions",
-    ):
-        conn.execute(f"DELETE FROM {table} WHERE skey = ?", (skey,))  # noqa: S608 - fixed names
+    session references): :func:`~agent_bridge.journal.queries.delete_session_rows`."""
+    queries.delete_session_rows(conn, skey, "?")
