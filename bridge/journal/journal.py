@@ -48,6 +48,7 @@ from agent_bridge.journal.errors import (
     classify,
 )
 from agent_bridge.journal.owners import OwnerLock, dead_owner, owner_alive
+from agent_bridge.journal.queries import deletable
 from agent_bridge.journal.reader import Reader
 from agent_bridge.journal.recovery import recover_dead_owners, recover_owner
 from agent_bridge.journal.retention import Retention, apply_retention
@@ -712,18 +713,10 @@ class Journal:
     def _delete_sync(self, session_id: str) -> DeleteStatus:
         with self._control_lock:
             conn = self._control
-            row = conn.execute(
-                "SELECT skey, owner FROM sessions WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            if row is None:
-                return "not_found"
-            if row[1] is not None and not self._take_from_dead_owner(str(row[1])):
-                return "in_use"
-            if conn.execute(
-                "SELECT 1 FROM sessions WHERE parent_id = ? LIMIT 1", (session_id,)
-            ).fetchone():
-                return "has_forks"
+            skey = deletable(conn, session_id, "?", self._take_from_dead_owner)
+            if isinstance(skey, str):
+                return skey
             with transaction(conn):
-                delete_session_rows(conn, int(row[0]))
+                delete_session_rows(conn, skey)
             conn.execute("PRAGMA incremental_vacuum").fetchall()
         return "deleted"

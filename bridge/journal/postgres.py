@@ -54,6 +54,7 @@ from agent_bridge.journal.pg_writer import (
     pg_insert_events,
     pg_last_sequence,
 )
+from agent_bridge.journal.queries import deletable
 from agent_bridge.journal.recovery import close_crashed
 from agent_bridge.journal.retention import Retention, _iso
 from agent_bridge.lazylog import lazy_logger
@@ -678,19 +679,11 @@ class PgJournal(Journal):
     def _delete_once(self, session_id: str) -> DeleteStatus:
         with self._control_lock:
             conn = self._control_conn()
-            row = conn.execute(
-                "SELECT skey, owner FROM sessions WHERE session_id = %s", (session_id,)
-            ).fetchone()
-            if row is None:
-                return "not_found"
-            if row[1] is not None and not self._take_from_dead_owner(str(row[1])):
-                return "in_use"
-            if conn.execute(
-                "SELECT 1 FROM sessions WHERE parent_id = %s LIMIT 1", (session_id,)
-            ).fetchone():
-                return "has_forks"
+            skey = deletable(conn, session_id, "%s", self._take_from_dead_owner)
+            if isinstance(skey, str):
+                return skey
             with conn.transaction():
-                pg_delete_session_rows(conn, int(row[0]))
+                pg_delete_session_rows(conn, skey)
         return "deleted"
 
 

@@ -9,7 +9,7 @@ dialect's statement for the writer's operations (:data:`SQLITE_OPS`, :data:`PG_O
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
@@ -19,6 +19,7 @@ __all__ = [
     "Executes",
     "Marker",
     "OperationSql",
+    "deletable",
     "delete_session_rows",
     "marked",
     "sessions_filter",
@@ -82,6 +83,26 @@ def delete_session_rows(conn: Executes, skey: int, marker: Marker) -> None:
     )
     for table in _SESSION_TABLES:
         conn.execute(f"DELETE FROM {table} WHERE skey = {marker}", (skey,))  # noqa: S608 - fixed names
+
+
+def deletable(
+    conn: Executes, session_id: str, marker: Marker, take_from_dead: Callable[[str], bool]
+) -> int | Literal["not_found", "in_use", "has_forks"]:
+    """Return the key of the session ``session_id`` if it may be deleted, else why not:
+    ``not_found``, ``in_use`` (owned by a live process: ``take_from_dead(owner)`` said
+    the owner is not dead, or could not take its sessions) or ``has_forks``."""
+    row = conn.execute(
+        marked("SELECT skey, owner FROM sessions WHERE session_id = ?", marker), (session_id,)
+    ).fetchone()
+    if row is None:
+        return "not_found"
+    if row[1] is not None and not take_from_dead(str(row[1])):
+        return "in_use"
+    if conn.execute(
+        marked("SELECT 1 FROM sessions WHERE parent_id = ? LIMIT 1", marker), (session_id,)
+    ).fetchone():
+        return "has_forks"
+    return int(row[0])
 
 
 def sessions_filter(
