@@ -48,7 +48,7 @@ from agent_bridge.journal.errors import (
     classify,
 )
 from agent_bridge.journal.owners import OwnerLock, dead_owner, owner_alive
-from agent_bridge.journal.queries import deletable
+from agent_bridge.journal.queries import CLAIM, deletable, takeable
 from agent_bridge.journal.reader import Reader
 from agent_bridge.journal.recovery import recover_dead_owners, recover_owner
 from agent_bridge.journal.retention import Retention, apply_retention
@@ -624,19 +624,11 @@ class Journal:
         me = self._owner.token
         with self._control_lock:
             conn = self._control
-            row = conn.execute(
-                "SELECT owner FROM sessions WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            if row is None:
-                return "not_found", None
-            if row[0] is not None and not self._take_from_dead_owner(str(row[0])):
-                return "in_use", None
+            taken = takeable(conn, session_id, "?", self._take_from_dead_owner)
+            if isinstance(taken, str):
+                return taken, None
             with transaction(conn):
-                changed = conn.execute(
-                    "UPDATE sessions SET owner = ?, state = 'active' "
-                    "WHERE session_id = ? AND (owner IS NULL OR owner = ?)",
-                    (me, session_id, me),
-                ).rowcount
+                changed = conn.execute(CLAIM, (me, session_id, me)).rowcount
             if not changed:
                 return "in_use", None
         record = self._reader.session(session_id)

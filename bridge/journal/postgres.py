@@ -54,7 +54,7 @@ from agent_bridge.journal.pg_writer import (
     pg_insert_events,
     pg_last_sequence,
 )
-from agent_bridge.journal.queries import deletable
+from agent_bridge.journal.queries import CLAIM, deletable, marked, takeable
 from agent_bridge.journal.recovery import close_crashed
 from agent_bridge.journal.retention import Retention, _iso
 from agent_bridge.lazylog import lazy_logger
@@ -605,18 +605,10 @@ class PgJournal(Journal):
         me = self._owner.token
         with self._control_lock:
             conn = self._control_conn()
-            row = conn.execute(
-                "SELECT owner FROM sessions WHERE session_id = %s", (session_id,)
-            ).fetchone()
-            if row is None:
-                return "not_found", None
-            if row[0] is not None and not self._take_from_dead_owner(str(row[0])):
-                return "in_use", None
-            changed = conn.execute(
-                "UPDATE sessions SET owner = %s, state = 'active' "
-                "WHERE session_id = %s AND (owner IS NULL OR owner = %s)",
-                (me, session_id, me),
-            ).rowcount
+            taken = takeable(conn, session_id, "%s", self._take_from_dead_owner)
+            if isinstance(taken, str):
+                return taken, None
+            changed = conn.execute(marked(CLAIM, "%s"), (me, session_id, me)).rowcount
             if not changed:
                 return "in_use", None
         record = self._reader.session(session_id)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
 __all__ = [
+    "CLAIM",
     "PG_OPS",
     "SQLITE_OPS",
     "Executes",
@@ -23,6 +24,7 @@ __all__ = [
     "delete_session_rows",
     "marked",
     "sessions_filter",
+    "takeable",
 ]
 
 #: a backend's parameter marker
@@ -85,12 +87,12 @@ def delete_session_rows(conn: Executes, skey: int, marker: Marker) -> None:
         conn.execute(f"DELETE FROM {table} WHERE skey = {marker}", (skey,))  # noqa: S608 - fixed names
 
 
-def deletable(
+def takeable(
     conn: Executes, session_id: str, marker: Marker, take_from_dead: Callable[[str], bool]
-) -> int | Literal["not_found", "in_use", "has_forks"]:
-    """Return the key of the session ``session_id`` if it may be deleted, else why not:
-    ``not_found``, ``in_use`` (owned by a live process: ``take_from_dead(owner)`` said
-    the owner is not dead, or could not take its sessions) or ``has_forks``."""
+) -> int | Literal["not_found", "in_use"]:
+    """Return the key of the session ``session_id`` if this process may take it (to
+    claim or delete it), else why not: ``not_found``, or ``in_use`` (its owner is a
+    live process: ``take_from_dead(owner)`` did not take the dead owner's sessions)."""
     row = conn.execute(
         marked("SELECT skey, owner FROM sessions WHERE session_id = ?", marker), (session_id,)
     ).fetchone()
@@ -98,11 +100,30 @@ def deletable(
         return "not_found"
     if row[1] is not None and not take_from_dead(str(row[1])):
         return "in_use"
-    if conn.execute(
-        marked("SELECT 1 FROM sessions WHERE parent_id = ? LIMIT 1", marker), (session_id,)
-    ).fetchone():
-        return "has_forks"
     return int(row[0])
+
+
+def deletable(
+    conn: Executes, session_id: str, marker: Marker, take_from_dead: Callable[[str], bool]
+) -> int | Literal["not_found", "in_use", "has_forks"]:
+    """Return the key of the session ``session_id`` if it may be deleted, else why not:
+    :func:`takeable`'s reasons, or ``has_forks``."""
+    skey = takeable(conn, session_id, marker, take_from_dead)
+    if (
+        isinstance(skey, int)
+        and conn.execute(
+            marked("SELECT 1 FROM sessions WHERE parent_id = ? LIMIT 1", marker), (session_id,)
+        ).fetchone()
+    ):
+        return "has_forks"
+    return skey
+
+
+#: claim a session for owner ``?`` unless another owner holds it (owner, session_id, owner)
+CLAIM: Final = (
+    "UPDATE sessions SET owner = ?, state = 'active' "
+    "WHERE session_id = ? AND (owner IS NULL OR owner = ?)"
+)
 
 
 def sessions_filter(
