@@ -349,6 +349,25 @@ class GroupCommitter:
         else:  # pragma: no cover - a bug
             raise ValueError(f"unknown journal operation {kind}")
 
+    def _store_raws(self, skey: int, batches: list[EventBatch], stored: int, since: int = 0) -> int:
+        """After a session's events (``stored`` bytes): store the batches' raw records
+        and their links (those ending at ``since`` or later) and charge the session;
+        return the bytes stored in all."""
+        links = [
+            (skey, a, b, raw_id)
+            for batch in batches
+            for a, b, raw_id in batch.links()
+            if b >= since
+        ]
+        if links:
+            self._executemany(self._sql.raw_link, links)
+        raws = [(skey, raw_id, record) for batch in batches for raw_id, record in batch.raws]
+        if raws:
+            self._executemany(self._sql.raw_record, raws)
+            stored += sum(len(r[2]) for r in raws)
+        self._execute(self._sql.charge, (stored, skey))
+        return stored
+
     # ------------------------------------------------------------------ the backend's
 
     def _commit(self, ops: list[tuple[Any, ...]]) -> tuple[int, int]:

@@ -255,29 +255,7 @@ class PgWriter(GroupCommitter):
         )
         end = first + count - 1
         self._last[skey] = max(end, last)
-        links = [
-            (skey, a, b, raw_id)
-            for batch in batches
-            for a, b, raw_id in batch.links()
-            if b >= start
-        ]
-        with conn.cursor() as cur:
-            if links:
-                cur.executemany(
-                    "INSERT INTO raw_links (skey, first_seq, last_seq, raw_id) "
-                    "VALUES (%s, %s, %s, %s) ON CONFLICT (skey, first_seq) DO UPDATE "
-                    "SET last_seq = EXCLUDED.last_seq, raw_id = EXCLUDED.raw_id",
-                    links,
-                )
-            raws = [(skey, raw_id, record) for batch in batches for raw_id, record in batch.raws]
-            if raws:
-                cur.executemany(
-                    "INSERT INTO raw_records (skey, raw_id, record) VALUES (%s, %s, %s) "
-                    "ON CONFLICT (skey, raw_id) DO UPDATE SET record = EXCLUDED.record",
-                    raws,
-                )
-                stored += sum(len(r[2]) for r in raws)
-        conn.execute("UPDATE sessions SET bytes = bytes + %s WHERE skey = %s", (stored, skey))
+        stored = self._store_raws(skey, batches, stored, since=start)
         return stored, count, end
 
     def _store_blob(self, op: tuple[Any, ...]) -> int:

@@ -146,9 +146,9 @@ def sessions_filter(
 
 @dataclass(frozen=True, slots=True)
 class OperationSql:
-    """One dialect's statements for the writer's operations other than events and images
-    (:meth:`~agent_bridge.journal.committer.GroupCommitter._apply_other`), each with that
-    dialect's markers."""
+    """One dialect's statements for the writer's operations other than images
+    (:meth:`~agent_bridge.journal.committer.GroupCommitter._apply_other`) and for the raw
+    records that come with events, each with that dialect's markers."""
 
     #: the dialect's parameter marker (for the ``UPDATE sessions`` built per call)
     marker: Marker
@@ -166,6 +166,13 @@ class OperationSql:
     interaction: str
     #: ``OP_SETTLE``: (status, answer, skey, interaction_id)
     settle: str
+    #: events: link events to their raw record (skey, first_seq, last_seq, raw_id),
+    #: replacing one stored
+    raw_link: str
+    #: events: store a raw record (skey, raw_id, record), replacing one stored
+    raw_record: str
+    #: events and images: add to a session's stored bytes (bytes, skey)
+    charge: str
 
 
 _SESSION = (
@@ -183,6 +190,9 @@ _INTERACTION = (
     "INTO interactions (skey, interaction_id, run_id, status, request, answer) "
     "VALUES (?, ?, ?, 'pending', ?, NULL)"
 )
+_RAW_LINK = "INTO raw_links (skey, first_seq, last_seq, raw_id) VALUES (?, ?, ?, ?)"
+_RAW_RECORD = "INTO raw_records (skey, raw_id, record) VALUES (?, ?, ?)"
+_CHARGE = "UPDATE sessions SET bytes = bytes + ? WHERE skey = ?"
 _SETTLE = "UPDATE interactions SET status = ?, answer = ? WHERE skey = ? AND interaction_id = ?"
 
 #: SQLite: a replayed session is skipped by the writer; a replace is ``INSERT OR REPLACE``
@@ -195,6 +205,9 @@ SQLITE_OPS: Final = OperationSql(
     run_ended=_RUN_ENDED,
     interaction="INSERT OR REPLACE " + _INTERACTION,
     settle=_SETTLE,
+    raw_link="INSERT OR REPLACE " + _RAW_LINK,
+    raw_record="INSERT OR REPLACE " + _RAW_RECORD,
+    charge=_CHARGE,
 )
 
 #: PostgreSQL: every insert is idempotent (``ON CONFLICT``), a commit of unknown outcome
@@ -222,4 +235,15 @@ PG_OPS: Final = OperationSql(
         "%s",
     ),
     settle=marked(_SETTLE, "%s"),
+    raw_link=marked(
+        "INSERT " + _RAW_LINK + " ON CONFLICT (skey, first_seq) DO UPDATE "
+        "SET last_seq = EXCLUDED.last_seq, raw_id = EXCLUDED.raw_id",
+        "%s",
+    ),
+    raw_record=marked(
+        "INSERT " + _RAW_RECORD + " ON CONFLICT (skey, raw_id) DO UPDATE "
+        "SET record = EXCLUDED.record",
+        "%s",
+    ),
+    charge=marked(_CHARGE, "%s"),
 )

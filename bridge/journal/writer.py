@@ -192,20 +192,7 @@ class Writer(GroupCommitter):
             )
         stored = insert_events(conn, skey, first, codes, bodies) if bodies else 0
         self._last[skey] = first + len(bodies) - 1
-        links = [(skey, a, b, raw_id) for batch in batches for a, b, raw_id in batch.links()]
-        if links:
-            conn.executemany(
-                "INSERT OR REPLACE INTO raw_links (skey, first_seq, last_seq, raw_id) "
-                "VALUES (?, ?, ?, ?)",
-                links,
-            )
-        raws = [(skey, raw_id, record) for batch in batches for raw_id, record in batch.raws]
-        if raws:
-            conn.executemany(
-                "INSERT OR REPLACE INTO raw_records (skey, raw_id, record) VALUES (?, ?, ?)", raws
-            )
-            stored += sum(len(r[2]) for r in raws)
-        conn.execute("UPDATE sessions SET bytes = bytes + ? WHERE skey = ?", (stored, skey))
+        stored = self._store_raws(skey, batches, stored)
         return stored, count, self._last[skey]
 
     def _store_blob(self, op: tuple[Any, ...]) -> int:
