@@ -48,7 +48,7 @@ from agent_bridge.journal.errors import (
     classify,
 )
 from agent_bridge.journal.owners import OwnerLock, dead_owner, owner_alive
-from agent_bridge.journal.queries import CLAIM, deletable, takeable
+from agent_bridge.journal.queries import CLAIM, UNBIND, bind_native, deletable, takeable
 from agent_bridge.journal.reader import Reader
 from agent_bridge.journal.recovery import recover_dead_owners, recover_owner
 from agent_bridge.journal.retention import Retention, apply_retention
@@ -642,20 +642,8 @@ class Journal:
         return await self._read(self._bind_sync, provider_id, native_ref, session_id)
 
     def _bind_sync(self, provider_id: str, native_ref: str, session_id: str) -> str:
-        with self._control_lock:
-            conn = self._control
-            with transaction(conn):
-                conn.execute(
-                    "INSERT OR IGNORE INTO native_bindings (provider_id, native_ref, session_id)"
-                    " VALUES (?, ?, ?)",
-                    (provider_id, native_ref, session_id),
-                )
-                row = conn.execute(
-                    "SELECT session_id FROM native_bindings "
-                    "WHERE provider_id = ? AND native_ref = ?",
-                    (provider_id, native_ref),
-                ).fetchone()
-        return str(row[0])
+        with self._control_lock, transaction(self._control):
+            return bind_native(self._control, provider_id, native_ref, session_id, "?")
 
     async def unbind_native(self, provider_id: str, native_ref: str, session_id: str) -> None:
         """Drop the binding of ``native_ref`` if it is to ``session_id`` (a session that
@@ -664,14 +652,8 @@ class Journal:
         await self._read(self._unbind_sync, provider_id, native_ref, session_id)
 
     def _unbind_sync(self, provider_id: str, native_ref: str, session_id: str) -> None:
-        with self._control_lock:
-            conn = self._control
-            with transaction(conn):
-                conn.execute(
-                    "DELETE FROM native_bindings "
-                    "WHERE provider_id = ? AND native_ref = ? AND session_id = ?",
-                    (provider_id, native_ref, session_id),
-                )
+        with self._control_lock, transaction(self._control):
+            self._control.execute(UNBIND, (provider_id, native_ref, session_id))
 
     async def native_bindings(self, provider_id: str, native_refs: list[str]) -> dict[str, str]:
         """The bridge session each of ``native_refs`` is bound to (only those bound)."""

@@ -54,7 +54,14 @@ from agent_bridge.journal.pg_writer import (
     pg_insert_events,
     pg_last_sequence,
 )
-from agent_bridge.journal.queries import CLAIM, deletable, marked, takeable
+from agent_bridge.journal.queries import (
+    CLAIM,
+    UNBIND,
+    bind_native,
+    deletable,
+    marked,
+    takeable,
+)
 from agent_bridge.journal.recovery import close_crashed
 from agent_bridge.journal.retention import Retention, _iso
 from agent_bridge.lazylog import lazy_logger
@@ -621,18 +628,7 @@ class PgJournal(Journal):
             with self._control_lock:
                 conn = self._control_conn()
                 with conn.transaction():
-                    conn.execute(
-                        "INSERT INTO native_bindings (provider_id, native_ref, session_id) "
-                        "VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                        (provider_id, native_ref, session_id),
-                    )
-                    row = conn.execute(
-                        "SELECT session_id FROM native_bindings "
-                        "WHERE provider_id = %s AND native_ref = %s",
-                        (provider_id, native_ref),
-                    ).fetchone()
-            assert row is not None
-            return str(row[0])
+                    return bind_native(conn, provider_id, native_ref, session_id, "%s")
 
         return self._retrying(once, session_id)
 
@@ -641,11 +637,7 @@ class PgJournal(Journal):
             with self._control_lock:
                 conn = self._control_conn()
                 with conn.transaction():
-                    conn.execute(
-                        "DELETE FROM native_bindings WHERE provider_id = %s "
-                        "AND native_ref = %s AND session_id = %s",
-                        (provider_id, native_ref, session_id),
-                    )
+                    conn.execute(marked(UNBIND, "%s"), (provider_id, native_ref, session_id))
 
         self._retrying(once, session_id)
 

@@ -17,9 +17,11 @@ __all__ = [
     "CLAIM",
     "PG_OPS",
     "SQLITE_OPS",
+    "UNBIND",
     "Executes",
     "Marker",
     "OperationSql",
+    "bind_native",
     "deletable",
     "delete_session_rows",
     "marked",
@@ -124,6 +126,35 @@ CLAIM: Final = (
     "UPDATE sessions SET owner = ?, state = 'active' "
     "WHERE session_id = ? AND (owner IS NULL OR owner = ?)"
 )
+
+
+_BIND = "INTO native_bindings (provider_id, native_ref, session_id) VALUES (?, ?, ?)"
+
+#: drop a binding if it is to the session (provider_id, native_ref, session_id)
+UNBIND: Final = (
+    "DELETE FROM native_bindings WHERE provider_id = ? AND native_ref = ? AND session_id = ?"
+)
+
+
+def bind_native(
+    conn: Executes, provider_id: str, native_ref: str, session_id: str, marker: Marker
+) -> str:
+    """Bind ``native_ref`` to ``session_id`` unless it is bound already (the table's key
+    decides), inside the caller's transaction; return the session it is bound to."""
+    insert = (
+        "INSERT OR IGNORE " + _BIND
+        if marker == "?"
+        else marked("INSERT " + _BIND + " ON CONFLICT DO NOTHING", marker)
+    )
+    conn.execute(insert, (provider_id, native_ref, session_id))
+    row = conn.execute(
+        marked(
+            "SELECT session_id FROM native_bindings WHERE provider_id = ? AND native_ref = ?",
+            marker,
+        ),
+        (provider_id, native_ref),
+    ).fetchone()
+    return str(row[0])
 
 
 def sessions_filter(
