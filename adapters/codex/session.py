@@ -781,10 +781,10 @@ class CodexSession(ProviderSession):
                 run.early.append((method, raw))
             elif child is not None and run is not None:
                 self._child_record(run, child, method, raw)
-            elif run is not None and not (
-                run.turn_id is not None and run.hold(thread_id, method, raw)
-            ):
-                run.stray(thread_id, turn_id)
+            elif run is not None and run.turn_id is None:
+                run.early.append((method, raw))  # a spawn of this turn may name it yet
+            elif run is not None and not run.hold(thread_id, method, raw):
+                run.stray(thread_id, None)  # one diagnostic per unknown thread, as at the end
             else:
                 log.info("codex: %s for another thread ignored", method)
             return
