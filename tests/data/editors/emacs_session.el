@@ -131,8 +131,8 @@
                    (pop picks))))
         (agent-bridge-new-session)
         (test-wait "the title prompt" (lambda () (assoc "Title (optional): " test-asked)))
-        ;; the session/create reply has not been read yet: the keys are typed ahead of it
-        (should-not (agent-bridge--current-session))
+        ;; the chat is shown whether or not the session/create reply has been read yet
+        ;; (usually not: the keys are typed ahead of it; on a loaded machine it may be)
         (should-not (eq (window-buffer (selected-window)) src))
         (execute-kbd-macro (kbd "p")))
       (should (equal (with-current-buffer src (buffer-string)) "print('hi')\n"))
