@@ -23,6 +23,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from editor_tools import ROOT, bridge_command, require_editor, run_editor
 from test_editor_neovim import AFTER, RUN1
@@ -34,27 +35,46 @@ PACKAGE = ROOT / "editors" / "emacs"
 STALE_WARNING = "This makes the package uninstallable in all released Emacs versions."
 
 
-def test_emacs_package_drives_a_whole_session(tmp_path: Path) -> None:
+def run_ert(
+    tmp_path: Path,
+    scenario: str,
+    env: dict[str, str] | None = None,
+    *,
+    results: int = 1,
+    timeout: float = 100,
+    **ab: object,
+) -> Any:
+    """Run the ERT scenario ``tests/data/editors/<scenario>`` in a batch Emacs with the
+    package and the real bridge (``AB_PACKAGE``, ``AB_BRIDGE``, ``AB_STATE`` under
+    ``tmp_path``, ``AB_OUT``), in ``env`` (default: ours with ``HOME`` at ``tmp_path``) and
+    ``AB_<NAME>`` for each of ``ab``; assert that ``results`` tests passed and return the
+    outcome the scenario wrote (JSON)."""
     emacs = require_editor("emacs")
     out = tmp_path / "outcome.json"
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
+    full = {
+        **(env if env is not None else {**os.environ, "HOME": str(tmp_path)}),
         "AB_PACKAGE": str(PACKAGE),
         "AB_BRIDGE": bridge_command()[0],
         "AB_STATE": str(tmp_path / "state"),
-        "AB_SCRIPT": str(DATA / "session_script.json"),
         "AB_OUT": str(out),
-        "AB_FAKE_CLAUDE": str(ROOT / "tests" / "standins" / "fake_claude.py"),
+        **{f"AB_{name}": str(value) for name, value in ab.items()},
     }
-    scenario = str(DATA / "emacs_session.el")
     log = run_editor(
-        [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
-        env=env,
-        timeout=100,
+        [emacs, "--batch", "-Q", "-l", str(DATA / scenario), "-f", "ert-run-tests-batch-and-exit"],
+        env=full,
+        timeout=timeout,
     )
-    assert "1 results as expected, 0 unexpected" in log, log
-    o = json.loads(out.read_text())
+    assert f"{results} results as expected, 0 unexpected" in log, log
+    return json.loads(out.read_text())
+
+
+def test_emacs_package_drives_a_whole_session(tmp_path: Path) -> None:
+    o = run_ert(
+        tmp_path,
+        "emacs_session.el",
+        SCRIPT=DATA / "session_script.json",
+        FAKE_CLAUDE=ROOT / "tests" / "standins" / "fake_claude.py",
+    )
     sid = o["session"]
     run1 = [line.replace(":AgentBridge diff 1", "M-x agent-bridge-diff 1") for line in RUN1]
     assert o["lines"] == [f"# agent-bridge · Fix-the-build · {sid}", "", *run1, *AFTER]
@@ -177,9 +197,8 @@ def test_emacs_shows_subagents_limits_and_forks_from_a_run(tmp_path: Path) -> No
     from standins.anthropic_server import AnthropicStandIn, Text, ToolUse
     from test_claude_native_e2e import private_env
 
-    emacs = require_editor("emacs")
+    require_editor("emacs")  # skips before anything is set up
     claude = require_cli("claude")
-    out = tmp_path / "outcome.json"
     with AnthropicStandIn() as standin:
         standin.push(
             Text("first"),
@@ -194,22 +213,16 @@ def test_emacs_shows_subagents_limits_and_forks_from_a_run(tmp_path: Path) -> No
             **private_env(tmp_path, standin.base_url),
             "HOME": str(tmp_path),
             "TZ": "XYZ-2",
-            "AB_PACKAGE": str(PACKAGE),
-            "AB_BRIDGE": bridge_command()[0],
-            "AB_STATE": str(tmp_path / "state"),
-            "AB_SCRIPT": str(DATA / "limits_subagent_script.json"),
-            "AB_OUT": str(out),
-            "AB_CLAUDE": claude,
         }
-        scenario = str(DATA / "emacs_fork_limits.el")
-        log = run_editor(
-            [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
-            env=env,
+        o = run_ert(
+            tmp_path,
+            "emacs_fork_limits.el",
+            env,
             timeout=200,
+            SCRIPT=DATA / "limits_subagent_script.json",
+            CLAUDE=claude,
         )
         asked = [json.dumps(r.body.get("messages")) for r in standin.model_requests()]
-    assert "1 results as expected, 0 unexpected" in log, log
-    o = json.loads(out.read_text())
     lines = o["limitsLines"]
     assert lines[6:] == [
         # the subagent's call, its own status and usage; the call made inside it is a
@@ -260,8 +273,7 @@ def test_emacs_sends_the_region_or_a_file_as_context(tmp_path: Path) -> None:
     buffer with no file as `resource` blocks with their text — each as the provider got it
     (the scripted provider's `received` step), and the chat shows what each prompt carried.
     """
-    emacs = require_editor("emacs")
-    out = tmp_path / "outcome.json"
+    require_editor("emacs")  # skips before anything is set up
     script = tmp_path / "script.json"
     emit = {
         "type": "emit",
@@ -284,24 +296,7 @@ def test_emacs_sends_the_region_or_a_file_as_context(tmp_path: Path) -> None:
     src = work / "src.py"
     text = "import os\n\ndef main():\n    print(os.getcwd())\n\nmain()\n"
     src.write_text(text)
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "AB_PACKAGE": str(PACKAGE),
-        "AB_BRIDGE": bridge_command()[0],
-        "AB_STATE": str(tmp_path / "state"),
-        "AB_SCRIPT": str(script),
-        "AB_OUT": str(out),
-        "AB_WORK": str(work),
-    }
-    scenario = str(DATA / "emacs_context.el")
-    log = run_editor(
-        [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
-        env=env,
-        timeout=100,
-    )
-    assert "1 results as expected, 0 unexpected" in log, log
-    o = json.loads(out.read_text())
+    o = run_ert(tmp_path, "emacs_context.el", SCRIPT=script, WORK=work)
     real = str(src.resolve())
     assert o["askedSelection"].startswith("Prompt with @ src.py:2-4 ")
     assert o["selection"] == [
@@ -347,8 +342,7 @@ def test_emacs_sends_an_image_file_as_context(tmp_path: Path) -> None:
     what each prompt carried."""
     import hashlib
 
-    emacs = require_editor("emacs")
-    out = tmp_path / "outcome.json"
+    require_editor("emacs")  # skips before anything is set up
     work = tmp_path / "work"
     work.mkdir()
     # a small real PNG (1x1 pixel), in the workspace and elsewhere
@@ -360,24 +354,7 @@ def test_emacs_sends_an_image_file_as_context(tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere" / "red.png"
     outside.parent.mkdir()
     outside.write_bytes(red)
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "AB_PACKAGE": str(PACKAGE),
-        "AB_BRIDGE": bridge_command()[0],
-        "AB_STATE": str(tmp_path / "state"),
-        "AB_OUT": str(out),
-        "AB_WORK": str(work),
-        "AB_OUTSIDE": str(outside),
-    }
-    scenario = str(DATA / "emacs_image.el")
-    log = run_editor(
-        [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
-        env=env,
-        timeout=100,
-    )
-    assert "1 results as expected, 0 unexpected" in log, log
-    o = json.loads(out.read_text())
+    o = run_ert(tmp_path, "emacs_image.el", WORK=work, OUTSIDE=outside)
     assert o["askedInside"].startswith("Prompt with @ image shot.png ")
     assert o["inside"] == [
         {"type": "text", "text": "What is on it?"},
@@ -413,7 +390,7 @@ def test_emacs_continues_a_bridge_or_a_native_session_of_the_workspace(tmp_path:
     sessions the real claude CLI made alone (`claude -p`, its model a loopback stand-in);
     the Claude Code one is continued in the bridge (its turn shown, the next request
     carries it), then offered once, as a bridge session; a bridge session reopens."""
-    emacs = require_editor("emacs")
+    require_editor("emacs")  # skips before anything is set up
     import subprocess
 
     from provider_clis import require_cli
@@ -421,7 +398,6 @@ def test_emacs_continues_a_bridge_or_a_native_session_of_the_workspace(tmp_path:
     from test_claude_native_e2e import private_env
 
     claude = require_cli("claude")
-    out = tmp_path / "outcome.json"
     with AnthropicStandIn([Text("Noted: pelican.")]) as standin:
         env = {**os.environ, **private_env(tmp_path, standin.base_url)}
         work = tmp_path / "work"
@@ -435,24 +411,14 @@ def test_emacs_continues_a_bridge_or_a_native_session_of_the_workspace(tmp_path:
         )
         assert made.returncode == 0, made.stderr[-2000:]
         standin.push(Text("The word was pelican."))
-        env = {
-            **env,
-            "AGENT_BRIDGE_CLAUDE_PATH": claude,
-            "AB_PACKAGE": str(PACKAGE),
-            "AB_BRIDGE": bridge_command()[0],
-            "AB_STATE": str(tmp_path / "state"),
-            "AB_OUT": str(out),
-            "AB_WORK": str(work),
-        }
-        scenario = str(DATA / "emacs_continue.el")
-        log = run_editor(
-            [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
-            env=env,
+        o = run_ert(
+            tmp_path,
+            "emacs_continue.el",
+            {**env, "AGENT_BRIDGE_CLAUDE_PATH": claude},
             timeout=240,
+            WORK=work,
         )
         requests = standin.model_requests()
-    assert "1 results as expected, 0 unexpected" in log, log
-    o = json.loads(out.read_text())
     first = o["labels"]
     assert len(first) == 2, first
     # newest first: the bridge session was made after the terminal's
@@ -492,7 +458,7 @@ def test_emacs_continues_a_native_codex_session(tmp_path: Path) -> None:
     its model the loopback Responses stand-in); picked, it is continued in the bridge (its
     turn shown, the next request carries it); afterwards `codex exec resume` in the
     terminal goes on in the same thread and its request carries the turn made in Emacs."""
-    emacs = require_editor("emacs")
+    require_editor("emacs")  # skips before anything is set up
     import subprocess
 
     from provider_clis import require_cli
@@ -500,7 +466,6 @@ def test_emacs_continues_a_native_codex_session(tmp_path: Path) -> None:
     from test_codex_native_e2e import private_env
 
     codex = require_cli("codex")
-    out = tmp_path / "outcome.json"
     env = {**os.environ, **private_env(tmp_path)}
     work = tmp_path / "work"
     sessions = tmp_path / "codex-home" / "sessions"
@@ -522,22 +487,13 @@ def test_emacs_continues_a_native_codex_session(tmp_path: Path) -> None:
         assert made.returncode == 0, made.stderr[-2000:]
         (rollout,) = sessions.glob("*/*/*/rollout-*.jsonl")
         server.script(reply(text("The word was pelican.")))
-        env = {
-            **env,
-            "AGENT_BRIDGE_CODEX_PATH": codex,
-            "AB_PACKAGE": str(PACKAGE),
-            "AB_BRIDGE": bridge_command()[0],
-            "AB_STATE": str(tmp_path / "state"),
-            "AB_OUT": str(out),
-            "AB_WORK": str(work),
-        }
-        scenario = str(DATA / "emacs_continue_codex.el")
-        log = run_editor(
-            [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
-            env=env,
+        o = run_ert(
+            tmp_path,
+            "emacs_continue_codex.el",
+            {**env, "AGENT_BRIDGE_CODEX_PATH": codex},
             timeout=240,
+            WORK=work,
         )
-        assert "1 results as expected, 0 unexpected" in log, log
         emacs_body = json.dumps(server.response_bodies()[-1].get("input") or [])
         # back in the terminal: the same thread, and the model sees the turn made in Emacs
         server.script(reply(text("Still pelican.")))
@@ -552,7 +508,6 @@ def test_emacs_continues_a_native_codex_session(tmp_path: Path) -> None:
         assert resumed.returncode == 0, resumed.stderr[-2000:]
         terminal_body = json.dumps(server.response_bodies()[-1].get("input") or [])
         assert server.errors == []
-    o = json.loads(out.read_text())
     (label,) = o["labels"]
     assert label.startswith("remember the word pelican · codex's own session · "), label
     assert label.endswith(rollout.stem[-12:])
@@ -590,24 +545,7 @@ def test_emacs_switches_a_session_s_model_and_mode(tmp_path: Path) -> None:
     one marked), the one picked set with session/configure; the settings.updated that
     follows is a chat line and the header line's model and mode; a provider that offers
     none says so, asking nothing."""
-    emacs = require_editor("emacs")
-    out = tmp_path / "outcome.json"
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "AB_PACKAGE": str(PACKAGE),
-        "AB_BRIDGE": bridge_command()[0],
-        "AB_STATE": str(tmp_path / "state"),
-        "AB_OUT": str(out),
-    }
-    scenario = str(DATA / "emacs_settings.el")
-    log = run_editor(
-        [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
-        env=env,
-        timeout=100,
-    )
-    assert "1 results as expected, 0 unexpected" in log, log
-    o = json.loads(out.read_text())
+    o = run_ert(tmp_path, "emacs_settings.el")
     assert o["offered"] == [
         "model small (Small) — current",
         "model large (Large)",
@@ -625,24 +563,7 @@ def test_emacs_answers_free_text_and_a_question_set_by_button(tmp_path: Path) ->
     two pending interactions, M-n/M-p step through the answer buttons and C-c C-n/C-c C-p
     through the interactions, both wrapping around; new text in the chat moves a window
     at its end along but leaves point on a button the user moved to."""
-    emacs = require_editor("emacs")
-    out = tmp_path / "outcome.json"
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "AB_PACKAGE": str(PACKAGE),
-        "AB_BRIDGE": bridge_command()[0],
-        "AB_STATE": str(tmp_path / "state"),
-        "AB_OUT": str(out),
-    }
-    scenario = str(DATA / "emacs_buttons.el")
-    log = run_editor(
-        [emacs, "--batch", "-Q", "-l", scenario, "-f", "ert-run-tests-batch-and-exit"],
-        env=env,
-        timeout=100,
-    )
-    assert "3 results as expected, 0 unexpected" in log, log
-    lines = json.loads(out.read_text())["lines"]
+    lines = run_ert(tmp_path, "emacs_buttons.el", results=3)["lines"]
     assert lines[5:] == [
         "? question: Which branch?",
         "→ responded: feature-x",
