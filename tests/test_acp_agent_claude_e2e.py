@@ -64,11 +64,14 @@ class Client:
         )
 
 
-async def test_claude_code_behind_the_acp_agent(tmp_path: Path, standin: AnthropicStandIn) -> None:
+def private_claude(tmp_path: Path, standin: AnthropicStandIn) -> tuple[dict[str, str], list[str]]:
+    """The environment (the real CLI, a private home, config and temp directory under
+    ``tmp_path``, the stand-in as its API) and the argv of ``agent-bridge acp --provider
+    claude-code`` behind the tap (logging to ``tmp_path/acp.log``); makes ``tmp_path/work``.
+    Skips loudly without the CLI (fails in CI)."""
     cli = require_cli("claude")
     for name in ("home", "config", "tmp", "work"):
         (tmp_path / name).mkdir()
-    work = tmp_path / "work"
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "AGENT_BRIDGE_CLAUDE_PATH": cli,
@@ -80,20 +83,14 @@ async def test_claude_code_behind_the_acp_agent(tmp_path: Path, standin: Anthrop
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "CLAUDE_CODE_MAX_RETRIES": "0",
     }
-    log = tmp_path / "acp.log"
-    argv = [
-        sys.executable,
-        str(TAP),
-        "--log",
-        str(log),
-        "--",
-        BRIDGE,
-        "acp",
-        "--provider",
-        "claude-code",
-        "--state-dir",
-        str(tmp_path / "state"),
-    ]
+    argv = [sys.executable, str(TAP), "--log", str(tmp_path / "acp.log"), "--", BRIDGE, "acp",
+            "--provider", "claude-code", "--state-dir", str(tmp_path / "state")]  # fmt: skip
+    return env, argv
+
+
+async def test_claude_code_behind_the_acp_agent(tmp_path: Path, standin: AnthropicStandIn) -> None:
+    env, argv = private_claude(tmp_path, standin)
+    work, log = tmp_path / "work", tmp_path / "acp.log"
     standin.push(ToolUse("touch approved.txt"), Text("Done."), Text("Second answer."))
     client = Client()
     async with spawn_agent_process(client, argv[0], *argv[1:], env=env) as (conn, _process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
@@ -180,30 +177,14 @@ async def test_claude_codes_commands_reach_an_acp_client_and_one_runs(
     right after ``session/new``, with description and input hint; a prompt
     ``/greet Ada`` runs the custom command: the stand-in's request holds the command
     file's text with the argument in place.  Every message fits ACP's schema."""
-    cli = require_cli("claude")
-    for name in ("home", "config", "tmp", "work"):
-        (tmp_path / name).mkdir()
-    work = tmp_path / "work"
+    env, argv = private_claude(tmp_path, standin)
+    work, log = tmp_path / "work", tmp_path / "acp.log"
     commands = work / ".claude" / "commands"
     commands.mkdir(parents=True)
     (commands / "greet.md").write_text(
         "---\ndescription: Greet someone by name\nargument-hint: <name>\n---\n"
         "Say the word PINEAPPLE-42 to $ARGUMENTS.\n"
     )
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "AGENT_BRIDGE_CLAUDE_PATH": cli,
-        "HOME": str(tmp_path / "home"),
-        "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
-        "TMPDIR": str(tmp_path / "tmp"),
-        "ANTHROPIC_BASE_URL": standin.base_url,
-        "ANTHROPIC_API_KEY": "dummy",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "CLAUDE_CODE_MAX_RETRIES": "0",
-    }
-    log = tmp_path / "acp.log"
-    argv = [sys.executable, str(TAP), "--log", str(log), "--", BRIDGE, "acp",
-            "--provider", "claude-code", "--state-dir", str(tmp_path / "state")]  # fmt: skip
     standin.push(Text("PINEAPPLE-42, Ada."))
     client = Client()
     async with spawn_agent_process(client, argv[0], *argv[1:], env=env) as (conn, _process):  # type: ignore[arg-type]  # a client of the methods the bridge calls
@@ -248,25 +229,9 @@ async def test_an_acp_clients_image_link_and_resource_reach_the_real_cli(
     request as Messages API content: the image as a base64 image block, the link as an
     ``@`` mention of the workspace file, the resource as context text.  Every message
     fits ACP's schema."""
-    cli = require_cli("claude")
-    for name in ("home", "config", "tmp", "work"):
-        (tmp_path / name).mkdir()
-    work = tmp_path / "work"
+    env, argv = private_claude(tmp_path, standin)
+    work, log = tmp_path / "work", tmp_path / "acp.log"
     (work / "main.py").write_text("print('hi')\n")
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "AGENT_BRIDGE_CLAUDE_PATH": cli,
-        "HOME": str(tmp_path / "home"),
-        "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
-        "TMPDIR": str(tmp_path / "tmp"),
-        "ANTHROPIC_BASE_URL": standin.base_url,
-        "ANTHROPIC_API_KEY": "dummy",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "CLAUDE_CODE_MAX_RETRIES": "0",
-    }
-    log = tmp_path / "acp.log"
-    argv = [sys.executable, str(TAP), "--log", str(log), "--", BRIDGE, "acp",
-            "--provider", "claude-code", "--state-dir", str(tmp_path / "state")]  # fmt: skip
     standin.push(Text("I see it."))
     client = Client()
     prompt: list[Any] = [  # the SDK's block helpers are typed as BaseModel
