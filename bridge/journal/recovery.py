@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import TypeVar
 
 from agent_bridge.envelope import EnvelopeFormat, stamp
 from agent_bridge.ids import Clock
 from agent_bridge.journal.blocks import TYPE_CODES
 from agent_bridge.journal.owners import dead_owner
-from agent_bridge.journal.queries import Marker, marked
+from agent_bridge.journal.queries import Executes, Marker, marked
 from agent_bridge.journal.rows import insert_events, last_sequence
 from agent_bridge.journal.transactions import transaction
 from agent_bridge.wire.errors import ErrorInfo
@@ -32,7 +32,7 @@ from agent_bridge.wire.events import EventPayload, InteractionSettled, RunFailed
 
 __all__ = ["close_crashed", "close_crashed_session", "recover_dead_owners"]
 
-C = TypeVar("C", bound="Executes")
+C = TypeVar("C", bound=Executes)
 
 
 def recover_dead_owners(
@@ -66,13 +66,6 @@ def recover_owner(conn: sqlite3.Connection, token: str, clock: Clock) -> list[st
             close_crashed_session(conn, int(skey), str(session_id), str(state), clock)
         conn.execute("DELETE FROM owners WHERE token = ?", (token,))
     return [str(row[1]) for row in sessions]
-
-
-class Executes(Protocol):
-    """A DB-API connection's ``execute`` (SQLite's, psycopg's): all the crash closing
-    below needs of either backend besides its sequence and insert functions."""
-
-    def execute(self, sql: Any, parameters: Any = ..., /) -> Any: ...
 
 
 def close_crashed_session(
