@@ -16,7 +16,7 @@ from agent_bridge.journal.base import SESSION_COLUMNS, SessionRecord, session_fr
 from agent_bridge.journal.blocks import decode_bodies, slice_block
 from agent_bridge.journal.forks import position_through_forks, read_through_forks, rehead
 from agent_bridge.journal.pg_schema import connect_pg
-from agent_bridge.journal.queries import sessions_filter
+from agent_bridge.journal.queries import fork_of, sessions_filter
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.wire.methods import RawRecord
 
@@ -44,14 +44,6 @@ def pg_session_record(row: Any) -> SessionRecord:
     query for a whole page of sessions)."""
     last, node, pending, hosts = row[14:]
     return session_from_row(row, last, node=node, pending=int(pending or 0), hosts=int(hosts or 0))
-
-
-def _fork_of(conn: psycopg.Connection[Any], session_id: str) -> tuple[int, str | None, int] | None:
-    """``(skey, parent id, fork sequence)`` of a session, or ``None``."""
-    row = conn.execute(
-        "SELECT skey, parent_id, fork_seq FROM sessions WHERE session_id = %s", (session_id,)
-    ).fetchone()
-    return None if row is None else (int(row[0]), row[1], int(row[2] or 0))
 
 
 def _own_events(conn: psycopg.Connection[Any], skey: int, lo: int, hi: int) -> list[bytes]:
@@ -157,7 +149,7 @@ class PgReader:
             session_id,
             lo,
             hi,
-            fork_of=functools.partial(_fork_of, conn),
+            fork_of=functools.partial(fork_of, conn, marker="%s"),
             own=functools.partial(_own_events, conn),
             adopt=rehead,
         )
@@ -186,7 +178,7 @@ class PgReader:
             lambda conn: position_through_forks(
                 session_id,
                 sequence,
-                fork_of=functools.partial(_fork_of, conn),
+                fork_of=functools.partial(fork_of, conn, marker="%s"),
                 latest=functools.partial(_own_position, conn),
             )
         )
@@ -198,7 +190,7 @@ class PgReader:
             session_id,
             lo,
             hi,
-            fork_of=functools.partial(_fork_of, conn),
+            fork_of=functools.partial(fork_of, conn, marker="%s"),
             own=functools.partial(_own_raw, conn),
         )
 

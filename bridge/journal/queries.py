@@ -24,6 +24,7 @@ __all__ = [
     "bind_native",
     "deletable",
     "delete_session_rows",
+    "fork_of",
     "marked",
     "sessions_filter",
     "takeable",
@@ -57,6 +58,16 @@ _SESSION_TABLES: Final = (
     "receipts",
     "sessions",
 )
+
+
+def fork_of(conn: Executes, session_id: str, marker: Marker) -> tuple[int, str | None, int] | None:
+    """``(skey, parent id, fork sequence)`` of a session, or ``None`` when there is none
+    (the step :func:`agent_bridge.journal.forks.read_through_forks` walks by)."""
+    row = conn.execute(
+        marked("SELECT skey, parent_id, fork_seq FROM sessions WHERE session_id = ?", marker),
+        (session_id,),
+    ).fetchone()
+    return None if row is None else (int(row[0]), row[1], int(row[2] or 0))
 
 
 def delete_session_rows(conn: Executes, skey: int, marker: Marker) -> None:

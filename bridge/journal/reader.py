@@ -13,7 +13,7 @@ from typing import Any
 from agent_bridge.journal.base import SESSION_COLUMNS, SessionRecord, session_from_row
 from agent_bridge.journal.blocks import decode_bodies, slice_block
 from agent_bridge.journal.forks import position_through_forks, read_through_forks, rehead
-from agent_bridge.journal.queries import sessions_filter
+from agent_bridge.journal.queries import fork_of, sessions_filter
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.journal.rows import last_sequence
 from agent_bridge.wire.methods import RawRecord
@@ -24,14 +24,6 @@ __all__ = ["Reader", "session_record"]
 def session_record(conn: sqlite3.Connection, row: Any) -> SessionRecord:
     """Return the :class:`SessionRecord` of a row of :data:`SESSION_COLUMNS`."""
     return session_from_row(row, last_sequence(conn, int(row[0])))
-
-
-def _fork_of(conn: sqlite3.Connection, session_id: str) -> tuple[int, str | None, int] | None:
-    """``(skey, parent id, fork sequence)`` of a session, or ``None``."""
-    row = conn.execute(
-        "SELECT skey, parent_id, fork_seq FROM sessions WHERE session_id = ?", (session_id,)
-    ).fetchone()
-    return None if row is None else (int(row[0]), row[1], int(row[2] or 0))
 
 
 class Reader:
@@ -53,7 +45,7 @@ class Reader:
             return self._events(session_id, lo, hi)
 
     def _fork_of(self, session_id: str) -> tuple[int, str | None, int] | None:
-        return _fork_of(self.conn, session_id)
+        return fork_of(self.conn, session_id, "?")
 
     def _events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
         return read_through_forks(
