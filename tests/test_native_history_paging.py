@@ -1,7 +1,7 @@
-"""The paging contract every reader of a CLI's own JSON Lines history keeps, checked
-alike on each: Claude Code's session files (``adapters/claude/native``), Codex's rollouts
-(``adapters/codex/native``) and Gemini CLI's chats (``adapters/acp/gemini_native``), all
-paged by ``adapters/kit/jsonl_history``.
+"""The paging and listing contract every reader of a CLI's own JSON Lines history keeps,
+checked alike on each: Claude Code's session files (``adapters/claude/native``), Codex's
+rollouts (``adapters/codex/native``) and Gemini CLI's chats (``adapters/acp/gemini_native``),
+all paged by ``adapters/kit/jsonl_history``.
 
 Each store is laid out in a private home holding records the real CLI wrote against its
 stand-in (sanitized: ``tests/data/``), and read back through the adapter's real file
@@ -9,8 +9,11 @@ reading: raw records preserved, cursor progress from an empty first cursor, the 
 page then backward, a half-written last line held back, a record past the bound as a
 diagnostic, a malformed or undecodable record still delivered raw, typed errors for a
 missing, unreadable or foreign reference and a bad cursor, nothing written, and cursors
-that stay valid while the CLI appends (property test).  What only one store does (its
-projection, its listing, its reference shapes) stays in ``tests/test_<store>_native.py``.
+that stay valid while the CLI appends (property test); records the store cannot project
+(unknown kinds, shapes its projection refuses) delivered raw with their diagnostic; and the
+listing: newest first, paged, filtered by workspace, files that are no session skipped, a
+bad cursor refused, an empty store when the CLI never wrote one.  What only one store does
+(its projection of the recorded session) stays in ``tests/test_<store>_native.py``.
 """
 
 from __future__ import annotations
@@ -29,11 +32,16 @@ from hypothesis import strategies as st
 from agent_bridge.adapters.kit import jsonl_history
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.events import Diagnostic
-from agent_bridge.wire.native import NativeRecord, NativeSessionsReadResult
+from agent_bridge.wire.native import (
+    NativeRecord,
+    NativeSessionsListResult,
+    NativeSessionsReadResult,
+)
 
 DATA = Path(__file__).parent / "data"
 
 Reader = Callable[[str, str | None, int, Literal["start", "end"]], NativeSessionsReadResult]
+Lister = Callable[[str | None, str | None, int], NativeSessionsListResult]
 
 
 @dataclass(frozen=True)
@@ -55,8 +63,21 @@ class Store:
     #: a complete record the CLI might append, a record that is only large
     extra: bytes
     big: bytes
-    #: the store's listing (newest first, every workspace), read-only like its reading
-    listing: Callable[[], object]
+    #: records the CLI did not write this way, each with the diagnostic codes of its record
+    odd: tuple[tuple[bytes, list[str]], ...]
+    #: the store's listing ``(workspace, cursor, limit)``, read-only like its reading
+    list_page: Lister
+    #: another session of the workspace of ``ref``
+    other: str
+    #: lay out a session of one prompt, "other project", in workspace ``work``: its
+    #: reference and file
+    elsewhere: Callable[[Path, Path], tuple[str, Path]]
+    #: put files in the store that are no session (the listing skips them)
+    stray: Callable[[Path], object]
+    #: the listing's title and creation time of the recorded session (its workspace is
+    #: /workspace/project, as sanitized)
+    title: str
+    created_at: str
 
     @property
     def lines(self) -> list[bytes]:
@@ -78,6 +99,16 @@ def _claude() -> Store:
         (home / "projects" / directory).mkdir(parents=True, exist_ok=True)
         return home / "projects" / directory / f"{name}.jsonl"
 
+    def elsewhere(home: Path, work: Path) -> tuple[str, Path]:
+        ref = f"{native._encoded(str(work))}/33333333-3333-3333-3333-333333333333"
+        path = place(home, ref)
+        path.write_bytes(
+            b'{"type":"user","message":{"role":"user","content":"other project"},"cwd":"'
+            + str(work).encode()
+            + b'","timestamp":"2026-01-01T00:00:00.000Z"}\n'
+        )
+        return ref, path
+
     return Store(
         name="claude",
         data=DATA / "claude" / "native_session_2.1.197.jsonl",
@@ -90,7 +121,17 @@ def _claude() -> Store:
         foreign=("../x/" + sid, f"{project}/../../etc/passwd", "", f"..//{sid}"),
         extra=b'{"type":"last-prompt","lastPrompt":"again","sessionId":"' + sid.encode() + b'"}',
         big=b'{"type":"summary","summary":"' + b"x" * 5000 + b'"}',
-        listing=lambda: native.list_page(None, None, 10),
+        odd=(
+            (b"{not json", ["malformed_record"]),
+            (b'{"type":"from-the-future","x":1}', ["unknown_record"]),
+            (b'{"type":"user","message":"\xff"}', ["malformed_record"]),
+        ),
+        list_page=native.list_page,
+        other=f"{project}/22222222-2222-2222-2222-222222222222",
+        elsewhere=elsewhere,
+        stray=lambda home: (home / "projects" / project / "not-a-session.jsonl").write_text("{}\n"),
+        title="say hello",
+        created_at="2026-12-02T01:24:45.379Z",
     )
 
 
@@ -104,6 +145,20 @@ def _codex() -> Store:
         directory, _, name = ref.rpartition("/")
         (home / "sessions" / directory).mkdir(parents=True, exist_ok=True)
         return home / "sessions" / directory / f"{name}.jsonl"
+
+    def elsewhere(home: Path, work: Path) -> tuple[str, Path]:
+        ref = "2027/01/01/rollout-2027-01-01T00-00-00-33333333-3333-3333-3333-333333333333"
+        path = place(home, ref)
+        path.write_bytes(
+            b'{"type":"session_meta","payload":{"id":"33333333-3333-3333-3333-333333333333",'
+            b'"timestamp":"2027-01-01T00:00:00.000Z","cwd":"' + str(work).encode() + b'"}}\n'
+            b'{"type":"event_msg","payload":{"type":"user_message","message":"other project"}}\n'
+        )
+        return ref, path
+
+    def stray(home: Path) -> None:
+        (home / "sessions" / day / "rollout-not-a-session.jsonl").write_text("{}\n")
+        (home / "sessions" / "archive").mkdir()
 
     return Store(
         name="codex",
@@ -127,7 +182,26 @@ def _codex() -> Store:
             b'"payload":{"type":"agent_message","message":"late"}}'
         ),
         big=b'{"type":"compacted","payload":{"message":"' + b"x" * 5000 + b'"}}',
-        listing=lambda: native.list_page(None, None, 10),
+        odd=(
+            (b"{not json", ["malformed_record"]),
+            (b'{"type":"from-the-future","payload":{}}', ["unknown_record"]),
+            (b'{"type":"event_msg","payload":{"type":"from-the-future"}}', ["unknown_record"]),
+            (
+                b'{"type":"event_msg","payload":{"type":"item_completed",'
+                b'"item":{"type":"CommandExecution"}}}',
+                ["projection_failed"],
+            ),
+            (
+                b'{"type":"event_msg","payload":{"type":"agent_message","message":"\xff"}}',
+                ["malformed_record"],
+            ),
+        ),
+        list_page=native.list_page,
+        other="2026/12/03/rollout-2026-12-03T10-00-00-22222222-2222-2222-2222-222222222222",
+        elsewhere=elsewhere,
+        stray=stray,
+        title="list the files please",
+        created_at="2026-12-02T03:39:33.992Z",
     )
 
 
@@ -143,6 +217,17 @@ def _gemini() -> Store:
         (chats.parent / ".project_root").write_text("/workspace/project")
         return chats / f"{name}.jsonl"
 
+    def elsewhere(home: Path, work: Path) -> tuple[str, Path]:
+        ref = "elsewhere/session-2027-01-01T00-00-33333333"
+        path = place(home, ref)
+        (path.parent.parent / ".project_root").write_text(str(work))
+        path.write_bytes(
+            b'{"sessionId":"33333333-0000-0000-0000-000000000000","projectHash":"h",'
+            b'"startTime":"2027-01-01T00:00:00.000Z","kind":"main"}\n'
+            b'{"id":"m","type":"user","content":[{"text":"other project"}]}\n'
+        )
+        return ref, path
+
     return Store(
         name="gemini",
         data=DATA / "acp" / "gemini_chat_0.61.0.jsonl",
@@ -155,7 +240,29 @@ def _gemini() -> Store:
         foreign=("../x/" + stem, f"{project}/../../etc/passwd", "", stem, f"{project}/{stem}x"),
         extra=b'{"id":"late","type":"info","content":"late"}',
         big=b'{"id":"big","type":"info","content":"' + b"x" * 5000 + b'"}',
-        listing=lambda: native.list_page(None, None, 10),
+        odd=(
+            (b"{not json", ["malformed_record"]),
+            (b'{"id":"x","type":"from-the-future"}', ["unknown_record"]),
+            (
+                b'{"id":"y","type":"gemini","content":"","toolCalls":[{"name":1}]}',
+                ["projection_failed"],
+            ),
+            (b'{"id":"z","type":"user","content":[{"text":"\xff"}]}', ["malformed_record"]),
+            # a ``type`` that is no string, or JSON that is no object (a list ``type`` once
+            # made the whole read fail with a TypeError)
+            (b'{"id":"a","type":["user"]}', ["projection_failed"]),
+            (b'{"id":"b","type":{"x":1}}', ["projection_failed"]),
+            (b"[1,2]", ["malformed_record"]),
+            (b"7", ["malformed_record"]),
+        ),
+        list_page=native.list_page,
+        other=f"{project}/session-2026-12-03T10-00-22222222",
+        elsewhere=elsewhere,
+        stray=lambda home: (
+            home / ".gemini" / "tmp" / project / "chats" / "notes.jsonl"
+        ).write_text("{}\n"),
+        title="TOOL: echo hi",
+        created_at="2026-12-02T04:02:12.390Z",
     )
 
 
@@ -262,6 +369,30 @@ def test_record_larger_than_the_bound_is_a_diagnostic(
     assert page.records[0].ref == records[1].ref
 
 
+def test_records_the_store_cannot_project_are_delivered_raw_with_a_diagnostic(
+    store: tuple[Store, Path],
+) -> None:
+    """A record that is no JSON, of a kind the adapter does not know, of a shape its
+    projection refuses, or not UTF-8: the page is read, each such record delivered as it
+    is stored (base64 when it is no text) with its diagnostic."""
+    s, home = store
+    s.lay_out(home, b"\n".join([*s.lines[:2], *(line for line, _ in s.odd)]) + b"\n")
+    records = s.read(s.ref, None, 100, "start").records
+    assert raws(list(records[:2])) == s.lines[:2]
+    assert len(records) == 2 + len(s.odd)
+    for record, (line, expected) in zip(records[2:], s.odd, strict=True):
+        try:
+            text: str | None = line.decode()
+        except UnicodeDecodeError:
+            text = None
+        if text is None:
+            assert record.raw is None and record.raw_base64 is not None, line
+            assert base64.b64decode(record.raw_base64) == line
+        else:
+            assert record.raw == text and record.raw_base64 is None, line
+        assert codes(record) == expected, line
+
+
 def test_missing_unreadable_and_foreign_references(store: tuple[Store, Path]) -> None:
     s, home = store
     s.lay_out(home, s.data.read_bytes())
@@ -290,7 +421,7 @@ def test_read_never_writes(store: tuple[Store, Path]) -> None:
     before = path.stat()
     read_all(s, 2)
     s.read(s.ref, None, 2, "end")
-    s.listing()
+    s.list_page(None, None, 10)
     after = path.stat()
     assert (after.st_mtime_ns, after.st_size) == (before.st_mtime_ns, before.st_size)
 
@@ -377,3 +508,45 @@ def test_a_session_rewritten_shorter_while_paging_is_a_typed_error(
         s.read(s.ref, cursor, 100, "start")
     assert past.value.error_code == "invalid_params"
     assert raws(list(s.read(s.ref, None, 100, "start").records)) == s.lines[:2]
+
+
+def test_list_newest_first_paged_and_filtered(store: tuple[Store, Path], tmp_path: Path) -> None:
+    """Every workspace's sessions newest first (by modification time), two a page, files
+    that are no session skipped; the recorded session's entry; one workspace alone; a bad
+    cursor refused."""
+    s, home = store
+    a = s.lay_out(home, s.data.read_bytes())
+    b = s.place(home, s.other)
+    b.write_bytes(s.data.read_bytes())
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    third, c = s.elsewhere(home, work)
+    s.stray(home)
+    for i, path in enumerate((a, b, c)):
+        os.utime(path, ns=(10**18 + i * 10**9, 10**18 + i * 10**9))
+    first = s.list_page(None, None, 2)
+    assert [e.session_ref for e in first.sessions] == [third, s.other]
+    assert first.next_cursor is not None
+    second = s.list_page(None, first.next_cursor, 2)
+    assert [e.session_ref for e in second.sessions] == [s.ref]
+    assert second.next_cursor is None
+    entry = second.sessions[0]
+    assert entry.title == s.title
+    assert entry.workspace == "/workspace/project"
+    assert entry.created_at == s.created_at
+    assert entry.size_bytes == len(s.data.read_bytes())
+    only = s.list_page(str(work), None, 10)
+    assert [(e.session_ref, e.title, e.workspace) for e in only.sessions] == [
+        (third, "other project", str(work))
+    ]
+    with pytest.raises(BridgeError) as bad:
+        s.list_page(None, "garbage", 10)
+    assert bad.value.error_code == "invalid_params"
+
+
+def test_list_without_the_store_is_empty(store: tuple[Store, Path]) -> None:
+    """The CLI never ran (no store directory at all): an empty listing, not an error."""
+    s, home = store
+    assert not home.exists()
+    listed = s.list_page(None, None, 10)
+    assert listed.sessions == () and listed.next_cursor is None
