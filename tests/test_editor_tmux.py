@@ -61,6 +61,21 @@ class Term:
         """Type ``keys`` literally (no key names)."""
         self.run("send-keys", "-t", "t", "-l", *keys)
 
+    def line(self, text: str) -> None:
+        """Type ``text`` literally, then Enter."""
+        self.text(text)
+        self.keys("Enter")
+
+    def mx(self, command: str) -> None:
+        """Emacs: ``M-x command RET``."""
+        self.keys("M-x")
+        self.line(command)
+
+    def ex(self, command: str) -> None:
+        """Neovim: ``:command<CR>``."""
+        self.keys(":")
+        self.line(command)
+
     def screen(self) -> str:
         return self.run("capture-pane", "-p", "-t", "t")
 
@@ -124,48 +139,60 @@ def term(tmp_path: Path) -> Iterator[Term]:
         t.kill()
 
 
-def test_emacs_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:
-    emacs = require_editor("emacs")
-    src = tmp_path / "src.py"
-    src.write_text(SOURCE)
-    init = tmp_path / "init.el"
-    init.write_text(
-        f"""(add-to-list 'load-path {json.dumps(str(ROOT / "editors" / "emacs"))})
+class Emacs:
+    """``emacs -nw`` in ``term`` with the package loaded, on the real bridge, its state
+    under ``tmp_path``."""
+
+    def __init__(self, term: Term, tmp_path: Path) -> None:
+        self.term, self.program = term, require_editor("emacs")
+        self.init = tmp_path / "init.el"
+        self.init.write_text(
+            f"""(add-to-list 'load-path {json.dumps(str(ROOT / "editors" / "emacs"))})
 (require 'agent-bridge)
 (setq agent-bridge-command '({json.dumps(bridge_command()[0])})
       agent-bridge-state-directory {json.dumps(str(tmp_path / "state"))}
       inhibit-startup-screen t)
 """
-    )
-    term.start(f"{emacs} -nw -Q -l {init} {src}")
-    term.wait("src.py")
-    term.keys("M-x")
-    term.text("agent-bridge-new-session")
-    term.keys("Enter")
-    term.wait("agent-bridge provider:")
-    term.text("scripted")
-    term.keys("Enter")
-    # the new session's menu (transient): x sets one of the scripted provider's options
-    # (the script file), t the title; each shown in the menu; RET creates the session
-    term.wait("New scripted session")
-    term.wait("x Other options   none set")
-    term.keys("x")
-    term.wait("Session option:")
-    term.text("scriptFile")
-    term.keys("Enter")
-    term.wait("scriptFile (string):")
-    term.text(str(SCRIPT))
-    term.keys("Enter")
-    term.wait(f"x Other options   scriptFile={SCRIPT}")
-    term.keys("t")
-    term.wait("Title (optional):")
-    term.text("Fix-the-build")
-    term.keys("Enter")
-    term.wait("t Title           Fix-the-build")
+        )
+
+    def start(self, *files: Path, shows: str) -> None:
+        """Start Emacs visiting ``files`` and wait until the screen shows ``shows``."""
+        self.term.start(
+            " ".join([self.program, "-nw", "-Q", "-l", str(self.init), *map(str, files)])
+        )
+        self.term.wait(shows)
+
+    def new_scripted_session(self, script: Path, title: str) -> None:
+        """``M-x agent-bridge-new-session``, ``scripted``; in the new session's menu (a
+        transient) x sets one of the provider's options (the script file), t the title,
+        each then shown in the menu.  The menu is left open: RET creates the session."""
+        term = self.term
+        term.mx("agent-bridge-new-session")
+        term.wait("agent-bridge provider:")
+        term.line("scripted")
+        term.wait("New scripted session")
+        term.wait("x Other options   none set")
+        term.keys("x")
+        term.wait("Session option:")
+        term.line("scriptFile")
+        term.wait("scriptFile (string):")
+        term.line(str(script))
+        term.wait(f"x Other options   scriptFile={script}")
+        term.keys("t")
+        term.wait("Title (optional):")
+        term.line(title)
+        term.wait(f"t Title           {title}")
+
+
+def test_emacs_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:
+    emacs = Emacs(term, tmp_path)
+    src = tmp_path / "src.py"
+    src.write_text(SOURCE)
+    emacs.start(src, shows="src.py")
+    emacs.new_scripted_session(SCRIPT, "Fix-the-build")
     # RET, then `p` and the prompt at once: typed ahead of the bridge's answer
     term.keys("Enter", "p")
-    term.text("Fix the build")
-    term.keys("Enter")
+    term.line("Fix the build")
     screen = term.wait("? approval: Edit Makefile")
     term.wait("1 pending approval")
     term.wait("[Allow once] [Allow for session] [Deny]")
@@ -204,8 +231,7 @@ def test_emacs_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:
     assert "--- a/Makefile" in screen and "#<buffer" not in screen
     # a run interrupted with C-c C-c
     term.keys("p")
-    term.text("Keep going")
-    term.keys("Enter")
+    term.line("Keep going")
     term.wait("Working on it...")
     term.keys("C-c", "C-c")
     term.wait("✗ interrupted (user)")
@@ -214,15 +240,13 @@ def test_emacs_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:
     term.wait("RET sends · C-j new line")
     term.text("one")
     term.keys("C-j")
-    term.text("two")
-    term.keys("Enter")
+    term.line("two")
     screen = term.wait("You said: one")
     assert "two" in screen
     term.keys("C-x", "o")  # back to the chat
     # the source buffer: unmodified, its text as it was
     term.keys("C-x", "b")
-    term.text("src.py")
-    term.keys("Enter")
+    term.line("src.py")
     screen = term.wait("print('hi')")
     line = next(li for li in screen.splitlines() if "src.py" in li and "(Python" in li)
     assert "**" not in line, line  # the mode line's modified flag
@@ -231,23 +255,17 @@ def test_emacs_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:
     # the region (the file's first line, marked by keys) sent as context with a prompt:
     # the chat shows what the run carried, as the bridge recorded it
     term.keys("M-<", "C-Space", "C-e")
-    term.keys("M-x")
-    term.text("agent-bridge-send")
-    term.keys("Enter")
+    term.mx("agent-bridge-send")
     term.wait("Prompt with @ src.py:1-1 (empty: attach to the next prompt):")
-    term.text("Explain this")
-    term.keys("Enter")
+    term.line("Explain this")
     screen = term.wait("You said: Explain this")
     assert "@ src.py:1-1" in screen
     # Emacs quit (its bridge with it) and started again: M-x agent-bridge-continue offers
     # the session in a picker; picked, its chat comes back with its history and runs again
     term.keys("C-x", "C-c")
     term.wait_exit()
-    term.start(f"{emacs} -nw -Q -l {init} {src}")
-    term.wait("print('hi')")
-    term.keys("M-x")
-    term.text("agent-bridge-continue")
-    term.keys("Enter")
+    emacs.start(src, shows="print('hi')")
+    term.mx("agent-bridge-continue")
     term.wait("Continue a session:")
     term.text("Fix")
     term.keys("Tab")
@@ -256,8 +274,7 @@ def test_emacs_typed_in_a_terminal(term: Term, tmp_path: Path) -> None:
     screen = term.wait("You said: Explain this")
     assert "@ src.py:1-1" in screen and "— session resumed" in screen
     term.keys("p")
-    term.text("Still there?")
-    term.keys("Enter")
+    term.line("Still there?")
     term.wait("You said: Still there?")
     assert src.read_text() == SOURCE
 
@@ -266,7 +283,7 @@ def test_emacs_switches_model_and_mode_in_the_chat_menu(term: Term, tmp_path: Pa
     """`?` in the chat: the session's menu (transient) shows its model and mode
     (session/settings); `m` and `o` there pick another (session/configure), the chat and
     the header line show it, and the menu opened again shows it current."""
-    emacs = require_editor("emacs")
+    emacs = Emacs(term, tmp_path)
     script = tmp_path / "settings.json"
     script.write_text(
         json.dumps(
@@ -282,37 +299,8 @@ def test_emacs_switches_model_and_mode_in_the_chat_menu(term: Term, tmp_path: Pa
             }
         )
     )
-    init = tmp_path / "init.el"
-    init.write_text(
-        f"""(add-to-list 'load-path {json.dumps(str(ROOT / "editors" / "emacs"))})
-(require 'agent-bridge)
-(setq agent-bridge-command '({json.dumps(bridge_command()[0])})
-      agent-bridge-state-directory {json.dumps(str(tmp_path / "state"))}
-      inhibit-startup-screen t)
-"""
-    )
-    term.start(f"{emacs} -nw -Q -l {init}")
-    term.wait("*scratch*")
-    term.keys("M-x")
-    term.text("agent-bridge-new-session")
-    term.keys("Enter")
-    term.wait("agent-bridge provider:")
-    term.text("scripted")
-    term.keys("Enter")
-    term.wait("x Other options   none set")
-    term.keys("x")
-    term.wait("Session option:")
-    term.text("scriptFile")
-    term.keys("Enter")
-    term.wait("scriptFile (string):")
-    term.text(str(script))
-    term.keys("Enter")
-    term.wait(f"x Other options   scriptFile={script}")
-    term.keys("t")
-    term.wait("Title (optional):")
-    term.text("Menu")
-    term.keys("Enter")
-    term.wait("t Title           Menu")
+    emacs.start(shows="*scratch*")
+    emacs.new_scripted_session(script, "Menu")
     term.keys("Enter")
     term.wait("· Menu · idle")
     # `?`: the chat's menu, the model and mode as the provider has them
@@ -333,8 +321,7 @@ def test_emacs_switches_model_and_mode_in_the_chat_menu(term: Term, tmp_path: Pa
     term.wait("m Model           large")
     term.keys("o")
     term.wait("Mode:")
-    term.text("auto")
-    term.keys("Enter")
+    term.line("auto")
     screen = term.wait("— model large · mode auto")
     assert "model large · mode auto · Menu · idle" in screen
     # the next run goes on, the menu quit with q first
@@ -343,8 +330,7 @@ def test_emacs_switches_model_and_mode_in_the_chat_menu(term: Term, tmp_path: Pa
     term.keys("q")
     term.wait("· Menu · idle", gone="Session Menu (scripted)")
     term.keys("p")
-    term.text("hello")
-    term.keys("Enter")
+    term.line("hello")
     term.wait("You said: hello")
 
 
@@ -362,9 +348,7 @@ require('agent_bridge').setup({{ cmd = {{ {json.dumps(bridge_command()[0])} }},
     # in the source file's directory: the session's workspace, where the file sent is
     term.start(f"cd {tmp_path} && {nvim} -u {init} -i NONE -n {src}")
     term.wait("print('hi')")
-    term.keys(":")
-    term.text(f"AgentBridge new scripted scriptFile={SCRIPT} title=Fix-the-build")
-    term.keys("Enter")
+    term.ex(f"AgentBridge new scripted scriptFile={SCRIPT} title=Fix-the-build")
     # the cursor is in the prompt area below the chat: type the prompt, send with C-s
     term.wait("<CR> sends")
     term.keys("i")
@@ -379,28 +363,20 @@ require('agent_bridge').setup({{ cmd = {{ {json.dumps(bridge_command()[0])} }},
     term.wait("<C-c> interrupts · 1 pending: a, ga or gr in the chat")
     assert "2: Allow for this session" not in term.screen()
     # asked by :AgentBridge approvals; an empty answer dismisses it: still pending
-    term.keys(":")
-    term.text("AgentBridge approvals")
-    term.keys("Enter")
+    term.ex("AgentBridge approvals")
     term.wait("2: Allow for this session")
     term.keys("Enter")
     screen = term.wait("1 pending approval", gone="2: Allow for this session")
     assert "→ responded" not in screen
     # answered by key: :AgentBridge approvals, 2 (allow for the session)
-    term.keys(":")
-    term.text("AgentBridge approvals")
-    term.keys("Enter")
+    term.ex("AgentBridge approvals")
     term.wait("2: Allow for this session")
-    term.text("2")
-    term.keys("Enter")
+    term.line("2")
     # the question, asked the same way: 1 (Yes)
     term.wait("? question: Run the tests too?")
-    term.keys(":")
-    term.text("AgentBridge approvals")
-    term.keys("Enter")
+    term.ex("AgentBridge approvals")
     term.wait("1: Yes")
-    term.text("1")
-    term.keys("Enter")
+    term.line("1")
     screen = term.wait("✓ done (end_turn)")
     assert "→ responded: allow (session)" in screen and "→ responded: yes" in screen
     assert "pending: a, ga or gr" not in screen
@@ -415,17 +391,12 @@ require('agent_bridge').setup({{ cmd = {{ {json.dumps(bridge_command()[0])} }},
     # the file's first line, selected in visual mode in a tab of its own, sent as context
     # with a prompt; back in the chat's tab it shows what the run carried
     term.keys("Escape")
-    term.keys(":")
-    term.text(f"tabnew {src}")
-    term.keys("Enter")
+    term.ex(f"tabnew {src}")
     term.wait("print('hi')", gone="✗ interrupted (user)")
     term.keys("V", ":")
     term.wait(":'<,'>")
-    term.text("AgentBridge send Explain this")
-    term.keys("Enter")
-    term.keys(":")
-    term.text("tabfirst")
-    term.keys("Enter")
+    term.line("AgentBridge send Explain this")
+    term.ex("tabfirst")
     screen = term.wait("You said: Explain this")
     assert "src.py:1-1" in screen, screen
     assert src.read_text() == SOURCE
