@@ -6,40 +6,14 @@
 -- area completes a command from session/commands, sent as a `command` block; a
 -- commands.updated event changes what completes. Env: AB_PLUGIN, AB_BRIDGE, AB_STATE,
 -- AB_SCRIPT, AB_OUT, AB_WORK (the workspace: the editor's working directory).
-local out_path = assert(os.getenv('AB_OUT'))
-local outcome = { steps = {} }
-local function save()
-  local f = assert(io.open(out_path, 'w'))
-  f:write(vim.json.encode(outcome))
-  f:close()
-end
-vim.opt.rtp:prepend(assert(os.getenv('AB_PLUGIN')))
-vim.cmd('runtime plugin/agent_bridge.lua')
-local ab = require('agent_bridge')
-local chat = require('agent_bridge.chat')
-ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
+local harness = vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua'
+local h = dofile(harness)({})
+local ab, chat, outcome = h.ab, h.chat, h.outcome
+local type_keys, count, wait_for = h.type_keys, h.count, h.wait_for
 vim.ui.select = function(_, _, on_choice)
   vim.schedule(function() on_choice(nil) end)
 end
 
-local function type_keys(keys)
-  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), 'xt', false)
-end
-local function count(s, text)
-  local n = 0
-  for _, l in ipairs(chat.lines(s)) do
-    if l == text then
-      n = n + 1
-    end
-  end
-  return n
-end
-local function wait_for(what, pred)
-  if not vim.wait(20000, pred, 20) then
-    error('timed out waiting for ' .. what .. ': ' .. table.concat(chat.lines(ab.current()), '\n'), 0)
-  end
-  table.insert(outcome.steps, what)
-end
 --- The blocks the provider received in the last run (its `received` answer).
 local function received(s)
   local lines = chat.lines(s)
@@ -50,7 +24,7 @@ local function received(s)
   end
 end
 
-local ok, err = pcall(function()
+h.run(function()
   vim.cmd('cd ' .. vim.fn.fnameescape(os.getenv('AB_WORK')))
   vim.cmd('edit src.py')
   local src_win = vim.api.nvim_get_current_win()
@@ -103,7 +77,3 @@ local ok, err = pcall(function()
   outcome.session = s.id
   outcome.lines = chat.lines(s)
 end)
-outcome.ok = ok
-outcome.error = not ok and tostring(err) or nil
-save()
-vim.cmd(ok and 'qall!' or 'cquit!')

@@ -7,39 +7,14 @@
 -- at the text's first event is cut earlier by the provider, and a message says so.
 -- `gf` in a scripted session is refused (its descriptor has no capabilities.fork).
 -- Env: AB_PLUGIN, AB_BRIDGE, AB_STATE, AB_OUT, AB_WORK.
-local out_path = assert(os.getenv('AB_OUT'))
-local outcome = { notes = {} }
-local function save()
-  local f = assert(io.open(out_path, 'w'))
-  f:write(vim.json.encode(outcome))
-  f:close()
-end
-vim.opt.rtp:prepend(assert(os.getenv('AB_PLUGIN')))
-vim.cmd('runtime plugin/agent_bridge.lua')
-local ab = require('agent_bridge')
-local chat = require('agent_bridge.chat')
-ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
+local harness = vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua'
+local h = dofile(harness)({ outcome = { notes = {} }, wait_ms = 60000 })
+local ab, chat, outcome = h.ab, h.chat, h.outcome
+local type_keys, count, wait_for = h.type_keys, h.count, h.wait_for
 vim.notify = function(msg)
   table.insert(outcome.notes, msg)
 end
-local function type_keys(keys)
-  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), 'xt', false)
-end
-local function count(s, text)
-  local n = 0
-  for _, l in ipairs(chat.lines(s)) do
-    if l == text then
-      n = n + 1
-    end
-  end
-  return n
-end
-local function wait_for(what, pred)
-  if not vim.wait(60000, pred, 20) then
-    error('timed out waiting for ' .. what .. ': ' .. table.concat(chat.lines(ab.current()), '\n'), 0)
-  end
-end
-local ok, err = pcall(function()
+h.run(function()
   vim.cmd('cd ' .. vim.fn.fnameescape(os.getenv('AB_WORK')))
   -- a provider that cannot fork: refused before asking the bridge
   vim.cmd('AgentBridge new scripted script={"steps":[{"type":"echo"}]} title=NoFork')
@@ -104,7 +79,3 @@ local ok, err = pcall(function()
   outcome.cut_at = first.sequence - 1
   outcome.cut_notes = vim.list_slice(outcome.notes, notes + 1)
 end)
-outcome.ok = ok
-outcome.error = not ok and tostring(err) or nil
-save()
-vim.cmd(ok and 'qall!' or 'cquit!')

@@ -1,0 +1,56 @@
+-- What the Neovim scenarios share, loaded by each with dofile from beside it:
+--   local harness = vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua'
+--   local h = dofile(harness)({})
+-- The plugin on the runtime path and set up against the real bridge (AB_PLUGIN,
+-- AB_BRIDGE, AB_STATE); `h.outcome`, written to AB_OUT as JSON by `h.run`; keys typed as
+-- a user types them; a chat's lines counted; a wait that names what it waited for (in
+-- `outcome.steps`) and fails with the current chat's lines. Options: `outcome` (the
+-- table to start from), `wait_ms` (a wait's budget, 20 s unless given).
+return function(opts)
+  local out_path = assert(os.getenv('AB_OUT'))
+  local h = { outcome = opts.outcome or {} }
+  h.outcome.steps = h.outcome.steps or {}
+  vim.opt.rtp:prepend(assert(os.getenv('AB_PLUGIN')))
+  vim.cmd('runtime plugin/agent_bridge.lua')
+  h.ab = require('agent_bridge')
+  h.chat = require('agent_bridge.chat')
+  h.ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
+
+  --- Type `keys` (with <Key> notation) as the user would, and let Neovim act on them.
+  function h.type_keys(keys)
+    vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), 'xt', false)
+  end
+
+  --- How many of session `s`'s chat lines are exactly `text`.
+  function h.count(s, text)
+    local n = 0
+    for _, l in ipairs(h.chat.lines(s)) do
+      if l == text then
+        n = n + 1
+      end
+    end
+    return n
+  end
+
+  --- Wait until `pred()`; on time-out, an error naming `what` with the current chat.
+  function h.wait_for(what, pred)
+    if not vim.wait(opts.wait_ms or 20000, pred, 20) then
+      error('timed out waiting for ' .. what .. ': ' .. table.concat(h.chat.lines(h.ab.current()), '\n'), 0)
+    end
+    table.insert(h.outcome.steps, what)
+  end
+
+  --- Run the scenario's `body`, write the outcome (`ok`, or the `error`) and quit Neovim
+  --- (an error exit when the body failed).
+  function h.run(body)
+    local ok, err = pcall(body)
+    h.outcome.ok = ok
+    h.outcome.error = not ok and tostring(err) or nil
+    local f = assert(io.open(out_path, 'w'))
+    f:write(vim.json.encode(h.outcome))
+    f:close()
+    vim.cmd(ok and 'qall!' or 'cquit!')
+  end
+
+  return h
+end
