@@ -268,7 +268,6 @@ class ExecHost:
         #: the run's terminal payload, once it came
         self.terminal: RunCompleted | RunFailed | RunInterrupted | None = None
         self.ended = anyio.Event()
-        self._early: list[tuple[bytes, dict[str, Any]]] = []
 
     # Subscriber protocol
 

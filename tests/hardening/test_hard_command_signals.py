@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,6 +87,56 @@ def test_case_5_exec_stops_quietly_and_promptly_when_its_stdout_closes(tmp_path:
     assert err.decode().splitlines() == [err.decode().splitlines()[0]], err  # the session line
     assert code == 141, (code, err)
     assert elapsed < 10, elapsed
+
+
+def test_exec_whose_reader_goes_away_mid_stream_loses_nothing_from_the_journal(
+    tmp_path: Path,
+) -> None:
+    """The reader reads part of a long run's stream, then goes away: exec exits 141
+    (classified, quiet: no traceback, only its session line on stderr), and the journal
+    holds every event the reader saw, exactly as printed, with no gap after it, the run
+    ended (``run.interrupted``) and the session closed, as another bridge reads them."""
+    from agent_bridge.testing import BridgeClient
+
+    proc = _spawn(tmp_path, "exec", "--provider", "scripted", "--option", f"script={STREAM}", "hi")
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        seen = [json.loads(proc.stdout.readline()) for _ in range(200)]
+        proc.stdout.close()  # mid-run: the stream has 300000 deltas
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert "Traceback" not in err and "Exception" not in err, err[-3000:]
+    assert len(err.splitlines()) == 1 and err.startswith("agent-bridge exec: session "), err
+    assert code == 141, (code, err)
+    session = seen[0]["sessionId"]
+    assert [e["payload"]["type"] for e in seen[:2]] == ["run.started", "text.delta"]
+
+    with BridgeClient(str(tmp_path / "state")) as client:
+        client.initialize()
+        stored: list[dict[str, Any]] = []
+        page: dict[str, Any] = {"hasMore": True}
+        while page["hasMore"]:
+            page = client.request(
+                "events/read", {"sessionId": session, "after": len(stored), "limit": 1000}
+            )
+            assert page["exact"] is True
+            stored.extend(page["events"])
+        listed = client.request("session/list", {})["sessions"]
+    assert stored[: len(seen)] == seen  # what the reader saw, as it saw it
+    assert [e["sequence"] for e in stored] == list(range(1, len(stored) + 1))
+    assert page["lastSequence"] == len(stored)
+    types = [e["payload"]["type"] for e in stored]
+    assert len(types) < 300000 + 2, "the run was stopped, not streamed to its end"
+    ran = types.index("run.interrupted")
+    assert types[:ran] == ["run.started", *["text.delta"] * (ran - 1)], types[ran - 3 : ran + 3]
+    assert stored[ran]["payload"] == {"type": "run.interrupted", "reason": "stdout closed"}
+    assert types[ran + 1 :] == ["session.closed"], types[ran:]
+    assert [(s["sessionId"], s["state"]) for s in listed] == [(session, "closed")]
 
 
 @pytest.mark.parametrize("argv", [["demo"], ["doctor", "--provider", "scripted"]], ids=str)
