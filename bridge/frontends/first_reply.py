@@ -132,16 +132,17 @@ def answer_first(
     journal); return what was read.  Raises :class:`Stopped` on SIGTERM or SIGINT while
     waiting; from its return on, those signals are held (:func:`signalled`)."""
     framer = make_framer(framing, max_message_bytes)
-    data = b""
+    chunks: list[bytes] = []  # joined once: a first message read in many chunks is linear
     with _stoppable():
         while True:
             chunk = _read(fd_in)
             if not chunk:
-                return FirstInput(data, framing)
-            data += chunk
+                return FirstInput(b"".join(chunks), framing)
+            chunks.append(chunk)
             items = framer.feed(chunk)
             if items:
                 break
+    data = b"".join(chunks)
     unanswered = FirstInput(data, framing)
     kind = framer.kind
     body = items[0]
