@@ -8,6 +8,8 @@ received and on what the stand-in recorded.
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -410,3 +412,48 @@ async def test_real_cli_model_and_permission_mode_switch_between_runs(
     first, second = standin.model_requests()
     assert first.body["model"] != "claude-stand-in-2"
     assert second.body["model"] == "claude-stand-in-2"
+
+
+def _children(pid: int, program: str) -> list[int]:
+    """The pids whose parent is ``pid`` and whose argv[0] is ``program`` (from /proc)."""
+    out: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                argv0 = (entry / "cmdline").read_bytes().split(b"\0")[0].decode()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and argv0 == program:
+                out.append(int(entry.name))
+    return out
+
+
+async def test_real_cli_dying_mid_tool_closes_the_open_tool_call_before_the_run_ends(
+    env: Env, standin: AnthropicStandIn
+) -> None:
+    """A tool call that started and never got its result (here the real CLI is killed
+    while its Bash command runs) is reported ``failed``, under its ``toolCallId``, before
+    the run's terminal event: every call a host saw start ends."""
+    standin.push(ToolUse("touch started.txt; sleep 30", tool_use_id="toolu_dangling"))
+    async with bridge(env) as b:
+        session_id = await create(b, env)
+        run_id = await run(b, session_id, "run the slow command")
+        await answer_next(b, "allow")
+        with anyio.fail_after(30):
+            while not (env.workspace / "started.txt").exists():  # the command runs now
+                await anyio.sleep(0.05)
+        assert b.proc is not None
+        (cli,) = _children(b.proc.pid, env.cli)
+        os.kill(cli, signal.SIGKILL)
+        terminal = await b.terminal(timeout=30)
+        assert terminal["payload"]["type"] == "run.failed"
+        assert terminal["payload"]["error"]["code"] == "provider_crashed"
+        tools = payloads(b, run_id, "tool.activity")
+        assert [(t["toolCallId"], t["status"]) for t in tools] == [
+            ("toolu_dangling", "started"),
+            ("toolu_dangling", "failed"),
+        ]
+        events = [m["params"] for m in b.received if m.get("method") == "event"]
+        closing = next(e for e in events if e["payload"] == tools[-1])
+        assert closing["sequence"] < terminal["sequence"]

@@ -156,3 +156,24 @@ def test_the_acp_front_end_passes_the_tree_on_in_meta() -> None:
     assert sub["_meta"] == {"agentBridge": {"parentToolCallId": "toolu_task"}}
     (plain,) = updates.updates(ToolActivity("t2", "Bash", "started"))
     assert "_meta" not in plain
+
+
+def test_calls_still_open_when_the_run_ends_are_failed_in_the_tree() -> None:
+    """At a run's end, each call that started and got no ``tool_result`` (the Task call
+    and the subagent's own call here) is ``failed``, in the order they started, still
+    placed in the tree; a call whose result came is not reported again."""
+    state = mapping.TurnState()
+    mapping.assistant_payloads(state, TASK)
+    mapping.assistant_payloads(state, _inner("toolu_ls"))
+    mapping.assistant_payloads(state, _inner("toolu_done"))
+    result = {
+        "type": "user",
+        "parent_tool_use_id": "toolu_task",
+        "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_done"}]},
+    }
+    mapping.tool_result_payloads(state, result)
+    assert mapping.open_tools_failed(state) == [
+        ToolActivity("toolu_task", "Task", "failed", subagent=Subagent(status="failed")),
+        ToolActivity("toolu_ls", "Bash", "failed", parent_tool_call_id="toolu_task"),
+    ]
+    assert mapping.open_tools_failed(state) == []

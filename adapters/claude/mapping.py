@@ -83,6 +83,7 @@ __all__ = [
     "context_window",
     "endpoint_label",
     "limits_payload",
+    "open_tools_failed",
     "parse_questions",
     "permission_reply",
     "permission_request",
@@ -775,6 +776,7 @@ def tool_result_payloads(state: TurnState, message: Mapping[str, Any]) -> list[P
         tool_id = block.get("tool_use_id")
         if not isinstance(tool_id, str):
             continue
+        state.tools.end(tool_id)
         name = state.tools.name(tool_id, "tool")
         status: Literal["completed", "failed"] = (
             "failed" if block.get("is_error") is True else "completed"
@@ -786,6 +788,27 @@ def tool_result_payloads(state: TurnState, message: Mapping[str, Any]) -> list[P
                 name,
                 status,
                 output=tool_output(block.get("content")),
+                parent_tool_call_id=state.parents.get(tool_id),
+                subagent=subagent,
+            )
+        )
+    return out
+
+
+def open_tools_failed(state: TurnState) -> list[ProviderPayload]:
+    """At a run's end (its ``result``, the CLI's exit, a failed task): a ``failed`` tool
+    activity for every tool call of the turn that started and got no ``tool_result``, in
+    the order they started, each with its subagent parent (and, for a call that runs a
+    subagent, that subagent ``failed``); marks them ended (a second call returns ``[]``)."""
+    out: list[ProviderPayload] = []
+    for activity in state.tools.fail_open():
+        tool_id = activity.tool_call_id
+        subagent = Subagent(status="failed") if tool_id in state.subagents else None
+        out.append(
+            ToolActivity(
+                tool_id,
+                activity.name,
+                "failed",
                 parent_tool_call_id=state.parents.get(tool_id),
                 subagent=subagent,
             )

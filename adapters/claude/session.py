@@ -125,6 +125,21 @@ class ClaudeRun(RunHandle):
     async def interrupt(self, reason: str) -> None:
         await self.session.interrupt_run(self)
 
+    def finish(self, outcome: RunOutcome, *, emit: bool = True) -> bool:
+        """End the run once; with ``emit`` (and the session not disposed), every tool call
+        still open is first reported ``failed``, so each call a host saw start ends
+        before the run's terminal event, whichever way the run ended."""
+        if self.finished:
+            return False
+        if emit and not self.session.disposed:
+            closing = mapping.open_tools_failed(self.state)
+            if closing:
+                try:
+                    self.ctx.emit_nowait_many(closing)
+                except Exception:  # the runtime never raises here; be safe anyway
+                    log.exception("claude: emit failed")
+        return super().finish(outcome)
+
 
 class ClaudeSession(ProviderSession):
     """A resident ``claude`` child and the state of its conversation."""
@@ -305,6 +320,11 @@ class ClaudeSession(ProviderSession):
             self._tasks.cancel_all()
         except Exception:
             log.exception("claude session: dispose failed")
+
+    @property
+    def disposed(self) -> bool:
+        """Whether :meth:`dispose` was called (nothing more is emitted)."""
+        return self._disposed
 
     def _flag(self, name: str) -> str | None:
         prefix = f"--{name}="

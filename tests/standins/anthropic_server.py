@@ -93,6 +93,7 @@ class ToolUse:
 
     ``text`` (optional) is streamed as a text block before the tool_use block.
     ``input`` overrides the tool input (default ``{"command": ..., "description": ...}``).
+    ``stop_reason`` is the message's (``max_tokens``: a reply cut inside its tool call).
     """
 
     command: str = ""
@@ -102,6 +103,7 @@ class ToolUse:
     text: str | None = None
     tool_use_id: str | None = None
     json_chunks: int = 1
+    stop_reason: str = "tool_use"
 
     def tool_input(self) -> dict[str, Any]:
         if self.input is not None:
@@ -697,7 +699,7 @@ class AnthropicStandIn:
                     "input": item.tool_input(),
                 }
             )
-            stop = "tool_use"
+            stop = item.stop_reason
         usage = self._usage()
         usage["output_tokens"] = 7
         return {
@@ -767,7 +769,7 @@ class AnthropicStandIn:
                 )
             yield _sse("content_block_stop", {"type": "content_block_stop", "index": index}), 0.0
             index += 1
-        stop_reason = item.stop_reason if isinstance(item, Text) else "tool_use"
+        stop_reason = item.stop_reason
         if isinstance(item, ToolUse):
             yield (
                 _sse(
