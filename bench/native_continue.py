@@ -27,6 +27,7 @@ Usage:  .venv/bin/python bench/native_continue.py [--records 10,1000,10000] [--r
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import statistics
@@ -84,11 +85,15 @@ async def bench(sizes: list[int], reps: int, limit: int | None) -> None:
 
                     c1.append(await timed(first))
                     session_id = result[0].session.session_id
-                    c2.append(await timed(lambda ref=ref: runtime.continue_native("scripted", ref)))
+                    c2.append(
+                        await timed(functools.partial(runtime.continue_native, "scripted", ref))
+                    )
                     await runtime.close_session(session_id)
-                    c3.append(await timed(lambda ref=ref: runtime.continue_native("scripted", ref)))
+                    c3.append(
+                        await timed(functools.partial(runtime.continue_native, "scripted", ref))
+                    )
                     await runtime.close_session(session_id)
-                    r.append(await timed(lambda sid=session_id: runtime.reopen_session(sid)))
+                    r.append(await timed(functools.partial(runtime.reopen_session, session_id)))
                     await runtime.close_session(session_id)
                 ms = [statistics.median(x) * 1000 for x in (c1, c2, c3, r)]
                 print(

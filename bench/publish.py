@@ -64,12 +64,12 @@ def _child(case: str, events: int) -> float:
     from agent_bridge.journal.memory import MemoryHistory
     from agent_bridge.runtime.delivery import Delivery
     from agent_bridge.runtime.stream import EventStream
-    from agent_bridge.wire.events import TextDelta
+    from agent_bridge.wire.events import EventPayload, TextDelta
 
     class _Lagging(MemoryHistory):
         """Durable-looking: events are committed only by :func:`commit`."""
 
-        durable = True  # type: ignore[misc]
+        durable = True
 
         def append(self, *args: Any) -> None:
             super().append(*args)
@@ -86,7 +86,7 @@ def _child(case: str, events: int) -> float:
         for _ in range(int(subs)):
             stream.subscribe(_Sink())  # type: ignore[arg-type]
         payload = TextDelta(text="x" * 100)
-        batch = [payload] * 16
+        batch: list[EventPayload] = [payload] * 16
         run = "run_1"
         publish, publish_many = stream.publish, stream.publish_many
         release = delivery.release

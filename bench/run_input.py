@@ -158,7 +158,10 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         image_s: list[float] = []
         text_s: list[float] = []
         for rep in range(args.reps):
-            order = [(as_image, image_s), (as_text, text_s)]
+            order: list[tuple[dict[str, Any], list[float]]] = [
+                (as_image, image_s),
+                (as_text, text_s),
+            ]
             for input, out in order if rep % 2 == 0 else reversed(order):
                 out.append(await timed(input))
         await bridge.stop()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -216,7 +217,7 @@ def main() -> None:
     if not writers:
         targets["bridge-nl journal"] = bridge_journal
     for writer in writers:
-        targets[f"bridge-nl journal {writer}"] = lambda n, w=writer: bridge_journal(n, writer=w)
+        targets[f"bridge-nl journal {writer}"] = functools.partial(bridge_journal, writer=writer)
     print(f"# {len(os.sched_getaffinity(0))} CPUs allowed to this run", flush=True)
     rates: dict[str, list[float]] = {name: [] for name in targets}
     cpus: dict[str, list[float]] = {name: [] for name in targets}

@@ -17,7 +17,7 @@ from uuid import uuid4
 
 from acp import Agent, InitializeResponse, NewSessionResponse, PromptResponse, run_agent
 from acp.interfaces import Client
-from acp.schema import AgentMessageChunk, TextContentBlock
+from acp.schema import AgentMessageChunk, ClientCapabilities, Implementation, TextContentBlock
 
 
 class StreamingEchoAgent(Agent):
@@ -28,10 +28,22 @@ class StreamingEchoAgent(Agent):
     def on_connect(self, conn: Client) -> None:
         self._conn = conn
 
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
         return InitializeResponse(protocol_version=protocol_version)
 
-    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
         return NewSessionResponse(session_id=uuid4().hex)
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
@@ -54,4 +66,5 @@ class StreamingEchoAgent(Agent):
 
 
 if __name__ == "__main__":
-    asyncio.run(run_agent(StreamingEchoAgent()))
+    # as in the SDK's example: the Protocol's other methods keep their defaults
+    asyncio.run(run_agent(StreamingEchoAgent()))  # type: ignore[abstract]

@@ -26,7 +26,7 @@ from pylsp_jsonrpc.endpoint import Endpoint
 from pylsp_jsonrpc.streams import JsonRpcStreamReader, JsonRpcStreamWriter
 
 
-class StockServer(MethodDispatcher):
+class StockServer(MethodDispatcher):  # type: ignore[misc]  # pylsp_jsonrpc is untyped
     def __init__(self, rx: Any, tx: Any) -> None:
         self._reader = JsonRpcStreamReader(rx)
         self._writer = JsonRpcStreamWriter(tx)
