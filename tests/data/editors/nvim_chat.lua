@@ -3,38 +3,21 @@
 -- <CR>, a multi-line prompt; insert <C-s>); ]] and [[ move between the folded thinking
 -- and tool-call blocks; <C-c> in the chat interrupts the run.
 -- Env: AB_PLUGIN, AB_BRIDGE, AB_STATE, AB_SCRIPT, AB_OUT.
-local out_path = assert(os.getenv('AB_OUT'))
-local outcome = { steps = {} }
-local function save()
-  local f = assert(io.open(out_path, 'w'))
-  f:write(vim.json.encode(outcome))
-  f:close()
-end
-vim.opt.rtp:prepend(assert(os.getenv('AB_PLUGIN')))
-vim.cmd('runtime plugin/agent_bridge.lua')
-local ab = require('agent_bridge')
-local chat = require('agent_bridge.chat')
-ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
+local harness = vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua'
+local h = dofile(harness)({ outcome = { steps = {} }, stop_bridge = true })
+local ab, chat, outcome = h.ab, h.chat, h.outcome
+local type_keys, wait_for = h.type_keys, h.wait_for
 
 -- The automatic approval prompt is dismissed (the approval stays pending for ga / gr).
 vim.ui.select = function(_, _, on_choice)
   vim.schedule(function() on_choice(nil) end)
 end
 
-local function type_keys(keys)
-  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), 'xt', false)
-end
 local function has(s, text)
   return vim.tbl_contains(chat.lines(s), text)
 end
-local function wait_for(what, pred)
-  if not vim.wait(20000, pred, 20) then
-    error('timed out waiting for ' .. what .. ': ' .. table.concat(chat.lines(ab.current()), '\n'), 0)
-  end
-  table.insert(outcome.steps, what)
-end
 
-local ok, err = pcall(function()
+h.run(function()
   vim.cmd('edit ' .. vim.fn.tempname() .. '.txt') -- the user's own file, in the window
   vim.cmd('AgentBridge new scripted scriptFile=' .. os.getenv('AB_SCRIPT') .. ' title=Chat')
   wait_for('the session', function() return ab.current() ~= nil end)
@@ -103,10 +86,3 @@ local ok, err = pcall(function()
   wait_for('run 4', function() return done_count() == 3 end)
   outcome.rejected = chat.lines(s)
 end)
-outcome.ok = ok
-outcome.error = not ok and tostring(err) or nil
-save()
-local stopped = false
-ab.stop(function() stopped = true end)
-vim.wait(10000, function() return stopped end, 20)
-vim.cmd(ok and 'qall!' or 'cquit!')

@@ -9,19 +9,9 @@
 local harness = vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua'
 local h = dofile(harness)({})
 local ab, chat, outcome = h.ab, h.chat, h.outcome
-local type_keys, count, wait_for = h.type_keys, h.count, h.wait_for
+local type_keys, count, wait_for, received = h.type_keys, h.count, h.wait_for, h.received
 vim.ui.select = function(_, _, on_choice)
   vim.schedule(function() on_choice(nil) end)
-end
-
---- The blocks the provider received in the last run (its `received` answer).
-local function received(s)
-  local lines = chat.lines(s)
-  for i = #lines, 1, -1 do
-    if lines[i]:sub(1, 2) == '[{' then
-      return vim.json.decode(lines[i])
-    end
-  end
 end
 
 h.run(function()

@@ -4,18 +4,9 @@
 -- Code one, picked, is continued in a chat and a prompt is answered in that conversation;
 -- offered again it is a bridge session (once); the scripted one, picked, reopens.
 -- Env: AB_PLUGIN, AB_BRIDGE, AB_STATE, AB_OUT, AB_WORK, AB_SCRIPT.
-local out_path = assert(os.getenv('AB_OUT'))
-local outcome = {}
-local function save()
-  local f = assert(io.open(out_path, 'w'))
-  f:write(vim.json.encode(outcome))
-  f:close()
-end
-vim.opt.rtp:prepend(assert(os.getenv('AB_PLUGIN')))
-vim.cmd('runtime plugin/agent_bridge.lua')
-local ab = require('agent_bridge')
-local chat = require('agent_bridge.chat')
-ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
+local harness = vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua'
+local h = dofile(harness)({ stop_bridge = true })
+local ab, chat, outcome = h.ab, h.chat, h.outcome
 vim.notify = function(msg) outcome.note = msg end
 local pick -- the label pattern vim.ui.select picks
 vim.ui.select = function(items, opts, on_choice)
@@ -32,7 +23,7 @@ local function wait_for(what, pred)
   assert(vim.wait(60000, pred, 20), 'timed out waiting for ' .. what .. '; note: ' .. tostring(outcome.note))
 end
 outcome.pickers = {}
-local ok, err = pcall(function()
+h.run(function()
   vim.cmd('cd ' .. vim.fn.fnameescape(os.getenv('AB_WORK')))
   vim.cmd('AgentBridge new scripted scriptFile=' .. os.getenv('AB_SCRIPT') .. ' title=Bridge-one')
   wait_for('the scripted session', function() return ab.current() ~= nil end)
@@ -56,10 +47,3 @@ local ok, err = pcall(function()
   wait_for('the scripted session again', function() return ab.current() == bridge_one end)
   outcome.bridge_one = bridge_one.id
 end)
-outcome.ok = ok
-outcome.error = not ok and tostring(err) or nil
-save()
-local stopped = false
-ab.stop(function() stopped = true end)
-vim.wait(10000, function() return stopped end, 20)
-vim.cmd(ok and 'qall!' or 'cquit!')

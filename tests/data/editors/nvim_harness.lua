@@ -4,8 +4,9 @@
 -- The plugin on the runtime path and set up against the real bridge (AB_PLUGIN,
 -- AB_BRIDGE, AB_STATE); `h.outcome`, written to AB_OUT as JSON by `h.run`; keys typed as
 -- a user types them; a chat's lines counted; a wait that names what it waited for (in
--- `outcome.steps`) and fails with the current chat's lines. Options: `outcome` (the
--- table to start from), `wait_ms` (a wait's budget, 20 s unless given).
+-- `outcome.steps`) and fails with the current chat's lines; the blocks a scripted run
+-- received. Options: `outcome` (the table to start from), `wait_ms` (a wait's budget,
+-- 20 s unless given), `stop_bridge` (stop the bridge, up to 10 s, before quitting).
 return function(opts)
   local out_path = assert(os.getenv('AB_OUT'))
   local h = { outcome = opts.outcome or {} }
@@ -40,6 +41,17 @@ return function(opts)
     table.insert(h.outcome.steps, what)
   end
 
+  --- The blocks the provider received in session `s`'s last run (the scripted
+  --- provider's `received` step answers with them as one JSON line).
+  function h.received(s)
+    local lines = h.chat.lines(s)
+    for i = #lines, 1, -1 do
+      if lines[i]:sub(1, 2) == '[{' then
+        return vim.json.decode(lines[i])
+      end
+    end
+  end
+
   --- Run the scenario's `body`, write the outcome (`ok`, or the `error`) and quit Neovim
   --- (an error exit when the body failed).
   function h.run(body)
@@ -49,6 +61,11 @@ return function(opts)
     local f = assert(io.open(out_path, 'w'))
     f:write(vim.json.encode(h.outcome))
     f:close()
+    if opts.stop_bridge then
+      local stopped = false
+      h.ab.stop(function() stopped = true end)
+      vim.wait(10000, function() return stopped end, 20)
+    end
     vim.cmd(ok and 'qall!' or 'cquit!')
   end
 

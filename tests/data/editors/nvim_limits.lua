@@ -3,18 +3,9 @@
 -- meters it names), and a run that hits a limit says its cause and when it resets; a
 -- new session of the provider shows the bridge's latest figures (provider/limits).
 -- Env: AB_PLUGIN, AB_BRIDGE, AB_STATE, AB_SCRIPT, AB_OUT.
-local out_path = assert(os.getenv('AB_OUT'))
-local outcome = {}
-local function save()
-  local f = assert(io.open(out_path, 'w'))
-  f:write(vim.json.encode(outcome))
-  f:close()
-end
-vim.opt.rtp:prepend(assert(os.getenv('AB_PLUGIN')))
-vim.cmd('runtime plugin/agent_bridge.lua')
-local ab = require('agent_bridge')
-local chat = require('agent_bridge.chat')
-ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
+local harness = vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua'
+local h = dofile(harness)({})
+local ab, chat, outcome = h.ab, h.chat, h.outcome
 local function ended(s, n)
   local k = 0
   for _, l in ipairs(chat.lines(s)) do
@@ -24,7 +15,7 @@ local function ended(s, n)
   end
   return k >= n
 end
-local ok, err = pcall(function()
+h.run(function()
   vim.cmd('AgentBridge new scripted scriptFile=' .. os.getenv('AB_SCRIPT') .. ' title=Limits')
   assert(vim.wait(20000, function() return ab.current() ~= nil end, 20), 'no session')
   local s = ab.current()
@@ -54,7 +45,3 @@ local ok, err = pcall(function()
   vim.wait(20000, function() return bar2():find('limits:', 1, true) ~= nil end, 20)
   outcome.bar3 = bar2()
 end)
-outcome.ok = ok
-outcome.error = not ok and tostring(err) or nil
-save()
-vim.cmd(ok and 'qall!' or 'cquit!')

@@ -3,24 +3,15 @@
 -- CLI wrote), the one picked opens read-only with its history; with AB_CONTINUE, `c`
 -- there continues it in a chat and a prompt is answered in that conversation.
 -- Env: AB_PLUGIN, AB_BRIDGE, AB_STATE, AB_OUT (and CLAUDE_CONFIG_DIR for the bridge).
-local out_path = assert(os.getenv('AB_OUT'))
-local outcome = {}
-local function save()
-  local f = assert(io.open(out_path, 'w'))
-  f:write(vim.json.encode(outcome))
-  f:close()
-end
-vim.opt.rtp:prepend(assert(os.getenv('AB_PLUGIN')))
-vim.cmd('runtime plugin/agent_bridge.lua')
-local ab = require('agent_bridge')
-local chat = require('agent_bridge.chat')
-ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
+local harness = vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua'
+local h = dofile(harness)({ stop_bridge = true })
+local ab, chat, outcome = h.ab, h.chat, h.outcome
 vim.notify = function(msg) outcome.note = msg end
 vim.ui.select = function(items, opts, on_choice)
   outcome.picker = { prompt = opts.prompt, labels = vim.tbl_map(opts.format_item, items) }
   vim.schedule(function() on_choice(items[1], 1) end)
 end
-local ok, err = pcall(function()
+h.run(function()
   vim.cmd('AgentBridge native')
   assert(vim.wait(20000, function()
     return vim.api.nvim_buf_get_name(0):find('agent-bridge://native/', 1, true) ~= nil
@@ -46,10 +37,3 @@ local ok, err = pcall(function()
     outcome.chat = chat.lines(s)
   end
 end)
-outcome.ok = ok
-outcome.error = not ok and tostring(err) or nil
-save()
-local stopped = false
-ab.stop(function() stopped = true end)
-vim.wait(10000, function() return stopped end, 20)
-vim.cmd(ok and 'qall!' or 'cquit!')

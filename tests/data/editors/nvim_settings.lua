@@ -3,18 +3,9 @@
 -- provider's `settings`), the one picked is set with session/configure, the chat and the
 -- bar show the settings.updated that follows; a provider offering none says so.
 -- Env: AB_PLUGIN, AB_BRIDGE, AB_STATE, AB_OUT, AB_SCRIPT, AB_PLAIN (a script with none).
-local out_path = assert(os.getenv('AB_OUT'))
-local outcome = { pickers = {} }
-local function save()
-  local f = assert(io.open(out_path, 'w'))
-  f:write(vim.json.encode(outcome))
-  f:close()
-end
-vim.opt.rtp:prepend(assert(os.getenv('AB_PLUGIN')))
-vim.cmd('runtime plugin/agent_bridge.lua')
-local ab = require('agent_bridge')
-local chat = require('agent_bridge.chat')
-ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
+local harness = vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua'
+local h = dofile(harness)({ outcome = { pickers = {} }, stop_bridge = true })
+local ab, chat, outcome = h.ab, h.chat, h.outcome
 vim.notify = function(msg) outcome.note = msg end
 local pick
 vim.ui.select = function(items, opts, on_choice)
@@ -30,7 +21,7 @@ end
 local function wait_for(what, pred)
   assert(vim.wait(20000, pred, 20), 'timed out waiting for ' .. what .. '; note: ' .. tostring(outcome.note))
 end
-local ok, err = pcall(function()
+h.run(function()
   vim.cmd('AgentBridge new scripted scriptFile=' .. os.getenv('AB_SCRIPT') .. ' title=Settings')
   wait_for('the session', function() return ab.current() ~= nil end)
   local s = ab.current()
@@ -53,10 +44,3 @@ local ok, err = pcall(function()
   outcome.none = outcome.note
   outcome.asked_for_none = #outcome.pickers > asked
 end)
-outcome.ok = ok
-outcome.error = not ok and tostring(err) or nil
-save()
-local stopped = false
-ab.stop(function() stopped = true end)
-vim.wait(10000, function() return stopped end, 20)
-vim.cmd(ok and 'qall!' or 'cquit!')

@@ -2,19 +2,10 @@
 -- subagent is a block headed by the agent (type, description, status, usage); the tool
 -- calls made inside it (parentToolCallId) are blocks nested in it, each rewritten in
 -- place, folded one level deeper. Env: AB_PLUGIN, AB_BRIDGE, AB_STATE, AB_SCRIPT, AB_OUT.
-local out_path = assert(os.getenv('AB_OUT'))
-local outcome = {}
-local function save()
-  local f = assert(io.open(out_path, 'w'))
-  f:write(vim.json.encode(outcome))
-  f:close()
-end
-vim.opt.rtp:prepend(assert(os.getenv('AB_PLUGIN')))
-vim.cmd('runtime plugin/agent_bridge.lua')
-local ab = require('agent_bridge')
-local chat = require('agent_bridge.chat')
-ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
-local ok, err = pcall(function()
+local harness = vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua'
+local h = dofile(harness)({})
+local ab, chat, outcome = h.ab, h.chat, h.outcome
+h.run(function()
   vim.cmd('AgentBridge new scripted scriptFile=' .. os.getenv('AB_SCRIPT') .. ' title=Agents')
   assert(vim.wait(20000, function() return ab.current() ~= nil end, 20), 'no session')
   local s = ab.current()
@@ -35,7 +26,3 @@ local ok, err = pcall(function()
   outcome.agent_closed = agent > 0 and vim.fn.foldclosed(agent) == agent
   outcome.agent_fold_end = vim.fn.foldclosedend(agent)
 end)
-outcome.ok = ok
-outcome.error = not ok and tostring(err) or nil
-save()
-vim.cmd(ok and 'qall!' or 'cquit!')
