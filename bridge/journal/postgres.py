@@ -283,8 +283,11 @@ class PgJournal(Journal):
                 self._to_loop(self._listen_ready)
                 while not self._beat_stop.is_set():
                     # each notification is handed over as it arrives; the generator
-                    # ends after a second without one (to look at the stop flag)
+                    # ends each second (to look at the stop flag; closing also wakes
+                    # it at once with a notification)
                     for note in conn.notifies(timeout=1.0):
+                        if self._beat_stop.is_set():
+                            break  # (closing wakes this with a notification)
                         if note.channel == CHANNEL:
                             self._to_loop(self._notified, note.payload)
                         elif note.channel == COMMANDS:
@@ -542,9 +545,12 @@ class PgJournal(Journal):
     def _close_sync(self) -> None:
         self._beat_stop.set()
         self._beat.join(5)
-        if self._listener is not None:
-            self._listener.join(5)
         with self._control_lock:
+            if self._listener is not None:
+                # wake the listening thread now rather than at its next second
+                with contextlib.suppress(Exception):
+                    self._control_conn().execute("SELECT pg_notify(%s, '')", (COMMANDS,))
+                self._listener.join(5)
             try:
                 try:
                     _leave(self._control_conn(), self._owner.token)
