@@ -28,10 +28,12 @@ import pytest
 from agent_bridge.adapters.scripted import ScriptedProvider
 from agent_bridge.errors import BridgeError
 from agent_bridge.journal import History, Retention, open_history
+from agent_bridge.journal.blocks import TYPE_CODES
 from agent_bridge.journal.journal import Journal
 from agent_bridge.journal.writer import Writer
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime import Interaction, Released, Runtime
+from agent_bridge.wire.events import TextDelta
 from agent_bridge.wire.methods import EventsReadParams, RetryOnLimit, RunInput, RunStartParams
 from agent_bridge.wire.settings import SessionConfigureParams
 
@@ -188,6 +190,38 @@ async def test_an_event_reaches_the_host_only_once_committed(backend: Backend) -
         await run_to_end(runtime, info.session_id)
         await runtime.flush()
         assert seen and all(delivered <= committed for delivered, committed in seen)
+
+
+async def test_events_that_would_leave_a_gap_are_never_stored_or_acknowledged(
+    backend: Backend,
+) -> None:
+    """Gapless per-session sequences are a contract, so a batch that does not continue
+    its session's stored sequence (here one skipping a sequence, handed to the journal
+    as the stream hands its events) is a broken invariant, not a storage fault: its commit
+    fails and is not retried, nothing of it is stored, waits answer ``internal`` (the
+    journal is ``broken``), reads of what was committed go on, and the next bridge finds
+    the history as it was, still gapless."""
+    async with journaled(backend) as (runtime, host):
+        info = await runtime.create_session("scripted", options=stream(3), subscriber=host)
+        await run_to_end(runtime, info.session_id)
+        await runtime.flush()
+        before = await read_all(runtime, info.session_id)
+        last = before[-1]["sequence"]
+        history = runtime.history
+        stray = {**before[-1], "sequence": last + 2, "eventId": "evt_gap"}
+        history.append(
+            info.session_id, last + 2, TYPE_CODES[TextDelta], msgspec.json.encode(stray), 0
+        )
+        with pytest.raises(BridgeError) as err:
+            await runtime.durable()
+        assert err.value.error_code == "internal" and not err.value.info.retryable
+        assert history.health == "broken"
+        assert await read_all(runtime, info.session_id) == before
+    async with journaled(backend) as (runtime, _host):
+        again = await read_all(runtime, info.session_id)
+        assert again[: len(before)] == before
+        assert [e["sequence"] for e in again] == list(range(1, len(again) + 1))
+        assert all(e["eventId"] != "evt_gap" for e in again)
 
 
 # --------------------------------------------------------------------- records

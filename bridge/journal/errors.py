@@ -25,6 +25,7 @@ __all__ = [
     "JournalBroken",
     "JournalCorrupt",
     "JournalError",
+    "SequenceGap",
     "classify",
     "classify_commit",
     "on_read_only_fs",
@@ -70,6 +71,20 @@ class JournalCorrupt(JournalError):
 class JournalBroken(JournalError):
     """A bug made a commit fail; this process writes nothing more to the journal (the
     file itself is sound: a restart uses it again)."""
+
+
+class SequenceGap(Exception):
+    """A session's events handed to the writer do not continue its stored sequence (a
+    gap, or an overlap outside the replay of a commit whose report was lost).  Gapless
+    per-session sequences are a contract, so this is a broken invariant, never stored:
+    the commit fails as ``internal`` (:func:`classify_commit`), nothing of it or after it
+    is acknowledged durable, and the writer stops (the journal is ``broken``)."""
+
+    def __init__(self, session_id: str, first: int, last: int) -> None:
+        super().__init__(f"session {session_id} continues at {first} after {last} (not gapless)")
+        self.session_id = session_id
+        self.first = first
+        self.last = last
 
 
 def classify(exc: BaseException) -> Fault:
@@ -121,8 +136,9 @@ def on_read_only_fs(fault: Fault, directory: str) -> Fault:
 def classify_commit(exc: BaseException) -> Fault:
     """Return what an exception from applying or committing a transaction means (never
     raises): ``internal`` for a bug (:data:`_BUGS`, or anything that is not a
-    :class:`sqlite3.Error` -- a ``TypeError``, ``KeyError``, ... from the writer's own
-    code), else as :func:`classify` (``MemoryError`` is ``other``: it may pass)."""
+    :class:`sqlite3.Error` -- a ``TypeError``, ``KeyError``, a :class:`SequenceGap`, ...
+    from the writer's own code), else as :func:`classify` (``MemoryError`` is ``other``:
+    it may pass)."""
     if isinstance(exc, _BUGS):
         return "internal"
     if isinstance(exc, sqlite3.Error):

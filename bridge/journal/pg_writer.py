@@ -37,7 +37,7 @@ from agent_bridge.journal.committer import (
     GroupCommitter,
     Notify,
 )
-from agent_bridge.journal.errors import Fault
+from agent_bridge.journal.errors import Fault, SequenceGap
 from agent_bridge.journal.pg_schema import LeaseLost, classify_pg, connect_pg, one_line
 from agent_bridge.journal.queries import PG_OPS, delete_session_rows
 from agent_bridge.journal.retention import Retention
@@ -243,12 +243,7 @@ class PgWriter(GroupCommitter):
                 first + skip - 1,
             )
         elif first != last + 1:
-            log.error(
-                "journal: session %s continues at %d after %d (not gapless)",
-                session_id,
-                first,
-                last,
-            )
+            raise SequenceGap(session_id, first, last)  # never stored: the commit fails
         start = first + skip
         stored = (
             pg_insert_events(conn, skey, start, codes[skip:], bodies[skip:]) if count > skip else 0

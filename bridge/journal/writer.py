@@ -57,7 +57,7 @@ from agent_bridge.journal.committer import (
     GroupCommitter,
     Notify,
 )
-from agent_bridge.journal.errors import Fault, classify_commit, on_read_only_fs
+from agent_bridge.journal.errors import Fault, SequenceGap, classify_commit, on_read_only_fs
 from agent_bridge.journal.queries import SQLITE_OPS
 from agent_bridge.journal.retention import Retention, apply_retention
 from agent_bridge.journal.rows import add_blob, insert_events, last_sequence, session_key
@@ -184,12 +184,7 @@ class Writer(GroupCommitter):
             bodies = [body for batch in batches for body in batch.bodies]
             codes = b"".join(batch.codes for batch in batches)
         if first != last + 1:
-            log.error(
-                "journal: session %s continues at %d after %d (not gapless)",
-                session_id,
-                first,
-                last,
-            )
+            raise SequenceGap(session_id, first, last)  # never stored: the commit fails
         stored = insert_events(conn, skey, first, codes, bodies) if bodies else 0
         self._last[skey] = first + len(bodies) - 1
         stored = self._store_raws(skey, batches, stored)
