@@ -10,27 +10,13 @@
 
 ;;; Code:
 
-(require 'ert)
-(require 'cl-lib)
-(add-to-list 'load-path (getenv "AB_PACKAGE"))
-(require 'agent-bridge)
-
-(defun test-lines ()
-  "The current session's chat, as lines."
-  (let ((s (agent-bridge--current-session)))
-    (if (not s) nil
-      (with-current-buffer (agent-bridge--buffer s)
-        (split-string (buffer-substring-no-properties (point-min) (point-max)) "\n")))))
-
-(defun test-wait (what pred)
-  "Wait (at most 60 s) until PRED holds; fail naming WHAT otherwise."
-  (let ((deadline (+ (float-time) 60)))
-    (while (and (not (funcall pred)) (< (float-time) deadline))
-      (accept-process-output nil 0.02))
-    (unless (funcall pred)
-      (error "Timed out waiting for %s; chat: %S; stderr: %s" what (test-lines)
-             (with-current-buffer (get-buffer-create "*agent-bridge stderr*")
-               (buffer-string))))))
+(load (expand-file-name "emacs_harness.el" (file-name-directory load-file-name)) nil t)
+(setq test-wait-seconds 60)
+(setq test-wait-detail
+      (lambda ()
+        (format "; stderr: %s"
+                (with-current-buffer (get-buffer-create "*agent-bridge stderr*")
+                  (buffer-string)))))
 
 (defun test-pick (pattern)
   "Run `agent-bridge-continue', picking the label matching PATTERN; return the labels."

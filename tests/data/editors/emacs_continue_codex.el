@@ -8,27 +8,13 @@
 
 ;;; Code:
 
-(require 'ert)
-(require 'cl-lib)
-(add-to-list 'load-path (getenv "AB_PACKAGE"))
-(require 'agent-bridge)
-
-(defun test-lines ()
-  "The current session's chat, as lines."
-  (let ((s (agent-bridge--current-session)))
-    (if (not s) nil
-      (with-current-buffer (agent-bridge--buffer s)
-        (split-string (buffer-substring-no-properties (point-min) (point-max)) "\n")))))
-
-(defun test-wait (what pred)
-  "Wait (at most 90 s) until PRED holds; fail naming WHAT otherwise."
-  (let ((deadline (+ (float-time) 90)))
-    (while (and (not (funcall pred)) (< (float-time) deadline))
-      (accept-process-output nil 0.02))
-    (unless (funcall pred)
-      (error "Timed out waiting for %s; chat: %S; stderr: %s" what (test-lines)
-             (with-current-buffer (get-buffer-create "*agent-bridge stderr*")
-               (buffer-string))))))
+(load (expand-file-name "emacs_harness.el" (file-name-directory load-file-name)) nil t)
+(setq test-wait-seconds 90)
+(setq test-wait-detail
+      (lambda ()
+        (format "; stderr: %s"
+                (with-current-buffer (get-buffer-create "*agent-bridge stderr*")
+                  (buffer-string)))))
 
 (ert-deftest agent-bridge-continue-a-codex-session ()
   (setq agent-bridge-command (list (getenv "AB_BRIDGE"))

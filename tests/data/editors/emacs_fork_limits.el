@@ -13,30 +13,15 @@
 
 ;;; Code:
 
-(require 'ert)
-(require 'cl-lib)
-(add-to-list 'load-path (getenv "AB_PACKAGE"))
-(require 'agent-bridge)
-
-(defun test-lines (&optional s)
-  "The chat of S (else the current session), as lines."
-  (let ((s (or s (agent-bridge--current-session))))
-    (if (not s) nil
-      (with-current-buffer (agent-bridge--buffer s)
-        (split-string (buffer-substring-no-properties (point-min) (point-max)) "\n")))))
-
-(defun test-wait (what pred)
-  "Wait (at most 30 s) until PRED holds; fail naming WHAT otherwise."
-  (let ((deadline (+ (float-time) 30)))
-    (while (and (not (funcall pred)) (< (float-time) deadline))
-      (accept-process-output nil 0.02))
-    (unless (funcall pred)
-      (error "Timed out waiting for %s; chat: %S; traffic: %s" what (test-lines)
-             (if agent-bridge--connection
-                 (with-current-buffer (jsonrpc-events-buffer agent-bridge--connection)
-                   (buffer-substring-no-properties (max (point-min) (- (point-max) 3000))
-                                                   (point-max)))
-               "")))))
+(load (expand-file-name "emacs_harness.el" (file-name-directory load-file-name)) nil t)
+(setq test-wait-detail
+      (lambda ()
+        (format "; traffic: %s"
+                (if agent-bridge--connection
+                    (with-current-buffer (jsonrpc-events-buffer agent-bridge--connection)
+                      (buffer-substring-no-properties (max (point-min) (- (point-max) 3000))
+                                                      (point-max)))
+                  ""))))
 
 (ert-deftest agent-bridge-fork-limits-subagents ()
   (setq agent-bridge-command (list (getenv "AB_BRIDGE"))

@@ -9,10 +9,8 @@
 
 ;;; Code:
 
-(require 'ert)
-(require 'cl-lib)
-(add-to-list 'load-path (getenv "AB_PACKAGE"))
-(require 'agent-bridge)
+(load (expand-file-name "emacs_harness.el" (file-name-directory load-file-name)) nil t)
+(setq test-wait-seconds 20)
 
 (defvar test-asked nil "The prompts shown: (PROMPT PENDING-COUNT).")
 (defvar test-listed-pending nil "The Pending column of the session in the list.")
@@ -28,20 +26,6 @@
   "Type KEYS (a `kbd' string) in the current session's chat buffer."
   (switch-to-buffer (agent-bridge--buffer (agent-bridge--current-session)))
   (execute-kbd-macro (kbd keys)))
-
-(defun test-lines ()
-  "The current session's chat, as lines."
-  (let ((s (agent-bridge--current-session)))
-    (and s (with-current-buffer (agent-bridge--buffer s)
-             (split-string (buffer-substring-no-properties (point-min) (point-max)) "\n")))))
-
-(defun test-wait (what pred)
-  "Wait (at most 20 s) until PRED holds; fail naming WHAT otherwise."
-  (let ((deadline (+ (float-time) 20)))
-    (while (and (not (funcall pred)) (< (float-time) deadline))
-      (accept-process-output nil 0.02))
-    (unless (funcall pred)
-      (error "Timed out waiting for %s; chat: %S" what (test-lines)))))
 
 (defun test-save (&rest plist)
   "Write PLIST as JSON to AB_OUT."

@@ -10,10 +10,8 @@
 
 ;;; Code:
 
-(require 'ert)
-(require 'cl-lib)
-(add-to-list 'load-path (getenv "AB_PACKAGE"))
-(require 'agent-bridge)
+(load (expand-file-name "emacs_harness.el" (file-name-directory load-file-name)) nil t)
+(setq test-wait-seconds 20)
 
 (defvar test-picks nil "What the stubbed prompts answer, in order.")
 (defvar test-asked nil "The prompts shown: (PROMPT CHOICE-NAMES PENDING-COUNT).")
@@ -40,24 +38,9 @@
   (push (list prompt nil 0) test-asked)
   (pop test-picks))
 
-(defun test-lines ()
-  "The current session's chat buffer, as lines."
-  (let ((s (agent-bridge--current-session)))
-    (if (not s) nil
-      (with-current-buffer (agent-bridge--buffer s)
-        (split-string (buffer-substring-no-properties (point-min) (point-max)) "\n")))))
-
 (defun test-count (line)
   "How many lines of the chat are LINE."
   (cl-count line (test-lines) :test #'equal))
-
-(defun test-wait (what pred)
-  "Wait (at most 20 s) until PRED holds; fail naming WHAT otherwise."
-  (let ((deadline (+ (float-time) 20)))
-    (while (and (not (funcall pred)) (< (float-time) deadline))
-      (accept-process-output nil 0.02))
-    (unless (funcall pred)
-      (error "Timed out waiting for %s; chat: %S" what (test-lines)))))
 
 (ert-deftest agent-bridge-whole-session ()
   ;; the pickers one after another (the new session's menu is tested in step 8)

@@ -8,25 +8,7 @@
 
 ;;; Code:
 
-(require 'ert)
-(require 'cl-lib)
-(add-to-list 'load-path (getenv "AB_PACKAGE"))
-(require 'agent-bridge)
-
-(defun test-lines ()
-  "The current session's chat, as lines."
-  (let ((s (agent-bridge--current-session)))
-    (if (not s) nil
-      (with-current-buffer (agent-bridge--buffer s)
-        (split-string (buffer-substring-no-properties (point-min) (point-max)) "\n")))))
-
-(defun test-wait (what pred)
-  "Wait (at most 30 s) until PRED holds; fail naming WHAT otherwise."
-  (let ((deadline (+ (float-time) 30)))
-    (while (and (not (funcall pred)) (< (float-time) deadline))
-      (accept-process-output nil 0.02))
-    (unless (funcall pred)
-      (error "Timed out waiting for %s; chat: %S" what (test-lines)))))
+(load (expand-file-name "emacs_harness.el" (file-name-directory load-file-name)) nil t)
 
 (defun test-m (pick)
   "Type `m' in the current chat, picking the choice starting with PICK; return the choices."
