@@ -12,6 +12,7 @@ that can run its provider in its workspace (:func:`succeed`: this one, or the
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -22,6 +23,7 @@ from agent_bridge.runtime.placement import heir, place
 from agent_bridge.runtime.reading import guard
 from agent_bridge.runtime.routing import owner_error
 from agent_bridge.wire.methods import SessionCreateParams, SessionRef, SessionResult
+from agent_bridge.workspace import resolve_workspace
 
 if TYPE_CHECKING:
     from agent_bridge.runtime.runtime import Runtime
@@ -31,6 +33,25 @@ if TYPE_CHECKING:
 __all__ = ["create_placed", "declare", "succeed"]
 
 log = logging.getLogger("agent_bridge.runtime")
+
+
+def judged(workspace: str | None) -> str | None:
+    """``workspace`` as placement compares it with the members' roots (which each member
+    recorded as real paths): its real path when it is a folder on this machine
+    (symbolic links followed, and ``..`` taken after them, so neither a link into a
+    served root nor one out of it is judged by its name); else normalized (it may be a
+    folder only on another member, which judges it by its own real path before it
+    creates the session: :func:`create_placed` there).  Raises ``workspace_invalid``
+    for a relative path or a NUL byte."""
+    if workspace is None:
+        return None
+    try:
+        real = resolve_workspace(workspace)
+    except BridgeError as exc:
+        if os.path.isabs(workspace) and "\x00" not in workspace:
+            return os.path.normpath(workspace)  # not a folder here
+        raise exc from None
+    return real
 
 
 def _fleet(runtime: Runtime) -> Routable:
@@ -85,9 +106,12 @@ async def create_placed(
     known = params.provider in me.providers or any(params.provider in m.providers for m in members)
     if params.node is None and not known:
         runtime.registry.get(params.provider)  # provider_not_found when it is unknown
-    target = place(members, me, params.provider, params.workspace, params.node)
-    if target.token == me.token:
-        return await runtime.create_here(params, subscriber)
+    workspace = judged(params.workspace)
+    target = place(members, me, params.provider, workspace, params.node)
+    if target.token == me.token:  # created in the folder judged, not its name again
+        here = msgspec.structs.replace(params, workspace=workspace)
+        return await runtime.create_here(here, subscriber)
+    # the host's path: the member there resolves it on its machine, and judges it again
     there = msgspec.structs.replace(params, node=target.node)
     result = await _ask(history, target, "session/create", msgspec.json.encode(there))
     info = msgspec.json.decode(result, type=SessionResult).session
@@ -122,7 +146,7 @@ async def succeed(runtime: Runtime, session_id: str) -> None:
         log.warning("session %s: not taken over (%s)", session_id, exc)
         return
     me = history.me()
-    target = heir(members, me, stored.provider_id, stored.workspace)
+    target = heir(members, me, stored.provider_id, judged(stored.workspace))
     if target is None:
         log.warning(
             "session %s: no live member serves %s in its workspace; it stays closed",

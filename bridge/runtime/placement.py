@@ -22,8 +22,9 @@ __all__ = ["heir", "place", "refusal", "within"]
 
 
 def within(path: str, root: str) -> bool:
-    """Whether the absolute ``path`` is ``root`` or below it (compared as normalized
-    paths: a member cannot resolve another machine's symbolic links)."""
+    """Whether the absolute ``path`` is ``root`` or below it, compared as written (the
+    caller resolves symbolic links: :func:`agent_bridge.runtime.fleet.judged`, real
+    paths on this machine; roots are recorded as real paths by their member)."""
     path, root = os.path.normpath(path), os.path.normpath(root)
     return path == root or path.startswith(root.rstrip("/") + "/")
 

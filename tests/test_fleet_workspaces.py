@@ -1,0 +1,98 @@
+"""Placement by workspace roots follows symbolic links (``docs/fleet.md``, Placement).
+
+Real members on one PostgreSQL journal (``test_fleet.fleet``), on one machine's
+filesystem: a root declared through a symbolic link, a workspace named through a link
+into a served root, a link inside a served root that leads out of it, and ``..`` after
+such a link.  Each is judged by its real path: the first two are placed on the member
+that serves the folder they really are; the escapes are refused ``workspace_invalid``
+(before, the names were compared: the first two were refused and the escapes created
+sessions in a folder no member serves).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bridge_client import BridgeProcess, script_session
+from test_fleet import fleet, nodes_of
+
+pytestmark = pytest.mark.timeout(300)
+
+
+async def test_workspaces_are_placed_by_their_real_paths(pg_url: str, tmp_path: Path) -> None:
+    """alpha serves the scripted provider under ``served`` (declared through the link
+    ``served-link``), beta only under ``b``; nobody serves ``outside``."""
+    served, b, outside = tmp_path / "served", tmp_path / "b", tmp_path / "outside"
+    for folder in (served / "proj", b, outside, tmp_path / "elsewhere"):
+        folder.mkdir(parents=True)
+    (tmp_path / "served-link").symlink_to(served)  # the root, as alpha declares it
+    (tmp_path / "elsewhere" / "ws").symlink_to(served / "proj")  # a link into the root
+    (served / "escape").symlink_to(outside)  # a link inside the root, out of it
+    (tmp_path / "b-link").symlink_to(b)
+    extra: dict[str, tuple[str, ...]] = {
+        "alpha": (
+            "--node-providers",
+            "scripted",
+            "--node-workspaces",
+            str(tmp_path / "served-link"),
+        ),
+        "beta": ("--node-workspaces", str(b)),
+    }
+    steps = [{"type": "text", "text": "here"}]
+
+    def create(workspace: Path | str, node: str | None = None) -> dict[str, Any]:
+        params = script_session(steps) | {"workspace": str(workspace)}
+        return params if node is None else params | {"node": node}
+
+    async with fleet(tmp_path, pg_url, ("alpha", "beta"), extra=extra) as members:
+        alpha, beta = members["alpha"], members["beta"]
+
+        async def created(bridge: BridgeProcess, params: dict[str, Any]) -> tuple[str, str]:
+            info = (await bridge.result("session/create", params))["session"]
+            return info["sessionId"], info["workspace"]
+
+        async def refused(bridge: BridgeProcess, params: dict[str, Any]) -> dict[str, Any]:
+            reply = await bridge.call("session/create", params, check=False)
+            assert "error" in reply, reply
+            data: dict[str, Any] = reply["error"]["data"]
+            assert data["code"] == "workspace_invalid", data
+            return data
+
+        placed: dict[str, str] = {}
+        # through the root's link (as alpha declared it) and by the root's real name:
+        # beta does not serve it, alpha does
+        for name in (str(tmp_path / "served-link" / "proj"), str(served / "proj")):
+            session, workspace = await created(beta, create(name))
+            assert workspace == str(served / "proj")  # the session runs in the real folder
+            placed[session] = "alpha"
+        # a link from elsewhere into the served root, and ``..`` that stays inside
+        for name in (str(tmp_path / "elsewhere" / "ws"), f"{outside}/../served/proj"):
+            session, workspace = await created(beta, create(name))
+            assert workspace == str(served / "proj")
+            placed[session] = "alpha"
+        # beta's own folder, named through a link: beta keeps it
+        session, workspace = await created(beta, create(tmp_path / "b-link"))
+        assert workspace == str(b)
+        placed[session] = "beta"
+        listed = nodes_of(await alpha.result("session/list", {}))
+        assert {s: listed[s] for s in placed} == placed
+
+        # escapes: a link inside the root that leads out of it, ``..`` after such a
+        # link, and a name that only looks inside: refused, wherever they are asked
+        escapes = [
+            str(served / "escape"),
+            f"{served}/escape/../outside",
+            f"{tmp_path}/served-link/escape",
+            f"{served}/escape/..",  # the parent of outside/: tmp_path itself
+        ]
+        for name in escapes:
+            for bridge in (alpha, beta):
+                await refused(bridge, create(name))
+            named = await refused(beta, create(name, "alpha"))
+            assert "alpha" in named["details"]["reason"]
+        after = nodes_of(await beta.result("session/list", {}))
+        assert set(after) == set(placed)  # nothing was created by the refusals
+        assert not any(os.scandir(outside))
