@@ -259,6 +259,33 @@ async def test_a_batch_shares_one_raw_record(tmp_path: Path) -> None:
     ]
 
 
+async def test_each_event_of_a_batch_is_journaled_with_its_own_payload_type(
+    tmp_path: Path,
+) -> None:
+    """A batch of one kind of delta and one that mixes kinds: the type code stored for
+    each event (``event_blocks.types``) is its own payload's."""
+    from agent_bridge.journal.blocks import TYPE_NAMES
+
+    async def script(ctx: RunContext) -> None:
+        await ctx.emit_many([ThinkingDelta(text=f"t{i}") for i in range(3)])
+        await ctx.emit_many([TextDelta(text="a"), ThinkingDelta(text="b"), TextDelta(text="c")])
+        await ctx.emit_many(deltas(0, 2))
+
+    _, events, _ = await run_once(script, history=Journal.open(str(tmp_path)))
+    with sqlite3.connect(tmp_path / "journal.sqlite3") as conn:
+        stored = b"".join(
+            row[0] for row in conn.execute("SELECT types FROM event_blocks ORDER BY first_seq")
+        )
+    assert [TYPE_NAMES[code] for code in stored] == [e["payload"]["type"] for e in events]
+    assert [e["payload"]["type"] for e in events[1:9]] == [
+        *["thinking.delta"] * 3,
+        "text.delta",
+        "thinking.delta",
+        "text.delta",
+        *["text.delta"] * 2,
+    ]
+
+
 @pytest.mark.parametrize("batch", [1, 7, 64, 500])
 async def test_with_the_journal_no_event_of_a_batch_reaches_the_host_before_its_commit(
     tmp_path: Path, batch: int

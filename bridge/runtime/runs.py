@@ -566,18 +566,20 @@ class RunContext:
         if not payloads:
             return False
         checked: list[EventPayload] = list(payloads)
-        if not (
-            # Only deltas with str texts (the streaming case): valid and their own
-            # snapshots, found with C loops, no Python bytecode per payload.
-            _DELTAS.issuperset(map(type, checked))
-            and _STR.issuperset(map(type, map(_text, checked)))
-        ):
+        kinds = set(map(type, checked))
+        kind: type[EventPayload] | None = None
+        if len(kinds) == 1 and kinds <= _DELTAS and _STR.issuperset(map(type, map(_text, checked))):
+            # Deltas of one kind with str texts (the streaming case): valid and their own
+            # snapshots, found with C loops, no Python bytecode per payload; the stream
+            # is told their one type (one type code for the batch, not one look-up each).
+            kind = kinds.pop()
+        else:
             checked = [self._checked(payload) for payload in payloads]
             for payload in checked:
                 if type(payload) is LimitsUpdated:
                     self._note_limits(payload)
         try:
-            return self._publish_many(run.id, checked, raw)
+            return self._publish_many(run.id, checked, raw, kind)
         except UnencodableEvent:
             fixed: list[EventPayload] = []
             for payload in checked:

@@ -355,11 +355,19 @@ class EventStream:
             return False
         return self.release(sequence, (body,), (payload,), (run_id,))
 
-    def publish_many(self, run_id: str, payloads: list[EventPayload], raw: Any = None) -> bool:
+    def publish_many(
+        self,
+        run_id: str,
+        payloads: list[EventPayload],
+        raw: Any = None,
+        kind: type[EventPayload] | None = None,
+    ) -> bool:
         """As :meth:`publish` for each of ``payloads`` (a run's, at least one), in order,
         each its own event: consecutive sequences, stamped with one clock read, recorded
-        and held (or sent) as one batch; return whether producers should wait.  Raises
-        :class:`UnencodableEvent` (none of them stamped) if one cannot be encoded."""
+        and held (or sent) as one batch; return whether producers should wait.  ``kind``:
+        the type of every payload, when the caller has checked that they share one (their
+        type codes are then one look-up).  Raises :class:`UnencodableEvent` (none of them
+        stamped) if one cannot be encoded."""
         try:
             encoded = list(map(_encode, payloads))
         except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
@@ -374,7 +382,10 @@ class EventStream:
         bodies = [
             template % (sequence, sequence, body) for sequence, body in enumerate(encoded, first)
         ]
-        codes = bytes(map(_TYPE_CODES.__getitem__, map(type, payloads)))
+        if kind is None:
+            codes = bytes(map(_TYPE_CODES.__getitem__, map(type, payloads)))
+        else:
+            codes = bytes((_TYPE_CODES[kind],)) * len(payloads)
         raw_id = 0 if raw is None else self._raw_id(raw, first)
         history = self._history
         history.append_many(self.session_id, first, codes, bodies, raw_id)
