@@ -5,14 +5,16 @@ Before: it kept every event (546 MB after 1.1M events).
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
+from unittest import mock
 
 import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_bridge.journal import open_history
+from agent_bridge.journal import memory, open_history
 from agent_bridge.journal.base import SessionRecord
 from agent_bridge.journal.memory import _OVERHEAD, MemoryHistory, _Stored
 
@@ -73,28 +75,72 @@ def test_open_history_memory_takes_the_budget_and_serve_help_states_it() -> None
     assert "--memory-history-mb" in text and "ring" in text
 
 
+def _keep(
+    stored: _Stored, bodies: list[bytes], sizes: list[int], singles: list[int], rng: random.Random
+) -> None:
+    """Keep ``bodies`` in ``stored`` the way appends do: in batches of sizes drawn from
+    ``rng``, and those at the positions ``singles`` one at a time."""
+    at = 0
+    while at < len(bodies):
+        if at in singles:
+            stored.add_one(bodies[at], sizes[at] + _OVERHEAD)
+            at += 1
+            continue
+        stop = min(len(bodies), at + rng.choice([1, 2, 7, 255, 256, 257, 600]))
+        stored.add(bodies[at:stop], sum(sizes[at:stop]) + (stop - at) * _OVERHEAD)
+        at = stop
+
+
 @given(
     st.lists(st.integers(min_value=0, max_value=3000), min_size=1, max_size=300),
     st.integers(min_value=0, max_value=400_000),
     st.integers(min_value=0, max_value=300),
     st.sampled_from([None, -1, 0, 1]),
+    st.lists(st.integers(min_value=0, max_value=300), max_size=6),
+    st.randoms(use_true_random=False),
+    st.sampled_from([1, 3, 16, 256]),
 )
 @settings(max_examples=300, deadline=None)
 def test_eviction_drops_exactly_the_oldest_events_that_free_what_is_needed(
-    sizes: list[int], need: int, upto: int, off: int | None
+    sizes: list[int],
+    need: int,
+    upto: int,
+    off: int | None,
+    singles: list[int],
+    rng: random.Random,
+    span: int,
 ) -> None:
     """The oldest envelopes are dropped one by one (in effect) until ``need`` bytes are
     freed, never the newest: the same count as the plain loop over every envelope.
-    ``need`` is arbitrary, or (``off``) just around what the oldest ``upto`` cost."""
+    ``need`` is arbitrary, or (``off``) just around what the oldest ``upto`` cost.  The
+    envelopes are kept the way appends keep them (batches of any size, and the envelopes
+    at ``singles`` one at a time), so eviction's stretches fall anywhere; after it the
+    stretches still account for exactly what is left, and a second eviction is exact
+    too.  ``span``: the most envelopes a stretch counts (small ones make many)."""
     if off is not None:
         need = max(0, sum(sizes[:upto]) + len(sizes[:upto]) * _OVERHEAD + off)
     stored = _Stored(_record("s"))
-    stored.bodies = [b"x" * size for size in sizes]
-    stored.size = sum(sizes) + len(sizes) * _OVERHEAD
-    expected_count = expected_freed = 0
-    while expected_freed < need and expected_count < len(sizes) - 1:
-        expected_freed += sizes[expected_count] + _OVERHEAD
-        expected_count += 1
+    bodies = [b"x" * size for size in sizes]
+    with mock.patch.object(memory, "_SPAN", span):
+        _keep(stored, bodies, sizes, singles, rng)
+    assert stored.size == sum(sizes) + len(sizes) * _OVERHEAD
+
+    def expected(sizes: list[int], need: int) -> tuple[int, int]:
+        count = freed = 0
+        while freed < need and count < len(sizes) - 1:
+            freed += sizes[count] + _OVERHEAD
+            count += 1
+        return count, freed
+
+    expected_count, expected_freed = expected(sizes, need)
     assert stored.evict(need) == expected_freed
     assert len(stored.bodies) == len(sizes) - expected_count
     assert stored.first == 1 + expected_count
+    left = sizes[expected_count:]
+    spans = stored.spans or []
+    assert sum(spans[0::2]) == len(left)
+    assert sum(spans[1::2]) == sum(left) + len(left) * _OVERHEAD
+    again = need // 3
+    count, freed = expected(left, again)
+    assert stored.evict(again) == freed
+    assert len(stored.bodies) == len(left) - count

@@ -35,10 +35,23 @@ __all__ = ["DEFAULT_MEMORY_HISTORY_MB", "MemoryHistory"]
 DEFAULT_MEMORY_HISTORY_MB: Final = 64
 #: what one kept envelope costs besides its bytes (the bytes object and its deque slot)
 _OVERHEAD: Final = 48
+#: the most envelopes one stretch of :attr:`_Stored.spans` counts (appends are added to
+#: the newest stretch up to this; a batch larger than it is a stretch of its own)
+_SPAN: Final = 256
 
 
 class _Stored:
-    __slots__ = ("bodies", "changes", "first", "positions", "raw", "raw_id", "record", "size")
+    __slots__ = (
+        "bodies",
+        "changes",
+        "first",
+        "positions",
+        "raw",
+        "raw_id",
+        "record",
+        "size",
+        "spans",
+    )
 
     def __init__(self, record: SessionRecord) -> None:
         self.record = record
@@ -55,6 +68,40 @@ class _Stored:
         #: the latest event's raw record (0: none), and ``(sequence, raw_id)`` where it changed
         self.raw_id = 0
         self.changes: list[tuple[int, int]] = []
+        #: what the kept envelopes cost, by consecutive stretches, oldest first:
+        #: ``[count, cost, count, cost, ...]`` (cost: their bytes and :data:`_OVERHEAD`
+        #: each), so that eviction frees whole stretches without reading the size of each
+        #: old envelope (its memory is long out of the CPU's caches); ``None``: no event
+        #: yet (an idle session holds no list)
+        self.spans: list[int] | None = None
+
+    def add(self, bodies: list[bytes], cost: int) -> None:
+        """Keep ``bodies`` (newest last), which cost ``cost`` (not yet counted in
+        :attr:`size`)."""
+        self.bodies += bodies
+        self.size += cost
+        count = len(bodies)
+        spans = self.spans
+        if spans is None:
+            self.spans = [count, cost]
+        elif spans[-2] + count <= _SPAN:
+            spans[-2] += count
+            spans[-1] += cost
+        else:
+            spans += (count, cost)
+
+    def add_one(self, body: bytes, cost: int) -> None:
+        """As :meth:`add` for one envelope."""
+        self.bodies.append(body)
+        self.size += cost
+        spans = self.spans
+        if spans is None:
+            self.spans = [1, cost]
+        elif spans[-2] < _SPAN:
+            spans[-2] += 1
+            spans[-1] += cost
+        else:
+            spans += (1, cost)
 
     @property
     def last_sequence(self) -> int:
@@ -71,27 +118,42 @@ class _Stored:
     def evict(self, need: int) -> int:
         """Drop the oldest envelopes (keeping the newest) until ``need`` bytes are freed or
         only one is left; return the bytes freed.  Callers ask for a slack beyond what
-        they must free, so the one ``del`` of a list prefix is amortised over many appends."""
+        they must free, so the one ``del`` of a list prefix is amortised over many appends.
+
+        Whole stretches of :attr:`spans` go while all of their cost is needed (each
+        envelope costs more than nothing, so dropping one by one would drop every one of
+        them too); only inside the stretch where enough is freed are sizes read."""
         bodies = self.bodies
-        freed = 0
-        count = 0
+        spans = self.spans or []
         keep = len(bodies) - 1
-        while freed < need and count < keep:
-            # The running sizes of a stretch of the oldest envelopes, summed in C (no
-            # Python bytecode per envelope; the search costs a few calls), the stretch
-            # sized by a guess from the first of them.
-            guess = (need - freed) // (len(bodies[count]) + _OVERHEAD) + 16
-            stretch = bodies[count : min(keep, count + guess)]
+        freed = count = 0
+        i = 0
+        while i < len(spans):
+            span_count, span_cost = spans[i], spans[i + 1]
+            if freed + span_cost > need or count + span_count > keep:
+                break
+            freed += span_cost
+            count += span_count
+            i += 2
+        if freed < need and count < keep:
+            # The running costs of the stretch's envelopes, summed in C (no Python
+            # bytecode per envelope; the search costs a few calls).
+            span_count, span_cost = spans[i], spans[i + 1]
+            stretch = bodies[count : min(keep, count + span_count)]
             ends = list(accumulate(map(len, stretch)))
             cut = bisect_left(
-                range(len(ends)), need - freed, key=lambda i: ends[i] + (i + 1) * _OVERHEAD
+                range(len(ends)), need - freed, key=lambda j: ends[j] + (j + 1) * _OVERHEAD
             )
-            if cut < len(ends):  # the stretch up to ``cut`` frees enough
-                freed += ends[cut] + (cut + 1) * _OVERHEAD
-                count += cut + 1
-                break
-            freed += ends[-1] + len(ends) * _OVERHEAD
-            count += len(ends)
+            taken = min(cut + 1, len(ends))
+            cost = ends[taken - 1] + taken * _OVERHEAD
+            freed += cost
+            count += taken
+            if taken == span_count:
+                i += 2
+            else:
+                spans[i] = span_count - taken
+                spans[i + 1] = span_cost - cost
+        del spans[:i]
         del bodies[:count]
         self.first += count
         changes = self.changes
@@ -178,9 +240,8 @@ class MemoryHistory:
     def append(self, session_id: str, sequence: int, code: int, body: bytes, raw_id: int) -> None:
         """Append the event at ``sequence``."""
         stored = self._sessions[session_id]
-        stored.bodies.append(body)
         cost = len(body) + _OVERHEAD
-        stored.size += cost
+        stored.add_one(body, cost)
         self.size += cost
         self.appended += 1
         self.committed += 1
@@ -195,10 +256,9 @@ class MemoryHistory:
     ) -> None:
         """Append the consecutive events from sequence ``first``."""
         stored = self._sessions[session_id]
-        stored.bodies += bodies
         count = len(bodies)
         cost = sum(map(len, bodies)) + count * _OVERHEAD
-        stored.size += cost
+        stored.add(bodies, cost)
         self.size += cost
         self.appended += count
         self.committed += count
