@@ -489,6 +489,64 @@ async def test_approval_resolved_by_codex_is_withdrawn(tmp_path: Path) -> None:
     assert decisions == {0: "decline", 1: "decline"}
 
 
+def _settings_note(thread: str, model: str, approval: str, sandbox: str) -> Msg:
+    """A ``thread/settings/updated`` step in the shape 0.171.0 sends (captured from the
+    real app-server after a turn's overrides)."""
+    settings = {
+        "cwd": "/w",
+        "approvalPolicy": approval,
+        "approvalsReviewer": "user",
+        "sandboxPolicy": {"type": sandbox, "writableRoots": [], "networkAccess": False},
+        "model": model,
+        "modelProvider": "stub",
+        "effort": None,
+        "collaborationMode": {"mode": "default", "settings": {"model": model}},
+    }
+    return {
+        "notify": {
+            "method": "thread/settings/updated",
+            "params": {"threadId": thread, "threadSettings": settings},
+        }
+    }
+
+
+async def test_a_settings_change_codex_makes_itself_reaches_the_host(tmp_path: Path) -> None:
+    """``thread/settings/updated`` naming another model or approval preset than the
+    session's (Codex changed them itself) is ``settings.updated`` in the run, and
+    ``session/settings`` follows; the same settings again, or another thread's (an
+    agent's), report nothing."""
+    fake = Fake(
+        tmp_path,
+        {
+            "replies": [
+                [
+                    _settings_note("$threadId", "codex-chosen", "never", "dangerFullAccess"),
+                    _settings_note("$threadId", "codex-chosen", "never", "dangerFullAccess"),
+                    _settings_note("agent-thread", "other", "on-request", "readOnly"),
+                    {"text": "switched"},
+                ]
+            ]
+        },
+    )
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session = await create(bridge, fake)
+        before = await bridge.result("session/settings", {"sessionId": session})
+        assert before["model"]["current"] != "codex-chosen"
+        assert before["mode"].get("current") is None  # untrusted: no preset
+        events = await drive(bridge, await start(bridge, session, "go"))
+        assert of_type(events, "settings.updated") == [
+            {"type": "settings.updated", "model": "codex-chosen", "mode": "full-access"}
+        ]
+        assert "codex_unexpected_message" not in codes(events)
+        assert events[-1]["type"] == "run.completed"
+        after = await bridge.result("session/settings", {"sessionId": session})
+        assert after["model"]["current"] == "codex-chosen"
+        assert after["mode"]["current"] == "full-access"
+        record = (await bridge.result("session/export", {"sessionId": session}))["record"]
+        assert record["opaque"]["model"] == "codex-chosen"
+        assert record["opaque"]["approvalPolicy"] == "never"
+
+
 async def test_host_without_approval_support_gets_a_decline(tmp_path: Path) -> None:
     fake = Fake(tmp_path, {"replies": [[{"command": "touch x"}]]})
     async with running_bridge("newline", env=fake.env, approval=False) as bridge:

@@ -302,12 +302,39 @@ async def test_real_codex_model_and_mode_switch_between_runs(setup: Setup) -> No
         events = await drive(bridge, await start(bridge, session, "TOOL:touch b.txt"), deny)
         assert events[-1]["type"] == "run.completed"
         assert not of_type(events, "interaction.requested")  # never asks now
+        # The real Codex answers the turn's overrides with thread/settings/updated; it
+        # names what session/configure chose already, so nothing is reported twice (a
+        # misread of its shape would show as a second settings.updated or a diagnostic).
+        assert of_type(events, "settings.updated") == []
+        assert not [d for d in of_type(events, "diagnostic") if "unexpected" in d["code"]]
         assert (s.work / "b.txt").exists()
         record = (await bridge.result("session/export", {"sessionId": session}))["record"]
         assert record["opaque"]["model"] == "stand-in-2"
         assert record["opaque"]["approvalPolicy"] == "never"
     models = [body["model"] for body in s.server.response_bodies()]
     assert models[0] == "stub-model" and models[-1] == "stand-in-2", models
+
+
+async def test_real_codex_reroute_is_a_diagnostic_not_a_settings_change(setup: Setup) -> None:
+    """When the model endpoint answers from another model (its ``OpenAI-Model`` header),
+    the real Codex reports ``model/rerouted`` for that turn and keeps the thread's model
+    (no ``thread/settings/updated``): the host gets the ``codex_model_rerouted``
+    diagnostic and no ``settings.updated``; the next request asks for the same model."""
+    s = setup
+    s.server.script(
+        reply(text("rerouted"), headers={"OpenAI-Model": "stand-in-safer"}), reply(text("next"))
+    )
+    async with running_bridge("newline", env=s.env) as bridge:
+        session = await create(bridge, s)
+        events = await drive(bridge, await start(bridge, session, "one"))
+        assert events[-1]["type"] == "run.completed"
+        assert "codex_model_rerouted" in {d["code"] for d in of_type(events, "diagnostic")}
+        assert of_type(events, "settings.updated") == []
+        settings = await bridge.result("session/settings", {"sessionId": session})
+        assert settings["model"]["current"] == "stub-model"
+        events = await drive(bridge, await start(bridge, session, "two"))
+        assert events[-1]["type"] == "run.completed" and text_of(events) == "next"
+    assert [body["model"] for body in s.server.response_bodies()] == ["stub-model"] * 2
 
 
 def _skill(home: Path, name: str, body: str) -> None:

@@ -117,7 +117,6 @@ IGNORED: Final = frozenset(
         "thread/status/changed",
         "thread/readState/changed",
         "thread/name/updated",
-        "thread/settings/updated",
         "thread/goal/updated",
         "thread/goal/cleared",
         "thread/queue/changed",

@@ -252,6 +252,26 @@ class Scope(_Lenient, frozen=True):
     turn_id: str | None = None
 
 
+class ThreadSettings(_Lenient, frozen=True):
+    """A thread's effective settings (``thread/settings/updated``'s ``threadSettings``):
+    the fields the bridge keeps (``sandboxPolicy`` is a policy object, ``approvalPolicy``
+    a string or object)."""
+
+    model: str | None = None
+    approval_policy: Any = None
+    sandbox_policy: Any = None
+    effort: str | None = None
+
+
+class ThreadSettingsUpdated(_Lenient, frozen=True):
+    """``thread/settings/updated``: a thread's settings changed (sent whenever Codex
+    applies settings that differ from the last it reported: a turn's overrides, or a
+    change of its own)."""
+
+    thread_id: str | None = None
+    thread_settings: ThreadSettings | None = None
+
+
 class DeltaNotification(_Lenient, frozen=True):
     """``item/agentMessage/delta``, ``item/reasoning/*Delta``,
     ``item/commandExecution/outputDelta``, ``item/fileChange/outputDelta``,

@@ -70,6 +70,7 @@ from agent_bridge.wire.events import (
     LimitMeter,
     LimitsUpdated,
     ProviderPayload,
+    SettingsUpdated,
 )
 from agent_bridge.wire.inputs import CommandInfo, CommandInput
 from agent_bridge.wire.interactions import ApprovalRequest, InteractionRequest
@@ -243,6 +244,9 @@ class CodexSession(ProviderSession):
         self._limits_readable = True
         #: a limits update that arrived while no run was active (reported by the next)
         self._pending_limits: LimitsUpdated | None = None
+        #: a change of the model or mode Codex made while no run was active (reported by
+        #: the next)
+        self._pending_settings: SettingsUpdated | None = None
         self._resolved: set[Any] = set()
         #: the models ``model/list`` offered (read once the thread is open)
         self._models: tuple[SettingValue, ...] = ()
@@ -655,6 +659,9 @@ class CodexSession(ProviderSession):
             if self._pending_commands is not None:
                 run.emit(self._pending_commands)
                 self._pending_commands = None
+            if self._pending_settings is not None:
+                run.emit(self._pending_settings)
+                self._pending_settings = None
             params: dict[str, Any] = {
                 "threadId": self.thread_id,
                 "input": p.user_input(input, skills),
@@ -761,6 +768,9 @@ class CodexSession(ProviderSession):
             return
         if method == "skills/changed":
             self._on_skills_changed()
+            return
+        if method == "thread/settings/updated":
+            self._on_settings(raw)
             return
         thread_id: str | None
         turn_id: str | None
@@ -880,6 +890,44 @@ class CodexSession(ProviderSession):
         except _DECODE_ERRORS:
             text = "?"
         log.info("codex %s: %s", method, redact(text))
+
+    def _on_settings(self, raw: bytes) -> None:
+        """``thread/settings/updated`` of the session's thread: its model, approval
+        policy, sandbox and effort are kept (``session/settings`` and the recovery record
+        follow them), and when the model or the mode (preset) it makes changed — Codex
+        changed them itself; the overrides of a ``session/configure`` were taken already —
+        ``settings.updated`` is reported in the active run, else at the start of the
+        next.  Another thread's (an agent's) settings are not the session's."""
+        try:
+            note = p.decode(p.ThreadSettingsUpdated, raw)
+        except _DECODE_ERRORS:
+            self._unexpected("thread/settings/updated")
+            return
+        update = note.thread_settings
+        if update is None or note.thread_id is None or note.thread_id != self.thread_id:
+            return
+        s = self.settings
+        before = (s.model, mapping.mode_of(s.approval_policy, s.sandbox))
+        s.model = update.model or s.model
+        if update.approval_policy is not None:
+            s.approval_policy = update.approval_policy
+        s.sandbox = mapping.sandbox_mode(update.sandbox_policy) or s.sandbox
+        if update.effort is not None:
+            s.reasoning_effort = update.effort
+        after = (s.model, mapping.mode_of(s.approval_policy, s.sandbox))
+        if after == before:
+            return
+        log.info("codex changed the thread's settings itself (model or approval mode)")
+        payload = SettingsUpdated(model=after[0], mode=after[1])
+        run = self._run
+        if run is not None and not run.finished:
+            run.raw = b'{"method":"thread/settings/updated","params":%s}' % raw
+            try:
+                run.emit(payload)
+            finally:
+                run.raw = None
+        else:
+            self._pending_settings = payload
 
     def _on_rate_limits(self, raw: bytes) -> None:
         """``account/rateLimits/updated`` (account-wide, no thread): kept as the latest

@@ -182,8 +182,9 @@ def reply(
 ) -> Reply:
     """One answer to one POST /v1/responses.
 
-    With a ``status`` other than 200: ``headers`` are sent with the error (e.g.
-    ``retry-after``, ``x-codex-primary-reset-at``), ``error_type`` is the error body's
+    ``headers`` are sent with the reply: with a ``status`` other than 200 with the error
+    (e.g. ``retry-after``, ``x-codex-primary-reset-at``), with a stream before it (e.g.
+    ``OpenAI-Model``, the model that answered); ``error_type`` is the error body's
     ``type`` (default ``server_error``) and ``error_fields`` are added to its ``error``
     object (e.g. ``resets_at``)."""
     out: Reply = {
@@ -626,6 +627,8 @@ def _make_handler(server: ResponsesStandIn) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
             self.send_header("Transfer-Encoding", "chunked")
+            for name, value in (r.get("headers") or {}).items():
+                self.send_header(name, value)
             self.end_headers()
 
             response_id = server._next_id("resp")
