@@ -357,3 +357,73 @@ class BridgeProcess:
 def script_session(steps: list[dict[str, Any]]) -> dict[str, Any]:
     """Return ``session/create`` params for a scripted session with ``steps``."""
     return {"provider": "scripted", "options": {"script": {"steps": steps}}}
+
+
+# ------------------------------------------------------------ a run, as a host drives it
+
+#: the payload types that end a run
+TERMINAL = ("run.completed", "run.failed", "run.interrupted")
+
+#: answers an ``interaction/request`` from its params (``None``: leave it pending)
+Answer = Callable[[Message], Any]
+
+
+async def start(bridge: BridgeProcess, session_id: str, text: str) -> str:
+    """``run/start`` with ``text``; return the run id."""
+    result = await bridge.result("run/start", {"sessionId": session_id, "input": {"text": text}})
+    run_id: str = result["runId"]
+    return run_id
+
+
+async def drive(
+    bridge: BridgeProcess,
+    run_id: str,
+    answer: Answer | None = None,
+    on_event: Callable[[Message], Any] | None = None,
+    timeout: float = 20,
+) -> list[Message]:
+    """Collect the run's event payloads up to its terminal event, answering
+    interaction/request with ``answer(params)`` (``None``: leave it pending) and awaiting
+    ``on_event(payload)`` for each; raises :class:`TimeoutError` past ``timeout``."""
+    payloads: list[Message] = []
+    with anyio.fail_after(timeout):
+        while True:
+            message = await bridge.next_message(timeout)
+            if message.get("method") == "interaction/request":
+                reply = answer(message["params"]) if answer is not None else None
+                if reply is not None:
+                    await bridge.send({"jsonrpc": "2.0", "id": message["id"], "result": reply})
+                continue
+            if message.get("method") != "event" or message["params"].get("runId") != run_id:
+                continue
+            payload = message["params"]["payload"]
+            payloads.append(payload)
+            if on_event is not None:
+                await on_event(payload)
+            if payload["type"] in TERMINAL:
+                return payloads
+
+
+def text_of(payloads: list[Message]) -> str:
+    """The run's text: its ``text.delta`` payloads joined."""
+    return "".join(p["text"] for p in payloads if p["type"] == "text.delta")
+
+
+def of_type(payloads: list[Message], kind: str) -> list[Message]:
+    """The payloads of type ``kind``."""
+    return [p for p in payloads if p["type"] == kind]
+
+
+def codes(payloads: list[Message]) -> set[str]:
+    """The codes of the ``diagnostic`` payloads."""
+    return {p["code"] for p in payloads if p["type"] == "diagnostic"}
+
+
+def allow(mode: str = "once") -> Answer:
+    """An answer allowing every approval (``mode``: once, session, ...)."""
+    return lambda _params: {"kind": "approval", "decision": "allow", "mode": mode}
+
+
+def deny(_params: Message) -> Message:
+    """The answer denying an approval."""
+    return {"kind": "approval", "decision": "deny"}

@@ -13,13 +13,12 @@ import base64
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from acp_schema import AcpSchema, read_transcript
+from bridge_client import Answer, allow, codes, deny, drive, of_type, start, text_of
 from conftest import running_bridge
 
 from agent_bridge.adapters.acp import mapping
@@ -44,7 +43,6 @@ ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "standins" / "fake_acp.py"
 TRANSCRIPT = ROOT / "tests" / "data" / "acp" / "gemini_0.61.0_transcript.jsonl"
 HELLO = "Hi! I am the stand-in model."
-TERMINAL = ("run.completed", "run.failed", "run.interrupted")
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -122,65 +120,10 @@ async def create(bridge: Any, fake: Fake, **options: Any) -> str:
     return session_id
 
 
-async def start(bridge: Any, session_id: str, text: str) -> str:
-    result = await bridge.result("run/start", {"sessionId": session_id, "input": {"text": text}})
-    run_id: str = result["runId"]
-    return run_id
-
-
-Answer = Callable[[Msg], Any]
-
-
-async def drive(
-    bridge: Any,
-    run_id: str,
-    answer: Answer | None = None,
-    on_event: Callable[[Msg], Any] | None = None,
-    timeout: float = 20,
-) -> list[Msg]:
-    payloads: list[Msg] = []
-    with anyio.fail_after(timeout):
-        while True:
-            message = await bridge.next_message(timeout)
-            if message.get("method") == "interaction/request":
-                reply = answer(message["params"]) if answer is not None else None
-                if reply is not None:
-                    await bridge.send({"jsonrpc": "2.0", "id": message["id"], "result": reply})
-                continue
-            if message.get("method") != "event" or message["params"].get("runId") != run_id:
-                continue
-            payload = message["params"]["payload"]
-            payloads.append(payload)
-            if on_event is not None:
-                await on_event(payload)
-            if payload["type"] in TERMINAL:
-                return payloads
-
-
-def text_of(payloads: list[Msg]) -> str:
-    return "".join(x["text"] for x in payloads if x["type"] == "text.delta")
-
-
-def of_type(payloads: list[Msg], kind: str) -> list[Msg]:
-    return [x for x in payloads if x["type"] == kind]
-
-
-def codes(payloads: list[Msg]) -> set[str]:
-    return {x["code"] for x in payloads if x["type"] == "diagnostic"}
-
-
 async def run_text(
     bridge: Any, session_id: str, text: str, answer: Answer | None = None, timeout: float = 20
 ) -> list[Msg]:
     return await drive(bridge, await start(bridge, session_id, text), answer, timeout=timeout)
-
-
-def allow(mode: str = "once") -> Answer:
-    return lambda _params: {"kind": "approval", "decision": "allow", "mode": mode}
-
-
-def deny(_params: Msg) -> Msg:
-    return {"kind": "approval", "decision": "deny"}
 
 
 # --------------------------------------------------------------------------- the transcript

@@ -28,6 +28,7 @@ from typing import Any
 import anyio
 import pytest
 from acp_schema import AcpSchema, read_transcript
+from bridge_client import allow, deny, drive, of_type, start, text_of
 from conftest import running_bridge
 from loopback_netns import CAN_NETNS, INSIDE, run_inside, skip_unless_outer
 from provider_clis import cli_env_name, find_cli, pinned, require_cli
@@ -40,7 +41,6 @@ from standins.anthropic_server import (
     last_user_text,
     rules_responder,
 )
-from test_acp_adapter import allow, deny, drive, of_type, start, text_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 

@@ -27,10 +27,10 @@ from typing import Any
 import anyio
 import pytest
 from acp_schema import AcpSchema, read_transcript
+from bridge_client import allow, deny, drive, of_type, start, text_of
 from conftest import running_bridge
 from provider_clis import pinned, require_cli
 from standins.gemini_server import GeminiStandIn
-from test_acp_adapter import allow, deny, drive, of_type, start, text_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import anyio
 import pytest
+from bridge_client import drive, start, text_of
 from conftest import running_bridge
-from test_acp_adapter import FAKE, HELLO, Fake, drive, run_text, start, text_of
+from test_acp_adapter import FAKE, HELLO, Fake, run_text
 
 from agent_bridge.adapters.acp import protocol as p
 from agent_bridge.adapters.acp.launch import Hints, child_env, spec_from_entry

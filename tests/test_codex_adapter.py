@@ -14,13 +14,13 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import msgspec
 import pytest
+from bridge_client import Answer, allow, codes, deny, drive, of_type, start, text_of
 from conftest import running_bridge
 
 from agent_bridge.adapters.codex import CodexProvider, probe
@@ -32,7 +32,6 @@ ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "standins" / "fake_codex.py"
 SCHEMA = ROOT / "adapters" / "codex" / "schema" / "app_server_protocol.json"
 HELLO = "Hi! I am the stand-in model."
-TERMINAL = ("run.completed", "run.failed", "run.interrupted")
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -91,63 +90,6 @@ async def create(bridge: Any, fake: Fake, **options: Any) -> str:
     result = await bridge.result("session/create", fake.session_params(**options))
     session_id: str = result["session"]["sessionId"]
     return session_id
-
-
-async def start(bridge: Any, session_id: str, text: str) -> str:
-    result = await bridge.result("run/start", {"sessionId": session_id, "input": {"text": text}})
-    run_id: str = result["runId"]
-    return run_id
-
-
-Answer = Callable[[Msg], Any]
-
-
-async def drive(
-    bridge: Any,
-    run_id: str,
-    answer: Answer | None = None,
-    on_event: Callable[[Msg], Any] | None = None,
-    timeout: float = 15,
-) -> list[Msg]:
-    """Collect the run's event payloads up to its terminal event, answering
-    interaction/request with ``answer(params)`` (``None``: leave it pending)."""
-    payloads: list[Msg] = []
-    with anyio.fail_after(timeout):
-        while True:
-            message = await bridge.next_message(timeout)
-            if message.get("method") == "interaction/request":
-                reply = answer(message["params"]) if answer is not None else None
-                if reply is not None:
-                    await bridge.send({"jsonrpc": "2.0", "id": message["id"], "result": reply})
-                continue
-            if message.get("method") != "event" or message["params"].get("runId") != run_id:
-                continue
-            payload = message["params"]["payload"]
-            payloads.append(payload)
-            if on_event is not None:
-                await on_event(payload)
-            if payload["type"] in TERMINAL:
-                return payloads
-
-
-def text_of(payloads: list[Msg]) -> str:
-    return "".join(p["text"] for p in payloads if p["type"] == "text.delta")
-
-
-def of_type(payloads: list[Msg], kind: str) -> list[Msg]:
-    return [p for p in payloads if p["type"] == kind]
-
-
-def codes(payloads: list[Msg]) -> set[str]:
-    return {p["code"] for p in payloads if p["type"] == "diagnostic"}
-
-
-def allow(mode: str = "once") -> Answer:
-    return lambda _params: {"kind": "approval", "decision": "allow", "mode": mode}
-
-
-def deny(_params: Msg) -> Msg:
-    return {"kind": "approval", "decision": "deny"}
 
 
 # --------------------------------------------------------------------------- unit

@@ -18,13 +18,13 @@ from typing import Any
 
 import anyio
 import pytest
+from bridge_client import allow, deny, drive, of_type, start, text_of
 from conftest import running_bridge
 from provider_clis import pinned, require_cli
 from standins.responses_server import (
     CODEX_OFFLINE_CONFIG as CONFIG,
 )
 from standins.responses_server import ResponsesStandIn, reply, text
-from test_codex_adapter import allow, deny, drive, of_type, start, text_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 

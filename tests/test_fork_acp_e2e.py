@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from acp_schema import AcpSchema, read_transcript, schema_path
+from bridge_client import drive, start
 from conftest import running_bridge
 from provider_clis import require_cli
 from standins.anthropic_server import AnthropicStandIn, Text, last_user_text
-from test_acp_adapter import drive, start
 from test_acp_e2e import ClaudeAcp
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]

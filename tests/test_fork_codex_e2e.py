@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from bridge_client import drive, start
 from conftest import running_bridge
-from test_codex_adapter import drive, start
 from test_codex_e2e import Setup, create, setup
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bridge_client import drive, start
 from conftest import running_bridge
-from test_codex_adapter import drive, start
 
 Msg = dict[str, Any]
 

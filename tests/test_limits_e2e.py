@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bridge_client import drive, start
 from conftest import running_bridge
 from provider_clis import require_cli
 from standins.anthropic_server import AnthropicStandIn, ApiError, Text
 from standins.gemini_server import GeminiStandIn
 from standins.responses_server import CODEX_OFFLINE_CONFIG, ResponsesStandIn, reply
-from test_codex_adapter import drive, start
 
 from agent_bridge.adapters.kit.limits import instant
 

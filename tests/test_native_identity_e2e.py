@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bridge_client import drive, start
 from conftest import running_bridge
 from provider_clis import require_cli
-from test_acp_adapter import drive, start
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 

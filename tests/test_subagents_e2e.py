@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bridge_client import drive, start
 from conftest import running_bridge
 from provider_clis import require_cli
 from standins.anthropic_server import AnthropicStandIn, Text, ToolUse
-from test_codex_adapter import drive, start
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
