@@ -14,33 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_native_history_paging import recorded_page
 
-from agent_bridge.adapters.claude import native
 from agent_bridge.wire.events import Diagnostic, RunStarted, TextDelta
 
-DATA = Path(__file__).parent / "data" / "claude" / "native_session_2.1.197.jsonl"
-PROJECT = "-workspace-project"
-SESSION_ID = "28377def-ee38-4b08-ab48-cac0f67ecdff"
-REF = f"{PROJECT}/{SESSION_ID}"
 
-
-def lay_out(config: Path, data: bytes) -> Path:
-    directory = config / "projects" / PROJECT
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{SESSION_ID}.jsonl"
-    path.write_bytes(data)
-    return path
-
-
-@pytest.fixture
-def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "config"))
-    return tmp_path / "config"
-
-
-def test_projection_of_the_cli_records(config: Path) -> None:
-    lay_out(config, DATA.read_bytes())
-    page = native.read_page(REF, None, 100, "start")
+def test_projection_of_the_cli_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = recorded_page("claude", tmp_path, monkeypatch)
     assert page.coverage == "exact"
     events = [e for r in page.records for e in r.events]
     assert RunStarted(input="say hello") in events

@@ -14,34 +14,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_native_history_paging import recorded_page
 
 from agent_bridge.adapters.codex import native
 from agent_bridge.wire.events import Diagnostic, RunStarted, TextDelta, ToolActivity
 
-DATA = Path(__file__).parent / "data" / "codex" / "native_rollout_0.171.0.jsonl"
 THREAD = "01a234d6-10e4-73a1-8369-9cd1e2844254"
 DAY = "2026/12/02"
 STEM = f"rollout-2026-12-02T03-39-33-{THREAD}"
 REF = f"{DAY}/{STEM}"
 
 
-def lay_out(home: Path, data: bytes) -> Path:
-    directory = home / "sessions" / DAY
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{STEM}.jsonl"
-    path.write_bytes(data)
-    return path
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
-    return tmp_path / "codex-home"
-
-
-def test_projection_of_the_cli_records(home: Path) -> None:
-    lay_out(home, DATA.read_bytes())
-    page = native.read_page(REF, None, 100, "start")
+def test_projection_of_the_cli_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = recorded_page("codex", tmp_path, monkeypatch)
     assert page.coverage == "exact"
     events = [e for r in page.records for e in r.events]
     assert not [e for e in events if isinstance(e, Diagnostic)]  # every type is known
@@ -63,7 +48,7 @@ def test_projection_of_the_cli_records(home: Path) -> None:
             assert record.events == ()
 
 
-def test_a_late_agent_message_and_the_thread_of_a_reference(home: Path) -> None:
+def test_a_late_agent_message_and_the_thread_of_a_reference() -> None:
     late = (
         b'{"timestamp":"2026-12-02T03:40:00.000Z","type":"event_msg",'
         b'"payload":{"type":"agent_message","message":"late"}}'

@@ -15,34 +15,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_native_history_paging import recorded_page
 
-from agent_bridge.adapters.acp import gemini_native as native
 from agent_bridge.wire.events import Diagnostic, RunStarted, TextDelta, ToolActivity
 
-DATA = Path(__file__).parent / "data" / "acp" / "gemini_chat_0.61.0.jsonl"
-PROJECT = "project"
-STEM = "session-2026-12-02T04-02-237d83c7"
-REF = f"{PROJECT}/{STEM}"
 
-
-def lay_out(home: Path, data: bytes) -> Path:
-    directory = home / ".gemini" / "tmp" / PROJECT
-    (directory / "chats").mkdir(parents=True, exist_ok=True)
-    (directory / ".project_root").write_text("/workspace/project")
-    path = directory / "chats" / f"{STEM}.jsonl"
-    path.write_bytes(data)
-    return path
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "gemini-home"))
-    return tmp_path / "gemini-home"
-
-
-def test_projection_of_the_cli_records(home: Path) -> None:
-    lay_out(home, DATA.read_bytes())
-    page = native.read_page(REF, None, 100, "start")
+def test_projection_of_the_cli_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = recorded_page("gemini", tmp_path, monkeypatch)
     assert page.coverage == "exact"
     events = [e for r in page.records for e in r.events]
     assert not [e for e in events if isinstance(e, Diagnostic)]

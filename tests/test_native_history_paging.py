@@ -279,6 +279,18 @@ def store(
     yield made, home
 
 
+def recorded_page(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> NativeSessionsReadResult:
+    """Store ``name``'s recorded session, laid out in a private home under ``tmp_path``
+    and read from the start in one page (what ``tests/test_<store>_native.py`` project)."""
+    s = STORES[name]()
+    home = tmp_path / "home"
+    monkeypatch.setenv(s.env, str(home))
+    s.lay_out(home, s.data.read_bytes())
+    return s.read(s.ref, None, 100, "start")
+
+
 def read_all(s: Store, limit: int) -> tuple[list[NativeRecord], str]:
     """Every record from the empty cursor on, ``limit`` at a time; and the last cursor."""
     records: list[NativeRecord] = []
