@@ -20,23 +20,17 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stub_providers import stub_descriptor
+from stub_providers import BodyProvider
 
 from agent_bridge.ids import Clock, IdFactory
 from agent_bridge.journal.journal import Journal
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.spi import (
-    AgentProvider,
-    ProviderRun,
-    ProviderSession,
     RunContext,
-    RunOutcome,
-    SessionContext,
 )
 from agent_bridge.wire.events import ProviderPayload, TextDelta, ThinkingDelta, ToolActivity
 from agent_bridge.wire.methods import EventsReadParams, RunInput, RunStartParams
-from agent_bridge.wire.providers import ProviderDescriptor
 
 #: what a test's run does with its context; returns the run's outcome
 Script = Callable[[RunContext], Any]
@@ -69,50 +63,6 @@ class Host:
         return None
 
 
-class _Run(ProviderRun):
-    def __init__(self, ctx: RunContext, script: Script) -> None:
-        self.ctx = ctx
-        self.script = script
-
-    async def wait(self) -> RunOutcome:
-        await self.script(self.ctx)
-        return RunOutcome.completed()
-
-    async def interrupt(self, reason: str) -> None:
-        return None
-
-
-class _Session(ProviderSession):
-    def __init__(self, provider: BatchProvider) -> None:
-        self.provider = provider
-
-    async def start_run(self, input: RunInput, options: Any, ctx: RunContext) -> ProviderRun:
-        self.provider.contexts.append(ctx)
-        return _Run(ctx, self.provider.script)
-
-    def export_recovery_record(self) -> Any:
-        return None
-
-    async def dispose(self) -> None:
-        return None
-
-
-class BatchProvider(AgentProvider):
-    """Runs ``script`` as the run's body."""
-
-    id = "batch"
-
-    def __init__(self, script: Script) -> None:
-        self.script = script
-        self.contexts: list[RunContext] = []
-
-    def describe(self) -> ProviderDescriptor:
-        return stub_descriptor(self.id, "Batch")
-
-    async def create_session(self, ctx: SessionContext) -> ProviderSession:
-        return _Session(self)
-
-
 def deltas(start: int, count: int) -> list[ProviderPayload]:
     return [TextDelta(text=f"d{i}") for i in range(start, start + count)]
 
@@ -123,11 +73,11 @@ async def run_once(
     host: Host | None = None,
     history: Any = None,
     clock: Clock | None = None,
-) -> tuple[Runtime, list[dict[str, Any]], BatchProvider]:
+) -> tuple[Runtime, list[dict[str, Any]], BodyProvider]:
     """Run ``script`` as one run of a new session; return the runtime (closed), what the
     host received, and the provider."""
     host = host or Host()
-    provider = BatchProvider(script)
+    provider = BodyProvider(script, "batch", "Batch")
     registry = ProviderRegistry([provider], load_entry_points=False)
     async with Runtime(registry, ids=IdFactory("t"), clock=clock, history=history) as runtime:
         info = await runtime.create_session("batch", subscriber=host)
@@ -243,7 +193,7 @@ async def test_a_batch_shares_one_raw_record(tmp_path: Path) -> None:
         await ctx.emit_many(deltas(4, 2), raw=b"other")
 
     host = Host()
-    provider = BatchProvider(script)
+    provider = BodyProvider(script, "batch", "Batch")
     registry = ProviderRegistry([provider], load_entry_points=False)
     async with Runtime(registry, history=Journal.open(str(tmp_path))) as runtime:
         info = await runtime.create_session("batch", subscriber=host)

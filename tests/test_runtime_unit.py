@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import running_bridge
 from runtime_hosts import FakeHost
-from stub_providers import stub_descriptor
+from stub_providers import BodyProvider
 
 from agent_bridge.adapters.scripted import ScriptedProvider
 from agent_bridge.errors import BridgeError
@@ -20,61 +20,28 @@ from agent_bridge.options import resolve_options
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime import Runtime
 from agent_bridge.spi import (
-    AgentProvider,
-    ProviderRun,
-    ProviderSession,
     RunContext,
-    RunOutcome,
-    SessionContext,
 )
 from agent_bridge.states import RUN_TRANSITIONS, IllegalTransition, transition
 from agent_bridge.wire.events import ToolActivity
 from agent_bridge.wire.methods import RunInput, RunStartParams
-from agent_bridge.wire.providers import OptionDescriptor, ProviderDescriptor
+from agent_bridge.wire.providers import OptionDescriptor
 
 
-class MutatingRun(ProviderRun):
+async def mutating_run(ctx: RunContext) -> None:
     """Emits a payload, then mutates the object it emitted."""
-
-    def __init__(self, ctx: RunContext) -> None:
-        self.ctx = ctx
-
-    async def wait(self) -> RunOutcome:
-        data: dict[str, Any] = {"path": "a.txt"}
-        await self.ctx.emit(ToolActivity("t1", "Write", "started", input=data))
-        data["path"] = "/etc/passwd"  # must not rewrite history
-        return RunOutcome.completed()
-
-    async def interrupt(self, reason: str) -> None:
-        return None
-
-
-class MutatingSession(ProviderSession):
-    async def start_run(self, input: RunInput, options: Any, ctx: RunContext) -> ProviderRun:
-        return MutatingRun(ctx)
-
-    def export_recovery_record(self) -> Any:
-        return None
-
-    async def dispose(self) -> None:
-        return None
-
-
-class MutatingProvider(AgentProvider):
-    id = "mutating"
-
-    def describe(self) -> ProviderDescriptor:
-        return stub_descriptor(self.id, "Mutating")
-
-    async def create_session(self, ctx: SessionContext) -> ProviderSession:
-        return MutatingSession()
+    data: dict[str, Any] = {"path": "a.txt"}
+    await ctx.emit(ToolActivity("t1", "Write", "started", input=data))
+    data["path"] = "/etc/passwd"  # must not rewrite history
 
 
 async def test_emitted_payloads_are_snapshotted_and_stamped_by_the_runtime() -> None:
     host = FakeHost()
     wall = iter(float(t) for t in range(1_700_000_000, 1_800_000_000))
     clock = Clock(wall=lambda: next(wall))
-    registry = ProviderRegistry([MutatingProvider()], load_entry_points=False)
+    registry = ProviderRegistry(
+        [BodyProvider(mutating_run, "mutating", "Mutating")], load_entry_points=False
+    )
     async with Runtime(registry, ids=IdFactory("t"), clock=clock) as runtime:
         info = await runtime.create_session("mutating", subscriber=host)
         assert info.session_id == "ses_t000001"
@@ -96,7 +63,9 @@ async def test_emitted_payloads_are_snapshotted_and_stamped_by_the_runtime() -> 
 
 
 async def test_interrupt_unsupported_is_stated_not_faked() -> None:
-    registry = ProviderRegistry([MutatingProvider()], load_entry_points=False)
+    registry = ProviderRegistry(
+        [BodyProvider(mutating_run, "mutating", "Mutating")], load_entry_points=False
+    )
     host = FakeHost()
     async with Runtime(registry) as runtime:
         info = await runtime.create_session("mutating", subscriber=host)

@@ -15,29 +15,22 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import pytest
 from bridge_client import ROOT
 from runtime_hosts import FakeHost
-from stub_providers import stub_descriptor
+from stub_providers import BodyProvider
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.journal import open_history
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime import Runtime
 from agent_bridge.spi import (
-    AgentProvider,
-    ProviderRun,
-    ProviderSession,
     RunContext,
-    RunOutcome,
-    SessionContext,
 )
 from agent_bridge.wire.events import TextDelta
 from agent_bridge.wire.methods import EventsReadParams, RunInput, RunStartParams
-from agent_bridge.wire.providers import ProviderDescriptor
 
 NOT_UTF8 = "caf\udce9"  # b"caf\xe9" decoded with surrogateescape
 
@@ -95,48 +88,19 @@ def test_exec_refuses_a_workspace_or_option_that_is_not_utf8_naming_it(tmp_path:
     assert b"field: options" in done.stderr and b"Traceback" not in done.stderr
 
 
-class _Run(ProviderRun):
-    """Emits text that is not Unicode, alone and in a batch, among good text."""
-
-    def __init__(self, ctx: RunContext) -> None:
-        self.ctx = ctx
-
-    async def wait(self) -> RunOutcome:
-        await self.ctx.emit(TextDelta("before "))
-        await self.ctx.emit(TextDelta(NOT_UTF8))
-        await self.ctx.emit_many([TextDelta("a"), TextDelta(NOT_UTF8), TextDelta("b")])
-        await self.ctx.emit(TextDelta(" after"))
-        return RunOutcome.completed()
-
-    async def interrupt(self, reason: str) -> None:
-        return None
-
-
-class _Session(ProviderSession):
-    async def start_run(self, input: RunInput, options: Any, ctx: RunContext) -> ProviderRun:
-        return _Run(ctx)
-
-    def export_recovery_record(self) -> Any:
-        return None
-
-    async def dispose(self) -> None:
-        return None
-
-
-class _Provider(AgentProvider):
-    id = "surrogates"
-
-    def describe(self) -> ProviderDescriptor:
-        return stub_descriptor(self.id, "Surrogates")
-
-    async def create_session(self, ctx: SessionContext) -> ProviderSession:
-        return _Session()
+async def _surrogates(ctx: RunContext) -> None:
+    await ctx.emit(TextDelta("before "))
+    await ctx.emit(TextDelta(NOT_UTF8))
+    await ctx.emit_many([TextDelta("a"), TextDelta(NOT_UTF8), TextDelta("b")])
+    await ctx.emit(TextDelta(" after"))
 
 
 async def test_an_unencodable_provider_event_takes_no_sequence_and_the_host_saw_what_is_stored(
     tmp_path: Path,
 ) -> None:
-    registry = ProviderRegistry([_Provider()], load_entry_points=False)
+    registry = ProviderRegistry(
+        [BodyProvider(_surrogates, "surrogates", "Surrogates")], load_entry_points=False
+    )
     host = FakeHost()
     async with Runtime(registry, history=open_history(str(tmp_path))) as runtime:
         info = await runtime.create_session("surrogates", subscriber=host)
