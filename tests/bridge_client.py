@@ -427,3 +427,22 @@ def allow(mode: str = "once") -> Answer:
 def deny(_params: Message) -> Message:
     """The answer denying an approval."""
     return {"kind": "approval", "decision": "deny"}
+
+
+async def read_native(
+    bridge: BridgeProcess, provider: str, session_ref: str, limit: int
+) -> list[Message]:
+    """Every record of ``provider``'s own session ``session_ref``, read from the first
+    through ``provider/sessions/read`` pages of ``limit``; each page must be exact."""
+    records: list[Message] = []
+    cursor: str | None = None
+    while True:
+        params: Message = {"provider": provider, "sessionRef": session_ref, "limit": limit}
+        if cursor is not None:
+            params["cursor"] = cursor
+        page = await bridge.result("provider/sessions/read", params)
+        assert page["coverage"] == "exact", page
+        if not page["records"]:
+            return records
+        records.extend(page["records"])
+        cursor = page["nextCursor"]

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
+from bridge_client import read_native
 from conftest import running_bridge
 from provider_clis import require_cli
 from standins.anthropic_server import AnthropicStandIn, Text
@@ -72,22 +72,7 @@ async def test_cli_session_discovered_and_read_through_serve(tmp_path: Path) -> 
         )
         assert other["sessions"] == []
 
-        records: list[dict[str, Any]] = []
-        cursor: str | None = None
-        while True:
-            params: dict[str, Any] = {
-                "provider": "claude-code",
-                "sessionRef": entry["sessionRef"],
-                "limit": 2,
-            }
-            if cursor is not None:
-                params["cursor"] = cursor
-            page = await b.result("provider/sessions/read", params)
-            assert page["coverage"] == "exact"
-            if not page["records"]:
-                break
-            records.extend(page["records"])
-            cursor = page["nextCursor"]
+        records = await read_native(b, "claude-code", entry["sessionRef"], 2)
         assert [r["raw"].encode() for r in records] == lines
         events = [e for r in records for e in r.get("events", ())]
         assert {"type": "run.started", "input": "remember the word pelican"} in events

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
+from bridge_client import read_native
 from conftest import running_bridge
 from provider_clis import require_cli
 from standins.responses_server import CODEX_OFFLINE_CONFIG, ResponsesStandIn, reply, text
@@ -35,21 +36,6 @@ def private_env(tmp: Path) -> dict[str, str]:
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-async def read_every_page(bridge: Any, ref: str, limit: int) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = []
-    cursor: str | None = None
-    while True:
-        params: dict[str, Any] = {"provider": "codex", "sessionRef": ref, "limit": limit}
-        if cursor is not None:
-            params["cursor"] = cursor
-        page = await bridge.result("provider/sessions/read", params)
-        assert page["coverage"] == "exact"
-        if not page["records"]:
-            return records
-        records.extend(page["records"])
-        cursor = page["nextCursor"]
 
 
 async def test_cli_thread_discovered_and_read_through_serve(tmp_path: Path) -> None:
@@ -103,7 +89,7 @@ async def test_cli_thread_discovered_and_read_through_serve(tmp_path: Path) -> N
         )
         assert other["sessions"] == []
 
-        records = await read_every_page(b, entry["sessionRef"], 3)
+        records = await read_native(b, "codex", entry["sessionRef"], 3)
         assert [r["raw"].encode() for r in records] == lines
         events = [e for r in records for e in r.get("events", ())]
         assert [e for e in events if e["type"] == "diagnostic"] == []

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bridge_client import drive, start
+from bridge_client import drive, read_native, start
 from conftest import running_bridge
 from provider_clis import require_cli
 
@@ -42,17 +42,8 @@ async def history(bridge: Any, provider: str, workspace: str, session_id: str) -
         "provider/sessions/list", {"provider": provider, "workspace": workspace}
     )
     (entry,) = [e for e in listed["sessions"] if e.get("bridgeSessionId") == session_id]
-    payloads: list[Msg] = []
-    cursor: str | None = None
-    while True:
-        params: Msg = {"provider": provider, "sessionRef": entry["sessionRef"], "limit": 100}
-        if cursor is not None:
-            params["cursor"] = cursor
-        page = await bridge.result("provider/sessions/read", params)
-        if not page["records"]:
-            return payloads
-        payloads += [e for r in page["records"] for e in r.get("events", ())]
-        cursor = page["nextCursor"]
+    records = await read_native(bridge, provider, entry["sessionRef"], 100)
+    return [e for r in records for e in r.get("events", ())]
 
 
 async def test_claude_code_live_and_history_share_message_ids(tmp_path: Path) -> None:
