@@ -442,16 +442,37 @@ class Connection:
         else:
             self._handle(message, None)  # type: ignore[arg-type]
 
+    def _on_read(self, data: bytes) -> bool:
+        """Serve one read: its replies are written at once (see :meth:`Outbox.flush_now
+        <agent_bridge.rpc.outbox.Outbox.flush_now>`); return whether to read on."""
+        outbox = self.outbox
+        outbox.holding = True
+        try:
+            self.feed(data)
+        finally:
+            outbox.holding = False
+        outbox.flush_now()
+        return not (self._closed or self.fast.stopped or outbox.congested)
+
     async def _reader(self) -> None:
         receive = self._receive
         chunk = self._limits.read_chunk_bytes
         outbox = self.outbox
+        on_read = self._on_read
+        # A stream that can call the reader back per chunk (rpc.stdio's) saves a task
+        # wake-up per read; any other is read in a loop.
+        pump: Callable[[Callable[[bytes], bool], int], Awaitable[None]] | None = getattr(
+            receive, "pump", None
+        )
         while not self._closed and not self.fast.stopped:
             if outbox.congested:
                 await outbox.drained()
                 continue
             try:
-                data = await receive.receive(chunk)
+                if pump is not None:
+                    await pump(on_read, chunk)
+                else:
+                    on_read(await receive.receive(chunk))
             except (
                 anyio.EndOfStream,
                 anyio.ClosedResourceError,
@@ -459,12 +480,6 @@ class Connection:
                 OSError,
             ):
                 break
-            outbox.holding = True
-            try:
-                self.feed(data)
-            finally:
-                outbox.holding = False
-            outbox.flush_now()
         if self.fast.stopped:
             return
         for item in self._framer.eof():

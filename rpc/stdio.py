@@ -11,6 +11,12 @@ original blocking mode is restored on close.
 On asyncio the receiving descriptor stays registered with the event loop between waits
 while it is read (``anyio.wait_readable`` registers and unregisters it each time: two
 system calls and a handle per wait, per request batch of a pipelined peer).
+
+A reader that handles each chunk synchronously can be driven by the stream instead:
+:meth:`FdReceiveStream.pump` calls it from the event loop's own readiness callback, one
+read a call (so it still yields between reads), without a task wake-up, a future or a
+read that finds nothing per chunk (what :meth:`~FdReceiveStream.receive` costs a
+ping-pong peer on every round trip).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Callable
 
 import anyio
 import anyio.lowlevel
@@ -77,6 +84,69 @@ class FdReceiveStream:
         if not data:
             raise anyio.EndOfStream
         return data
+
+    async def pump(self, on_data: Callable[[bytes], bool], max_bytes: int = 65536) -> None:
+        """Read chunks of at most ``max_bytes`` and hand each to ``on_data`` as it arrives,
+        until ``on_data`` returns ``False`` (then return; call again to go on).  Raises
+        ``anyio.EndOfStream`` at EOF, and what ``on_data`` raised.
+
+        On asyncio with a descriptor that can be polled, ``on_data`` is called from the
+        event loop's readiness callback for the descriptor (see the module docstring);
+        elsewhere it is a loop over :meth:`receive`.
+        """
+        while self._prefix:
+            if not on_data(await self.receive(max_bytes)):
+                return
+        loop = self._loop if self._asyncio else None
+        if loop is None and self._pollable and self._asyncio is None:
+            try:
+                loop = self._loop = asyncio.get_running_loop()
+            except RuntimeError:  # another event loop than asyncio's
+                self._asyncio = False
+            else:
+                self._asyncio = True
+        if loop is None or not self._pollable:
+            while on_data(await self.receive(max_bytes)):
+                pass
+            return
+        done: asyncio.Future[None] = loop.create_future()
+        fd = self._fd
+        read = os.read
+
+        def ready() -> None:
+            try:
+                data = read(fd, max_bytes)
+            except BlockingIOError:
+                return
+            except BaseException as exc:
+                if not done.done():
+                    done.set_exception(exc)
+                return
+            try:
+                if not data:
+                    if not done.done():
+                        done.set_exception(anyio.EndOfStream())
+                elif not on_data(data) and not done.done():
+                    done.set_result(None)
+            except BaseException as exc:
+                if not done.done():
+                    done.set_exception(exc)
+            if done.done():
+                self._unwatch()  # nothing more is read until the next call
+
+        try:
+            loop.add_reader(fd, ready)
+        except OSError:
+            # Not a descriptor epoll takes (``< /dev/zero``: always readable, never waited
+            # for by receive either).
+            while on_data(await self.receive(max_bytes)):
+                pass
+            return
+        self._watching = True
+        try:
+            await done
+        finally:
+            self._unwatch()
 
     async def _readable(self) -> None:
         """Wait until the descriptor is readable (see the module docstring)."""

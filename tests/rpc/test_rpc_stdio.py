@@ -76,3 +76,85 @@ async def test_send_nowait_writes_what_the_pipe_takes_and_reports_a_gone_reader(
         os.close(w)
         if r >= 0:
             os.close(r)
+
+
+async def test_pump_hands_each_read_to_the_reader_until_it_pauses_then_eof() -> None:
+    r, w = os.pipe()
+    stream = FdReceiveStream(r, prefix=b"pre")
+    got: list[bytes] = []
+    try:
+        os.write(w, b"one")
+
+        def take(data: bytes) -> bool:
+            got.append(data)
+            return b"stop" not in data
+
+        async with anyio.create_task_group() as tg:
+
+            async def pump() -> None:
+                await stream.pump(take)
+
+            tg.start_soon(pump)
+            await anyio.sleep(0.02)
+            assert got == [b"pre", b"one"]  # the prefix first, then each read as it came
+            assert stream._watching
+            os.write(w, b"stop")
+        # ``take`` said stop: the pump returned and no longer watches the descriptor.
+        assert got == [b"pre", b"one", b"stop"]
+        assert not stream._watching
+        os.write(w, b"after")
+        os.close(w)
+        w = -1
+        with pytest.raises(anyio.EndOfStream):
+            await stream.pump(take)  # goes on where it stopped, then EOF
+        assert got[3:] == [b"after"]
+        assert not stream._watching
+    finally:
+        await stream.aclose()
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+
+
+async def test_pump_raises_what_the_reader_raised_and_cancelling_it_stops_watching() -> None:
+    r, w = os.pipe()
+    stream = FdReceiveStream(r)
+
+    def boom(data: bytes) -> bool:
+        raise ValueError(data.decode())
+
+    try:
+        os.write(w, b"bad")
+        with pytest.raises(ValueError, match="bad"):
+            await stream.pump(boom)
+        assert not stream._watching
+        with anyio.move_on_after(0.02):
+            await stream.pump(boom)  # nothing to read: waits until cancelled
+        assert not stream._watching
+        os.write(w, b"x")
+        assert await stream.receive() == b"x"
+    finally:
+        await stream.aclose()
+        os.close(r)
+        os.close(w)
+
+
+async def test_pump_reads_a_descriptor_the_loop_cannot_watch() -> None:
+    # /dev/zero can be polled by our test (a character device) but not registered with
+    # epoll: the pump reads it in a loop instead, and still stops when told to.
+    fd = os.open("/dev/zero", os.O_RDONLY)
+    stream = FdReceiveStream(fd)
+    got: list[int] = []
+    try:
+
+        def take(data: bytes) -> bool:
+            got.append(len(data))
+            return len(got) < 3
+
+        with anyio.fail_after(5):
+            await stream.pump(take, 1024)
+        assert got == [1024, 1024, 1024]
+        assert not stream._watching
+    finally:
+        await stream.aclose()
+        os.close(fd)
