@@ -267,6 +267,25 @@ class ProviderSession(abc.ABC):
         background; its events go through ``ctx``).  Raise :class:`ProviderFailure` when
         the run cannot start."""
 
+    async def continue_run(
+        self, run_id: str, input: RunInput, options: Mapping[str, Any], ctx: RunContext
+    ) -> ProviderRun:
+        """Continue the run ``run_id``, cut off when its bridge died while it waited on an
+        interaction, from this session's recovery record (the session was just resumed
+        from it): return at once with the run's handle, as :meth:`start_run` does.  The
+        provider must not run again what the run did before (its events are in the
+        journal and hosts saw them) and must raise again, in order, the interactions it
+        was waiting on: the runtime binds each to the journaled pending one at the same
+        place (the same request), so it keeps its original id and an answer given to
+        it meanwhile applies.  ``input`` is the text the run was started with.  Only
+        called when the descriptor has ``recovery.resumeTurn``; raise
+        ``recovery_invalid`` when the record does not hold this run waiting (the run then
+        ends ``bridge_crashed`` as for a provider without the capability).  The default
+        raises ``unsupported``."""
+        from agent_bridge.errors import BridgeError
+
+        raise BridgeError("unsupported")
+
     @abc.abstractmethod
     def export_recovery_record(self) -> Any:
         """Return the JSON-encodable ``opaque`` part of the recovery record (e.g. the

@@ -31,6 +31,7 @@ import anyio
 import pytest
 from bridge_client import BridgeProcess, Message, script_session
 from loopback_netns import CAN_NETNS
+from plain_scripted import plain_scripted_env
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -73,9 +74,11 @@ async def fleet(
     urls: dict[str, str] | None = None,
     extra: dict[str, tuple[str, ...]] | None = None,
     leases: dict[str, float] | None = None,
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[dict[str, BridgeProcess]]:
     """One bridge per name, all on the journal ``url`` (``urls``: another for some),
-    each initialized; ``extra`` adds arguments to some, ``leases`` another lease."""
+    each initialized; ``extra`` adds arguments to some, ``leases`` another lease,
+    ``env`` more environment to all."""
     async with anyio.create_task_group() as tg:
         try:
             async with AsyncExitStack() as stack:
@@ -92,7 +95,7 @@ async def fleet(
                             str((leases or {}).get(name, lease)),
                             *(extra or {}).get(name, ()),
                         ),
-                        env=member_env(root, name),
+                        env=member_env(root, name) | (env or {}),
                         validate=False,  # 100,000s of events: schema checks are elsewhere
                         prefix=_own_network(),
                     )
@@ -603,16 +606,119 @@ async def test_attached_hosts_counts_the_hosts_of_every_member(pg_url: str, tmp_
         assert anyio.current_time() - killed >= 2.0  # it was the lease, not sooner
 
 
-async def test_an_approval_pending_at_the_owners_death_is_withdrawn_not_offered_again(
+def _is_request(m: Message) -> bool:
+    return m.get("method") == "interaction/request"
+
+
+async def test_an_approval_pending_at_the_owners_death_is_offered_again_and_answered(
     pg_url: str, tmp_path: Path
 ) -> None:
-    """What a host sees of an approval pending when its owner dies (docs/fleet.md,
-    "Pending interactions at a takeover"): the offer it had is withdrawn
-    (``$/cancelRequest``, ``interaction.settled`` cancelled), the run fails
-    ``bridge_crashed``, the session is resumed elsewhere, and the approval is not offered
-    again (the provider's call that waited for it died with the owner); a new run asks
-    anew, under a new id."""
-    async with fleet(tmp_path, pg_url, ("alpha", "beta")) as members:
+    """The owner SIGKILLed with an approval offered to hosts on the other members
+    (docs/fleet.md, "Pending interactions at a takeover"): within the bound a member
+    takes the session over and continues the run (the scripted provider has
+    ``recovery.resumeTurn``); the approval is offered again once, under its original id,
+    to the hosts on both members left; an answer sent before that is refused
+    ``session_in_use`` (retryable) or applied, never lost; answered on the member that
+    is not the new owner, the run completes under its original id; every event any host
+    saw is in the journal, nothing twice, no gap."""
+    leases = {"alpha": 3.0, "beta": 1.0, "gamma": 30.0}  # beta takes over
+    async with fleet(tmp_path, pg_url, leases=leases) as members:
+        alpha, beta, gamma = members["alpha"], members["beta"], members["gamma"]
+        steps: list[dict[str, Any]] = [
+            {"type": "text", "text": "before"},
+            {"type": "approval", "title": "deploy", "onAllow": [{"type": "text", "text": "ok"}]},
+            {"type": "text", "text": "after"},
+        ]
+        session = (await alpha.result("session/create", script_session(steps)))["session"][
+            "sessionId"
+        ]
+        for bridge in (beta, gamma):
+            await bridge.result("session/attach", {"sessionId": session})
+        run = await alpha.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+        first = {name: await members[name].wait_for(_is_request, 30) for name in members}
+        interaction = first["alpha"]["params"]["interactionId"]
+        assert {m["params"]["interactionId"] for m in first.values()} == {interaction}
+        assert alpha.proc is not None
+        alpha.proc.send_signal(signal.SIGKILL)
+        await alpha.proc.wait()
+        killed = anyio.current_time()
+        seen = {
+            name: await events_until(members[name], session, "session.resumed", timeout=30)
+            for name in ("beta", "gamma")
+        }
+        assert anyio.current_time() - killed < 3.0 + 1.0 + 3.0  # the lease, a beat, slack
+        again = {name: await members[name].wait_for(_is_request, 30) for name in seen}
+        for name, offer in again.items():
+            assert offer["params"]["interactionId"] == interaction, name
+            assert offer["params"]["runId"] == run["runId"]
+            assert offer["id"] != first[name]["id"]
+            # the offer made for the dead owner was withdrawn before it was made again
+            withdrawn = [
+                m
+                for m in members[name].received
+                if m.get("method") == "$/cancelRequest" and m["params"]["id"] == first[name]["id"]
+            ]
+            assert len(withdrawn) == 1, name
+        # answered on gamma, which does not own the session (beta does now)
+        listed = nodes_of(await gamma.result("session/list", {}))
+        assert listed[session] == "beta"
+        await gamma.send(
+            {
+                "jsonrpc": "2.0",
+                "id": again["gamma"]["id"],
+                "result": {"kind": "approval", "decision": "allow", "mode": "once"},
+            }
+        )
+        cancel = await beta.wait_for(
+            lambda m: (
+                m.get("method") == "$/cancelRequest" and m["params"]["id"] == again["beta"]["id"]
+            ),
+            30,
+        )
+        assert cancel
+        for name in ("beta", "gamma"):
+            seen[name] += await events_until(members[name], session, "run.completed", timeout=30)
+        assert seen["beta"] == seen["gamma"]
+        got = seen["beta"]
+        assert [e["sequence"] for e in got] == list(range(1, len(got) + 1))  # no gap, once each
+        assert [e["payload"]["type"] for e in got] == [
+            "run.started",
+            "text.delta",
+            "interaction.requested",
+            "session.closed",
+            "session.resumed",
+            "interaction.settled",
+            "text.delta",
+            "text.delta",
+            "run.completed",
+        ]
+        assert got[3]["payload"]["reason"] == "bridge_crashed"
+        assert got[5]["payload"]["interactionId"] == interaction
+        assert got[5]["payload"]["status"] == "responded"
+        assert {e["runId"] for e in got if e.get("runId")} == {run["runId"]}
+        texts = [e["payload"]["text"] for e in got if e["payload"]["type"] == "text.delta"]
+        assert texts == ["before", "ok", "after"]
+        # offered again once on each member, and only once
+        for name in ("beta", "gamma"):
+            asks = [m for m in members[name].received if _is_request(m)]
+            assert asks == [first[name], again[name]], name
+        stored = await gamma.result("events/read", {"sessionId": session, "limit": 100})
+        assert stored["events"] == got  # every event any host saw, as it saw it
+        late = await beta.call(
+            "interaction/respond",
+            {"interactionId": interaction, "answer": {"kind": "approval", "decision": "deny"}},
+        )
+        assert late["error"]["data"]["code"] == "interaction_already_settled"
+
+
+async def test_an_answer_in_the_takeover_window_is_refused_retryable_then_applied(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """An answer sent through a member after the owner died and before a member has the
+    session open again is refused ``session_in_use`` (retryable), nothing settled; the
+    same answer retried once the session is taken over is applied."""
+    leases = {"alpha": 2.0, "beta": 30.0}
+    async with fleet(tmp_path, pg_url, ("alpha", "beta"), leases=leases) as members:
         alpha, beta = members["alpha"], members["beta"]
         steps: list[dict[str, Any]] = [
             {"type": "approval", "title": "deploy", "onAllow": [{"type": "text", "text": "ok"}]}
@@ -622,11 +728,41 @@ async def test_an_approval_pending_at_the_owners_death_is_withdrawn_not_offered_
         ]
         await beta.result("session/attach", {"sessionId": session})
         await alpha.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+        offer = await beta.wait_for(_is_request, 30)
+        interaction = offer["params"]["interactionId"]
+        assert alpha.proc is not None
+        alpha.proc.send_signal(signal.SIGKILL)
+        await alpha.proc.wait()
+        answer = {"interactionId": interaction, "answer": {"kind": "approval", "decision": "allow"}}
+        # alpha's lease still holds: routed to it, unanswered, then session_in_use
+        refused = await beta.call("interaction/respond", answer, check=False)
+        assert refused["error"]["data"]["code"] == "session_in_use"
+        assert refused["error"]["data"]["retryable"] is True
+        await events_until(beta, session, "session.resumed", timeout=60)
+        applied = await beta.result("interaction/respond", answer)
+        assert applied["status"] == "applied"
+        await events_until(beta, session, "run.completed", timeout=30)
 
-        def is_request(m: Message) -> bool:
-            return m.get("method") == "interaction/request"
 
-        offer = await beta.wait_for(is_request, 30)
+async def test_a_provider_that_cannot_continue_a_turn_has_its_approval_withdrawn(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """A provider without ``recovery.resumeTurn`` (every CLI agent; here the scripted
+    provider with it off): the approval pending at the owner's death is withdrawn
+    (``$/cancelRequest``, ``interaction.settled`` cancelled), the run fails
+    ``bridge_crashed``, the session is resumed elsewhere, and the approval is not offered
+    again; a new run asks anew, under a new id."""
+    env = plain_scripted_env(tmp_path / "plain")
+    async with fleet(tmp_path, pg_url, ("alpha", "beta"), env=env) as members:
+        alpha, beta = members["alpha"], members["beta"]
+        steps: list[dict[str, Any]] = [
+            {"type": "approval", "title": "deploy", "onAllow": [{"type": "text", "text": "ok"}]}
+        ]
+        params = script_session(steps) | {"provider": "scripted-plain"}
+        session = (await alpha.result("session/create", params))["session"]["sessionId"]
+        await beta.result("session/attach", {"sessionId": session})
+        await alpha.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+        offer = await beta.wait_for(_is_request, 30)
         interaction = offer["params"]["interactionId"]
         assert alpha.proc is not None
         alpha.proc.send_signal(signal.SIGKILL)
@@ -649,9 +785,9 @@ async def test_an_approval_pending_at_the_owners_death_is_withdrawn_not_offered_
         (entry,) = [s for s in listed["sessions"] if s["sessionId"] == session]
         assert entry.get("pendingInteractions", 0) == 0 and entry["node"] == "beta"
         # not offered again; the host starts the turn again and is asked anew
-        assert [m for m in beta.received if is_request(m)] == [offer]
+        assert [m for m in beta.received if _is_request(m)] == [offer]
         await beta.result("run/start", {"sessionId": session, "input": {"text": "x"}})
-        again = await beta.wait_for(is_request, 30)
+        again = await beta.wait_for(_is_request, 30)
         assert again["params"]["interactionId"] != interaction
 
 

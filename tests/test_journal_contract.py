@@ -413,6 +413,7 @@ async def test_a_sessions_policy_survives_a_restart(backend: Backend) -> None:
             "retryOnLimit": {"maxWaitSeconds": 5},
             "model": "large",
             "mode": "plan",
+            "resumesTurns": True,  # the scripted provider continues cut-off turns
         }
 
 

@@ -21,6 +21,7 @@ import anyio
 import pytest
 from bridge_client import ROOT, BridgeProcess, Message, script_session
 from conftest import running_bridge
+from plain_scripted import plain_scripted_env
 from test_journal_units import make_v1_journal
 
 from agent_bridge.journal.schema import APPLICATION_ID, SCHEMA_VERSION
@@ -29,10 +30,15 @@ TERMINAL = ("run.completed", "run.failed", "run.interrupted")
 
 
 @asynccontextmanager
-async def bridge_on(state: Path, *args: str, approval: bool = True) -> AsyncIterator[BridgeProcess]:
-    """A bridge whose journal is in ``state``."""
+async def bridge_on(
+    state: Path, *args: str, approval: bool = True, env: dict[str, str] | None = None
+) -> AsyncIterator[BridgeProcess]:
+    """A bridge whose journal is in ``state`` (``env``: more of its environment)."""
     async with running_bridge(
-        "newline", *args, env={"AGENT_BRIDGE_STATE_DIR": str(state)}, approval=approval
+        "newline",
+        *args,
+        env={"AGENT_BRIDGE_STATE_DIR": str(state), **(env or {})},
+        approval=approval,
     ) as bridge:
         yield bridge
 
@@ -191,25 +197,109 @@ async def test_sigkill_mid_stream_loses_nothing_the_host_saw_and_the_session_res
         assert after[2]["payload"]["text"] == "after the crash: hello"
 
 
-async def test_a_crash_with_a_pending_approval_settles_it_before_the_run_fails(
-    tmp_path: Path,
-) -> None:
-    state = tmp_path / "state"
+async def _killed_while_asking(
+    state: Path, steps: list[dict[str, Any]], env: dict[str, str] | None = None, **extra: Any
+) -> tuple[str, str, Message]:
+    """A bridge on ``state`` creates a session of ``steps``, starts a run, and is
+    SIGKILLed once its host was asked the run's interaction; return the session, the run
+    and the ``interaction/request`` the host got."""
     async with anyio.create_task_group() as tg:
-        bridge = BridgeProcess("newline", env={"AGENT_BRIDGE_STATE_DIR": str(state)})
+        bridge = BridgeProcess("newline", env={"AGENT_BRIDGE_STATE_DIR": str(state), **(env or {})})
         await bridge.start(tg)
         try:
             await bridge.initialize()
-            session = await create(bridge, [{"type": "approval", "title": "deploy"}])
-            await bridge.result("run/start", {"sessionId": session, "input": {"text": "x"}})
-            asked = await bridge.event("interaction.requested")
+            session = await create(bridge, steps, **extra)
+            started = await bridge.result(
+                "run/start", {"sessionId": session, "input": {"text": "x"}}
+            )
+            asked = await bridge.wait_for(lambda m: m.get("method") == "interaction/request", 30)
             assert bridge.proc is not None
             bridge.proc.send_signal(signal.SIGKILL)
             await bridge.wait_exit()
         finally:
             await bridge.stop()
             tg.cancel_scope.cancel()
+    return session, started["runId"], asked
+
+
+async def test_a_run_cut_off_at_an_approval_is_continued_by_the_next_bridge(
+    tmp_path: Path,
+) -> None:
+    """The scripted provider continues a run cut off while it waited (``resumeTurn``):
+    the next bridge on the journal closes the session ``bridge_crashed`` and leaves the
+    run and its approval open; resuming the session continues the run under its id, the
+    approval is offered again once, under its original id, and answered; the steps
+    before it do not run again (nothing twice in the journal, no gap)."""
+    state = tmp_path / "state"
+    steps: list[dict[str, Any]] = [
+        {"type": "text", "text": "before"},
+        {"type": "approval", "title": "deploy", "onAllow": [{"type": "text", "text": "ok"}]},
+        {"type": "text", "text": "after"},
+    ]
+    session, run_id, asked = await _killed_while_asking(state, steps)
+    interaction = asked["params"]["interactionId"]
     async with bridge_on(state) as bridge:
+        history = await read_all(bridge, session)
+        assert_gapless(history)
+        assert [e["payload"]["type"] for e in history] == [
+            "run.started",
+            "text.delta",
+            "interaction.requested",
+            "session.closed",
+        ]
+        assert history[-1]["payload"]["reason"] == "bridge_crashed"
+        # an answer before the session is open again: it is closed, resume it first
+        early = await bridge.call(
+            "interaction/respond",
+            {"interactionId": interaction, "answer": {"kind": "approval", "decision": "allow"}},
+            check=False,
+        )
+        assert early["error"]["data"]["code"] == "interaction_not_found"
+        await bridge.result("session/resume", {"sessionId": session, "after": len(history)})
+        again = await bridge.wait_for(lambda m: m.get("method") == "interaction/request", 30)
+        assert again["params"]["interactionId"] == interaction
+        assert again["params"]["runId"] == run_id
+        await bridge.send(
+            {
+                "jsonrpc": "2.0",
+                "id": again["id"],
+                "result": {"kind": "approval", "decision": "allow", "mode": "once"},
+            }
+        )
+        end = await terminal_of(bridge, run_id)
+        assert end["payload"]["type"] == "run.completed"
+        asks = [m for m in bridge.received if m.get("method") == "interaction/request"]
+        assert asks == [again]  # offered once
+        stored = await read_all(bridge, session)
+        assert_gapless(stored)
+        assert stored[: len(history)] == history
+        tail = stored[len(history) :]
+        assert [e["payload"]["type"] for e in tail] == [
+            "session.resumed",
+            "interaction.settled",
+            "text.delta",
+            "text.delta",
+            "run.completed",
+        ]
+        assert tail[1]["payload"]["interactionId"] == interaction
+        assert tail[1]["payload"]["status"] == "responded"
+        assert [e["payload"]["text"] for e in tail[2:4]] == ["ok", "after"]
+        assert {e["runId"] for e in tail[1:]} == {run_id}
+        texts = [e["payload"]["text"] for e in stored if e["payload"]["type"] == "text.delta"]
+        assert texts == ["before", "ok", "after"]  # "before" did not run again
+
+
+async def test_a_crash_with_a_pending_approval_settles_it_before_the_run_fails(
+    tmp_path: Path,
+) -> None:
+    """A provider that cannot continue a cut-off run (no ``resumeTurn``, as every CLI
+    agent): the next bridge settles the approval cancelled, fails the run
+    ``bridge_crashed`` and closes the session; resuming it does not ask again."""
+    state = tmp_path / "state"
+    env = plain_scripted_env(tmp_path / "plain")
+    steps: list[dict[str, Any]] = [{"type": "approval", "title": "deploy"}]
+    session, _, asked = await _killed_while_asking(state, steps, env, provider="scripted-plain")
+    async with bridge_on(state, env=env) as bridge:
         history = await read_all(bridge, session)
         assert_gapless(history)
         kinds = [e["payload"]["type"] for e in history]
@@ -222,10 +312,13 @@ async def test_a_crash_with_a_pending_approval_settles_it_before_the_run_fails(
         ]
         assert history[2]["payload"] == {
             "type": "interaction.settled",
-            "interactionId": asked["payload"]["interactionId"],
+            "interactionId": asked["params"]["interactionId"],
             "status": "cancelled",
             "auto": True,
         }
+        await bridge.result("session/resume", {"sessionId": session})
+        await bridge.event("session.resumed")
+        assert not [m for m in bridge.received if m.get("method") == "interaction/request"]
 
 
 # --------------------------------------------------------------------- commands
@@ -278,7 +371,7 @@ async def test_resume_by_id_keeps_the_id_and_continues_the_conversation(tmp_path
         assert history[: len(live)] == live
         assert history[-1]["payload"] == {"type": "session.closed", "reason": "shutdown"}
         exported = await bridge.result("session/export", {"sessionId": session})
-        assert exported["record"]["opaque"]["history"] == ["go"]
+        assert exported["record"]["opaque"]["runs"] == 1  # a count: the record stays small
         resumed = await bridge.result(
             "session/resume", {"sessionId": session, "title": "t2", "after": len(history) - 1}
         )

@@ -372,7 +372,7 @@ class AcpProvider(AgentProvider):
                     approval=ApprovalCapability(supported=True, modes=("once", "session")),
                     question=QuestionCapability(supported=True, question_set=True),
                 ),
-                recovery=RecoveryCapability(resume=self.can_resume()),
+                recovery=RecoveryCapability(resume=self.can_resume(), resume_turn=False),
                 native_sessions=self._native_sessions(),
                 input=p.input_capabilities(self.info),
                 # ACP's unstable session/fork has no fork point: whole sessions only

@@ -156,7 +156,7 @@ class ClaudeCodeProvider(NativeFilesInThread, AgentProvider):
                     approval=ApprovalCapability(supported=True, modes=("once", "session")),
                     question=QuestionCapability(supported=True, question_set=True),
                 ),
-                recovery=RecoveryCapability(resume=True),
+                recovery=RecoveryCapability(resume=True, resume_turn=False),
                 native_sessions=NativeSessionsCapability(
                     list="supported", read="exact", continue_="supported"
                 ),

@@ -211,7 +211,7 @@ class CodexProvider(NativeFilesInThread, AgentProvider):
                     # request is still mapped if it comes.
                     question=QuestionCapability(supported=False),
                 ),
-                recovery=RecoveryCapability(resume=True),
+                recovery=RecoveryCapability(resume=True, resume_turn=False),
                 # its rollout files under CODEX_HOME (adapters/codex/native.py)
                 native_sessions=NativeSessionsCapability(
                     list="supported", read="exact", continue_="supported"

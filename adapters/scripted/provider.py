@@ -4,7 +4,9 @@ Options (declared in the descriptor): session ``script`` (inline JSON, see
 :mod:`agent_bridge.wire.script`, or a string: the path of a JSON file, such
 as one written by ``agent-bridge record``) or ``scriptFile`` (a path to a JSON file);
 run ``script`` overrides the session's for one run.  Its recovery record carries the
-script and the inputs so far, so ``session/resume`` works across bridge processes.
+script and how many runs it had, so ``session/resume`` works across bridge processes,
+and, while a run waits on an interaction, where it waits, so a bridge that resumes the
+session continues that run there (``recovery.resumeTurn``).
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ class ScriptedProvider(AgentProvider):
                     approval=ApprovalCapability(supported=True, modes=("once", "session")),
                     question=QuestionCapability(supported=True, question_set=True),
                 ),
-                recovery=RecoveryCapability(resume=True),
+                recovery=RecoveryCapability(resume=True, resume_turn=True),
                 native_sessions=NativeSessionsCapability(
                     list="unsupported", read="exact", continue_="supported"
                 ),
@@ -126,20 +128,31 @@ class ScriptedProvider(AgentProvider):
         from agent_bridge.adapters.scripted.script import load_script
         from agent_bridge.adapters.scripted.session import ScriptedSession
 
-        return ScriptedSession(ctx, load_script(ctx.options), [])
+        return ScriptedSession(ctx, load_script(ctx.options), 0)
 
     async def resume_session(self, ctx: SessionContext, opaque: Any) -> ProviderSession:
+        """The session the record ``opaque`` describes: its script, how many runs it had
+        (``runs``; a record of an earlier version lists their inputs as ``history``) and
+        the run it may continue (``turn``).  Raises ``recovery_invalid``."""
         import msgspec
 
         from agent_bridge.adapters.scripted.script import load_script
         from agent_bridge.adapters.scripted.session import ScriptedSession
         from agent_bridge.wire.script import decode_script
 
-        if not isinstance(opaque, dict) or not isinstance(opaque.get("history"), list):
+        if not isinstance(opaque, dict):
+            raise BridgeError("recovery_invalid")
+        runs = opaque.get("runs")
+        history = opaque.get("history")
+        if isinstance(history, list) and runs is None:
+            runs = len(history)
+        turn = opaque.get("turn")
+        if not isinstance(runs, int) or isinstance(runs, bool) or runs < 0:
+            raise BridgeError("recovery_invalid")
+        if turn is not None and not isinstance(turn, dict):
             raise BridgeError("recovery_invalid")
         try:
             script = decode_script(opaque.get("script") or {})
         except msgspec.ValidationError:
             raise BridgeError("recovery_invalid") from None
-        history = [str(h) for h in opaque["history"]]
-        return ScriptedSession(ctx, load_script(ctx.options) or script, history)
+        return ScriptedSession(ctx, load_script(ctx.options) or script, runs, turn)

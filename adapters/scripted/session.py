@@ -23,6 +23,7 @@ from agent_bridge.adapters.scripted import mapping
 from agent_bridge.adapters.scripted.script import load_script
 from agent_bridge.errors import BridgeError
 from agent_bridge.spi import (
+    InteractionOutcome,
     ProviderRun,
     ProviderSession,
     RunContext,
@@ -34,6 +35,7 @@ from agent_bridge.wire.events import CommandsUpdated, TextDelta, ThinkingDelta, 
 from agent_bridge.wire.inputs import CommandInfo
 from agent_bridge.wire.interactions import (
     ApprovalRequest,
+    InteractionRequest,
     QuestionAnswer,
     QuestionSetAnswer,
 )
@@ -94,6 +96,22 @@ class _Crash(RuntimeError):
     """Raised on purpose by the ``crash`` step."""
 
 
+def _branch(step: Step, name: str) -> Sequence[Step] | None:
+    """The steps of the branch ``name`` of ``step`` (as :meth:`ScriptedRun._branch`
+    names them), or ``None`` when it has none of that name."""
+    if isinstance(step, ApprovalStep):
+        return {"onAllow": step.on_allow, "onDeny": step.on_deny}.get(name)
+    if isinstance(step, QuestionStep):
+        if name.startswith("branch:"):
+            return step.branches.get(name[len("branch:") :])
+        return {"onCancel": step.on_cancel, "onText": step.on_text}.get(name)
+    if isinstance(step, QuestionSetStep):
+        return step.then if name == "then" else None
+    if isinstance(step, InteractionStep):
+        return {"then": step.then, "otherwise": step.otherwise}.get(name)
+    return None
+
+
 class ScriptedRun(RunHandle):
     """One scripted run, executed in a task of the session's task group."""
 
@@ -113,14 +131,25 @@ class ScriptedRun(RunHandle):
         self._scope = anyio.CancelScope()
         self._ignore_interrupt = False
         self._steered: list[str] = []
+        #: where the run is in its script: step indexes and the branches taken between
+        #: them (``[2, "onAllow", 0]``: the first step of step 2's ``onAllow``)
+        self._path: list[int | str] = []
+        #: the path of the step whose interaction the run waits on (``None``: it does not)
+        self.waiting: tuple[int | str, ...] | None = None
+        #: where :meth:`main` starts: the waiting step of a continued run (``None``: the top)
+        self.resume_at: tuple[int | str, ...] | None = None
 
     async def main(self) -> None:
-        """Run the steps and finish with how they ended (``crash`` makes :meth:`wait`
-        raise, on purpose)."""
+        """Run the steps (from :attr:`resume_at` when set: the step a cut-off run waited
+        on, asked again, and what follows it) and finish with how they ended (``crash``
+        makes :meth:`wait` raise, on purpose)."""
         outcome = RunOutcome.completed("end_turn")
         try:
             with self._scope:
-                await self._run_steps(self._steps)
+                if self.resume_at is None:
+                    await self._run_steps(self._steps)
+                else:
+                    await self._run_from(self._steps, list(self.resume_at))
             if self._scope.cancelled_caught:
                 outcome = RunOutcome.interrupted()
         except _Completed as exc:
@@ -135,6 +164,11 @@ class ScriptedRun(RunHandle):
             raise
         finally:
             self.finish(outcome)
+
+    @property
+    def run_id(self) -> str:
+        """The bridge's id of this run."""
+        return self._ctx.run_id
 
     async def interrupt(self, reason: str) -> None:
         if not self._ignore_interrupt:
@@ -151,64 +185,115 @@ class ScriptedRun(RunHandle):
             self._scope.cancel()
             await anyio.lowlevel.checkpoint()
 
-    async def _run_steps(self, steps: Sequence[Step]) -> None:
-        ctx = self._ctx
-        for step in steps:
-            await self._honour_interrupt()
-            if isinstance(step, TextStep):
-                for delta in mapping.text_chunks(step):
-                    await ctx.emit(delta, raw=step)
-            elif isinstance(step, StreamStep):
-                await self._stream(step)
-            elif isinstance(step, EchoStep):
-                await ctx.emit(TextDelta(text=step.prefix + self._input.plain_text()), raw=step)
-            elif isinstance(step, ReceivedStep):
-                await ctx.emit(TextDelta(text=mapping.received(self._input)), raw=step)
-            elif isinstance(step, ThinkingStep):
-                await ctx.emit(ThinkingDelta(text=step.text), raw=step)
-            elif isinstance(step, ToolStep):
-                for activity in mapping.tool_payloads(step):
-                    await ctx.emit(activity, raw=step)
-            elif isinstance(step, UsageStep):
-                await ctx.emit(mapping.usage_payload(step), raw=step)
-            elif isinstance(step, PlanStep):
-                await ctx.emit(mapping.plan_payload(step), raw=step)
-            elif isinstance(step, DiagnosticStep):
-                await ctx.emit(mapping.diagnostic_payload(step), raw=step)
-            elif isinstance(step, ApprovalStep):
-                await self._approval(step)
-            elif isinstance(step, QuestionStep):
-                await self._question(step)
-            elif isinstance(step, QuestionSetStep):
-                await self._question_set(step)
-            elif isinstance(step, FailStep):
-                raise _Failed(step.code, step.details)
-            elif isinstance(step, WaitForInterruptStep):
-                self._ignore_interrupt = step.ignore_interrupt
-                await anyio.sleep_forever()
-            elif isinstance(step, InvalidStep):
-                await ctx.emit(TextDelta(text=12345), raw=step)  # type: ignore[arg-type]
-            elif isinstance(step, CyclicStep):
-                loop: list[Any] = []
-                loop.append(loop)
-                await ctx.emit(ToolActivity("tool_cycle", "cycle", "started", input=loop), raw=step)
-            elif isinstance(step, CompleteWithPendingStep):
-                ctx.open_interaction(ApprovalRequest(action="tool", title="never answered"))
+    async def _run_from(self, steps: Sequence[Step], path: list[int | str]) -> None:
+        """Continue at ``path`` in ``steps`` (see :attr:`_path`): the step it ends at runs
+        (it asks its question again), then what follows it at every level up.  Raises
+        ``recovery_invalid`` for a path the steps do not have."""
+        index = path[0]
+        if not isinstance(index, int) or not 0 <= index < len(steps):
+            raise BridgeError("recovery_invalid")
+        self._path.append(index)
+        if len(path) == 1:
+            if await self._run_step(steps[index]):
+                self._path.pop()
                 return
-            elif isinstance(step, CrashStep):
-                raise _Crash("scripted crash")
-            elif isinstance(step, EmitStep):
-                raw = step if step.raw is None else step.raw
-                for payload in step.payloads:
-                    if isinstance(payload, CommandsUpdated) and self._on_commands is not None:
-                        self._on_commands(payload.commands)
-                    await ctx.emit(payload, raw=raw)
-            elif isinstance(step, InteractionStep):
-                outcome = await ctx.ask(step.request)
-                recorded = mapping.takes_recorded_branch(step.answer, outcome)
-                await self._run_steps(step.then if recorded else step.otherwise)
-            elif isinstance(step, CompleteStep):
-                raise _Completed(step.stop_reason)
+        else:
+            branch = path[1]
+            inner = _branch(steps[index], branch) if isinstance(branch, str) else None
+            if inner is None:
+                raise BridgeError("recovery_invalid")
+            self._path.append(branch)
+            await self._run_from(inner, path[2:])
+            self._path.pop()
+        self._path.pop()
+        await self._run_steps(steps, index + 1)
+
+    async def _run_steps(self, steps: Sequence[Step], start: int = 0) -> None:
+        path = self._path
+        for index in range(start, len(steps)):
+            path.append(index)
+            stop = await self._run_step(steps[index])
+            path.pop()
+            if stop:
+                return
+
+    async def _branch(self, name: str, steps: Sequence[Step]) -> None:
+        """Run the branch ``name`` of the current step."""
+        self._path.append(name)
+        await self._run_steps(steps)
+        self._path.pop()
+
+    async def _ask(self, request: InteractionRequest) -> InteractionOutcome:
+        """Ask ``request``, saying where the run waits while it does (the recovery record
+        holds it, so a bridge that takes the session over continues here)."""
+        self.waiting = tuple(self._path)
+        try:
+            return await self._ctx.ask(request)
+        finally:
+            self.waiting = None
+
+    async def _run_step(self, step: Step) -> bool:
+        """Run ``step``; return whether the steps of its level end here."""
+        ctx = self._ctx
+        await self._honour_interrupt()
+        if isinstance(step, TextStep):
+            for delta in mapping.text_chunks(step):
+                await ctx.emit(delta, raw=step)
+        elif isinstance(step, StreamStep):
+            await self._stream(step)
+        elif isinstance(step, EchoStep):
+            await ctx.emit(TextDelta(text=step.prefix + self._input.plain_text()), raw=step)
+        elif isinstance(step, ReceivedStep):
+            await ctx.emit(TextDelta(text=mapping.received(self._input)), raw=step)
+        elif isinstance(step, ThinkingStep):
+            await ctx.emit(ThinkingDelta(text=step.text), raw=step)
+        elif isinstance(step, ToolStep):
+            for activity in mapping.tool_payloads(step):
+                await ctx.emit(activity, raw=step)
+        elif isinstance(step, UsageStep):
+            await ctx.emit(mapping.usage_payload(step), raw=step)
+        elif isinstance(step, PlanStep):
+            await ctx.emit(mapping.plan_payload(step), raw=step)
+        elif isinstance(step, DiagnosticStep):
+            await ctx.emit(mapping.diagnostic_payload(step), raw=step)
+        elif isinstance(step, ApprovalStep):
+            await self._approval(step)
+        elif isinstance(step, QuestionStep):
+            await self._question(step)
+        elif isinstance(step, QuestionSetStep):
+            await self._question_set(step)
+        elif isinstance(step, FailStep):
+            raise _Failed(step.code, step.details)
+        elif isinstance(step, WaitForInterruptStep):
+            self._ignore_interrupt = step.ignore_interrupt
+            await anyio.sleep_forever()
+        elif isinstance(step, InvalidStep):
+            await ctx.emit(TextDelta(text=12345), raw=step)  # type: ignore[arg-type]
+        elif isinstance(step, CyclicStep):
+            loop: list[Any] = []
+            loop.append(loop)
+            await ctx.emit(ToolActivity("tool_cycle", "cycle", "started", input=loop), raw=step)
+        elif isinstance(step, CompleteWithPendingStep):
+            ctx.open_interaction(ApprovalRequest(action="tool", title="never answered"))
+            return True
+        elif isinstance(step, CrashStep):
+            raise _Crash("scripted crash")
+        elif isinstance(step, EmitStep):
+            raw = step if step.raw is None else step.raw
+            for payload in step.payloads:
+                if isinstance(payload, CommandsUpdated) and self._on_commands is not None:
+                    self._on_commands(payload.commands)
+                await ctx.emit(payload, raw=raw)
+        elif isinstance(step, InteractionStep):
+            outcome = await self._ask(step.request)
+            recorded = mapping.takes_recorded_branch(step.answer, outcome)
+            if recorded:
+                await self._branch("then", step.then)
+            else:
+                await self._branch("otherwise", step.otherwise)
+        elif isinstance(step, CompleteStep):
+            raise _Completed(step.stop_reason)
+        return False
 
     async def _stream(self, step: StreamStep) -> None:
         """Emit ``step.count`` deltas of ``step.text``, :data:`_CHUNK` per
@@ -225,36 +310,55 @@ class ScriptedRun(RunHandle):
             done += min(left, _CHUNK)
 
     async def _approval(self, step: ApprovalStep) -> None:
-        outcome = await self._ctx.ask(mapping.approval_request(step))
-        allowed = is_allow(approval_verdict(outcome))
-        await self._run_steps(step.on_allow if allowed else step.on_deny)
+        outcome = await self._ask(mapping.approval_request(step))
+        if is_allow(approval_verdict(outcome)):
+            await self._branch("onAllow", step.on_allow)
+        else:
+            await self._branch("onDeny", step.on_deny)
 
     async def _question(self, step: QuestionStep) -> None:
-        outcome = await self._ctx.ask(mapping.question_request(step))
+        outcome = await self._ask(mapping.question_request(step))
         answer = outcome.answer
         if not isinstance(answer, QuestionAnswer):
-            await self._run_steps(step.on_cancel)
+            await self._branch("onCancel", step.on_cancel)
         elif answer.choice is not None:
-            await self._run_steps(step.branches.get(answer.choice, []))
+            await self._branch(f"branch:{answer.choice}", step.branches.get(answer.choice, []))
         else:
             await self._ctx.emit(TextDelta(text=f"Answer: {answer.text}"), raw=step)
-            await self._run_steps(step.on_text)
+            await self._branch("onText", step.on_text)
 
     async def _question_set(self, step: QuestionSetStep) -> None:
-        outcome = await self._ctx.ask(mapping.question_set_request(step))
+        outcome = await self._ask(mapping.question_set_request(step))
         if isinstance(outcome.answer, QuestionSetAnswer):
             text = ", ".join(f"{k}={v}" for k, v in sorted(outcome.answer.answers.items()))
             await self._ctx.emit(TextDelta(text=f"Answers: {text}"), raw=step)
-            await self._run_steps(step.then)
+            await self._branch("then", step.then)
 
 
 class ScriptedSession(ProviderSession):
-    """A scripted conversation: the script plus the inputs seen so far."""
+    """A scripted conversation: the script plus how many runs it has had.
 
-    def __init__(self, ctx: SessionContext, script: Script | None, history: list[str]) -> None:
+    Its recovery record is ``{"script", "runs"}`` (the count, not the inputs: a record
+    saved after every run must not grow with the conversation) and, while a run waits on
+    an interaction, ``"turn"``: that run's id, its number, its run-only ``script`` if it
+    had one, and the ``path`` of the step it waits on, so a bridge that resumes the
+    session can :meth:`continue_run` it there (``recovery.resumeTurn``).
+    """
+
+    def __init__(
+        self,
+        ctx: SessionContext,
+        script: Script | None,
+        runs: int,
+        turn: dict[str, Any] | None = None,
+    ) -> None:
         self._ctx = ctx
         self._script = script or Script()
-        self._history = history
+        self._runs = runs
+        #: the active run, and the script and number it runs with
+        self._active: tuple[ScriptedRun, int, Any] | None = None
+        #: the turn the record it was resumed from held (until it is continued)
+        self._cut_turn = turn
         self._disposed = False
         self._commands: tuple[CommandInfo, ...] | None = None
         self._settings: SessionSettings | None = self._script.settings
@@ -266,9 +370,39 @@ class ScriptedSession(ProviderSession):
         if self._disposed:
             raise BridgeError("session_closed")
         override = load_script(options)
-        steps = (override or self._script).for_run(len(self._history))
-        self._history.append(input.plain_text())
+        number = self._runs
+        steps = (override or self._script).for_run(number)
+        self._runs += 1
+        self._cut_turn = None
         run = ScriptedRun(steps, input, ctx, self._set_commands)
+        self._active = (run, number, options.get("script") if override is not None else None)
+        self._tasks.start(run.main, name="run")
+        return run
+
+    async def continue_run(
+        self, run_id: str, input: RunInput, options: Mapping[str, Any], ctx: RunContext
+    ) -> ProviderRun:
+        """Continue the run ``run_id`` at the step it waited on (the record's
+        ``"turn"``): that step asks again, then the script goes on; nothing before it
+        runs again.  Raises ``recovery_invalid`` when the record holds no such turn."""
+        turn = self._cut_turn
+        if self._disposed or turn is None or turn.get("runId") != run_id:
+            raise BridgeError("recovery_invalid")
+        try:
+            number = int(turn["run"])
+            path = tuple(turn["path"])
+            own = turn.get("script")
+            override = load_script({"script": own}) if own is not None else None
+        except (KeyError, TypeError, ValueError, BridgeError):
+            raise BridgeError("recovery_invalid") from None
+        if not path or not all(isinstance(p, (int, str)) for p in path):
+            raise BridgeError("recovery_invalid")
+        self._cut_turn = None
+        run = ScriptedRun(
+            (override or self._script).for_run(number), input, ctx, self._set_commands
+        )
+        run.resume_at = path
+        self._active = (run, number, own)
         self._tasks.start(run.main, name="run")
         return run
 
@@ -307,7 +441,18 @@ class ScriptedSession(ProviderSession):
     def export_recovery_record(self) -> Any:
         script = msgspec.to_builtins(self._script)
         del script["recorded"]  # what a recording saw is not needed to go on
-        return {"script": script, "history": list(self._history)}
+        record: dict[str, Any] = {"script": script, "runs": self._runs}
+        turn = self._cut_turn
+        if self._active is not None:
+            run, number, own = self._active
+            turn = None
+            if run.waiting is not None and not run.finished:
+                turn = {"runId": run.run_id, "run": number, "path": list(run.waiting)}
+                if own is not None:
+                    turn["script"] = own
+        if turn is not None:
+            record["turn"] = turn
+        return record
 
     async def dispose(self) -> None:
         self._disposed = True

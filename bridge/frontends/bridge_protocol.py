@@ -368,7 +368,7 @@ class BridgeFrontend:
     ) -> InteractionRespondResult:
         runtime = self.runtime
         try:
-            status = runtime.respond(params.interaction_id, params.answer)
+            status = await runtime.answer(params.interaction_id, params.answer)
         except BridgeError as exc:  # pending in another fleet member: answered there
             result: InteractionRespondResult = await runtime.route(
                 "interaction/respond", params, exc

@@ -294,6 +294,12 @@ class History(Protocol):
         """Whether a fork reads from this session (it cannot be deleted before them)."""
         ...
 
+    async def open_turns(self, session_id: str) -> list[tuple[str, int, list[tuple[str, bytes]]]]:
+        """The session's runs not ended (see :func:`agent_bridge.journal.queries.
+        open_turns`): a bridge that died left them open for the one that resumes the
+        session to continue (``recovery.resumeTurn``)."""
+        ...
+
     async def position_at(self, session_id: str, sequence: int) -> tuple[int, bytes] | None:
         """Return ``(sequence, position)`` of the latest point of the session's history
         (through a fork's parents) at or before ``sequence`` where the provider's own

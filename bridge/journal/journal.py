@@ -595,6 +595,10 @@ class Journal:
         """Whether a fork reads from this session."""
         return await self._read(self._reader.has_forks, session_id)
 
+    async def open_turns(self, session_id: str) -> list[tuple[str, int, list[tuple[str, bytes]]]]:
+        """The session's runs left open (:func:`~agent_bridge.journal.queries.open_turns`)."""
+        return await self._read(self._reader.open_turns, session_id)
+
     async def position_at(self, session_id: str, sequence: int) -> tuple[int, bytes] | None:
         """Return the latest ``(sequence, position)`` at or before ``sequence`` (through
         parents)."""

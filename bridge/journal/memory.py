@@ -381,6 +381,10 @@ class MemoryHistory:
     def _raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
         return read_through_forks(session_id, lo, hi, fork_of=self._fork_of, own=_Stored.raw_page)
 
+    async def open_turns(self, session_id: str) -> list[tuple[str, int, list[tuple[str, bytes]]]]:
+        """None: a memory history ends with its process, which closes its runs."""
+        return []
+
     async def has_forks(self, session_id: str) -> bool:
         """Whether a fork reads from this session."""
         return any(s.record.parent_id == session_id for s in self._sessions.values())

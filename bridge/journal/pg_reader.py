@@ -16,7 +16,7 @@ from agent_bridge.journal.base import SESSION_COLUMNS, SessionRecord, session_fr
 from agent_bridge.journal.blocks import decode_bodies, slice_block
 from agent_bridge.journal.forks import position_through_forks, read_through_forks, rehead
 from agent_bridge.journal.pg_schema import connect_pg
-from agent_bridge.journal.queries import fork_of, sessions_filter
+from agent_bridge.journal.queries import OpenTurn, fork_of, open_turns, sessions_filter
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.wire.methods import RawRecord
 
@@ -158,6 +158,10 @@ class PgReader:
         """Return the raw records events ``lo``..``hi`` were projected from (through a
         fork's parent)."""
         return self._run(lambda conn: self._raw(conn, session_id, lo, hi))
+
+    def open_turns(self, session_id: str) -> list[OpenTurn]:
+        """The session's runs left open (:func:`~agent_bridge.journal.queries.open_turns`)."""
+        return self._run(functools.partial(open_turns, session_id=session_id, marker="%s"))
 
     def has_forks(self, session_id: str) -> bool:
         """Whether a fork reads from this session."""

@@ -462,7 +462,9 @@ class PgJournal(Journal):
         ``session``, ``run`` or ``interaction``) handle the request ``method`` with the
         encoded ``params``; return ``(result, None)`` or ``(None, error)`` (the owner's
         :class:`ErrorInfo` as JSON text), or
-        ``None`` when no other live member owns it.  The request is a row of
+        ``None`` when no other live member owns it (but ``(None, session_in_use)`` for an
+        interaction still pending whose owner died, until a member has its session open
+        again: retry).  The request is a row of
         ``commands`` the owner takes once (``FOR UPDATE SKIP LOCKED``); a host that
         retries through another member is deduplicated by the owner's ``commandId``
         receipts.  An owner that does not answer within ``timeout`` seconds:
@@ -470,15 +472,35 @@ class PgJournal(Journal):
         await self._listen()
         owner = await self._read(self._owner_of_sync, kind, key)
         if owner is None:
+            if kind == "interaction" and await self._read(self._orphaned_sync, key):
+                # its owner died and no member has the session open again yet: the
+                # member taking it over will offer it again (docs/fleet.md)
+                return None, msgspec.json.encode(ErrorInfo.of("session_in_use")).decode()
             return None
         return await self.route_to(owner, method, params, timeout)
+
+    def _orphaned_sync(self, interaction_id: str) -> bool:
+        """Whether the interaction is pending in a session no live member owns (its owner
+        died and a run left open waits for the member that resumes the session)."""
+
+        def read(conn: psycopg.Connection[Any]) -> bool:
+            row = conn.execute(
+                "SELECT 1 FROM interactions i JOIN sessions s ON s.skey = i.skey "
+                "WHERE i.interaction_id = %s AND i.status = 'pending' AND NOT EXISTS "
+                "(SELECT 1 FROM owners o WHERE o.token = s.owner AND o.expires_at > now())",
+                (interaction_id,),
+            ).fetchone()
+            return row is not None
+
+        return self._reader._run(read)  # type: ignore[attr-defined, no-any-return]
 
     async def route_to(
         self, token: str, method: str, params: bytes, timeout: float = 30.0
     ) -> tuple[bytes | None, str | None]:
         """Have the member ``token`` handle the request ``method`` with the encoded
         ``params`` (as :meth:`route`); ``(None, session_in_use)`` when it does not answer
-        within ``timeout`` seconds.  Raises :class:`JournalError`."""
+        within ``timeout`` seconds, or sooner once its lease has expired (it died).
+        Raises :class:`JournalError`."""
         import anyio
 
         await self._listen()
@@ -490,11 +512,25 @@ class PgJournal(Journal):
                     reply = await self._read(self._reply_sync, command)
                     if reply is not None:
                         return reply
-                    await event.wait()
+                    with anyio.move_on_after(self.lease / 3):
+                        await event.wait()
+                    if not event.is_set() and not await self._read(self._live_sync, token):
+                        break  # its lease expired: it will not answer (it died)
                     event = self._replies[command] = anyio.Event()
             return None, msgspec.json.encode(ErrorInfo.of("session_in_use")).decode()
         finally:
             self._replies.pop(command, None)
+
+    def _live_sync(self, token: str) -> bool:
+        """Whether the member ``token`` holds a current lease."""
+
+        def read(conn: psycopg.Connection[Any]) -> bool:
+            row = conn.execute(
+                "SELECT 1 FROM owners WHERE token = %s AND expires_at > now()", (token,)
+            ).fetchone()
+            return row is not None
+
+        return self._reader._run(read)  # type: ignore[attr-defined, no-any-return]
 
     def _take_sync(self) -> list[tuple[int, str, bytes]]:
         def take(conn: psycopg.Connection[Any]) -> list[tuple[int, str, bytes]]:

@@ -20,12 +20,14 @@ __all__ = [
     "UNBIND",
     "Executes",
     "Marker",
+    "OpenTurn",
     "OperationSql",
     "bind_native",
     "deletable",
     "delete_session_rows",
     "fork_of",
     "marked",
+    "open_turns",
     "sessions_filter",
     "takeable",
 ]
@@ -289,3 +291,36 @@ PG_OPS: Final = OperationSql(
     ),
     charge=marked(_CHARGE, "%s"),
 )
+
+
+#: a run and its pending interactions, as :func:`open_turns` gives them
+OpenTurn = tuple[str, int, list[tuple[str, bytes]]]
+
+
+def open_turns(conn: Executes, session_id: str, marker: Marker) -> list[OpenTurn]:
+    """The runs of ``session_id`` not ended (a bridge that died while they waited on an
+    interaction left them open: :mod:`agent_bridge.journal.recovery`), oldest first,
+    each as ``(run id, sequence of its run.started, [(interaction id, request JSON)])``
+    of its pending interactions in id order."""
+    runs = conn.execute(
+        marked(
+            "SELECT r.run_id, r.started_seq FROM runs r JOIN sessions s ON s.skey = r.skey "
+            "WHERE s.session_id = ? AND r.ended_seq IS NULL ORDER BY r.started_seq",
+            marker,
+        ),
+        (session_id,),
+    ).fetchall()
+    if not runs:
+        return []
+    pending: dict[str, list[tuple[str, bytes]]] = {}
+    for interaction_id, run_id, request in conn.execute(
+        marked(
+            "SELECT i.interaction_id, i.run_id, i.request FROM interactions i "
+            "JOIN sessions s ON s.skey = i.skey WHERE s.session_id = ? "
+            "AND i.status = 'pending' ORDER BY i.interaction_id",
+            marker,
+        ),
+        (session_id,),
+    ).fetchall():
+        pending.setdefault(str(run_id), []).append((str(interaction_id), bytes(request)))
+    return [(str(r), int(seq), pending.get(str(r), [])) for r, seq in runs]

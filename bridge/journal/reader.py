@@ -13,7 +13,7 @@ from typing import Any
 from agent_bridge.journal.base import SESSION_COLUMNS, SessionRecord, session_from_row
 from agent_bridge.journal.blocks import decode_bodies, slice_block
 from agent_bridge.journal.forks import position_through_forks, read_through_forks, rehead
-from agent_bridge.journal.queries import fork_of, sessions_filter
+from agent_bridge.journal.queries import OpenTurn, fork_of, open_turns, sessions_filter
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.journal.rows import last_sequence
 from agent_bridge.wire.methods import RawRecord
@@ -71,6 +71,11 @@ class Reader:
         its parent's up to the fork point, then its own)."""
         with self.lock:
             return self._raw(session_id, lo, hi)
+
+    def open_turns(self, session_id: str) -> list[OpenTurn]:
+        """The session's runs left open (:func:`~agent_bridge.journal.queries.open_turns`)."""
+        with self.lock:
+            return open_turns(self.conn, session_id, "?")
 
     def has_forks(self, session_id: str) -> bool:
         """Whether a fork reads from this session."""

@@ -12,6 +12,12 @@ to each of its sessions, after the last committed event:
 3. ``session.closed`` with reason ``bridge_crashed``.
 
 The session is then closed and unowned: ``session/resume {sessionId}`` reopens it.
+
+Except a run that waits on an interaction in a session whose policy says
+``resumesTurns`` (its provider has ``recovery.resumeTurn``): it and its pending
+interactions stay open, and the bridge that reopens the session continues it under its
+run id (:mod:`agent_bridge.runtime.continuing`), the interactions offered again under
+their ids.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import TypeVar
 
 from agent_bridge.envelope import EnvelopeFormat, stamp
 from agent_bridge.ids import Clock
+from agent_bridge.journal.base import decode_policy
 from agent_bridge.journal.blocks import TYPE_CODES
 from agent_bridge.journal.owners import dead_owner
 from agent_bridge.journal.queries import Executes, Marker, marked
@@ -107,6 +114,9 @@ def close_crashed(
         items.append((TYPE_CODES[type(payload)], stamp(fmt, sequence, run_id, stamp_at, payload)))
         return sequence
 
+    row = conn.execute(q("SELECT policy FROM sessions WHERE skey = ?"), (skey,)).fetchone()
+    policy = None if row is None or row[0] is None else bytes(row[0])
+    turns = bool((decode_policy(policy) or {}).get("resumesTurns"))
     pending = conn.execute(
         q(
             "SELECT interaction_id, run_id FROM interactions WHERE skey = ? "
@@ -114,17 +124,25 @@ def close_crashed(
         ),
         (skey,),
     ).fetchall()
-    for interaction_id, run_id in pending:
-        append(str(run_id), InteractionSettled(str(interaction_id), "cancelled", None, True))
-    conn.execute(
-        q("UPDATE interactions SET status = 'cancelled' WHERE skey = ? AND status = 'pending'"),
-        (skey,),
-    )
     runs = conn.execute(
         q("SELECT run_id FROM runs WHERE skey = ? AND ended_seq IS NULL ORDER BY started_seq"),
         (skey,),
     ).fetchall()
+    # a run that waits on an interaction, of a provider that continues such a run
+    # (recovery.resumeTurn, which the runtime notes as the session's resumesTurns): kept
+    # open, with its pending interactions, for the bridge that resumes the session
+    kept = {str(r) for _, r in pending} & {str(r) for (r,) in runs} if turns else set()
+    for interaction_id, run_id in pending:
+        if str(run_id) in kept:
+            continue
+        append(str(run_id), InteractionSettled(str(interaction_id), "cancelled", None, True))
+        conn.execute(
+            q("UPDATE interactions SET status = 'cancelled' WHERE skey = ? AND interaction_id = ?"),
+            (skey, interaction_id),
+        )
     for (run_id,) in runs:
+        if str(run_id) in kept:
+            continue
         ended = append(str(run_id), RunFailed(error=ErrorInfo.of("bridge_crashed")))
         conn.execute(
             q("UPDATE runs SET ended_seq = ?, state = 'failed' WHERE skey = ? AND run_id = ?"),

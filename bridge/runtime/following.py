@@ -19,7 +19,9 @@ its host (``interaction/request``, when the host can answer that kind) as a
 ``interaction.settled`` that follows withdraws every other member's offer.  Those
 already pending when the host attached (journaled as pending once the replay was sent)
 are offered first, under their ids; one settled meanwhile is withdrawn by the
-``interaction.settled`` that follows in the stream.
+``interaction.settled`` that follows in the stream.  At a ``session.resumed`` (a dead
+owner's session reopened, its cut-off run continued: :mod:`.continuing`) every offer is
+withdrawn and the interactions still pending are offered again, under their ids.
 """
 
 from __future__ import annotations
@@ -114,28 +116,47 @@ async def follow_remote(history: History, session_id: str, subscription: Subscri
 
                 return send
 
-            for interaction_id, run_id, request in await guard(
-                history.pending_interactions(session_id)
-            ):
-                _ask(interaction_id, run_id, request, session_id, offered, subscriber, tg, sender)
-            while True:
-                cursor = subscription.cursor
-                await guard(history.wait_committed(session_id, cursor))
-                page = await guard(
-                    history.read_events(session_id, cursor + 1, cursor + FOLLOW_READ_MAX)
-                )
-                if not page:
-                    log.warning("session %s: told of events that cannot be read", session_id)
-                    break
-                subscription.cursor = cursor + len(page)
-                if subscriber.publish(Released(session_id, cursor + 1, page)):
-                    await subscriber.drained()
-                for body in page:
-                    if b'"interaction.' in body:
-                        _offer(body, session_id, offered, subscriber, tg, sender)
-                last = _tail.decode(page[-1]).payload
-                if last.type == "session.closed" and last.reason != "bridge_crashed":
-                    break  # (a crashed owner's session goes on where it is taken over)
+            async def offer_pending() -> None:
+                for interaction_id, run_id, request in await guard(
+                    history.pending_interactions(session_id)
+                ):
+                    _ask(
+                        interaction_id, run_id, request, session_id, offered, subscriber, tg, sender
+                    )
+
+            try:
+                await offer_pending()
+                while True:
+                    cursor = subscription.cursor
+                    await guard(history.wait_committed(session_id, cursor))
+                    page = await guard(
+                        history.read_events(session_id, cursor + 1, cursor + FOLLOW_READ_MAX)
+                    )
+                    if not page:
+                        log.warning("session %s: told of events that cannot be read", session_id)
+                        break
+                    subscription.cursor = cursor + len(page)
+                    if subscriber.publish(Released(session_id, cursor + 1, page)):
+                        await subscriber.drained()
+                    for body in page:
+                        if b'"interaction.' in body:
+                            _offer(body, session_id, offered, subscriber, tg, sender)
+                        elif b'"session.resumed"' in body:
+                            # reopened after its owner died: what is still pending (a run
+                            # the new owner continues) is offered again, under its id
+                            for remote in offered.values():
+                                remote.settled_by_owner("withdrawn")
+                            offered.clear()
+                            await offer_pending()
+                    last = _tail.decode(page[-1]).payload
+                    if last.type == "session.closed" and last.reason != "bridge_crashed":
+                        break  # (a crashed owner's session goes on where it is taken over)
+            finally:
+                # the host's offers end with its following here (the session ended, the
+                # host detached, or the session is open here now: offered again there)
+                for remote in offered.values():
+                    remote.settled_by_owner("withdrawn")
+                offered.clear()
             tg.cancel_scope.cancel()  # offers still open end with the session
     except BridgeError as exc:
         log.warning("session %s: cannot follow it here (%s)", session_id, exc.error_code)

@@ -129,7 +129,7 @@ async def _execute(runtime: Runtime, method: str, data: bytes) -> tuple[bytes | 
         elif method == "run/interrupt":
             result = runtime.interrupt_run(params.run_id, params.reason)
         elif method == "interaction/respond":
-            status = runtime.respond(params.interaction_id, params.answer)
+            status = await runtime.answer(params.interaction_id, params.answer)
             await runtime.durable()
             result = InteractionRespondResult(params.interaction_id, status)
         elif method == "session/create":

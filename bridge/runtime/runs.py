@@ -88,6 +88,7 @@ class Run:
         "interrupt_reason",
         "pending",
         "provider_run",
+        "rebind",
         "session",
         "state",
     )
@@ -113,6 +114,9 @@ class Run:
         #: ``(sequence, position)`` of each provider checkpoint (see
         #: :meth:`RunContext.checkpoint`), stored with the run's end
         self.checkpoints: list[tuple[int, bytes]] = []
+        #: a continued run (:meth:`continue_cut`): the interactions it had pending when its
+        #: bridge died, in order, each bound to the next the provider raises again
+        self.rebind: list[Interaction] = []
 
     @property
     def terminal(self) -> bool:
@@ -157,6 +161,53 @@ class Run:
         session.tg.start_soon(self._follow)
         if self.state == "interrupting":
             session.tg.start_soon(self._deliver_interrupt)
+
+    def restore(self, pending: Sequence[tuple[str, InteractionRequest]]) -> None:
+        """Make this run, cut off by its bridge's death while it waited on ``pending``
+        (its interactions journaled as pending, ``(id, request)`` in order), active
+        again in a session just resumed: its interactions pending under their ids,
+        offered to the hosts attached (but none in a replay: it is offered them when the
+        replay ends) and answerable at once; nothing is journaled anew (their
+        ``interaction.requested`` are in the journal).  :meth:`continue_cut` then has
+        the provider go on."""
+        session = self.session
+        services = session.services
+        self.state = "running"
+        for interaction_id, request in pending:
+            interaction = Interaction(interaction_id, session.id, self.id, request)
+            services.interactions[interaction_id] = interaction
+            self.interactions.append(interaction)
+            self.pending[interaction_id] = interaction
+            interaction.on_settle.append(self._on_settled)
+            self.rebind.append(interaction)
+        if self.pending:
+            self._to("awaiting_input")
+
+    async def continue_cut(self, options: Mapping[str, Any], skip: Any = None) -> None:
+        """Have the provider continue this run (:meth:`restore`d) where it was cut off
+        (``ProviderSession.continue_run``); offer its pending interactions to the hosts
+        attached but ``skip``.  A provider that cannot fails the run ``bridge_crashed``
+        (its interactions settled ``cancelled`` first), as for a provider without
+        ``recovery.resumeTurn``."""
+        session = self.session
+        self._options = options
+        provider_session = session.provider_session
+        assert session.tg is not None and provider_session is not None
+        for interaction in self.rebind:
+            session.offer(interaction, skip)
+        if not session.descriptor.capabilities.recovery.resume_turn:
+            self.finish(RunOutcome.failed("bridge_crashed"))
+            return
+        try:
+            with provider_call(f"run {self.id}: provider continue_run"):
+                self.provider_run = await provider_session.continue_run(
+                    self.id, self.input.provider, options, RunContext(self)
+                )
+        except BridgeError as exc:
+            log.warning("run %s could not be continued (%s)", self.id, exc.error_code)
+            self.finish(RunOutcome.failed("bridge_crashed"))
+            return
+        session.tg.start_soon(self._follow)
 
     async def _follow(self) -> None:
         while True:
@@ -415,6 +466,10 @@ class Run:
             interaction.settle("cancelled", auto=True)
             self._publish(_contract("invalid interaction request"))
             return interaction
+        if self.rebind:
+            bound = self._bind(interaction.request)
+            if bound is not None:
+                return bound
         if self.state not in ("running", "awaiting_input"):
             interaction.settle("cancelled", auto=True)
             self._publish(
@@ -426,6 +481,10 @@ class Run:
         self.pending[interaction.interaction_id] = interaction
         if self.state == "running":
             self._to("awaiting_input")
+        if session.descriptor.capabilities.recovery.resume_turn:
+            # the record saying where the run waits is committed no later than the
+            # question: a bridge that takes over after a crash continues it there
+            session.save_recovery()
         self._publish(InteractionRequested(interaction.interaction_id, interaction.request))
         services.history.interaction_opened(
             session.id, interaction.interaction_id, self.id, _encode(interaction.request)
@@ -454,6 +513,20 @@ class Run:
             )
             interaction.settle("cancelled", auto=True)
         return interaction
+
+    def _bind(self, request: InteractionRequest) -> Interaction | None:
+        """The interaction the cut-off run had pending at this place, for the same
+        ``request`` raised again by the continued run (it keeps its id, and an answer
+        given meanwhile stands); ``None`` when the next one asked something else (it is
+        then settled ``cancelled`` and the request is a new interaction)."""
+        expected = self.rebind.pop(0)
+        if _encode(expected.request) == _encode(request):
+            return expected
+        log.warning("run %s: the continued run asked something else; a new interaction", self.id)
+        for other in (expected, *self.rebind):
+            other.settle("cancelled", auto=True)
+        self.rebind.clear()
+        return None
 
     def _on_settled(self, interaction: Interaction) -> None:
         self.pending.pop(interaction.interaction_id, None)

@@ -54,6 +54,7 @@ from agent_bridge.journal import (
 from agent_bridge.options import resolve_options, restore_withheld, storable_options
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime.boundary import provider_call, quietly
+from agent_bridge.runtime.continuing import cut_turns, restore_run
 from agent_bridge.runtime.fleet import create_placed, declare, succeed
 from agent_bridge.runtime.following import follow_remote
 from agent_bridge.runtime.hosts import HostCounts
@@ -208,6 +209,9 @@ class Runtime:
         #: their subscriptions (kept after the session closed: a takeover here hands
         #: them to the reopened session, see :meth:`_take_over`)
         self._remote_subs: dict[tuple[str, Subscriber], Subscription] = {}
+        #: sessions being reopened here, each set once its reopen ended (an answer to an
+        #: interaction of a run it continues waits for it: :meth:`answer`)
+        self._reopening: dict[str, anyio.Event] = {}
         #: set once a fleet member recorded what it serves (:func:`.fleet.declare`)
         self.declared = anyio.Event()
         #: a fleet member's attached hosts, published for every member's session/list
@@ -523,6 +527,9 @@ class Runtime:
                 fork_sequence=0 if parent is None else parent.sequence,
             )
         )
+        policy = session.policy()  # resumesTurns: what crash recovery reads
+        if policy:
+            self.history.update_session(session.id, policy=policy)
         session.save_recovery()
         await self.flush()
         return session.info()
@@ -717,10 +724,29 @@ class Runtime:
             return live.info()
         self.services.check_writable()
         await self.flush()
+        self._reopening[session_id] = done = anyio.Event()
+        try:
+            return await self._reopen(session_id, after, workspace, options, title, subscriber)
+        finally:
+            del self._reopening[session_id]
+            done.set()
+
+    async def _reopen(
+        self,
+        session_id: str,
+        after: int | None,
+        workspace: str | None,
+        options: dict[str, Any] | None,
+        title: str | None,
+        subscriber: Subscriber | None,
+    ) -> SessionInfo:
         status, record = await guard(self.history.claim(session_id))
         if status == "not_found" or record is None:
             raise BridgeError("session_not_found" if status != "in_use" else "session_in_use")
         try:
+            # runs its last bridge left open (it died while they waited on an
+            # interaction, and the provider continues such a run): continued below
+            turns = await cut_turns(self.history, session_id)
             session = self._reopened(record, workspace, options, title)
             opaque = record.recovery
 
@@ -749,8 +775,13 @@ class Runtime:
             title=session.title,
             workspace=session.workspace,
             options=self._storable(session_id, session.options),
+            policy=session.policy(),
         )
         session.stream.publish(None, SessionResumed())
+        cut = [restore_run(session, turn, self.runs) for turn in turns]
+        replaying = subscriber if subscription is not None and after is not None else None
+        for run in cut:
+            await run.continue_cut({}, replaying)
         if not options:  # options given with the resume say what the session runs with
             await self._restore_settings(session)
         session.save_recovery()
@@ -1403,6 +1434,19 @@ class Runtime:
         await self._run(run_id).steer(input)
 
     # ------------------------------------------------------------------ interactions
+
+    async def answer(self, interaction_id: str, answer: Any) -> Literal["applied", "duplicate"]:
+        """:meth:`respond`, except that an interaction not known here while sessions are
+        being reopened here is looked for again once they are (a run they continue
+        makes its pending interactions answerable under their ids: an answer routed
+        here in between is applied, not refused)."""
+        while self._reopening and interaction_id not in self.services.interactions:
+            with anyio.move_on_after(30):
+                for done in list(self._reopening.values()):
+                    await done.wait()
+                continue
+            break
+        return self.respond(interaction_id, answer)
 
     def respond(self, interaction_id: str, answer: Any) -> Literal["applied", "duplicate"]:
         """Settle an interaction with a client's answer (``interaction/respond``); the

@@ -70,6 +70,10 @@ class _Policy(msgspec.Struct, rename="camel", omit_defaults=True):
     retry_on_limit: RetryOnLimit | None = None
     model: str | None = None
     mode: str | None = None
+    #: the provider continues a run cut off while it waited on an interaction
+    #: (``recovery.resumeTurn``): crash recovery, which reads no descriptor, leaves such
+    #: a run and its pending interactions open for the bridge that resumes the session
+    resumes_turns: bool | None = None
 
 
 class Session:
@@ -281,8 +285,10 @@ class Session:
 
     def policy(self) -> dict[str, Any] | None:
         """The session's policy as the journal keeps it (``SessionRecord.policy``):
-        ``retryOnLimit`` and the chosen ``model`` / ``mode``; ``None``: none."""
-        stored = _Policy(self.retry_on_limit, *self.chosen)
+        ``retryOnLimit``, the chosen ``model`` / ``mode`` and ``resumesTurns`` (see
+        :class:`_Policy`); ``None``: none."""
+        turns = True if self.descriptor.capabilities.recovery.resume_turn else None
+        stored = _Policy(self.retry_on_limit, *self.chosen, resumes_turns=turns)
         built: dict[str, Any] = msgspec.to_builtins(stored)
         return built or None
 
@@ -314,15 +320,15 @@ class Session:
 
     # ------------------------------------------------------------------ interactions
 
-    def offer(self, interaction: Interaction) -> bool:
-        """Offer ``interaction`` to every subscriber that can answer its kind, each once
-        its ``interaction.requested`` event is released (a host never gets the request
-        ahead of the events that led to it); return whether any could."""
+    def offer(self, interaction: Interaction, skip: Subscriber | None = None) -> bool:
+        """Offer ``interaction`` to every subscriber that can answer its kind (but
+        ``skip``), each once its ``interaction.requested`` event is released (a host never
+        gets the request ahead of the events that led to it); return whether any could."""
         assert self.tg is not None
         offered = False
         for subscription in self.stream.subscriptions.values():
             subscriber = subscription.subscriber
-            if subscriber.can_answer(interaction.kind):
+            if subscriber is not skip and subscriber.can_answer(interaction.kind):
                 self.tg.start_soon(self._ask, subscriber, interaction)
                 offered = True
         return offered

@@ -65,9 +65,19 @@ class RunCapabilities(WireStruct, frozen=True):
 
 
 class RecoveryCapability(WireStruct, frozen=True):
-    """Whether a session can be resumed from its recovery record in a new bridge."""
+    """Whether a session can be resumed from its recovery record in a new bridge.
+
+    ``resumeTurn``: a run cut off (its bridge died) while it waited on an interaction
+    can be continued from the recovery record where it stopped, under its run id: the
+    provider does not run again what came before (no event twice, no side effect twice)
+    and raises the question it waited on again, which the bridge offers under its
+    original interaction id (``docs/fleet.md``, "Pending interactions at a takeover").
+    ``false`` (every CLI agent: the call that waited dies with the bridge): such a run
+    ends ``run.failed`` (``bridge_crashed``) after its interactions are settled
+    ``cancelled``."""
 
     resume: bool
+    resume_turn: bool = False
 
 
 class ForkCapability(WireStruct, frozen=True):
