@@ -476,6 +476,79 @@ async def test_real_codex_agent_thread_is_a_subagent(tmp_path: Path) -> None:
     assert "codex_stray_frame" not in {e.get("code") for e in of_type(events, "diagnostic")}
 
 
+def _outliving_responder() -> Any:
+    """The model for runs where the main agent spawns an agent and ends its turn without
+    waiting: the agent's command (which needs an approval) comes 3 s later, after the
+    spawning run ended; the main agent's next turn streams slowly (so the agent's held
+    approval is answered while it runs)."""
+    from standins.responses_server import _input_items, last_user_text, reply, tool_call
+
+    def respond(body: Msg) -> Msg:
+        items = _input_items(body)
+        outputs = {
+            i.get("call_id"): i.get("output")
+            for i in items
+            if i.get("type") == "function_call_output"
+        }
+        user = last_user_text(body)
+        if user.startswith("CHILD-TASK"):
+            if "child-cmd" in outputs:
+                return reply(text("child finished"))
+            return reply(tool_call("touch child.txt", call_id="child-cmd", delay=3.0))
+        if user.strip() == "SPAWN" and "spawn-1" not in outputs:
+            call = tool_call(
+                "", name="spawn_agent", arguments={"message": "CHILD-TASK"}, call_id="spawn-1"
+            )
+            return reply({**call, "namespace": "multi_agent_v1"})
+        if user.strip() == "SPAWN":
+            return reply(text("PARENT DONE"))
+        return reply(text("the second turn goes slowly on", deltas=6, delay=0.5))
+
+    return respond
+
+
+async def test_real_codex_agent_outliving_its_run_goes_on_in_the_next(tmp_path: Path) -> None:
+    """The real Codex's agent thread outlives the run that spawned it: at that run's end
+    its spawn call ends ``completed`` with the subagent still ``running`` (not
+    ``failed``); what the agent does between runs is not dropped: its command and the
+    approval it asks are held and come in the next run, under the spawn call, and the
+    approval answered there lets the command run."""
+    codex = require_cli("codex")
+    for name in ("home", "work", "tmp", "codex-home"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "codex-home" / "config.toml").write_text(CONFIG)
+    with ResponsesStandIn(fallback=_outliving_responder()) as server:
+        s = Setup(tmp_path, server, codex)
+        async with running_bridge("newline", env=s.env) as bridge:
+            session = await create(bridge, s)
+            first = await drive(bridge, await start(bridge, session, "SPAWN"), timeout=45)
+            assert first[-1]["type"] == "run.completed" and text_of(first) == "PARENT DONE"
+            spawn = [t for t in of_type(first, "tool.activity") if t["toolCallId"] == "spawn-1"]
+            assert [t["status"] for t in spawn] == ["started", "completed"]
+            assert spawn[-1]["subagent"]["status"] == "running"
+            assert of_type(first, "interaction.requested") == []
+            with anyio.fail_after(30):  # the agent asked its model
+                while "CHILD-TASK" not in json.dumps(server.response_bodies()):
+                    await anyio.sleep(0.1)
+            # its reply (the command) takes 3 s: then the approval is with the bridge
+            await anyio.sleep(5)
+            assert not (s.work / "child.txt").exists()
+            asked: list[Msg] = []
+
+            def answer(params: Msg) -> Msg:
+                asked.append(params["request"])
+                return {"kind": "approval", "decision": "allow", "mode": "once"}
+
+            second = await drive(bridge, await start(bridge, session, "go on"), answer, timeout=45)
+        assert server.errors == []
+    assert second[-1]["type"] == "run.completed"
+    assert [a.get("parentToolCallId") for a in asked] == ["spawn-1"]
+    child = [t for t in of_type(second, "tool.activity") if t["toolCallId"] == "child-cmd"]
+    assert child and child[0]["status"] == "started"
+    assert {t.get("parentToolCallId") for t in child} == {"spawn-1"}
+    assert (s.work / "child.txt").exists()  # approved in the next run, it ran
+
+
 async def test_real_codex_limits_not_available_without_a_chatgpt_login(setup: Setup) -> None:
     """provider/limits asks the live session's real Codex (account/rateLimits/read); with
     a key-authenticated model provider Codex refuses the read ("authentication

@@ -52,6 +52,7 @@ __all__ = [
     "child_usage",
     "collab_completed",
     "collab_started",
+    "detached",
     "is_activity",
     "is_collab",
     "spawned",
@@ -323,6 +324,25 @@ def child_usage(child: Child, total_tokens: int) -> list[ProviderPayload]:
             child.spawn_call,
             call.name,
             "output",
+            parent_tool_call_id=child.spawn_parent,
+            subagent=Subagent(status="running", usage=_usage(child)),
+        )
+    ]
+
+
+def detached(child: Child, state: TurnState) -> list[ProviderPayload]:
+    """At the end of the run whose state is ``state``: the spawn call (tracked there) of
+    a child whose turn still runs ends ``completed`` with its subagent ``running`` (the
+    spawn did its work; the agent goes on beyond the run, and what it does later is
+    reported in the next run under the same call).  Nothing for a child spawned in
+    another run or whose spawn call has ended."""
+    if child.owner is not state or not child.owner.tools.end(child.spawn_call):
+        return []
+    return [
+        ToolActivity(
+            child.spawn_call,
+            child.owner.tools.name(child.spawn_call, "spawnAgent"),
+            "completed",
             parent_tool_call_id=child.spawn_parent,
             subagent=Subagent(status="running", usage=_usage(child)),
         )

@@ -89,6 +89,9 @@ CONTROL_TIMEOUT: Final = 10.0
 EXIT_DRAIN_GRACE: Final = 0.5
 STOP_GRACES: Final = StopGraces(eof=1.5, term=1.5, kill=3.0)
 _MAX_PENDING_DIAGNOSTICS: Final = 16
+#: How many notifications of agent threads that outlived their run are kept for the
+#: next run (past it the newest are dropped, logged once).
+MAX_HELD_CHILD_FRAMES: Final = 2000
 #: Frames of not yet known threads a run holds at most (see ``CodexRun.hold``).
 _MAX_HELD: Final = 256
 #: Pages of ``model/list`` read at most (a page is the server's default size).
@@ -214,6 +217,7 @@ class CodexRun(RunHandle):
                 self.stray(thread_id, None)  # never claimed by a spawn
             for child in self._session.tree.children():
                 self.emit_all(agents.child_payloads(child, child.state.tools.fail_open()))
+                self.emit_all(agents.detached(child, self.state))
             self.emit_all(mapping.open_tools_failed(self.state))
         super().finish(outcome)
         self.turn_known.set()  # wake anything still waiting for the turn id
@@ -255,6 +259,12 @@ class CodexSession(ProviderSession):
         self._overrides_due = False
         #: the agent threads this session's threads spawned (they outlive a run)
         self.tree = agents.AgentTree()
+        #: notifications of those threads that came while no run was active (an agent
+        #: that outlived the run that spawned it): mapped at the start of the next run
+        self._held_children: list[tuple[str, bytes]] = []
+        #: set (and replaced) whenever a run starts or the session is disposed: what an
+        #: agent's approval asked between runs waits for
+        self._run_started = anyio.Event()
         #: the skills ``skills/list`` named, by name: (command, ``SKILL.md`` path);
         #: ``None`` until read
         self._skills: dict[str, tuple[CommandInfo, str]] | None = None
@@ -624,6 +634,7 @@ class CodexSession(ProviderSession):
 
     async def dispose(self) -> None:
         self._disposed = True
+        self._run_started.set()  # an agent's approval held for the next run: declined
         end_quietly(self._run)
         proc, self._proc = self._proc, None
         if proc is not None:
@@ -662,6 +673,9 @@ class CodexSession(ProviderSession):
             if self._pending_settings is not None:
                 run.emit(self._pending_settings)
                 self._pending_settings = None
+            self._replay_held_children(run)
+            started, self._run_started = self._run_started, anyio.Event()
+            started.set()
             params: dict[str, Any] = {
                 "threadId": self.thread_id,
                 "input": p.user_input(input, skills),
@@ -795,6 +809,8 @@ class CodexSession(ProviderSession):
                 run.early.append((method, raw))  # a spawn of this turn may name it yet
             elif run is not None and not run.hold(thread_id, method, raw):
                 run.stray(thread_id, None)  # one diagnostic per unknown thread, as at the end
+            elif child is not None and run is None:
+                self._hold_child_frame(method, raw)
             else:
                 log.info("codex: %s for another thread ignored", method)
             return
@@ -817,6 +833,34 @@ class CodexSession(ProviderSession):
             run.raw = None
         if run.interrupt_wanted and not run.interrupt_sent:
             self.send_interrupt(run)  # refused before the turn was active: again now
+
+    def _hold_child_frame(self, method: str, raw: bytes) -> None:
+        """Keep a notification of an agent thread that came between runs (its spawning
+        run ended while it went on) for the next run, bounded."""
+        held = self._held_children
+        if len(held) < MAX_HELD_CHILD_FRAMES:
+            held.append((method, raw))
+        elif len(held) == MAX_HELD_CHILD_FRAMES:
+            held.append(("", b""))  # the marker: logged once
+            log.warning(
+                "codex: agent threads sent more than %d messages between runs; dropped the rest",
+                MAX_HELD_CHILD_FRAMES,
+            )
+
+    def _replay_held_children(self, run: CodexRun) -> None:
+        """At a run's start: what agent threads sent since the last run ended, mapped in
+        this run as it came (their tool calls under their spawn call)."""
+        held, self._held_children = self._held_children, []
+        for method, raw in held:
+            if not method:
+                continue
+            try:
+                thread_id = p.decode(p.Scope, raw).thread_id
+            except _DECODE_ERRORS:
+                continue
+            child = self.tree.get(thread_id)
+            if child is not None:
+                self._child_record(run, child, method, raw)
 
     def _child_record(self, run: CodexRun, child: agents.Child, method: str, raw: bytes) -> None:
         """A notification of a child (agent) thread during a run: mapped on the child's
@@ -1096,11 +1140,18 @@ class CodexSession(ProviderSession):
     # ------------------------------------------------------------------ server requests
 
     async def _run_for(self, thread_id: str, turn_id: str) -> CodexRun | None:
-        """The active run a server request belongs to, or ``None``."""
+        """The active run a server request belongs to, or ``None``.  An agent thread's
+        request while no run is active (the agent outlived the run that spawned it) waits
+        for the next run and is asked there (``None`` if the session closes first)."""
         run = self._run
+        child = self.tree.get(thread_id)
+        if (run is None or run.finished) and child is not None:
+            log.info("codex: an agent thread asks between runs; held for the next run")
+            while not self._disposed and (run is None or run.finished):
+                await self._run_started.wait()
+                run = self._run
         if run is None or run.finished:
             return None
-        child = self.tree.get(thread_id)
         if thread_id != self.thread_id and child is None:
             run.stray(thread_id, turn_id)
             return None
