@@ -212,3 +212,26 @@ async def test_a_bad_list_in_the_configuration_file_is_named(pg_url: str, tmp_pa
     )
     assert done.returncode != 0
     assert b"[journal] workspaces: must be absolute folders" in done.stderr
+
+
+def test_a_version_1_database_is_upgraded_and_a_newer_one_refused(pg_url: str) -> None:
+    """Schema 2 (Zstandard blocks): a database a version-1 bridge created is marked 2 when
+    a bridge of this version opens it (a version-1 bridge then refuses it as newer, never
+    taking its blocks for damage); one marked newer than this bridge reads is refused."""
+    from agent_bridge.journal.pg_schema import PG_SCHEMA_VERSION, connect_pg, create_schema
+
+    assert PG_SCHEMA_VERSION == 2
+    conn = connect_pg(pg_url)
+    try:
+        create_schema(conn, "db")
+        with conn.transaction():
+            conn.execute("UPDATE journal_meta SET value = '1' WHERE key = 'schema'")
+        create_schema(conn, "db")
+        row = conn.execute("SELECT value FROM journal_meta WHERE key = 'schema'").fetchone()
+        assert row is not None and row[0] == "2"
+        with conn.transaction():
+            conn.execute("UPDATE journal_meta SET value = '3' WHERE key = 'schema'")
+        with pytest.raises(JournalError, match="newer agent-bridge"):
+            create_schema(conn, "db")
+    finally:
+        conn.close()

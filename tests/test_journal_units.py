@@ -8,6 +8,7 @@ import os
 import sqlite3
 import threading
 import typing
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_bridge.journal.blocks import (
+    CODEC_PLAIN,
+    CODEC_ZLIB,
+    CODEC_ZSTD,
     MAX_BLOCK_BYTES,
     MAX_BLOCK_EVENTS,
+    MAX_PLAIN_BLOCK,
     TYPE_CODES,
     TYPE_NAMES,
     block_spans,
@@ -110,14 +115,97 @@ def test_a_block_gives_back_any_range_of_its_events(
 
 
 def test_a_damaged_block_is_an_error_not_wrong_data() -> None:
-    codec, blob = encode_bodies([b'{"a":1}'] * 50)
-    assert codec == 1
+    bodies = [b'{"a":%d,"text":"some words of a delta"}' % i for i in range(50)]
+    codec, blob = encode_bodies(bodies)
+    assert codec == CODEC_ZSTD
+    assert decode_bodies(codec, blob) == b"".join(bodies)
     with pytest.raises(ValueError):
-        decode_bodies(codec, blob[:-3] + b"xyz")
+        decode_bodies(codec, blob[:-3] + b"xyz")  # the frame's checksum
+    flipped = bytearray(blob)
+    for at in range(len(blob) // 2, len(blob) // 2 + 4):
+        flipped[at] ^= 0x5A
+    with pytest.raises(ValueError):
+        decode_bodies(codec, bytes(flipped))
+    with pytest.raises(ValueError):
+        decode_bodies(codec, b"not a zstandard frame at all")
     with pytest.raises(ValueError):
         slice_block(1, pack_sizes([3, 3]), b"12345", 1, 2)
     with pytest.raises(ValueError):
         decode_bodies(7, blob)
+    zlib_blob = zlib.compress(b"".join(bodies), 1)
+    with pytest.raises(ValueError):
+        decode_bodies(CODEC_ZLIB, zlib_blob[:-3] + b"xyz")
+
+
+def test_a_block_frame_claiming_more_than_a_block_can_hold_is_damage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A damaged frame header never makes a read allocate what it claims (the bound
+    lowered here, so that the test allocates nothing large)."""
+    from agent_bridge.journal import blocks
+
+    codec, blob = encode_bodies([b'{"text":"a delta"}'] * 100)
+    monkeypatch.setattr(blocks, "MAX_PLAIN_BLOCK", 1000)
+    with pytest.raises(ValueError, match="claims 1800 bytes"):
+        decode_bodies(codec, blob)
+    assert MAX_PLAIN_BLOCK >= 64 * MAX_BLOCK_BYTES
+
+
+def test_blocks_that_do_not_shrink_are_stored_plain() -> None:
+    bodies = [os.urandom(40)]
+    assert encode_bodies(bodies) == (CODEC_PLAIN, bodies[0])
+
+
+def test_zlib_blocks_of_an_older_journal_are_still_read_beside_new_ones(tmp_path: Path) -> None:
+    """A version-1 journal whose events are zlib blocks (codec 1, as every journal before
+    version 8 wrote them) is upgraded; its old events read back, and the events a writer
+    appends after them (Zstandard) too, through one read."""
+    from agent_bridge.journal.reader import Reader
+    from agent_bridge.journal.retention import Retention
+    from agent_bridge.journal.schema import configure, connect
+    from agent_bridge.journal.writer import OP_EVENTS, Writer
+
+    path = tmp_path / "j.sqlite3"
+    make_v1_journal(path, events=7)
+    conn = sqlite3.connect(path)
+    (plain,) = conn.execute("SELECT bodies FROM event_blocks").fetchone()
+    conn.execute("UPDATE event_blocks SET codec = 1, bodies = ?", (zlib.compress(plain, 1),))
+    conn.commit()
+    conn.close()
+    old = [bytes(plain[a:b]) for a, b in _spans_of(path)]
+    open_journal_db(str(path)).close()
+    wconn = connect(str(path), busy_timeout=5.0)
+    configure(wconn, "full")
+    writer = Writer(wconn, lambda *_: None, Retention(), str(tmp_path))
+    batch = EventBatch("ses_v1a", 8)
+    new = [b'{"sequence":%d,"text":"appended after the upgrade"}' % i for i in range(8, 20)]
+    batch.bodies = list(new)
+    batch.codes = bytearray(b"\x01" * len(new))
+    writer._commit([(OP_EVENTS, [batch])])
+    wconn.close()
+    conn = sqlite3.connect(path)
+    codecs = [c for (c,) in conn.execute("SELECT codec FROM event_blocks ORDER BY first_seq")]
+    conn.close()
+    assert codecs == [CODEC_ZLIB, CODEC_ZSTD]
+    reader = Reader(connect(str(path), busy_timeout=5.0))
+    try:
+        assert reader.events("ses_v1a", 1, 19) == old + new
+        assert reader.events("ses_v1a", 6, 9) == old[5:] + new[:2]
+    finally:
+        reader.close()
+
+
+def _spans_of(path: Path) -> list[tuple[int, int]]:
+    """The byte ranges of the events in the one block of ``path``'s journal."""
+    conn = sqlite3.connect(path)
+    (sizes,) = conn.execute("SELECT sizes FROM event_blocks").fetchone()
+    conn.close()
+    ends = list(
+        itertools.accumulate(
+            int.from_bytes(sizes[i : i + 4], "little") for i in range(0, len(sizes), 4)
+        )
+    )
+    return list(zip([0, *ends[:-1]], ends, strict=True))
 
 
 # --------------------------------------------------------------------- paging

@@ -38,7 +38,10 @@ __all__ = [
     "is_pg_url",
 ]
 
-PG_SCHEMA_VERSION: Final = 1
+#: 1: the tables below; 2: event blocks are written with Zstandard (``codec`` 2; see
+#: :mod:`agent_bridge.journal.blocks`), so a member that cannot read them refuses the
+#: database as newer instead of taking them for damage
+PG_SCHEMA_VERSION: Final = 2
 #: ``pg_advisory_xact_lock`` key held while the schema is created or checked
 _SCHEMA_LOCK: Final = 0x41425247
 
@@ -260,6 +263,12 @@ def create_schema(conn: psycopg.Connection[Any], where: str) -> None:
         if row is None:
             conn.execute(
                 "INSERT INTO journal_meta (key, value) VALUES ('schema', %s)",
+                (str(PG_SCHEMA_VERSION),),
+            )
+        elif int(row[0]) < PG_SCHEMA_VERSION:
+            # 1 -> 2: blocks are written with Zstandard (codec 2); no table changes
+            conn.execute(
+                "UPDATE journal_meta SET value = %s WHERE key = 'schema'",
                 (str(PG_SCHEMA_VERSION),),
             )
         elif int(row[0]) > PG_SCHEMA_VERSION:

@@ -212,6 +212,12 @@ _V6: Final = (
 #: ``session/configure``), JSON, kept for a reopen in a later bridge process.
 _V7: Final = ("ALTER TABLE sessions ADD COLUMN policy BLOB",)
 
+#: Version 8: event blocks are written Zstandard-compressed (``codec`` 2,
+#: :mod:`agent_bridge.journal.blocks`; the zlib blocks already there stay as they are and
+#: are still read).  No table changes: the version makes an older bridge, which cannot
+#: read those blocks, refuse the file as newer instead of taking them for damage.
+_V8: Final[tuple[str, ...]] = ()
+
 #: Version n is reached from n - 1 by running ``MIGRATIONS[n]``.
 MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     1: _V1,
@@ -221,6 +227,7 @@ MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     5: _V5,
     6: _V6,
     7: _V7,
+    8: _V8,
 }
 SCHEMA_VERSION: Final = max(MIGRATIONS)
 
