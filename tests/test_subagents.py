@@ -138,6 +138,12 @@ def test_acp_updates_from_a_subagent_are_tagged_and_its_words_kept_out() -> None
     assert acp.parent_of({"_meta": {"claudeCode": {"parentToolUseId": 7}}}) is None
     asked = acp.permission_request({"toolCall": {"toolCallId": "t1"}}, None, None, "toolu_task")
     assert asked.request.parent_tool_call_id == "toolu_task"
+    # A subagent's call still open when the run ends is failed in its place in the tree.
+    open_call = {"sessionUpdate": "tool_call", "toolCallId": "t2", "status": "pending", **meta}
+    acp.update_payloads(state, open_call)
+    (failed,) = acp.open_tools_failed(state)
+    assert isinstance(failed, ToolActivity) and failed.status == "failed"
+    assert failed.tool_call_id == "t2" and failed.parent_tool_call_id == "toolu_task"
 
 
 def test_the_acp_front_end_passes_the_tree_on_in_meta() -> None:

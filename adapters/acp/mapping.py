@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+import msgspec
+
 from agent_bridge.adapters.acp.protocol import obj, objs
 from agent_bridge.adapters.kit.approvals import approval_verdict
 from agent_bridge.adapters.kit.limits import limit_details
@@ -254,8 +256,14 @@ def tool_payloads(state: TurnState, call: Mapping[str, Any]) -> list[ProviderPay
 
 
 def open_tools_failed(state: TurnState) -> list[ProviderPayload]:
-    """At a run's end: every tool call started and not finished is reported ``failed``."""
-    return list(state.tools.fail_open())
+    """At a run's end: every tool call started and not finished is reported ``failed``
+    (a subagent's still naming its parent call)."""
+    return [
+        msgspec.structs.replace(a, parent_tool_call_id=state.parents.get(a.tool_call_id))
+        if a.tool_call_id in state.parents
+        else a
+        for a in state.tools.fail_open()
+    ]
 
 
 def _usage(update: Mapping[str, Any]) -> Usage | None:
