@@ -167,7 +167,10 @@ class Runtime:
     """Sessions, runs and interactions; use as ``async with Runtime(...) as rt``.
 
     ``history`` is where they are recorded (default: memory only); the runtime starts it
-    on entry and, after closing every session, closes it on exit.
+    on entry and, after closing every session, closes it on exit.  ``hold_unanswerable``
+    (the daemon's): an interaction raised while no client is attached here waits for
+    one instead of being denied at once; always so on a fleet's shared journal, where
+    the session's hosts may all be on other members (each is offered it there).
     """
 
     def __init__(
@@ -190,7 +193,7 @@ class Runtime:
             clock=clock or Clock(),
             interrupt_grace=interrupt_grace,
             dispose_timeout=dispose_timeout,
-            hold_unanswerable=hold_unanswerable,
+            hold_unanswerable=hold_unanswerable or isinstance(self.history, Routable),
         )
         self.sessions: dict[str, Session] = {}
         self.runs: dict[str, Run] = {}
