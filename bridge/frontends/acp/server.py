@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import anyio
 import msgspec
@@ -57,13 +57,22 @@ from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.runtime.native import native_session_id
 from agent_bridge.wire import acp
 from agent_bridge.wire.events import EventPayload, RunFailed, SettingsUpdated
-from agent_bridge.wire.methods import RunStartParams
+from agent_bridge.wire.methods import (
+    RunInterruptParams,
+    RunInterruptResult,
+    RunStartParams,
+    RunStartResult,
+    SessionCreateParams,
+    SessionRef,
+)
 from agent_bridge.wire.providers import ProviderDescriptor
 from agent_bridge.wire.settings import SessionConfigureParams
 
 __all__ = ["CREDENTIALS_METHOD", "LOGIN_ARGS", "AcpFrontend", "acp_error"]
 
 log = logging.getLogger("agent_bridge.acp")
+
+_T = TypeVar("_T")
 
 _encode: Final = msgspec.json.encode
 #: a ``session/update`` notification around one encoded update: ``head % session id``
@@ -177,6 +186,8 @@ class AcpFrontend:
         self._prompted: set[str] = set()
         #: the provider's own sessions ``session/list`` showed: bridge session id -> ref
         self._native: dict[str, str] = {}
+        #: sessions ``session/new`` placed on another fleet member (followed from here)
+        self._remote: set[str] = set()
         self.conn = Connection(
             receive,
             send,
@@ -475,14 +486,46 @@ class AcpFrontend:
         return options
 
     async def _session_new(self, params: acp.NewSessionRequest) -> dict[str, Any]:
-        info = await self.runtime.create_session(
+        """A session of the agent's provider in ``cwd``: on a fleet, on the member
+        placement picks (``session/create``'s: this one when it serves the provider in
+        ``cwd``, else the least loaded live member that does), followed from here when
+        it is another (``docs/fleet.md``); its turns, cancels and permission requests
+        then go through the database.  Such a session has no ``modes`` or
+        ``configOptions`` here: they are set where it runs."""
+        create = SessionCreateParams(
             self.provider,
             workspace=_absolute(params.cwd),
             options=self._options_for(self.provider, params.mcp_servers),
-            subscriber=self,
         )
-        await self._commands_after_reply(info.session_id)
-        return {"sessionId": info.session_id, **self._session_view(info.session_id)}
+        info = await self.runtime.create_placed(create, self)
+        session_id = info.session_id
+        if session_id not in self.runtime.sessions:
+            self._remote.add(session_id)
+            return {"sessionId": session_id}
+        await self._commands_after_reply(session_id)
+        return {"sessionId": session_id, **self._session_view(session_id)}
+
+    async def _here_or_owner(
+        self, method: str, params: Any, here: Callable[[], Awaitable[_T]]
+    ) -> _T:
+        """``here()``'s result; when it raises because the session is open in another
+        fleet member, that member's answer to ``method`` (routed: the runtime's
+        :meth:`~agent_bridge.runtime.Runtime.route`, which re-raises the error here
+        when no member has it)."""
+        try:
+            return await here()
+        except BridgeError as exc:
+            result: _T = await self.runtime.route(method, params, exc)
+            return result
+
+    def _not_here(self, session_id: str) -> None:
+        """Raise ``session_in_use`` for a session another fleet member runs (its
+        settings are set there)."""
+        if session_id in self._remote:
+            raise BridgeError(
+                "session_in_use",
+                details={"reason": "the session runs on another fleet member"},
+            )
 
     async def _commands_after_reply(self, session_id: str) -> None:
         """Send the session's current commands as an ``available_commands_update`` right
@@ -618,7 +661,11 @@ class AcpFrontend:
         return out
 
     async def _session_close(self, params: acp.CloseSessionRequest) -> dict[str, Any]:
-        await self.runtime.close_session(params.session_id)
+        session_id = params.session_id
+        await self._here_or_owner(
+            "session/close", SessionRef(session_id), lambda: self.runtime.close_session(session_id)
+        )
+        self._remote.discard(session_id)
         return {}
 
     async def _session_delete(self, params: acp.DeleteSessionRequest) -> dict[str, Any]:
@@ -648,10 +695,13 @@ class AcpFrontend:
             )
             input = run_input(params.prompt, kinds, {c.name for c in offered or ()})
             self._title_from(session_id, params.prompt)
-            started = await self.runtime.start_run(RunStartParams(session_id, input))
+            start = RunStartParams(session_id, input)
+            started: RunStartResult = await self._here_or_owner(
+                "run/start", start, lambda: self.runtime.start_run(start)
+            )
             turn.run_id = started.run_id
             if turn.cancelled:  # cancelled while the run was starting
-                self._interrupt(started.run_id)
+                await self._interrupt(started.run_id)
             await turn.done.wait()
         finally:
             del self._turns[session_id]
@@ -678,11 +728,16 @@ class AcpFrontend:
         else:
             run_ids = [turn.run_id]
         for run_id in run_ids:
-            self._interrupt(run_id)
+            await self._interrupt(run_id)
 
-    def _interrupt(self, run_id: str) -> None:
+    async def _interrupt(self, run_id: str) -> None:
+        """Interrupt the run here, or where it runs (another fleet member's)."""
+
+        async def here() -> RunInterruptResult:
+            return self.runtime.interrupt_run(run_id, "user")
+
         try:
-            self.runtime.interrupt_run(run_id, "user")
+            await self._here_or_owner("run/interrupt", RunInterruptParams(run_id), here)
         except BridgeError as exc:
             log.info("session/cancel: run %s not interrupted (%s)", run_id, exc.error_code)
 
@@ -692,6 +747,7 @@ class AcpFrontend:
         self, params: acp.SetSessionConfigOptionRequest
     ) -> dict[str, Any]:
         session_id = params.session_id
+        self._not_here(session_id)
         session = self.runtime.sessions.get(session_id)
         if session is None or session.state != "active":
             raise BridgeError("session_not_found")
@@ -729,6 +785,7 @@ class AcpFrontend:
         client then gets ``current_mode_update`` from its ``settings.updated``); else the
         provider's permission option is set (the session restarts with it at the next
         prompt)."""
+        self._not_here(params.session_id)
         session = self.runtime.sessions.get(params.session_id)
         if session is None or session.state != "active":
             raise BridgeError("session_not_found")
@@ -800,6 +857,21 @@ class AcpFrontend:
             await self.conn.run()
         finally:
             self.runtime.detach(self)
+            if self.owns_runtime:
+                await self._close_remote()
+
+    async def _close_remote(self) -> None:
+        """The sessions placed on other fleet members for this client end with it, as
+        its sessions here do when ``agent-bridge acp`` exits (each close routed to its
+        member; one that cannot be closed now is logged)."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+            for session_id in sorted(self._remote):
+                try:
+                    await self.runtime.route(
+                        "session/close", SessionRef(session_id), BridgeError("session_in_use")
+                    )
+                except BridgeError as exc:
+                    log.warning("session %s: not closed (%s)", session_id, exc.error_code)
 
 
 def _absolute(cwd: str) -> str:

@@ -1,0 +1,130 @@
+"""``agent-bridge acp`` on a fleet member places its sessions as ``session/create`` does
+(``docs/fleet.md``, Placement): driven by the ACP Python SDK's client, an ACP agent
+on a member that does not serve its provider creates the session on the member that
+does; the prompt turns (an approval answered by the ACP client, a cancel mid-turn) go
+through the database, the updates come back through it, and the session ends with the
+client.  Real processes, each member in its own network namespace with its own home
+(``test_fleet``), on a real PostgreSQL journal; every ACP message is validated against
+ACP's schema.json (the tap).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from acp_agent_support import ALLOWED, FIRST_TEXT, agent_argv, check_schema, write_script
+from test_fleet import _own_network, fleet, member_env, nodes_of
+
+acp = pytest.importorskip("acp", reason="LOUD SKIP: agent-client-protocol is not installed")
+from acp import RequestError, spawn_agent_process, text_block  # noqa: E402
+from acp.schema import (  # noqa: E402
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    RequestPermissionResponse,
+)
+
+pytestmark = pytest.mark.timeout(300)
+
+
+class Client:
+    """An ACP client: records updates, answers permissions from a queue (``None``:
+    never, until the turn is cancelled)."""
+
+    def __init__(self) -> None:
+        self.updates: list[Any] = []
+        self.decisions: list[str | None] = []
+        self.asked = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> RequestPermissionResponse:
+        self.asked.set()
+        decision = self.decisions.pop(0) if self.decisions else None
+        if decision is None:
+            await self.release.wait()
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=decision)
+        )
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append(update)
+
+    def texts(self) -> str:
+        return "".join(
+            u.content.text
+            for u in self.updates
+            if getattr(u, "session_update", None) == "agent_message_chunk"
+        )
+
+
+async def test_acp_session_new_runs_on_a_member_that_serves_the_provider(
+    pg_url: str, tmp_path: Path
+) -> None:
+    script = write_script(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    log = tmp_path / "acp.log"
+    extra: dict[str, tuple[str, ...]] = {"beta": ("--node-providers", "scripted")}
+    async with fleet(tmp_path, pg_url, ("beta",), extra=extra) as members:
+        beta = members["beta"]
+        # alpha: the ACP agent, a member that serves claude-code only
+        argv = agent_argv(
+            log,
+            tmp_path / "alpha" / "state",
+            script,
+            "--journal",
+            pg_url,
+            "--node",
+            "alpha",
+            "--node-providers",
+            "claude-code",
+        )
+        env = {**os.environ, **member_env(tmp_path, "alpha")}
+        command = [*_own_network(), *argv]
+        client = Client()
+        async with spawn_agent_process(client, command[0], *command[1:], env=env) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+            session = await conn.new_session(cwd=str(work), mcp_servers=[])
+            sid = session.session_id
+            assert session.config_options is None  # set where it runs, not here
+            assert nodes_of(await beta.result("session/list", {}))[sid] == "beta"
+
+            # a turn: streamed from beta, its approval answered by this client
+            client.decisions = ["allow_once"]
+            reply = await conn.prompt(session_id=sid, prompt=[text_block("Greet")])
+            assert reply.stop_reason == "end_turn"
+            text = client.texts()
+            assert text.startswith(FIRST_TEXT) and text.endswith(ALLOWED), text
+
+            # a turn cancelled mid-turn, while its approval is unanswered
+            client.decisions = [None]
+            prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("Stop")]))
+            await asyncio.wait_for(client.asked.wait(), 30)
+            await conn.cancel(session_id=sid)
+            reply = await asyncio.wait_for(prompt, 30)
+            assert reply.stop_reason == "cancelled"
+            client.release.set()
+
+            with pytest.raises(RequestError) as refused:
+                await conn.set_config_option(config_id="provider", session_id=sid, value="x")
+            assert refused.value.data is not None
+            assert refused.value.data["code"] == "session_in_use"
+
+        # the client went away: its session, on beta, ends with it
+        with anyio.fail_after(20):
+            while nodes_of(await beta.result("session/list", {}))[sid] is not None:
+                await anyio.sleep(0.1)
+        stored = await beta.result("events/read", {"sessionId": sid, "limit": 1000})
+        kinds = [e["payload"]["type"] for e in stored["events"]]
+        assert kinds.count("run.started") == 2
+        assert "run.completed" in kinds and "run.interrupted" in kinds
+        assert kinds[-1] == "session.closed"
+    check_schema(log)
