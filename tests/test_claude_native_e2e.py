@@ -8,6 +8,8 @@ CLAUDE_CONFIG_DIR and finds the session in the CLI's own files, read-only.
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -32,6 +34,21 @@ def private_env(tmp: Path, base_url: str) -> dict[str, str]:
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "CLAUDE_CODE_MAX_RETRIES": "0",
     }
+
+
+def terminal_session(cli: str, tmp: Path, env: dict[str, str]) -> None:
+    """Run ``claude -p "remember the word pelican"`` in ``tmp/work`` as a user in a
+    terminal would (``env`` from :func:`private_env`, a plain PATH): one session the CLI
+    keeps in its own files, for a bridge to find."""
+    made = subprocess.run(
+        [cli, "-p", "remember the word pelican"],
+        cwd=tmp / "work",
+        env={**os.environ, **env, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
 
 
 def digest(path: Path) -> str:

@@ -391,32 +391,22 @@ def test_emacs_continues_a_bridge_or_a_native_session_of_the_workspace(tmp_path:
     the Claude Code one is continued in the bridge (its turn shown, the next request
     carries it), then offered once, as a bridge session; a bridge session reopens."""
     require_editor("emacs")  # skips before anything is set up
-    import subprocess
 
     from provider_clis import require_cli
     from standins.anthropic_server import AnthropicStandIn, Text
-    from test_claude_native_e2e import private_env
+    from test_claude_native_e2e import private_env, terminal_session
 
     claude = require_cli("claude")
     with AnthropicStandIn([Text("Noted: pelican.")]) as standin:
         env = {**os.environ, **private_env(tmp_path, standin.base_url)}
-        work = tmp_path / "work"
-        made = subprocess.run(
-            [claude, "-p", "remember the word pelican"],
-            cwd=work,
-            env={**env, "PATH": "/usr/bin:/bin"},
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
-        assert made.returncode == 0, made.stderr[-2000:]
+        terminal_session(claude, tmp_path, env)
         standin.push(Text("The word was pelican."))
         o = run_ert(
             tmp_path,
             "emacs_continue.el",
             {**env, "AGENT_BRIDGE_CLAUDE_PATH": claude},
             timeout=240,
-            WORK=work,
+            WORK=tmp_path / "work",
         )
         requests = standin.model_requests()
     first = o["labels"]

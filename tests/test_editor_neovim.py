@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -397,20 +396,12 @@ def test_neovim_continues_a_native_claude_session(tmp_path: Path) -> None:
     require_editor("nvim")
     from provider_clis import require_cli
     from standins.anthropic_server import AnthropicStandIn, Text
-    from test_claude_native_e2e import private_env
+    from test_claude_native_e2e import private_env, terminal_session
 
     claude = require_cli("claude")
     with AnthropicStandIn([Text("Noted: pelican.")]) as standin:
         env = private_env(tmp_path, standin.base_url)
-        made = subprocess.run(
-            [claude, "-p", "remember the word pelican"],
-            cwd=tmp_path / "work",
-            env={**os.environ, **env, "PATH": "/usr/bin:/bin"},
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
-        assert made.returncode == 0, made.stderr[-2000:]
+        terminal_session(claude, tmp_path, env)
         standin.push(Text("The word was pelican."))
         env = {**env, "AGENT_BRIDGE_CLAUDE_PATH": claude, "AB_CONTINUE": "1"}
         o, _ = nvim_scenario(tmp_path, "nvim_native.lua", env=env, timeout=240)
@@ -440,22 +431,14 @@ def test_neovim_continues_a_bridge_or_a_native_session_of_the_workspace(tmp_path
     require_editor("nvim")
     from provider_clis import require_cli
     from standins.anthropic_server import AnthropicStandIn, Text
-    from test_claude_native_e2e import private_env
+    from test_claude_native_e2e import private_env, terminal_session
 
     claude = require_cli("claude")
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"steps": [{"type": "text", "text": "Bridge reply."}]}))
     with AnthropicStandIn([Text("Noted: pelican.")]) as standin:
         env = private_env(tmp_path, standin.base_url)
-        made = subprocess.run(
-            [claude, "-p", "remember the word pelican"],
-            cwd=tmp_path / "work",
-            env={**os.environ, **env, "PATH": "/usr/bin:/bin"},
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
-        assert made.returncode == 0, made.stderr[-2000:]
+        terminal_session(claude, tmp_path, env)
         standin.push(Text("The word was pelican."))
         env = {
             **env,
