@@ -109,11 +109,18 @@ def stamp_appends(history: History, at: dict[tuple[str, int], float]) -> None:
         at[(session_id, sequence)] = time.perf_counter()
         append(session_id, sequence, code, body, raw_id)
 
-    def many(session_id: str, first: int, codes: bytes, bodies: list[bytes], raw_id: int) -> None:
+    def many(
+        session_id: str,
+        first: int,
+        codes: bytes,
+        bodies: list[bytes],
+        raw_id: int,
+        size: int | None = None,
+    ) -> None:
         now = time.perf_counter()
         for i in range(len(bodies)):
             at[(session_id, first + i)] = now
-        append_many(session_id, first, codes, bodies, raw_id)
+        append_many(session_id, first, codes, bodies, raw_id, size)
 
     history.append = one  # type: ignore[method-assign]
     history.append_many = many  # type: ignore[method-assign]

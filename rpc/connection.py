@@ -152,7 +152,13 @@ class Method:
 class _NotifyEncoded(Protocol):
     """The signature of :attr:`Connection.notify_encoded`."""
 
-    def __call__(self, bodies: Sequence[bytes], head: bytes = b"", tail: bytes = b"") -> bool: ...
+    def __call__(
+        self,
+        bodies: Sequence[bytes],
+        head: bytes = b"",
+        tail: bytes = b"",
+        size: int | None = None,
+    ) -> bool: ...
 
 
 def _default_overloaded() -> RpcError:

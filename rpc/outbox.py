@@ -149,9 +149,16 @@ class Outbox:
             self._wake = None
             wake.set()
 
-    def notify_encoded(self, bodies: Sequence[bytes], head: bytes = b"", tail: bytes = b"") -> bool:
+    def notify_encoded(
+        self,
+        bodies: Sequence[bytes],
+        head: bytes = b"",
+        tail: bytes = b"",
+        size: int | None = None,
+    ) -> bool:
         """Queue encoded notification bodies, each sent as ``head + body + tail``, not
-        framed yet; return whether the output is now congested."""
+        framed yet (``size``: the bytes of ``bodies`` together, if the caller counted
+        them); return whether the output is now congested."""
         if self.closed:
             return False
         if self.raw and (head != self._raw_head or tail != self._raw_tail):
@@ -159,7 +166,9 @@ class Outbox:
         self._raw_head = head
         self._raw_tail = tail
         self.raw += bodies
-        size = sum(map(len, bodies)) + len(bodies) * (len(head) + len(tail) + _FRAME_GUESS)
+        if size is None:
+            size = sum(map(len, bodies))
+        size += len(bodies) * (len(head) + len(tail) + _FRAME_GUESS)
         self._raw_bytes += size
         self.pending += size
         wake = self._wake

@@ -39,6 +39,7 @@ class _Probe(EventStream):
         bodies: Sequence[bytes],
         payloads: Sequence[EventPayload],
         run_ids: Sequence[str | None],
+        size: int | None = None,
     ) -> bool:
         # what each envelope encodes travels with it, in step
         assert [p.text for p in payloads] == [b.decode() for b in bodies]  # type: ignore[union-attr]

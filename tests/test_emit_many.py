@@ -111,6 +111,26 @@ async def test_batches_and_single_emits_keep_order_and_gapless_sequences() -> No
     assert kinds == ["run.started"] + ["text.delta"] * 106 + ["run.completed", "session.closed"]
 
 
+async def test_without_the_journal_a_batch_comes_with_its_bytes_counted() -> None:
+    """The stream counts a batch's bytes once, for the history in memory and for the
+    subscribers (``Released.size``): the figure is the bodies' own."""
+    released: list[Released] = []
+
+    class Counting(Host):
+        def publish(self, events: Released) -> bool:
+            released.append(events)
+            return super().publish(events)
+
+    async def script(ctx: RunContext) -> None:
+        await ctx.emit_many(deltas(0, 5))
+        await ctx.emit_many([TextDelta(text="é" * 40), ThinkingDelta(text="x")])
+
+    await run_once(script, host=Counting())
+    counted = [r for r in released if r.size is not None]
+    assert len(counted) == 2
+    assert all(r.size == sum(map(len, r.bodies)) for r in counted)
+
+
 async def test_one_clock_read_per_batch() -> None:
     """The events of one call share ``occurredAt``; the next call reads the clock again,
     so times never go back and the order is the sequence."""

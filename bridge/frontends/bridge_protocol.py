@@ -145,7 +145,7 @@ class BridgeFrontend:
     def publish(self, events: Released) -> bool:
         """Send the events' envelopes, as encoded by the runtime, in order, as ``event``
         notifications; return whether the host is congested."""
-        return self.conn.notify_encoded(events.bodies, _EVENT_HEAD, _EVENT_TAIL)
+        return self.conn.notify_encoded(events.bodies, _EVENT_HEAD, _EVENT_TAIL, events.size)
 
     @property
     def congested(self) -> bool:

@@ -200,11 +200,19 @@ class History(Protocol):
         ...
 
     def append_many(
-        self, session_id: str, first: int, codes: bytes, bodies: list[bytes], raw_id: int
+        self,
+        session_id: str,
+        first: int,
+        codes: bytes,
+        bodies: list[bytes],
+        raw_id: int,
+        size: int | None = None,
     ) -> None:
         """Record consecutive events from sequence ``first`` (one type code and one
         envelope each), all projected from the raw record ``raw_id`` (0: none): the same
-        as :meth:`append` for each, in one call."""
+        as :meth:`append` for each, in one call.  ``size``: the bytes of ``bodies``
+        together, when the caller has counted them (a history that needs the figure
+        does not count them again)."""
         ...
 
     def add_raw(self, session_id: str, raw_id: int, record: bytes) -> None:

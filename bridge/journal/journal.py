@@ -443,9 +443,16 @@ class Journal:
         self.appended += 1
 
     def append_many(
-        self, session_id: str, first: int, codes: bytes, bodies: list[bytes], raw_id: int
+        self,
+        session_id: str,
+        first: int,
+        codes: bytes,
+        bodies: list[bytes],
+        raw_id: int,
+        size: int | None = None,
     ) -> None:
-        """As :meth:`append` for the consecutive events ``first``… (two list extends)."""
+        """As :meth:`append` for the consecutive events ``first``… (two list extends;
+        ``size`` is not needed here)."""
         batch = self._open.get(session_id) or self._batch(session_id, first)
         if batch is not None:
             batch.bodies += bodies

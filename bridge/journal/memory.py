@@ -252,12 +252,21 @@ class MemoryHistory:
             self.size -= stored.evict(self.size - self.max_bytes + (self.max_bytes >> 5))
 
     def append_many(
-        self, session_id: str, first: int, codes: bytes, bodies: list[bytes], raw_id: int
+        self,
+        session_id: str,
+        first: int,
+        codes: bytes,
+        bodies: list[bytes],
+        raw_id: int,
+        size: int | None = None,
     ) -> None:
-        """Append the consecutive events from sequence ``first``."""
+        """Append the consecutive events from sequence ``first`` (``size``: their bytes
+        together, if the caller counted them)."""
         stored = self._sessions[session_id]
         count = len(bodies)
-        cost = sum(map(len, bodies)) + count * _OVERHEAD
+        if size is None:
+            size = sum(map(len, bodies))
+        cost = size + count * _OVERHEAD
         stored.add(bodies, cost)
         self.size += cost
         self.appended += count

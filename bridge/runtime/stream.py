@@ -73,6 +73,9 @@ class Released(msgspec.Struct, gc=False):
     bodies: Sequence[bytes]
     payloads: Sequence[EventPayload] | None = None
     run_ids: Sequence[str | None] | None = None
+    #: the bytes of ``bodies`` together, when the runtime counted them (``None``: not
+    #: counted; a subscriber that needs the figure counts them itself)
+    size: int | None = None
 
     def events(self) -> list[tuple[str | None, EventPayload]]:
         """Return each event's ``(run id, payload)``, in order: the objects themselves
@@ -388,14 +391,18 @@ class EventStream:
             codes = bytes((_TYPE_CODES[kind],)) * len(payloads)
         raw_id = 0 if raw is None else self._raw_id(raw, first)
         history = self._history
-        history.append_many(self.session_id, first, codes, bodies, raw_id)
         held = self._held
         if history.durable or held.bodies is not None:
+            history.append_many(self.session_id, first, codes, bodies, raw_id)
             return held.hold_many(bodies, payloads, run_id)
+        # Not journaled: the history in memory and the subscribers both count the bytes
+        # (its budget, their output's high water): counted once, here, for both.
+        size = sum(map(len, bodies))
+        history.append_many(self.session_id, first, codes, bodies, raw_id, size)
         if not self.subscriptions:
             self.behind = False
             return False
-        return self.release(first, bodies, payloads, [run_id] * len(bodies))
+        return self.release(first, bodies, payloads, [run_id] * len(bodies), size)
 
     def _raw_id(self, raw: Any, sequence: int) -> int:
         """Return the id of the raw record ``raw`` the event at ``sequence`` was projected
@@ -418,16 +425,18 @@ class EventStream:
         bodies: Sequence[bytes],
         payloads: Sequence[EventPayload],
         run_ids: Sequence[str | None],
+        size: int | None = None,
     ) -> bool:
         """Give every subscriber the events ``bodies`` (the first at sequence ``first``;
-        ``payloads`` and ``run_ids`` are what they encode), newly durable or not
-        journaled; return whether one of them is congested (called by the stream's
-        :class:`~agent_bridge.runtime.delivery.Held` queue, and by :meth:`publish`)."""
+        ``payloads`` and ``run_ids`` are what they encode; ``size``: their bytes, if
+        counted), newly durable or not journaled; return whether one of them is
+        congested (called by the stream's :class:`~agent_bridge.runtime.delivery.Held`
+        queue, and by :meth:`publish`)."""
         subscriptions = self.subscriptions
         if not subscriptions:
             self.behind = False
             return False
-        events = Released(self.session_id, first, bodies, payloads, run_ids)
+        events = Released(self.session_id, first, bodies, payloads, run_ids, size)
         slow: list[Subscription] | None = None
         for subscription in subscriptions.values():
             if not subscription.lagging and subscription.send(events):

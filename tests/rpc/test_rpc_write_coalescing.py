@@ -103,3 +103,20 @@ async def test_after_a_stream_ends_a_small_write_waits_at_most_one_more_turn() -
         await _turns(2)
         assert recorder.writes[-1] == _expected([b'{"n":2}'])
         assert b"".join(recorder.writes) == _expected([*big, b'{"n":2}'])
+
+
+async def test_a_counted_size_is_taken_as_the_bodies_bytes() -> None:
+    """``notify_encoded``'s ``size`` (the bodies' bytes, counted by the caller) stands
+    for counting them: the same bytes wait, the same congestion is reported, the same
+    output is written."""
+    bodies = [b'{"n":%d,"text":"%s"}' % (i, b"z" * 500) for i in range(20_000)]  # ~10 MB
+    pending: list[tuple[int, bool]] = []
+    outputs: list[bytes] = []
+    for size in (None, sum(map(len, bodies))):
+        async with _running() as (conn, recorder):
+            congested = conn.notify_encoded(bodies, HEAD, TAIL, size)
+            pending.append((conn.outbox.pending, congested))
+            await _turns(6)
+            outputs.append(b"".join(recorder.writes))
+    assert pending[0] == pending[1] and pending[0][1] is True
+    assert outputs[0] == outputs[1] == _expected(bodies)
