@@ -764,27 +764,7 @@ class FakeClaude:
         msg_id, req_id = self.next_id("msg"), self.next_id("req")
         state.update(kind="text", partial="", msg_id=msg_id, request_id=req_id)
         self._charge(state, max(1, len(pieces)))
-        self.stream(
-            {
-                "type": "message_start",
-                "message": {
-                    "id": msg_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": self.api_model,
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {
-                        "input_tokens": 12,
-                        "cache_creation_input_tokens": 0,
-                        "cache_read_input_tokens": 0,
-                        "output_tokens": 1,
-                    },
-                },
-            },
-            ttft_ms=1,
-        )
+        self._start_message(msg_id)
         self.stream(
             {
                 "type": "content_block_start",
@@ -805,15 +785,7 @@ class FakeClaude:
             state["partial"] += piece
         self.assistant(msg_id, [{"type": "text", "text": text}], req_id)
         state["kind"] = None
-        self.stream({"type": "content_block_stop", "index": 0})
-        self.stream(
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": max(1, len(pieces))},
-            }
-        )
-        self.stream({"type": "message_stop"})
+        self._end_message("end_turn", max(1, len(pieces)))
         state["text"] = text
         self.history.append({"role": "assistant", "text": text})
 
@@ -828,27 +800,7 @@ class FakeClaude:
         self.emit(self.status_msg())
         msg_id, req_id, tool_id = self.next_id("msg"), self.next_id("req"), self.next_id("toolu")
         self._charge(state, 1)
-        self.stream(
-            {
-                "type": "message_start",
-                "message": {
-                    "id": msg_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": self.api_model,
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {
-                        "input_tokens": 12,
-                        "cache_creation_input_tokens": 0,
-                        "cache_read_input_tokens": 0,
-                        "output_tokens": 1,
-                    },
-                },
-            },
-            ttft_ms=1,
-        )
+        self._start_message(msg_id)
         self.stream(
             {
                 "type": "content_block_start",
@@ -964,12 +916,41 @@ class FakeClaude:
         return out
 
     def _finish_tool_stream(self) -> None:
+        self._end_message("tool_use", 1)
+
+    def _start_message(self, msg_id: str) -> None:
+        """Stream ``message_start`` of the assistant message ``msg_id`` (its first
+        token at 1 ms)."""
+        self.stream(
+            {
+                "type": "message_start",
+                "message": {
+                    "id": msg_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": self.api_model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {
+                        "input_tokens": 12,
+                        "cache_creation_input_tokens": 0,
+                        "cache_read_input_tokens": 0,
+                        "output_tokens": 1,
+                    },
+                },
+            },
+            ttft_ms=1,
+        )
+
+    def _end_message(self, stop_reason: str, output_tokens: int) -> None:
+        """Stream the end of the message's one content block and of the message."""
         self.stream({"type": "content_block_stop", "index": 0})
         self.stream(
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                "usage": {"output_tokens": 1},
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": output_tokens},
             }
         )
         self.stream({"type": "message_stop"})
