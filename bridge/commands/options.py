@@ -325,9 +325,9 @@ SERVE_OPTIONS: Final = (
     ServeOption(
         "--journal-writer",
         "who commits to the SQLite journal: a thread of the bridge, or a process of its "
-        "own (off the bridge's interpreter: faster where there are CPUs to spare); auto: "
-        "the process when the bridge may use at least 3 CPUs, else the thread (default: "
-        "the configuration file's [journal] writer, else auto)",
+        "own (off the bridge's interpreter, for more CPU and memory per event); auto: "
+        "the thread, measured as fast or faster on any number of CPUs (docs/journal.md) "
+        "(default: the configuration file's [journal] writer, else auto)",
         choices=("auto", "thread", "process"),
     ),
     ServeOption(

@@ -2,9 +2,10 @@
 
 Why this module exists: the writer *thread* (:mod:`agent_bridge.journal.writer`) shares
 the bridge's interpreter lock with the event loop; a writer *process* does not, at the
-price of every envelope crossing a pipe.  Which is faster depends on the CPUs the bridge
-may use (``docs/journal.md``, "The writer's choice"): :func:`choose_writer` decides for
-``--journal-writer auto``.
+price of every envelope crossing a pipe.  :func:`choose_writer` decides for
+``--journal-writer auto``: the thread, on every number of CPUs measured (1 and 2 with
+``taskset``, extrapolated to more from each thread's CPU per event: ``docs/journal.md``,
+"The writer's choice").
 
 :class:`ProcessWriter` has the thread writer's face (``queue``, ``submitted``, ``start``,
 ``stop``, ``join``, ``halt``, ``close``), and no thread: the event loop encodes what was
@@ -53,17 +54,12 @@ if TYPE_CHECKING:
 # processes.spawning is imported when the first child starts: the journal is opened
 # before ``serve``'s first reply, and the thread writer never needs it.
 
-__all__ = ["AUTO_MIN_CPUS", "ProcessWriter", "WriterKind", "WriterMode", "choose_writer"]
+__all__ = ["ProcessWriter", "WriterKind", "WriterMode", "choose_writer", "usable_cpus"]
 
 log = lazy_logger("agent_bridge.journal")
 
 WriterMode = Literal["auto", "thread", "process"]
 WriterKind = Literal["thread", "process"]
-
-#: ``auto`` picks the process when the bridge may run on at least this many CPUs: one
-#: for the event loop, one for the writer process, one for the host that reads what the
-#: bridge sends (measured with ``taskset``: ``bench/README.md``, issue 34)
-AUTO_MIN_CPUS: Final = 3
 
 #: a child that dies this soon after it started, without committing, makes the next
 #: start wait (the writer's backoff); one that lived longer is replaced at once
@@ -83,9 +79,18 @@ def usable_cpus() -> int:
 
 def choose_writer(mode: WriterMode) -> WriterKind:
     """The writer ``mode`` means here: ``thread`` or ``process`` as named; ``auto``: the
-    process when :func:`usable_cpus` is at least :data:`AUTO_MIN_CPUS`, else the thread."""
+    thread, whatever :func:`usable_cpus` says.
+
+    Measured (issue 34, ``bench/README.md``): the process's event loop spends more per
+    event than the thread's (0.83 against 0.65 µs: the frame written to the pipe), and
+    the thread's writer, whose work runs outside the interpreter lock but for about
+    0.1 µs an event, no longer needs a CPU of its own once blocks are Zstandard (0.35 µs
+    an event in all).  So the loop bounds both, the process's lower: server-bound it
+    streamed 0.71-0.85x the thread's rate on 1 and 2 CPUs, for 0.35-0.45 µs an event
+    more CPU and 16-18 MB more RSS (past row (4)'s 40 MB); more CPUs cannot lift the
+    loop's bound, so none are expected to make the process pay."""
     if mode == "auto":
-        return "process" if usable_cpus() >= AUTO_MIN_CPUS else "thread"
+        return "thread"
     return mode
 
 
