@@ -5,8 +5,10 @@
 -- AB_BRIDGE, AB_STATE); `h.outcome`, written to AB_OUT as JSON by `h.run`; keys typed as
 -- a user types them; a chat's lines counted; a wait that names what it waited for (in
 -- `outcome.steps`) and fails with the current chat's lines; the blocks a scripted run
--- received. Options: `outcome` (the table to start from), `wait_ms` (a wait's budget,
--- 20 s unless given), `stop_bridge` (stop the bridge, up to 10 s, before quitting).
+-- received; the outcome saved, or a failure saved and raised. Options: `outcome` (the
+-- table to start from), `wait_ms` (a wait's budget, 20 s unless given), `stop_bridge`
+-- (stop the bridge, up to 10 s, before quitting), `setup` (false: the scenario calls
+-- `setup` itself).
 return function(opts)
   local out_path = assert(os.getenv('AB_OUT'))
   local h = { outcome = opts.outcome or {} }
@@ -15,7 +17,29 @@ return function(opts)
   vim.cmd('runtime plugin/agent_bridge.lua')
   h.ab = require('agent_bridge')
   h.chat = require('agent_bridge.chat')
-  h.ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
+  if opts.setup ~= false then
+    h.ab.setup({ cmd = { os.getenv('AB_BRIDGE') }, state_dir = os.getenv('AB_STATE') })
+  end
+
+  --- Write the outcome (JSON) to AB_OUT now.
+  function h.save()
+    local f = assert(io.open(out_path, 'w'))
+    f:write(vim.json.encode(h.outcome))
+    f:close()
+  end
+
+  --- Save the outcome with `msg` as its error, then raise `msg`.
+  function h.fail(msg)
+    h.outcome.error = msg
+    h.save()
+    error(msg, 0)
+  end
+
+  --- The current session's chat, as lines (none without a session).
+  function h.lines()
+    local s = h.ab.current()
+    return s and h.chat.lines(s) or {}
+  end
 
   --- Type `keys` (with <Key> notation) as the user would, and let Neovim act on them.
   function h.type_keys(keys)
@@ -58,9 +82,7 @@ return function(opts)
     local ok, err = pcall(body)
     h.outcome.ok = ok
     h.outcome.error = not ok and tostring(err) or nil
-    local f = assert(io.open(out_path, 'w'))
-    f:write(vim.json.encode(h.outcome))
-    f:close()
+    h.save()
     if opts.stop_bridge then
       local stopped = false
       h.ab.stop(function() stopped = true end)

@@ -6,23 +6,11 @@
 --    a new chat buffer and the pending approval is asked again; allowing it lets the run
 --    finish.
 -- Env: AB_PLUGIN, AB_BRIDGE, AB_STATE, AB_PHASE, AB_OUT.
-local out_path = assert(os.getenv('AB_OUT'))
-local outcome = { asked = {}, notes = {} }
-local function save()
-  local f = assert(io.open(out_path, 'w'))
-  f:write(vim.json.encode(outcome))
-  f:close()
-end
-local function fail(msg)
-  outcome.error = msg
-  save()
-  error(msg, 0)
-end
+local harness = vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua'
+local h = dofile(harness)({ outcome = { asked = {}, notes = {} }, setup = false })
+local ab, outcome = h.ab, h.outcome
+local save, fail, lines = h.save, h.fail, h.lines
 
-vim.opt.rtp:prepend(assert(os.getenv('AB_PLUGIN')))
-vim.cmd('runtime plugin/agent_bridge.lua')
-local ab = require('agent_bridge')
-local chat = require('agent_bridge.chat')
 vim.notify = function(msg, level)
   table.insert(outcome.notes, { msg = msg, level = level })
 end
@@ -45,10 +33,6 @@ vim.ui.select = function(items, opts, on_choice)
   fail(('no %q in %s'):format(tostring(want), table.concat(labels, ' | ')))
 end
 
-local function lines()
-  local s = ab.current()
-  return s and chat.lines(s) or {}
-end
 local function has(text)
   return vim.tbl_contains(lines(), text)
 end

@@ -3,25 +3,10 @@
 -- editor's prompt seam) are stubbed to pick the labels queued in `picks`.
 -- Env: AB_PLUGIN (editors/neovim), AB_BRIDGE (the agent-bridge executable), AB_STATE (state
 -- dir), AB_SCRIPT (the scripted provider's script file), AB_OUT (the outcome, JSON).
-local out_path = assert(os.getenv('AB_OUT'))
-local outcome = { steps = {}, notes = {}, asked = {} }
-
-local function save()
-  local f = assert(io.open(out_path, 'w'))
-  f:write(vim.json.encode(outcome))
-  f:close()
-end
-
-local function fail(msg)
-  outcome.error = msg
-  save()
-  error(msg, 0)
-end
-
-vim.opt.rtp:prepend(assert(os.getenv('AB_PLUGIN')))
-vim.cmd('runtime plugin/agent_bridge.lua')
-local ab = require('agent_bridge')
-local chat = require('agent_bridge.chat')
+local harness = vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua'
+local h = dofile(harness)({ outcome = { steps = {}, notes = {}, asked = {} }, setup = false })
+local ab, chat, outcome = h.ab, h.chat, h.outcome
+local save, fail, lines = h.save, h.fail, h.lines
 
 vim.notify = function(msg, level)
   table.insert(outcome.notes, { msg = msg, level = level })
@@ -48,11 +33,6 @@ vim.ui.input = function(opts, on_confirm)
   table.insert(outcome.asked, { prompt = opts.prompt })
   local want = table.remove(picks, 1)
   vim.schedule(function() on_confirm(want) end)
-end
-
-local function lines()
-  local s = ab.current()
-  return s and chat.lines(s) or {}
 end
 
 local function has(text)
