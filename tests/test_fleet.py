@@ -711,6 +711,49 @@ async def test_an_approval_pending_at_the_owners_death_is_offered_again_and_answ
         assert late["error"]["data"]["code"] == "interaction_already_settled"
 
 
+async def test_an_approval_is_offered_again_once_when_another_member_resumes_it(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """beta finds alpha's lease expired first but does not serve the scripted provider:
+    gamma takes the session over and continues the run; beta's host, which follows it on
+    from gamma, is offered the approval again once (not once per way it learnt of it),
+    and its answer completes the run."""
+    extra: dict[str, tuple[str, ...]] = {"beta": ("--node-providers", "claude-code")}
+    leases = {"alpha": 3.0, "beta": 1.0, "gamma": 30.0}
+    async with fleet(tmp_path, pg_url, extra=extra, leases=leases) as members:
+        alpha, beta, gamma = members["alpha"], members["beta"], members["gamma"]
+        steps: list[dict[str, Any]] = [
+            {"type": "approval", "title": "deploy", "onAllow": [{"type": "text", "text": "ok"}]}
+        ]
+        session = (await alpha.result("session/create", script_session(steps)))["session"][
+            "sessionId"
+        ]
+        for bridge in (beta, gamma):
+            await bridge.result("session/attach", {"sessionId": session})
+        run = await alpha.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+        first = {name: await members[name].wait_for(_is_request, 30) for name in ("beta", "gamma")}
+        assert alpha.proc is not None
+        alpha.proc.send_signal(signal.SIGKILL)
+        await alpha.proc.wait()
+        for bridge in (beta, gamma):
+            await events_until(bridge, session, "session.resumed", timeout=30)
+        again = {name: await members[name].wait_for(_is_request, 30) for name in first}
+        assert nodes_of(await beta.result("session/list", {}))[session] == "gamma"
+        await beta.send(
+            {
+                "jsonrpc": "2.0",
+                "id": again["beta"]["id"],
+                "result": {"kind": "approval", "decision": "allow", "mode": "once"},
+            }
+        )
+        for name in first:
+            end = await events_until(members[name], session, "run.completed", timeout=30)
+            assert end[-1]["runId"] == run["runId"]
+            asks = [m for m in members[name].received if _is_request(m)]
+            assert asks == [first[name], again[name]], name
+            assert again[name]["params"]["interactionId"] == first[name]["params"]["interactionId"]
+
+
 async def test_an_answer_in_the_takeover_window_is_refused_retryable_then_applied(
     pg_url: str, tmp_path: Path
 ) -> None:

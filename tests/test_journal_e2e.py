@@ -254,7 +254,13 @@ async def test_a_run_cut_off_at_an_approval_is_continued_by_the_next_bridge(
             {"interactionId": interaction, "answer": {"kind": "approval", "decision": "allow"}},
             check=False,
         )
-        assert early["error"]["data"]["code"] == "interaction_not_found"
+        assert early["error"]["data"]["code"] == "session_closed"
+        unknown = await bridge.call(
+            "interaction/respond",
+            {"interactionId": "int_nope", "answer": {"kind": "approval", "decision": "allow"}},
+            check=False,
+        )
+        assert unknown["error"]["data"]["code"] == "interaction_not_found"
         await bridge.result("session/resume", {"sessionId": session, "after": len(history)})
         again = await bridge.wait_for(lambda m: m.get("method") == "interaction/request", 30)
         assert again["params"]["interactionId"] == interaction

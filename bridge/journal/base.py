@@ -302,6 +302,11 @@ class History(Protocol):
         """Whether a fork reads from this session (it cannot be deleted before them)."""
         ...
 
+    async def interaction_state(self, interaction_id: str) -> tuple[str, str] | None:
+        """``(status, state of its session)`` of the journaled interaction, or ``None``
+        (see :func:`agent_bridge.journal.queries.interaction_state`)."""
+        ...
+
     async def open_turns(self, session_id: str) -> list[tuple[str, int, list[tuple[str, bytes]]]]:
         """The session's runs not ended (see :func:`agent_bridge.journal.queries.
         open_turns`): a bridge that died left them open for the one that resumes the

@@ -602,6 +602,10 @@ class Journal:
         """Whether a fork reads from this session."""
         return await self._read(self._reader.has_forks, session_id)
 
+    async def interaction_state(self, interaction_id: str) -> tuple[str, str] | None:
+        """The journaled interaction's status and its session's state, or ``None``."""
+        return await self._read(self._reader.interaction_state, interaction_id)
+
     async def open_turns(self, session_id: str) -> list[tuple[str, int, list[tuple[str, bytes]]]]:
         """The session's runs left open (:func:`~agent_bridge.journal.queries.open_turns`)."""
         return await self._read(self._reader.open_turns, session_id)

@@ -390,6 +390,10 @@ class MemoryHistory:
     def _raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
         return read_through_forks(session_id, lo, hi, fork_of=self._fork_of, own=_Stored.raw_page)
 
+    async def interaction_state(self, interaction_id: str) -> tuple[str, str] | None:
+        """None: a memory history keeps no interaction a live runtime does not have."""
+        return None
+
     async def open_turns(self, session_id: str) -> list[tuple[str, int, list[tuple[str, bytes]]]]:
         """None: a memory history ends with its process, which closes its runs."""
         return []

@@ -16,7 +16,13 @@ from agent_bridge.journal.base import SESSION_COLUMNS, SessionRecord, session_fr
 from agent_bridge.journal.blocks import decode_bodies, slice_block
 from agent_bridge.journal.forks import position_through_forks, read_through_forks, rehead
 from agent_bridge.journal.pg_schema import connect_pg
-from agent_bridge.journal.queries import OpenTurn, fork_of, open_turns, sessions_filter
+from agent_bridge.journal.queries import (
+    OpenTurn,
+    fork_of,
+    interaction_state,
+    open_turns,
+    sessions_filter,
+)
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.wire.methods import RawRecord
 
@@ -158,6 +164,12 @@ class PgReader:
         """Return the raw records events ``lo``..``hi`` were projected from (through a
         fork's parent)."""
         return self._run(lambda conn: self._raw(conn, session_id, lo, hi))
+
+    def interaction_state(self, interaction_id: str) -> tuple[str, str] | None:
+        """See :func:`~agent_bridge.journal.queries.interaction_state`."""
+        return self._run(
+            functools.partial(interaction_state, interaction_id=interaction_id, marker="%s")
+        )
 
     def open_turns(self, session_id: str) -> list[OpenTurn]:
         """The session's runs left open (:func:`~agent_bridge.journal.queries.open_turns`)."""

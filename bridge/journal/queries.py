@@ -26,6 +26,7 @@ __all__ = [
     "deletable",
     "delete_session_rows",
     "fork_of",
+    "interaction_state",
     "marked",
     "open_turns",
     "sessions_filter",
@@ -324,3 +325,18 @@ def open_turns(conn: Executes, session_id: str, marker: Marker) -> list[OpenTurn
     ).fetchall():
         pending.setdefault(str(run_id), []).append((str(interaction_id), bytes(request)))
     return [(str(r), int(seq), pending.get(str(r), [])) for r, seq in runs]
+
+
+def interaction_state(
+    conn: Executes, interaction_id: str, marker: Marker
+) -> tuple[str, str] | None:
+    """``(status, state of its session)`` of a journaled interaction, or ``None``."""
+    row = conn.execute(
+        marked(
+            "SELECT i.status, s.state FROM interactions i JOIN sessions s ON s.skey = i.skey "
+            "WHERE i.interaction_id = ? LIMIT 1",
+            marker,
+        ),
+        (interaction_id,),
+    ).fetchone()
+    return None if row is None else (str(row[0]), str(row[1]))

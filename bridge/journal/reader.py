@@ -13,7 +13,13 @@ from typing import Any
 from agent_bridge.journal.base import SESSION_COLUMNS, SessionRecord, session_from_row
 from agent_bridge.journal.blocks import decode_bodies, slice_block
 from agent_bridge.journal.forks import position_through_forks, read_through_forks, rehead
-from agent_bridge.journal.queries import OpenTurn, fork_of, open_turns, sessions_filter
+from agent_bridge.journal.queries import (
+    OpenTurn,
+    fork_of,
+    interaction_state,
+    open_turns,
+    sessions_filter,
+)
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.journal.rows import last_sequence
 from agent_bridge.wire.methods import RawRecord
@@ -71,6 +77,11 @@ class Reader:
         its parent's up to the fork point, then its own)."""
         with self.lock:
             return self._raw(session_id, lo, hi)
+
+    def interaction_state(self, interaction_id: str) -> tuple[str, str] | None:
+        """See :func:`~agent_bridge.journal.queries.interaction_state`."""
+        with self.lock:
+            return interaction_state(self.conn, interaction_id, "?")
 
     def open_turns(self, session_id: str) -> list[OpenTurn]:
         """The session's runs left open (:func:`~agent_bridge.journal.queries.open_turns`)."""

@@ -116,7 +116,14 @@ async def follow_remote(history: History, session_id: str, subscription: Subscri
 
                 return send
 
+            #: the newest event committed when the pending interactions were last read:
+            #: a session.resumed up to it is already reflected in what was offered
+            fresh = 0
+
             async def offer_pending() -> None:
+                nonlocal fresh
+                stored = await guard(history.load_session(session_id))
+                fresh = 0 if stored is None else stored.last_sequence
                 for interaction_id, run_id, request in await guard(
                     history.pending_interactions(session_id)
                 ):
@@ -138,10 +145,10 @@ async def follow_remote(history: History, session_id: str, subscription: Subscri
                     subscription.cursor = cursor + len(page)
                     if subscriber.publish(Released(session_id, cursor + 1, page)):
                         await subscriber.drained()
-                    for body in page:
+                    for sequence, body in enumerate(page, cursor + 1):
                         if b'"interaction.' in body:
                             _offer(body, session_id, offered, subscriber, tg, sender)
-                        elif b'"session.resumed"' in body:
+                        elif b'"session.resumed"' in body and sequence > fresh:
                             # reopened after its owner died: what is still pending (a run
                             # the new owner continues) is offered again, under its id
                             for remote in offered.values():

@@ -1051,8 +1051,17 @@ class Runtime:
     async def route(self, method: str, params: Any, local: BridgeError) -> Any:
         """The result of a request about a session another fleet member owns, from that
         member (:mod:`.routing`); re-raises ``local`` (the error here) when there is
-        none."""
-        return await route(self.history, method, params, local)
+        none, except ``session_closed`` for an answer to an interaction still pending in
+        a session closed by crash recovery (a run cut off there, which
+        ``session/resume`` continues and offers again: docs/fleet.md)."""
+        try:
+            return await route(self.history, method, params, local)
+        except BridgeError as exc:
+            if exc.error_code == "interaction_not_found" and method == "interaction/respond":
+                state = await guard(self.history.interaction_state(params.interaction_id))
+                if state == ("pending", "closed"):
+                    raise BridgeError("session_closed") from None
+            raise
 
     async def create_placed(
         self, params: SessionCreateParams, subscriber: Subscriber | None
@@ -1121,8 +1130,14 @@ class Runtime:
 
     async def follow_on(self, session_id: str) -> None:
         """The hosts here that followed ``session_id`` (ended and taken over by another
-        member) follow it on from there, from what they were sent."""
-        await self._attach_all(session_id, self._remote_followers(session_id))
+        member) follow it on from there, from what they were sent.  A follower still
+        running goes on as it is (it reads the journal, whoever writes it: restarting it
+        would offer its host the pending interactions once more)."""
+        ended = [
+            key for key in self._remote_subs if key[0] == session_id and key not in self._remote
+        ]
+        subscriptions = [self._remote_subs.pop(key) for key in ended]
+        await self._attach_all(session_id, subscriptions)
 
     async def _attach_all(self, session_id: str, subscriptions: list[Subscription]) -> None:
         for subscription in subscriptions:
