@@ -53,8 +53,10 @@ def _runas() -> list[str]:
 class Cluster:
     """A running server: :attr:`socket_dir` is its host; :meth:`url` names a database."""
 
-    def __init__(self, root: str, bindir: str, runas: list[str]) -> None:
+    def __init__(self, root: str, bindir: str, runas: list[str], listen: str = "") -> None:
         self.root = root
+        #: the TCP address the server also listens on ("": none, the socket only)
+        self.listen = listen
         self.bindir = bindir
         self.runas = runas
         self.data = os.path.join(root, "data")
@@ -78,7 +80,10 @@ class Cluster:
 
     def start(self) -> None:
         """Start the server (waits until it accepts connections)."""
-        options = f"-k {self.socket_dir} -c listen_addresses='' -c fsync=on -c max_connections=200"
+        options = (
+            f"-k {self.socket_dir} -c listen_addresses='{self.listen}' -c fsync=on "
+            "-c max_connections=200"
+        )
         self._ctl("-o", options, "-l", self.log, "-w", "start")
 
     def stop(self, mode: str = "fast") -> None:
@@ -102,8 +107,10 @@ class Cluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_cluster() -> Cluster:
-    """Create and start a cluster; raises :class:`ClusterUnavailable`."""
+def start_cluster(listen: str = "") -> Cluster:
+    """Create and start a cluster (``listen``: an IPv4 address it also accepts TCP
+    connections on, with trust, from its /30; default none); raises
+    :class:`ClusterUnavailable`."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
@@ -116,7 +123,7 @@ def start_cluster() -> Cluster:
     if runas:
         os.chown(root, pwd.getpwnam("postgres").pw_uid, -1)
     os.chmod(root, 0o755)
-    cluster = Cluster(root, bindir, runas)
+    cluster = Cluster(root, bindir, runas, listen)
     try:
         subprocess.run(
             [
@@ -135,6 +142,12 @@ def start_cluster() -> Cluster:
             check=True,
             timeout=120,
         )
+        if listen:
+            import ipaddress
+
+            network = ipaddress.ip_interface(f"{listen}/30").network
+            with open(os.path.join(cluster.data, "pg_hba.conf"), "a") as hba:
+                hba.write(f"host all {USER} {network} trust\n")
         cluster.start()
     except (OSError, subprocess.SubprocessError) as exc:
         detail = getattr(exc, "stderr", "") or str(exc)

@@ -19,6 +19,7 @@ see each other's half-created schema.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_bridge.dburl import SCHEMES, check_url, is_pg_url
@@ -106,6 +107,44 @@ def one_line(exc: BaseException) -> str:
     never a password; the address has none, see :func:`check_url`)."""
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+def with_deadlines(url: str, lease: float) -> str:
+    """``url`` with time limits, from the ``lease`` (seconds), for a member whose network
+    to the database goes away without a word (a cable pulled, a partition: nothing
+    closes its connections), each added only where the address does not set it
+    (``PGCONNECT_TIMEOUT``/``PGOPTIONS`` in the environment count as set): libpq's
+    ``tcp_user_timeout`` (data unacknowledged for a lease: the call fails, so a commit
+    held by a dead network becomes the ``failing`` storage fault instead of hanging for
+    the kernel's ~15 minutes), TCP keepalives (an idle connection, the ``LISTEN`` one,
+    found dead within a lease), ``connect_timeout``; and the server's
+    ``idle_in_transaction_session_timeout`` of two leases, so a transaction whose member
+    vanished mid-way does not hold its fence (the ``owners`` row it locked ``FOR
+    SHARE``) against a takeover for the server's keepalive time (hours).  Over a Unix
+    socket libpq ignores the TCP settings."""
+    from urllib.parse import quote
+
+    query = url.split("?", 1)[1] if "?" in url else ""
+    given = {item.split("=", 1)[0].strip().lower() for item in query.split("&") if item}
+    if "PGCONNECT_TIMEOUT" in os.environ:
+        given.add("connect_timeout")
+    if "PGOPTIONS" in os.environ:
+        given.add("options")
+    defaults = {
+        "connect_timeout": str(max(2, round(lease))),
+        "keepalives": "1",
+        "keepalives_idle": str(max(1, round(lease / 3))),
+        "keepalives_interval": str(max(1, round(lease / 6))),
+        "keepalives_count": "3",
+        "tcp_user_timeout": str(max(1000, int(lease * 1000))),
+        "options": f"-c idle_in_transaction_session_timeout={max(2000, int(2 * lease * 1000))}",
+    }
+    extra = [
+        f"{key}={quote(value, safe='')}" for key, value in defaults.items() if key not in given
+    ]
+    if not extra:
+        return url
+    return url + ("&" if query else "" if url.endswith("?") else "?") + "&".join(extra)
 
 
 def connect_pg(url: str) -> psycopg.Connection[Any]:

@@ -43,6 +43,7 @@ from agent_bridge.journal.pg_schema import (
     connect_pg,
     create_schema,
     one_line,
+    with_deadlines,
 )
 from agent_bridge.journal.pg_writer import (
     CHANNEL,
@@ -890,6 +891,7 @@ def open_pg_journal(
     clock = clock or Clock()
     node = node or socket.gethostname()
     where = redact(url)
+    url = with_deadlines(url, lease)
     conns: list[psycopg.Connection[Any]] = []
     owner = _Owner(node)
     try:
