@@ -34,7 +34,9 @@ from agent_bridge.journal.writer import Writer
 from agent_bridge.registry import ProviderRegistry
 from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.wire.events import TextDelta
+from agent_bridge.wire.interactions import ApprovalAnswer
 from agent_bridge.wire.methods import EventsReadParams, RetryOnLimit, RunInput, RunStartParams
+from agent_bridge.wire.providers import ProviderDescriptor, RecoveryCapability
 from agent_bridge.wire.settings import SessionConfigureParams
 
 Opener = Callable[..., History]
@@ -343,6 +345,120 @@ async def test_a_sigkilled_owners_session_is_closed_as_crashed_by_the_next_bridg
         assert [e["sequence"] for e in events] == list(range(1, 44))
         status, record = await runtime.history.claim(session_id)
         assert status == "claimed" and record is not None
+
+
+class PlainScripted(ScriptedProvider):
+    """The scripted provider without ``recovery.resumeTurn`` (as every CLI agent)."""
+
+    id = "scripted-plain"
+
+    def _build_descriptor(self) -> ProviderDescriptor:
+        built = super()._build_descriptor()
+        recovery = RecoveryCapability(resume=True)
+        capabilities = msgspec.structs.replace(built.capabilities, recovery=recovery)
+        return msgspec.structs.replace(built, capabilities=capabilities)
+
+
+_ASKING_CHILD = textwrap.dedent(
+    """
+    import sys, anyio
+    sys.path.insert(0, sys.argv[3])
+    from test_journal_contract import PlainScripted
+    from agent_bridge.adapters.scripted import ScriptedProvider
+    from agent_bridge.journal import open_history
+    from agent_bridge.registry import ProviderRegistry
+    from agent_bridge.runtime import Runtime
+    from agent_bridge.wire.methods import RunInput, RunStartParams
+
+    STEPS = [
+        {"type": "text", "text": "before"},
+        {"type": "approval", "title": "go", "onAllow": [{"type": "text", "text": "after"}]},
+    ]
+
+    async def main():
+        kind, where = sys.argv[1], sys.argv[2]
+        history = (open_history(None, journal=where) if kind == "postgresql"
+                   else open_history(where, writer="process") if kind == "sqlite-process"
+                   else open_history(where))
+        registry = ProviderRegistry([ScriptedProvider(), PlainScripted()], load_entry_points=False)
+        async with Runtime(registry, history=history, hold_unanswerable=True) as runtime:
+            ids = []
+            for provider in ("scripted", "scripted-plain"):
+                info = await runtime.create_session(provider, options={"script": {"steps": STEPS}})
+                await runtime.start_run(RunStartParams(info.session_id, RunInput("x")))
+                ids.append(info.session_id)
+            while len(runtime.services.interactions) < 2:
+                await anyio.sleep(0.01)
+            await runtime.flush()
+            print(*ids, flush=True)
+            await anyio.sleep(3600)
+
+    anyio.run(main)
+    """
+)
+
+
+async def test_a_run_waiting_on_an_interaction_is_kept_open_only_for_a_provider_that_continues_it(
+    backend: Backend,
+) -> None:
+    """Crash recovery on every backend: the run of a session whose provider has
+    ``recovery.resumeTurn`` that waits on an interaction stays open (only
+    ``session.closed`` is appended) and the bridge that reopens the session continues
+    it under its id, the interaction answerable under its id; the same run of a provider
+    without it is ended (interaction cancelled, run.failed bridge_crashed)."""
+    here = str(Path(__file__).parent)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _ASKING_CHILD, backend.kind, backend.location, here],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        with anyio.fail_after(60):
+            line = await anyio.to_thread.run_sync(child.stdout.readline)
+        turns, plain = line.split()
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+    registry = ProviderRegistry([ScriptedProvider(), PlainScripted()], load_entry_points=False)
+    async with Runtime(registry, history=backend.open()) as runtime:
+        kinds = [e["payload"]["type"] for e in await read_all(runtime, plain)]
+        assert kinds == [
+            "run.started",
+            "text.delta",
+            "interaction.requested",
+            "interaction.settled",
+            "run.failed",
+            "session.closed",
+        ]
+        cut = await read_all(runtime, turns)
+        assert [e["payload"]["type"] for e in cut] == [
+            "run.started",
+            "text.delta",
+            "interaction.requested",
+            "session.closed",
+        ]
+        run_id = cut[0]["runId"]
+        interaction = cut[2]["payload"]["interactionId"]
+        assert await runtime.history.interaction_state(interaction) == ("pending", "closed")
+        await runtime.reopen_session(turns)
+        assert runtime.respond(interaction, ApprovalAnswer("allow")) == "applied"
+        await runtime.runs[run_id].done.wait()
+        await runtime.flush()
+        events = await read_all(runtime, turns)
+        assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
+        assert [e["payload"]["type"] for e in events[len(cut) :]] == [
+            "session.resumed",
+            "interaction.settled",
+            "text.delta",
+            "run.completed",
+        ]
+        assert {e["runId"] for e in events[len(cut) + 1 :]} == {run_id}
+        texts = [e["payload"]["text"] for e in events if e["payload"]["type"] == "text.delta"]
+        assert texts == ["before", "after"]
+        assert await runtime.history.open_turns(turns) == []
 
 
 async def test_a_live_owners_session_is_in_use_for_another_bridge(backend: Backend) -> None:
