@@ -235,10 +235,9 @@ def main() -> None:
     print(f"{'target':22} {'events/s':>10} {'/ floor':>8} {'CPU us/event':>13} {'/ floor':>8}")
     for name in names:
         rate, cpu = statistics.median(rates[name]), statistics.median(cpus[name])
-        print(
-            f"{name:22} {rate / 1e3:9.1f}k {rate / base_rate:7.2f}x"
-            f" {cpu:13.2f} {cpu / base_cpu:7.2f}x"
-        )
+        # a run too short for the floor's CPU to register (0 us) has no CPU ratio
+        ratio = f"{cpu / base_cpu:7.2f}x" if base_cpu else f"{'-':>8}"
+        print(f"{name:22} {rate / 1e3:9.1f}k {rate / base_rate:7.2f}x {cpu:13.2f} {ratio}")
 
 
 if __name__ == "__main__":
