@@ -9,6 +9,7 @@ import os
 import signal
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import anyio
 from bridge_client import ROOT, BridgeProcess, script_session
@@ -119,6 +120,60 @@ async def test_failed_run_is_classified(framing: str) -> None:
             "message": "the provider is rate limited",
             "retryable": True,
         }
+
+
+async def test_a_run_forced_to_end_fails_its_open_tool_calls_first() -> None:
+    """A provider that ignores its interrupt (the scripted provider told to) with a tool
+    call open: past the interrupt grace the runtime ends the run itself (``forced``), and
+    the call the host saw start is reported ``failed`` (its parent kept) before the
+    terminal event; a call that ended is not reported again."""
+    started = {"type": "tool.activity", "toolCallId": "call_open", "name": "Bash"}
+    steps: list[dict[str, Any]] = [
+        {"type": "emit", "payloads": [{**started, "status": "started"}]},
+        {
+            "type": "emit",
+            "payloads": [
+                {**started, "toolCallId": "call_sub", "status": "started"},
+                {
+                    **started,
+                    "toolCallId": "call_in",
+                    "status": "started",
+                    "parentToolCallId": "call_sub",
+                },
+            ],
+        },
+        {
+            "type": "emit",
+            "payloads": [{**started, "toolCallId": "call_sub", "status": "completed"}],
+        },
+        {"type": "waitForInterrupt", "ignoreInterrupt": True},
+    ]
+    async with running_bridge("newline", "--interrupt-grace", "0.3") as bridge:
+        created = await bridge.result("session/create", script_session(steps))
+        sid = created["session"]["sessionId"]
+        run = await bridge.result("run/start", {"sessionId": sid, "input": {"text": "x"}})
+        await bridge.wait_for(
+            lambda m: (
+                m.get("method") == "event" and m["params"]["payload"].get("status") == "completed"
+            )
+        )
+        await bridge.result("run/interrupt", {"runId": run["runId"]})
+        terminal = await bridge.terminal(timeout=15)
+        assert terminal["payload"] == {"type": "run.interrupted", "reason": "user", "forced": True}
+        tools = [
+            (p["toolCallId"], p["status"], p.get("parentToolCallId"))
+            for m in bridge.received
+            if m.get("method") == "event"
+            and (p := m["params"]["payload"])["type"] == "tool.activity"
+        ]
+        assert tools == [
+            ("call_open", "started", None),
+            ("call_sub", "started", None),
+            ("call_in", "started", "call_sub"),
+            ("call_sub", "completed", None),
+            ("call_open", "failed", None),
+            ("call_in", "failed", "call_sub"),
+        ]
 
 
 async def test_session_close_interrupts_active_run_then_closes(framing: str) -> None:

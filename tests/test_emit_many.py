@@ -180,7 +180,9 @@ async def test_a_bad_payload_inside_a_batch_becomes_a_diagnostic_in_its_place(
         "tool.activity",
         "diagnostic",
         "thinking.delta",
+        "tool.activity",  # t1 never ended: the runtime fails it as the run ends
     ]
+    assert (payloads[-1]["toolCallId"], payloads[-1]["status"]) == ("t1", "failed")
     assert payloads[1]["code"] == payloads[3]["code"] == "provider_contract"
     assert payloads[2]["input"] == {"path": "a.txt"}
     assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))

@@ -49,6 +49,7 @@ from agent_bridge.wire.events import (
     RunStarted,
     TextDelta,
     ThinkingDelta,
+    ToolActivity,
 )
 from agent_bridge.wire.interactions import ApprovalAnswer, InteractionRequest, SettledStatus
 from agent_bridge.wire.methods import RunInput, RunInterruptResult
@@ -86,6 +87,7 @@ class Run:
         "input",
         "interactions",
         "interrupt_reason",
+        "open_tools",
         "pending",
         "provider_run",
         "rebind",
@@ -117,6 +119,20 @@ class Run:
         #: a continued run (:meth:`continue_cut`): the interactions it had pending when its
         #: bridge died, in order, each bound to the next the provider raises again
         self.rebind: list[Interaction] = []
+        #: the tool calls the provider reported started and not ended: (name, parent)
+        #: by id; any left when the run ends are reported ``failed`` before its terminal
+        #: event (a provider that ignored its interrupt, or never closed them itself)
+        self.open_tools: dict[str, tuple[str, str | None]] = {}
+
+    def note_tool(self, activity: ToolActivity) -> None:
+        """Follow a tool call's life for :attr:`open_tools`."""
+        status = activity.status
+        if status == "started":
+            self.open_tools.setdefault(
+                activity.tool_call_id, (activity.name, activity.parent_tool_call_id)
+            )
+        elif status != "output":
+            self.open_tools.pop(activity.tool_call_id, None)
 
     @property
     def terminal(self) -> bool:
@@ -320,6 +336,11 @@ class Run:
             outcome = RunOutcome.failed("provider_contract")
         for interaction in list(self.pending.values()):
             interaction.settle("cancelled", auto=True)
+        if self.open_tools:
+            # every call a host saw start ends before the run does (docs/protocol.md)
+            for tool_id, (name, parent) in self.open_tools.items():
+                self._publish(ToolActivity(tool_id, name, "failed", parent_tool_call_id=parent))
+            self.open_tools.clear()
         payload: EventPayload
         if outcome.state == "completed":
             payload = RunCompleted(stop_reason=outcome.stop_reason)
@@ -610,6 +631,8 @@ class RunContext:
             payload = self._checked(payload)  # type: ignore[assignment]
             if type(payload) is LimitsUpdated:
                 self._note_limits(payload)
+            elif type(payload) is ToolActivity:
+                run.note_tool(payload)
         try:
             return self._publish(run.id, payload, raw)
         except UnencodableEvent:
@@ -651,6 +674,8 @@ class RunContext:
             for payload in checked:
                 if type(payload) is LimitsUpdated:
                     self._note_limits(payload)
+                elif type(payload) is ToolActivity:
+                    run.note_tool(payload)
         try:
             return self._publish_many(run.id, checked, raw, kind)
         except UnencodableEvent:
