@@ -35,9 +35,20 @@ __all__ = ["DEFAULT_MEMORY_HISTORY_MB", "MemoryHistory"]
 DEFAULT_MEMORY_HISTORY_MB: Final = 64
 #: what one kept envelope costs besides its bytes (the bytes object and its deque slot)
 _OVERHEAD: Final = 48
-#: the most envelopes one stretch of :attr:`_Stored.spans` counts (appends are added to
+#: the most envelopes one stretch of :attr:`_Stored.spans` counts (a batch is added to
 #: the newest stretch up to this; a batch larger than it is a stretch of its own)
 _SPAN: Final = 256
+
+
+def _span(spans: list[int], count: int, cost: int) -> None:
+    """Count ``count`` more envelopes costing ``cost`` in ``spans`` (see
+    :attr:`_Stored.spans`): in its newest stretch while that stays within
+    :data:`_SPAN`, else as a new one."""
+    if spans and spans[-2] + count <= _SPAN:
+        spans[-2] += count
+        spans[-1] += cost
+    else:
+        spans += (count, cost)
 
 
 class _Stored:
@@ -50,6 +61,7 @@ class _Stored:
         "raw_id",
         "record",
         "size",
+        "spanned",
         "spans",
     )
 
@@ -68,40 +80,37 @@ class _Stored:
         #: the latest event's raw record (0: none), and ``(sequence, raw_id)`` where it changed
         self.raw_id = 0
         self.changes: list[tuple[int, int]] = []
-        #: what the kept envelopes cost, by consecutive stretches, oldest first:
-        #: ``[count, cost, count, cost, ...]`` (cost: their bytes and :data:`_OVERHEAD`
-        #: each), so that eviction frees whole stretches without reading the size of each
-        #: old envelope (its memory is long out of the CPU's caches); ``None``: no event
-        #: yet (an idle session holds no list)
+        #: what the oldest ``spanned`` envelopes cost, by consecutive stretches, oldest
+        #: first: ``[count, cost, count, cost, ...]`` (cost: their bytes and
+        #: :data:`_OVERHEAD` each), so that eviction frees whole stretches without
+        #: reading the size of each old envelope (its memory is long out of the CPU's
+        #: caches).  Batches (:meth:`add`) are counted; single appends are not (counting
+        #: each costs more than it saves) until the next batch counts them with it.
+        #: ``None``: no batch yet (an idle session holds no list)
         self.spans: list[int] | None = None
+        self.spanned = 0
 
     def add(self, bodies: list[bytes], cost: int) -> None:
-        """Keep ``bodies`` (newest last), which cost ``cost`` (not yet counted in
-        :attr:`size`)."""
-        self.bodies += bodies
-        self.size += cost
-        count = len(bodies)
+        """Keep the batch ``bodies`` (newest last), which costs ``cost`` (counted here in
+        :attr:`size`), and count it in :attr:`spans` (with the envelopes appended one at
+        a time since the last batch)."""
+        kept = self.bodies
         spans = self.spans
         if spans is None:
-            self.spans = [count, cost]
-        elif spans[-2] + count <= _SPAN:
+            spans = self.spans = []
+        loose = len(kept) - self.spanned
+        if loose:
+            tail = kept[self.spanned :]
+            _span(spans, loose, sum(map(len, tail)) + loose * _OVERHEAD)
+        kept += bodies
+        self.size += cost
+        count = len(bodies)
+        if spans and spans[-2] + count <= _SPAN:  # (_span, inline: once per batch)
             spans[-2] += count
             spans[-1] += cost
         else:
             spans += (count, cost)
-
-    def add_one(self, body: bytes, cost: int) -> None:
-        """As :meth:`add` for one envelope."""
-        self.bodies.append(body)
-        self.size += cost
-        spans = self.spans
-        if spans is None:
-            self.spans = [1, cost]
-        elif spans[-2] < _SPAN:
-            spans[-2] += 1
-            spans[-1] += cost
-        else:
-            spans += (1, cost)
+        self.spanned = len(kept)
 
     @property
     def last_sequence(self) -> int:
@@ -122,38 +131,47 @@ class _Stored:
 
         Whole stretches of :attr:`spans` go while all of their cost is needed (each
         envelope costs more than nothing, so dropping one by one would drop every one of
-        them too); only inside the stretch where enough is freed are sizes read."""
+        them too); sizes are read only past them."""
         bodies = self.bodies
-        spans = self.spans or []
-        keep = len(bodies) - 1
+        spans = self.spans
         freed = count = 0
+        keep = len(bodies) - 1
         i = 0
-        while i < len(spans):
-            span_count, span_cost = spans[i], spans[i + 1]
-            if freed + span_cost > need or count + span_count > keep:
-                break
-            freed += span_cost
-            count += span_count
-            i += 2
-        if freed < need and count < keep:
-            # The running costs of the stretch's envelopes, summed in C (no Python
-            # bytecode per envelope; the search costs a few calls).
-            span_count, span_cost = spans[i], spans[i + 1]
-            stretch = bodies[count : min(keep, count + span_count)]
+        if spans is not None:
+            while i < len(spans):
+                span_count, span_cost = spans[i], spans[i + 1]
+                if freed + span_cost > need or count + span_count > keep:
+                    break
+                freed += span_cost
+                count += span_count
+                i += 2
+        whole_freed, whole_count = freed, count
+        while freed < need and count < keep:
+            # The running sizes of a stretch of the oldest envelopes, summed in C (no
+            # Python bytecode per envelope; the search costs a few calls), the stretch
+            # sized by a guess from the first of them.
+            guess = (need - freed) // (len(bodies[count]) + _OVERHEAD) + 16
+            stretch = bodies[count : min(keep, count + guess)]
             ends = list(accumulate(map(len, stretch)))
             cut = bisect_left(
                 range(len(ends)), need - freed, key=lambda j: ends[j] + (j + 1) * _OVERHEAD
             )
-            taken = min(cut + 1, len(ends))
-            cost = ends[taken - 1] + taken * _OVERHEAD
-            freed += cost
-            count += taken
-            if taken == span_count:
-                i += 2
-            else:
-                spans[i] = span_count - taken
-                spans[i + 1] = span_cost - cost
-        del spans[:i]
+            if cut < len(ends):  # the stretch up to ``cut`` frees enough
+                freed += ends[cut] + (cut + 1) * _OVERHEAD
+                count += cut + 1
+                break
+            freed += ends[-1] + len(ends) * _OVERHEAD
+            count += len(ends)
+        if spans is not None:
+            if count > whole_count and i < len(spans):
+                # dropped one by one into stretch ``i`` (never past it: all of it frees
+                # enough, or it holds the newest envelope)
+                spans[i] -= count - whole_count
+                spans[i + 1] -= freed - whole_freed
+                if not spans[i]:
+                    i += 2
+            del spans[:i]
+            self.spanned = max(0, self.spanned - count)
         del bodies[:count]
         self.first += count
         changes = self.changes
@@ -240,8 +258,9 @@ class MemoryHistory:
     def append(self, session_id: str, sequence: int, code: int, body: bytes, raw_id: int) -> None:
         """Append the event at ``sequence``."""
         stored = self._sessions[session_id]
+        stored.bodies.append(body)
         cost = len(body) + _OVERHEAD
-        stored.add_one(body, cost)
+        stored.size += cost
         self.size += cost
         self.appended += 1
         self.committed += 1
