@@ -295,6 +295,61 @@ async def test_a_run_cut_off_at_an_approval_is_continued_by_the_next_bridge(
         assert texts == ["before", "ok", "after"]  # "before" did not run again
 
 
+async def test_a_continued_run_cut_off_again_is_continued_again(tmp_path: Path) -> None:
+    """Two crashes in a row while the same approval waits: each next bridge continues the
+    run under its id and offers the approval under its original id; answered at last,
+    the run completes with nothing twice in the journal."""
+    state = tmp_path / "state"
+    steps: list[dict[str, Any]] = [
+        {"type": "text", "text": "before"},
+        {"type": "approval", "title": "deploy", "onAllow": [{"type": "text", "text": "ok"}]},
+    ]
+    session, run_id, asked = await _killed_while_asking(state, steps)
+    interaction = asked["params"]["interactionId"]
+    async with anyio.create_task_group() as tg:
+        bridge = BridgeProcess("newline", env={"AGENT_BRIDGE_STATE_DIR": str(state)})
+        await bridge.start(tg)
+        try:
+            await bridge.initialize()
+            await bridge.result("session/resume", {"sessionId": session})
+            again = await bridge.wait_for(lambda m: m.get("method") == "interaction/request", 30)
+            assert again["params"]["interactionId"] == interaction
+            assert bridge.proc is not None
+            bridge.proc.send_signal(signal.SIGKILL)
+            await bridge.wait_exit()
+        finally:
+            await bridge.stop()
+            tg.cancel_scope.cancel()
+    async with bridge_on(state) as bridge:
+        await bridge.result("session/resume", {"sessionId": session})
+        third = await bridge.wait_for(lambda m: m.get("method") == "interaction/request", 30)
+        assert third["params"]["interactionId"] == interaction
+        await bridge.send(
+            {
+                "jsonrpc": "2.0",
+                "id": third["id"],
+                "result": {"kind": "approval", "decision": "allow", "mode": "once"},
+            }
+        )
+        assert (await terminal_of(bridge, run_id))["payload"]["type"] == "run.completed"
+        stored = await read_all(bridge, session)
+        assert_gapless(stored)
+        assert [e["payload"]["type"] for e in stored] == [
+            "run.started",
+            "text.delta",
+            "interaction.requested",
+            "session.closed",
+            "session.resumed",
+            "session.closed",
+            "session.resumed",
+            "interaction.settled",
+            "text.delta",
+            "run.completed",
+        ]
+        texts = [e["payload"]["text"] for e in stored if e["payload"]["type"] == "text.delta"]
+        assert texts == ["before", "ok"]
+
+
 async def test_a_crash_with_a_pending_approval_settles_it_before_the_run_fails(
     tmp_path: Path,
 ) -> None:

@@ -402,6 +402,7 @@ class ScriptedSession(ProviderSession):
             (override or self._script).for_run(number), input, ctx, self._set_commands
         )
         run.resume_at = path
+        run.waiting = path  # it waits there again at once: a record saved now says so
         self._active = (run, number, own)
         self._tasks.start(run.main, name="run")
         return run

@@ -542,6 +542,7 @@ class Run:
         then settled ``cancelled`` and the request is a new interaction)."""
         expected = self.rebind.pop(0)
         if _encode(expected.request) == _encode(request):
+            self.session.save_recovery()  # it waits here again (a second crash continues it)
             return expected
         log.warning("run %s: the continued run asked something else; a new interaction", self.id)
         for other in (expected, *self.rebind):
