@@ -86,7 +86,8 @@ def choose_writer(mode: WriterMode) -> WriterKind:
     the thread's writer, whose work runs outside the interpreter lock but for about
     0.1 µs an event, no longer needs a CPU of its own once blocks are Zstandard (0.35 µs
     an event in all).  So the loop bounds both, the process's lower: server-bound it
-    streamed 0.71-0.85x the thread's rate on 1 and 2 CPUs, for 0.35-0.45 µs an event
+    streamed 0.71-0.85x the thread's rate in three measurements of four on 1 and 2 CPUs
+    (1.16x in the fourth, two repetitions on 1 CPU), for 0.30-0.45 µs an event
     more CPU and 16-18 MB more RSS (past row (4)'s 40 MB); more CPUs cannot lift the
     loop's bound, so none are expected to make the process pay."""
     if mode == "auto":
