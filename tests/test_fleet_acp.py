@@ -2,10 +2,12 @@
 (``docs/fleet.md``, Placement): driven by the ACP Python SDK's client, an ACP agent
 on a member that does not serve its provider creates the session on the member that
 does; the prompt turns (an approval answered by the ACP client, a cancel mid-turn) go
-through the database, the updates come back through it, and the session ends with the
-client.  Real processes, each member in its own network namespace with its own home
-(``test_fleet``), on a real PostgreSQL journal; every ACP message is validated against
-ACP's schema.json (the tap).
+through the database, the updates come back through it; a second ACP client on a third
+member loads the session (its history replayed, its turn routed to the member that runs
+it) and leaves it running; the session ends with the client that created it.  Real
+processes, each member in its own network namespace with its own home (``test_fleet``),
+on a real PostgreSQL journal; every ACP message is validated against ACP's schema.json
+(the tap).
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from typing import Any
 
 import anyio
 import pytest
-from acp_agent_support import ALLOWED, FIRST_TEXT, agent_argv, check_schema, write_script
+from acp_agent_support import (
+    ALLOWED,
+    DENIED,
+    FIRST_TEXT,
+    agent_argv,
+    check_schema,
+    write_script,
+)
 from test_fleet import _own_network, fleet, member_env, nodes_of
 
 acp = pytest.importorskip("acp", reason="LOUD SKIP: agent-client-protocol is not installed")
@@ -118,13 +127,50 @@ async def test_acp_session_new_runs_on_a_member_that_serves_the_provider(
             assert refused.value.data is not None
             assert refused.value.data["code"] == "session_in_use"
 
+            # another editor, on another member (delta), loads the session beta runs: its
+            # history is replayed, it follows it, and its turn goes to beta
+            other = Client()
+            log2 = tmp_path / "acp2.log"
+            argv2 = agent_argv(
+                log2,
+                tmp_path / "delta" / "state",
+                script,
+                "--journal",
+                pg_url,
+                "--node",
+                "delta",
+                "--node-providers",
+                "claude-code",
+            )
+            env2 = {**os.environ, **member_env(tmp_path, "delta")}
+            command2 = [*_own_network(), *argv2]
+            async with spawn_agent_process(other, *command2, env=env2) as (conn2, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+                await conn2.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+                await conn2.load_session(cwd=str(work), session_id=sid, mcp_servers=[])
+                users = [
+                    u.content.text
+                    for u in other.updates
+                    if u.session_update == "user_message_chunk"
+                ]
+                assert users == ["Greet", "Stop"]  # replayed before the reply
+                assert other.texts().startswith(FIRST_TEXT + ALLOWED)
+                other.updates.clear()
+                other.decisions = ["reject_once"]
+                client.release.set()  # (the first client, following too, declines)
+                reply = await conn2.prompt(session_id=sid, prompt=[text_block("Again")])
+                assert reply.stop_reason == "end_turn"
+                assert other.texts() == DENIED
+            # delta only loaded it: it goes on when delta's client leaves
+            assert nodes_of(await beta.result("session/list", {}))[sid] == "beta"
+
         # the client went away: its session, on beta, ends with it
         with anyio.fail_after(20):
             while nodes_of(await beta.result("session/list", {}))[sid] is not None:
                 await anyio.sleep(0.1)
         stored = await beta.result("events/read", {"sessionId": sid, "limit": 1000})
         kinds = [e["payload"]["type"] for e in stored["events"]]
-        assert kinds.count("run.started") == 2
+        assert kinds.count("run.started") == 3
         assert "run.completed" in kinds and "run.interrupted" in kinds
         assert kinds[-1] == "session.closed"
     check_schema(log)
+    check_schema(log2)

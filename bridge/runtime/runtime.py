@@ -1048,6 +1048,20 @@ class Runtime:
         session.stream.begin_replay(subscription, after)
         return await self._replay_open(session, subscription, after)
 
+    async def follow_elsewhere(
+        self, session_id: str, subscriber: Subscriber, after: int | None
+    ) -> bool:
+        """On a fleet, let ``subscriber`` follow ``session_id`` where another member runs
+        it (as :meth:`attach`: its events after ``after`` first; ``None``: from its
+        newest) and return ``True``; ``False`` when this runtime is not a fleet member.
+        Raises what :meth:`attach` raises."""
+        if not isinstance(self.history, Routable):
+            return False
+        if after is None:
+            after = (await self._stored(session_id)).last_sequence
+        await self.attach(session_id, subscriber, after)
+        return True
+
     async def route(self, method: str, params: Any, local: BridgeError) -> Any:
         """The result of a request about a session another fleet member owns, from that
         member (:mod:`.routing`); re-raises ``local`` (the error here) when there is

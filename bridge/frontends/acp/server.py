@@ -186,8 +186,11 @@ class AcpFrontend:
         self._prompted: set[str] = set()
         #: the provider's own sessions ``session/list`` showed: bridge session id -> ref
         self._native: dict[str, str] = {}
-        #: sessions ``session/new`` placed on another fleet member (followed from here)
+        #: sessions another fleet member runs, followed from here (placed there by
+        #: ``session/new``, or loaded or resumed while open there)
         self._remote: set[str] = set()
+        #: of those, the ones ``session/new`` placed there (they end with the client)
+        self._placed: set[str] = set()
         self.conn = Connection(
             receive,
             send,
@@ -501,6 +504,7 @@ class AcpFrontend:
         session_id = info.session_id
         if session_id not in self.runtime.sessions:
             self._remote.add(session_id)
+            self._placed.add(session_id)
             return {"sessionId": session_id}
         await self._commands_after_reply(session_id)
         return {"sessionId": session_id, **self._session_view(session_id)}
@@ -558,12 +562,22 @@ class AcpFrontend:
         if replay:
             self._replaying.add(session_id)
         try:
-            await self.runtime.reopen_session(
-                session_id,
-                after=0 if replay else None,
-                workspace=_absolute(cwd),
-                subscriber=self,
-            )
+            try:
+                await self.runtime.reopen_session(
+                    session_id,
+                    after=0 if replay else None,
+                    workspace=_absolute(cwd),
+                    subscriber=self,
+                )
+            except BridgeError as exc:
+                # open on another fleet member: followed from here, its turns routed
+                if exc.error_code != "session_in_use" or not await self.runtime.follow_elsewhere(
+                    session_id, self, 0 if replay else None
+                ):
+                    raise
+                self._remote.add(session_id)
+                await self.conn.drained()
+                return {}
         finally:
             self._replaying.discard(session_id)
         await self.conn.drained()
@@ -666,6 +680,7 @@ class AcpFrontend:
             "session/close", SessionRef(session_id), lambda: self.runtime.close_session(session_id)
         )
         self._remote.discard(session_id)
+        self._placed.discard(session_id)
         return {}
 
     async def _session_delete(self, params: acp.DeleteSessionRequest) -> dict[str, Any]:
@@ -861,11 +876,12 @@ class AcpFrontend:
                 await self._close_remote()
 
     async def _close_remote(self) -> None:
-        """The sessions placed on other fleet members for this client end with it, as
-        its sessions here do when ``agent-bridge acp`` exits (each close routed to its
-        member; one that cannot be closed now is logged)."""
+        """The sessions ``session/new`` placed on other fleet members for this client end
+        with it, as its sessions here do when ``agent-bridge acp`` exits (each close
+        routed to its member; one that cannot be closed now is logged).  Sessions it
+        only loaded or resumed there go on (another host runs them)."""
         with anyio.CancelScope(shield=True), anyio.move_on_after(10):
-            for session_id in sorted(self._remote):
+            for session_id in sorted(self._placed):
                 try:
                     await self.runtime.route(
                         "session/close", SessionRef(session_id), BridgeError("session_in_use")
