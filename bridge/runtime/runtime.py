@@ -734,6 +734,12 @@ class Runtime:
             del self._reopening[session_id]
             done.set()
 
+    async def _reopened_here(self, session_id: str) -> None:
+        """Return once ``session_id`` is not being reopened here (at once if it is not)."""
+        done = self._reopening.get(session_id)
+        if done is not None:
+            await done.wait()
+
     async def _reopen(
         self,
         session_id: str,
@@ -1321,7 +1327,10 @@ class Runtime:
         ``journal_failing`` (retryable) at once; if it begins to fail during the close,
         ``journal_failing`` after :data:`~agent_bridge.runtime.services.FAILING_REPLY_WAIT`
         (the close is then recorded once it recovers; a retry answers the closed session).
+        A close that comes while the session is being reopened here waits for the reopen
+        and closes what it opened (answering "closed" at once would be undone by it).
         """
+        await self._reopened_here(session_id)
         session = self.sessions.get(session_id)
         if session is None:
             record = await self._stored(session_id)
@@ -1341,6 +1350,7 @@ class Runtime:
         another live bridge), ``history_unavailable``, or ``journal_failing`` while the
         journal cannot commit."""
         self.services.check_writable()
+        await self._reopened_here(session_id)
         session = self.sessions.get(session_id)
         if session is not None and await guard(self.history.has_forks(session_id)):
             raise _has_forks()  # refused before anything is closed
