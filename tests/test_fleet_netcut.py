@@ -14,6 +14,10 @@ whatever alpha believes); alpha's host is told the journal is failing (the commi
 dead link holds times out after a lease: ``tcp_user_timeout``); once the link is back,
 alpha finds its lease taken over and writes nothing.
 
+And a transaction cut off between two statements (a connection with the members'
+time limits, in the same kind of namespace, holding a row ``FOR SHARE``) does not keep
+the row locked against a takeover's ``FOR UPDATE`` for more than about two leases.
+
 Needs root, ``unshare``, ``ip`` and ``nsenter`` (skipped loudly elsewhere, a failure in
 CI).
 """
@@ -24,6 +28,7 @@ import ipaddress
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +201,87 @@ async def _cut_mid_session(link: Link, alpha: BridgeProcess, beta: BridgeProcess
     )
     assert events == seen + tail  # beta's host saw exactly what is stored
     assert "run.interrupted" not in kinds  # alpha never wrote again
+
+
+#: a member's connection (the product's time limits) that locks a row and then goes
+#: silent, as a member whose network went away between two statements of a commit
+_LOCKER = """
+import sys, time
+from agent_bridge.journal.pg_schema import connect_pg, with_deadlines
+conn = connect_pg(with_deadlines(sys.argv[1], float(sys.argv[2])))
+conn.execute("BEGIN")
+conn.execute("SELECT 1 FROM fence WHERE token = 'alpha' FOR SHARE").fetchone()
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+async def test_a_transaction_cut_off_mid_way_does_not_hold_its_locks_for_long(
+    tmp_path: Path,
+) -> None:
+    """The fence a commit takes (a row ``FOR SHARE``) is held by the server for as long as
+    the transaction is open: a member whose network goes away between two statements
+    leaves it open, and the server, told nothing, would keep it until its TCP keepalive
+    gives up (hours), blocking the takeover (``FOR UPDATE`` on that row).  The member's
+    connections ask the server to end a transaction idle for two leases
+    (``with_deadlines``): the lock is free soon after."""
+    _require_namespaces()
+    import psycopg
+    from pgcluster import ClusterUnavailable, start_cluster
+
+    lease = 2.0
+    link = Link()
+    link.create()
+    try:
+        try:
+            cluster = start_cluster(listen=link.host_ip)
+        except ClusterUnavailable as exc:
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"PostgreSQL must run in CI: {exc}")
+            pytest.skip(f"PostgreSQL unavailable, the network cut is NOT tested: {exc}")
+        try:
+            url = cluster.new_database()
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("CREATE TABLE fence (token TEXT PRIMARY KEY)")
+                conn.execute("INSERT INTO fence VALUES ('alpha')")
+            database = url.split("?", 1)[0].rsplit("/", 1)[1]
+            over_the_link = f"postgresql://bridge@{link.host_ip}:5432/{database}"
+            ready = tmp_path / "locker-network-ready"
+            wait_then_exec = 'while [ ! -e "$0" ]; do sleep 0.02; done; exec "$@"'
+            locker = subprocess.Popen(
+                [
+                    *("unshare", "--net", "sh", "-c", wait_then_exec, str(ready)),
+                    *(sys.executable, "-c", _LOCKER, over_the_link, str(lease)),
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            try:
+                await _own_namespace(locker.pid)
+                link.move(locker.pid)
+                ready.touch()
+                assert locker.stdout is not None
+                with anyio.fail_after(30):
+                    line = await anyio.to_thread.run_sync(locker.stdout.readline)
+                assert line.strip() == "locked"
+                link.cut()
+                cut_at = anyio.current_time()
+                with psycopg.connect(url, autocommit=True) as conn:
+                    conn.execute("SET lock_timeout = '30s'")
+                    with conn.transaction():  # a takeover's lock on the row
+                        await anyio.to_thread.run_sync(
+                            lambda: conn.execute(
+                                "SELECT 1 FROM fence WHERE token = 'alpha' FOR UPDATE"
+                            ).fetchone()
+                        )
+                took = anyio.current_time() - cut_at
+                assert took < 2 * lease + 3.0, took  # two leases, slack for a loaded machine
+            finally:
+                locker.kill()
+                locker.wait()
+                if locker.stdout is not None:
+                    locker.stdout.close()
+        finally:
+            cluster.destroy()
+    finally:
+        link.delete()
