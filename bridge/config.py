@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import logging
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["ENV_CONFIG", "Config", "ConfigError", "config_path", "load_config"]
 
@@ -53,42 +54,56 @@ class Config:
         return value if isinstance(value, dict) else {}
 
 
+def _config_file(env: Mapping[str, str] | None) -> str | None:
+    """:func:`config_path` as a string (``pathlib`` is imported only when there is a file
+    to read: most bridges have none, and ``load_config`` runs on the first request)."""
+    env = os.environ if env is None else env
+    if ENV_CONFIG in env:
+        return env[ENV_CONFIG] or None
+    xdg = env.get("XDG_CONFIG_HOME")
+    if xdg and os.path.isabs(xdg):
+        return os.path.join(xdg, "agent-bridge", "config.toml")
+    home = env.get("HOME")
+    return os.path.join(home, ".config", "agent-bridge", "config.toml") if home else None
+
+
 def config_path(env: Mapping[str, str] | None = None) -> Path | None:
     """Where the configuration file is looked for (see the module doc); ``None`` when
     ``AGENT_BRIDGE_CONFIG`` is set empty or no home directory is known."""
-    env = os.environ if env is None else env
-    if ENV_CONFIG in env:
-        value = env[ENV_CONFIG]
-        return Path(value) if value else None
-    xdg = env.get("XDG_CONFIG_HOME")
-    if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "agent-bridge" / "config.toml"
-    home = env.get("HOME")
-    return Path(home) / ".config" / "agent-bridge" / "config.toml" if home else None
+    from pathlib import Path
+
+    file = _config_file(env)
+    return None if file is None else Path(file)
 
 
 def load_config(env: Mapping[str, str] | None = None, *, strict: bool = False) -> Config:
     """Read the configuration file; an absent one is an empty :class:`Config`."""
-    path = config_path(env)
-    if path is None:
+    file = _config_file(env)
+    if file is None:
         return Config()
     try:
-        with path.open("rb") as fh:
+        with open(file, "rb") as fh:
             raw = fh.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         return Config(path=None)
     except OSError as exc:
-        return _bad(path, f"cannot be read ({type(exc).__name__})", strict)
+        return _bad(file, f"cannot be read ({type(exc).__name__})", strict)
+    import tomllib
+    from pathlib import Path
+
     if len(raw) > MAX_CONFIG_BYTES:
-        return _bad(path, "is too large", strict)
+        return _bad(file, "is too large", strict)
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return _bad(path, f"is not valid TOML ({type(exc).__name__})", strict)
-    return Config(data=data, path=path)
+        return _bad(file, f"is not valid TOML ({type(exc).__name__})", strict)
+    return Config(data=data, path=Path(file))
 
 
-def _bad(path: Path, why: str, strict: bool) -> Config:
+def _bad(file: str, why: str, strict: bool) -> Config:
+    from pathlib import Path
+
+    path = Path(file)
     if strict:
         raise ConfigError(f"{path} {why}")
     log.warning("configuration file %s %s; ignoring it", path, why)

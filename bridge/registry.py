@@ -40,9 +40,14 @@ BUILTIN_PROVIDERS: dict[str, str] = {
     "acp": "agent_bridge.adapters.acp:generic_provider",
 }
 
-#: Providers configured in the bridge's configuration file (``[acp.agents.<id>]``):
-#: a zero-argument callable returning a list of providers.
+#: Providers configured in the bridge's configuration file (``[acp.agents.<id>]``): a
+#: callable taking the loaded :class:`~agent_bridge.config.Config` and returning a list of
+#: providers.  Its module (the whole ACP adapter) is imported only when the file has that
+#: table (:data:`CONFIGURED_TABLE`): a bridge whose sessions are all of one built-in
+#: provider never loads the others.
 CONFIGURED_PROVIDERS = "agent_bridge.adapters.acp:configured_providers"
+#: The table of the configuration file whose entries are providers (section, key).
+CONFIGURED_TABLE = ("acp", "agents")
 
 
 def _load(target: str) -> AgentProvider | None:
@@ -114,9 +119,15 @@ class ProviderRegistry:
         target, self._configured = self._configured, None
         if target is None:
             return
+        from agent_bridge.config import load_config
+
+        config = load_config()
+        section, key = CONFIGURED_TABLE
+        if not isinstance(config.section(section).get(key), dict):
+            return  # nothing configured: nothing to import
         module_name, _, attribute = target.partition(":")
         try:
-            providers = getattr(import_module(module_name), attribute)()
+            providers = getattr(import_module(module_name), attribute)(config)
         except Exception:
             log.exception("configured providers (%s) failed to load", target)
             return

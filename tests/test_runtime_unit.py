@@ -4,6 +4,8 @@ providers through the entry-point group."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -158,3 +160,53 @@ async def test_third_party_provider_is_found_through_the_entry_point_group(tmp_p
         assert text["payload"]["text"] == "You said: hey"
         unknown = await bridge.call("session/create", {"provider": "nope"})
         assert unknown["error"]["data"]["code"] == "provider_not_found"
+
+
+_ONE_SCRIPTED_SESSION = """
+import sys, anyio
+from agent_bridge.registry import ProviderRegistry
+from agent_bridge.runtime import Runtime
+
+async def main():
+    async with Runtime(ProviderRegistry.default()) as runtime:
+        await runtime.create_session("scripted", options={"script": {"steps": []}})
+        try:
+            runtime.registry.get("from-config")
+        except Exception as exc:
+            print("from-config:", type(exc).__name__)
+        else:
+            print("from-config: found")
+    heavy = ("agent_bridge.adapters.acp", "agent_bridge.processes", "ctypes", "tomllib")
+    print("loaded:", " ".join(m for m in heavy if m in sys.modules))
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.parametrize("configured", [False, True])
+def test_a_scripted_session_loads_no_other_adapter_unless_the_file_configures_agents(
+    tmp_path: Path, configured: bool
+) -> None:
+    """The registry reads the configuration file for ``[acp.agents.<id>]`` before it
+    hands out a provider (a configured id replaces a built-in's), but it imports the ACP
+    adapter (and with it the spawning module, ``ctypes`` and a TOML parser) only when
+    the file has that table: an idle bridge of scripted sessions holds none of them
+    (bench/run.py's RSS per idle session)."""
+    config = tmp_path / "config.toml"
+    if configured:
+        config.write_text('[acp.agents.from-config]\ncommand = ["/nonexistent/agent"]\n')
+    env = {**os.environ, "AGENT_BRIDGE_CONFIG": str(config)}
+    out = subprocess.run(
+        [sys.executable, "-c", _ONE_SCRIPTED_SESSION],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    if configured:
+        assert "from-config: found" in out
+        assert "agent_bridge.adapters.acp" in out and "tomllib" in out
+    else:
+        assert "from-config: BridgeError" in out
+        assert "loaded: \n" in out, out

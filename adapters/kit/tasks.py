@@ -22,7 +22,7 @@ import anyio
 import anyio.abc
 
 from agent_bridge.errors import ProviderFailure
-from agent_bridge.processes import redact
+from agent_bridge.redaction import redact
 from agent_bridge.wire.errors import ErrorCode
 
 __all__ = ["FailureHandler", "TaskSupervisor", "classify_exception"]

@@ -8,7 +8,6 @@ not hold a valid script is an ``invalid_option`` error at ``session/create``, wi
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -51,6 +50,8 @@ def load_script(options: Mapping[str, Any], key: str = "script") -> Script | Non
         # 'dance' - at `$.steps[0].type`"; the script is the host's input, not upstream's.
         reason = f"the script does not validate: {exc}"
     except ValueError as exc:
+        import json  # imported by the file's reading already
+
         where = f" (line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
         reason = f"the script file {_shown(path)} is not JSON{where}"
     raise BridgeError("invalid_option", details={"option": key, "reason": reason[:300]})

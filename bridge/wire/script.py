@@ -40,7 +40,6 @@ recording saw (provider, inputs, events), for hosts that check a replay against 
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 import msgspec
@@ -264,5 +263,7 @@ def decode_script(value: Any) -> Script:
 def read_script_file(path: str) -> Script:
     """The script in the JSON file ``path``; raises ``OSError``, ``ValueError`` or
     ``msgspec.ValidationError``."""
+    import json  # only for a script file (an inline script is already parsed)
+
     with open(path, "rb") as fh:
         return decode_script(json.load(fh))
