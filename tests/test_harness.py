@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -116,6 +117,57 @@ def test_exec_text_format(agent_bridge_state_dir: str) -> None:
     assert done.returncode == 0
     assert done.stdout.startswith("hi\n· approval: touch x\n")
     assert "allowed" in done.stdout and "· completed (end_turn)" in done.stdout
+
+
+def test_exec_text_arrives_whole_in_order_and_in_few_writes_while_the_run_goes_on() -> None:
+    """``--format text`` writes a released batch of events with one write and flushes once
+    the loop has run what was ready: 5,000 deltas arrive whole and in order, before the
+    run ends (the child waits for an interrupt after them), in a few write system calls
+    (one a delta, 4,800 and more, before batching), read from the child's own counter."""
+    text = "".join(f"<{i}>" for i in range(5000))
+    script = Script().text(text, chunks=5000).wait_for_interrupt().build()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agent_bridge",
+            "exec",
+            "--state-dir",
+            ":memory:",  # no journal: the child's writes are its stdout's (and stderr's)
+            "--format",
+            "text",
+            "--provider",
+            "scripted",
+            "--option",
+            f"script={json.dumps(script)}",
+            "go",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    try:
+        got = b""
+        deadline = time.monotonic() + 30
+        while not got.endswith(b"<4999>"):
+            assert time.monotonic() < deadline, got[-200:]
+            ready, _, _ = select.select([proc.stdout], [], [], 1)
+            if ready:
+                chunk = os.read(proc.stdout.fileno(), 1 << 20)
+                assert chunk, "stdout ended before the run did"
+                got += chunk
+        counters = dict(
+            line.split(": ") for line in Path(f"/proc/{proc.pid}/io").read_text().splitlines()
+        )
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert (got + out).decode() == text + "\n· interrupted (user)\n"
+    assert int(counters["syscw"]) < 1000, counters
 
 
 def test_exec_sigint_interrupts_the_run_cleanly(agent_bridge_state_dir: str) -> None:

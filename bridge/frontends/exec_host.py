@@ -51,31 +51,35 @@ _to_builtins: Final = msgspec.to_builtins
 class Output:
     """Writes events as NDJSON or as readable text to the protocol's stdout.
 
+    A released batch of events is one write (:meth:`envelopes`, :meth:`texts`), and
+    the flush is left for the event loop's next turn (:meth:`flush_soon`): the batches
+    released in one turn share a flush, and what a run says is on stdout as soon as the
+    loop has run what was ready (nothing waits for a buffer to fill or for the run to end).
+
     A stdout that can no longer be written (its reader went away: ``exec ... | head``)
-    is not an error to report: :attr:`closed` becomes true, nothing more is written, and
-    the descriptor is pointed at ``/dev/null`` so what the buffer still holds is dropped
-    quietly at exit.  Its owner stops the run (:class:`ExecHost`)."""
+    is not an error to report: :attr:`closed` becomes true, nothing more is written,
+    ``on_gone`` is called, and the descriptor is pointed at ``/dev/null`` so what the
+    buffer still holds is dropped quietly at exit.  Its owner stops the run
+    (:class:`ExecHost`)."""
 
     def __init__(self, out: IO[bytes], fmt: Literal["ndjson", "text"]) -> None:
         self._out = out
         self._fmt = fmt
         self._mid_line = False
+        self._flush_due = False
         self.closed = False
+        #: called once stdout turns out to be gone (also when a deferred flush finds it)
+        self.on_gone: Callable[[], None] | None = None
 
     def event(self, body: bytes, payload: EventPayload) -> None:
-        """Write one event: its envelope as the runtime encoded it (``ndjson``), or
-        ``payload`` (the object that was encoded, never decoded again) in words."""
-        if self.closed:
-            return
-        try:
-            if self._fmt == "ndjson":
-                self._out.write(body + b"\n")
-            else:
-                text = self._text(_to_builtins(payload))
-                self._out.write(text.encode("utf-8", "replace"))
-            self._out.flush()
-        except OSError:
-            self._gone()
+        """Write one event and flush: its envelope as the runtime encoded it
+        (``ndjson``), or ``payload`` (the object that was encoded, never decoded again)
+        in words."""
+        if self._fmt == "ndjson":
+            self.envelopes([body])
+        else:
+            self.texts([payload])
+        self.flush()
 
     @property
     def ndjson(self) -> bool:
@@ -84,12 +88,46 @@ class Output:
 
     def envelopes(self, bodies: list[bytes]) -> None:
         """Write the envelopes ``bodies`` as the runtime encoded them, one a line, with one
-        write and one flush for them all (``ndjson``; ``bodies`` is consumed)."""
+        write for them all (``ndjson``; ``bodies`` is consumed); see :meth:`flush_soon`."""
         if self.closed:
             return
         bodies.append(b"")  # the last line's newline, from the same join
+        self._write(b"\n".join(bodies))
+
+    def texts(self, payloads: list[EventPayload]) -> None:
+        """Write ``payloads`` (the objects the runtime encoded) in words, with one write
+        for them all (``text``); see :meth:`flush_soon`."""
+        if self.closed:
+            return
+        text = "".join([self._text(_to_builtins(payload)) for payload in payloads])
+        if text:
+            self._write(text.encode("utf-8", "replace"))
+
+    def _write(self, data: bytes) -> None:
         try:
-            self._out.write(b"\n".join(bodies))
+            self._out.write(data)
+        except OSError:
+            self._gone()
+
+    def flush_soon(self) -> None:
+        """Flush once the running event loop has run what is ready now (at once outside
+        one); one flush however many batches are written before it."""
+        if self._flush_due or self.closed:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        self._flush_due = True
+        loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Flush what was written."""
+        self._flush_due = False
+        if self.closed:
+            return
+        try:
             self._out.flush()
         except OSError:
             self._gone()
@@ -105,8 +143,12 @@ class Output:
             self._gone()
 
     def _gone(self) -> None:
+        if self.closed:
+            return
         self.closed = True
         point_at_devnull(self._out.fileno())
+        if self.on_gone is not None:
+            self.on_gone()
 
     def _line(self, text: str) -> str:
         prefix = "\n" if self._mid_line else ""
@@ -268,27 +310,27 @@ class ExecHost:
         #: the run's terminal payload, once it came
         self.terminal: RunCompleted | RunFailed | RunInterrupted | None = None
         self.ended = anyio.Event()
+        output.on_gone = self.ended.set  # nobody reads: the command stops the run
 
     # Subscriber protocol
 
     def publish(self, events: Released) -> bool:
         """Print the events (from the bodies and payload objects the runtime gives: none
-        decoded again; in ``ndjson`` a batch with one write); never congested (stdout is
-        written at once)."""
+        decoded again; a batch with one write, flushed on the loop's next turn); never
+        congested (stdout is written at once)."""
         try:
             decoded = events.events()  # the objects themselves for live events
         except msgspec.DecodeError:  # only replayed history is decoded; exec replays none
             sys.stderr.write("agent-bridge exec: an event could not be read\n")
             return False
         output = self._output
-        lines: list[bytes] | None = [] if output.ndjson else None
+        lines: list[bytes] = []
+        payloads: list[EventPayload] = []
         for body, (run_id, payload) in zip(events.bodies, decoded, strict=True):
             if self.terminal is not None:
                 break  # one run: nothing after its end
-            if lines is None:
-                output.event(body, payload)
-            else:
-                lines.append(body)
+            lines.append(body)
+            payloads.append(payload)
             if (
                 isinstance(payload, _TERMINAL)
                 and run_id is not None
@@ -296,7 +338,11 @@ class ExecHost:
             ):
                 self.terminal = payload
         if lines:
-            output.envelopes(lines)
+            if output.ndjson:
+                output.envelopes(lines)
+            else:
+                output.texts(payloads)
+            output.flush_soon()
         if output.closed or self.terminal is not None:
             self.ended.set()  # the run ended, or nobody reads: the command stops the run
         return False
@@ -314,6 +360,7 @@ class ExecHost:
     async def ask(self, interaction: Interaction) -> None:
         answer: Answer | None
         if self._policy == "ask":
+            self._output.flush()  # what the run said so far, before the question
             answer = await _in_daemon_thread(self._ask, interaction.request)
         elif isinstance(interaction.request, ApprovalRequest):
             answer = ApprovalAnswer("allow" if self._policy == "once" else "deny")
