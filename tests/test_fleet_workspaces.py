@@ -12,12 +12,13 @@ sessions in a folder no member serves).
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 from bridge_client import BridgeProcess, script_session
-from test_fleet import fleet, nodes_of
+from test_fleet import events_until, fleet, nodes_of
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -96,3 +97,44 @@ async def test_workspaces_are_placed_by_their_real_paths(pg_url: str, tmp_path: 
         after = nodes_of(await beta.result("session/list", {}))
         assert set(after) == set(placed)  # nothing was created by the refusals
         assert not any(os.scandir(outside))
+
+
+async def test_a_takeover_judges_the_workspace_by_its_real_path(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """A session created through a link (``elsewhere/ws`` -> ``served/proj``) on alpha,
+    which is SIGKILLed: beta finds it dead first (its beat is the fastest) and serves
+    the scripted provider under ``elsewhere``, the folder the link is in, but not under
+    ``served``; gamma serves ``served`` (declared through another link).  The takeover
+    judges the workspace as placement does, by its real path: gamma resumes it, in
+    ``served/proj``, and beta does not take it."""
+    served, elsewhere = tmp_path / "served", tmp_path / "elsewhere"
+    (served / "proj").mkdir(parents=True)
+    elsewhere.mkdir()
+    (elsewhere / "ws").symlink_to(served / "proj")
+    (tmp_path / "served-link").symlink_to(served)
+    (tmp_path / "served-other").symlink_to(served)
+    scripted = ("--node-providers", "scripted")
+    extra: dict[str, tuple[str, ...]] = {
+        "alpha": (*scripted, "--node-workspaces", str(tmp_path / "served-link")),
+        "beta": (*scripted, "--node-workspaces", str(elsewhere)),
+        "gamma": (*scripted, "--node-workspaces", str(tmp_path / "served-other")),
+    }
+    leases = {"alpha": 3.0, "beta": 1.0, "gamma": 30.0}
+    async with fleet(tmp_path, pg_url, extra=extra, leases=leases) as members:
+        alpha, beta, gamma = members["alpha"], members["beta"], members["gamma"]
+        steps: list[dict[str, Any]] = [{"type": "text", "text": "here"}]
+        params = script_session(steps) | {"workspace": str(elsewhere / "ws")}
+        info = (await alpha.result("session/create", params))["session"]
+        session = info["sessionId"]
+        assert info["workspace"] == str(served / "proj")
+        await gamma.result("session/attach", {"sessionId": session})
+        assert alpha.proc is not None
+        alpha.proc.send_signal(signal.SIGKILL)
+        await alpha.proc.wait()
+        await events_until(gamma, session, "session.resumed", timeout=30)
+        assert nodes_of(await beta.result("session/list", {}))[session] == "gamma"
+        run = await beta.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+        end = await events_until(gamma, session, "run.completed", timeout=30)
+        assert end[-1]["runId"] == run["runId"]
+        assert not list(elsewhere.iterdir())[1:]  # nothing but the link was made there

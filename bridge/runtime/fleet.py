@@ -140,13 +140,16 @@ async def succeed(runtime: Runtime, session_id: str) -> None:
     history = _fleet(runtime)
     try:
         stored = await runtime.stored(session_id)
+        # judged as placement judges a new session's (its real path here), so a session
+        # created through a link goes to the member serving the folder it really is in
+        workspace = judged(stored.workspace)
         await runtime.declared.wait()
         members = await guard(history.members())
     except BridgeError as exc:
         log.warning("session %s: not taken over (%s)", session_id, exc)
         return
     me = history.me()
-    target = heir(members, me, stored.provider_id, judged(stored.workspace))
+    target = heir(members, me, stored.provider_id, workspace)
     if target is None:
         log.warning(
             "session %s: no live member serves %s in its workspace; it stays closed",
