@@ -13,6 +13,7 @@ on a real PostgreSQL journal; every ACP message is validated against ACP's schem
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,10 @@ async def test_acp_session_new_runs_on_a_member_that_serves_the_provider(
             await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
             session = await conn.new_session(cwd=str(work), mcp_servers=[])
             sid = session.session_id
-            assert session.config_options is None  # set where it runs, not here
+            # its owner's options, as for a session here
+            assert session.config_options is not None
+            provider = next(o for o in session.config_options if o.id == "provider")
+            assert provider.current_value == "scripted"
             assert nodes_of(await beta.result("session/list", {}))[sid] == "beta"
 
             # a turn: streamed from beta, its approval answered by this client
@@ -124,8 +128,7 @@ async def test_acp_session_new_runs_on_a_member_that_serves_the_provider(
 
             with pytest.raises(RequestError) as refused:
                 await conn.set_config_option(config_id="provider", session_id=sid, value="x")
-            assert refused.value.data is not None
-            assert refused.value.data["code"] == "session_in_use"
+            assert refused.value.code == -32602  # it runs on beta, which keeps its provider
 
             # another editor, on another member (delta), loads the session beta runs: its
             # history is replayed, it follows it, and its turn goes to beta
@@ -146,7 +149,8 @@ async def test_acp_session_new_runs_on_a_member_that_serves_the_provider(
             command2 = [*_own_network(), *argv2]
             async with spawn_agent_process(other, *command2, env=env2) as (conn2, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
                 await conn2.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
-                await conn2.load_session(cwd=str(work), session_id=sid, mcp_servers=[])
+                loaded = await conn2.load_session(cwd=str(work), session_id=sid, mcp_servers=[])
+                assert loaded is not None and loaded.config_options is not None  # beta's
                 users = [
                     u.content.text
                     for u in other.updates
@@ -174,3 +178,121 @@ async def test_acp_session_new_runs_on_a_member_that_serves_the_provider(
         assert kinds[-1] == "session.closed"
     check_schema(log)
     check_schema(log2)
+
+
+#: a provider that names its models and modes (``session/settings``) and its commands
+SETTINGS: dict[str, Any] = {
+    "model": {"current": "small", "available": [{"id": "small"}, {"id": "large"}]},
+    "mode": {"current": "ask", "available": [{"id": "ask", "name": "Ask"}, {"id": "auto"}]},
+}
+
+
+async def test_an_acp_session_on_another_member_has_its_owners_modes_options_and_title(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """A session ``session/new`` placed on beta shows the ACP client beta's modes,
+    config options and commands; ``session/set_mode`` and ``session/set_config_option``
+    are made by beta, once each; a change of beta's settings by another host (a bridge
+    protocol host on gamma, routed to beta) reaches the client as
+    ``current_mode_update`` / ``config_option_update``; the first prompt titles it (on
+    beta, for every member's ``session/list``), and the second does not."""
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            {
+                "settings": SETTINGS,
+                "commands": [{"name": "review", "description": "Review the diff"}],
+                "steps": [{"type": "echo"}],
+            }
+        )
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    log = tmp_path / "acp.log"
+    extra: dict[str, tuple[str, ...]] = {"beta": ("--node-providers", "scripted")}
+    async with fleet(tmp_path, pg_url, ("beta", "gamma"), extra=extra) as members:
+        beta, gamma = members["beta"], members["gamma"]
+        argv = agent_argv(
+            log,
+            tmp_path / "alpha" / "state",
+            script,
+            "--journal",
+            pg_url,
+            "--node",
+            "alpha",
+            "--node-providers",
+            "claude-code",
+        )
+        env = {**os.environ, **member_env(tmp_path, "alpha")}
+        command = [*_own_network(), *argv]
+        client = Client()
+        async with spawn_agent_process(client, command[0], *command[1:], env=env) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+            session = await conn.new_session(cwd=str(work), mcp_servers=[])
+            sid = session.session_id
+            assert nodes_of(await beta.result("session/list", {}))[sid] == "beta"
+            assert session.modes is not None
+            assert session.modes.current_mode_id == "ask"
+            assert [m.id for m in session.modes.available_modes] == ["ask", "auto"]
+            options = {o.id: o for o in session.config_options or []}
+            assert options["model"].current_value == "small"
+            assert [c.value for c in options["model"].options] == ["small", "large"]
+
+            def updates(kind: str) -> list[Any]:
+                return [u for u in client.updates if u.session_update == kind]
+
+            with anyio.fail_after(20):  # its commands, right after the reply
+                while not updates("available_commands_update"):
+                    await anyio.sleep(0.05)
+            names = [c.name for c in updates("available_commands_update")[0].available_commands]
+            assert names == ["review"]
+
+            # set here, made by beta (once), told back through its settings.updated
+            await conn.set_session_mode(mode_id="auto", session_id=sid)
+            with pytest.raises(RequestError) as unknown:
+                await conn.set_session_mode(mode_id="huge", session_id=sid)
+            assert unknown.value.code == -32602
+            changed = await conn.set_config_option(config_id="model", session_id=sid, value="large")
+            model = next(o for o in changed.config_options if o.id == "model")
+            assert model.current_value == "large"
+            assert (await beta.result("session/settings", {"sessionId": sid}))["model"][
+                "current"
+            ] == "large"
+            # another host changes beta's settings (through gamma, routed to beta)
+            configured = await gamma.result("session/configure", {"sessionId": sid, "mode": "ask"})
+            assert configured["mode"]["current"] == "ask"
+            with anyio.fail_after(20):
+                while len(updates("current_mode_update")) < 3:
+                    await anyio.sleep(0.05)
+                while not updates("config_option_update"):
+                    await anyio.sleep(0.05)
+            # (the model's settings.updated names the mode too, as for a session here)
+            modes = [u.current_mode_id for u in updates("current_mode_update")]
+            assert modes == ["auto", "auto", "ask"]
+            last = next(
+                o for o in updates("config_option_update")[-1].config_options if o.id == "model"
+            )
+            assert last.current_value == "large"
+
+            # the first prompt titles it (beta keeps the title), the second does not
+            reply = await conn.prompt(
+                session_id=sid, prompt=[text_block("Fix the   login page\nthen the tests")]
+            )
+            assert reply.stop_reason == "end_turn"
+            reply = await conn.prompt(session_id=sid, prompt=[text_block("Another")])
+            assert reply.stop_reason == "end_turn"
+            titles = [u.title for u in updates("session_info_update")]
+            assert titles == ["Fix the login page"]
+            listed = await gamma.result("session/list", {})
+            mine = next(s for s in listed["sessions"] if s["sessionId"] == sid)
+            assert mine["title"] == "Fix the login page"
+
+        stored = await beta.result("events/read", {"sessionId": sid, "limit": 1000})
+        settled = [
+            (e["payload"].get("model"), e["payload"].get("mode"))
+            for e in stored["events"]
+            if e["payload"]["type"] == "settings.updated"
+        ]
+        # each change made once: set_mode auto, the model large, gamma's mode ask
+        assert settled == [("small", "auto"), ("large", "auto"), ("large", "ask")]
+    check_schema(log)

@@ -381,13 +381,19 @@ class BridgeFrontend:
         return await self.runtime.read_events(params)
 
     async def _session_commands(self, params: SessionRef) -> SessionCommandsResult:
-        return await self.runtime.session_commands(params.session_id)
+        return await self._here_or_owner(
+            "session/commands", params, lambda: self.runtime.session_commands(params.session_id)
+        )
 
     async def _session_settings(self, params: SessionRef) -> SessionSettings:
-        return await self.runtime.session_settings(params.session_id)
+        return await self._here_or_owner(
+            "session/settings", params, lambda: self.runtime.session_settings(params.session_id)
+        )
 
     async def _session_configure(self, params: SessionConfigureParams) -> SessionSettings:
-        return await self.runtime.configure_session(params)
+        return await self._here_or_owner(
+            "session/configure", params, lambda: self.runtime.configure_session(params)
+        )
 
     async def _blob_read(self, params: BlobReadParams) -> BlobReadResult:
         return await self.runtime.read_blob(params)

@@ -1,7 +1,12 @@
 """Requests about a session another fleet member owns, handled by that member.
 
-``run/start``, ``run/steer``, ``run/interrupt``, ``interaction/respond`` and
-``session/close`` can only be handled where the session is open.  On a fleet (the
+``run/start``, ``run/steer``, ``run/interrupt``, ``interaction/respond``,
+``session/close``, ``session/settings``, ``session/configure`` and ``session/commands``
+can only be handled where the session is open; so can three requests of front-ends
+only, never on the wire (``agent-bridge acp``'s view of a session another member runs:
+``session/state`` reads its provider's descriptor, its options as the journal keeps
+them, its model and mode and its commands; ``session/reconfigure`` changes some of its
+options; ``session/retitle`` titles it if it has no title yet).  On a fleet (the
 PostgreSQL journal, ``docs/fleet.md``) a member that finds the session open in another
 live member (``session_in_use``, ``run_not_found``, ``interaction_not_found`` here) sends
 the request through the database (:meth:`~agent_bridge.journal.base.Routable.route`) and
@@ -26,6 +31,7 @@ import msgspec
 from agent_bridge.errors import BridgeError
 from agent_bridge.journal import History, JournalError, Routable
 from agent_bridge.wire.errors import ErrorInfo
+from agent_bridge.wire.inputs import SessionCommandsResult
 from agent_bridge.wire.methods import (
     Empty,
     InteractionRespondParams,
@@ -39,13 +45,63 @@ from agent_bridge.wire.methods import (
     SessionRef,
     SessionResult,
 )
+from agent_bridge.wire.providers import ProviderDescriptor
+from agent_bridge.wire.settings import SessionConfigureParams, SessionSettings
 
 if TYPE_CHECKING:
     from agent_bridge.runtime.runtime import Runtime
 
-__all__ = ["ROUTED", "route", "serve_routed"]
+__all__ = [
+    "ROUTED",
+    "SessionReconfigure",
+    "SessionRetitle",
+    "SessionState",
+    "SessionTitle",
+    "route",
+    "serve_routed",
+]
 
 log = logging.getLogger("agent_bridge.runtime")
+
+
+class SessionState(msgspec.Struct, frozen=True):
+    """``session/state`` (front-ends only): what a front-end shows of a session open in
+    another member, as that member has it: its provider's ``descriptor``, its
+    ``options`` as the journal keeps them (credentials withheld), its model and mode
+    (``settings``, ``None`` when the provider names neither), its ``commands`` and
+    its ``title``."""
+
+    descriptor: ProviderDescriptor
+    options: dict[str, Any]
+    settings: SessionSettings | None
+    commands: SessionCommandsResult
+    title: str | None = None
+
+
+class SessionReconfigure(msgspec.Struct, frozen=True):
+    """``session/reconfigure`` (front-ends only): give the session the options ``set``
+    and drop those named in ``unset``, keeping the rest as its owner has them (values
+    withheld from the journal included); answered with its :class:`SessionState`."""
+
+    session_id: str
+    set: dict[str, Any] = {}
+    unset: tuple[str, ...] = ()
+
+
+class SessionRetitle(msgspec.Struct, frozen=True):
+    """``session/retitle`` (front-ends only): title the session ``title`` if it has no
+    title yet."""
+
+    session_id: str
+    title: str
+
+
+class SessionTitle(msgspec.Struct, frozen=True):
+    """The answer to :class:`SessionRetitle`: the title given, ``None`` when the session
+    had one already."""
+
+    title: str | None = None
+
 
 #: method -> (params type, result type, what names the owner, the key)
 ROUTED: Final[dict[str, tuple[type[Any], type[Any], str, Callable[[Any], str]]]] = {
@@ -59,6 +115,17 @@ ROUTED: Final[dict[str, tuple[type[Any], type[Any], str, Callable[[Any], str]]]]
         lambda p: p.interaction_id,
     ),
     "session/close": (SessionRef, SessionResult, "session", lambda p: p.session_id),
+    "session/settings": (SessionRef, SessionSettings, "session", lambda p: p.session_id),
+    "session/configure": (
+        SessionConfigureParams,
+        SessionSettings,
+        "session",
+        lambda p: p.session_id,
+    ),
+    "session/commands": (SessionRef, SessionCommandsResult, "session", lambda p: p.session_id),
+    "session/state": (SessionRef, SessionState, "session", lambda p: p.session_id),
+    "session/reconfigure": (SessionReconfigure, SessionState, "session", lambda p: p.session_id),
+    "session/retitle": (SessionRetitle, SessionTitle, "session", lambda p: p.session_id),
     # to the member placement picked (runtime/fleet.py), not found by a session
     "session/create": (SessionCreateParams, SessionResult, "member", lambda p: p.node),
     "session/takeover": (SessionRef, SessionResult, "member", lambda p: p.session_id),
@@ -136,6 +203,18 @@ async def _execute(runtime: Runtime, method: str, data: bytes) -> tuple[bytes | 
             result = SessionResult(await runtime.create_placed(params, None))
         elif method == "session/takeover":
             result = SessionResult(await runtime.resume_taken_over(params.session_id))
+        elif method == "session/settings":
+            result = await runtime.session_settings(params.session_id)
+        elif method == "session/configure":
+            result = await runtime.configure_session(params)
+        elif method == "session/commands":
+            result = await runtime.session_commands(params.session_id)
+        elif method == "session/state":
+            result = await runtime.session_state(params.session_id)
+        elif method == "session/reconfigure":
+            result = await runtime.change_options(params.session_id, params.set, params.unset)
+        elif method == "session/retitle":
+            result = SessionTitle(runtime.title_if_untitled(params.session_id, params.title))
         else:
             result = SessionResult(await runtime.close_session(params.session_id))
     except BridgeError as exc:

@@ -62,7 +62,7 @@ from agent_bridge.runtime.inputs import image_type, prepare
 from agent_bridge.runtime.native import import_history, native_session_id
 from agent_bridge.runtime.reading import catch_up, check_page, guard, read_page, replay
 from agent_bridge.runtime.receipts import Receipts
-from agent_bridge.runtime.routing import route, serve_routed
+from agent_bridge.runtime.routing import SessionState, route, serve_routed
 from agent_bridge.runtime.runs import Run
 from agent_bridge.runtime.services import Services
 from agent_bridge.runtime.sessions import ProviderStart, Session, record_info
@@ -1524,6 +1524,45 @@ class Runtime:
         session = await self._live(session_id)
         assert session.provider_session is not None
         return session.provider_session.model_and_mode() or SessionSettings()
+
+    async def session_state(self, session_id: str) -> SessionState:
+        """What a front-end shows of a session open here to a host on another fleet
+        member (``session/state``, routed): its provider's descriptor, its options as
+        the journal keeps them, its model and mode, its commands and title.  Raises
+        ``session_not_found``, ``session_closed`` or ``session_in_use``."""
+        session = await self._live(session_id)
+        assert session.provider_session is not None
+        commands = session.provider_session.commands()
+        return SessionState(
+            session.descriptor,
+            storable_options(session.options),
+            session.provider_session.model_and_mode(),
+            SessionCommandsResult(commands or (), commands is not None),
+            session.title,
+        )
+
+    async def change_options(
+        self, session_id: str, set: dict[str, Any], unset: tuple[str, ...]
+    ) -> SessionState:
+        """Give a session open here the options ``set`` and drop those in ``unset``, the
+        rest kept as they are (``session/reconfigure``, routed from a front-end on
+        another member that has only the journal's copy of them: :meth:`reconfigure_session`,
+        which says what it raises); return its :meth:`session_state`."""
+        session = await self._open_here(session_id)
+        options = {k: v for k, v in session.options.items() if k not in unset}
+        await self.reconfigure_session(session_id, {**options, **set})
+        return await self.session_state(session_id)
+
+    def title_if_untitled(self, session_id: str, title: str) -> str | None:
+        """Title a session open here ``title`` when it has none (``session/retitle``,
+        routed: a front-end titling a session from its first prompt); return the
+        title given, ``None`` when it had one.  Raises what :meth:`retitle_session`
+        raises."""
+        session = self.sessions.get(session_id)
+        if session is not None and session.title is not None:
+            return None
+        self.retitle_session(session_id, title)
+        return title
 
     async def configure_session(self, params: SessionConfigureParams) -> SessionSettings:
         """Switch the session's model and/or mode between runs, then tell every attached

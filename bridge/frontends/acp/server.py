@@ -55,8 +55,10 @@ from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Li
 from agent_bridge.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, RpcError
 from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.runtime.native import native_session_id
+from agent_bridge.runtime.routing import SessionReconfigure, SessionRetitle, SessionState
 from agent_bridge.wire import acp
 from agent_bridge.wire.events import EventPayload, RunFailed, SettingsUpdated
+from agent_bridge.wire.inputs import InputKind, SessionCommandsResult
 from agent_bridge.wire.methods import (
     RunInterruptParams,
     RunInterruptResult,
@@ -66,7 +68,7 @@ from agent_bridge.wire.methods import (
     SessionRef,
 )
 from agent_bridge.wire.providers import ProviderDescriptor
-from agent_bridge.wire.settings import SessionConfigureParams
+from agent_bridge.wire.settings import SessionConfigureParams, SessionSetting, SessionSettings
 
 __all__ = ["CREDENTIALS_METHOD", "LOGIN_ARGS", "AcpFrontend", "acp_error"]
 
@@ -191,6 +193,9 @@ class AcpFrontend:
         self._remote: set[str] = set()
         #: of those, the ones ``session/new`` placed there (they end with the client)
         self._placed: set[str] = set()
+        #: what their owner says of them (``session/state``, routed), kept up to date
+        #: from their ``settings.updated`` events and the answers to changes made here
+        self._views: dict[str, SessionState] = {}
         self.conn = Connection(
             receive,
             send,
@@ -262,6 +267,8 @@ class AcpFrontend:
         bodies: list[bytes] = []
         for run_id, payload in decoded:
             bodies += map(_encode, mapper.updates(payload, replay=replay))
+            if type(payload) is SettingsUpdated and not replay and session_id in self._views:
+                self._settings_seen(session_id, payload)
             if type(payload) is SettingsUpdated and payload.model is not None and not replay:
                 if bodies:  # the updates so far go first
                     notify(bodies, head, _UPDATE_TAIL)
@@ -425,13 +432,27 @@ class AcpFrontend:
 
     # ------------------------------------------------------------------ sessions
 
-    def _session_view(self, session_id: str) -> dict[str, Any]:
-        """``modes`` and ``configOptions`` of an open session."""
+    def _state(
+        self, session_id: str
+    ) -> tuple[ProviderDescriptor, dict[str, Any], SessionSettings | None]:
+        """The provider's descriptor, the options and the model and mode of a session
+        open here, or of one another fleet member runs as its owner last said
+        (:attr:`_views`).  Raises ``KeyError`` for any other."""
+        remote = self._views.get(session_id)
+        if remote is not None:
+            return remote.descriptor, remote.options, remote.settings
         session = self.runtime.sessions[session_id]
-        options = self.runtime.session_options(session_id)
+        provider_session = session.provider_session
+        settings = provider_session.model_and_mode() if provider_session is not None else None
+        return session.descriptor, self.runtime.session_options(session_id), settings
+
+    def _session_view(self, session_id: str) -> dict[str, Any]:
+        """``modes`` and ``configOptions`` of an open session (here, or another fleet
+        member's as its owner said: :meth:`_remote_view`)."""
+        descriptor, options, _ = self._state(session_id)
         view: dict[str, Any] = {
             "configOptions": config_options(
-                session.descriptor,
+                descriptor,
                 options,
                 self._providers(),
                 booleans=self._booleans,
@@ -446,7 +467,7 @@ class AcpFrontend:
                     choice["value"] for choice in option.get("options", ())
                 }:
                     option["currentValue"] = live["currentModeId"]
-        modes = live or mode_state(session.descriptor, options)
+        modes = live or mode_state(descriptor, options)
         if modes is not None:
             view["modes"] = modes
         return view
@@ -454,18 +475,16 @@ class AcpFrontend:
     def _live_modes(self, session_id: str) -> dict[str, Any] | None:
         """The ``modes`` the session's provider names itself (``session/settings``), or
         ``None``: then a permission option stands for them (:func:`mode_state`)."""
-        provider_session = self.runtime.sessions[session_id].provider_session
-        if provider_session is None:
-            return None
-        return settings_modes(provider_session.model_and_mode())
+        return settings_modes(self._state(session_id)[2])
 
     def _model_changed(self, session_id: str) -> None:
         """Tell the client the session's ``model`` config option after its provider's
         model changed (``settings.updated``: ``session/set_config_option``, a host's
         ``session/configure``, or the provider itself), when the provider's own models
         make that option."""
-        session = self.runtime.sessions.get(session_id)
-        if session is None or self._live_model(session_id) is None:
+        if session_id not in self._views and session_id not in self.runtime.sessions:
+            return
+        if self._live_model(session_id) is None:
             return
         configs = self._session_view(session_id)["configOptions"]
         self._notify(session_id, "config_option_update", configOptions=configs)
@@ -473,10 +492,7 @@ class AcpFrontend:
     def _live_model(self, session_id: str) -> dict[str, Any] | None:
         """The ``model`` config option the session's provider's own models make
         (``session/settings``), or ``None``: then its ``model`` option stands for it."""
-        provider_session = self.runtime.sessions[session_id].provider_session
-        if provider_session is None:
-            return None
-        return settings_model(provider_session.model_and_mode())
+        return settings_model(self._state(session_id)[2])
 
     def _providers(self) -> list[str]:
         return [p.id for p in self.runtime.registry.all()]
@@ -505,7 +521,7 @@ class AcpFrontend:
         if session_id not in self.runtime.sessions:
             self._remote.add(session_id)
             self._placed.add(session_id)
-            return {"sessionId": session_id}
+            return {"sessionId": session_id, **await self._remote_view(session_id)}
         await self._commands_after_reply(session_id)
         return {"sessionId": session_id, **self._session_view(session_id)}
 
@@ -522,14 +538,55 @@ class AcpFrontend:
             result: _T = await self.runtime.route(method, params, exc)
             return result
 
-    def _not_here(self, session_id: str) -> None:
-        """Raise ``session_in_use`` for a session another fleet member runs (its
-        settings are set there)."""
-        if session_id in self._remote:
-            raise BridgeError(
-                "session_in_use",
-                details={"reason": "the session runs on another fleet member"},
+    async def _owner(self, method: str, params: Any) -> Any:
+        """The answer of the fleet member that runs the session to ``method`` (routed;
+        ``session_in_use`` when no live member has it open)."""
+        return await self.runtime.route(
+            method,
+            params,
+            BridgeError(
+                "session_in_use", details={"reason": "the session runs on another fleet member"}
+            ),
+        )
+
+    async def _remote_view(self, session_id: str) -> dict[str, Any]:
+        """``modes`` and ``configOptions`` of a session another fleet member runs, from
+        what its owner says of it (``session/state``: its provider's descriptor, its
+        options, its model and mode), which is kept (:attr:`_views`); its commands are
+        sent right after the reply, as for a session here.  ``{}`` when the owner
+        cannot say now (logged)."""
+        try:
+            state: SessionState = await self._owner("session/state", SessionRef(session_id))
+        except BridgeError as exc:
+            log.warning("session %s: its owner's settings not read (%s)", session_id, exc)
+            self._views.pop(session_id, None)
+            return {}
+        self._views[session_id] = state
+        self._send_commands(session_id, state.commands)
+        return self._session_view(session_id)
+
+    async def _view_of(self, session_id: str) -> SessionState:
+        """What the owner of a session another fleet member runs says of it (kept, else
+        asked now).  Raises what routing it raises."""
+        state = self._views.get(session_id)
+        if state is None:
+            state = self._views[session_id] = await self._owner(
+                "session/state", SessionRef(session_id)
             )
+        return state
+
+    def _settings_seen(self, session_id: str, payload: SettingsUpdated) -> None:
+        """Keep a remote session's model and mode as its ``settings.updated`` says."""
+        state = self._views[session_id]
+        settings = state.settings or SessionSettings()
+        model, mode = settings.model, settings.mode
+        if payload.model is not None:
+            model = msgspec.structs.replace(model or SessionSetting(), current=payload.model)
+        if payload.mode is not None:
+            mode = msgspec.structs.replace(mode or SessionSetting(), current=payload.mode)
+        self._views[session_id] = msgspec.structs.replace(
+            state, settings=SessionSettings(model, mode)
+        )
 
     async def _commands_after_reply(self, session_id: str) -> None:
         """Send the session's current commands as an ``available_commands_update`` right
@@ -541,6 +598,10 @@ class AcpFrontend:
         except BridgeError as exc:
             log.info("session %s: commands not read (%s)", session_id, exc.error_code)
             return
+        self._send_commands(session_id, listed)
+
+    def _send_commands(self, session_id: str, listed: SessionCommandsResult) -> None:
+        """An ``available_commands_update`` of ``listed`` after the reply (when known)."""
         if not listed.known:
             return
         update = {
@@ -577,7 +638,7 @@ class AcpFrontend:
                     raise
                 self._remote.add(session_id)
                 await self.conn.drained()
-                return {}
+                return await self._remote_view(session_id)
         finally:
             self._replaying.discard(session_id)
         await self.conn.drained()
@@ -681,6 +742,7 @@ class AcpFrontend:
         )
         self._remote.discard(session_id)
         self._placed.discard(session_id)
+        self._views.pop(session_id, None)
         return {}
 
     async def _session_delete(self, params: acp.DeleteSessionRequest) -> dict[str, Any]:
@@ -702,14 +764,18 @@ class AcpFrontend:
         self._prompted.add(session_id)
         try:
             session = self.runtime.sessions.get(session_id)
-            kinds = session.descriptor.capabilities.input.kinds if session else ("text",)
-            offered = (
-                session.provider_session.commands()
-                if session is not None and session.provider_session is not None
-                else None
-            )
+            remote = self._views.get(session_id)
+            kinds: tuple[InputKind, ...] = ("text",)
+            offered = None
+            if session is not None:
+                kinds = session.descriptor.capabilities.input.kinds
+                if session.provider_session is not None:
+                    offered = session.provider_session.commands()
+            elif remote is not None:  # another fleet member's, as its owner said
+                kinds = remote.descriptor.capabilities.input.kinds
+                offered = remote.commands.commands
             input = run_input(params.prompt, kinds, {c.name for c in offered or ()})
-            self._title_from(session_id, params.prompt)
+            await self._title_from(session_id, params.prompt)
             start = RunStartParams(session_id, input)
             started: RunStartResult = await self._here_or_owner(
                 "run/start", start, lambda: self.runtime.start_run(start)
@@ -762,7 +828,8 @@ class AcpFrontend:
         self, params: acp.SetSessionConfigOptionRequest
     ) -> dict[str, Any]:
         session_id = params.session_id
-        self._not_here(session_id)
+        if session_id in self._remote:
+            return await self._set_remote_option(params)
         session = self.runtime.sessions.get(session_id)
         if session is None or session.state != "active":
             raise BridgeError("session_not_found")
@@ -800,7 +867,9 @@ class AcpFrontend:
         client then gets ``current_mode_update`` from its ``settings.updated``); else the
         provider's permission option is set (the session restarts with it at the next
         prompt)."""
-        self._not_here(params.session_id)
+        if params.session_id in self._remote:
+            await self._set_remote_mode(params)
+            return {}
         session = self.runtime.sessions.get(params.session_id)
         if session is None or session.state != "active":
             raise BridgeError("session_not_found")
@@ -821,6 +890,90 @@ class AcpFrontend:
         configs = self._session_view(params.session_id)["configOptions"]
         self._notify(params.session_id, "config_option_update", configOptions=configs)
         return {}
+
+    async def _set_remote_option(self, params: acp.SetSessionConfigOptionRequest) -> dict[str, Any]:
+        """``session/set_config_option`` of a session another fleet member runs: as for a
+        session here, each change made by its owner (``session/configure`` for a model
+        its provider names, ``session/reconfigure`` for a session option), once; its
+        provider cannot change there (``invalid_params``)."""
+        session_id = params.session_id
+        state = await self._view_of(session_id)
+        if params.config_id == PROVIDER_CONFIG_ID:
+            if params.value != state.descriptor.id:
+                raise BridgeError(
+                    "invalid_params",
+                    details={
+                        "field": "configId",
+                        "reason": "the provider of a session another fleet member runs "
+                        "cannot change",
+                    },
+                )
+        elif params.config_id == "model" and settings_model(state.settings) is not None:
+            if not isinstance(params.value, str):
+                raise BridgeError(
+                    "invalid_params", details={"field": "value", "reason": "a model id"}
+                )
+            configure = SessionConfigureParams(session_id, model=params.value)
+            settings: SessionSettings = await self._owner("session/configure", configure)
+            # (its settings.updated brings the client config_option_update)
+            self._views[session_id] = msgspec.structs.replace(
+                self._views.get(session_id, state), settings=settings
+            )
+        else:
+            options = apply_choice(
+                state.descriptor,
+                state.options,
+                params.config_id,
+                params.value,
+                booleans=self._booleans,
+            )
+            state = await self._reconfigure_remote(session_id, state, options)
+            mode = mode_option(state.descriptor)
+            if mode is not None and mode.name == params.config_id:
+                view = mode_state(state.descriptor, state.options)
+                if view is not None:
+                    self._notify(
+                        session_id, "current_mode_update", currentModeId=view["currentModeId"]
+                    )
+        return {"configOptions": self._session_view(session_id)["configOptions"]}
+
+    async def _set_remote_mode(self, params: acp.SetSessionModeRequest) -> None:
+        """``session/set_mode`` of a session another fleet member runs: its provider's own
+        modes switched by its owner (``session/configure``: the client then gets
+        ``current_mode_update`` from its ``settings.updated``), else its permission
+        option (``session/reconfigure``)."""
+        session_id = params.session_id
+        state = await self._view_of(session_id)
+        if settings_modes(state.settings) is not None:
+            configure = SessionConfigureParams(session_id, mode=params.mode_id)
+            settings: SessionSettings = await self._owner("session/configure", configure)
+            self._views[session_id] = msgspec.structs.replace(
+                self._views.get(session_id, state), settings=settings
+            )
+            return
+        mode = mode_option(state.descriptor)
+        if mode is None:
+            raise BridgeError("invalid_params", details={"field": "modeId"})
+        options = apply_choice(state.descriptor, state.options, mode.name, params.mode_id)
+        await self._reconfigure_remote(session_id, state, options)
+        configs = self._session_view(session_id)["configOptions"]
+        self._notify(session_id, "config_option_update", configOptions=configs)
+
+    async def _reconfigure_remote(
+        self, session_id: str, state: SessionState, options: dict[str, Any]
+    ) -> SessionState:
+        """Have the owner give the session ``options``: only what differs from ``state``
+        (what the journal keeps of them) travels, so options withheld from the journal
+        keep their values there; keep and return what the owner answers."""
+        before = state.options
+        changed = {k: v for k, v in options.items() if k not in before or before[k] != v}
+        dropped = tuple(k for k in before if k not in options)
+        if not changed and not dropped:
+            return state
+        request = SessionReconfigure(session_id, changed, dropped)
+        after: SessionState = await self._owner("session/reconfigure", request)
+        self._views[session_id] = after
+        return after
 
     async def _switch_provider(self, session_id: str, value: Any) -> None:
         session = self.runtime.sessions[session_id]
@@ -846,10 +999,15 @@ class AcpFrontend:
             session_id=session_id,
         )
 
-    def _title_from(self, session_id: str, prompt: acp.Prompt) -> None:
+    async def _title_from(self, session_id: str, prompt: acp.Prompt) -> None:
         """Title an untitled session after the text blocks of its first prompt (ACP's
         ``session/new`` has no title; ``session/list`` shows it, in every bridge on the
-        journal) and tell the client with a ``session_info_update``."""
+        journal) and tell the client with a ``session_info_update``; one another fleet
+        member runs is titled by its owner (``session/retitle``, when it has no title
+        there either)."""
+        if session_id in self._remote:
+            await self._title_remote(session_id, prompt)
+            return
         session = self.runtime.sessions.get(session_id)
         if session is None or session.state != "active" or session.title is not None:
             return
@@ -858,6 +1016,25 @@ class AcpFrontend:
             return
         self.runtime.retitle_session(session_id, title)
         self._notify(session_id, "session_info_update", title=title)
+
+    async def _title_remote(self, session_id: str, prompt: acp.Prompt) -> None:
+        state = self._views.get(session_id)
+        if state is not None and state.title is not None:
+            return
+        title = prompt_title("\n".join(prompt_texts(prompt)))
+        if title is None:
+            return
+        try:
+            given = await self._owner("session/retitle", SessionRetitle(session_id, title))
+        except BridgeError as exc:
+            log.info("session %s: not titled (%s)", session_id, exc.error_code)
+            return
+        if state is not None:
+            self._views[session_id] = msgspec.structs.replace(
+                self._views.get(session_id, state), title=given.title or state.title or title
+            )
+        if given.title is not None:
+            self._notify(session_id, "session_info_update", title=given.title)
 
     def _notify(self, session_id: str, kind: str, **fields: Any) -> None:
         update = {"sessionUpdate": kind, **fields}
