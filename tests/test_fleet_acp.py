@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,10 @@ import anyio
 import pytest
 from acp_agent_support import (
     ALLOWED,
+    BRIDGE,
     DENIED,
     FIRST_TEXT,
+    TAP,
     agent_argv,
     check_schema,
     write_script,
@@ -34,12 +37,22 @@ acp = pytest.importorskip("acp", reason="LOUD SKIP: agent-client-protocol is not
 from acp import RequestError, spawn_agent_process, text_block  # noqa: E402
 from acp.schema import (  # noqa: E402
     AllowedOutcome,
+    BooleanConfigOptionCapabilities,
     ClientCapabilities,
+    ClientSessionCapabilities,
     DeniedOutcome,
     RequestPermissionResponse,
+    SessionConfigOptionsCapabilities,
 )
 
 pytestmark = pytest.mark.timeout(300)
+
+#: a client that takes boolean config options (toggles)
+TOGGLES = ClientCapabilities(
+    session=ClientSessionCapabilities(
+        config_options=SessionConfigOptionsCapabilities(boolean=BooleanConfigOptionCapabilities())
+    )
+)
 
 
 class Client:
@@ -295,4 +308,56 @@ async def test_an_acp_session_on_another_member_has_its_owners_modes_options_and
         ]
         # each change made once: set_mode auto, the model large, gamma's mode ask
         assert settled == [("small", "auto"), ("large", "auto"), ("large", "ask")]
+    check_schema(log)
+
+
+async def test_a_session_option_of_an_acp_session_on_another_member_is_set_by_its_owner(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """The provider is an ACP agent (another ``agent-bridge acp`` on the scripted
+    provider, configured as ``inner``) with boolean session options; only beta serves
+    it.  The ACP client (on alpha) sees them as toggles, sets one: beta restarts its
+    provider session with it (the option changed there, once, the others kept), the
+    reply and a later ``session/load`` show it, and the next prompt runs on beta."""
+    inner = [BRIDGE, "acp", "--provider", "scripted", "--state-dir", str(tmp_path / "inner")]
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[acp.agents.inner]\ndisplayName = "Inner bridge"\ncommand = {json.dumps(inner)}\n'
+    )
+    env = {"AGENT_BRIDGE_CONFIG": str(config)}
+    extra: dict[str, tuple[str, ...]] = {"beta": ("--node-providers", "inner")}
+    log = tmp_path / "acp.log"
+    async with fleet(tmp_path, pg_url, ("beta",), extra=extra, env=env) as members:
+        beta = members["beta"]
+        argv = [sys.executable, str(TAP), "--log", str(log), "--", BRIDGE, "acp"]
+        argv += ["--provider", "inner", "--state-dir", str(tmp_path / "alpha" / "state")]
+        argv += ["--journal", pg_url, "--node", "alpha", "--node-providers", "claude-code"]
+        command = [*_own_network(), *argv]
+        member = {**os.environ, **member_env(tmp_path, "alpha"), **env}
+        client = Client()
+        async with spawn_agent_process(client, command[0], *command[1:], env=member) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+            await conn.initialize(protocol_version=1, client_capabilities=TOGGLES)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            sid = session.session_id
+            assert nodes_of(await beta.result("session/list", {}))[sid] == "beta"
+            current = {o.id: o.current_value for o in session.config_options or []}
+            assert current["clientFs"] is False and current["clientTerminal"] is False
+            changed = await conn.set_config_option(
+                config_id="clientFs", session_id=sid, type="boolean", value=True
+            )
+            after = {o.id: o.current_value for o in changed.config_options}
+            assert after["clientFs"] is True and after["clientTerminal"] is False
+            with pytest.raises(RequestError) as bad:  # a toggle takes a boolean
+                await conn.set_config_option(config_id="clientTerminal", session_id=sid, value="on")
+            assert bad.value.code == -32602
+            reply = await conn.prompt(session_id=sid, prompt=[text_block("toggled")])
+            assert reply.stop_reason == "end_turn"
+            assert client.texts() == "You said: toggled"
+            loaded = await conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
+            assert loaded is not None
+            again = {o.id: o.current_value for o in loaded.config_options or []}
+            assert again["clientFs"] is True and again["clientTerminal"] is False
+        stored = await beta.result("events/read", {"sessionId": sid, "limit": 1000})
+        kinds = [e["payload"]["type"] for e in stored["events"]]
+        assert kinds.count("run.started") == 1
     check_schema(log)

@@ -1530,13 +1530,17 @@ class Runtime:
         member (``session/state``, routed): its provider's descriptor, its options as
         the journal keeps them, its model and mode, its commands and title.  Raises
         ``session_not_found``, ``session_closed`` or ``session_in_use``."""
-        session = await self._live(session_id)
-        assert session.provider_session is not None
-        commands = session.provider_session.commands()
+        session = await self._open_here(session_id)
+        if session.state != "active":
+            raise BridgeError("session_closed")
+        # between a change of options and the next run it has no provider session:
+        # then no model, mode or commands, as a front-end here shows it
+        provider_session = session.provider_session
+        commands = provider_session.commands() if provider_session is not None else None
         return SessionState(
             session.descriptor,
             storable_options(session.options),
-            session.provider_session.model_and_mode(),
+            provider_session.model_and_mode() if provider_session is not None else None,
             SessionCommandsResult(commands or (), commands is not None),
             session.title,
         )

@@ -196,6 +196,9 @@ class AcpFrontend:
         #: what their owner says of them (``session/state``, routed), kept up to date
         #: from their ``settings.updated`` events and the answers to changes made here
         self._views: dict[str, SessionState] = {}
+        #: of those, the ones whose options changed since: their owner starts their
+        #: provider session again at the next prompt (its model and mode then known)
+        self._restarting: set[str] = set()
         self.conn = Connection(
             receive,
             send,
@@ -743,6 +746,7 @@ class AcpFrontend:
         self._remote.discard(session_id)
         self._placed.discard(session_id)
         self._views.pop(session_id, None)
+        self._restarting.discard(session_id)
         return {}
 
     async def _session_delete(self, params: acp.DeleteSessionRequest) -> dict[str, Any]:
@@ -784,6 +788,8 @@ class AcpFrontend:
             if turn.cancelled:  # cancelled while the run was starting
                 await self._interrupt(started.run_id)
             await turn.done.wait()
+            if session_id in self._restarting:
+                await self._restarted(session_id)
         finally:
             del self._turns[session_id]
         terminal = turn.terminal
@@ -973,7 +979,18 @@ class AcpFrontend:
         request = SessionReconfigure(session_id, changed, dropped)
         after: SessionState = await self._owner("session/reconfigure", request)
         self._views[session_id] = after
+        self._restarting.add(session_id)
         return after
+
+    async def _restarted(self, session_id: str) -> None:
+        """After the first prompt since its options changed, read again what the owner
+        says of a session another fleet member runs (its provider session started again
+        with them: its model, mode and commands); kept as it was when it cannot say."""
+        self._restarting.discard(session_id)
+        try:
+            self._views[session_id] = await self._owner("session/state", SessionRef(session_id))
+        except BridgeError as exc:
+            log.info("session %s: its owner's settings not read (%s)", session_id, exc)
 
     async def _switch_provider(self, session_id: str, value: Any) -> None:
         session = self.runtime.sessions[session_id]
