@@ -57,7 +57,13 @@ from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.runtime.native import native_session_id
 from agent_bridge.runtime.routing import SessionReconfigure, SessionRetitle, SessionState
 from agent_bridge.wire import acp
-from agent_bridge.wire.events import EventPayload, RunFailed, SettingsUpdated
+from agent_bridge.wire.events import (
+    EventPayload,
+    RunFailed,
+    SessionClosed,
+    SessionResumed,
+    SettingsUpdated,
+)
 from agent_bridge.wire.inputs import InputKind, SessionCommandsResult
 from agent_bridge.wire.methods import (
     RunInterruptParams,
@@ -143,10 +149,20 @@ def prompt_title(text: str) -> str | None:
     return (cut[:space] if space > TITLE_CHARS // 2 else cut).rstrip() + "…"
 
 
+#: how long a turn whose session was closed ``bridge_crashed`` (the fleet member running
+#: it died while the run waited on an interaction, and the run was left open for a member
+#: that continues it) waits for that member's ``session.resumed`` before the prompt is
+#: answered ``session_in_use``: when no live member can run the session, none comes
+TAKEOVER_WAIT: Final = 15.0
+
+
+_CUT_OR_RESUMED: Final = (SessionClosed, SessionResumed)
+
+
 class _Turn:
     """The one prompt turn in progress of a session."""
 
-    __slots__ = ("cancelled", "done", "run_id", "terminal")
+    __slots__ = ("cancelled", "cut_at", "done", "run_id", "terminal", "wake")
 
     def __init__(self) -> None:
         self.run_id: str | None = None
@@ -154,6 +170,32 @@ class _Turn:
         self.cancelled = False
         self.terminal: EventPayload | None = None
         self.done = anyio.Event()
+        #: when the session was closed ``bridge_crashed`` and not resumed since
+        self.cut_at: float | None = None
+        #: set at the terminal event, the crash's ``session.closed`` and ``session.resumed``
+        self.wake = anyio.Event()
+
+    async def ended(self) -> None:
+        """Return at the run's terminal event; raises ``session_in_use`` (retryable) when
+        the session was closed ``bridge_crashed`` and not resumed within
+        :data:`TAKEOVER_WAIT` (a run left open that no member continues: the prompt
+        must not wait for ever)."""
+        while not self.done.is_set():
+            self.wake = anyio.Event()
+            if self.cut_at is None:
+                await self.wake.wait()
+                continue
+            left = self.cut_at + TAKEOVER_WAIT - anyio.current_time()
+            if left <= 0:
+                raise BridgeError(
+                    "session_in_use",
+                    details={
+                        "reason": "the fleet member running the session stopped and no "
+                        "member has continued its turn: prompt again once it is resumed"
+                    },
+                )
+            with anyio.move_on_after(left):
+                await self.wake.wait()
 
 
 class AcpFrontend:
@@ -282,9 +324,26 @@ class AcpFrontend:
                 if turn is not None and turn.run_id in (None, run_id):
                     turn.terminal = payload
                     turn.done.set()
+                    turn.wake.set()
+            elif type(payload) in _CUT_OR_RESUMED:
+                self._cut_or_resumed(session_id, payload)
         if bodies:
             notify(bodies, head, _UPDATE_TAIL)
         return self.conn.congested
+
+    def _cut_or_resumed(self, session_id: str, payload: EventPayload) -> None:
+        """Note on the session's turn that its owner died (``session.closed``
+        ``bridge_crashed``) or that a member resumed it."""
+        turn = self._turns.get(session_id)
+        if turn is None:
+            return
+        if isinstance(payload, SessionResumed):
+            turn.cut_at = None
+        elif isinstance(payload, SessionClosed) and payload.reason == "bridge_crashed":
+            turn.cut_at = anyio.current_time()
+        else:
+            return
+        turn.wake.set()
 
     @property
     def congested(self) -> bool:
@@ -787,7 +846,7 @@ class AcpFrontend:
             turn.run_id = started.run_id
             if turn.cancelled:  # cancelled while the run was starting
                 await self._interrupt(started.run_id)
-            await turn.done.wait()
+            await turn.ended()
             if session_id in self._restarting:
                 await self._restarted(session_id)
         finally:

@@ -1,0 +1,107 @@
+"""``agent-bridge acp`` on a fleet member whose session runs on another member, attacked:
+the member running the turn is SIGKILLed mid-prompt.  The ACP client's ``session/prompt``
+must end within the lease and a beat, never hang: with the run's end when another
+member continues it (the approval offered again and answered), else a typed, retryable
+error.  Real
+processes on a real PostgreSQL journal (``test_fleet``, ``test_fleet_acp``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from acp_agent_support import ALLOWED, agent_argv, write_script
+from test_fleet import _own_network, fleet, member_env, nodes_of
+from test_fleet_acp import Client
+
+acp = pytest.importorskip("acp", reason="LOUD SKIP: agent-client-protocol is not installed")
+from acp import RequestError, spawn_agent_process, text_block  # noqa: E402
+from acp.schema import ClientCapabilities  # noqa: E402
+
+from agent_bridge.frontends.acp.server import TAKEOVER_WAIT  # noqa: E402
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.mark.parametrize("waiting", ["approval", "working", "approval-taken-over"])
+async def test_the_member_running_a_prompt_dies_and_the_prompt_ends(
+    pg_url: str, tmp_path: Path, waiting: str
+) -> None:
+    script = write_script(tmp_path, cancel_while="wait" if waiting == "working" else "approval")
+    work = tmp_path / "work"
+    work.mkdir()
+    extra: dict[str, tuple[str, ...]] = {"beta": ("--node-providers", "scripted")}
+    names: tuple[str, ...] = ("beta",)
+    if waiting == "approval-taken-over":
+        names = ("beta", "gamma")
+        extra["gamma"] = ("--node-providers", "scripted")
+    async with fleet(tmp_path, pg_url, names, extra=extra, lease=2.0) as members:
+        beta = members["beta"]
+        argv = agent_argv(
+            tmp_path / "acp.log",
+            tmp_path / "alpha" / "state",
+            script,
+            "--journal",
+            pg_url,
+            "--node",
+            "alpha",
+            "--node-providers",
+            "claude-code",
+            "--lease-seconds",
+            "2",
+        )
+        env = {**os.environ, **member_env(tmp_path, "alpha")}
+        command = [*_own_network(), *argv]
+        client = Client()
+        async with spawn_agent_process(client, command[0], *command[1:], env=env) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+            sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
+            assert nodes_of(await beta.result("session/list", {}))[sid] == "beta"
+            client.decisions = ["allow_once", "allow_once"]
+            await conn.prompt(session_id=sid, prompt=[text_block("one")])
+            await conn.prompt(session_id=sid, prompt=[text_block("two")])
+            client.decisions = [None] if waiting == "approval" else [None, "allow_once"]
+            client.asked.clear()
+            prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("three")]))
+            if waiting.startswith("approval"):
+                await asyncio.wait_for(client.asked.wait(), 30)
+            else:
+                while "working" not in client.texts():
+                    await asyncio.sleep(0.05)
+            assert beta.proc is not None
+            beta.proc.send_signal(signal.SIGKILL)
+            killed = time.monotonic()
+            outcome: object
+            try:
+                outcome = await asyncio.wait_for(prompt, 60)
+            except RequestError as exc:
+                outcome = exc
+            took = time.monotonic() - killed
+            # the lease, a beat, the wait for a member to continue it, slack: never a hang
+            assert took < 2.0 + 1.0 + TAKEOVER_WAIT + 5.0, took
+            if waiting == "approval-taken-over":
+                # gamma continued the run; the client answered the approval offered again
+                assert not isinstance(outcome, RequestError), outcome.data
+                assert getattr(outcome, "stop_reason", None) == "end_turn", outcome
+                assert client.texts().endswith(ALLOWED * 3)
+                assert nodes_of(await members["gamma"].result("session/list", {}))[sid] == "gamma"
+                client.release.set()
+                return
+            assert isinstance(outcome, RequestError), outcome
+            assert outcome.data is not None
+            # cut off at the approval, kept open for a member that can continue it (none
+            # here): retryable; cut off while working: the run failed, bridge_crashed
+            expected = "session_in_use" if waiting == "approval" else "bridge_crashed"
+            assert outcome.data["code"] == expected, outcome.data
+            assert outcome.data["retryable"] is True
+            client.release.set()
+            # the agent still serves: a new session has nowhere to run now, a typed refusal
+            with pytest.raises(RequestError) as refused:
+                await conn.new_session(cwd=str(work), mcp_servers=[])
+            assert refused.value.data is not None
+            assert refused.value.data["code"] == "provider_unavailable"
