@@ -141,6 +141,14 @@ class ProviderRegistry:
         """Whether :meth:`all` would still import modules or read entry points."""
         return bool(self._lazy) or self._configured is not None or not self._loaded
 
+    def warm_now(self) -> None:
+        """:meth:`warm` in this thread (blocking: before an event loop runs)."""
+        targets = [*self._lazy.values(), *filter(None, [self._configured])]
+        skip = frozenset(self._providers) | frozenset(self._lazy)
+        found = _import_modules(targets, not self._loaded, skip)
+        if found is not None and self._entry_points is None:
+            self._entry_points = found
+
     async def warm(self) -> None:
         """Import the modules :meth:`all` needs and read the entry points in a worker
         thread, so that the :meth:`all` that follows (on the loop) only instantiates.

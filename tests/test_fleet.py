@@ -521,6 +521,29 @@ async def test_a_new_session_is_placed_on_a_member_that_serves_it(
         assert set(after) == {on_beta, on_alpha, local}
 
 
+async def test_a_member_can_be_placed_on_as_soon_as_it_answered_initialize(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """A member records what it serves before its first reply: alpha serves claude-code
+    only; beta (every provider, so it loads them all first) has just answered its
+    ``initialize`` when alpha's host creates a scripted session, by placement and by
+    naming beta: both run on beta (before, beta had not yet declared itself then:
+    ``workspace``-less placement answered alpha's refusal, naming it ``invalid_params``)."""
+    extra: dict[str, tuple[str, ...]] = {"alpha": ("--node-providers", "claude-code")}
+    steps = [{"type": "text", "text": "placed"}]
+    async with fleet(tmp_path, pg_url, ("alpha", "beta"), extra=extra) as members:
+        alpha, beta = members["alpha"], members["beta"]  # beta: initialize just answered
+        placed = await alpha.call("session/create", script_session(steps), check=False)
+        named = await alpha.call(
+            "session/create", script_session(steps) | {"node": "beta"}, check=False
+        )
+        for reply in (placed, named):
+            assert "result" in reply, reply
+        ids = [r["result"]["session"]["sessionId"] for r in (placed, named)]
+        listed = nodes_of(await beta.result("session/list", {}))
+        assert [listed[i] for i in ids] == ["beta", "beta"]
+
+
 async def test_takeover_goes_to_a_member_that_can_run_the_sessions_provider(
     pg_url: str, tmp_path: Path
 ) -> None:

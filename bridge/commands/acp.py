@@ -148,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
     history = boot.open_journal("agent-bridge", args.state_dir, args)
     if history is None:
         return 1
+    boot.declare_member(history, registry)  # a fleet member: before its first reply
 
     from agent_bridge.frontends.acp.server import AcpFrontend
     from agent_bridge.rpc.connection import Limits

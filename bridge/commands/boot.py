@@ -31,6 +31,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "build_runtime",
     "configure_logging",
+    "declare_member",
     "describe_error",
     "guard_stdout",
     "log_file_usable",
@@ -124,6 +125,43 @@ def open_journal(prefix: str, state_dir: str | None, args: Any = None) -> Histor
         sys.stderr.write(f"{prefix}: {exc}\n")
         sys.stderr.flush()
         return None
+
+
+def declare_member(history: History, registry: ProviderRegistry) -> None:
+    """On a fleet's journal, record what this member serves before its first reply
+    (``docs/fleet.md``, Placement): the providers of ``registry`` (imported here,
+    blocking: ~0.1 s for the built-ins) or those of ``--node-providers`` it has, and
+    its workspace roots; so a host told this member is up can have a session placed on
+    it from any member at once.  Nothing for another history.  When the journal
+    cannot take it now, the runtime tries again once it runs (logged)."""
+    import logging
+
+    from agent_bridge.errors import BridgeError
+    from agent_bridge.journal import JournalError, Routable
+
+    if not isinstance(history, Routable):
+        return
+    log = logging.getLogger("agent_bridge.runtime")
+    if history.serves is None:
+        registry.warm_now()
+        ids = tuple(provider.id for provider in registry.all())
+    else:
+        known: list[str] = []
+        for provider_id in history.serves:
+            try:
+                registry.get(provider_id)
+            except BridgeError:
+                log.warning(
+                    "fleet: --node-providers names %r, which this bridge does not have",
+                    provider_id,
+                )
+            else:
+                known.append(provider_id)
+        ids = tuple(known)
+    try:
+        history.declare_now(ids)
+    except JournalError as exc:
+        log.warning("fleet: cannot record what this member serves now (%s)", exc)
 
 
 def build_runtime(

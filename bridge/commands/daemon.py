@@ -140,8 +140,12 @@ def _daemon(args: argparse.Namespace) -> int:
     from agent_bridge.runtime import Runtime
 
     def runtime() -> Runtime:
+        from agent_bridge.registry import ProviderRegistry
+
         history = open_history(paths.state_dir, **history_settings(args))
-        return boot.build_runtime(args, history, hold_unanswerable=True)
+        registry = ProviderRegistry.default()
+        boot.declare_member(history, registry)  # a fleet member: before serving anyone
+        return boot.build_runtime(args, history, registry=registry, hold_unanswerable=True)
 
     try:
         return main(paths, runtime, idle_timeout=args.idle_timeout, frontend_options={})

@@ -59,6 +59,15 @@ def run(args: Any) -> int:
     history = boot.open_journal("agent-bridge", args.state_dir, args)
     if history is None:
         return 1
+    from agent_bridge.journal import Routable
+
+    registry = None
+    if isinstance(history, Routable):
+        # a fleet member: what it serves is recorded before its first reply
+        from agent_bridge.registry import ProviderRegistry
+
+        registry = ProviderRegistry.default()
+        boot.declare_member(history, registry)
 
     # The host waits for its initialize reply: answer it before loading the rest.
     from agent_bridge.frontends.first_reply import FirstInput, Stopped, answer_first, signalled
@@ -114,7 +123,13 @@ def run(args: Any) -> int:
         return server
 
     return boot.serve_stdio(
-        args, history, protocol_fd, frontend, prefix=first.data, signalled_before=signalled
+        args,
+        history,
+        protocol_fd,
+        frontend,
+        registry=registry,
+        prefix=first.data,
+        signalled_before=signalled,
     )
 
 

@@ -373,6 +373,8 @@ class Routable(Protocol):
 
     #: the providers ``--node-providers`` names (``None``: every provider of the bridge)
     serves: tuple[str, ...] | None
+    #: whether it has recorded what it serves (:meth:`declare_now` or :meth:`declare`)
+    declared: bool
 
     async def route(
         self, kind: str, key: str, method: str, params: bytes, timeout: float = 30.0
@@ -400,6 +402,10 @@ class Routable(Protocol):
     async def declare(self, providers: tuple[str, ...]) -> Member:
         """Record in the journal what this member serves: ``providers`` (the bridge's,
         narrowed by ``--node-providers``) and its workspace roots; return it."""
+        ...
+
+    def declare_now(self, providers: tuple[str, ...]) -> Member:
+        """:meth:`declare`, blocking: before the event loop runs."""
         ...
 
     async def members(self) -> list[Member]:

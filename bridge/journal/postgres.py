@@ -119,6 +119,9 @@ class PgJournal(Journal):
     serves: tuple[str, ...] | None = None
     #: what :meth:`declare` last recorded
     _providers: tuple[str, ...] = ()
+    #: whether this member has recorded what it serves (:meth:`declare_now`, before
+    #: its first reply, or :meth:`declare`)
+    declared: bool = False
 
     # ------------------------------------------------------------------ lease
 
@@ -387,23 +390,44 @@ class PgJournal(Journal):
         """This member: token, node, the providers it last declared, its roots."""
         return Member(self._owner.token, self.node, self._providers, self.roots)
 
+    def _declare_sync(self, conn: psycopg.Connection[Any], providers: tuple[str, ...]) -> None:
+        conn.execute(
+            "UPDATE owners SET providers = %s, roots = %s WHERE token = %s",
+            (
+                list(providers),
+                None if self.roots is None else list(self.roots),
+                self._owner.token,
+            ),
+        )
+
     async def declare(self, providers: tuple[str, ...]) -> Member:
         """Record what this member serves (``providers``, its workspace roots) in its
         ``owners`` row, where :meth:`members` of every member reads it; return it.
         Raises :class:`JournalError`."""
 
         def write(conn: psycopg.Connection[Any]) -> None:
-            conn.execute(
-                "UPDATE owners SET providers = %s, roots = %s WHERE token = %s",
-                (
-                    list(providers),
-                    None if self.roots is None else list(self.roots),
-                    self._owner.token,
-                ),
-            )
+            self._declare_sync(conn, providers)
 
         self._providers = providers
         await self._read(self._reader._run, write)  # type: ignore[attr-defined]
+        self.declared = True
+        return self.me()
+
+    def declare_now(self, providers: tuple[str, ...]) -> Member:
+        """:meth:`declare`, blocking, before the event loop runs (a command declares
+        its member before its first reply, so placement on any member sees it as soon
+        as a host does).  Raises :class:`JournalError`."""
+        import psycopg
+
+        try:
+            with self._control_lock:
+                conn = self._control_conn()
+                with conn.transaction():
+                    self._declare_sync(conn, providers)
+        except psycopg.Error as exc:
+            raise JournalError(f"cannot record what this member serves: {one_line(exc)}") from None
+        self._providers = providers
+        self.declared = True
         return self.me()
 
     async def members(self) -> list[Member]:

@@ -61,11 +61,16 @@ def _fleet(runtime: Runtime) -> Routable:
 
 
 async def declare(runtime: Runtime) -> None:
-    """Record what this member serves: the providers of its registry, only those
-    ``--node-providers`` names when it names some; then let placement proceed (also
-    when the journal cannot be reached: this member then serves what it declared
-    locally, and others see it once it declares again at its next start)."""
+    """Record what this member serves, unless its command did before its first reply
+    (:func:`agent_bridge.commands.boot.declare_member`): the providers of its
+    registry, only those ``--node-providers`` names when it names some; then let
+    placement proceed (also when the journal cannot be reached: this member then
+    serves what it declared locally, and others see it once it declares again at its
+    next start)."""
     history = _fleet(runtime)
+    if history.declared:  # before the command's first reply (commands/boot.py)
+        runtime.declared.set()
+        return
     try:
         if history.serves is None:
             await runtime.registry.warm()
