@@ -274,6 +274,11 @@ async def test_an_acp_session_on_another_member_has_its_owners_modes_options_and
             # another host changes beta's settings (through gamma, routed to beta)
             configured = await gamma.result("session/configure", {"sessionId": sid, "mode": "ask"})
             assert configured["mode"]["current"] == "ask"
+            # (as are reads: gamma's hosts get beta's settings and commands)
+            read = await gamma.result("session/settings", {"sessionId": sid})
+            assert (read["model"]["current"], read["mode"]["current"]) == ("large", "ask")
+            listed_commands = await gamma.result("session/commands", {"sessionId": sid})
+            assert [c["name"] for c in listed_commands["commands"]] == ["review"]
             with anyio.fail_after(20):
                 while len(updates("current_mode_update")) < 3:
                     await anyio.sleep(0.05)
