@@ -366,3 +366,30 @@ async def test_a_session_option_of_an_acp_session_on_another_member_is_set_by_it
         kinds = [e["payload"]["type"] for e in stored["events"]]
         assert kinds.count("run.started") == 1
     check_schema(log)
+
+
+async def test_an_acp_member_can_be_placed_on_as_soon_as_it_answered_initialize(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """``agent-bridge acp`` records what its member serves before its first reply too:
+    beta's host (beta serves claude-code only) has a scripted session placed on alpha,
+    an ACP agent member serving every provider (so it loads them all first), right
+    after alpha answered ``initialize``."""
+    script = write_script(tmp_path)
+    log = tmp_path / "acp.log"
+    extra: dict[str, tuple[str, ...]] = {"beta": ("--node-providers", "claude-code")}
+    async with fleet(tmp_path, pg_url, ("beta",), extra=extra) as members:
+        beta = members["beta"]
+        argv = agent_argv(
+            log, tmp_path / "alpha" / "state", script, "--journal", pg_url, "--node", "alpha"
+        )
+        env = {**os.environ, **member_env(tmp_path, "alpha")}
+        command = [*_own_network(), *argv]
+        async with spawn_agent_process(Client(), command[0], *command[1:], env=env) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+            params = {"provider": "scripted", "options": {"script": {"steps": []}}}
+            reply = await beta.call("session/create", params, check=False)
+            assert "result" in reply, reply
+            sid = reply["result"]["session"]["sessionId"]
+            assert nodes_of(await beta.result("session/list", {}))[sid] == "alpha"
+    check_schema(log)
