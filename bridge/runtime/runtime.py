@@ -412,7 +412,10 @@ class Runtime:
     async def _open_here(self, session_id: str) -> Session:
         """Return the session if it is open in this process (or was, and is closed);
         otherwise raise ``session_closed`` / ``session_in_use`` for a stored session and
-        ``session_not_found`` for an unknown one."""
+        ``session_not_found`` for an unknown one.  While it is being reopened here
+        (``session/resume`` sent just before), waits for that first."""
+        if session_id in self._reopening:
+            await self._reopened_here(session_id)
         session = self.sessions.get(session_id)
         if session is not None:
             return session

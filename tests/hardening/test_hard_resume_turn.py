@@ -198,3 +198,26 @@ async def test_delete_sent_with_the_resume_deletes_the_session(tmp_path: Path) -
     async with bridge_on(state) as bridge:
         listed = await bridge.result("session/list", {})
         assert session not in [s["sessionId"] for s in listed["sessions"]], listed
+
+
+async def test_run_start_sent_with_the_resume_runs_in_the_reopened_session(
+    tmp_path: Path,
+) -> None:
+    """A host that sends ``run/start`` right behind ``session/resume`` (without waiting
+    for its reply) gets the run, not ``session_closed``: the session is being reopened."""
+    state = tmp_path / "state"
+    async with bridge_on(state) as bridge:
+        session = await create(bridge, [{"type": "echo"}])
+        await bridge.result("session/close", {"sessionId": session})
+    async with bridge_on(state) as bridge:
+        resume = await bridge.send_request("session/resume", {"sessionId": session})
+        start = await bridge.send_request(
+            "run/start", {"sessionId": session, "input": {"text": "again"}}
+        )
+        assert "result" in await bridge.response(resume, 30)
+        started = await bridge.response(start, 30)
+        assert "result" in started, started
+        end = await terminal_of(bridge, started["result"]["runId"])
+        assert end["payload"]["type"] == "run.completed", end
+        stored = await read_all(bridge, session)
+        assert_gapless(stored)
