@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 import re
 from collections.abc import Callable, Iterator
 from typing import Final, Literal, Protocol
+
+import msgspec
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -75,6 +78,12 @@ _PARTIAL_KEEP: Final = 64
 # ``["", length, body, length, body, ..., rest]`` in one call (see ``_split_frames``).
 _FAST_HEADER = re.compile(rb"Content-Length: ([0-9]{1,%d})\r\n\r\n" % _MAX_LENGTH_DIGITS)
 _INNER_HEADER = re.compile(rb"content-length[ \t]{0,16}:[ \t]*[0-9]{1,12}[ \t]*\r\n", re.IGNORECASE)
+# The lengths of a run of fast frames as one JSON array, decoded in C: a third of the
+# cost of ``int()`` on each.  A length with a leading zero is not JSON: the loop takes it.
+_decode_lengths: Final = msgspec.json.Decoder(list[int]).decode
+# How a compact JSON body ends, as the byte values ``_LAST_BYTE`` gives.
+_BODY_END_BYTES: Final = frozenset(b"}]")
+_LAST_BYTE: Final = operator.itemgetter(-1)
 
 
 class FramingError:
@@ -283,12 +292,16 @@ class ContentLengthFramer:
         if count < 1 or parts[0]:
             return 0
         bodies = parts[2:-2:2]
-        lengths = list(map(int, parts[1:-3:2]))
+        try:
+            lengths = _decode_lengths(b"[" + b",".join(parts[1:-3:2]) + b"]")
+            ends = set(map(_LAST_BYTE, bodies))  # IndexError: an empty body
+        except (msgspec.DecodeError, IndexError):
+            return 0
         if (
             lengths != list(map(len, bodies))
             or max(lengths) > self._max
             or buf.count(_HEADER_END) != count + 1
-            or not all(map(bytes.endswith, bodies, itertools.repeat(_BODY_ENDS)))
+            or not ends <= _BODY_END_BYTES
         ):
             return 0
         out += bodies

@@ -147,6 +147,18 @@ def test_content_length_split_agrees_on_odd_bodies(odd: bytes, where: int) -> No
     assert _seen(ContentLengthFramer(64).feed(data)) == _seen(_LoopOnly(64).feed(data))
 
 
+@pytest.mark.parametrize("where", [0, 1, 3])
+def test_content_length_split_agrees_on_a_length_with_leading_zeros(where: int) -> None:
+    # The split decodes the lengths as one JSON array; ``007`` is not JSON: the loop
+    # takes the run, and the outcome is the loop's.
+    bodies = [b'{"id":%d}' % i for i in range(4)]
+    headers = [b"Content-Length: %d\r\n\r\n" % len(b) for b in bodies]
+    headers[where] = b"Content-Length: 00%d\r\n\r\n" % len(bodies[where])
+    data = b"".join(h + b for h, b in zip(headers, bodies, strict=True))
+    assert ContentLengthFramer(64).feed(data) == bodies
+    assert _seen(ContentLengthFramer(64).feed(data)) == _seen(_LoopOnly(64).feed(data))
+
+
 def test_content_length_split_takes_a_run_of_frames() -> None:
     bodies = [b'{"id":%d}' % i for i in range(50)]
     data = b"".join(encode_frame("content-length", b) for b in bodies)
