@@ -221,6 +221,9 @@ class Runtime:
         self._hosts: HostCounts | None = None
         #: one lock per provider session being continued (two hosts at once: one binds)
         self._binding: dict[tuple[str, str], anyio.Lock] = {}
+        #: the callbacks every session is given, bound once (a bound method made per
+        #: session was three objects, 192 bytes, of an idle session's ~3.6 KB)
+        self._callbacks = (self._catch_up, self._hosts_changed, self._bind_own)
 
     async def __aenter__(self) -> Runtime:
         await self.history.start(self._committed)
@@ -450,9 +453,7 @@ class Runtime:
             self.services,
             last_sequence,
         )
-        session.stream.on_lag = self._catch_up
-        session.stream.on_hosts = self._hosts_changed
-        session.on_native_ref = self._bind_own
+        session.stream.on_lag, session.stream.on_hosts, session.on_native_ref = self._callbacks
         return session
 
     def _hosts_changed(self) -> None:
