@@ -104,14 +104,20 @@ def _invalid_params(exc: msgspec.DecodeError | RecursionError) -> JsonRpcExcepti
     return JsonRpcException("Invalid params", INVALID_PARAMS, {"path": "params"})
 
 
-#: How the connection calls a synchronous handler: ``(entry, decode, call)``.
-#: ``entry(raw)`` takes the raw params (``None`` when absent) and ``call(params)`` decoded
-#: ones; both return the encoded result and raise the ``JsonRpcException`` to answer
-#: with.  ``decode`` is the params decoder when it accepts nothing but a JSON object (see
-#: :func:`_object_only`), so that params it decodes are what ``entry`` would have made of
-#: them; else ``None``.
+#: How the connection calls a synchronous handler: ``(entry, decode, handler, failed)``.
+#: ``entry(raw)`` takes the raw params (``None`` when absent), returns the encoded result
+#: and raises the ``JsonRpcException`` to answer with.  ``decode`` is the params decoder
+#: when it accepts nothing but a JSON object (see :func:`_object_only`), so that params it
+#: decodes are what ``entry`` would have made of them; else ``None``.  With ``decode``,
+#: the fast path calls the method's own ``handler`` on the params and encodes the result
+#: itself (no wrapper's frame per request); ``failed(exc)``, called while handling what
+#: the handler or the encoding raised, returns the ``JsonRpcException`` to answer with
+#: (logging an unexpected one), as ``entry`` answers.
 InlineEntry = tuple[
-    Callable[[bytes | None], bytes], Callable[[Any], Any] | None, Callable[[Any], bytes]
+    Callable[[bytes | None], bytes],
+    Callable[[Any], Any] | None,
+    Callable[[Any], Any],
+    Callable[[Exception], JsonRpcException],
 ]
 
 
@@ -241,15 +247,20 @@ class EndpointGlue:
         decoder = _decoder_for(spec.params_type)
         decode = None if decoder is None else decoder.decode
 
+        def failed(exc: Exception) -> JsonRpcException:
+            """The answer to what ``handler`` (or encoding its result) raised; call it
+            while handling ``exc`` (an unexpected one is logged with its traceback)."""
+            if isinstance(exc, RpcError):
+                return _wire_exception(exc)
+            return _internal(method)
+
         def call(params: Any) -> bytes:
             """Return the encoded result for decoded ``params``; raise the
             ``JsonRpcException`` to answer with."""
             try:
                 return encode(handler(params))
-            except RpcError as exc:
-                raise _wire_exception(exc) from None
-            except Exception:
-                raise _internal(method) from None
+            except Exception as exc:
+                raise failed(exc) from None
 
         def entry(raw: bytes | None) -> bytes:
             """Return the encoded result for raw ``params``; raise the
@@ -267,7 +278,7 @@ class EndpointGlue:
                     raise _invalid_params(exc) from None
             return call(params)
 
-        return entry, (decode if _object_only(spec.params_type) else None), call
+        return entry, (decode if _object_only(spec.params_type) else None), handler, failed
 
     def _async_entry(self, method: str, spec: Method) -> Callable[[Any], Any]:
         handler = spec.handler

@@ -34,6 +34,7 @@ from agent_bridge.rpc.outbox import Outbox
 __all__ = ["FastPath"]
 
 _NO_BODY: Final = b""  # a handler was called: a reply is due
+_encode: Final = msgspec.json.encode
 _NO_ENVELOPE: Final = decode_envelope(b"{}")
 _OBJECT_OR_ARRAY: Final = (b"{", b"[")
 
@@ -121,6 +122,7 @@ class FastPath:
         frame = outbox.frame
         jsonrpc = self._jsonrpc
         lenient = not jsonrpc
+        encode = _encode
         decode_env = decode_envelope
         out = outbox.out
         replies: list[bytes] = []
@@ -147,7 +149,7 @@ class FastPath:
                         if (key.isdigit() or key[:1] == b'"') and not (
                             inflight and key in inflight
                         ):
-                            entry, decode, call = spec
+                            entry, decode, handler, failed = spec
                             raw = env.params
                             try:
                                 if decode is not None:
@@ -157,7 +159,10 @@ class FastPath:
                                         pass  # the general way says what is wrong
                                     else:
                                         body = _NO_BODY
-                                        result = call(params)
+                                        try:
+                                            result = encode(handler(params))
+                                        except Exception as exc:
+                                            raise failed(exc) from None
                                 else:
                                     data = bytes(raw) if raw else None
                                     if data is None or data[:1] in _OBJECT_OR_ARRAY:
