@@ -465,7 +465,7 @@ class Connection:
         chunk = self._limits.read_chunk_bytes
         outbox = self.outbox
         on_read = self._on_read
-        # A stream that can call the reader back per chunk (rpc.stdio's) saves a task
+        # A stream that can call the reader back per chunk (agent_bridge.rpc.stdio's) saves a task
         # wake-up per read; any other is read in a loop.
         pump: Callable[[Callable[[bytes], bool], int], Awaitable[None]] | None = getattr(
             receive, "pump", None
