@@ -105,3 +105,52 @@ async def test_the_member_running_a_prompt_dies_and_the_prompt_ends(
                 await conn.new_session(cwd=str(work), mcp_servers=[])
             assert refused.value.data is not None
             assert refused.value.data["code"] == "provider_unavailable"
+
+
+async def test_bad_settings_for_a_session_another_member_runs_are_refused_typed(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """An unknown config option, a provider the session cannot change to and an unknown
+    mode, set through the member that follows the session (routed to its owner since
+    e3841c8): -32602 naming the field; the session still runs a turn."""
+    script = write_script(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    extra: dict[str, tuple[str, ...]] = {"beta": ("--node-providers", "scripted")}
+    async with fleet(tmp_path, pg_url, ("beta",), extra=extra) as members:
+        beta = members["beta"]
+        argv = agent_argv(
+            tmp_path / "acp.log",
+            tmp_path / "alpha" / "state",
+            script,
+            "--journal",
+            pg_url,
+            "--node",
+            "alpha",
+            "--node-providers",
+            "claude-code",
+        )
+        env = {**os.environ, **member_env(tmp_path, "alpha")}
+        command = [*_own_network(), *argv]
+        client = Client()
+        async with spawn_agent_process(client, command[0], *command[1:], env=env) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+            new = await conn.new_session(cwd=str(work), mcp_servers=[])
+            sid = new.session_id
+            assert nodes_of(await beta.result("session/list", {}))[sid] == "beta"
+            attempts: list[tuple[str, dict[str, str], str]] = [
+                ("set_config_option", {"config_id": "no-such", "value": "x"}, "configId"),
+                ("set_config_option", {"config_id": "provider", "value": "nope"}, "configId"),
+                ("set_session_mode", {"mode_id": "no-such-mode"}, "modeId"),
+            ]
+            for method, kwargs, field in attempts:
+                with pytest.raises(RequestError) as refused:
+                    await getattr(conn, method)(session_id=sid, **kwargs)
+                assert refused.value.code == -32602, (method, kwargs)
+                assert refused.value.data is not None
+                assert refused.value.data["details"]["field"] == field, refused.value.data
+            # the session goes on: the same provider again is accepted, a turn runs
+            await conn.set_config_option(config_id="provider", session_id=sid, value="scripted")
+            client.decisions = ["allow_once"]
+            reply = await conn.prompt(session_id=sid, prompt=[text_block("one")])
+            assert reply.stop_reason == "end_turn"
