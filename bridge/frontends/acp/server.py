@@ -66,6 +66,7 @@ from agent_bridge.wire.events import (
 )
 from agent_bridge.wire.inputs import InputKind, SessionCommandsResult
 from agent_bridge.wire.methods import (
+    RunInput,
     RunInterruptParams,
     RunInterruptResult,
     RunStartParams,
@@ -839,10 +840,7 @@ class AcpFrontend:
                 offered = remote.commands.commands
             input = run_input(params.prompt, kinds, {c.name for c in offered or ()})
             await self._title_from(session_id, params.prompt)
-            start = RunStartParams(session_id, input)
-            started: RunStartResult = await self._here_or_owner(
-                "run/start", start, lambda: self.runtime.start_run(start)
-            )
+            started = await self._start_turn(session_id, input)
             turn.run_id = started.run_id
             if turn.cancelled:  # cancelled while the run was starting
                 await self._interrupt(started.run_id)
@@ -861,6 +859,31 @@ class AcpFrontend:
             )
         assert terminal is not None and not isinstance(terminal, RunFailed)
         return {"stopReason": stop_reason(terminal)}  # type: ignore[arg-type]
+
+    async def _start_turn(self, session_id: str, input: RunInput) -> RunStartResult:
+        """Start the turn's run, here or (routed) on the member that runs the session.
+        A routed start carries a ``commandId``: when its member dies before its answer
+        reaches here (``session_in_use``), it is sent again until a member that took the
+        session over answers it (the same run, ``duplicate``), for up to
+        :data:`TAKEOVER_WAIT`; the run it started is not lost to the prompt."""
+        remote = session_id in self._remote
+        command = f"acp-{os.urandom(12).hex()}" if remote else None
+        start = RunStartParams(session_id, input, command_id=command)
+        deadline: float | None = None
+        while True:
+            try:
+                started: RunStartResult = await self._here_or_owner(
+                    "run/start", start, lambda: self.runtime.start_run(start)
+                )
+                return started
+            except BridgeError as exc:
+                if not remote or exc.error_code != "session_in_use":
+                    raise
+                now = anyio.current_time()
+                deadline = now + TAKEOVER_WAIT if deadline is None else deadline
+                if now >= deadline:
+                    raise
+            await anyio.sleep(0.5)
 
     async def _session_cancel(self, params: acp.CancelNotification) -> None:
         """Interrupt the session's turn; a turn whose run has not started yet keeps the
