@@ -197,16 +197,21 @@ async def held(bridge: BridgeProcess, session: str, seconds: float = 1.0) -> int
     return seen
 
 
-async def test_disk_fills_mid_run_the_run_resumes_completes_and_a_restart_has_every_event() -> None:
+@pytest.mark.parametrize("writer", ["thread", "process"])
+async def test_disk_fills_mid_run_the_run_resumes_completes_and_a_restart_has_every_event(
+    writer: str,
+) -> None:
     """The disk fills while a run streams: the host is told, the stream is held, new
     work is refused retryably; space freed, the same run resumes and completes without a
     restart; the next bridge reads back every event the host saw, same sequence numbers.
-    Events offered by the provider = committed = seen by the host."""
+    Events offered by the provider = committed = seen by the host.  With either journal
+    writer (the thread, or its own process, ``--journal-writer process``), compressing
+    its blocks with Zstandard when the disk fills."""
     count = 60_000
     script = {"runs": [{"steps": [{"type": "stream", "count": count, "text": "y" * 40}]}]}
     with small_fs() as mnt:
         state = mnt / "state"
-        async with streaming_bridge(state) as bridge:
+        async with streaming_bridge(state, "--journal-writer", writer) as bridge:
             session = await create(bridge, options={"script": script})
             started = await bridge.result(
                 "run/start", {"sessionId": session, "input": {"text": "go"}}
