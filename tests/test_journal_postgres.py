@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
 import psycopg
 import pytest
-from bridge_client import script_session
+from bridge_client import ROOT, script_session
 from conftest import running_bridge
 
 from agent_bridge.dburl import check_url
@@ -233,5 +234,54 @@ def test_a_version_1_database_is_upgraded_and_a_newer_one_refused(pg_url: str) -
             conn.execute("UPDATE journal_meta SET value = '3' WHERE key = 'schema'")
         with pytest.raises(JournalError, match="newer agent-bridge"):
             create_schema(conn, "db")
+    finally:
+        conn.close()
+
+
+def test_a_version_1_database_with_live_older_members_is_not_upgraded(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """A rolling upgrade: members of a version-1 bridge are live on the database (their
+    lease holds) when a bridge of this version starts.  Upgrading it under them would
+    have them take the first Zstandard block they read for damage and stop serving the
+    whole journal (seen with a real 2934ae1 member: history_corrupt for every request,
+    "restart the bridge with another --state-dir"); so this bridge refuses to start,
+    with one line naming them, and the database stays at 1.  Once their leases are gone
+    it is upgraded."""
+    from agent_bridge.journal.pg_schema import connect_pg, create_schema
+
+    conn = connect_pg(pg_url)
+    try:
+        create_schema(conn, "db")
+        with conn.transaction():
+            conn.execute("UPDATE journal_meta SET value = '1' WHERE key = 'schema'")
+            conn.execute(
+                "INSERT INTO owners (token, node, pid, started_at, expires_at) VALUES "
+                "('old-token', 'old-node', 1, 'x', now() + interval '1 hour')"
+            )
+    finally:
+        conn.close()
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_bridge", "serve", "--journal", pg_url, "--node", "new"],
+        input=b"",
+        capture_output=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    lines = done.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and "older agent-bridge" in lines[0] and "old-node" in lines[0], lines
+    assert b"Traceback" not in done.stderr
+    conn = connect_pg(pg_url)
+    try:
+        row = conn.execute("SELECT value FROM journal_meta WHERE key = 'schema'").fetchone()
+        assert row is not None and row[0] == "1"
+        with conn.transaction():
+            conn.execute("UPDATE owners SET expires_at = now() - interval '1 second'")
+        create_schema(conn, "db")
+        row = conn.execute("SELECT value FROM journal_meta WHERE key = 'schema'").fetchone()
+        assert row is not None and row[0] == "2"
     finally:
         conn.close()

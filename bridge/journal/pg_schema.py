@@ -290,6 +290,21 @@ _TABLES: Final = (
 )
 
 
+def _no_older_members(conn: psycopg.Connection[Any], where: str, version: int) -> None:
+    """Raise :class:`JournalError` when members whose lease holds run on the database at
+    schema ``version`` (older than this bridge's): a member of this version would have
+    upgraded it, so they run an older agent-bridge."""
+    live = conn.execute("SELECT node FROM owners WHERE expires_at > now() ORDER BY node").fetchall()
+    if live:
+        nodes = ", ".join(sorted({str(r[0]) for r in live}))
+        raise JournalError(
+            f"the journal {where} is in use by members of an older agent-bridge (schema "
+            f"version {version}; nodes: {nodes}), which could not read what this one "
+            f"writes; upgrade the fleet's members together: stop them, then start the new "
+            f"version"
+        )
+
+
 def create_schema(conn: psycopg.Connection[Any], where: str) -> None:
     """Create the journal's tables where missing, or check their version; raises
     :class:`JournalError` for a database written by a newer agent-bridge (``where``
@@ -305,7 +320,10 @@ def create_schema(conn: psycopg.Connection[Any], where: str) -> None:
                 (str(PG_SCHEMA_VERSION),),
             )
         elif int(row[0]) < PG_SCHEMA_VERSION:
-            # 1 -> 2: blocks are written with Zstandard (codec 2); no table changes
+            # 1 -> 2: blocks are written with Zstandard (codec 2); no table changes.  Not
+            # under a live member of the older version: it would take the first such
+            # block it reads for damage and stop serving the whole journal
+            _no_older_members(conn, where, int(row[0]))
             conn.execute(
                 "UPDATE journal_meta SET value = %s WHERE key = 'schema'",
                 (str(PG_SCHEMA_VERSION),),
