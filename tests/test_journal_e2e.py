@@ -825,6 +825,39 @@ def test_a_newer_journal_is_refused_untouched(tmp_path: Path) -> None:
     assert path.read_bytes() == before
 
 
+async def test_a_journal_older_bridges_are_running_on_is_not_upgraded_under_them(
+    tmp_path: Path,
+) -> None:
+    """Two bridges share one journal; one of an older version (schema 7, zlib blocks)
+    is running when this version starts.  Upgrading the file to 8 under it would have
+    it take the first Zstandard block it reads for damage and stop serving the whole
+    journal (seen with a real 2934ae1 bridge on PostgreSQL, the same code path here):
+    so this one refuses to start, with one line, and leaves the file at 7.  Once the
+    older bridge has exited, it upgrades.  (The older bridge is a running bridge whose
+    file is set back to 7: that version's code is not installed here.)"""
+    state = tmp_path / "state"
+    path = state / "journal.sqlite3"
+    async with bridge_on(state) as older:
+        session = await create(older)
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA user_version = 7")
+        conn.commit()
+        conn.close()
+        done = serve(state)
+        assert done.returncode != 0
+        lines = done.stderr.decode().splitlines()
+        assert len(lines) == 1 and "older agent-bridge" in lines[0], lines
+        assert b"Traceback" not in done.stderr
+        await run(older, session)  # the older one goes on
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+    conn.close()
+    assert serve(state).returncode == 0
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()
+
+
 def test_a_locked_journal_is_refused(tmp_path: Path) -> None:
     state = tmp_path / "state"
     assert serve(state).returncode == 0  # creates it

@@ -439,6 +439,28 @@ def open_journal_db(
         return _open_locked(path, busy_timeout, sync)
 
 
+#: the version from which blocks are written with Zstandard, which older bridges cannot read
+_ZSTD_VERSION: Final = 8
+
+
+def _no_older_bridges(path: str, conn: sqlite3.Connection, version: int) -> None:
+    """Raise :class:`JournalError` when bridges of an older version (the file is at
+    ``version``, below :data:`_ZSTD_VERSION`) are running on it: upgrading it under them
+    would have them take the first Zstandard block they read for damage and stop serving
+    the whole journal."""
+    from agent_bridge.journal.owners import owner_alive
+
+    state_dir = os.path.dirname(path)
+    tokens = [str(row[0]) for row in conn.execute("SELECT token FROM owners")]
+    live = [t for t in tokens if owner_alive(state_dir, t)]
+    if live:
+        raise JournalError(
+            f"the journal {path} is in use by {len(live)} running bridge(s) of an older "
+            f"agent-bridge (schema version {version}), which could not read what this one "
+            "writes; stop them, then start this version"
+        )
+
+
 def _open_locked(path: str, busy_timeout: float, sync: Sync) -> sqlite3.Connection:
     _check_header(path)
     existed = os.path.exists(path) and os.path.getsize(path) > 0
@@ -456,6 +478,8 @@ def _open_locked(path: str, busy_timeout: float, sync: Sync) -> sqlite3.Connecti
         configure_sync(conn, sync)
         with transaction(conn):
             version, app_id = _identify(path, conn)  # another process may have upgraded it
+            if 1 <= version < _ZSTD_VERSION:
+                _no_older_bridges(path, conn, version)
             for step in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[step]:
                     conn.execute(statement)
