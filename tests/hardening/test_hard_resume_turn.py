@@ -102,12 +102,12 @@ async def test_an_unknown_choice_after_the_resume_is_refused_and_the_question_wa
         bad = await bridge.call(
             "interaction/respond", {"interactionId": interaction, "answer": _answer("zzz")}
         )
-        assert "error" in bad, bad
+        assert bad["error"]["data"]["code"] == "invalid_answer", bad
         wrong_kind = await bridge.call(
             "interaction/respond",
             {"interactionId": interaction, "answer": {"kind": "approval", "decision": "allow"}},
         )
-        assert "error" in wrong_kind, wrong_kind
+        assert wrong_kind["error"]["data"]["code"] == "invalid_answer", wrong_kind
         assert (await bridge.call("bridge/ping", {}))["result"] == {}
         good = await bridge.call(
             "interaction/respond", {"interactionId": interaction, "answer": _answer("b")}
