@@ -393,3 +393,57 @@ async def test_an_acp_member_can_be_placed_on_as_soon_as_it_answered_initialize(
             sid = reply["result"]["session"]["sessionId"]
             assert nodes_of(await beta.result("session/list", {}))[sid] == "alpha"
     check_schema(log)
+
+
+async def test_the_provider_of_an_acp_session_on_another_member_switches_across_members(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Before its first prompt, a session placed on gamma (scripted) is switched by the
+    ACP client (on alpha) to ``inner``, an ACP agent provider only beta serves: closed
+    on gamma, deleted, created again under its id on beta, followed from alpha; its
+    prompt runs there.  After a prompt, the provider is fixed (``-32602``)."""
+    inner = [BRIDGE, "acp", "--provider", "scripted", "--state-dir", str(tmp_path / "inner")]
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[acp.agents.inner]\ndisplayName = "Inner bridge"\ncommand = {json.dumps(inner)}\n'
+    )
+    env = {"AGENT_BRIDGE_CONFIG": str(config)}
+    extra: dict[str, tuple[str, ...]] = {
+        "beta": ("--node-providers", "inner"),
+        "gamma": ("--node-providers", "scripted"),
+    }
+    script = write_script(tmp_path)
+    log = tmp_path / "acp.log"
+    async with fleet(tmp_path, pg_url, ("beta", "gamma"), extra=extra, env=env) as members:
+        beta = members["beta"]
+        argv = agent_argv(
+            log, tmp_path / "alpha" / "state", script, "--journal", pg_url, "--node", "alpha"
+        )
+        argv += ["--node-providers", "claude-code"]
+        command = [*_own_network(), *argv]
+        member = {**os.environ, **member_env(tmp_path, "alpha"), **env}
+        client = Client()
+        async with spawn_agent_process(client, command[0], *command[1:], env=member) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            sid = session.session_id
+            assert nodes_of(await beta.result("session/list", {}))[sid] == "gamma"
+            changed = await conn.set_config_option(
+                config_id="provider", session_id=sid, value="inner"
+            )
+            now = next(o for o in changed.config_options if o.id == "provider")
+            assert now.current_value == "inner"
+            assert nodes_of(await beta.result("session/list", {}))[sid] == "beta"
+            with anyio.fail_after(30):  # (it hung before: old sequence numbers)
+                reply = await conn.prompt(session_id=sid, prompt=[text_block("switched")])
+            assert reply.stop_reason == "end_turn"
+            assert client.texts() == "You said: switched"
+            with pytest.raises(RequestError) as fixed:
+                await conn.set_config_option(config_id="provider", session_id=sid, value="scripted")
+            assert fixed.value.code == -32602
+        stored = await beta.result("events/read", {"sessionId": sid, "limit": 1000})
+        kinds = [e["payload"]["type"] for e in stored["events"]]
+        # the session as created again (nothing of the one gamma closed), closed with
+        # the client that placed it
+        assert kinds == ["run.started", "text.delta", "run.completed", "session.closed"]
+    check_schema(log)

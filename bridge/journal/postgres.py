@@ -244,6 +244,16 @@ class PgJournal(Journal):
                 self._note(session_id, await self._read(self._last_sync, session_id))
                 self._looked.add(session_id)
 
+    async def delete(self, session_id: str) -> DeleteStatus:
+        """:meth:`Journal.delete`; the newest sequence this member was told of for the
+        session is forgotten with it (a session created again under its id starts at
+        1, and a follower of it must not take the old one's events as committed)."""
+        status = await super().delete(session_id)
+        if status == "deleted":
+            self._newest.pop(session_id, None)
+            self._looked.discard(session_id)
+        return status
+
     def _last_sync(self, session_id: str) -> int:
         record = self._reader.session(session_id)
         return 0 if record is None else record.last_sequence

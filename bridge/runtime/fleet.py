@@ -21,7 +21,7 @@ from agent_bridge.errors import BridgeError
 from agent_bridge.journal import JournalError, Member, Routable
 from agent_bridge.runtime.placement import heir, place
 from agent_bridge.runtime.reading import guard
-from agent_bridge.runtime.routing import owner_error
+from agent_bridge.runtime.routing import SessionRecreate, owner_error
 from agent_bridge.wire.methods import SessionCreateParams, SessionRef, SessionResult
 from agent_bridge.workspace import resolve_workspace
 
@@ -96,10 +96,14 @@ def _known(runtime: Runtime, provider_id: str) -> bool:
 
 
 async def create_placed(
-    runtime: Runtime, params: SessionCreateParams, subscriber: Subscriber | None
+    runtime: Runtime,
+    params: SessionCreateParams,
+    subscriber: Subscriber | None,
+    session_id: str | None = None,
 ) -> SessionInfo:
     """Create the session ``params`` describes on the member placement picks (on the
-    node ``params.node`` names, when it names one) with ``subscriber`` following it.
+    node ``params.node`` names, when it names one) with ``subscriber`` following it
+    (``session_id``: the id of a session just deleted, created again).
     Raises ``invalid_params`` (``field: node``: no live member has that node name),
     ``provider_unavailable`` / ``workspace_invalid`` naming the node that cannot serve
     it, ``provider_not_found`` (no member has the provider), ``history_unavailable``
@@ -115,10 +119,14 @@ async def create_placed(
     target = place(members, me, params.provider, workspace, params.node)
     if target.token == me.token:  # created in the folder judged, not its name again
         here = msgspec.structs.replace(params, workspace=workspace)
-        return await runtime.create_here(here, subscriber)
+        return await runtime.create_here(here, subscriber, session_id)
     # the host's path: the member there resolves it on its machine, and judges it again
     there = msgspec.structs.replace(params, node=target.node)
-    result = await _ask(history, target, "session/create", msgspec.json.encode(there))
+    if session_id is None:
+        result = await _ask(history, target, "session/create", msgspec.json.encode(there))
+    else:
+        again = SessionRecreate(there, session_id)
+        result = await _ask(history, target, "session/recreate", msgspec.json.encode(again))
     info = msgspec.json.decode(result, type=SessionResult).session
     if subscriber is not None:  # the host follows it from here (as session/attach)
         await runtime.attach(info.session_id, subscriber)

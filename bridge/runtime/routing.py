@@ -6,7 +6,9 @@ can only be handled where the session is open; so can three requests of front-en
 only, never on the wire (``agent-bridge acp``'s view of a session another member runs:
 ``session/state`` reads its provider's descriptor, its options as the journal keeps
 them, its model and mode and its commands; ``session/reconfigure`` changes some of its
-options; ``session/retitle`` titles it if it has no title yet).  On a fleet (the
+options; ``session/retitle`` titles it if it has no title yet).  ``session/create``,
+``session/recreate`` (the same under the id of a session just deleted: a provider
+switched) and ``session/takeover`` go to the member placement picked.  On a fleet (the
 PostgreSQL journal, ``docs/fleet.md``) a member that finds the session open in another
 live member (``session_in_use``, ``run_not_found``, ``interaction_not_found`` here) sends
 the request through the database (:meth:`~agent_bridge.journal.base.Routable.route`) and
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ROUTED",
     "SessionReconfigure",
+    "SessionRecreate",
     "SessionRetitle",
     "SessionState",
     "SessionTitle",
@@ -86,6 +89,15 @@ class SessionReconfigure(msgspec.Struct, frozen=True):
     session_id: str
     set: dict[str, Any] = {}
     unset: tuple[str, ...] = ()
+
+
+class SessionRecreate(msgspec.Struct, frozen=True):
+    """``session/recreate`` (front-ends only, to the member placement picked):
+    ``session/create`` of ``params`` under ``session_id``, the id of a session just
+    deleted (``agent-bridge acp`` switching a session's provider)."""
+
+    params: SessionCreateParams
+    session_id: str
 
 
 class SessionRetitle(msgspec.Struct, frozen=True):
@@ -129,6 +141,7 @@ ROUTED: Final[dict[str, tuple[type[Any], type[Any], str, Callable[[Any], str]]]]
     # to the member placement picked (runtime/fleet.py), not found by a session
     "session/create": (SessionCreateParams, SessionResult, "member", lambda p: p.node),
     "session/takeover": (SessionRef, SessionResult, "member", lambda p: p.session_id),
+    "session/recreate": (SessionRecreate, SessionResult, "member", lambda p: p.session_id),
 }
 
 _failures = itertools.count(1)
@@ -201,6 +214,9 @@ async def _execute(runtime: Runtime, method: str, data: bytes) -> tuple[bytes | 
             result = InteractionRespondResult(params.interaction_id, status)
         elif method == "session/create":
             result = SessionResult(await runtime.create_placed(params, None))
+        elif method == "session/recreate":
+            info = await runtime.create_placed(params.params, None, params.session_id)
+            result = SessionResult(info)
         elif method == "session/takeover":
             result = SessionResult(await runtime.resume_taken_over(params.session_id))
         elif method == "session/settings":

@@ -1088,22 +1088,29 @@ class Runtime:
             raise
 
     async def create_placed(
-        self, params: SessionCreateParams, subscriber: Subscriber | None
+        self,
+        params: SessionCreateParams,
+        subscriber: Subscriber | None,
+        session_id: str | None = None,
     ) -> SessionInfo:
         """``session/create``: on a fleet, on the member placement picks
         (:func:`.fleet.create_placed`, which says what it raises); else here, where
-        naming a node is ``invalid_params``."""
+        naming a node is ``invalid_params``.  ``session_id``: that of a session just
+        deleted, created again (on another provider)."""
         if isinstance(self.history, Routable):
-            return await create_placed(self, params, subscriber)
+            return await create_placed(self, params, subscriber, session_id)
         if params.node is not None:
             raise BridgeError(
                 "invalid_params",
                 details={"field": "node", "reason": "this bridge is not a fleet member"},
             )
-        return await self.create_here(params, subscriber)
+        return await self.create_here(params, subscriber, session_id)
 
     async def create_here(
-        self, params: SessionCreateParams, subscriber: Subscriber | None
+        self,
+        params: SessionCreateParams,
+        subscriber: Subscriber | None,
+        session_id: str | None = None,
     ) -> SessionInfo:
         """``session/create`` as ``params`` asks, in this bridge (``node`` not read):
         :meth:`create_session`, which says what it raises."""
@@ -1113,8 +1120,19 @@ class Runtime:
             options=params.options,
             title=params.title,
             subscriber=subscriber,
+            session_id=session_id,
             retry_on_limit=params.retry_on_limit,
         )
+
+    def unfollow(self, session_id: str, subscriber: Subscriber) -> None:
+        """Stop following ``session_id`` from another fleet member for ``subscriber``
+        (it is about to be deleted and created again under its id)."""
+        key = (session_id, subscriber)
+        self._remote_subs.pop(key, None)
+        scope = self._remote.pop(key, None)
+        if scope is not None:
+            scope.cancel()
+        self._hosts_changed()
 
     def _take_over(self, session_ids: list[str]) -> None:
         """Sessions of a fleet member whose lease expired were just closed

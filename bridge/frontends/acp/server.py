@@ -988,14 +988,7 @@ class AcpFrontend:
         state = await self._view_of(session_id)
         if params.config_id == PROVIDER_CONFIG_ID:
             if params.value != state.descriptor.id:
-                raise BridgeError(
-                    "invalid_params",
-                    details={
-                        "field": "configId",
-                        "reason": "the provider of a session another fleet member runs "
-                        "cannot change",
-                    },
-                )
+                await self._switch_remote_provider(session_id, params.value)
         elif params.config_id == "model" and settings_model(state.settings) is not None:
             if not isinstance(params.value, str):
                 raise BridgeError(
@@ -1023,7 +1016,42 @@ class AcpFrontend:
                     self._notify(
                         session_id, "current_mode_update", currentModeId=view["currentModeId"]
                     )
+        if session_id not in self._views and session_id not in self.runtime.sessions:
+            return {"configOptions": []}  # switched, and its new owner cannot say now
         return {"configOptions": self._session_view(session_id)["configOptions"]}
+
+    async def _switch_remote_provider(self, session_id: str, value: Any) -> None:
+        """A session another fleet member runs, before its first prompt, goes to the
+        provider ``value`` as one here does (deleted and created again under its id), on
+        the member placement picks for that provider in its workspace: closed by its
+        owner, deleted, created there (``session/recreate``) or here, and followed from
+        here again when it is elsewhere."""
+        if not isinstance(value, str) or value not in self._providers():
+            raise BridgeError("invalid_params", details={"field": "value"})
+        if session_id in self._prompted:
+            raise BridgeError(
+                "invalid_params",
+                details={
+                    "field": "configId",
+                    "reason": "the provider can change only before the first prompt",
+                },
+            )
+        workspace = (await self.runtime.stored(session_id)).workspace
+        await self._owner("session/close", SessionRef(session_id))
+        self.runtime.unfollow(session_id, self)
+        self._remote.discard(session_id)
+        self._placed.discard(session_id)
+        self._views.pop(session_id, None)
+        self._restarting.discard(session_id)
+        await self.runtime.delete_session(session_id)
+        create = SessionCreateParams(
+            value, workspace=workspace, options=self._options_for(value, None)
+        )
+        await self.runtime.create_placed(create, self, session_id)
+        if session_id not in self.runtime.sessions:
+            self._remote.add(session_id)
+            self._placed.add(session_id)
+            await self._remote_view(session_id)
 
     async def _set_remote_mode(self, params: acp.SetSessionModeRequest) -> None:
         """``session/set_mode`` of a session another fleet member runs: its provider's own
