@@ -110,7 +110,7 @@ async def test_the_member_running_a_prompt_dies_and_the_prompt_ends(
 async def test_bad_settings_for_a_session_another_member_runs_are_refused_typed(
     pg_url: str, tmp_path: Path
 ) -> None:
-    """An unknown config option, a provider the session cannot change to and an unknown
+    """An unknown config option, a provider this bridge does not have and an unknown
     mode, set through the member that follows the session (routed to its owner since
     e3841c8): -32602 naming the field; the session still runs a turn."""
     script = write_script(tmp_path)
@@ -140,7 +140,9 @@ async def test_bad_settings_for_a_session_another_member_runs_are_refused_typed(
             assert nodes_of(await beta.result("session/list", {}))[sid] == "beta"
             attempts: list[tuple[str, dict[str, str], str]] = [
                 ("set_config_option", {"config_id": "no-such", "value": "x"}, "configId"),
-                ("set_config_option", {"config_id": "provider", "value": "nope"}, "configId"),
+                # an unknown provider: as for a session here (its provider can change
+                # before the first prompt, to one this bridge has)
+                ("set_config_option", {"config_id": "provider", "value": "nope"}, "value"),
                 ("set_session_mode", {"mode_id": "no-such-mode"}, "modeId"),
             ]
             for method, kwargs, field in attempts:
