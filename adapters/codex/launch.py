@@ -43,6 +43,7 @@ from typing import Any, Final, Literal
 from agent_bridge.processes import build_child_env
 
 __all__ = [
+    "EFFORTS",
     "ENV_EXECUTABLE",
     "INSTALL_HINT",
     "SILENT_CONFIG",
@@ -244,6 +245,11 @@ def child_env(
 #: probe with an empty Codex home look up ``github.com`` (issue 11, item 8).  A session
 #: that wants plugins passes ``config: ["features.plugins=true"]``.
 SILENT_CONFIG: Final[tuple[str, ...]] = ("features.plugins=false",)
+
+
+#: The reasoning efforts the adapter takes (its ``reasoningEffort`` option's values, and
+#: what of a ``thread/settings/updated`` effort it keeps).
+EFFORTS: Final = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 
 @dataclass(slots=True)

@@ -64,6 +64,7 @@ __all__ = [
     "DECLINE",
     "DIAGNOSTICS",
     "IGNORED",
+    "MAX_MODEL_ID",
     "MODES",
     "Item",
     "Mode",
@@ -78,6 +79,7 @@ __all__ = [
     "item_started",
     "limits_payload",
     "mode_of",
+    "model_id_ok",
     "models_of",
     "once",
     "open_tools_failed",
@@ -372,6 +374,24 @@ def mode_of(approval_policy: Any, sandbox: str | None) -> str | None:
         (m.id for m in MODES if m.approval_policy == approval_policy and m.sandbox == sandbox),
         None,
     )
+
+
+#: The longest model id kept (``session/configure`` takes no longer one).
+MAX_MODEL_ID: Final = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def model_id_ok(model: str) -> bool:
+    """Whether ``model`` (a model id Codex reported) may be kept as the session's model:
+    1 to :data:`MAX_MODEL_ID` characters, no control character, no lone surrogate
+    (it goes into ``session/settings``, the journal and the next ``turn/start``)."""
+    if not 0 < len(model) <= MAX_MODEL_ID or _CONTROL.search(model):
+        return False
+    try:
+        model.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def skills_of(response: p.SkillsListResponse) -> dict[str, tuple[CommandInfo, str]]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_bridge.adapters.codex.launch import (
+    EFFORTS,
     ENV_EXECUTABLE,
     INSTALL_HINT,
     Settings,
@@ -83,7 +84,7 @@ OPTIONS: Final = (
         name="reasoningEffort",
         scope="session",
         type="enum",
-        values=("none", "minimal", "low", "medium", "high", "xhigh"),
+        values=EFFORTS,
         description="Reasoning effort for every turn. Default: Codex's configuration.",
     ),
     OptionDescriptor(

@@ -37,7 +37,7 @@ import msgspec
 from agent_bridge import __version__ as BRIDGE_VERSION
 from agent_bridge.adapters.codex import agents, mapping
 from agent_bridge.adapters.codex import protocol as p
-from agent_bridge.adapters.codex.launch import Settings
+from agent_bridge.adapters.codex.launch import EFFORTS, Settings
 from agent_bridge.adapters.codex.probe import parse_version
 from agent_bridge.adapters.kit.limits import merge_meters
 from agent_bridge.adapters.kit.resident import StopGraces
@@ -938,10 +938,13 @@ class CodexSession(ProviderSession):
     def _on_settings(self, raw: bytes) -> None:
         """``thread/settings/updated`` of the session's thread: its model, approval
         policy, sandbox and effort are kept (``session/settings`` and the recovery record
-        follow them), and when the model or the mode (preset) it makes changed — Codex
-        changed them itself; the overrides of a ``session/configure`` were taken already —
-        ``settings.updated`` is reported in the active run, else at the start of the
-        next.  Another thread's (an agent's) settings are not the session's."""
+        follow them; a model id that is empty, longer than ``session/configure`` takes or
+        has a control character, and an effort outside the known set, are dropped with a
+        ``codex_unexpected_message`` diagnostic), and when the model or the mode
+        (preset) it makes changed — Codex changed them itself; the overrides of a
+        ``session/configure`` were taken already — ``settings.updated`` is reported in
+        the active run, else at the start of the next.  Another thread's (an agent's)
+        settings are not the session's."""
         try:
             note = p.decode(p.ThreadSettingsUpdated, raw)
         except _DECODE_ERRORS:
@@ -950,14 +953,22 @@ class CodexSession(ProviderSession):
         update = note.thread_settings
         if update is None or note.thread_id is None or note.thread_id != self.thread_id:
             return
+        model, effort = update.model, update.effort
+        if (model is not None and not mapping.model_id_ok(model)) or (
+            effort is not None and effort not in EFFORTS
+        ):
+            # not kept: it would reach session/settings, the journal and the next turn
+            self._unexpected("thread/settings/updated")
+            model = None if model is not None and not mapping.model_id_ok(model) else model
+            effort = effort if effort in EFFORTS else None
         s = self.settings
         before = (s.model, mapping.mode_of(s.approval_policy, s.sandbox))
-        s.model = update.model or s.model
+        s.model = model or s.model
         if update.approval_policy is not None:
             s.approval_policy = update.approval_policy
         s.sandbox = mapping.sandbox_mode(update.sandbox_policy) or s.sandbox
-        if update.effort is not None:
-            s.reasoning_effort = update.effort
+        if effort is not None:
+            s.reasoning_effort = effort
         after = (s.model, mapping.mode_of(s.approval_policy, s.sandbox))
         if after == before:
             return

@@ -27,6 +27,8 @@ BAD: list[Any] = [
     {"model": 42},  # a field of the wrong type
     {"model": "\ud800lone"},  # a lone surrogate (escaped in the JSON)
     {"model": "m" * 200_000},  # very long
+    {"model": "gpt\n5"},  # a control character
+    {"model": ""},  # empty
     {"effort": "ultra"},  # a value outside the enum
     {"approvalPolicy": {"granular": {"sandbox_approval": True}}},  # an object
     {"sandboxPolicy": {"type": "somethingNew"}},  # an unknown sandbox
@@ -43,13 +45,19 @@ async def test_malformed_settings_frames_never_break_the_session(tmp_path: Path)
     fake = Fake(tmp_path, {"replies": [steps, [{"text": "second"}]]})
     async with running_bridge("newline", env=fake.env) as bridge:
         session = await create(bridge, fake)
+        first = await bridge.result("session/settings", {"sessionId": session})
         events = await drive(bridge, await start(bridge, session, "go"))
         assert events[-1]["type"] == "run.completed", events[-1]
         assert "codex_unexpected_message" in codes(events)
-        # the one readable change (a new model, however long) is reported once
-        assert [e["model"] for e in of_type(events, "settings.updated")] == ["m" * 200_000]
+        # nothing readable is kept: a 200 KB model name, a lone surrogate and an effort
+        # outside the known set are dropped with the diagnostic, not stored
+        assert of_type(events, "settings.updated") == []
         settings = await bridge.result("session/settings", {"sessionId": session})
-        assert settings["model"]["current"] == "m" * 200_000
+        assert settings["model"] == first["model"], settings
         events2 = await drive(bridge, await start(bridge, session, "again"))
         assert events2[-1]["type"] == "run.completed", events2[-1]
+        turns = fake.requests("turn/start")
+        assert len(turns) == 2
+        assert "effort" not in turns[1]["params"], turns[1]["params"]
+        assert "model" not in turns[1]["params"], turns[1]["params"]
     assert b"Traceback" not in bridge.stderr, bridge.stderr[-2000:]
