@@ -9,17 +9,45 @@ tables, write path, durability bounds, recovery and retention.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from agent_bridge.journal.base import Followable, History, Member, Routable, SessionRecord
 from agent_bridge.journal.blocks import TYPE_CODES
 from agent_bridge.journal.errors import JournalBroken, JournalCorrupt, JournalError
-from agent_bridge.journal.memory import DEFAULT_MEMORY_HISTORY_MB, MemoryHistory
-from agent_bridge.journal.paging import page_range
-from agent_bridge.journal.paths import MEMORY, resolve_state_dir
-from agent_bridge.journal.raw import encode_raw
+from agent_bridge.journal.paths import DEFAULT_MEMORY_HISTORY_MB, MEMORY, resolve_state_dir
 from agent_bridge.journal.retention import Retention
 from agent_bridge.journal.schema import DEFAULT_SYNC, Sync
-from agent_bridge.journal.settle import settle
-from agent_bridge.journal.writer_process import WriterMode
+from agent_bridge.journal.writer import WriterMode
+
+if TYPE_CHECKING:
+    from agent_bridge.journal.memory import MemoryHistory
+    from agent_bridge.journal.paging import page_range
+    from agent_bridge.journal.raw import encode_raw
+    from agent_bridge.journal.settle import settle
+
+# Imported at first use (PEP 562): ``serve`` opens its journal before its first reply and
+# needs none of these then (the memory history only for ``:memory:``; paging, raw records
+# and settling once sessions are read or run).
+_LAZY = {
+    "MemoryHistory": "agent_bridge.journal.memory",
+    "page_range": "agent_bridge.journal.paging",
+    "encode_raw": "agent_bridge.journal.raw",
+    "settle": "agent_bridge.journal.settle",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The names of :data:`_LAZY`, imported (and kept here) at first use; raises
+    :class:`AttributeError` for any other name."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "TYPE_CODES",
@@ -77,6 +105,8 @@ def open_history(
         )
     resolved = resolve_state_dir(state_dir)
     if resolved == MEMORY:
+        from agent_bridge.journal.memory import MemoryHistory
+
         return MemoryHistory(memory_bytes)
     from agent_bridge.journal.journal import Journal
 

@@ -76,8 +76,9 @@ from agent_bridge.journal.writer import (
     OP_UPDATE,
     EventBatch,
     Writer,
+    WriterMode,
+    choose_writer,
 )
-from agent_bridge.journal.writer_process import WriterMode, choose_writer
 from agent_bridge.lazylog import lazy_logger
 from agent_bridge.wire.methods import RawRecord
 
@@ -175,7 +176,7 @@ class Journal:
     ) -> Journal:
         """Open (creating, upgrading, recovering after a crash, applying retention) the
         journal in ``state_dir``, its commits made by the writer ``writer`` names
-        (:func:`~agent_bridge.journal.writer_process.choose_writer`); raises
+        (:func:`~agent_bridge.journal.writer.choose_writer`); raises
         :class:`JournalError` with a one-line message."""
         clock = clock or Clock()
         kind = choose_writer(writer)

@@ -27,12 +27,12 @@ import msgspec
 
 from agent_bridge.journal.base import ClaimStatus, DeleteStatus, SessionRecord
 from agent_bridge.journal.forks import position_through_forks, read_through_forks, rehead
+from agent_bridge.journal.paths import DEFAULT_MEMORY_HISTORY_MB
 from agent_bridge.journal.raw import raw_records
 from agent_bridge.wire.methods import RawRecord
 
 __all__ = ["DEFAULT_MEMORY_HISTORY_MB", "MemoryHistory"]
 
-DEFAULT_MEMORY_HISTORY_MB: Final = 64
 #: what one kept envelope costs besides its bytes (the bytes object and its deque slot)
 _OVERHEAD: Final = 48
 #: the most envelopes one stretch of :attr:`_Stored.spans` counts (a batch is added to

@@ -19,9 +19,18 @@ import sys
 from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["ENV_VAR", "JOURNAL_FILE", "MEMORY", "default_state_dir", "resolve_state_dir"]
+__all__ = [
+    "DEFAULT_MEMORY_HISTORY_MB",
+    "ENV_VAR",
+    "JOURNAL_FILE",
+    "MEMORY",
+    "default_state_dir",
+    "resolve_state_dir",
+]
 
 MEMORY: Final = ":memory:"
+#: the memory history's default budget for ``:memory:`` (``--memory-history-mb``)
+DEFAULT_MEMORY_HISTORY_MB: Final = 64
 ENV_VAR: Final = "AGENT_BRIDGE_STATE_DIR"
 JOURNAL_FILE: Final = "journal.sqlite3"
 _APP: Final = "agent-bridge"

@@ -36,13 +36,22 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 from agent_bridge.journal.errors import Fault
 from agent_bridge.journal.retention import Retention
-from agent_bridge.journal.writer import OP_EVENTS, RETRY_MAX, RETRY_MIN, EventBatch
+from agent_bridge.journal.writer import (
+    OP_EVENTS,
+    RETRY_MAX,
+    RETRY_MIN,
+    EventBatch,
+    WriterKind,
+    WriterMode,
+    choose_writer,
+    usable_cpus,
+)
 from agent_bridge.journal.writer_frames import FAULTS, HEADER, REPORT
 from agent_bridge.lazylog import lazy_logger
 
@@ -58,41 +67,11 @@ __all__ = ["ProcessWriter", "WriterKind", "WriterMode", "choose_writer", "usable
 
 log = lazy_logger("agent_bridge.journal")
 
-WriterMode = Literal["auto", "thread", "process"]
-WriterKind = Literal["thread", "process"]
-
 #: a child that dies this soon after it started, without committing, makes the next
 #: start wait (the writer's backoff); one that lived longer is replaced at once
 _SHORT_LIFE: Final = 1.0
 
 Committed = Callable[[int, int, "Fault | None"], None]
-
-
-def usable_cpus() -> int:
-    """The number of CPUs this process may run on (its affinity, where the platform
-    tells it; else the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-def choose_writer(mode: WriterMode) -> WriterKind:
-    """The writer ``mode`` means here: ``thread`` or ``process`` as named; ``auto``: the
-    thread, whatever :func:`usable_cpus` says.
-
-    Measured (issue 34, ``bench/README.md``): the process's event loop spends more per
-    event than the thread's (0.83 against 0.65 µs: the frame written to the pipe), and
-    the thread's writer, whose work runs outside the interpreter lock but for about
-    0.1 µs an event, no longer needs a CPU of its own once blocks are Zstandard (0.35 µs
-    an event in all).  So the loop bounds both, the process's lower: server-bound it
-    streamed 0.71-0.85x the thread's rate in three measurements of four on 1 and 2 CPUs
-    (1.16x in the fourth, two repetitions on 1 CPU), for 0.30-0.45 µs an event
-    more CPU and 16-18 MB more RSS (past row (4)'s 40 MB); more CPUs cannot lift the
-    loop's bound, so none are expected to make the process pay."""
-    if mode == "auto":
-        return "thread"
-    return mode
 
 
 _encoder = msgspec.msgpack.Encoder()
