@@ -489,6 +489,47 @@ async def test_a_settings_change_codex_makes_itself_reaches_the_host(tmp_path: P
         assert record["opaque"]["approvalPolicy"] == "never"
 
 
+async def test_a_change_codex_makes_itself_outlives_a_bridge_restart(tmp_path: Path) -> None:
+    """The host chose a model and mode (``session/configure``), then Codex changed both
+    itself: the session's stored choice follows Codex's change, so a later bridge
+    reopening the session (``session/resume {sessionId}``) runs on with what the session
+    last ran with, as this bridge would have, instead of switching back to the host's
+    older choice (docs/providers/codex.md, ``thread/settings/updated``)."""
+    fake = Fake(
+        tmp_path,
+        {
+            "replies": [
+                [
+                    _settings_note("$threadId", "codex-pick", "never", "dangerFullAccess"),
+                    {"text": "switched"},
+                ],
+                [{"text": "again"}],
+            ]
+        },
+    )
+    state = ("--state-dir", str(tmp_path / "state"))
+    async with running_bridge("newline", *state, env=fake.env) as bridge:
+        session = await create(bridge, fake)
+        configure = {"sessionId": session, "model": "host-pick", "mode": "auto"}
+        await bridge.result("session/configure", configure)
+        events = await drive(bridge, await start(bridge, session, "go"))
+        assert of_type(events, "settings.updated") == [
+            {"type": "settings.updated", "model": "codex-pick", "mode": "full-access"}
+        ]
+    assert fake.requests("turn/start")[-1]["params"]["model"] == "host-pick"
+    async with running_bridge("newline", *state, env=fake.env) as bridge:
+        await bridge.result("session/resume", {"sessionId": session})
+        settings = await bridge.result("session/settings", {"sessionId": session})
+        assert settings["model"]["current"] == "codex-pick"
+        assert settings["mode"]["current"] == "full-access"
+        events = await drive(bridge, await start(bridge, session, "more"))
+        assert events[-1]["type"] == "run.completed", events[-1]
+        assert "settings_not_restored" not in codes(events)
+    params = fake.requests("turn/start")[-1]["params"]
+    assert params.get("model", "codex-pick") == "codex-pick", params
+    assert params.get("approvalPolicy", "never") == "never", params
+
+
 async def test_host_without_approval_support_gets_a_decline(tmp_path: Path) -> None:
     fake = Fake(tmp_path, {"replies": [[{"command": "touch x"}]]})
     async with running_bridge("newline", env=fake.env, approval=False) as bridge:

@@ -47,6 +47,7 @@ from agent_bridge.wire.events import (
     RunFailed,
     RunInterrupted,
     RunStarted,
+    SettingsUpdated,
     TextDelta,
     ThinkingDelta,
     ToolActivity,
@@ -634,6 +635,8 @@ class RunContext:
                 self._note_limits(payload)
             elif type(payload) is ToolActivity:
                 run.note_tool(payload)
+            elif type(payload) is SettingsUpdated:
+                run.session.provider_changed_settings(payload)
         try:
             return self._publish(run.id, payload, raw)
         except UnencodableEvent:
@@ -677,6 +680,8 @@ class RunContext:
                     self._note_limits(payload)
                 elif type(payload) is ToolActivity:
                     run.note_tool(payload)
+                elif type(payload) is SettingsUpdated:
+                    run.session.provider_changed_settings(payload)
         try:
             return self._publish_many(run.id, checked, raw, kind)
         except UnencodableEvent:

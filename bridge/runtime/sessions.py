@@ -29,7 +29,7 @@ from agent_bridge.runtime.session_tasks import SessionTasks
 from agent_bridge.runtime.stream import EventStream, Subscriber
 from agent_bridge.spi import AgentProvider, ProviderSession, RunOutcome, SessionContext
 from agent_bridge.states import SESSION_TRANSITIONS, SessionState, transition
-from agent_bridge.wire.events import SessionClosed
+from agent_bridge.wire.events import SessionClosed, SettingsUpdated
 from agent_bridge.wire.methods import RetryOnLimit, SessionInfo, SessionParent
 from agent_bridge.wire.providers import InputCapabilities, ProviderDescriptor
 
@@ -129,7 +129,8 @@ class Session:
         self.state: SessionState = "active"
         #: the policy for runs that hit a limit (``session/create``'s ``retryOnLimit``)
         self.retry_on_limit: RetryOnLimit | None = None
-        #: the model and mode last chosen by ``session/configure`` (``None``: not chosen)
+        #: the model and mode last chosen by ``session/configure`` (``None``: not chosen),
+        #: each followed by a change the provider makes itself afterwards
         self.chosen: tuple[str | None, str | None] = (None, None)
         #: the session and sequence this one was forked from
         self.parent: SessionParent | None = None
@@ -304,6 +305,22 @@ class Session:
             return
         self.retry_on_limit = stored.retry_on_limit
         self.chosen = (stored.model, stored.mode)
+
+    def provider_changed_settings(self, update: SettingsUpdated) -> None:
+        """The provider changed the session's model and/or mode itself (its run emitted
+        ``settings.updated``): what ``session/configure`` chose follows, for each of the
+        two the host chose and ``update`` names, and is stored, so a reopen in a later
+        bridge runs on with what the session last ran with instead of switching back to
+        the host's older choice.  One the host never chose stays unchosen (the provider's
+        own record carries it); one ``update`` does not name (``None``) is unchanged."""
+        model, mode = self.chosen
+        chosen = (
+            update.model if model is not None and update.model is not None else model,
+            update.mode if mode is not None and update.mode is not None else mode,
+        )
+        if chosen != self.chosen:
+            self.chosen = chosen
+            self.services.history.update_session(self.id, policy=self.policy())
 
     # ------------------------------------------------------------------ runs
 
