@@ -193,7 +193,8 @@ def test_a_damaged_journal_stops_the_bridge_before_any_reply(tmp_path: Path, wri
 def test_what_serve_runs_before_its_first_reply_leaves_the_rest_unloaded(tmp_path: Path) -> None:
     """``serve`` opens its SQLite journal and loads the first-reply path before it answers
     ``initialize``; none of that imports the memory history, the process writer, paging,
-    settling or ``dataclasses`` (each needed later, if at all: ``issues show 34``)."""
+    settling, forks, raw records, zlib, bisect or ``dataclasses`` (each needed later, if
+    at all: ``issues show 34``)."""
     code = (
         "import sys\n"
         "from agent_bridge.commands import boot\n"
@@ -202,7 +203,8 @@ def test_what_serve_runs_before_its_first_reply_leaves_the_rest_unloaded(tmp_pat
         "import agent_bridge.frontends.first_reply\n"
         "late = ('agent_bridge.journal.memory', 'agent_bridge.journal.writer_process', "
         "'agent_bridge.journal.writer_frames', 'agent_bridge.journal.paging', "
-        "'agent_bridge.journal.settle', 'dataclasses', 'anyio', 'logging')\n"
+        "'agent_bridge.journal.settle', 'agent_bridge.journal.forks', "
+        "'agent_bridge.journal.raw', 'zlib', 'bisect', 'dataclasses', 'anyio', 'logging')\n"
         "loaded = [m for m in late if m in sys.modules]\n"
         "import anyio\n"
         "anyio.run(history.aclose)\n"

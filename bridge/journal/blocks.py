@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import struct
 import threading
-import zlib
-from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any, Final
@@ -98,6 +96,8 @@ def block_spans(sizes: Sequence[int]) -> list[tuple[int, int]]:
     """Return ``[start, stop)`` index ranges that cut events of ``sizes`` bytes into
     blocks: at most :data:`MAX_BLOCK_EVENTS` each, and no more than
     :data:`MAX_BLOCK_BYTES` unless a single event is larger."""
+    from bisect import bisect_right  # writes only: not imported before serve's first reply
+
     ends = list(accumulate(sizes))
     spans: list[tuple[int, int]] = []
     start = 0
@@ -170,6 +170,8 @@ def decode_bodies(codec: int, blob: bytes) -> bytes:
             raise ValueError(f"a journal block is damaged: {exc}") from None
         return plain
     if codec == CODEC_ZLIB:
+        import zlib  # old blocks only: not imported before serve's first reply
+
         try:
             return zlib.decompress(blob)
         except zlib.error as exc:

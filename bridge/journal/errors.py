@@ -14,7 +14,6 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
-import zlib
 from typing import Final, Literal
 
 import msgspec
@@ -46,8 +45,9 @@ _BUGS: Final = (
 )
 
 #: What reading a damaged file can raise besides SQLite's own errors: a block whose
-#: compressed data or envelope was changed, a row whose JSON was.
-DAMAGE: Final = (zlib.error, msgspec.DecodeError, msgspec.ValidationError, ValueError)
+#: compressed data or envelope was changed, a row whose JSON was.  (A damaged zlib or
+#: Zstandard block raises ``ValueError``: :func:`~agent_bridge.journal.blocks.decode_bodies`.)
+DAMAGE: Final = (msgspec.DecodeError, msgspec.ValidationError, ValueError)
 
 _PRIMARY: Final[dict[int, Fault]] = {
     13: "disk_full",  # SQLITE_FULL

@@ -2,6 +2,10 @@
 
 SQLite in WAL mode lets these run while the writer thread commits: a read sees the last
 commit made before it started.  One lock serialises the reads of this process.
+
+The reader is made when the journal is opened, before ``serve``'s first reply, and reads
+only after it: what only reads need (:mod:`~agent_bridge.journal.forks`,
+:mod:`~agent_bridge.journal.raw`) is imported at the first read.
 """
 
 from __future__ import annotations
@@ -12,7 +16,6 @@ from typing import Any
 
 from agent_bridge.journal.base import SESSION_COLUMNS, SessionRecord, session_from_row
 from agent_bridge.journal.blocks import decode_bodies, slice_block
-from agent_bridge.journal.forks import position_through_forks, read_through_forks, rehead
 from agent_bridge.journal.queries import (
     OpenTurn,
     fork_of,
@@ -20,7 +23,6 @@ from agent_bridge.journal.queries import (
     open_turns,
     sessions_filter,
 )
-from agent_bridge.journal.raw import raw_records
 from agent_bridge.journal.rows import last_sequence
 from agent_bridge.wire.methods import RawRecord
 
@@ -54,6 +56,8 @@ class Reader:
         return fork_of(self.conn, session_id, "?")
 
     def _events(self, session_id: str, lo: int, hi: int) -> list[bytes]:
+        from agent_bridge.journal.forks import read_through_forks, rehead
+
         return read_through_forks(
             session_id, lo, hi, fork_of=self._fork_of, own=self._own_events, adopt=rehead
         )
@@ -99,6 +103,8 @@ class Reader:
     def position(self, session_id: str, sequence: int) -> tuple[int, bytes] | None:
         """``(sequence, position)`` of the latest run end or checkpoint of the session's
         history (through a fork's parents) at or before ``sequence``, or ``None``."""
+        from agent_bridge.journal.forks import position_through_forks
+
         with self.lock:
             return position_through_forks(
                 session_id, sequence, fork_of=self._fork_of, latest=self._own_position
@@ -116,6 +122,8 @@ class Reader:
         return None if row is None else (int(row[0]), bytes(row[1]))
 
     def _raw(self, session_id: str, lo: int, hi: int) -> list[RawRecord]:
+        from agent_bridge.journal.forks import read_through_forks
+
         return read_through_forks(session_id, lo, hi, fork_of=self._fork_of, own=self._own_raw)
 
     def _own_raw(self, skey: int, lo: int, hi: int) -> list[RawRecord]:
@@ -139,6 +147,8 @@ class Reader:
             query = f"SELECT raw_id, record FROM raw_records WHERE skey = ? AND raw_id IN ({marks})"  # noqa: S608
             for raw_id, record in conn.execute(query, (skey, *chunk)):
                 records[int(raw_id)] = bytes(record)
+        from agent_bridge.journal.raw import raw_records
+
         return raw_records(links, records, lo, hi)
 
     def session(self, session_id: str) -> SessionRecord | None:
