@@ -20,17 +20,36 @@ _encode = msgspec.json.encode
 class EnvelopeFormat:
     """The templates of one session's envelopes: :attr:`run` takes ``(sequence, run id,
     sequence, occurredAt, payload)``, :attr:`sessionwide` ``(sequence, sequence,
-    occurredAt, payload)``, all bytes except the sequences."""
+    occurredAt, payload)``, all bytes except the sequences.
 
-    __slots__ = ("_head", "run", "sessionwide")
+    They are built at the session's first event, not when it is made: an idle session
+    (most of a host's) then holds none of their ~460 bytes.  Until then the slots are
+    unset, so the first read of one goes to :meth:`__getattr__`, which fills all three;
+    every later read is a plain slot read."""
+
+    __slots__ = ("_head", "_session_id", "run", "sessionwide")
+
+    _head: bytes
+    run: bytes
+    sessionwide: bytes
 
     def __init__(self, session_id: str) -> None:
+        self._session_id = session_id
+
+    def __getattr__(self, name: str) -> bytes:
+        """Build the templates (called only while a slot is unset) and return ``name``'s;
+        raises :class:`AttributeError` for any other name."""
+        if name not in ("_head", "run", "sessionwide"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        session_id = self._session_id
         token = session_id.split("_", 1)[-1].encode()
         head = b'{"eventId":"evt_%s_%%x","sessionId":"%s",' % (token, session_id.encode())
         tail = b'"sequence":%d,"occurredAt":"%s","payload":%s}'
         self._head = head
         self.run = head + b'"runId":"%s",' + tail
         self.sessionwide = head + tail
+        value: bytes = object.__getattribute__(self, name)
+        return value
 
     def run_batch(self, run_id: bytes, occurred_at: bytes) -> bytes:
         """Return the template of a run's envelopes that share ``occurred_at``: it takes
