@@ -156,3 +156,74 @@ async def test_bad_settings_for_a_session_another_member_runs_are_refused_typed(
             client.decisions = ["allow_once"]
             reply = await conn.prompt(session_id=sid, prompt=[text_block("one")])
             assert reply.stop_reason == "end_turn"
+
+
+async def test_a_cancel_while_no_member_runs_the_turn_sticks(pg_url: str, tmp_path: Path) -> None:
+    """The member running the turn is SIGKILLed at an approval and no member can take
+    over: a ``session/cancel`` then ends the prompt ``cancelled`` at once (it was
+    ``session_in_use`` after :data:`TAKEOVER_WAIT`), and when a member started later
+    takes the session over and continues the run, the cancel still holds: the run ends
+    ``run.interrupted``, not with the approval answered and the turn run to its end."""
+    script = write_script(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    extra: dict[str, tuple[str, ...]] = {
+        "beta": ("--node-providers", "scripted"),
+        "gamma": ("--node-providers", "scripted"),
+    }
+    async with fleet(tmp_path, pg_url, ("beta",), extra=extra, lease=2.0) as members:
+        beta = members["beta"]
+        argv = agent_argv(
+            tmp_path / "acp.log",
+            tmp_path / "alpha" / "state",
+            script,
+            "--journal",
+            pg_url,
+            "--node",
+            "alpha",
+            "--node-providers",
+            "claude-code",
+            "--lease-seconds",
+            "2",
+        )
+        env = {**os.environ, **member_env(tmp_path, "alpha")}
+        command = [*_own_network(), *argv]
+        client = Client()
+        async with spawn_agent_process(client, command[0], *command[1:], env=env) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+            sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
+            client.decisions = ["allow_once", "allow_once"]
+            await conn.prompt(session_id=sid, prompt=[text_block("one")])
+            await conn.prompt(session_id=sid, prompt=[text_block("two")])
+            client.decisions = [None]
+            client.asked.clear()
+            prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("three")]))
+            await asyncio.wait_for(client.asked.wait(), 30)
+            assert beta.proc is not None
+            beta.proc.send_signal(signal.SIGKILL)
+            await asyncio.sleep(4.0)  # the lease and a beat: the session is cut
+            cancelled = time.monotonic()
+            await conn.cancel(session_id=sid)
+            reply = await asyncio.wait_for(prompt, 30)
+            assert reply.stop_reason == "cancelled", reply
+            assert time.monotonic() - cancelled < TAKEOVER_WAIT / 2
+            client.release.set()
+            # a member that can run the session starts later, a host resumes the session
+            # there and the run is continued; nobody answers its approval asked again
+            client.decisions = [None]
+            client.release = asyncio.Event()
+            async with fleet(tmp_path, pg_url, ("gamma",), extra=extra, lease=2.0) as later:
+                gamma = later["gamma"]
+                await gamma.result("session/resume", {"sessionId": sid})
+                kinds: list[str] = []
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    read = await gamma.result("events/read", {"sessionId": sid, "limit": 1000})
+                    kinds = [e["payload"]["type"] for e in read["events"]]
+                    if kinds.count("session.resumed") and kinds[-1].startswith("run."):
+                        break
+                    await asyncio.sleep(0.2)
+                assert "session.resumed" in kinds, kinds
+                assert kinds[-1] == "run.interrupted", kinds
+                assert ALLOWED * 3 not in client.texts()
+                client.release.set()

@@ -16,7 +16,11 @@ a cancel that arrives before the turn's run has started (in the same write as th
 prompt, say) is kept on the turn and interrupts the run as soon as it starts.  So that a
 prompt and a cancel read together are seen in the order they were sent, the cancel is
 handled as a task started after the prompt's (the prompt's task registers its turn
-before its first wait).
+before its first wait).  On a fleet, a cancel while the member running the turn is dead
+and no member has continued it yet ends the prompt ``cancelled`` at once; the run is
+kept to be interrupted when a member resumes the session (its ``session.resumed``,
+while this client is connected), so a member continuing it later does not undo the
+cancel.
 Errors use ACP's codes (``-32000`` authentication required, ``-32002`` resource not
 found, ``-32602`` invalid params, ``-32603`` otherwise), always with ``data``.
 """
@@ -29,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
 import anyio
+import anyio.abc
 import msgspec
 
 from agent_bridge import __version__
@@ -177,12 +182,15 @@ class _Turn:
         self.wake = anyio.Event()
 
     async def ended(self) -> None:
-        """Return at the run's terminal event; raises ``session_in_use`` (retryable) when
+        """Return at the run's terminal event, or at once when cancelled while its owner
+        is dead (:attr:`terminal` is then ``None``); raises ``session_in_use`` (retryable) when
         the session was closed ``bridge_crashed`` and not resumed within
         :data:`TAKEOVER_WAIT` (a run left open that no member continues: the prompt
         must not wait for ever)."""
         while not self.done.is_set():
             self.wake = anyio.Event()
+            if self.cancelled and self.cut_at is not None:
+                return  # cancelled with no owner: ends cancelled (interrupted once resumed)
             if self.cut_at is None:
                 await self.wake.wait()
                 continue
@@ -226,6 +234,10 @@ class AcpFrontend:
         self.client_capabilities: dict[str, Any] = {}
         self._mappers: dict[str, UpdateMapper] = {}
         self._turns: dict[str, _Turn] = {}
+        #: runs cancelled while the member running them was dead, by session: each is
+        #: interrupted when a member resumes the session (``session.resumed``)
+        self._cancel_on_resume: dict[str, str] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
         self._replaying: set[str] = set()
         #: sessions that have had a prompt (their provider cannot change any more)
         self._prompted: set[str] = set()
@@ -334,7 +346,12 @@ class AcpFrontend:
 
     def _cut_or_resumed(self, session_id: str, payload: EventPayload) -> None:
         """Note on the session's turn that its owner died (``session.closed``
-        ``bridge_crashed``) or that a member resumed it."""
+        ``bridge_crashed``) or that a member resumed it; a resumed session's run that was
+        cancelled while no member ran it is interrupted now."""
+        if isinstance(payload, SessionResumed) and session_id in self._cancel_on_resume:
+            run_id = self._cancel_on_resume.pop(session_id)
+            if self._tg is not None:
+                self._tg.start_soon(self._interrupt, run_id)
         turn = self._turns.get(session_id)
         if turn is None:
             return
@@ -845,6 +862,9 @@ class AcpFrontend:
             if turn.cancelled:  # cancelled while the run was starting
                 await self._interrupt(started.run_id)
             await turn.ended()
+            if turn.terminal is None:
+                # cancelled while its owner was dead: interrupted once a member resumes it
+                self._cancel_on_resume[session_id] = started.run_id
             if session_id in self._restarting:
                 await self._restarted(session_id)
         finally:
@@ -857,7 +877,8 @@ class AcpFrontend:
                 error.message,
                 msgspec.to_builtins(error),
             )
-        assert terminal is not None and not isinstance(terminal, RunFailed)
+        if terminal is None:  # cancelled while its owner was dead (see _Turn.ended)
+            return {"stopReason": "cancelled"}
         return {"stopReason": stop_reason(terminal)}  # type: ignore[arg-type]
 
     async def _start_turn(self, session_id: str, input: RunInput) -> RunStartResult:
@@ -898,6 +919,8 @@ class AcpFrontend:
             run_ids = [turn.run_id]
         for run_id in run_ids:
             await self._interrupt(run_id)
+        if turn is not None:
+            turn.wake.set()  # its owner dead, none continuing it: the turn ends cancelled
 
     async def _interrupt(self, run_id: str) -> None:
         """Interrupt the run here, or where it runs (another fleet member's)."""
@@ -1173,8 +1196,12 @@ class AcpFrontend:
         """Serve until the client's EOF or a write failure; then detach it from the
         runtime and return (``agent-bridge acp`` then shuts the runtime down)."""
         try:
-            await self.conn.run()
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                await self.conn.run()
+                tg.cancel_scope.cancel()
         finally:
+            self._tg = None
             self.runtime.detach(self)
             if self.owns_runtime:
                 await self._close_remote()
