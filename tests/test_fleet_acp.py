@@ -16,6 +16,8 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +90,35 @@ class Client:
         )
 
 
+def member_argv(tmp_path: Path, pg_url: str, script: Path, node: str, *more: str) -> list[str]:
+    """Returns the argv of ``agent-bridge acp`` as fleet member ``node``: the test script,
+    its state under ``tmp_path/node``, the fleet's journal, its exchange logged to
+    ``acp.log`` (``acp2.log`` for any node but alpha), then ``more``."""
+    log = tmp_path / ("acp.log" if node == "alpha" else "acp2.log")
+    state = tmp_path / node / "state"
+    return agent_argv(log, state, script, "--journal", pg_url, "--node", node, *more)
+
+
+@asynccontextmanager
+async def acp_member(
+    tmp_path: Path,
+    node: str,
+    argv: list[str],
+    client: Client,
+    env: dict[str, str] | None = None,
+    capabilities: ClientCapabilities | None = None,
+) -> AsyncIterator[Any]:
+    """Runs ``argv`` as fleet member ``node`` (its own network namespace and home, plus
+    ``env``) with ``client`` as its ACP client; yields the connection once ``initialize``
+    (``capabilities``, else none) is answered."""
+    member = {**os.environ, **member_env(tmp_path, node), **(env or {})}
+    command = [*_own_network(), *argv]
+    async with spawn_agent_process(client, command[0], *command[1:], env=member) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
+        caps = capabilities if capabilities is not None else ClientCapabilities()
+        await conn.initialize(protocol_version=1, client_capabilities=caps)
+        yield conn
+
+
 async def test_acp_session_new_runs_on_a_member_that_serves_the_provider(
     pg_url: str, tmp_path: Path
 ) -> None:
@@ -99,22 +130,9 @@ async def test_acp_session_new_runs_on_a_member_that_serves_the_provider(
     async with fleet(tmp_path, pg_url, ("beta",), extra=extra) as members:
         beta = members["beta"]
         # alpha: the ACP agent, a member that serves claude-code only
-        argv = agent_argv(
-            log,
-            tmp_path / "alpha" / "state",
-            script,
-            "--journal",
-            pg_url,
-            "--node",
-            "alpha",
-            "--node-providers",
-            "claude-code",
-        )
-        env = {**os.environ, **member_env(tmp_path, "alpha")}
-        command = [*_own_network(), *argv]
         client = Client()
-        async with spawn_agent_process(client, command[0], *command[1:], env=env) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
-            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        argv = member_argv(tmp_path, pg_url, script, "alpha", "--node-providers", "claude-code")
+        async with acp_member(tmp_path, "alpha", argv, client) as conn:
             session = await conn.new_session(cwd=str(work), mcp_servers=[])
             sid = session.session_id
             # its owner's options, as for a session here
@@ -146,22 +164,10 @@ async def test_acp_session_new_runs_on_a_member_that_serves_the_provider(
             # another editor, on another member (delta), loads the session beta runs: its
             # history is replayed, it follows it, and its turn goes to beta
             other = Client()
-            log2 = tmp_path / "acp2.log"
-            argv2 = agent_argv(
-                log2,
-                tmp_path / "delta" / "state",
-                script,
-                "--journal",
-                pg_url,
-                "--node",
-                "delta",
-                "--node-providers",
-                "claude-code",
+            argv2 = member_argv(
+                tmp_path, pg_url, script, "delta", "--node-providers", "claude-code"
             )
-            env2 = {**os.environ, **member_env(tmp_path, "delta")}
-            command2 = [*_own_network(), *argv2]
-            async with spawn_agent_process(other, *command2, env=env2) as (conn2, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
-                await conn2.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+            async with acp_member(tmp_path, "delta", argv2, other) as conn2:
                 loaded = await conn2.load_session(cwd=str(work), session_id=sid, mcp_servers=[])
                 assert loaded is not None and loaded.config_options is not None  # beta's
                 users = [
@@ -190,7 +196,7 @@ async def test_acp_session_new_runs_on_a_member_that_serves_the_provider(
         assert "run.completed" in kinds and "run.interrupted" in kinds
         assert kinds[-1] == "session.closed"
     check_schema(log)
-    check_schema(log2)
+    check_schema(tmp_path / "acp2.log")
 
 
 #: a provider that names its models and modes (``session/settings``) and its commands
@@ -225,22 +231,9 @@ async def test_an_acp_session_on_another_member_has_its_owners_modes_options_and
     extra: dict[str, tuple[str, ...]] = {"beta": ("--node-providers", "scripted")}
     async with fleet(tmp_path, pg_url, ("beta", "gamma"), extra=extra) as members:
         beta, gamma = members["beta"], members["gamma"]
-        argv = agent_argv(
-            log,
-            tmp_path / "alpha" / "state",
-            script,
-            "--journal",
-            pg_url,
-            "--node",
-            "alpha",
-            "--node-providers",
-            "claude-code",
-        )
-        env = {**os.environ, **member_env(tmp_path, "alpha")}
-        command = [*_own_network(), *argv]
         client = Client()
-        async with spawn_agent_process(client, command[0], *command[1:], env=env) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
-            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        argv = member_argv(tmp_path, pg_url, script, "alpha", "--node-providers", "claude-code")
+        async with acp_member(tmp_path, "alpha", argv, client) as conn:
             session = await conn.new_session(cwd=str(work), mcp_servers=[])
             sid = session.session_id
             assert nodes_of(await beta.result("session/list", {}))[sid] == "beta"
@@ -337,11 +330,8 @@ async def test_a_session_option_of_an_acp_session_on_another_member_is_set_by_it
         argv = [sys.executable, str(TAP), "--log", str(log), "--", BRIDGE, "acp"]
         argv += ["--provider", "inner", "--state-dir", str(tmp_path / "alpha" / "state")]
         argv += ["--journal", pg_url, "--node", "alpha", "--node-providers", "claude-code"]
-        command = [*_own_network(), *argv]
-        member = {**os.environ, **member_env(tmp_path, "alpha"), **env}
         client = Client()
-        async with spawn_agent_process(client, command[0], *command[1:], env=member) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
-            await conn.initialize(protocol_version=1, client_capabilities=TOGGLES)
+        async with acp_member(tmp_path, "alpha", argv, client, env, TOGGLES) as conn:
             session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
             sid = session.session_id
             assert nodes_of(await beta.result("session/list", {}))[sid] == "beta"
@@ -380,13 +370,8 @@ async def test_an_acp_member_can_be_placed_on_as_soon_as_it_answered_initialize(
     extra: dict[str, tuple[str, ...]] = {"beta": ("--node-providers", "claude-code")}
     async with fleet(tmp_path, pg_url, ("beta",), extra=extra) as members:
         beta = members["beta"]
-        argv = agent_argv(
-            log, tmp_path / "alpha" / "state", script, "--journal", pg_url, "--node", "alpha"
-        )
-        env = {**os.environ, **member_env(tmp_path, "alpha")}
-        command = [*_own_network(), *argv]
-        async with spawn_agent_process(Client(), command[0], *command[1:], env=env) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
-            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        argv = member_argv(tmp_path, pg_url, script, "alpha")
+        async with acp_member(tmp_path, "alpha", argv, Client()):
             params = {"provider": "scripted", "options": {"script": {"steps": []}}}
             reply = await beta.call("session/create", params, check=False)
             assert "result" in reply, reply
@@ -416,15 +401,9 @@ async def test_the_provider_of_an_acp_session_on_another_member_switches_across_
     log = tmp_path / "acp.log"
     async with fleet(tmp_path, pg_url, ("beta", "gamma"), extra=extra, env=env) as members:
         beta = members["beta"]
-        argv = agent_argv(
-            log, tmp_path / "alpha" / "state", script, "--journal", pg_url, "--node", "alpha"
-        )
-        argv += ["--node-providers", "claude-code"]
-        command = [*_own_network(), *argv]
-        member = {**os.environ, **member_env(tmp_path, "alpha"), **env}
+        argv = member_argv(tmp_path, pg_url, script, "alpha", "--node-providers", "claude-code")
         client = Client()
-        async with spawn_agent_process(client, command[0], *command[1:], env=member) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
-            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        async with acp_member(tmp_path, "alpha", argv, client, env) as conn:
             session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
             sid = session.session_id
             assert nodes_of(await beta.result("session/list", {}))[sid] == "gamma"

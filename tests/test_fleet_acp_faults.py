@@ -9,19 +9,17 @@ processes on a real PostgreSQL journal (``test_fleet``, ``test_fleet_acp``).
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import time
 from pathlib import Path
 
 import pytest
-from acp_agent_support import ALLOWED, agent_argv, write_script
-from test_fleet import _own_network, fleet, member_env, nodes_of
-from test_fleet_acp import Client
+from acp_agent_support import ALLOWED, write_script
+from test_fleet import fleet, nodes_of
+from test_fleet_acp import Client, acp_member, member_argv
 
 acp = pytest.importorskip("acp", reason="LOUD SKIP: agent-client-protocol is not installed")
-from acp import RequestError, spawn_agent_process, text_block  # noqa: E402
-from acp.schema import ClientCapabilities  # noqa: E402
+from acp import RequestError, text_block  # noqa: E402
 
 from agent_bridge.frontends.acp.server import TAKEOVER_WAIT  # noqa: E402
 
@@ -42,24 +40,18 @@ async def test_the_member_running_a_prompt_dies_and_the_prompt_ends(
         extra["gamma"] = ("--node-providers", "scripted")
     async with fleet(tmp_path, pg_url, names, extra=extra, lease=2.0) as members:
         beta = members["beta"]
-        argv = agent_argv(
-            tmp_path / "acp.log",
-            tmp_path / "alpha" / "state",
-            script,
-            "--journal",
+        client = Client()
+        argv = member_argv(
+            tmp_path,
             pg_url,
-            "--node",
+            script,
             "alpha",
             "--node-providers",
             "claude-code",
             "--lease-seconds",
             "2",
         )
-        env = {**os.environ, **member_env(tmp_path, "alpha")}
-        command = [*_own_network(), *argv]
-        client = Client()
-        async with spawn_agent_process(client, command[0], *command[1:], env=env) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
-            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        async with acp_member(tmp_path, "alpha", argv, client) as conn:
             sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
             assert nodes_of(await beta.result("session/list", {}))[sid] == "beta"
             client.decisions = ["allow_once", "allow_once"]
@@ -119,22 +111,9 @@ async def test_bad_settings_for_a_session_another_member_runs_are_refused_typed(
     extra: dict[str, tuple[str, ...]] = {"beta": ("--node-providers", "scripted")}
     async with fleet(tmp_path, pg_url, ("beta",), extra=extra) as members:
         beta = members["beta"]
-        argv = agent_argv(
-            tmp_path / "acp.log",
-            tmp_path / "alpha" / "state",
-            script,
-            "--journal",
-            pg_url,
-            "--node",
-            "alpha",
-            "--node-providers",
-            "claude-code",
-        )
-        env = {**os.environ, **member_env(tmp_path, "alpha")}
-        command = [*_own_network(), *argv]
         client = Client()
-        async with spawn_agent_process(client, command[0], *command[1:], env=env) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
-            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        argv = member_argv(tmp_path, pg_url, script, "alpha", "--node-providers", "claude-code")
+        async with acp_member(tmp_path, "alpha", argv, client) as conn:
             new = await conn.new_session(cwd=str(work), mcp_servers=[])
             sid = new.session_id
             assert nodes_of(await beta.result("session/list", {}))[sid] == "beta"
@@ -173,24 +152,18 @@ async def test_a_cancel_while_no_member_runs_the_turn_sticks(pg_url: str, tmp_pa
     }
     async with fleet(tmp_path, pg_url, ("beta",), extra=extra, lease=2.0) as members:
         beta = members["beta"]
-        argv = agent_argv(
-            tmp_path / "acp.log",
-            tmp_path / "alpha" / "state",
-            script,
-            "--journal",
+        client = Client()
+        argv = member_argv(
+            tmp_path,
             pg_url,
-            "--node",
+            script,
             "alpha",
             "--node-providers",
             "claude-code",
             "--lease-seconds",
             "2",
         )
-        env = {**os.environ, **member_env(tmp_path, "alpha")}
-        command = [*_own_network(), *argv]
-        client = Client()
-        async with spawn_agent_process(client, command[0], *command[1:], env=env) as (conn, _):  # type: ignore[arg-type]  # a client of the methods the bridge calls
-            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        async with acp_member(tmp_path, "alpha", argv, client) as conn:
             sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
             client.decisions = ["allow_once", "allow_once"]
             await conn.prompt(session_id=sid, prompt=[text_block("one")])
