@@ -13,6 +13,7 @@ import base64
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,14 +61,24 @@ class Setup:
         return {"provider": "codex", "workspace": str(self.work), "options": self.options()}
 
 
-@pytest.fixture
-def setup(tmp_path: Path) -> Iterator[Setup]:
+@contextmanager
+def codex_setup(tmp_path: Path, **standin: Any) -> Iterator[Setup]:
+    """Yields the real codex's :class:`Setup` in ``tmp_path`` (its home, workspace,
+    temporary folder and ``CODEX_HOME`` with :data:`CONFIG`) against a Responses stand-in
+    made with ``standin`` (e.g. its ``fallback``), which stops on leaving."""
     codex = require_cli("codex")
     for name in ("home", "work", "tmp", "codex-home"):
         (tmp_path / name).mkdir()
     (tmp_path / "codex-home" / "config.toml").write_text(CONFIG)
-    with ResponsesStandIn() as server:
+    with ResponsesStandIn(**standin) as server:
         yield Setup(tmp_path, server, codex)
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Iterator[Setup]:
+    with codex_setup(tmp_path) as s:
+        yield s
+        server = s.server
         assert server.errors == []
         # Only the model endpoint was used, and only through the stand-in.
         assert {r.path for r in server.requests} <= {"/v1/responses"}
@@ -438,12 +449,7 @@ async def test_real_codex_agent_thread_is_a_subagent(tmp_path: Path) -> None:
     completed with the child's answer), the child's command and its approval carry the
     spawn call as parentToolCallId, the child's words are not the run's reply, and the
     wait call is an ordinary tool call."""
-    codex = require_cli("codex")
-    for name in ("home", "work", "tmp", "codex-home"):
-        (tmp_path / name).mkdir()
-    (tmp_path / "codex-home" / "config.toml").write_text(CONFIG)
-    with ResponsesStandIn(fallback=_agent_responder()) as server:
-        s = Setup(tmp_path, server, codex)
+    with codex_setup(tmp_path, fallback=_agent_responder()) as s:
         async with running_bridge("newline", env=s.env) as bridge:
             session = await create(bridge, s)
             asked: list[Msg] = []
@@ -453,7 +459,7 @@ async def test_real_codex_agent_thread_is_a_subagent(tmp_path: Path) -> None:
                 return {"kind": "approval", "decision": "allow", "mode": "once"}
 
             events = await drive(bridge, await start(bridge, session, "SPAWN"), answer, timeout=45)
-        assert server.errors == []
+        assert s.server.errors == []
     assert events[-1]["type"] == "run.completed", events[-1]
     assert text_of(events) == "ALL DONE"  # "child finished" is not the run's reply
     tools = of_type(events, "tool.activity")
@@ -513,12 +519,7 @@ async def test_real_codex_agent_outliving_its_run_goes_on_in_the_next(tmp_path: 
     ``failed``); what the agent does between runs is not dropped: its command and the
     approval it asks are held and come in the next run, under the spawn call, and the
     approval answered there lets the command run."""
-    codex = require_cli("codex")
-    for name in ("home", "work", "tmp", "codex-home"):
-        (tmp_path / name).mkdir()
-    (tmp_path / "codex-home" / "config.toml").write_text(CONFIG)
-    with ResponsesStandIn(fallback=_outliving_responder()) as server:
-        s = Setup(tmp_path, server, codex)
+    with codex_setup(tmp_path, fallback=_outliving_responder()) as s:
         async with running_bridge("newline", env=s.env) as bridge:
             session = await create(bridge, s)
             first = await drive(bridge, await start(bridge, session, "SPAWN"), timeout=45)
@@ -528,7 +529,7 @@ async def test_real_codex_agent_outliving_its_run_goes_on_in_the_next(tmp_path: 
             assert spawn[-1]["subagent"]["status"] == "running"
             assert of_type(first, "interaction.requested") == []
             with anyio.fail_after(30):  # the agent asked its model
-                while "CHILD-TASK" not in json.dumps(server.response_bodies()):
+                while "CHILD-TASK" not in json.dumps(s.server.response_bodies()):
                     await anyio.sleep(0.1)
             # its reply (the command) takes 3 s: then the approval is with the bridge
             await anyio.sleep(5)
@@ -540,7 +541,7 @@ async def test_real_codex_agent_outliving_its_run_goes_on_in_the_next(tmp_path: 
                 return {"kind": "approval", "decision": "allow", "mode": "once"}
 
             second = await drive(bridge, await start(bridge, session, "go on"), answer, timeout=45)
-        assert server.errors == []
+        assert s.server.errors == []
     assert second[-1]["type"] == "run.completed"
     assert [a.get("parentToolCallId") for a in asked] == ["spawn-1"]
     child = [t for t in of_type(second, "tool.activity") if t["toolCallId"] == "child-cmd"]
@@ -612,12 +613,7 @@ def _v2_responder() -> Any:
 async def test_real_codex_multi_agent_v2_subagent(tmp_path: Path) -> None:
     """With multi-agent v2 a spawn is a subAgentActivity item, not a collab call: the same
     tree (the spawn's tool call runs the helper, the helper's command carries its id)."""
-    codex = require_cli("codex")
-    for name in ("home", "work", "tmp", "codex-home"):
-        (tmp_path / name).mkdir()
-    (tmp_path / "codex-home" / "config.toml").write_text(CONFIG)
-    with ResponsesStandIn(fallback=_v2_responder()) as server:
-        s = Setup(tmp_path, server, codex)
+    with codex_setup(tmp_path, fallback=_v2_responder()) as s:
         params = s.session_params()
         params["options"]["config"].append("features.multi_agent_v2=true")
         params["options"]["approvalPolicy"] = "never"
@@ -625,7 +621,7 @@ async def test_real_codex_multi_agent_v2_subagent(tmp_path: Path) -> None:
             created = await bridge.result("session/create", params, timeout=30)
             session = created["session"]["sessionId"]
             events = await drive(bridge, await start(bridge, session, "SPAWN"), timeout=45)
-        assert server.errors == []
+        assert s.server.errors == []
     assert events[-1]["type"] == "run.completed", events[-1]
     assert "helper finished" not in text_of(events)
     tools = of_type(events, "tool.activity")
