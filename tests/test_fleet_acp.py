@@ -33,28 +33,19 @@ from acp_agent_support import (
     check_schema,
     write_script,
 )
+from test_acp_agent_toggles import TOGGLES
 from test_fleet import _own_network, fleet, member_env, nodes_of
 
 acp = pytest.importorskip("acp", reason="LOUD SKIP: agent-client-protocol is not installed")
 from acp import RequestError, spawn_agent_process, text_block  # noqa: E402
 from acp.schema import (  # noqa: E402
     AllowedOutcome,
-    BooleanConfigOptionCapabilities,
     ClientCapabilities,
-    ClientSessionCapabilities,
     DeniedOutcome,
     RequestPermissionResponse,
-    SessionConfigOptionsCapabilities,
 )
 
 pytestmark = pytest.mark.timeout(300)
-
-#: a client that takes boolean config options (toggles)
-TOGGLES = ClientCapabilities(
-    session=ClientSessionCapabilities(
-        config_options=SessionConfigOptionsCapabilities(boolean=BooleanConfigOptionCapabilities())
-    )
-)
 
 
 class Client:
