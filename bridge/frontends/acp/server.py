@@ -1043,12 +1043,9 @@ class AcpFrontend:
             return {"configOptions": []}  # switched, and its new owner cannot say now
         return {"configOptions": self._session_view(session_id)["configOptions"]}
 
-    async def _switch_remote_provider(self, session_id: str, value: Any) -> None:
-        """A session another fleet member runs, before its first prompt, goes to the
-        provider ``value`` as one here does (deleted and created again under its id), on
-        the member placement picks for that provider in its workspace: closed by its
-        owner, deleted, created there (``session/recreate``) or here, and followed from
-        here again when it is elsewhere."""
+    def _check_switch(self, session_id: str, value: Any) -> None:
+        """Raises ``invalid_params`` unless ``value`` names a provider this bridge has and
+        the session has had no prompt yet (a provider changes only before the first)."""
         if not isinstance(value, str) or value not in self._providers():
             raise BridgeError("invalid_params", details={"field": "value"})
         if session_id in self._prompted:
@@ -1059,6 +1056,14 @@ class AcpFrontend:
                     "reason": "the provider can change only before the first prompt",
                 },
             )
+
+    async def _switch_remote_provider(self, session_id: str, value: Any) -> None:
+        """A session another fleet member runs, before its first prompt, goes to the
+        provider ``value`` as one here does (deleted and created again under its id), on
+        the member placement picks for that provider in its workspace: closed by its
+        owner, deleted, created there (``session/recreate``) or here, and followed from
+        here again when it is elsewhere."""
+        self._check_switch(session_id, value)
         workspace = (await self.runtime.stored(session_id)).workspace
         await self._owner("session/close", SessionRef(session_id))
         self.runtime.unfollow(session_id, self)
@@ -1129,16 +1134,7 @@ class AcpFrontend:
         session = self.runtime.sessions[session_id]
         if value == session.provider.id:
             return
-        if not isinstance(value, str) or value not in self._providers():
-            raise BridgeError("invalid_params", details={"field": "value"})
-        if session_id in self._prompted:
-            raise BridgeError(
-                "invalid_params",
-                details={
-                    "field": "configId",
-                    "reason": "the provider can change only before the first prompt",
-                },
-            )
+        self._check_switch(session_id, value)
         workspace = session.workspace
         await self.runtime.delete_session(session_id)
         await self.runtime.create_session(
