@@ -26,7 +26,14 @@ from conftest import running_bridge
 from agent_bridge.adapters.codex import CodexProvider, probe
 from agent_bridge.adapters.codex import launch as disc
 from agent_bridge.adapters.codex import protocol as proto
-from agent_bridge.adapters.codex.mapping import classify_error, sandbox_mode
+from agent_bridge.adapters.codex.mapping import (
+    MAX_POLICY_BYTES,
+    MAX_POLICY_DEPTH,
+    approval_policy_of,
+    classify_error,
+    mode_of,
+    sandbox_mode,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "standins" / "fake_codex.py"
@@ -133,6 +140,59 @@ def test_lenient_decoding_ignores_unknown_fields() -> None:
     assert classify_error(done.turn.error) == "provider_auth_required"
     assert sandbox_mode({"type": "workspaceWrite", "writableRoots": []}) == "workspace-write"
     assert sandbox_mode({"type": "somethingNew"}) is None
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    """An object whose objects nest ``depth`` deep."""
+    value: Any = True
+    for _ in range(depth):
+        value = {"a": value}
+    return value  # type: ignore[no-any-return]
+
+
+def _policy_of_size(size: int) -> dict[str, Any]:
+    """A granular policy (the shape 0.171.0 sends) padded to ``size`` bytes encoded."""
+    policy: dict[str, Any] = {
+        "granular": {"mcp_elicitations": True, "rules": True, "sandbox_approval": False}
+    }
+    policy["granular"]["note"] = ""
+    policy["granular"]["note"] = "x" * (size - len(msgspec.json.encode(policy)))
+    assert len(msgspec.json.encode(policy)) == size
+    return policy
+
+
+def test_approval_policies_codex_reports_are_kept_only_within_bounds() -> None:
+    """``approval_policy_of``: a policy name, or an object of at most MAX_POLICY_BYTES
+    encoded and MAX_POLICY_DEPTH deep (tested at N and N+1); anything else is not kept,
+    and the mode it would make is unknown."""
+    granular = {"granular": {"mcp_elicitations": True, "rules": True, "sandbox_approval": False}}
+    for name in ("untrusted", "on-request", "never", "on-failure"):
+        assert approval_policy_of(name) == name
+    assert approval_policy_of(granular) == granular
+    at = _policy_of_size(MAX_POLICY_BYTES)
+    assert approval_policy_of(at) is at
+    assert approval_policy_of(_policy_of_size(MAX_POLICY_BYTES + 1)) is None
+    assert approval_policy_of(_policy_of_size(10 * 1024 * 1024)) is None
+    assert approval_policy_of(_nested(MAX_POLICY_DEPTH)) == _nested(MAX_POLICY_DEPTH)
+    assert approval_policy_of(_nested(MAX_POLICY_DEPTH + 1)) is None
+    assert approval_policy_of({"a": [[[[[[[[1]]]]]]]]}) is None  # arrays count too
+    assert approval_policy_of(_nested(5000)) is None  # deeper than the encoder goes
+    wrong: list[Any] = [42, 1.5, True, ["never"], "", "x" * 65, "on request", "never\n"]
+    for value in (*wrong, "n" * 1_000_000):
+        assert approval_policy_of(value) is None, value
+    assert mode_of(approval_policy_of(_policy_of_size(MAX_POLICY_BYTES + 1)), "read-only") is None
+    assert mode_of(approval_policy_of("on-request"), "read-only") == "read-only"
+
+
+def test_sandboxes_codex_reports_are_kept_only_as_modes() -> None:
+    """``sandbox_mode``: a policy object of a known type or a mode string; any other
+    string (however long), type or ``type`` is no mode."""
+    assert sandbox_mode({"type": "readOnly", "networkAccess": False}) == "read-only"
+    assert sandbox_mode({"type": "dangerFullAccess"}) == "danger-full-access"
+    assert sandbox_mode("workspace-write") == "workspace-write"
+    wrong: list[Any] = ["readOnly", "s" * 1_000_000, 42, None, ["read-only"], {}]
+    for value in (*wrong, {"type": 5}, {"type": ["readOnly"]}, {"type": _nested(100)}):
+        assert sandbox_mode(value) is None, value
 
 
 def test_descriptor() -> None:

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
+import msgspec
+
 from agent_bridge.adapters.codex import protocol as p
 from agent_bridge.adapters.kit.approvals import (
     ONCE_OR_SESSION,
@@ -65,11 +67,14 @@ __all__ = [
     "DIAGNOSTICS",
     "IGNORED",
     "MAX_MODEL_ID",
+    "MAX_POLICY_BYTES",
+    "MAX_POLICY_DEPTH",
     "MODES",
     "Item",
     "Mode",
     "TurnState",
     "agent_delta",
+    "approval_policy_of",
     "classify_error",
     "command_approval",
     "command_reply",
@@ -331,11 +336,15 @@ _SANDBOX_MODES: Final = {
 
 
 def sandbox_mode(policy: Any) -> str | None:
-    """The ``sandbox`` mode string for a ``SandboxPolicy`` object of a thread response."""
+    """The ``sandbox`` mode string (one of the ``sandbox`` option's values) for a
+    ``SandboxPolicy`` object Codex reported, or such a mode string itself; ``None`` for
+    anything else (an object of a type not known here, any other string or value), of
+    which nothing is kept."""
     if isinstance(policy, str):
-        return policy
+        return policy if policy in _SANDBOX_MODES.values() else None
     if isinstance(policy, dict):
-        return _SANDBOX_MODES.get(str(policy.get("type")))
+        kind = policy.get("type")
+        return _SANDBOX_MODES.get(kind) if isinstance(kind, str) else None
     return None
 
 
@@ -374,6 +383,53 @@ def mode_of(approval_policy: Any, sandbox: str | None) -> str | None:
         (m.id for m in MODES if m.approval_policy == approval_policy and m.sandbox == sandbox),
         None,
     )
+
+
+#: The largest approval-policy object kept, as encoded JSON: Codex's only object policy,
+#: ``{"granular": {...}}`` (five booleans), takes about 150 bytes.
+MAX_POLICY_BYTES: Final = 4096
+#: The deepest nesting of objects and arrays in an approval-policy object kept
+#: (``{"granular": {...}}`` is 2).
+MAX_POLICY_DEPTH: Final = 8
+#: An approval-policy name kept (``untrusted``, ``on-request``, ``never``; a newer one).
+_POLICY_NAME: Final = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
+
+
+def approval_policy_of(policy: Any) -> str | dict[str, Any] | None:
+    """``policy`` (an ``approvalPolicy`` Codex reported) if it may be kept as the session's
+    (it goes into the recovery record, and back to Codex in ``thread/resume`` and
+    ``turn/start``): a name of 1 to 64 letters, digits, ``-`` and ``_``, or an object of
+    at most :data:`MAX_POLICY_BYTES` encoded and :data:`MAX_POLICY_DEPTH` levels deep;
+    ``None`` for anything else (another type, a longer or stranger string, a larger or
+    deeper object)."""
+    if isinstance(policy, str):
+        return policy if _POLICY_NAME.fullmatch(policy) else None
+    if not isinstance(policy, dict):
+        return None
+    try:  # in C and bounded by the frame; the walk below then sees a small object
+        size = len(msgspec.json.encode(policy))
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return None
+    if size > MAX_POLICY_BYTES or not _depth_within(policy, MAX_POLICY_DEPTH):
+        return None
+    return cast("dict[str, Any]", policy)
+
+
+def _depth_within(value: Any, limit: int) -> bool:
+    """Whether objects and arrays nest at most ``limit`` deep in ``value`` (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = cast("dict[str, Any]", item).values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in children)
+    return True
 
 
 #: The longest model id kept (``session/configure`` takes no longer one).
