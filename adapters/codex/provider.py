@@ -253,6 +253,8 @@ class CodexProvider(NativeFilesInThread, AgentProvider):
         return await probe_cli()
 
     def _settings(self, ctx: SessionContext, record: Mapping[str, Any] | None = None) -> Settings:
+        from agent_bridge.adapters.codex import mapping
+
         options = ctx.options
         _check_options(options)
         record = record or {}
@@ -279,8 +281,10 @@ class CodexProvider(NativeFilesInThread, AgentProvider):
             strict_config=bool(options.get("strictConfig", True)),
             model=options.get("model") or record.get("model"),
             reasoning_effort=options.get("reasoningEffort") or record.get("reasoningEffort"),
-            approval_policy=options.get("approvalPolicy") or record.get("approvalPolicy"),
-            sandbox=options.get("sandbox") or record.get("sandbox"),
+            # a record written before these were bounded may hold anything
+            approval_policy=options.get("approvalPolicy")
+            or mapping.approval_policy_of(record.get("approvalPolicy")),
+            sandbox=options.get("sandbox") or mapping.sandbox_mode(record.get("sandbox")),
             cli_version=record.get("cliVersion"),
         )
 

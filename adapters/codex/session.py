@@ -412,10 +412,15 @@ class CodexSession(ProviderSession):
         except RpcError as exc:
             raise await self._startup_failure(proc, exc, method) from None
         s.thread_id = thread.thread.id
-        s.model = thread.model or s.model
-        if thread.approval_policy is not None:
-            s.approval_policy = thread.approval_policy
-        s.sandbox = mapping.sandbox_mode(thread.sandbox) or s.sandbox
+        dropped: list[str] = []
+        if thread.model:
+            if mapping.model_id_ok(thread.model):
+                s.model = thread.model
+            else:
+                dropped.append("model")
+        dropped += self._take_policies(thread.approval_policy, thread.sandbox)
+        if dropped:
+            self._unexpected(method, dropped)
         if thread.cwd and s.cwd is None:
             s.cwd = thread.cwd
         if not self._models:
@@ -905,15 +910,21 @@ class CodexSession(ProviderSession):
         finally:
             run.raw = None
 
-    def _unexpected(self, method: str) -> None:
-        log.warning("codex: %s did not have the expected shape", method)
+    def _unexpected(self, method: str, dropped: list[str] | None = None) -> None:
+        """Log and report (``codex_unexpected_message``, once a run) a message that could
+        not be read, or of which the fields ``dropped`` were not kept."""
+        if dropped:
+            what = ", ".join(dropped)
+            log.warning("codex: %s: not kept (wrong type or out of bounds): %s", method, what)
+        else:
+            log.warning("codex: %s did not have the expected shape", method)
         run = self._run
         diagnostic = Diagnostic(
             level="warning",
             code="codex_unexpected_message",
             message="Codex sent a message the adapter could not read; it was ignored",
         )
-        if run is not None:
+        if run is not None and not run.finished:
             run.diagnose_once(
                 ("unexpected", method), "warning", diagnostic.code, diagnostic.message
             )
@@ -938,13 +949,14 @@ class CodexSession(ProviderSession):
     def _on_settings(self, raw: bytes) -> None:
         """``thread/settings/updated`` of the session's thread: its model, approval
         policy, sandbox and effort are kept (``session/settings`` and the recovery record
-        follow them; a model id that is empty, longer than ``session/configure`` takes or
-        has a control character, and an effort outside the known set, are dropped with a
-        ``codex_unexpected_message`` diagnostic), and when the model or the mode
-        (preset) it makes changed — Codex changed them itself; the overrides of a
-        ``session/configure`` were taken already — ``settings.updated`` is reported in
-        the active run, else at the start of the next.  Another thread's (an agent's)
-        settings are not the session's."""
+        follow them; what may not be kept is dropped with a ``codex_unexpected_message``
+        diagnostic: a model id that is empty, longer than ``session/configure`` takes or
+        has a control character, an effort outside the known set, and what
+        :meth:`_take_policies` refuses), and when the model or the mode (preset) it makes
+        changed — Codex changed them itself; the overrides of a ``session/configure``
+        were taken already — ``settings.updated`` is reported in the active run, else at
+        the start of the next (without the frame as its raw record when something of it
+        was dropped).  Another thread's (an agent's) settings are not the session's."""
         try:
             note = p.decode(p.ThreadSettingsUpdated, raw)
         except _DECODE_ERRORS:
@@ -953,22 +965,23 @@ class CodexSession(ProviderSession):
         update = note.thread_settings
         if update is None or note.thread_id is None or note.thread_id != self.thread_id:
             return
+        # what is not kept would reach session/settings, the journal and the next turn
         model, effort = update.model, update.effort
-        if (model is not None and not mapping.model_id_ok(model)) or (
-            effort is not None and effort not in EFFORTS
-        ):
-            # not kept: it would reach session/settings, the journal and the next turn
-            self._unexpected("thread/settings/updated")
-            model = None if model is not None and not mapping.model_id_ok(model) else model
-            effort = effort if effort in EFFORTS else None
+        dropped: list[str] = []
+        if model is not None and not mapping.model_id_ok(model):
+            model = None
+            dropped.append("model")
+        if effort is not None and effort not in EFFORTS:
+            effort = None
+            dropped.append("effort")
         s = self.settings
         before = (s.model, mapping.mode_of(s.approval_policy, s.sandbox))
         s.model = model or s.model
-        if update.approval_policy is not None:
-            s.approval_policy = update.approval_policy
-        s.sandbox = mapping.sandbox_mode(update.sandbox_policy) or s.sandbox
+        dropped += self._take_policies(update.approval_policy, update.sandbox_policy)
         if effort is not None:
             s.reasoning_effort = effort
+        if dropped:
+            self._unexpected("thread/settings/updated", dropped)
         after = (s.model, mapping.mode_of(s.approval_policy, s.sandbox))
         if after == before:
             return
@@ -976,13 +989,37 @@ class CodexSession(ProviderSession):
         payload = SettingsUpdated(model=after[0], mode=after[1])
         run = self._run
         if run is not None and not run.finished:
-            run.raw = b'{"method":"thread/settings/updated","params":%s}' % raw
+            if not dropped:
+                run.raw = b'{"method":"thread/settings/updated","params":%s}' % raw
             try:
                 run.emit(payload)
             finally:
                 run.raw = None
         else:
             self._pending_settings = payload
+
+    def _take_policies(self, approval: Any, sandbox: Any) -> list[str]:
+        """Keep the approval policy and sandbox Codex reported (a thread response,
+        ``thread/settings/updated``; ``None``: not reported, the session's stay) and
+        return the names of those not kept.  A policy
+        :func:`~agent_bridge.adapters.codex.mapping.approval_policy_of` refuses (another
+        type, an object over its bounds) leaves the session's unknown: no mode, none in
+        the recovery record or sent back to Codex.  A sandbox that names no mode leaves
+        the session's as it was; it is reported only when it is not an object (an object
+        of a type not known here may be a newer Codex's)."""
+        s = self.settings
+        dropped: list[str] = []
+        if approval is not None:
+            s.approval_policy = mapping.approval_policy_of(approval)
+            if s.approval_policy is None:
+                dropped.append("approvalPolicy")
+        if sandbox is not None:
+            mode = mapping.sandbox_mode(sandbox)
+            if mode is not None:
+                s.sandbox = mode
+            elif not isinstance(sandbox, dict):
+                dropped.append("sandbox")
+        return dropped
 
     def _on_rate_limits(self, raw: bytes) -> None:
         """``account/rateLimits/updated`` (account-wide, no thread): kept as the latest

@@ -104,6 +104,8 @@ FAULT keys (each optional)::
                                       # for the client's reply
     "stderr_flood": {"lines": 5000, "bytes": 200, "when": "start"|"turn"}
     "garbage_stdout": true            # a non-JSON line on stdout at each turn start
+    "thread_result": {FIELD: VALUE}   # fields of every thread/start and thread/resume
+                                      # result replaced (settings Codex reports)
 """
 
 from __future__ import annotations
@@ -438,7 +440,7 @@ class FakeCodex:
         return {"type": "readOnly", "networkAccess": False}
 
     def thread_result(self, th: ThreadState, turns: list[dict[str, Any]] | None) -> dict[str, Any]:
-        return {
+        result = {
             "thread": self.thread_json(th, turns),
             "model": STUB_MODEL,
             "modelProvider": "stub",
@@ -456,6 +458,8 @@ class FakeCodex:
             "reasoningEffort": None,
             "multiAgentMode": "explicitRequestOnly",
         }
+        result.update(self.faults.get("thread_result") or {})
+        return result
 
     # -- input -------------------------------------------------------------
 
