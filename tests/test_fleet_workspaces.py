@@ -16,6 +16,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from bridge_client import BridgeProcess, script_session
 from test_fleet import events_until, fleet, nodes_of
@@ -102,21 +103,22 @@ async def test_workspaces_are_placed_by_their_real_paths(pg_url: str, tmp_path: 
 async def test_a_takeover_judges_the_workspace_by_its_real_path(
     pg_url: str, tmp_path: Path
 ) -> None:
-    """A session created through a link (``elsewhere/ws`` -> ``served/proj``) on alpha,
-    which is SIGKILLed: beta finds it dead first (its beat is the fastest) and serves
+    """A session created on alpha in ``elsewhere/ws``, a folder then moved to
+    ``served/proj`` with a link left in its place (``elsewhere/ws`` -> ``served/proj``),
+    and alpha SIGKILLed: beta finds it dead first (its beat is the fastest) and serves
     the scripted provider under ``elsewhere``, the folder the link is in, but not under
     ``served``; gamma serves ``served`` (declared through another link).  The takeover
-    judges the workspace as placement does, by its real path: gamma resumes it, in
-    ``served/proj``, and beta does not take it."""
+    judges the stored workspace as placement does, by its real path on the member that
+    judges it: gamma resumes it, and beta does not take it (judged by its name, the
+    stored ``elsewhere/ws`` is beta's).  Creation judged the name when the session was
+    made, so only a folder that became a link after it tells the two apart."""
     served, elsewhere = tmp_path / "served", tmp_path / "elsewhere"
-    (served / "proj").mkdir(parents=True)
-    elsewhere.mkdir()
-    (elsewhere / "ws").symlink_to(served / "proj")
-    (tmp_path / "served-link").symlink_to(served)
+    served.mkdir()
+    (elsewhere / "ws").mkdir(parents=True)
     (tmp_path / "served-other").symlink_to(served)
     scripted = ("--node-providers", "scripted")
     extra: dict[str, tuple[str, ...]] = {
-        "alpha": (*scripted, "--node-workspaces", str(tmp_path / "served-link")),
+        "alpha": (*scripted, "--node-workspaces", str(elsewhere)),
         "beta": (*scripted, "--node-workspaces", str(elsewhere)),
         "gamma": (*scripted, "--node-workspaces", str(tmp_path / "served-other")),
     }
@@ -124,10 +126,12 @@ async def test_a_takeover_judges_the_workspace_by_its_real_path(
     async with fleet(tmp_path, pg_url, extra=extra, leases=leases) as members:
         alpha, beta, gamma = members["alpha"], members["beta"], members["gamma"]
         steps: list[dict[str, Any]] = [{"type": "text", "text": "here"}]
-        params = script_session(steps) | {"workspace": str(elsewhere / "ws")}
+        params = script_session(steps) | {"workspace": str(elsewhere / "ws"), "node": "alpha"}
         info = (await alpha.result("session/create", params))["session"]
         session = info["sessionId"]
-        assert info["workspace"] == str(served / "proj")
+        assert info["workspace"] == str(elsewhere / "ws")
+        (elsewhere / "ws").rename(served / "proj")
+        (elsewhere / "ws").symlink_to(served / "proj")
         await gamma.result("session/attach", {"sessionId": session})
         assert alpha.proc is not None
         alpha.proc.send_signal(signal.SIGKILL)
@@ -137,4 +141,40 @@ async def test_a_takeover_judges_the_workspace_by_its_real_path(
         run = await beta.result("run/start", {"sessionId": session, "input": {"text": "x"}})
         end = await events_until(gamma, session, "run.completed", timeout=30)
         assert end[-1]["runId"] == run["runId"]
-        assert not list(elsewhere.iterdir())[1:]  # nothing but the link was made there
+        assert [p.name for p in elsewhere.iterdir()] == ["ws"]  # nothing but the link
+        assert not list(served.iterdir())[1:]  # nor anything beside the moved folder
+
+
+async def test_a_takeover_of_a_workspace_it_cannot_judge_leaves_the_session_closed(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """alpha's session whose stored workspace no member can judge (a relative path: only
+    a damaged or foreign row holds one; written here through SQL) and alpha SIGKILLed:
+    beta finds it dead (its beat is the faster), closes it ``bridge_crashed`` and does
+    not take it over (``workspace_invalid``: logged); it stays closed, and beta serves
+    on.  The judgement is inside the takeover's guard: outside it, the error escaped
+    :func:`~agent_bridge.runtime.fleet.succeed` (which never raises) and ended beta's
+    runtime."""
+    import psycopg
+
+    (tmp_path / "ws").mkdir()
+    leases = {"alpha": 3.0, "beta": 1.0}
+    async with fleet(tmp_path, pg_url, ("alpha", "beta"), leases=leases) as members:
+        alpha, beta = members["alpha"], members["beta"]
+        params = script_session([{"type": "text", "text": "here"}])
+        params["workspace"] = str(tmp_path / "ws")
+        session = (await alpha.result("session/create", params))["session"]["sessionId"]
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("UPDATE sessions SET workspace = 'ws' WHERE session_id = %s", (session,))
+        assert alpha.proc is not None and beta.proc is not None
+        alpha.proc.send_signal(signal.SIGKILL)
+        await alpha.proc.wait()
+        logged = f"session {session}: not taken over (the workspace path is not".encode()
+        with anyio.fail_after(60):  # beta's log line, or its end
+            while logged not in beta.stderr:
+                assert beta.proc.returncode is None, bytes(beta.stderr[-3000:]).decode()
+                await anyio.sleep(0.05)
+        listed = {s["sessionId"]: s for s in (await beta.result("session/list", {}))["sessions"]}
+        assert listed[session]["state"] == "closed"
+        assert listed[session].get("node") is None
+        assert b"Traceback" not in beta.stderr
