@@ -24,6 +24,7 @@ from conftest import running_bridge
 from plain_scripted import plain_scripted_env
 from test_journal_units import make_v1_journal
 
+from agent_bridge.adapters.scripted.session import HOLD_CONTINUED
 from agent_bridge.journal.schema import APPLICATION_ID, SCHEMA_VERSION
 
 TERMINAL = ("run.completed", "run.failed", "run.interrupted")
@@ -295,10 +296,17 @@ async def test_a_run_cut_off_at_an_approval_is_continued_by_the_next_bridge(
         assert texts == ["before", "ok", "after"]  # "before" did not run again
 
 
-async def test_a_continued_run_cut_off_again_is_continued_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("held", [False, True], ids=["asked-again", "held"])
+async def test_a_continued_run_cut_off_again_is_continued_again(tmp_path: Path, held: bool) -> None:
     """Two crashes in a row while the same approval waits: each next bridge continues the
     run under its id and offers the approval under its original id; answered at last,
-    the run completes with nothing twice in the journal."""
+    the run completes with nothing twice in the journal.
+
+    ``held``: the second bridge's continued run does not ask again before it is killed
+    (the scripted provider's test seam, ``HOLD_CONTINUED``), so the recovery record that
+    bridge committed before answering ``session/resume`` is the last one: it must name
+    the turn already.  Unheld, the run asks again at once and a later commit may save
+    the record with the turn anyway (this case passed without that, mostly)."""
     state = tmp_path / "state"
     steps: list[dict[str, Any]] = [
         {"type": "text", "text": "before"},
@@ -306,8 +314,11 @@ async def test_a_continued_run_cut_off_again_is_continued_again(tmp_path: Path) 
     ]
     session, run_id, asked = await _killed_while_asking(state, steps)
     interaction = asked["params"]["interactionId"]
+    env = {"AGENT_BRIDGE_STATE_DIR": str(state)}
+    if held:
+        env[HOLD_CONTINUED] = "1"
     async with anyio.create_task_group() as tg:
-        bridge = BridgeProcess("newline", env={"AGENT_BRIDGE_STATE_DIR": str(state)})
+        bridge = BridgeProcess("newline", env=env)
         await bridge.start(tg)
         try:
             await bridge.initialize()
@@ -322,7 +333,17 @@ async def test_a_continued_run_cut_off_again_is_continued_again(tmp_path: Path) 
             tg.cancel_scope.cancel()
     async with bridge_on(state) as bridge:
         await bridge.result("session/resume", {"sessionId": session})
-        third = await bridge.wait_for(lambda m: m.get("method") == "interaction/request", 30)
+
+        def asked_or_ended(m: Message) -> bool:
+            if m.get("method") == "interaction/request":
+                return True
+            params = m.get("params") or {}
+            return m.get("method") == "event" and params.get("runId") == run_id
+
+        # continued (asked again), not failed: the record the second bridge left names
+        # the turn
+        third = await bridge.wait_for(asked_or_ended, 30)
+        assert third["method"] == "interaction/request", third["params"]["payload"]
         assert third["params"]["interactionId"] == interaction
         await bridge.send(
             {

@@ -4,11 +4,19 @@ task of the session's task group.
 There are no timers: every wait is on an interaction or an interrupt.  Every payload a
 run emits carries the script step it came from as its raw record (provenance:
 ``events/read`` with ``view: "raw"``).
+
+One test seam, off unless the bridge's environment holds :data:`HOLD_CONTINUED` set to
+``1`` (no option or request turns it on): a run continued after a crash
+(:meth:`ScriptedSession.continue_run`) waits before it asks its question again, until it
+is interrupted or its session closes.  The window between the continue and the re-ask,
+otherwise too short to hit, stays open, so a test can crash the bridge inside it
+(``tests/test_journal_e2e.py``).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -68,6 +76,9 @@ from agent_bridge.wire.script import (
 from agent_bridge.wire.settings import SessionSetting, SessionSettings
 
 __all__ = ["ScriptedRun", "ScriptedSession"]
+
+#: the environment variable of the test seam (the module docstring); ``1``: on
+HOLD_CONTINUED = "AGENT_BRIDGE_SCRIPTED_HOLD_CONTINUED"
 
 log = logging.getLogger("agent_bridge.provider.scripted")
 
@@ -138,6 +149,8 @@ class ScriptedRun(RunHandle):
         self.waiting: tuple[int | str, ...] | None = None
         #: where :meth:`main` starts: the waiting step of a continued run (``None``: the top)
         self.resume_at: tuple[int | str, ...] | None = None
+        #: the test seam (module docstring): wait before asking again at :attr:`resume_at`
+        self.hold = False
 
     async def main(self) -> None:
         """Run the steps (from :attr:`resume_at` when set: the step a cut-off run waited
@@ -149,6 +162,8 @@ class ScriptedRun(RunHandle):
                 if self.resume_at is None:
                     await self._run_steps(self._steps)
                 else:
+                    if self.hold:
+                        await anyio.sleep_forever()
                     await self._run_from(self._steps, list(self.resume_at))
             if self._scope.cancelled_caught:
                 outcome = RunOutcome.interrupted()
@@ -403,6 +418,7 @@ class ScriptedSession(ProviderSession):
         )
         run.resume_at = path
         run.waiting = path  # it waits there again at once: a record saved now says so
+        run.hold = os.environ.get(HOLD_CONTINUED) == "1"
         self._active = (run, number, own)
         self._tasks.start(run.main, name="run")
         return run
