@@ -27,12 +27,18 @@ from agent_bridge.adapters.codex import CodexProvider, probe
 from agent_bridge.adapters.codex import launch as disc
 from agent_bridge.adapters.codex import protocol as proto
 from agent_bridge.adapters.codex.mapping import (
+    MAX_CWD,
+    MAX_PERMISSIONS_BYTES,
     MAX_POLICY_BYTES,
     MAX_POLICY_DEPTH,
+    MAX_THREAD_ID,
     approval_policy_of,
     classify_error,
+    cwd_ok,
     mode_of,
+    permissions_ok,
     sandbox_mode,
+    thread_id_ok,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,6 +199,59 @@ def test_sandboxes_codex_reports_are_kept_only_as_modes() -> None:
     wrong: list[Any] = ["readOnly", "s" * 1_000_000, 42, None, ["read-only"], {}]
     for value in (*wrong, {"type": 5}, {"type": ["readOnly"]}, {"type": _nested(100)}):
         assert sandbox_mode(value) is None, value
+
+
+def test_thread_ids_codex_reports_are_kept_only_within_bounds() -> None:
+    """``thread_id_ok``: 1 to MAX_THREAD_ID printable ASCII characters without a space
+    (tested at N and N+1); 0.171.0's UUIDv7 ids are."""
+    assert thread_id_ok("01a22a1f-8c05-7770-a58a-a5dccbd7c628")  # captured from 0.171.0
+    assert thread_id_ok("t" * MAX_THREAD_ID)
+    assert not thread_id_ok("t" * (MAX_THREAD_ID + 1))
+    assert not thread_id_ok("t" * 10_000_000)
+    wrong: list[Any] = ["", "a b", "a\nb", "a\x00b", "a\x7fb", "caf\u00e9", "\ud800", None, 42]
+    for value in (*wrong, ["t"], {"id": "t"}):
+        assert not thread_id_ok(value), value
+
+
+def test_thread_cwds_codex_reports_are_kept_only_within_bounds() -> None:
+    """``cwd_ok``: an absolute path of 1 to MAX_CWD characters (tested at N and N+1), no
+    control character, no lone surrogate."""
+    assert cwd_ok("/home/user/demo/work")
+    assert cwd_ok("/" + "c" * (MAX_CWD - 1))
+    assert not cwd_ok("/" + "c" * MAX_CWD)
+    for value in ("", "relative/dir", "/a\x00b", "/a\nb", "/\ud800", "/" + "c" * 10_000_000):
+        assert not cwd_ok(value), value[:40]
+
+
+def _permissions_of_size(size: int) -> dict[str, Any]:
+    """A ``RequestPermissionProfile`` (0.171.0's shape) padded to ``size`` bytes encoded."""
+    path = {"type": "path", "path": "/w/"}
+    entry = {"access": "write", "path": path}
+    permissions: dict[str, Any] = {
+        "fileSystem": {"entries": [entry]},
+        "network": {"enabled": True},
+    }
+    path["path"] = "/w/" + "p" * (size - len(msgspec.json.encode(permissions)))
+    assert len(msgspec.json.encode(permissions)) == size
+    return permissions
+
+
+def test_permissions_codex_asks_for_are_shown_only_within_bounds() -> None:
+    """``permissions_ok``: an object of at most MAX_PERMISSIONS_BYTES encoded and
+    MAX_POLICY_DEPTH deep (tested at N and N+1); anything else is not shown (and so never
+    granted)."""
+    assert permissions_ok({"fileSystem": {"read": ["/a"], "write": None}, "network": None})
+    assert permissions_ok({})
+    assert permissions_ok(_permissions_of_size(MAX_PERMISSIONS_BYTES))
+    assert not permissions_ok(_permissions_of_size(MAX_PERMISSIONS_BYTES + 1))
+    assert not permissions_ok(_permissions_of_size(10 * 1024 * 1024))
+    assert permissions_ok(_nested(MAX_POLICY_DEPTH))
+    assert not permissions_ok(_nested(MAX_POLICY_DEPTH + 1))
+    assert not permissions_ok({"fileSystem": {"entries": [[[[[[[["/a"]]]]]]]]}})
+    assert not permissions_ok(_nested(5000))
+    wrong: list[Any] = [[], "all", None, 1]
+    for value in wrong:
+        assert not permissions_ok(value), value
 
 
 def test_descriptor() -> None:

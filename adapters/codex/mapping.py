@@ -9,6 +9,7 @@ diagnostics here carry fixed codes and messages.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -66,9 +67,12 @@ __all__ = [
     "DECLINE",
     "DIAGNOSTICS",
     "IGNORED",
+    "MAX_CWD",
     "MAX_MODEL_ID",
+    "MAX_PERMISSIONS_BYTES",
     "MAX_POLICY_BYTES",
     "MAX_POLICY_DEPTH",
+    "MAX_THREAD_ID",
     "MODES",
     "Item",
     "Mode",
@@ -78,6 +82,7 @@ __all__ = [
     "classify_error",
     "command_approval",
     "command_reply",
+    "cwd_ok",
     "file_change_approval",
     "file_change_reply",
     "item_completed",
@@ -90,6 +95,7 @@ __all__ = [
     "open_tools_failed",
     "output_delta",
     "permissions_approval",
+    "permissions_ok",
     "permissions_reply",
     "plan_payload",
     "read_limits_payload",
@@ -98,6 +104,7 @@ __all__ = [
     "sandbox_policy",
     "skills_of",
     "summary_part",
+    "thread_id_ok",
     "tool_of",
     "turn_outcome",
     "usage_payload",
@@ -404,15 +411,19 @@ def approval_policy_of(policy: Any) -> str | dict[str, Any] | None:
     deeper object)."""
     if isinstance(policy, str):
         return policy if _POLICY_NAME.fullmatch(policy) else None
-    if not isinstance(policy, dict):
-        return None
-    try:  # in C and bounded by the frame; the walk below then sees a small object
-        size = len(msgspec.json.encode(policy))
-    except (TypeError, ValueError, OverflowError, RecursionError):
-        return None
-    if size > MAX_POLICY_BYTES or not _depth_within(policy, MAX_POLICY_DEPTH):
+    if not isinstance(policy, dict) or not _json_within(policy, MAX_POLICY_BYTES, MAX_POLICY_DEPTH):
         return None
     return cast("dict[str, Any]", policy)
+
+
+def _json_within(value: Any, max_bytes: int, max_depth: int) -> bool:
+    """Whether ``value`` (decoded JSON) takes at most ``max_bytes`` encoded and nests
+    objects and arrays at most ``max_depth`` deep."""
+    try:  # in C and bounded by the frame; the walk below then sees a small value
+        size = len(msgspec.json.encode(value))
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return False
+    return size <= max_bytes and _depth_within(value, max_depth)
 
 
 def _depth_within(value: Any, limit: int) -> bool:
@@ -432,22 +443,71 @@ def _depth_within(value: Any, limit: int) -> bool:
     return True
 
 
+#: The longest thread id kept: 0.171.0's are UUIDv7 strings (36 characters).
+MAX_THREAD_ID: Final = 256
+#: A thread id kept: printable ASCII without spaces (a UUID, or a newer Codex's own shape).
+_THREAD_ID: Final = re.compile(rf"[!-~]{{1,{MAX_THREAD_ID}}}")
+
+
+def thread_id_ok(thread_id: Any) -> bool:
+    """Whether ``thread_id`` (the id of a thread Codex started, resumed or forked, or the
+    one a recovery record names) may be the session's: it is the session's identity in
+    the recovery record (journaled) and is sent back to Codex in every request.  1 to
+    :data:`MAX_THREAD_ID` printable ASCII characters, no space."""
+    return isinstance(thread_id, str) and _THREAD_ID.fullmatch(thread_id) is not None
+
+
+#: The longest working directory kept from a thread response (Linux's ``PATH_MAX``).
+MAX_CWD: Final = 4096
+
+
+def cwd_ok(cwd: str) -> bool:
+    """Whether ``cwd`` (the working directory a thread response reports; taken only by a
+    session without a workspace) may be kept: an absolute path of 1 to :data:`MAX_CWD`
+    characters, no control character, no lone surrogate (it goes into the recovery
+    record and ``skills/list``)."""
+    return 0 < len(cwd) <= MAX_CWD and _text_ok(cwd) and os.path.isabs(cwd)
+
+
+#: The largest ``permissions`` object of a permissions request that is asked, as encoded
+#: JSON: what is asked is granted back as is, and it is journaled with the approval
+#: (0.171.0's ``RequestPermissionProfile``, a few paths and a network flag, takes a few
+#: hundred bytes).  Objects and arrays in it nest at most :data:`MAX_POLICY_DEPTH` deep
+#: (``fileSystem.entries[].path`` is 5).
+MAX_PERMISSIONS_BYTES: Final = 16 * 1024
+
+
+def permissions_ok(permissions: Any) -> bool:
+    """Whether the ``permissions`` of ``item/permissions/requestApproval`` may be shown
+    to the host (and so granted): an object of at most :data:`MAX_PERMISSIONS_BYTES`
+    encoded and :data:`MAX_POLICY_DEPTH` levels deep.  A request whose permissions are
+    not is declined without asking: nothing is granted that was not shown."""
+    return isinstance(permissions, dict) and _json_within(
+        permissions, MAX_PERMISSIONS_BYTES, MAX_POLICY_DEPTH
+    )
+
+
 #: The longest model id kept (``session/configure`` takes no longer one).
 MAX_MODEL_ID: Final = 200
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _text_ok(text: str) -> bool:
+    """No control character and no lone surrogate in ``text``."""
+    if _CONTROL.search(text):
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def model_id_ok(model: str) -> bool:
     """Whether ``model`` (a model id Codex reported) may be kept as the session's model:
     1 to :data:`MAX_MODEL_ID` characters, no control character, no lone surrogate
     (it goes into ``session/settings``, the journal and the next ``turn/start``)."""
-    if not 0 < len(model) <= MAX_MODEL_ID or _CONTROL.search(model):
-        return False
-    try:
-        model.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return 0 < len(model) <= MAX_MODEL_ID and _text_ok(model)
 
 
 def skills_of(response: p.SkillsListResponse) -> dict[str, tuple[CommandInfo, str]]:
