@@ -40,6 +40,7 @@ from agent_bridge.adapters.codex.mapping import (
     sandbox_mode,
     thread_id_ok,
 )
+from agent_bridge.adapters.codex.session import CodexSession
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "standins" / "fake_codex.py"
@@ -199,6 +200,22 @@ def test_sandboxes_codex_reports_are_kept_only_as_modes() -> None:
     wrong: list[Any] = ["readOnly", "s" * 1_000_000, 42, None, ["read-only"], {}]
     for value in (*wrong, {"type": 5}, {"type": ["readOnly"]}, {"type": _nested(100)}):
         assert sandbox_mode(value) is None, value
+
+
+def test_sandbox_policies_of_unknown_types_are_reported() -> None:
+    """``CodexSession._take_policies``: a sandbox policy object of a type the adapter does
+    not know (``externalSandbox`` of the 0.171.0 schema, a newer one) leaves the session's
+    sandbox as it was and is reported by its field name, like any other sandbox that
+    names no mode; a known one is taken and not reported."""
+    holder: Any = type("Holder", (), {})()
+    holder.settings = disc.Settings(executable="codex", cwd=None, env={}, sandbox="read-only")
+    take = CodexSession._take_policies
+    for unknown in ({"type": "externalSandbox", "networkAccess": "restricted"}, {}, "x"):
+        assert take(holder, None, unknown) == ["sandbox"], unknown
+        assert holder.settings.sandbox == "read-only"
+    assert take(holder, None, {"type": "workspaceWrite", "writableRoots": []}) == []
+    assert holder.settings.sandbox == "workspace-write"
+    assert take(holder, "on-request", None) == []
 
 
 def test_thread_ids_codex_reports_are_kept_only_within_bounds() -> None:

@@ -295,6 +295,8 @@ class CodexProvider(NativeFilesInThread, AgentProvider):
         names, through its turn ``position["turnId"]``, with the original's settings (its
         record ``opaque``).  No position (no turn ended before the fork point): a new
         thread."""
+        from agent_bridge.adapters.codex import mapping
+
         del at_end
         record = opaque if isinstance(opaque, dict) else {}
         try:
@@ -308,7 +310,7 @@ class CodexProvider(NativeFilesInThread, AgentProvider):
         if position is None:
             await session.open(resume=False)
             return session
-        if not isinstance(position, dict) or not isinstance(position.get("threadId"), str):
+        if not isinstance(position, dict) or not mapping.thread_id_ok(position.get("threadId")):
             raise BridgeError("recovery_invalid")
         turn = position.get("turnId")
         await session.open(
@@ -356,7 +358,10 @@ class CodexProvider(NativeFilesInThread, AgentProvider):
         return session
 
     async def resume_session(self, ctx: SessionContext, opaque: Any) -> ProviderSession:
-        if not isinstance(opaque, dict) or not isinstance(opaque.get("threadId"), str):
+        from agent_bridge.adapters.codex import mapping
+
+        # a record written before thread ids were bounded may hold anything
+        if not isinstance(opaque, dict) or not mapping.thread_id_ok(opaque.get("threadId")):
             raise BridgeError("recovery_invalid")
         try:
             settings = self._settings(ctx, opaque)

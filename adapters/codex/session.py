@@ -411,6 +411,11 @@ class CodexSession(ProviderSession):
             )
         except RpcError as exc:
             raise await self._startup_failure(proc, exc, method) from None
+        if not mapping.thread_id_ok(thread.thread.id):
+            # the session's identity in the recovery record and in every later request:
+            # a session cannot be resumed from one that is not kept (the id is not logged)
+            log.warning("codex: %s: the thread id is not usable (wrong shape or too long)", method)
+            raise ProviderFailure("provider_contract", f"{method} answered an unusable thread id")
         s.thread_id = thread.thread.id
         dropped: list[str] = []
         if thread.model:
@@ -419,10 +424,13 @@ class CodexSession(ProviderSession):
             else:
                 dropped.append("model")
         dropped += self._take_policies(thread.approval_policy, thread.sandbox)
+        if thread.cwd and s.cwd is None:  # a session without a workspace takes Codex's
+            if mapping.cwd_ok(thread.cwd):
+                s.cwd = thread.cwd
+            else:
+                dropped.append("cwd")
         if dropped:
             self._unexpected(method, dropped)
-        if thread.cwd and s.cwd is None:
-            s.cwd = thread.cwd
         if not self._models:
             # in the background: with some logins Codex fetches its catalogue over the
             # network, and a session does not wait for a menu
@@ -918,16 +926,21 @@ class CodexSession(ProviderSession):
             log.warning("codex: %s: not kept (wrong type or out of bounds): %s", method, what)
         else:
             log.warning("codex: %s did not have the expected shape", method)
-        run = self._run
-        diagnostic = Diagnostic(
-            level="warning",
-            code="codex_unexpected_message",
-            message="Codex sent a message the adapter could not read; it was ignored",
+        self._diagnose(
+            ("unexpected", method),
+            Diagnostic(
+                level="warning",
+                code="codex_unexpected_message",
+                message="Codex sent a message the adapter could not read; it was ignored",
+            ),
         )
+
+    def _diagnose(self, key: Any, diagnostic: Diagnostic) -> None:
+        """Report ``diagnostic`` in the active run (once a run for ``key``), else at the
+        start of the next."""
+        run = self._run
         if run is not None and not run.finished:
-            run.diagnose_once(
-                ("unexpected", method), "warning", diagnostic.code, diagnostic.message
-            )
+            run.diagnose_once(key, diagnostic.level, diagnostic.code, diagnostic.message)
         else:
             self._queue_diagnostic(diagnostic)
 
@@ -1004,9 +1017,10 @@ class CodexSession(ProviderSession):
         return the names of those not kept.  A policy
         :func:`~agent_bridge.adapters.codex.mapping.approval_policy_of` refuses (another
         type, an object over its bounds) leaves the session's unknown: no mode, none in
-        the recovery record or sent back to Codex.  A sandbox that names no mode leaves
-        the session's as it was; it is reported only when it is not an object (an object
-        of a type not known here may be a newer Codex's)."""
+        the recovery record or sent back to Codex.  A sandbox that names no mode (another
+        value, or an object of a type not known here: ``externalSandbox``, a newer
+        Codex's) leaves the session's as it was, and is reported: the session's mode may
+        no longer be Codex's."""
         s = self.settings
         dropped: list[str] = []
         if approval is not None:
@@ -1017,7 +1031,7 @@ class CodexSession(ProviderSession):
             mode = mapping.sandbox_mode(sandbox)
             if mode is not None:
                 s.sandbox = mode
-            elif not isinstance(sandbox, dict):
+            else:
                 dropped.append("sandbox")
         return dropped
 
@@ -1254,6 +1268,18 @@ class CodexSession(ProviderSession):
 
     async def _on_permissions_approval(self, raw: msgspec.Raw) -> dict[str, Any]:
         params = p.decode(p.PermissionsApprovalParams, bytes(raw))
+        if not mapping.permissions_ok(params.permissions):
+            # what is granted is what was asked, and it is granted only once shown
+            log.warning("codex: item/permissions/requestApproval: declined unasked (too large)")
+            self._diagnose(
+                ("declined", "item/permissions/requestApproval"),
+                Diagnostic(
+                    level="warning",
+                    code="codex_request_declined",
+                    message="Codex asked for permissions too large to show; declined",
+                ),
+            )
+            return mapping.permissions_reply(None, params)
         run = await self._run_for(params.thread_id, params.turn_id)
         if run is None:
             return mapping.permissions_reply(None, params)

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bridge_client import codes, drive, of_type, start
+from bridge_client import allow, codes, drive, of_type, start
 from conftest import running_bridge
 from test_codex_adapter import Fake, create
 
@@ -148,3 +148,151 @@ async def test_oversized_settings_in_the_thread_response_are_not_kept(tmp_path: 
     _unkept(json.dumps([record, settings, events, fake.requests("turn/start")]).encode())
     assert b"Traceback" not in bridge.stderr, bridge.stderr[-2000:]
     _unkept(bridge.stderr)
+
+
+def _absent(needles: list[bytes], *blobs: bytes | bytearray) -> None:
+    """None of ``needles`` is in any of ``blobs``."""
+    for blob in blobs:
+        for needle in needles:
+            assert needle not in blob, (needle[:20], bytes(blob[:300]))
+
+
+#: Thread ids Codex might answer with that no session may be resumed from
+#: (MAX_THREAD_ID 256, printable ASCII without spaces, in adapters/codex/mapping.py).
+BAD_THREAD_IDS: list[str] = ["i" * 200_000, "t" * 257, "", "id with space", "id\x00nul", "id\nx"]
+
+
+async def test_unusable_thread_ids_in_the_thread_response_fail_the_session(
+    tmp_path: Path,
+) -> None:
+    """``thread/start`` or ``thread/resume`` answered with a thread id over the bounds
+    (200 KB, 257 characters, empty, a space or a control character): the session is not
+    opened (``provider_contract``) rather than kept with it; the id is nowhere (not in the
+    reply, the journal's session list or the bridge's stderr); a record naming such an
+    id is ``recovery_invalid`` and not sent to Codex."""
+    fake = Fake(tmp_path)
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session = await create(bridge, fake)
+        record = (await bridge.result("session/export", {"sessionId": session}))["record"]
+        replies: list[Any] = []
+        for bad in BAD_THREAD_IDS:
+            fake.write({"faults": {"thread_result": {"thread": {"id": bad}}}})
+            reply = await bridge.call("session/create", fake.session_params())
+            assert reply["error"]["data"]["code"] == "provider_contract", reply
+            replies.append(reply)
+        reply = await bridge.call("session/resume", {"record": record})
+        assert reply["error"]["data"]["code"] == "provider_contract", reply
+        replies.append(reply)
+        fake.write({})
+        for bad in ("r" * 200_000, "r" * 257, "r\nr"):
+            opaque = dict(record["opaque"], threadId=bad)
+            reply = await bridge.call("session/resume", {"record": dict(record, opaque=opaque)})
+            assert reply["error"]["data"]["code"] == "recovery_invalid", reply
+            replies.append(reply)
+        listed = await bridge.result("session/list", {})
+        assert [s["sessionId"] for s in listed["sessions"]] == [session], listed
+        events = await drive(bridge, await start(bridge, session, "still here"))
+        assert events[-1]["type"] == "run.completed", events[-1]
+    resumes = fake.requests("thread/resume")
+    assert [r["params"]["threadId"] for r in resumes] == [record["opaque"]["threadId"]]
+    assert b"Traceback" not in bridge.stderr, bridge.stderr[-2000:]
+    needles = [b"i" * 257, b"t" * 257, b"r" * 257, b"id with space", b"id\\u0000nul"]
+    _absent(needles, json.dumps([replies, listed, events]).encode(), bridge.stderr)
+
+
+async def test_an_oversized_cwd_in_the_thread_response_is_not_kept(tmp_path: Path) -> None:
+    """A session without a workspace takes the working directory ``thread/start``
+    reports, but not one over the bounds (200 KB; MAX_CWD 4096) or not absolute: not in
+    the recovery record, not sent in ``skills/list``, a ``codex_unexpected_message``
+    diagnostic with the first run; the session works."""
+    for index, bad in enumerate(("/" + "c" * 200_000, "relative/dir")):
+        (tmp_path / str(index)).mkdir()
+        fake = Fake(tmp_path / str(index), {"faults": {"thread_result": {"cwd": bad}}})
+        params = fake.session_params()
+        del params["workspace"]
+        async with running_bridge("newline", env=fake.env) as bridge:
+            session = (await bridge.result("session/create", params))["session"]["sessionId"]
+            record = (await bridge.result("session/export", {"sessionId": session}))["record"]
+            assert "cwd" not in record["opaque"], str(record["opaque"])[:300]
+            events = await drive(bridge, await start(bridge, session, "go"))
+            assert events[-1]["type"] == "run.completed", events[-1]
+            assert "codex_unexpected_message" in codes(events)
+        skills = fake.requests("skills/list")
+        assert skills and all("cwds" not in r["params"] for r in skills), skills
+        assert b"Traceback" not in bridge.stderr, bridge.stderr[-2000:]
+        assert b"cwd" in bridge.stderr  # the field's name, never its value
+        _absent([b"c" * 1000, b"relative/dir"], json.dumps([record, events]).encode())
+        _absent([b"c" * 1000, b"relative/dir"], bridge.stderr)
+
+
+def _permissions_request(permissions: Any) -> dict[str, Any]:
+    return {
+        "server_request": {
+            "method": "item/permissions/requestApproval",
+            "params": {
+                "threadId": "$threadId",
+                "turnId": "$turnId",
+                "itemId": "perm_1",
+                "cwd": "/w",
+                "permissions": permissions,
+                "reason": "needs the network",
+                "startedAtMs": 1796003040253,
+            },
+        }
+    }
+
+
+async def test_oversized_permissions_requests_are_declined_unasked(tmp_path: Path) -> None:
+    """``item/permissions/requestApproval`` whose ``permissions`` are over the bounds (a
+    200 KB object, one nested 200 deep; MAX_PERMISSIONS_BYTES 16 KiB, MAX_POLICY_DEPTH 8)
+    is declined without asking the host (nothing is granted that was not shown), with a
+    ``codex_request_declined`` diagnostic; none of it is journaled or logged.  One within
+    them is asked and, allowed, granted back as shown."""
+    small = {"fileSystem": {"read": ["/w/docs"], "write": None}, "network": {"enabled": True}}
+    big = {"fileSystem": {"read": ["/w/" + "p" * 200_000]}}
+    steps = [_permissions_request(p) for p in (big, _deep(200), small)]
+    steps.append({"text": "still here"})
+    fake = Fake(tmp_path, {"replies": [steps]})
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session = await create(bridge, fake)
+        events = await drive(bridge, await start(bridge, session, "go"), allow("session"))
+        assert events[-1]["type"] == "run.completed", events[-1]
+        asked = of_type(events, "interaction.requested")
+        assert [a["request"]["input"]["permissions"] for a in asked] == [small], asked
+        assert "codex_request_declined" in codes(events)
+        page = await bridge.result(
+            "events/read", {"sessionId": session, "view": "raw", "limit": 1000}
+        )
+    granted = [r["result"] for r in fake.replies() if "result" in r]
+    empty = {"permissions": {}, "scope": "turn"}
+    assert granted == [empty, empty, {"permissions": small, "scope": "session"}], granted
+    assert b"Traceback" not in bridge.stderr, bridge.stderr[-2000:]
+    needles = [b"p" * 1000, b'{"a":' * 20]
+    _absent(needles, json.dumps([events, page]).encode(), bridge.stderr)
+
+
+async def test_sandbox_policies_of_unknown_types_are_reported(tmp_path: Path) -> None:
+    """A sandbox policy of a type the adapter does not know (``externalSandbox``), in the
+    ``thread/start`` result or in ``thread/settings/updated``, leaves the session's
+    sandbox as it was and is reported: ``codex_unexpected_message``, the field's name in
+    the log (never the value)."""
+    external = {"type": "externalSandbox", "networkAccess": "restricted"}
+    fake = Fake(
+        tmp_path,
+        {
+            "faults": {"thread_result": {"sandbox": external}},
+            "replies": [[{"text": "one"}], [_note({"sandboxPolicy": external}), {"text": "two"}]],
+        },
+    )
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session = await create(bridge, fake)
+        events = await drive(bridge, await start(bridge, session, "go"))
+        assert events[-1]["type"] == "run.completed", events[-1]
+        assert "codex_unexpected_message" in codes(events)
+        events2 = await drive(bridge, await start(bridge, session, "again"))
+        assert events2[-1]["type"] == "run.completed", events2[-1]
+        assert "codex_unexpected_message" in codes(events2)
+        record = (await bridge.result("session/export", {"sessionId": session}))["record"]
+        assert record["opaque"]["sandbox"] == "workspace-write", record["opaque"]
+    assert bridge.stderr.count(b"not kept (wrong type or out of bounds): sandbox") == 2
+    assert b"externalSandbox" not in bridge.stderr
