@@ -10,6 +10,7 @@ The rest of the journal's contract runs against the process writer in
 
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import signal
@@ -21,7 +22,7 @@ from typing import Any
 
 import anyio
 import pytest
-from bridge_client import BridgeProcess, Message
+from bridge_client import BridgeProcess, Message, allow
 from test_journal_e2e import read_all, terminal_of
 from wire_validation import WireValidator
 
@@ -74,19 +75,32 @@ def statuses(bridge: BridgeProcess) -> list[dict[str, Any]]:
     return [m["params"] for m in bridge.received if m.get("method") == "journal/status"]
 
 
+def gated_stream(streams: int, count: int) -> list[dict[str, Any]]:
+    """``streams`` streams of ``count`` deltas, each followed by an approval that the
+    next one waits on (the last one's allow ends the run with one more delta)."""
+    steps: list[dict[str, Any]] = [{"type": "text", "text": "done"}]
+    for _ in range(streams):
+        approval = {"type": "approval", "title": "go on?", "onAllow": steps}
+        steps = [{"type": "stream", "count": count, "text": "z" * 30}, approval]
+    return steps
+
+
 async def test_the_writer_child_stopped_then_killed_mid_stream_holds_restarts_loses_nothing(
     tmp_path: Path,
 ) -> None:
-    """A real bridge with ``--journal-writer process`` streams 200,000 events.  Its
-    writer child is stopped (SIGSTOP): nothing more reaches the host.  It is then
-    SIGKILLed (mid-commit: it was stopped with commits in flight): the host gets
-    ``journal/status`` ``failing`` ``writer_exited`` then ``ok``, a new child commits
-    what was held, and the stream goes on; two more SIGKILLs while it streams change
-    nothing either.  The host saw every event once, in gapless order, and a later
-    bridge reads exactly those back."""
+    """A real bridge with ``--journal-writer process`` streams 150,000 events, in three
+    streams each followed by an approval.  Its writer child is stopped (SIGSTOP) in the
+    first stream: nothing more reaches the host.  It is then SIGKILLed (mid-commit: it
+    was stopped with commits in flight): the host gets ``journal/status`` ``failing``
+    ``writer_exited`` then ``ok``, a new child commits what was held, and the stream goes
+    on; two more SIGKILLs while the later streams flow change nothing either.  Each of
+    those lands on a child that has committed (the journal is ``ok`` again), and the
+    approval after its stream gives the next child more to commit, so each SIGKILL is
+    exactly one ``failing``, ``ok`` pair, however slowly this host reads.  The host saw
+    every event once, in gapless order, and a later bridge reads exactly those back."""
     state = tmp_path / "state"
-    count = 200_000
-    script = {"runs": [{"steps": [{"type": "stream", "count": count, "text": "z" * 30}]}]}
+    streams, count = 3, 50_000
+    script = {"runs": [{"steps": gated_stream(streams, count)}]}
     args = ("--journal-writer", "process")
     async with anyio.create_task_group() as tg:
         bridge = BridgeProcess(
@@ -128,24 +142,42 @@ async def test_the_writer_child_stopped_then_killed_mid_stream_holds_restarts_lo
             CONTRACT.validate("JournalStatusNotification", ok)
             failing = statuses(bridge)[0]
             assert failing["state"] == "failing" and failing["reason"] == "writer_exited"
-            for _ in range(2):
+            killed = first
+            for kill in range(1, streams + 1):
+                # the approval after this stream: asked once the stream before it is
+                # committed (by a child started after the last kill)
+                asked = await bridge.wait_for(
+                    lambda m: m.get("method") == "interaction/request", timeout=30
+                )
+                assert asked["params"]["request"]["kind"] == "approval"
                 with anyio.fail_after(30):
-                    while (child := await one_writer_child(bridge.proc.pid)) == first:
+                    while (child := await one_writer_child(bridge.proc.pid)) == killed:
                         await anyio.sleep(0.02)
-                first = child
-                # 2,000 more through the new child (or the rest, when fewer are left)
-                mark = min(len(events_of(bridge, session)) + 2_000, count + 1)
+                mark = len(events_of(bridge, session)) + 2_000
+                reply = {"jsonrpc": "2.0", "id": asked["id"], "result": allow()(asked["params"])}
+                await bridge.send(reply)
+                if kill == streams:
+                    break  # this allow gives the child after the last kill its commits
+                # 2,000 events past the approval, through the child started after the last
+                # kill, and the journal is ok again: this kill is one more failing, ok pair
+                # (the next approval gives its successor something to commit)
                 with anyio.fail_after(60):
-                    while len(events_of(bridge, session)) < mark:
+                    while (
+                        len(events_of(bridge, session)) < mark or len(statuses(bridge)) < 2 * kill
+                    ):
                         await anyio.sleep(0.01)
+                assert [s["state"] for s in statuses(bridge)] == ["failing", "ok"] * kill
+                child = await one_writer_child(bridge.proc.pid)
+                assert child != killed
                 os.kill(child, signal.SIGKILL)
+                killed = child
             end = await terminal_of(bridge, started["runId"], timeout=120)
             assert end["payload"]["type"] == "run.completed"
             with anyio.fail_after(30):
-                while len(statuses(bridge)) < 6:
+                while len(statuses(bridge)) < 2 * streams:
                     await anyio.sleep(0.02)
             host_saw = events_of(bridge, session)
-            assert [s["state"] for s in statuses(bridge)] == ["failing", "ok"] * 3
+            assert [s["state"] for s in statuses(bridge)] == ["failing", "ok"] * streams
             assert {s.get("reason") for s in statuses(bridge) if s["state"] == "failing"} == {
                 "writer_exited"
             }
@@ -154,7 +186,14 @@ async def test_the_writer_child_stopped_then_killed_mid_stream_holds_restarts_lo
             with anyio.CancelScope(shield=True):
                 await bridge.stop()
             tg.cancel_scope.cancel()
-    assert [e["sequence"] for e in host_saw] == list(range(1, count + 3))
+    assert [e["sequence"] for e in host_saw] == list(range(1, len(host_saw) + 1))
+    assert collections.Counter(e["payload"]["type"] for e in host_saw) == {
+        "run.started": 1,
+        "text.delta": streams * count + 1,
+        "interaction.requested": streams,
+        "interaction.settled": streams,
+        "run.completed": 1,
+    }
     async with anyio.create_task_group() as tg:
         again = BridgeProcess("newline", env={"AGENT_BRIDGE_STATE_DIR": str(state)}, validate=False)
         await again.start(tg)
