@@ -13,7 +13,10 @@ where the behaviour is a terminal's) and checks the words a person reads:
   ``acp`` says what it waits for; ``daemon`` in the foreground says what it is doing;
   ``daemon --stop`` with no daemon says so;
 * ``--help`` explains ``exec --format`` and ``record``'s session argument; ``record``
-  without ``--out`` writes to stdout;
+  without ``--out`` writes to stdout, and for a session its journal does not hold says
+  which journal it read (creating none) and to pass the session's ``--state-dir``;
+* ``exec`` names the known providers for an unknown one, and a bad ``scriptFile`` by
+  that option;
 * Claude Code at a dead endpoint: ``exec``'s "retrying" notices name the cause and the
   endpoint (the real CLI, pinned, on a closed loopback port).
 """
@@ -103,6 +106,20 @@ def test_exec_tells_a_bad_option_a_bad_step_and_a_missing_file_apart(tmp_path: P
     assert "the script does not validate" in step.stderr and "bogus" in step.stderr
     assert "no script file 'missing.json'" in missing.stderr, missing.stderr
     assert len({unknown.stderr, step.stderr, missing.stderr}) == 3
+
+
+def test_exec_names_the_known_providers_for_an_unknown_one(tmp_path: Path) -> None:
+    done = _exec(tmp_path, "--provider", "claude", "hi")
+    assert done.returncode == 2, done.stderr
+    assert "provider_not_found" in done.stderr and "provider: claude" in done.stderr
+    assert "known: scripted, claude-code, codex" in done.stderr, done.stderr
+
+
+def test_a_bad_script_file_is_named_by_the_option_that_gave_it(tmp_path: Path) -> None:
+    done = _exec(tmp_path, "--provider", "scripted", "--option", "scriptFile=gone.json", "hi")
+    assert done.returncode == 2, done.stderr
+    assert "option: scriptFile" in done.stderr, done.stderr
+    assert "no script file 'gone.json'" in done.stderr, done.stderr
 
 
 def test_exec_workspace_invalid_says_why(tmp_path: Path) -> None:
@@ -315,6 +332,36 @@ def test_record_writes_to_stdout_without_out(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     cassette = json.loads(done.stdout)
     assert cassette["recorded"]["runs"][0]["input"] == "hello"
+
+
+def test_record_of_a_session_it_cannot_find_says_where_it_looked(tmp_path: Path) -> None:
+    """Made with one --state-dir, recorded with another (or a mistyped one): record says
+    which journal it read and what to pass, and creates no journal where there was none."""
+    run = _exec(tmp_path, "--provider", "scripted", "--state-dir", str(tmp_path / "mine"), "hi")
+    assert run.returncode == 0, run.stderr
+    assert _exec(tmp_path, "--provider", "scripted", "other").returncode == 0  # the default's
+    session = run.stderr.split("session ", 1)[1].split()[0]
+
+    def record(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*BRIDGE, "record", session, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=_env(tmp_path),
+        )
+
+    default = record()  # the default journal (AGENT_BRIDGE_STATE_DIR): another one
+    assert default.returncode == 6, default.stderr
+    assert f"journal: {tmp_path / 'state' / 'journal.sqlite3'}" in default.stderr
+    assert "next step: pass the --state-dir that exec or serve used" in default.stderr
+    typo = record("--state-dir", str(tmp_path / "mnie"))
+    assert typo.returncode == 6, typo.stderr
+    assert f"journal: none in {tmp_path / 'mnie'}" in typo.stderr, typo.stderr
+    assert not (tmp_path / "mnie").exists()
+    found = record("--state-dir", str(tmp_path / "mine"))
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["recorded"]["runs"][0]["input"] == "hi"
 
 
 # =====================================================================================

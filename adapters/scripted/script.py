@@ -24,10 +24,11 @@ def load_script(options: Mapping[str, Any], key: str = "script") -> Script | Non
     """The script given in ``options``: ``options[key]`` (inline JSON, or a string: the
     path of a JSON file holding it, relative to the bridge's working directory), else
     for the session key the file named by ``scriptFile``; ``None`` when there is none.
-    Raises ``invalid_option`` naming ``key``, with a ``reason`` that tells a missing or
-    unreadable file, a file that is not JSON and a script that does not validate (the
-    step and the field) apart."""
+    Raises ``invalid_option`` naming ``key`` (or ``scriptFile``), with a ``reason`` that
+    tells a missing or unreadable file, a file that is not JSON and a script that does
+    not validate (the step and the field) apart."""
     path: str | None = None
+    named = key  # the option the error names: the one the script came from
     try:
         value = options.get(key)
         if isinstance(value, str):
@@ -35,7 +36,7 @@ def load_script(options: Mapping[str, Any], key: str = "script") -> Script | Non
         elif value is not None:
             return decode_script(value)
         elif key == "script" and isinstance(options.get("scriptFile"), str):
-            path = options["scriptFile"]
+            path, named = options["scriptFile"], "scriptFile"
         if path is None:
             return None
         return read_script_file(path)
@@ -54,7 +55,7 @@ def load_script(options: Mapping[str, Any], key: str = "script") -> Script | Non
 
         where = f" (line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
         reason = f"the script file {_shown(path)} is not JSON{where}"
-    raise BridgeError("invalid_option", details={"option": key, "reason": reason[:300]})
+    raise BridgeError("invalid_option", details={"option": named, "reason": reason[:300]})
 
 
 def _shown(path: str | None) -> str:

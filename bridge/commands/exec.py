@@ -109,7 +109,9 @@ def add_parsers(sub: Any) -> None:
         help="one run: events as NDJSON on stdout, the exit code from its end",
         description="Run PROMPT once on a fresh session (or --session ID) and print its "
         "events. Exit codes: 0 completed, 1 failed, 2 usage, 3 provider unavailable, "
-        "4 provider broke, 5 transient (retry), 6 session unusable, 130 interrupted.",
+        "4 provider broke, 5 transient (retry), 6 session unusable, 130 interrupted, "
+        "141 stdout closed (docs/testing-hosts.md).",
+        epilog="example: agent-bridge exec --provider scripted --format text hello",
     )
     exe.add_argument("prompt", metavar="PROMPT", help="the input text; '-' reads stdin")
     exe.add_argument(
@@ -272,9 +274,11 @@ async def _run(
                     return EXIT_STDOUT_CLOSED
             except BridgeError as exc:
                 error = exc.info
-                sys.stderr.write(
-                    boot.describe_error("exec", error.code, error.message, error.details)
-                )
+                details: dict[str, Any] = dict(error.details or {})
+                if error.code == "provider_not_found":
+                    # as doctor and acp say it: the ids there are to choose from
+                    details["known"] = [p.id for p in registry.all()]
+                sys.stderr.write(boot.describe_error("exec", error.code, error.message, details))
                 tg.cancel_scope.cancel()
                 return exit_code_for(exc.error_code)
             tg.cancel_scope.cancel()

@@ -252,6 +252,11 @@ def add_parsers(sub: Any) -> None:
     rec = sub.add_parser(
         "record",
         help="turn a journaled session into a scripted-provider script",
+        description="Write the journaled session SESSION_ID as a script the scripted "
+        "provider replays (a cassette; see docs/testing-hosts.md): "
+        'session/create {"provider": "scripted", "options": {"script": FILE}}.',
+        epilog="example: agent-bridge record ses_7b0f6b51000001 --out cassette.json; "
+        "replay: agent-bridge exec --provider scripted --option script=cassette.json PROMPT",
     )
     rec.add_argument(
         "session_id",
@@ -272,8 +277,9 @@ def run(args: argparse.Namespace) -> int:
     """Run ``record``: write the script of ``args.session_id`` to ``args.out`` (``-``, the
     default: stdout); return
     the exit status (1 for a journal that cannot be read, 2 for ``:memory:``, 6 for an
-    unknown session)."""
+    unknown session, or a state directory with no journal, which is left uncreated)."""
     import json
+    import os
 
     import anyio
 
@@ -281,7 +287,14 @@ def run(args: argparse.Namespace) -> int:
     from agent_bridge.errors import BridgeError
     from agent_bridge.ids import Clock
     from agent_bridge.journal import MemoryHistory
+    from agent_bridge.journal.paths import JOURNAL_FILE, MEMORY, resolve_state_dir
 
+    directory = resolve_state_dir(args.state_dir)
+    journal = os.path.join(directory, JOURNAL_FILE)
+    if directory != MEMORY and not os.path.exists(journal):
+        # a read: never create a journal (a mistyped --state-dir) only to find it empty
+        sys.stderr.write(_not_found(f"none in {directory}"))
+        return 6
     history = boot.open_journal("agent-bridge record", args.state_dir)
     if history is None:
         return 1
@@ -298,8 +311,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         script = anyio.run(main)
     except BridgeError as exc:
+        if exc.error_code == "session_not_found":
+            sys.stderr.write(_not_found(journal))
+            return 6
         sys.stderr.write(f"agent-bridge record: {exc.error_code}: {exc.info.message}\n")
-        return 6 if exc.error_code == "session_not_found" else 1
+        return 1
     text = json.dumps(script, ensure_ascii=False, indent=1) + "\n"
     if args.out == "-":
         sys.stdout.write(text)
@@ -308,3 +324,20 @@ def run(args: argparse.Namespace) -> int:
         with open(args.out, "w", encoding="utf-8") as fh:
             fh.write(text)
     return 0
+
+
+def _not_found(journal: str) -> str:
+    """What ``record`` says for a session its journal does not hold: where it looked,
+    and that the journal is the one of the session's ``--state-dir``."""
+    from agent_bridge.commands import boot
+
+    return boot.describe_error(
+        "record",
+        "session_not_found",
+        "no session with this id",
+        {
+            "journal": journal,
+            "nextStep": "pass the --state-dir that exec or serve used for this session "
+            "(record reads the same default journal as they do)",
+        },
+    )
