@@ -396,6 +396,10 @@ def test_demo_command_runs_a_whole_session() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Demo succeeded." in result.stdout
     assert "interaction/request" in result.stdout and "run.interrupted" in result.stdout
+    # the reply's text on a line of its own, not run on after the thinking
+    lines = [line.split(" ", 2)[-1].strip() for line in result.stdout.splitlines()]
+    assert "thinking: The user wants a greeting file; I will need to write it." in lines
+    assert "assistant: I'll create hello.txt with a greeting." in lines, result.stdout
 
 
 def test_demo_raw_prints_every_json_rpc_message_and_they_validate() -> None:

@@ -95,6 +95,8 @@ class _Printer:
     def __init__(self, raw: bool) -> None:
         self.raw = raw
         self._line_open = False
+        #: the delta type the open line shows (text and thinking each get their own line)
+        self._line_kind = ""
         #: stdout's reader went away (``demo | head``): nothing more is printed, the
         #: exchange ends as usual (its ``serve`` child closed) and the demo exits 141
         self.gone = False
@@ -138,10 +140,12 @@ class _Printer:
         if self.raw:
             return
         if kind in ("text.delta", "thinking.delta"):
+            if self._line_open and self._line_kind != kind:
+                self._close_line()
             if not self._line_open:
                 label = "assistant" if kind == "text.delta" else "thinking"
                 self._print(f"⇠ #{envelope['sequence']:<3} {label}: ", end="")
-                self._line_open = True
+                self._line_open, self._line_kind = True, kind
             self._print(payload["text"], end="")
             return
         details = {k: v for k, v in payload.items() if k != "type"}
