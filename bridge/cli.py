@@ -134,12 +134,26 @@ def _drop_stdout() -> None:
     point_at_devnull(sys.stdout.fileno())
 
 
+def _refuse_a_subcommand_option_first(argv: Sequence[str]) -> None:
+    """``agent-bridge --provider scripted exec hi`` (an option before the subcommand):
+    say where it goes, instead of argparse's "invalid choice: 'scripted'"."""
+    flag = argv[0].split("=", 1)[0] if argv else ""
+    if not flag.startswith("-") or flag == "-h":
+        return
+    if flag.startswith("--") and any(o.startswith(flag) for o in ("--help", "--version")):
+        return
+    _parser_class()(prog="agent-bridge").error(
+        f"{flag}: options go after the subcommand, as in `agent-bridge SUBCOMMAND {flag} …`"
+    )
+
+
 def _main(argv: Sequence[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # What a host spawns is read without argparse; anything else (or anything unusual)
     # goes through it.
     args: Any = parse_serve(argv)
     if args is None:
+        _refuse_a_subcommand_option_first(argv)
         parser = _parser(argv[0] if argv else None)
         args, extra = parser.parse_known_args(argv)
         if extra:

@@ -36,6 +36,12 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
         (("serve", "--interrupt-grace", "-2"), "between 0 and 3600"),
         (("serve", "--retain-days", "x"), "not a number"),
         (("serve", "--bogus"), "agent-bridge serve: unrecognized arguments: --bogus"),
+        # a subcommand's option before the subcommand: where it goes, not "invalid choice"
+        (
+            ("--provider", "scripted", "exec", "hi"),
+            "agent-bridge: --provider: options go after the subcommand",
+        ),
+        (("--stdio",), "agent-bridge: --stdio: options go after the subcommand"),
     ],
 )
 def test_bad_options_get_one_line(args: tuple[str, ...], says: str) -> None:
@@ -52,7 +58,7 @@ def test_log_level_any_case_and_stdio_accepted() -> None:
 
 
 def test_help_has_units_defaults_and_examples() -> None:
-    for sub in ("serve", "demo", "schema", "doctor"):
+    for sub in ("serve", "acp", "demo", "schema", "doctor", "exec", "record"):
         text = cli(sub, "--help").stdout
         assert "example: agent-bridge " + sub in text
     serve = cli("serve", "--help").stdout

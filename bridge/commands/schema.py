@@ -18,7 +18,10 @@ def add_parsers(sub: Any) -> None:
     schema = sub.add_parser(
         "schema",
         help="write the published wire schemas",
-        description="Write agent-bridge.schema.json, methods.json and agent-bridge.d.ts.",
+        description="Write the published wire contract (docs/protocol.md): "
+        "agent-bridge.schema.json, methods.json, agent-bridge.d.ts, and the runtime values "
+        "as ES and CommonJS modules (agent-bridge.mjs, .cjs) with their declarations "
+        "(.d.mts, .d.cts).",
         epilog="example: agent-bridge schema --out schemas --check",
     )
     schema.add_argument(
