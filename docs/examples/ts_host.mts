@@ -1,6 +1,7 @@
 // A TypeScript host of agent-bridge, typed by the published contract: spawn
 // `agent-bridge serve`, create a scripted session, start a run and print its events,
-// narrowing each message with no cast beyond JSON.parse's.  In a project that holds
+// narrowing each message with no cast beyond JSON.parse's (a response's result is typed
+// by the request its id answers: ResultOf<"session/create">).  In a project that holds
 // this file and schemas/agent-bridge.{d.ts,mjs,d.mts} (with typescript, @types/node):
 //   npx tsc --strict --module nodenext --target es2022 ts_host.mts
 //   node ts_host.mjs [agent-bridge command...]
@@ -14,6 +15,7 @@ import { isKnownEvent } from "./agent-bridge.mjs";
 import type {
   BridgeToHostMessage,
   EventPayload,
+  ResultOf,
   UnknownEventPayload,
 } from "./agent-bridge.mjs";
 
@@ -78,7 +80,7 @@ for await (const line of createInterface({ input: child.stdout })) {
   if (msg.id === init) {
     create = request("session/create", { provider: "scripted", options: { script } });
   } else if (msg.id === create) {
-    const { sessionId } = (msg.result as { session: { sessionId: string } }).session;
+    const { sessionId } = (msg.result as ResultOf<"session/create">).session;
     request("run/start", { sessionId, input: { text: "go" } });
   } else if (msg.id === shutdown) {
     child.stdin.end();
