@@ -92,6 +92,15 @@ def test_every_method_has_an_example() -> None:
         assert asked <= answered, f"{transcript.name}: requests never answered: {asked - answered}"
 
 
+def test_the_method_index_lists_every_method() -> None:
+    """The table a host developer reads first: no published method left out of it."""
+    doc = DOC_PATH.read_text("utf-8")
+    index = doc[doc.index("\n## Method index\n") :]
+    listed = set(re.findall(r"^\| `([^`]+)` \|", index, re.M))
+    missing = sorted(set(load_contract().methods) - listed)
+    assert not missing, f"docs/protocol.md's Method index lacks {missing}"
+
+
 def test_every_event_payload_has_an_example() -> None:
     contract = load_contract()
     union = contract.schema["$defs"]["EventPayload"]["oneOf"]
