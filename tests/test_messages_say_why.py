@@ -122,6 +122,19 @@ def test_a_bad_script_file_is_named_by_the_option_that_gave_it(tmp_path: Path) -
     assert "no script file 'gone.json'" in done.stderr, done.stderr
 
 
+def test_exec_session_it_cannot_find_says_what_to_give(tmp_path: Path) -> None:
+    gone = _exec(tmp_path, "--session", "ses_0123456789abcd", "hi")
+    assert gone.returncode == 6, gone.stderr
+    assert "session_not_found" in gone.stderr
+    assert "next step: give the --state-dir that exec or serve used" in gone.stderr
+    typo = _exec(tmp_path, "--provider", "scripted", "--session", "foo", "hi")
+    assert typo.returncode == 2, typo.stderr
+    assert "reason: 'foo' is no session of this journal, nor a session reference of scripted" in (
+        typo.stderr
+    ), typo.stderr
+    assert "sessionRef from provider/sessions/list" in typo.stderr
+
+
 def test_exec_workspace_invalid_says_why(tmp_path: Path) -> None:
     gone = _exec(tmp_path, "--provider", "scripted", "--workspace", str(tmp_path / "nope"), "x")
     afile = tmp_path / "a-file"
@@ -167,6 +180,30 @@ def test_exec_text_prints_usage_diagnostics_and_the_failure_readably(tmp_path: P
     # the log line of the failure: key=value, never a Python dict
     assert "failed: provider_failed" in done.stderr
     assert "{}" not in done.stderr and "{'" not in done.stderr, done.stderr
+
+
+def test_exec_text_reads_every_event_type_as_words() -> None:
+    """Each payload of docs/protocol.md's examples (every event type; tests/
+    test_protocol_doc.py sees to that) is a line of words in ``--format text``: none
+    falls through to the JSON kept for a later version's events."""
+    import io
+
+    from conformance.replay import DOC_PATH, parse_doc_examples
+
+    from agent_bridge.frontends.exec_host import Output
+
+    payloads = {
+        s.msg["params"]["payload"]["type"]: s.msg["params"]["payload"]
+        for t in parse_doc_examples(DOC_PATH.read_text("utf-8"))
+        for s in t.steps
+        if s.dir == "recv" and isinstance(s.msg, dict) and s.msg.get("method") == "event"
+    }
+    assert {"session.resumed", "settings.updated", "commands.updated"} <= set(payloads)
+    for kind, payload in payloads.items():
+        out = io.BytesIO()
+        Output(out, "text").texts([payload])
+        text = out.getvalue().decode()
+        assert text.strip() == "" or not text.lstrip("\n· ").startswith("{"), (kind, text)
 
 
 # =====================================================================================

@@ -278,6 +278,22 @@ async def _run(
                 if error.code == "provider_not_found":
                     # as doctor and acp say it: the ids there are to choose from
                     details["known"] = [p.id for p in registry.all()]
+                elif error.code == "session_not_found" and session_id is not None:
+                    details["nextStep"] = (
+                        "give the --state-dir that exec or serve used for this session "
+                        "(--session reads the same default journal as they do)"
+                    )
+                elif details.get("field") == "sessionRef":
+                    # --session neither in the journal nor a reference of the provider's
+                    named = provider or os.environ.get("AGENT_BRIDGE_PROVIDER", "claude-code")
+                    details["reason"] = (
+                        f"{session_id!r} is no session of this journal, nor a session "
+                        f"reference of {named}"
+                    )
+                    details["nextStep"] = (
+                        "give a session id exec printed (ses_…) with the --state-dir it "
+                        "used, or a sessionRef from provider/sessions/list"
+                    )
                 sys.stderr.write(boot.describe_error("exec", error.code, error.message, details))
                 tg.cancel_scope.cancel()
                 return exit_code_for(exc.error_code)

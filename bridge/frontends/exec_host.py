@@ -193,6 +193,22 @@ class Output:
             return self._line(f"plan: {steps}")
         if kind == "limits.updated":
             return self._line("limits: " + "; ".join(_meter(m) for m in p["meters"]))
+        if kind == "commands.updated":
+            names = [f"/{c['name']}" for c in p["commands"]]
+            shown = ", ".join(names[:8]) + (f", … ({len(names)})" if len(names) > 8 else "")
+            return self._line(f"commands: {shown or 'none'}")
+        if kind == "settings.updated":
+            named = [f"{k} {p[k]}" for k in ("model", "mode") if p.get(k) is not None]
+            return self._line(f"settings: {', '.join(named) or 'none named'}")
+        if kind == "session.closed":
+            return self._line(f"session closed ({p['reason']})")
+        if kind == "session.resumed":
+            return self._line("session resumed")
+        if kind == "session.imported":
+            return self._line(
+                f"imported {p['records']} records of {p['provider']} session {p['sessionRef']}"
+            )
+        # a later version's event: shown as it is
         return self._line(json.dumps(p, ensure_ascii=False))
 
 
