@@ -144,6 +144,10 @@ def test_exec_workspace_invalid_says_why(tmp_path: Path) -> None:
     assert "workspace_invalid" in gone.stderr
     assert "reason: no such directory" in gone.stderr, gone.stderr
     assert "reason: not a directory" in not_dir.stderr, not_dir.stderr
+    # a relative DIR is the shell's: taken from the current directory
+    (tmp_path / "proj").mkdir()
+    here = _exec(tmp_path, "--provider", "scripted", "--workspace", "proj", "x")
+    assert here.returncode == 0, here.stderr
 
 
 # =====================================================================================

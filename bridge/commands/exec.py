@@ -146,7 +146,11 @@ def add_parsers(sub: Any) -> None:
         help="ndjson (default): each event envelope as one JSON object a line, as a host "
         "receives it; text: the reply's text and one readable line per other event",
     )
-    exe.add_argument("--workspace", metavar="DIR", help="the session's workspace")
+    exe.add_argument(
+        "--workspace",
+        metavar="DIR",
+        help="the session's workspace (a relative DIR is taken from the current directory)",
+    )
     exe.add_argument("--state-dir", metavar="DIR", help="the journal (as for serve)")
     add_options(exe, ("--interrupt-grace",))  # as serve has it (checked, with its help)
 
@@ -161,7 +165,8 @@ def run(args: argparse.Namespace) -> int:
         session_id=args.session,
         fmt=args.format,
         state_dir=args.state_dir,
-        workspace=args.workspace,
+        # the protocol takes absolute paths only; on a command line, `.` is where one is
+        workspace=None if args.workspace is None else os.path.abspath(args.workspace),
         interrupt_grace=args.interrupt_grace,
     )
 
