@@ -353,6 +353,17 @@ def test_the_plugin_in_a_test_project(tmp_path: Path) -> None:
     assert time.monotonic() - started < 120
 
 
+def test_a_missing_cassette_says_where_it_looked_and_how_to_make_one(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_host.py").write_text(textwrap.dedent(PROJECT_TEST))  # no cassette.json
+    done = run_project(project, "[pytest]\n", "-p", "agent_bridge.testing", "-k", "cassette")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"no cassette {project / 'cassette.json'}" in done.stdout, done.stdout
+    assert "agent-bridge record SESSION_ID --out FILE" in done.stdout, done.stdout
+    assert "FileNotFoundError" not in done.stdout, done.stdout
+
+
 def test_the_node_host_example_of_the_docs_runs(tmp_path: Path) -> None:
     import shutil
 

@@ -177,11 +177,18 @@ def agent_bridge_async(
 
 @pytest.fixture
 def agent_bridge_cassette(request: pytest.FixtureRequest) -> Cassette:
-    """The cassette named by ``@pytest.mark.agent_bridge_cassette(path)``."""
+    """The cassette named by ``@pytest.mark.agent_bridge_cassette(path)`` (relative to the
+    test's file); a missing one fails the test with a line saying how to make it."""
     marker = request.node.get_closest_marker("agent_bridge_cassette")
     if marker is None or not marker.args:
         raise pytest.UsageError("agent_bridge_cassette needs @pytest.mark.agent_bridge_cassette")
     path = Path(marker.args[0])
     if not path.is_absolute():
         path = Path(request.path).parent / path
+    if not path.is_file():
+        pytest.fail(
+            f"no cassette {path} (a relative path is taken from the test's file): record "
+            "one with `agent-bridge record SESSION_ID --out FILE` (docs/testing-hosts.md)",
+            pytrace=False,
+        )
     return Cassette(path)
