@@ -11,7 +11,8 @@ quick starts run on a fresh clone by tests/test_readme_quickstarts.py.)
 Run here: the README's wire transcript against a real ``serve`` (ids shortened in the
 doc are bound to the real ones; the bridge's request id is compared as written); the
 pytest plugin example of docs/testing-hosts.md in a new project with no async settings;
-the Node host example from the checkout with ``agent-bridge`` not on ``PATH``; the
+the Node host example from the checkout with ``agent-bridge`` not on ``PATH`` (and
+without a cassette: a usage line); the
 record-and-replay lines with the scripted provider in place of Claude Code; the acpx
 lines of editors/acp/README.md with the scripted provider in place of Claude Code; the
 ``agent-bridge acp`` command lines of docs/acp-agent.md and editors/acp/README.md with an
@@ -367,6 +368,19 @@ def test_the_node_host_example_runs_from_the_checkout(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert said.startswith("# ") and done.stdout.strip() == said[2:]
+
+
+def test_the_node_host_example_says_what_to_do_without_a_cassette(tmp_path: Path) -> None:
+    node = _node()
+    script = str(ROOT / "docs" / "examples" / "node_host_test.mjs")
+    for args in ([], [str(tmp_path / "nope.json")]):
+        done = subprocess.run(
+            [node, script, *args], capture_output=True, text=True, timeout=60,
+            env=_env_without_bridge(TMPDIR=str(tmp_path)),
+        )  # fmt: skip
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "Usage: node node_host_test.mjs CASSETTE.json" in done.stderr, done.stderr
+        assert "agent-bridge record" in done.stderr and "    at " not in done.stderr
 
 
 def test_the_node_host_example_says_what_to_do_without_a_bridge(tmp_path: Path) -> None:

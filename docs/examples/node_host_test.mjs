@@ -26,6 +26,14 @@ function bridgeCommand() {
   process.exit(2);
 }
 
+if (process.argv.length < 3 || !existsSync(resolve(process.argv[2]))) {
+  console.error(
+    (process.argv.length < 3 ? "no cassette given" : `no cassette ${resolve(process.argv[2])}`) +
+      ". Usage: node node_host_test.mjs CASSETTE.json [agent-bridge command...]; " +
+      "tests/conformance/recorded/ has some, `agent-bridge record SESSION_ID --out FILE` makes one.",
+  );
+  process.exit(2);
+}
 const cassettePath = resolve(process.argv[2]);
 const command = bridgeCommand();
 const cassette = JSON.parse(readFileSync(cassettePath, "utf8"));
