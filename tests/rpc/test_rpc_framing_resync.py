@@ -164,3 +164,14 @@ def test_frames_encoder_output_equals_one_frame_per_body(
         expected = b"".join(encode_frame(kind, head + b + tail) for b in bodies)
         assert frames_encoder(kind)(bodies, head, tail) == expected
         assert bodies == before  # the caller's list is not changed
+
+
+def test_a_header_ended_by_bare_lf_is_what_protocol_md_says() -> None:
+    """docs/protocol.md (Framing): ``Content-Length: N\\n\\n`` is no header end; alone it
+    gets nothing (the framer waits), the next frame's header makes it
+    ``bad_content_length``, and that next frame is read."""
+    body, good = _body(1, 0), _body(2, 0)
+    framer = ContentLengthFramer()
+    assert list(framer.feed(b"Content-Length: %d\n\n" % len(body) + body)) == []
+    out = list(framer.feed(encode_frame("content-length", good)))
+    assert [getattr(x, "reason", x) for x in out] == ["bad_content_length", good]
