@@ -28,7 +28,8 @@ def add_parsers(sub: Any) -> None:
         help="check providers, the state directory and the journal",
         description="Probe every provider (no network but loopback, bounded in time) and "
         "check the state directory and journal (read-only). Exit status 1 when no provider "
-        "is usable (installed and not logged out).",
+        "that drives an agent is usable (installed and not logged out): the built-in "
+        "scripted one counts only with --provider scripted.",
         epilog="example: agent-bridge doctor --provider claude-code --json",
     )
     doctor.add_argument("--json", action="store_true", help="print one JSON object")
