@@ -297,11 +297,44 @@ def _parse_object(body: bytes | msgspec.Raw, require_jsonrpc: bool) -> Message:
     return _from_envelope(env, require_jsonrpc)
 
 
+#: A ``\\u`` escape of a UTF-16 surrogate: JSON's grammar allows one unpaired, text has none.
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _json_but_not_unicode(body: bytes) -> bool:
+    """Return whether ``body`` is JSON whose only defect is text that is not Unicode: an
+    unpaired surrogate escape (``"\\ud800"``, what a host's string cut inside a pair
+    becomes) or bytes that are not UTF-8.  The decoder refuses both as malformed; with
+    each replaced by U+FFFD the body decodes."""
+    fixed = _SURROGATE_ESCAPE.sub(rb"\\ufffd", body).decode("utf-8", "replace").encode()
+    if fixed == body:
+        return False
+    try:
+        _any_decoder.decode(fixed)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return True
+
+
 def _diagnose(body: bytes | msgspec.Raw) -> Invalid:
-    """Slow path for a body the typed decoder refused: parse error or invalid request."""
+    """Slow path for a body the typed decoder refused: parse error or invalid request.
+
+    JSON the decoder cannot take (nested deeper than its recursion limit, or holding
+    text that is not Unicode) is a request all the same: it is answered ``-32600``
+    under its own id when the bytes show one (:func:`request_id_in`), so the host's
+    request is not left waiting for ever; only bytes that are not JSON are ``-32700``."""
     try:
         value = _any_decoder.decode(body)
-    except (msgspec.DecodeError, RecursionError):
+    except RecursionError:
+        return Invalid(INVALID_REQUEST, "nested too deep", request_id_in(bytes(body)))
+    except msgspec.DecodeError:
+        data = bytes(body)
+        if _json_but_not_unicode(data):
+            return Invalid(
+                INVALID_REQUEST,
+                "text that is not Unicode (a lone surrogate, or bytes that are not UTF-8)",
+                request_id_in(data),
+            )
         return Invalid(PARSE_ERROR, "parse error")
     if isinstance(value, dict):
         raw_id = value.get("id")
