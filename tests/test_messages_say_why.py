@@ -122,6 +122,19 @@ def test_a_bad_script_file_is_named_by_the_option_that_gave_it(tmp_path: Path) -
     assert "no script file 'gone.json'" in done.stderr, done.stderr
 
 
+def test_exec_on_the_acp_provider_says_what_the_command_option_is(tmp_path: Path) -> None:
+    bare = _exec(tmp_path, "--provider", "acp", "hi")
+    assert bare.returncode == 2, bare.stderr
+    assert "option: command" in bare.stderr
+    assert "reason: the acp provider runs the agent the command option names" in bare.stderr
+    gone = _exec(tmp_path, "--provider", "acp", "--option", 'command=["no-such-agent"]', "hi")
+    assert gone.returncode == 3, gone.stderr
+    assert "missing: no-such-agent" in gone.stderr
+    assert "next step: install the agent, or give its path as the first item of the " in (
+        gone.stderr
+    ), gone.stderr
+
+
 def test_exec_session_it_cannot_find_says_what_to_give(tmp_path: Path) -> None:
     gone = _exec(tmp_path, "--session", "ses_0123456789abcd", "hi")
     assert gone.returncode == 6, gone.stderr

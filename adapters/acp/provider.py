@@ -430,9 +430,20 @@ class AcpProvider(AgentProvider):
 
         options = ctx.options
         spec = self.spec
-        try:
-            if self.generic:
+        if self.generic:
+            try:
                 spec = spec_from_entry(GENERIC_ID, {"command": options.get("command")})
+            except ConfigEntryError as exc:
+                reason = (
+                    str(exc)
+                    if options.get("command")
+                    else "the acp provider runs the agent the command option names: its argv, "
+                    'e.g. ["my-agent", "--acp"]'
+                )
+                raise BridgeError(
+                    "invalid_option", details={"option": "command", "reason": reason[:300]}
+                ) from None
+        try:
             spec = with_session_overrides(spec, options)
         except ConfigEntryError:
             raise BridgeError("invalid_option", details={"option": "command"}) from None
@@ -443,7 +454,13 @@ class AcpProvider(AgentProvider):
                 details={
                     "missing": spec.argv[0][:200],
                     "nextStep": spec.install_hint
-                    or f"install the agent, or point {spec.env_var} at it",
+                    or (
+                        # the generic provider's argv is the session's: no variable of its own
+                        "install the agent, or give its path as the first item of the "
+                        "command option"
+                        if self.generic
+                        else f"install the agent, or point {spec.env_var} at it"
+                    ),
                 },
             )
         mcp = options.get("mcpServers")
