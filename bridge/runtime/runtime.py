@@ -125,6 +125,23 @@ def _has_forks() -> BridgeError:
     )
 
 
+def _check_after(after: int, last: int) -> None:
+    """Refuse (``invalid_params``) a replay ``after`` past the session's last event
+    ``last``: the host would be taken to have seen up to ``after``, and the session's
+    live events up to that sequence would never reach it.  No host was sent one there:
+    an event goes out only once it has its sequence."""
+    if after > last:
+        raise BridgeError(
+            "invalid_params",
+            details={
+                "field": "after",
+                "reason": f"no event {after} in this session: its events are 1..{last}"
+                if last
+                else "the session has no events yet",
+            },
+        )
+
+
 #: the events that end a run: a fork may be made at one of them
 _RUN_ENDS: Final = frozenset({"run.completed", "run.failed", "run.interrupted"})
 
@@ -731,6 +748,8 @@ class Runtime:
             return live.info()
         self.services.check_writable()
         await self.flush()
+        if after is not None:
+            _check_after(after, (await self._stored(session_id)).last_sequence)
         self._reopening[session_id] = done = anyio.Event()
         try:
             return await self._reopen(session_id, after, workspace, options, title, subscriber)
@@ -1047,6 +1066,7 @@ class Runtime:
         if session is None or session.state == "closed":
             stored = await self._stored(session_id)
             info = record_info(stored)
+            _check_after(after, info.last_sequence)
             subscription = Subscription(subscriber, after)
             replayed = await replay(
                 self.history, session_id, after, info.last_sequence, subscription
@@ -1054,6 +1074,7 @@ class Runtime:
             if session is None and stored.state == "active":
                 self._follow(session_id, subscription)
             return SessionAttachResult(info, replayed, info.last_sequence)
+        _check_after(after, session.stream.last_sequence)
         subscription = session.stream.subscribe(subscriber)
         session.stream.begin_replay(subscription, after)
         return await self._replay_open(session, subscription, after)
