@@ -2917,7 +2917,7 @@ export interface MistralVibeSessionOptions {
 export interface AcpSessionOptions {
   /** The agent's argv (required): executable, then arguments, e.g. ["my-agent", "--acp"]. */
   command?: string[];
-  /** The agent's executable (a path, or a name looked up on PATH). Default: AGENT_BRIDGE_ACP_PATH, then acp-agent on PATH. */
+  /** The agent's executable (a path, or a name looked up on PATH). Default: the first item of the command option. */
   executable?: string;
   /** Further arguments after the configured ones. */
   args?: string[];

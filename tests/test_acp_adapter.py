@@ -405,6 +405,33 @@ async def test_generic_acp_provider_from_options(fake: Fake) -> None:
     fake.check_schema()
 
 
+async def test_generic_acp_provider_runs_its_command_whatever_the_variables(
+    fake: Fake, tmp_path: Path
+) -> None:
+    """The generic ``acp`` provider's agent is the session's ``command``: no variable of
+    the bridge's environment replaces it (``AGENT_BRIDGE_ACP_ACP_PATH``, the name derived
+    from its id, did, and ``AGENT_BRIDGE_ACP_PATH``, the one its option described, did not),
+    and its ``executable`` option says so in ``providers/list``."""
+    impostor = tmp_path / "impostor"
+    impostor.write_text("#!/bin/sh\nexit 3\n")
+    impostor.chmod(0o755)
+    env = {"AGENT_BRIDGE_ACP_ACP_PATH": str(impostor), "AGENT_BRIDGE_ACP_PATH": str(impostor)}
+    async with running_bridge("newline", env=env) as bridge:
+        command = [sys.executable, str(FAKE), "--script", str(fake.script_path)]
+        result = await bridge.result(
+            "session/create",
+            {"provider": "acp", "workspace": str(fake.work), "options": {"command": command}},
+            timeout=30,
+        )
+        payloads = await run_text(bridge, result["session"]["sessionId"], "hi")
+        assert text_of(payloads) == HELLO
+        listed = await bridge.result("providers/list", {})
+        generic = next(p for p in listed["providers"] if p["id"] == "acp")
+        executable = next(o for o in generic["options"] if o["name"] == "executable")
+        assert "first item of the command option" in executable["description"]
+        assert "AGENT_BRIDGE" not in executable["description"]
+
+
 async def test_approval_allowed_and_denied(fake: Fake) -> None:
     async with running_bridge("newline", env=fake.env) as bridge:
         session_id = await create(bridge, fake)

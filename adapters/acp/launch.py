@@ -343,12 +343,18 @@ def _executable(path: str) -> bool:
 
 
 def find_executable(
-    spec: AgentSpec, option: str | None = None, env: Mapping[str, str] | None = None
+    spec: AgentSpec,
+    option: str | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    variable: bool = True,
 ) -> str | None:
-    """The agent's executable (see the module doc), or ``None``."""
+    """The agent's executable (see the module doc), or ``None``.  ``variable=False``: the
+    spec's variable (:attr:`AgentSpec.env_var`) is not consulted (the generic provider's
+    agent is the session's ``command``, which no variable of the bridge's overrides)."""
     env = os.environ if env is None else env
     path_var = env.get("PATH", os.defpath)
-    for candidate in (option, env.get(spec.env_var)):
+    for candidate in (option, env.get(spec.env_var) if variable else None):
         if candidate:
             if os.sep in candidate:
                 return candidate if _executable(candidate) else None

@@ -145,9 +145,12 @@ class AcpProvider(AgentProvider):
             _option(
                 "executable",
                 "string",
-                "The agent's executable (a path, or a name looked "
-                f"up on PATH). Default: {self.spec.env_var}, then {self.spec.argv[0]} "
-                "on PATH.",
+                "The agent's executable (a path, or a name looked up on PATH). Default: "
+                + (
+                    "the first item of the command option."
+                    if self.generic
+                    else f"{self.spec.env_var}, then {self.spec.argv[0]} on PATH."
+                ),
             ),
             _option("args", "stringList", "Further arguments after the configured ones."),
             _option(
@@ -447,7 +450,7 @@ class AcpProvider(AgentProvider):
             spec = with_session_overrides(spec, options)
         except ConfigEntryError:
             raise BridgeError("invalid_option", details={"option": "command"}) from None
-        found = find_executable(spec, options.get("executable"))
+        found = find_executable(spec, options.get("executable"), variable=not self.generic)
         if found is None:
             raise BridgeError(
                 "provider_unavailable",
