@@ -1277,7 +1277,17 @@ class Runtime:
         cursor: str | None = None,
     ) -> tuple[list[SessionInfo], str | None]:
         """Return sessions newest first (those of ``provider`` in ``workspace`` only, when
-        given) from history, and the cursor of the next page."""
+        given) from history, and the cursor of the next page.  A ``cursor`` no page gave
+        (every journal's is a decimal position) is ``invalid_params``: read as the end of
+        the list it would be an empty page, and the host would take it for the last."""
+        if cursor is not None and not (cursor.isascii() and cursor.isdigit()):
+            raise BridgeError(
+                "invalid_params",
+                details={
+                    "field": "cursor",
+                    "reason": "not a cursor this bridge gave: pass a page's nextCursor",
+                },
+            )
         if workspace is not None:
             # a workspace that does not exist (any more) is matched as given
             with contextlib.suppress(BridgeError):
