@@ -162,7 +162,9 @@ class ContentLengthFramer:
     for the next ``Content-Length`` header, keeping at most a few bytes between reads, so
     an oversized body is scanned, never buffered, and a lying one costs nothing that
     follows.  Junk glued to a header on its line (``xyzContent-Length: 5``) costs only the
-    junk: the search restarts inside that line.  A body whose declared
+    junk: the search restarts inside that line; so do lines of junk just before a header
+    (``garbage\r\nContent-Length: 5``: one header block, the junk without a colon): the
+    search restarts at that header.  A body whose declared
     length overran the next frame (it does not end like a JSON value, or it holds a raw
     ``CRLF CRLF``, which compact JSON never does) and that holds a well-formed length
     header (which no JSON text can: see ``_damage_patterns``) is cut at that header:
@@ -261,11 +263,23 @@ class ContentLengthFramer:
             if length is None:
                 length = self._parse_header(buf[pos:end], out)
             if length is None:
-                # Junk glued to a header (no line break between them) costs only the junk:
-                # a header name later in the block's first line starts the next attempt.
+                # Junk costs only the junk.  Glued to a header (no line break between
+                # them): a header name later in the block's first line starts the next
+                # attempt.  Lines of junk before a header (no colon in any: something
+                # printed into the stream) are one block with it: that header does.  (Not
+                # after a colon, so a block gets at most one such second attempt.)
                 line_end = buf.find(b"\r\n", pos, end)
                 resync = _damage_patterns()[0]
                 match = resync.search(buf, pos + 1, end if line_end < 0 else line_end)
+                error = out[-1]
+                if (
+                    match is None
+                    and isinstance(error, FramingError)
+                    and error.reason == "bad_header"
+                ):
+                    match = resync.search(buf, pos + 1, end)
+                    if match is not None and b":" in buf[pos : match.start()]:
+                        match = None
                 if match is not None:
                     pos = match.start()
                 else:

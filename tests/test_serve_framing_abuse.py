@@ -117,6 +117,32 @@ def test_serve_content_length_resyncs_after_oversized_lying_and_junk_headers() -
     assert [r["id"] for r in pongs] == [1, 2, 4, 5]
 
 
+def test_serve_content_length_junk_lines_before_a_header_cost_only_the_junk() -> None:
+    """A line without a colon written just before a frame (something printed into the
+    host's stream: a wrapper's echo, a debug print) is one header block with that frame's
+    header.  The block was refused whole and the search for the next header began after
+    it, inside the frame's body: the request was lost, only a ``-32700`` with id null said
+    anything.  Now the junk is reported and the frame after it is served (an outside
+    check, session 11)."""
+    f: FramingKind = "content-length"
+    data = (
+        _msg(_INIT, f)
+        + b"starting agent-bridge\r\n"  # one junk line, then a frame
+        + _ping(1, f)
+        + b"two\r\nlines of junk\r\n"
+        + _ping(2, f)
+        + b"junk\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"  # still refused
+        + _ping(3, f)
+        + _end(f)
+    )
+    replies = _drive(data, f)
+    assert [r["id"] for r in replies if r["id"] is not None] == ["init", 1, 2, 3, "bye"]
+    assert all("result" in r for r in replies if r["id"] in (1, 2, 3))
+    # one read: its framing errors are answered once (the first), the rest logged
+    reasons = [r["error"]["data"]["reason"] for r in replies if r["id"] is None]
+    assert reasons == ["bad_header"]
+
+
 def test_serve_newline_resyncs_after_junk_and_an_overlong_line() -> None:
     f: FramingKind = "newline"
     data = (
