@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -262,7 +263,40 @@ def _quote(path: str) -> str:
     return quote(path)
 
 
+def _not_a_file(mode: int) -> str:
+    """What a path whose ``st_mode`` is ``mode`` is, when it is not a regular file."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a file"
+
+
+def _check_files(path: str) -> None:
+    """Refuse a journal, or its write-ahead log or wal-index, that is there but is not a
+    regular file: opening a named pipe waits for a writer for ever (the bridge hung at
+    start, silent), and a device (a link to ``/dev/null``) read as an I/O error of the
+    disk."""
+    for name in (path, path + "-wal", path + "-shm"):
+        try:
+            mode = os.stat(name).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise JournalError(f"cannot read the journal {name}: {exc.strerror}") from None
+        if not stat.S_ISREG(mode):
+            raise JournalError(
+                f"the journal {name} is {_not_a_file(mode)}, not a file; "
+                "move it away or choose another --state-dir"
+            )
+
+
 def _check_header(path: str) -> None:
+    _check_files(path)
     try:
         with open(path, "rb") as fh:
             head = fh.read(100)

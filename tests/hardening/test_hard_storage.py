@@ -597,3 +597,32 @@ def test_concurrent_first_opens_of_a_fresh_state_dir_never_refuse(tmp_path: Path
             if proc.returncode != 0:
                 failures.append((attempt, proc.returncode, out))
     assert not failures, failures
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "what"),
+    [
+        ("journal.sqlite3", "fifo", "named pipe"),
+        ("journal.sqlite3-wal", "fifo", "named pipe"),
+        ("journal.sqlite3", "devnull", "device"),
+        ("journal.sqlite3", "dir", "directory"),
+    ],
+)
+def test_a_journal_that_is_not_a_file_refuses_start_at_once(
+    tmp_path: Path, name: str, make: str, what: str
+) -> None:
+    """A named pipe in the journal's place (or its -wal's) hung ``serve`` at start for
+    ever, silent (opening a pipe waits for a writer); a link to ``/dev/null`` was
+    reported as an I/O error of the disk.  Each is refused at once, in one line naming
+    the file and what it is (an outside check, session 11)."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    path = state / name
+    if make == "fifo":
+        os.mkfifo(path)
+    elif make == "devnull":
+        path.symlink_to("/dev/null")
+    else:
+        path.mkdir()
+    line = _assert_one_line_refusal(serve(state, timeout=15), str(path), what)
+    assert "Traceback" not in line
