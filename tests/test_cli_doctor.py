@@ -88,3 +88,21 @@ def test_doctor_reports_a_journal(tmp_path: Path) -> None:
     cli("serve", "--state-dir", str(state))  # EOF at once: creates the journal
     report = json.loads(cli("doctor", "--json", "--state-dir", str(state)).stdout)
     assert report["journal"]["status"] == "ok" and report["journal"]["bytes"] > 0
+
+
+@pytest.mark.parametrize("fifo", ["journal.sqlite3", "journal.sqlite3-wal"])
+def test_doctor_reports_a_journal_that_is_not_a_file(tmp_path: Path, fifo: str) -> None:
+    """A named pipe as the journal or its write-ahead log: serve refuses to start on it,
+    and doctor says so in the same words (it said "ok", or "absent" for the journal, and
+    it must not hang on the pipe)."""
+    state = tmp_path / "state"
+    cli("serve", "--state-dir", str(state))  # EOF at once: creates the journal
+    target = state / fifo
+    target.unlink(missing_ok=True)
+    os.mkfifo(target)
+    report = json.loads(cli("doctor", "--json", "--state-dir", str(state)).stdout)
+    assert report["journal"]["status"] == "unreadable"
+    assert "a named pipe, not a file" in report["journal"]["reason"]
+    assert str(target) in report["journal"]["reason"]
+    refused = cli("serve", "--state-dir", str(state))
+    assert refused.returncode == 1 and "a named pipe, not a file" in refused.stderr

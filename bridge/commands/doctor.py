@@ -61,7 +61,14 @@ def _journal(state_dir: str | None) -> dict[str, Any]:
 
     if state_dir is None:
         return {"status": "none", "reason": "the journal is kept in memory (:memory:)"}
+    from agent_bridge.journal.errors import JournalError
+    from agent_bridge.journal.schema import check_files
+
     path = os.path.join(state_dir, JOURNAL_FILE)
+    try:
+        check_files(path)  # what serve refuses at start (a named pipe would hang a read)
+    except JournalError as exc:
+        return {"path": path, "status": "unreadable", "reason": str(exc)}
     if not os.path.isfile(path):
         return {"status": "absent", "reason": "no journal yet: the first `serve` creates it"}
     size = sum(

@@ -276,11 +276,12 @@ def _not_a_file(mode: int) -> str:
     return "not a file"
 
 
-def _check_files(path: str) -> None:
+def check_files(path: str) -> None:
     """Refuse a journal, or its write-ahead log or wal-index, that is there but is not a
     regular file: opening a named pipe waits for a writer for ever (the bridge hung at
     start, silent), and a device (a link to ``/dev/null``) read as an I/O error of the
-    disk."""
+    disk.  Raises :class:`JournalError` naming the file and what it is (``doctor``
+    reports the same line)."""
     for name in (path, path + "-wal", path + "-shm"):
         try:
             mode = os.stat(name).st_mode
@@ -296,7 +297,7 @@ def _check_files(path: str) -> None:
 
 
 def _check_header(path: str) -> None:
-    _check_files(path)
+    check_files(path)
     try:
         with open(path, "rb") as fh:
             head = fh.read(100)
