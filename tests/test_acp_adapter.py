@@ -390,28 +390,12 @@ async def test_text_run(fake: Fake) -> None:
     fake.check_schema()
 
 
-async def test_generic_acp_provider_from_options(fake: Fake) -> None:
-    async with running_bridge("newline") as bridge:
-        command = [sys.executable, str(FAKE), "--script", str(fake.script_path)]
-        result = await bridge.result(
-            "session/create",
-            {"provider": "acp", "workspace": str(fake.work), "options": {"command": command}},
-            timeout=30,
-        )
-        payloads = await run_text(bridge, result["session"]["sessionId"], "hi")
-        assert text_of(payloads) == HELLO
-        reply = await bridge.call("session/create", {"provider": "acp", "options": {}})
-        assert reply["error"]["data"]["code"] == "invalid_option"
-    fake.check_schema()
-
-
-async def test_generic_acp_provider_runs_its_command_whatever_the_variables(
-    fake: Fake, tmp_path: Path
-) -> None:
-    """The generic ``acp`` provider's agent is the session's ``command``: no variable of
-    the bridge's environment replaces it (``AGENT_BRIDGE_ACP_ACP_PATH``, the name derived
-    from its id, did, and ``AGENT_BRIDGE_ACP_PATH``, the one its option described, did not),
-    and its ``executable`` option says so in ``providers/list``."""
+async def test_generic_acp_provider_from_options(fake: Fake, tmp_path: Path) -> None:
+    """The generic ``acp`` provider runs the session's ``command``, and no variable of the
+    bridge's environment replaces it (``AGENT_BRIDGE_ACP_ACP_PATH``, the name derived from
+    its id, did; ``AGENT_BRIDGE_ACP_PATH``, the one its option described, did not): both
+    point at an impostor here.  Its ``executable`` option says so in ``providers/list``;
+    without ``command`` a session is ``invalid_option``."""
     impostor = tmp_path / "impostor"
     impostor.write_text("#!/bin/sh\nexit 3\n")
     impostor.chmod(0o755)
@@ -425,11 +409,14 @@ async def test_generic_acp_provider_runs_its_command_whatever_the_variables(
         )
         payloads = await run_text(bridge, result["session"]["sessionId"], "hi")
         assert text_of(payloads) == HELLO
+        reply = await bridge.call("session/create", {"provider": "acp", "options": {}})
+        assert reply["error"]["data"]["code"] == "invalid_option"
         listed = await bridge.result("providers/list", {})
         generic = next(p for p in listed["providers"] if p["id"] == "acp")
         executable = next(o for o in generic["options"] if o["name"] == "executable")
         assert "first item of the command option" in executable["description"]
         assert "AGENT_BRIDGE" not in executable["description"]
+    fake.check_schema()
 
 
 async def test_approval_allowed_and_denied(fake: Fake) -> None:
