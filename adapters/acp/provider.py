@@ -564,7 +564,6 @@ def generic_provider() -> AcpProvider:
         id=GENERIC_ID,
         display_name="ACP agent (command from options)",
         argv=("acp-agent",),
-        executable_env="AGENT_BRIDGE_ACP_PATH",
     )
     return AcpProvider(spec, generic=True)
 
