@@ -405,7 +405,10 @@ export async function runScenario(api: ExtensionApi, resultFile: string): Promis
       //      of that text is cut earlier by the provider, and the user is told so.
       await exec("agentBridge.prompt", { sessionId: oid, text: "SAY:Let me look at it.;READ:hello.py" });
       await until("fork turn 3", () => turnsEnded(oid) === 3 && model(oid)?.runState === "idle");
-      if (po) await until("the message fork buttons are drawn", () => po.rendered.text.includes("Fork from this message"), 15000);
+      // The webview draws the model as it is now (turn 3 over): "Fork from this message"
+      // already shows under turns 1 and 2, so its presence alone does not say turn 3 is drawn.
+      if (po && !(await po.whenRendered(15000))) throw new Error("the chat did not draw turn 3");
+      if (po) await until("the message fork buttons are drawn", () => po.rendered.text.includes("Tool finished."), 15000);
       const said = model(oid)!.items.find((i) => i.kind === "assistant" && i.text === "Let me look at it.");
       if (!said || said.kind !== "assistant") throw new Error(`no text message in turn 3: ${model(oid)!.transcript()}`);
       const infosBefore = ui.infos.length;
