@@ -1362,7 +1362,7 @@ export interface ResourceInput {
 /**
  * The session's policy for a run that hits a rate limit or quota: wait until the
  * limit's reset (`details.resetsAt`/`retryAfterSeconds`), when that is at most
- * `max_wait_seconds` away, and run the same input again, once.
+ * `max_wait_seconds` (0 to a week) away, and run the same input again, once.
  */
 export interface RetryOnLimit {
   /** @defaultValue `300` */

@@ -47,7 +47,10 @@ async def _events(history: History, session_id: str, lo: int, hi: int) -> list[b
 
 
 def check_page(params: EventsReadParams) -> None:
-    """Raise ``invalid_params`` for a page that cannot be asked for (a settled raw view)."""
+    """Raise ``invalid_params`` for a page that cannot be asked for: one bounded on both
+    sides (``after`` and ``before``: a page goes one way), or a settled raw view."""
+    if params.after is not None and params.before is not None:
+        raise BridgeError("invalid_params", details={"field": "before"})
     if params.projection == "settled" and params.view == "raw":
         raise BridgeError("invalid_params", details={"field": "projection"})
 

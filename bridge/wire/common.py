@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 import msgspec
 
-__all__ = ["PROTOCOL_VERSION", "SUPPORTED_PROTOCOL_VERSIONS", "JsonObject", "WireStruct"]
+__all__ = [
+    "PROTOCOL_VERSION",
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "JsonObject",
+    "PageLimit",
+    "WireStruct",
+]
 
 #: The protocol version this bridge speaks by default.
 PROTOCOL_VERSION: Final = 1
@@ -14,6 +20,8 @@ PROTOCOL_VERSION: Final = 1
 SUPPORTED_PROTOCOL_VERSIONS: Final = (1,)
 
 JsonObject = dict[str, Any]
+#: A page size: at least 1 (each method lowers one above its own maximum to it).
+PageLimit = Annotated[int, msgspec.Meta(ge=1)]
 
 
 class WireStruct(

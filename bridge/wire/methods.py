@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Final, Literal
 
-from agent_bridge.wire.common import LenientStruct, WireStruct
+import msgspec
+
+from agent_bridge.wire.common import LenientStruct, PageLimit, WireStruct
 from agent_bridge.wire.events import EventEnvelope, LimitMeter
 from agent_bridge.wire.inputs import InputBlock, TextInput
 from agent_bridge.wire.interactions import Answer, InteractionRequest
@@ -210,12 +212,16 @@ class SessionInfo(WireStruct, frozen=True):
     node: str | None = None
 
 
+#: The longest wait for a limit's reset a session may ask for: a week (weekly quotas).
+MAX_RETRY_WAIT_SECONDS: Final = 7 * 24 * 3600
+
+
 class RetryOnLimit(WireStruct, frozen=True):
     """The session's policy for a run that hits a rate limit or quota: wait until the
     limit's reset (``details.resetsAt``/``retryAfterSeconds``), when that is at most
-    ``max_wait_seconds`` away, and run the same input again, once."""
+    ``max_wait_seconds`` (0 to a week) away, and run the same input again, once."""
 
-    max_wait_seconds: int = 300
+    max_wait_seconds: Annotated[int, msgspec.Meta(ge=0, le=MAX_RETRY_WAIT_SECONDS)] = 300
 
 
 class SessionCreateParams(WireStruct, frozen=True):
@@ -257,7 +263,7 @@ class SessionListParams(WireStruct, frozen=True):
     result's ``nextCursor``."""
 
     provider: str | None = None
-    limit: int = 100
+    limit: PageLimit = 100
     workspace: str | None = None
     cursor: str | None = None
 
@@ -461,9 +467,9 @@ class EventsReadParams(WireStruct, frozen=True):
     """
 
     session_id: str
-    after: int | None = None
-    before: int | None = None
-    limit: int = 100
+    after: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    before: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    limit: PageLimit = 100
     projection: Literal["exact", "settled"] = "exact"
     view: Literal["events", "raw"] = "events"
 

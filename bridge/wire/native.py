@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from agent_bridge.wire.common import WireStruct
+from agent_bridge.wire.common import PageLimit, WireStruct
 from agent_bridge.wire.events import EventPayload
 from agent_bridge.wire.methods import SessionInfo
 
@@ -44,7 +44,7 @@ class NativeSessionsListParams(WireStruct, frozen=True):
     provider: str
     workspace: str | None = None
     cursor: str | None = None
-    limit: int = 100
+    limit: PageLimit = 100
 
 
 class NativeSessionInfo(WireStruct, frozen=True):
@@ -83,7 +83,7 @@ class NativeSessionsReadParams(WireStruct, frozen=True):
     provider: str
     session_ref: str
     cursor: str | None = None
-    limit: int = 100
+    limit: PageLimit = 100
     from_: Literal["start", "end"] = msgspec.field(default="start", name="from")
 
 
