@@ -416,6 +416,11 @@ class CodexSession(ProviderSession):
             # a session cannot be resumed from one that is not kept (the id is not logged)
             log.warning("codex: %s: the thread id is not usable (wrong shape or too long)", method)
             raise ProviderFailure("provider_contract", f"{method} answered an unusable thread id")
+        if resume and thread.thread.id != s.thread_id:
+            # another thread than the one asked for: the session would go on in a
+            # conversation that is not its own (its history and the agent's disagree)
+            log.warning("codex: thread/resume answered another thread than the one asked for")
+            raise ProviderFailure("provider_contract", "thread/resume answered another thread")
         s.thread_id = thread.thread.id
         dropped: list[str] = []
         if thread.model:

@@ -200,6 +200,33 @@ async def test_unusable_thread_ids_in_the_thread_response_fail_the_session(
     _absent(needles, json.dumps([replies, listed, events]).encode(), bridge.stderr)
 
 
+async def test_a_resume_answered_with_another_thread_fails_and_the_right_one_resumes(
+    tmp_path: Path,
+) -> None:
+    """``thread/resume`` answered with a well-formed id of another thread: the session
+    would go on in a conversation that is not its own, so the resume fails
+    ``provider_contract``; answered with its own thread, the same record resumes and runs."""
+    fake = Fake(tmp_path)
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session = await create(bridge, fake)
+        record = (await bridge.result("session/export", {"sessionId": session}))["record"]
+        own = record["opaque"]["threadId"]
+        await bridge.result("session/close", {"sessionId": session})
+        fake.write({"faults": {"thread_result": {"thread": {"id": "thr_someone_else"}}}})
+        reply = await bridge.call("session/resume", {"record": record})
+        assert reply["error"]["data"]["code"] == "provider_contract", reply
+        fake.write({})
+        resumed = await bridge.result("session/resume", {"record": record})
+        assert resumed["session"]["state"] == "active", resumed
+        resumed_id = resumed["session"]["sessionId"]
+        again = (await bridge.result("session/export", {"sessionId": resumed_id}))["record"]
+        assert again["opaque"]["threadId"] == own
+        events = await drive(bridge, await start(bridge, resumed_id, "still mine"))
+        assert events[-1]["type"] == "run.completed", events[-1]
+    assert [r["params"]["threadId"] for r in fake.requests("thread/resume")] == [own, own]
+    assert b"Traceback" not in bridge.stderr, bridge.stderr[-2000:]
+
+
 async def test_an_oversized_cwd_in_the_thread_response_is_not_kept(tmp_path: Path) -> None:
     """A session without a workspace takes the working directory ``thread/start``
     reports, but not one over the bounds (200 KB; MAX_CWD 4096) or not absolute: not in
