@@ -195,7 +195,8 @@ class ProviderRegistry:
                 self._providers.setdefault(provider.id, provider)
 
     def get(self, provider_id: str) -> AgentProvider:
-        """Return the provider; raise ``BridgeError("provider_not_found")``."""
+        """Return the provider; raise ``BridgeError("provider_not_found")``, whose
+        ``nextStep`` names the ids this registry has."""
         self._load_configured()
         provider = self._providers.get(provider_id)
         if provider is None:
@@ -205,8 +206,17 @@ class ProviderRegistry:
             self._ensure_loaded()
             provider = self._providers.get(provider_id)
         if provider is None:
-            raise BridgeError("provider_not_found", details={"provider": provider_id[:100]})
+            raise BridgeError(
+                "provider_not_found",
+                details={"provider": provider_id[:100], "nextStep": self._choose_from()},
+            )
         return provider
+
+    def _choose_from(self) -> str:
+        """The next step for an unknown id: the ids there are (as many as fit in a
+        detail), else where to find them."""
+        step = "use one of: " + ", ".join(sorted({*self._providers, *self._lazy}))
+        return step if len(step) <= 300 else "providers/list names the providers"
 
     def all(self) -> list[AgentProvider]:
         """Return every provider, built-in first."""
