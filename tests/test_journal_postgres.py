@@ -285,3 +285,82 @@ def test_a_version_1_database_with_live_older_members_is_not_upgraded(
         assert row is not None and row[0] == "2"
     finally:
         conn.close()
+
+
+#: every table of the journal (what ``pg_dump`` locks ``ACCESS SHARE`` for its whole run)
+_JOURNAL_TABLES = (
+    "journal_meta",
+    "sessions",
+    "event_blocks",
+    "raw_records",
+    "raw_links",
+    "runs",
+    "interactions",
+    "receipts",
+    "owners",
+    "blobs",
+    "blob_refs",
+    "commands",
+    "native_bindings",
+    "fork_points",
+    "attachments",
+)
+
+
+async def test_a_member_starting_during_a_backup_stalls_no_member(pg_url: str) -> None:
+    """A backup holds ``ACCESS SHARE`` on every table of the journal for its whole run.
+    A member that starts meanwhile took ``SHARE`` and queued for ``ACCESS EXCLUSIVE``
+    on them (its ``CREATE INDEX``/``ALTER TABLE … IF NOT EXISTS`` lock even when there
+    is nothing to do), so every commit of every other member waited behind it until
+    the backup ended: a running member's host got no answer to ``run/start`` for 20 s,
+    the starting member no answer to ``initialize``.  On a database at this schema
+    version a member runs no DDL: both answer at once, the backup still running."""
+    async with running_bridge("newline", "--journal", pg_url, "--node", "alpha") as alpha:
+        params = script_session([{"type": "stream", "count": 5, "text": "y"}])
+        session = (await alpha.result("session/create", params))["session"]["sessionId"]
+        backup = psycopg.connect(pg_url)  # its transaction stays open until closed
+        try:
+            for table in _JOURNAL_TABLES:
+                backup.execute(f"SELECT count(*) FROM {table}")
+            # running_bridge waits for the new member's initialize answer (10 s at most)
+            async with running_bridge("newline", "--journal", pg_url, "--node", "beta"):
+                started = await alpha.result(
+                    "run/start", {"sessionId": session, "input": {"text": "x"}}
+                )
+                done = await alpha.event("run.completed", timeout=10)
+                assert done["runId"] == started["runId"]
+                assert backup.info.transaction_status.name == "INTRANS"  # still running
+        finally:
+            backup.close()
+
+
+async def test_a_role_that_may_only_read_and_write_the_tables_can_be_a_member(
+    pg_cluster: Any, pg_url: str
+) -> None:
+    """Give each member a role with just the rights to read and write the journal's
+    tables (docs/fleet.md, Trust), once a role that owns them created them: such a
+    member was refused at every start ("must be owner of table sessions": the DDL ran
+    each time).  A role that may not create missing tables is told so, in one line."""
+    role = f"member_{os.getpid()}"
+    async with running_bridge("newline", "--journal", pg_url, "--node", "owner"):
+        pass  # the tables, created by the role that owns them
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}"
+        )
+        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}")
+    as_member = pg_url.replace("postgresql://bridge@", f"postgresql://{role}@")
+    async with running_bridge("newline", "--journal", as_member, "--node", "m") as bridge:
+        params = script_session([{"type": "stream", "count": 3, "text": "y"}])
+        session = (await bridge.result("session/create", params))["session"]["sessionId"]
+        await bridge.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+        await bridge.event("run.completed", timeout=30)
+    empty = pg_cluster.new_database()  # where the role may not create tables
+    with psycopg.connect(empty, autocommit=True) as conn:
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+    with pytest.raises(JournalError) as err:
+        open_pg_journal(empty.replace("postgresql://bridge@", f"postgresql://{role}@"), node="m")
+    text = str(err.value)
+    assert "\n" not in text and "needs its tables created or upgraded" in text
+    assert "owns them" in text

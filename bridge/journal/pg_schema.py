@@ -20,6 +20,7 @@ see each other's half-created schema.
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_bridge.dburl import SCHEMES, check_url, is_pg_url
@@ -305,31 +306,101 @@ def _no_older_members(conn: psycopg.Connection[Any], where: str, version: int) -
         )
 
 
+def _expected(statements: tuple[str, ...]) -> tuple[list[str], list[tuple[str, str]]]:
+    """The tables and indexes (by name) and the added columns (``(table, column)``) that
+    ``statements`` create."""
+    relations: list[str] = []
+    columns: list[tuple[str, str]] = []
+    for statement in statements:
+        made = _CREATES.match(statement)
+        if made is not None:
+            relations.append(made.group(1))
+            continue
+        added = _ADDS.match(statement)
+        assert added is not None, statement  # every statement is one of the two shapes
+        columns.append((added.group(1), added.group(2)))
+    return relations, columns
+
+
+#: ``CREATE TABLE|INDEX IF NOT EXISTS name`` and ``ALTER TABLE t ADD COLUMN IF NOT EXISTS c``
+_CREATES: Final = re.compile(r"CREATE (?:TABLE|INDEX) IF NOT EXISTS (\w+)")
+_ADDS: Final = re.compile(r"ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+)")
+_RELATIONS, _COLUMNS = _expected(_TABLES)
+
+
+def _stored_version(conn: psycopg.Connection[Any]) -> int | None:
+    """The schema version ``journal_meta`` records, or ``None`` (no journal yet)."""
+    row = conn.execute("SELECT to_regclass('journal_meta') IS NOT NULL").fetchone()
+    if not (row and row[0]):
+        return None
+    row = conn.execute("SELECT value FROM journal_meta WHERE key = 'schema'").fetchone()
+    return None if row is None else int(row[0])
+
+
+def _complete(conn: psycopg.Connection[Any]) -> bool:
+    """Whether every table, index and column of :data:`_TABLES` exists, read from the
+    catalogs (``to_regclass`` and ``pg_attribute`` lock no table)."""
+    row = conn.execute(
+        "SELECT (SELECT bool_and(to_regclass(r) IS NOT NULL) FROM unnest(%s::text[]) r) "
+        "AND (SELECT count(*) FROM unnest(%s::text[], %s::text[]) c(t, a) WHERE EXISTS "
+        "(SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(c.t) AND attname = c.a "
+        "AND NOT attisdropped)) = %s",
+        (
+            _RELATIONS,
+            [table for table, _ in _COLUMNS],
+            [column for _, column in _COLUMNS],
+            len(_COLUMNS),
+        ),
+    ).fetchone()
+    return bool(row and row[0])
+
+
 def create_schema(conn: psycopg.Connection[Any], where: str) -> None:
     """Create the journal's tables where missing, or check their version; raises
     :class:`JournalError` for a database written by a newer agent-bridge (``where``
-    names the database in the message)."""
+    names the database in the message), or that this role may not create or change.
+
+    A database already at this version with every table, index and column runs no DDL:
+    ``CREATE INDEX`` and ``ALTER TABLE`` lock their table even when there is nothing to
+    do (``SHARE``, ``ACCESS EXCLUSIVE``), until this transaction ends, so a member
+    starting while anything held a lock on a journal table (a backup, ``pg_dump``, holds
+    ``ACCESS SHARE`` on every table for its whole run) stalled the commits of every
+    member of the fleet behind its queued ``ALTER``; and only a table's owner may run
+    them, so a role granted just the rights to read and write the tables could not
+    start at all."""
+    import psycopg
+
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-        for statement in _TABLES:
-            conn.execute(statement)
-        row = conn.execute("SELECT value FROM journal_meta WHERE key = 'schema'").fetchone()
-        if row is None:
+        version = _stored_version(conn)
+        if version is not None and version > PG_SCHEMA_VERSION:
+            raise JournalError(
+                f"the journal {where} was written by a newer agent-bridge (schema version "
+                f"{version}; this one reads up to {PG_SCHEMA_VERSION}); upgrade agent-bridge"
+            )
+        if version == PG_SCHEMA_VERSION and _complete(conn):
+            return
+        try:
+            for statement in _TABLES:
+                conn.execute(statement)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise JournalError(
+                f"the journal {where} needs its tables created or upgraded, which this "
+                f"role may not do ({one_line(exc)}): start one member with the role that "
+                f"owns them (or may create them) first"
+            ) from None
+        if version is None:
             conn.execute(
-                "INSERT INTO journal_meta (key, value) VALUES ('schema', %s)",
+                "INSERT INTO journal_meta (key, value) VALUES ('schema', %s) "
+                "ON CONFLICT (key) DO NOTHING",
                 (str(PG_SCHEMA_VERSION),),
             )
-        elif int(row[0]) < PG_SCHEMA_VERSION:
+        elif version < PG_SCHEMA_VERSION:
             # 1 -> 2: blocks are written with Zstandard (codec 2); no table changes.  Not
             # under a live member of the older version: it would take the first such
             # block it reads for damage and stop serving the whole journal
-            _no_older_members(conn, where, int(row[0]))
+            _no_older_members(conn, where, version)
             conn.execute(
                 "UPDATE journal_meta SET value = %s WHERE key = 'schema'",
                 (str(PG_SCHEMA_VERSION),),
-            )
-        elif int(row[0]) > PG_SCHEMA_VERSION:
-            raise JournalError(
-                f"the journal {where} was written by a newer agent-bridge (schema version "
-                f"{row[0]}; this one reads up to {PG_SCHEMA_VERSION}); upgrade agent-bridge"
             )
