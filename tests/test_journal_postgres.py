@@ -341,16 +341,9 @@ async def test_a_role_that_may_only_read_and_write_the_tables_can_be_a_member(
     tables (docs/fleet.md, Trust), once a role that owns them created them: such a
     member was refused at every start ("must be owner of table sessions": the DDL ran
     each time).  A role that may not create missing tables is told so, in one line."""
-    role = f"member_{os.getpid()}"
     async with running_bridge("newline", "--journal", pg_url, "--node", "owner"):
         pass  # the tables, created by the role that owns them
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE {role} LOGIN")
-        conn.execute(
-            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}"
-        )
-        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}")
-    as_member = pg_url.replace("postgresql://bridge@", f"postgresql://{role}@")
+    role, as_member = _member_role(pg_url)
     async with running_bridge("newline", "--journal", as_member, "--node", "m") as bridge:
         params = script_session([{"type": "stream", "count": 3, "text": "y"}])
         session = (await bridge.result("session/create", params))["session"]["sessionId"]
@@ -364,3 +357,64 @@ async def test_a_role_that_may_only_read_and_write_the_tables_can_be_a_member(
     text = str(err.value)
     assert "\n" not in text and "needs its tables created or upgraded" in text
     assert "owns them" in text
+
+
+def _member_role(pg_url: str) -> tuple[str, str]:
+    """A new role granted only reading and writing the journal's tables (which exist),
+    and ``pg_url`` as that role."""
+    role = f"member_{os.getpid()}_{os.urandom(3).hex()}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}"
+        )
+        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}")
+    return role, pg_url.replace("postgresql://bridge@", f"postgresql://{role}@")
+
+
+async def test_write_rights_taken_back_mid_run_hold_the_run_until_granted_again(
+    pg_url: str,
+) -> None:
+    """An operator takes the member's right to write events back mid-run (a REVOKE, a
+    change of owner).  That was taken for a bug (insufficient privilege is a
+    ``ProgrammingError``): a traceback in the log, ``journal/status`` ``broken``,
+    ``internal`` (not retryable) for new work and the run's end never recorded, even
+    once the right was granted again (only a restart helped).  It is the database
+    refusing writes, as a file system remounted read-only does: ``failing``
+    (``read_only``), new work refused ``journal_failing`` (retryable), and the held
+    run goes on, gapless, once the right is back."""
+    async with running_bridge("newline", "--journal", pg_url, "--node", "owner"):
+        pass  # the tables, created by the role that owns them
+    role, as_member = _member_role(pg_url)
+    async with running_bridge("newline", "--journal", as_member, "--node", "m") as bridge:
+        steps: list[dict[str, Any]] = [
+            {"type": "stream", "count": 50, "text": "a"},
+            {"type": "waitForInterrupt"},
+        ]
+        session = (await bridge.result("session/create", script_session(steps)))["session"][
+            "sessionId"
+        ]
+        run = await bridge.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+        seen = [await bridge.event("run.started", timeout=30)]
+        while len(seen) < 51:
+            seen.append(await bridge.event("text.delta", timeout=30))
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f"REVOKE INSERT ON event_blocks FROM {role}")
+        await bridge.send_request("run/interrupt", {"runId": run["runId"]})
+        status = await bridge.wait_for(lambda m: m.get("method") == "journal/status", 30)
+        assert status["params"] == {"state": "failing", "reason": "read_only"}
+        refused = await bridge.call("session/create", script_session(steps))
+        assert refused["error"]["data"]["code"] == "journal_failing"
+        assert refused["error"]["data"]["retryable"] is True
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f"GRANT INSERT ON event_blocks TO {role}")
+        status = await bridge.wait_for(lambda m: m.get("method") == "journal/status", 30)
+        assert status["params"] == {"state": "ok"}
+        ended = await bridge.event("run.interrupted", timeout=30)
+        assert ended["runId"] == run["runId"] and ended["sequence"] == 52
+        page = await bridge.result("events/read", {"sessionId": session, "limit": 100})
+        assert page["events"] == [*seen, ended]
+        again = await bridge.result("session/create", script_session(steps))
+        assert again["session"]["state"] == "active"
+    assert b"Traceback" not in bridge.stderr
+    assert b"read_only: permission denied for table event_blocks" in bridge.stderr

@@ -61,6 +61,10 @@ _BY_STATE: Final[dict[str, Fault]] = {
     "57": "io_error",  # operator intervention: admin shutdown, crash shutdown, cannot connect now
     "58": "io_error",  # system error (an I/O error on the server)
     "25006": "read_only",  # read-only transaction (a standby, default_transaction_read_only)
+    # insufficient privilege: the role's rights were taken back (a REVOKE, another owner):
+    # the database refuses this member's writes until an operator grants them again,
+    # as a file system remounted read-only does; retried, never taken for a bug
+    "42501": "read_only",
     "XX001": "damaged",  # data corrupted
     "XX002": "damaged",  # index corrupted
     "40": "other",  # serialization failure, deadlock: retrying heals
