@@ -38,6 +38,20 @@ def check_url(text: str) -> str:
         raise ValueError(f"a password in the address is refused: {_PASSFILE_ADVICE}")
     query = rest.split("?", 1)[1] if "?" in rest else ""
     for item in query.split("&"):
-        if item.split("=", 1)[0].strip().lower() == "password":
+        # libpq decodes a parameter's name as it decodes its value (%70assword is password)
+        if _unquote(item.split("=", 1)[0]).strip().lower() == "password":
             raise ValueError(f"a password in the address is refused: {_PASSFILE_ADVICE}")
     return text
+
+
+def _unquote(text: str) -> str:
+    """``text`` with its ``%XX`` escapes decoded byte by byte (enough to compare a name
+    with an ASCII one; a bad escape stays as written, and libpq refuses it)."""
+    head, *parts = text.split("%")
+    out = [head]
+    for part in parts:
+        try:
+            out.append(chr(int(part[:2], 16)) + part[2:] if len(part) >= 2 else "%" + part)
+        except ValueError:
+            out.append("%" + part)
+    return "".join(out)

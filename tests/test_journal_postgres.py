@@ -29,6 +29,10 @@ from agent_bridge.journal.postgres import PgJournal, open_pg_journal
         "postgres://alice:s3cret-pw@/agents?host=/run/pg",
         "postgresql://alice@db/agents?sslmode=require&password=s3cret-pw",
         "postgresql:///agents?PASSWORD=s3cret-pw",
+        # libpq decodes the name of a parameter as it decodes its value
+        # (on a socket that is not there: refused or not, nothing leaves the machine)
+        "postgresql://alice@/agents?host=/nonexistent&%70assword=s3cret-pw",
+        "postgresql://alice@/agents?host=/nonexistent&pass%77ORD=s3cret-pw",
     ],
 )
 def test_a_password_in_the_address_is_refused_without_repeating_it(url: str) -> None:
