@@ -22,6 +22,7 @@ import anyio.abc
 from agent_bridge.daemon.paths import DaemonPaths, prepare_dir
 
 if TYPE_CHECKING:
+    from agent_bridge.processes import Detached
     from agent_bridge.rpc.connection import ByteReceiver, ByteSender
 
 __all__ = ["ConnectError", "connect", "relay", "start_daemon"]
@@ -33,9 +34,9 @@ class ConnectError(Exception):
     """The daemon could not be reached or started; the message says why in one line."""
 
 
-def start_daemon(paths: DaemonPaths, daemon_args: Sequence[str]) -> int:
-    """Start ``agent-bridge daemon`` for ``paths`` in the background; return its pid.
-    Raises :class:`ConnectError`."""
+def start_daemon(paths: DaemonPaths, daemon_args: Sequence[str]) -> Detached:
+    """Start ``agent-bridge daemon`` for ``paths`` in the background.  Raises
+    :class:`ConnectError`."""
     from agent_bridge.processes import ProcessSpec, SpawnError, spawn_detached
 
     prepare_dir(paths)
@@ -67,25 +68,81 @@ async def _open(paths: DaemonPaths) -> anyio.abc.SocketStream | None:
 
 
 async def connect(
-    paths: DaemonPaths, *, autostart: bool, daemon_args: Sequence[str] = (), timeout: float = 10
+    paths: DaemonPaths,
+    *,
+    autostart: bool,
+    daemon_args: Sequence[str] = (),
+    timeout: float = 10,
+    stopping_timeout: float = 30,
 ) -> anyio.abc.SocketStream:
     """Return a connection to the daemon, starting it first when ``autostart`` and none
-    answers.  Raises :class:`ConnectError`."""
+    answers.  Raises :class:`ConnectError`.
+
+    The daemon started here is watched while it gets ready: one that exits with an error
+    ends the wait at once, with its one-line reason.  One that exits because another
+    daemon holds the lock (two connects racing, or a daemon still closing its sessions
+    after a stop: it no longer listens) is started again once that lock is free, for up
+    to ``stopping_timeout`` seconds; ``timeout`` bounds each start."""
     stream = await _open(paths)
     if stream is not None:
         return stream
     if not autostart:
         raise ConnectError(f"no daemon is listening on {paths.socket}")
-    start_daemon(paths, daemon_args)
+    from agent_bridge.daemon.server import read_pid
+
+    give_up = anyio.current_time() + stopping_timeout
+    daemon = start_daemon(paths, daemon_args)
+    started = anyio.current_time()
     delay = 0.01
-    with anyio.move_on_after(timeout):
-        while True:
-            stream = await _open(paths)
-            if stream is not None:
-                return stream
-            await anyio.sleep(delay)
-            delay = min(delay * 2, 0.2)
-    raise ConnectError(f"the daemon did not start listening on {paths.socket} (see {paths.log})")
+    while True:
+        stream = await _open(paths)
+        if stream is not None:
+            return stream
+        now = anyio.current_time()
+        status = daemon.returncode
+        if status is None:
+            if now - started > timeout:
+                raise ConnectError(
+                    f"the daemon did not start listening on {paths.socket} in {timeout:g} s "
+                    f"(see {paths.log})"
+                )
+        elif status != 0:
+            raise ConnectError(_exited(paths, status))
+        elif read_pid(paths) is None:
+            # it found the lock taken, and that daemon is gone now: start ours again
+            if now > give_up:
+                break
+            daemon = start_daemon(paths, daemon_args)
+            started = anyio.current_time()
+            delay = 0.01
+            continue
+        elif now > give_up:
+            break
+        await anyio.sleep(delay)
+        delay = min(delay * 2, 0.2)
+    pid = read_pid(paths)
+    holder = f" (pid {pid})" if pid else ""
+    raise ConnectError(
+        f"the daemon{holder} of this state directory is not listening on {paths.socket} "
+        f"and did not stop in {stopping_timeout:g} s (see {paths.log})"
+    )
+
+
+def _exited(paths: DaemonPaths, status: int) -> str:
+    """Why the daemon this connect started exited before listening, in one line: its own
+    one-line reason from the end of its log when it wrote one (never a traceback)."""
+    how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
+    reason = ""
+    with contextlib.suppress(OSError):
+        with open(paths.log, "rb") as log:
+            size = log.seek(0, os.SEEK_END)
+            log.seek(max(0, size - 4096))
+            lines = log.read().decode(errors="replace").splitlines()
+        last = lines[-1].strip() if lines else ""
+        prefix = "agent-bridge: "
+        if last.startswith(prefix) and len(last) <= 400:
+            reason = f": {last[len(prefix) :]}"
+    return f"the daemon {how} before listening{reason} (see {paths.log})"
 
 
 async def relay(stream: anyio.abc.SocketStream, stdin_fd: int = 0, stdout_fd: int = 1) -> None:

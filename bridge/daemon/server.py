@@ -25,6 +25,7 @@ import logging
 import os
 import signal
 import socket
+import stat
 import struct
 import sys
 from typing import Any
@@ -98,16 +99,39 @@ def peer_uid(stream: anyio.abc.SocketStream) -> int | None:
 
 
 async def _listen(paths: DaemonPaths) -> anyio.abc.SocketListener:
-    """Bind the socket (replacing a stale one: we hold the lock, so no daemon owns it)."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(paths.socket)
+    """Bind the socket, replacing a stale one (we hold the lock, so no daemon owns it).
+    Anything else in its place (a directory, a file) is not ours to delete: raises
+    :class:`PathError` (one line), as for any other failure to bind."""
+    try:
+        mode = os.lstat(paths.socket).st_mode
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise PathError(f"cannot use {paths.socket}: {exc.strerror}") from None
+    else:
+        if not stat.S_ISSOCK(mode):
+            raise PathError(f"{paths.socket} is in the way of the daemon's socket (not a socket)")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(paths.socket)
     old = os.umask(0o177)
     try:
         listener = await anyio.create_unix_listener(paths.socket)
+        os.chmod(paths.socket, 0o600)
+    except OSError as exc:
+        raise PathError(f"cannot listen on {paths.socket}: {exc.strerror}") from None
     finally:
         os.umask(old)
-    os.chmod(paths.socket, 0o600)
     return listener
+
+
+async def _stop_listening(paths: DaemonPaths, listener: anyio.abc.SocketListener) -> None:
+    """Remove the socket and close the listener (idempotent): from here on a ``connect``
+    finds no daemon (and starts the next once this one is gone) instead of queueing on a
+    daemon that will never accept it."""
+    with contextlib.suppress(OSError):
+        os.unlink(paths.socket)
+    with anyio.CancelScope(shield=True):
+        await listener.aclose()
 
 
 class _Daemon:
@@ -179,24 +203,27 @@ async def run_daemon(
     listener = await _listen(paths)
     daemon = _Daemon(runtime, frontend_options, idle_timeout)
     try:
-        async with runtime, anyio.create_task_group() as tg:
+        async with runtime:
+            try:
+                async with anyio.create_task_group() as tg:
 
-            async def stop_on_signal() -> None:
-                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                    async for _ in signals:
-                        tg.cancel_scope.cancel()
-                        return
+                    async def stop_on_signal() -> None:
+                        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                            async for _ in signals:
+                                tg.cancel_scope.cancel()
+                                return
 
-            tg.start_soon(stop_on_signal)
-            tg.start_soon(daemon.exit_when_idle, tg.cancel_scope)
-            if ready is not None:
-                ready()
-            await listener.serve(daemon.handle)
+                    tg.start_soon(stop_on_signal)
+                    tg.start_soon(daemon.exit_when_idle, tg.cancel_scope)
+                    if ready is not None:
+                        ready()
+                    await listener.serve(daemon.handle)
+            finally:
+                # before the runtime closes every session (which takes up to the
+                # interrupt grace): nobody connects to a daemon that is going away
+                await _stop_listening(paths, listener)
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(paths.socket)
-        with anyio.CancelScope(shield=True):
-            await listener.aclose()
+        await _stop_listening(paths, listener)
 
 
 def main(
@@ -243,6 +270,9 @@ def main(
         )
     except KeyboardInterrupt:
         return 130
+    except PathError as exc:
+        sys.stderr.write(f"agent-bridge: cannot start the daemon: {exc}\n")
+        return 1
     finally:
         lock.release()
     return 0

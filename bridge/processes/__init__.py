@@ -26,6 +26,7 @@ from agent_bridge.processes.spawning import (
 from agent_bridge.processes.spawning import (
     PDEATHSIG_SUPPORTED,
     ChildProcess,
+    Detached,
     ProcessSpec,
     SpawnError,
     SpawnErrorReason,
@@ -46,6 +47,7 @@ __all__ = [
     "CHILD_ENV_ALLOWLIST",
     "PDEATHSIG_SUPPORTED",
     "ChildProcess",
+    "Detached",
     "ProcessSpec",
     "SpawnError",
     "SpawnErrorReason",

@@ -74,6 +74,7 @@ __all__ = [
     "DEFAULT_STDERR_TAIL_BYTES",
     "PDEATHSIG_SUPPORTED",
     "ChildProcess",
+    "Detached",
     "HelperProcess",
     "ProcessSpec",
     "SpawnError",
@@ -636,14 +637,34 @@ async def open_bridge(spec: ProcessSpec) -> anyio.abc.Process:
         raise _spawn_error(exc, spec.argv[0], "executable not found") from exc
 
 
-def spawn_detached(spec: ProcessSpec, log_path: str | None = None) -> int:
-    """Start ``spec`` as a process that outlives the bridge (the per-user daemon) and
-    return its pid.
+class Detached:
+    """A process started by :func:`spawn_detached`: its pid and, once it has ended, its
+    exit status (it is reaped by a background thread)."""
+
+    __slots__ = ("_proc",)
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self._proc = proc
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status (negative: the signal that ended it), ``None`` while it runs."""
+        return self._proc.returncode
+
+
+def spawn_detached(spec: ProcessSpec, log_path: str | None = None) -> Detached:
+    """Start ``spec`` as a process that outlives the bridge (the per-user daemon).
 
     Unlike :func:`spawn` the process is not a child the bridge supervises: it gets its
     own session, no parent-death signal and no reaper registration; stdin and stdout are
     ``/dev/null`` and stderr goes to ``log_path`` (appended; ``/dev/null`` when ``None``).
-    It is reaped in a background thread so no zombie is left behind.
+    It is reaped in a background thread so no zombie is left behind; the returned
+    :class:`Detached` tells whether it has ended, and how (a starter that waits for it to
+    get ready can stop waiting when it is gone).
 
     Raises :class:`SpawnError` as :func:`spawn` does.
     """
@@ -669,7 +690,7 @@ def spawn_detached(spec: ProcessSpec, log_path: str | None = None) -> int:
     import threading
 
     threading.Thread(target=proc.wait, name="detached-reaper", daemon=True).start()
-    return proc.pid
+    return Detached(proc)
 
 
 def _spawn_error(

@@ -1,0 +1,213 @@
+"""Session 12, outside check of the daemon and `connect`: starting and stopping.
+
+Found on the tree before the fixes (each test below failed there):
+
+* something other than a socket at the socket's path (a directory: a traceback from
+  `daemon`; a regular file: silently deleted);
+* `connect` started a daemon that could not start (an unusable state directory, the
+  above) and then waited its whole 10 s for a socket that would never come, before
+  saying only "did not start listening (see <log>)";
+* a daemon being stopped (SIGTERM, `daemon --stop`, idle exit) kept its socket open while
+  it closed its sessions (up to the interrupt grace): a `connect` meanwhile was queued on
+  it, never answered, and got EOF when it exited; its host's `initialize` was lost and
+  the relay exited 0 as if all was well.
+
+Rule: a daemon that is going away stops listening first (its socket removed), and a
+`connect` that starts a daemon watches it: an error exit ends the wait at once with the
+daemon's one-line reason; a daemon that found another holding the lock is started again
+once that one is gone.  Real processes throughout: `daemon` and `connect` as children,
+hosts over their pipes and the real socket.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from transports import daemon_socket, start_daemon, stop_daemon
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": 1, "clientInfo": {"name": "t"}},
+}
+
+
+def _bridge(*args: str) -> list[str]:
+    return [sys.executable, "-m", "agent_bridge", *args]
+
+
+@pytest.fixture
+def env() -> Iterator[dict[str, str]]:
+    """An environment with a short private XDG_RUNTIME_DIR (a socket path is at most 107
+    bytes)."""
+    with tempfile.TemporaryDirectory(prefix="ab12-", dir="/tmp") as runtime_dir:
+        os.chmod(runtime_dir, 0o700)
+        base = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_BRIDGE_")}
+        yield {**base, "XDG_RUNTIME_DIR": runtime_dir}
+
+
+def _line(message: dict[str, object]) -> bytes:
+    return json.dumps(message).encode() + b"\n"
+
+
+@pytest.mark.parametrize("thing", ["directory", "file"])
+def test_something_else_at_the_socket_path_is_one_line_and_left_alone(
+    tmp_path: Path, env: dict[str, str], thing: str
+) -> None:
+    state = str(tmp_path / "state")
+    path = Path(daemon_socket(env, state))
+    path.parent.mkdir(mode=0o700)
+    if thing == "directory":
+        path.mkdir()
+    else:
+        path.write_text("mine\n")
+    out = subprocess.run(
+        _bridge("daemon", "--state-dir", state, "--idle-timeout", "0"),
+        env=env,
+        capture_output=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 1, out
+    assert b"Traceback" not in out.stderr
+    assert out.stderr.count(b"\n") == 1 and b"not a socket" in out.stderr, out.stderr
+    assert path.is_dir() if thing == "directory" else path.read_text() == "mine\n"
+    # connect says the same at once, instead of waiting for a socket that cannot come
+    started = time.monotonic()
+    out = subprocess.run(
+        _bridge("connect", "--state-dir", state),
+        env=env,
+        input=_line(INIT),
+        capture_output=True,
+        timeout=60,
+    )
+    took = time.monotonic() - started
+    assert out.returncode == 1 and out.stdout == b"", out
+    assert b"Traceback" not in out.stderr and out.stderr.count(b"\n") == 1, out.stderr
+    assert b"exited with status 1 before listening" in out.stderr, out.stderr
+    assert b"not a socket" in out.stderr, out.stderr
+    assert took < 6, took  # 10 s and more before
+
+
+def test_connect_to_a_daemon_that_cannot_start_says_why_at_once(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    state = tmp_path / "state"
+    state.write_text("not a directory\n")
+    started = time.monotonic()
+    out = subprocess.run(
+        _bridge("connect", "--state-dir", str(state)),
+        env=env,
+        input=_line(INIT),
+        capture_output=True,
+        timeout=60,
+    )
+    took = time.monotonic() - started
+    assert out.returncode == 1 and out.stdout == b"", out
+    assert out.stderr.count(b"\n") == 1 and b"Traceback" not in out.stderr, out.stderr
+    # the daemon's own reason, not "did not start listening"
+    assert b"before listening: " in out.stderr and str(state).encode() in out.stderr, out.stderr
+    assert took < 6, took
+
+
+def test_a_connect_while_the_daemon_stops_is_served_by_the_next_one(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    state = str(tmp_path / "state")
+    path = daemon_socket(env, state)
+    # a run that ignores its interrupt: the daemon's stop takes its interrupt grace (5 s)
+    daemon = start_daemon(env, state, ["--interrupt-grace", "5"])
+    children: list[subprocess.Popen[bytes]] = []
+    try:
+        script = {"steps": [{"type": "waitForInterrupt", "ignoreInterrupt": True}]}
+        first = subprocess.Popen(
+            _bridge("connect", "--state-dir", state, "--no-start"),
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        children.append(first)
+        assert first.stdin is not None and first.stdout is not None
+        first.stdin.write(_line(INIT))
+        first.stdin.write(
+            _line(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "session/create",
+                    "params": {"provider": "scripted", "options": {"script": script}},
+                }
+            )
+        )
+        first.stdin.flush()
+        replies = {}
+        while 2 not in replies:
+            reply = json.loads(first.stdout.readline())
+            replies[reply.get("id")] = reply
+        sid = replies[2]["result"]["session"]["sessionId"]
+        first.stdin.write(
+            _line(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "run/start",
+                    "params": {"sessionId": sid, "input": {"text": "go"}},
+                }
+            )
+        )
+        first.stdin.flush()
+        while replies.get(3) is None:
+            reply = json.loads(first.stdout.readline())
+            replies[reply.get("id")] = reply
+        assert "result" in replies[3], replies[3]
+
+        stopped = time.monotonic()
+        daemon.send_signal(signal.SIGTERM)
+        time.sleep(1)  # it is closing its session now, for up to 5 s
+        assert daemon.poll() is None
+        stopping = not os.path.exists(path)  # it stopped listening first
+        second = subprocess.Popen(
+            _bridge("connect", "--state-dir", state),
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        children.append(second)
+        assert second.stdin is not None and second.stdout is not None
+        second.stdin.write(_line(INIT))
+        second.stdin.flush()
+        answer = second.stdout.readline()  # before the fix: b"" (EOF), the request lost
+        assert daemon.wait(30) == 0
+        assert time.monotonic() - stopped >= 4  # it really was still stopping
+        assert "result" in json.loads(answer), answer
+        assert stopping
+        second.stdin.close()
+        assert second.wait(10) == 0
+        assert second.stderr is not None and second.stderr.read() == b""
+        first.stdin.close()
+        assert first.wait(10) == 0
+        # the next daemon serves from the socket's usual place
+        assert os.path.exists(path)
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+            child.wait(10)
+            for pipe in (child.stdin, child.stdout, child.stderr):
+                if pipe is not None:
+                    pipe.close()
+        stop_daemon(env, state)
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait(10)
