@@ -143,6 +143,7 @@ class _Daemon:
         self.idle_timeout = idle_timeout
         self.connections = 0
         self.activity = anyio.Event()
+        self.frontends: set[Any] = set()
 
     async def handle(self, stream: anyio.abc.SocketStream) -> None:
         from agent_bridge.frontends.bridge_protocol import BridgeFrontend
@@ -154,16 +155,27 @@ class _Daemon:
             return
         self.connections += 1
         self._poke()
+        frontend = None
         try:
             frontend = BridgeFrontend(
                 self.runtime, stream, stream, owns_runtime=False, **self.frontend_options
             )
+            self.frontends.add(frontend)
             await frontend.serve()
         finally:
+            self.frontends.discard(frontend)
             self.connections -= 1
             self._poke()
             with contextlib.suppress(Exception):
                 await stream.aclose()
+
+    async def flush_hosts(self, timeout: float = 2.0) -> None:
+        """Let every connection write what it was given (bounded: a host that does not
+        read is not waited for past ``timeout``)."""
+        with anyio.CancelScope(shield=True):
+            async with anyio.create_task_group() as tg:
+                for frontend in list(self.frontends):
+                    tg.start_soon(frontend.conn.flush, timeout)
 
     def _poke(self) -> None:
         self.activity.set()
@@ -203,25 +215,31 @@ async def run_daemon(
     listener = await _listen(paths)
     daemon = _Daemon(runtime, frontend_options, idle_timeout)
     try:
-        async with runtime:
-            try:
-                async with anyio.create_task_group() as tg:
+        async with runtime, anyio.create_task_group() as hosts:
+            accepting = anyio.CancelScope()
 
-                    async def stop_on_signal() -> None:
-                        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                            async for _ in signals:
-                                tg.cancel_scope.cancel()
-                                return
+            async def stop_on_signal() -> None:
+                # the first signal stops the daemon in order; the handlers are given back
+                # then, so a second one ends it at once
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for _ in signals:
+                        accepting.cancel()
+                        return
 
-                    tg.start_soon(stop_on_signal)
-                    tg.start_soon(daemon.exit_when_idle, tg.cancel_scope)
-                    if ready is not None:
-                        ready()
-                    await listener.serve(daemon.handle)
-            finally:
-                # before the runtime closes every session (which takes up to the
-                # interrupt grace): nobody connects to a daemon that is going away
-                await _stop_listening(paths, listener)
+            hosts.start_soon(stop_on_signal)
+            hosts.start_soon(daemon.exit_when_idle, accepting)
+            if ready is not None:
+                ready()
+            with accepting:
+                await listener.serve(daemon.handle, hosts)
+            # Stopping.  First nobody connects to a daemon that is going away; then every
+            # session is closed (up to the interrupt grace) while the hosts are still
+            # attached, so each sees its sessions' last events (``session.closed``, reason
+            # ``shutdown``), as it would over ``serve``; then they are disconnected.
+            await _stop_listening(paths, listener)
+            await runtime.shutdown()
+            await daemon.flush_hosts()
+            hosts.cancel_scope.cancel()
     finally:
         await _stop_listening(paths, listener)
 

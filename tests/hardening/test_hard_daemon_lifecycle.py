@@ -30,6 +30,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 from transports import daemon_socket, start_daemon, stop_daemon
@@ -199,6 +200,110 @@ def test_a_connect_while_the_daemon_stops_is_served_by_the_next_one(
         assert first.wait(10) == 0
         # the next daemon serves from the socket's usual place
         assert os.path.exists(path)
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+            child.wait(10)
+            for pipe in (child.stdin, child.stdout, child.stderr):
+                if pipe is not None:
+                    pipe.close()
+        stop_daemon(env, state)
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait(10)
+
+
+def _read_until_eof(stream: IO[bytes]) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stream if line.strip()]
+
+
+def test_hosts_attached_when_the_daemon_stops_see_their_sessions_close(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A stopped daemon closes every session as `serve` does at its host's EOF; the hosts
+    still attached are told (`run.interrupted` and `session.closed`, reason `shutdown`)
+    before they are disconnected.  Before the fix they were disconnected first: EOF, and
+    their sessions' last events only in the journal."""
+    state = str(tmp_path / "state")
+    daemon = start_daemon(env, state)
+    children: list[subprocess.Popen[bytes]] = []
+    try:
+        hosts = []
+        for _ in range(2):
+            host = subprocess.Popen(
+                _bridge("connect", "--state-dir", state, "--no-start"),
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
+            children.append(host)
+            assert host.stdin is not None and host.stdout is not None
+            host.stdin.write(_line(INIT))
+            host.stdin.flush()
+            assert "result" in json.loads(host.stdout.readline())
+            hosts.append(host)
+        driver, watcher = hosts
+        assert driver.stdin is not None and driver.stdout is not None
+        assert watcher.stdin is not None and watcher.stdout is not None
+        script = {"steps": [{"type": "waitForInterrupt"}]}
+        driver.stdin.write(
+            _line(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "session/create",
+                    "params": {"provider": "scripted", "options": {"script": script}},
+                }
+            )
+        )
+        driver.stdin.flush()
+        sid = json.loads(driver.stdout.readline())["result"]["session"]["sessionId"]
+        watcher.stdin.write(
+            _line(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "session/attach",
+                    "params": {"sessionId": sid, "after": 0},
+                }
+            )
+        )
+        watcher.stdin.flush()
+        assert json.loads(watcher.stdout.readline())["id"] == 2
+        driver.stdin.write(
+            _line(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "run/start",
+                    "params": {"sessionId": sid, "input": {"text": "go"}},
+                }
+            )
+        )
+        driver.stdin.flush()
+        for host in hosts:  # both see the run start
+            assert host.stdout is not None
+            while True:
+                message = json.loads(host.stdout.readline())
+                event = message.get("params", {}).get("payload", {})
+                if message.get("method") == "event" and event.get("type") == "run.started":
+                    break
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(30) == 0
+        for host in hosts:
+            assert host.stdout is not None
+            rest = _read_until_eof(host.stdout)  # the relay ends with the daemon
+            kinds = [
+                m["params"]["payload"]
+                for m in rest
+                if m.get("method") == "event" and m["params"]["sessionId"] == sid
+            ]
+            assert kinds[-2:] == [
+                {"type": "run.interrupted", "reason": "shutdown"},
+                {"type": "session.closed", "reason": "shutdown"},
+            ], rest
+            assert host.wait(10) == 0
     finally:
         for child in children:
             if child.poll() is None:
