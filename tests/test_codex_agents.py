@@ -150,3 +150,39 @@ def test_usage_is_reported_while_the_subagent_runs_and_it_is_detached_at_run_end
     assert agents.detached(child, main) == []
     assert main.tools.fail_open() == []
     assert agents.child_usage(child, 400) == []  # nothing more for an ended call
+
+
+def test_child_thread_ids_out_of_bounds_are_not_followed_shown_or_remembered() -> None:
+    """A spawn or a ``subAgentActivity`` naming a child thread id a session cannot keep
+    (200 KB, 257 characters, a space or a control character: ``thread_id_ok``) is not
+    registered, listed in the call's input or title, or claimed; the call's good ids
+    are; 256 characters is still a thread."""
+    tree = agents.AgentTree()
+    main = TurnState()
+    longest = "t" * 256
+    bad = ["i" * 200_000, "t" * 257, "id with space", "id\nx", ""]
+    spawn = collab("spawn-a", "spawnAgent", "completed", MAIN, [*bad, longest], "Look")
+    out = tools(agents.collab_completed(main, tree, notified("item/completed", MAIN, spawn), None))
+    assert out[0].input == {"prompt": "Look", "targets": [longest]}
+    assert tree.get(longest) is not None and len(list(tree.children())) == 1
+    assert agents.spawned(spawn) == [longest]
+
+    # every receiver out of bounds: nothing to follow, the spawn fails
+    only_bad = collab("spawn-b", "spawnAgent", "completed", MAIN, bad, "Never")
+    out = tools(
+        agents.collab_completed(main, tree, notified("item/completed", MAIN, only_bad), None)
+    )
+    assert [t.status for t in out] == ["started", "failed"]
+    assert len(list(tree.children())) == 1 and agents.spawned(only_bad) == []
+
+    for thread in bad:
+        activity = {
+            "type": "subAgentActivity",
+            "id": "act-1",
+            "kind": "started",
+            "agentThreadId": thread,
+            "agentPath": "explorer",
+        }
+        assert agents.activity(main, tree, activity, None) == []
+        assert agents.spawned(activity) == []
+    assert len(list(tree.children())) == 1

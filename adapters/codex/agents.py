@@ -33,7 +33,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from agent_bridge.adapters.codex.mapping import TurnState
+from agent_bridge.adapters.codex.mapping import TurnState, thread_id_ok
 from agent_bridge.wire.events import (
     ProviderPayload,
     Subagent,
@@ -123,7 +123,15 @@ def _tool(item: dict[str, Any]) -> str:
 
 
 def _targets(item: dict[str, Any]) -> list[str]:
-    return [t for t in item.get("receiverThreadIds") or [] if isinstance(t, str)]
+    """The item's receiver threads that a session can follow (``thread_id_ok``: an id
+    out of bounds is not kept, shown or remembered)."""
+    return [t for t in item.get("receiverThreadIds") or [] if thread_id_ok(t)]
+
+
+def _agent_thread(item: dict[str, Any]) -> str | None:
+    """A ``subAgentActivity``'s thread, when it is one a session can follow."""
+    thread = item.get("agentThreadId")
+    return thread if thread_id_ok(thread) else None
 
 
 def is_activity(item: dict[str, Any]) -> bool:
@@ -140,8 +148,8 @@ def activity(
     registered at once; ``completed`` / ``interrupted`` end it when the child's own
     ``turn/completed`` has not (``interacted``: nothing to show)."""
     kind = item.get("kind")
-    thread = item.get("agentThreadId")
-    if not isinstance(thread, str) or not thread:
+    thread = _agent_thread(item)
+    if thread is None:
         return []
     if kind == "started":
         call_id = str(item.get("id", ""))
@@ -176,8 +184,8 @@ def spawned(item: dict[str, Any]) -> list[str]:
     """The threads a completed ``spawnAgent`` call or a ``subAgentActivity`` start
     spawned (none for anything else)."""
     if is_activity(item):
-        thread = item.get("agentThreadId")
-        if item.get("kind") == "started" and isinstance(thread, str):
+        thread = _agent_thread(item)
+        if item.get("kind") == "started" and thread is not None:
             return [thread]
         return []
     if _tool(item) != "spawnAgent" or item.get("status") != "completed":
