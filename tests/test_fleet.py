@@ -451,6 +451,55 @@ async def test_an_error_from_the_owner_reaches_the_host_with_its_details(
         assert there["error"] == here["error"]
 
 
+#: the database fails the owner's first write of an answer to a routed ``run/start``,
+#: once (a sequence counts: it is not rolled back with the failed statement), as a
+#: restart or a failover between the owner's handling and its answer would
+_FAIL_THE_FIRST_ANSWER = """
+CREATE SEQUENCE answers_written;
+CREATE FUNCTION fail_the_first_answer() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.state = 'done' AND NEW.method = 'run/start'
+            AND nextval('answers_written') = 1 THEN
+        RAISE EXCEPTION 'terminating connection' USING ERRCODE = '57P01';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER fail_the_first_answer BEFORE UPDATE ON commands
+    FOR EACH ROW EXECUTE FUNCTION fail_the_first_answer();
+"""
+
+
+async def test_an_owners_answer_the_database_first_refused_still_reaches_the_asker(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """The owner starts a routed run, then cannot write its answer once (the database
+    went away a moment).  The answer was dropped: the asking host got
+    ``session_in_use`` (retryable) 30 s later for a run that had started and completed,
+    so its retry would have run the prompt twice.  The owner writes it again until the
+    database takes it: the host gets the run at once, and the run ran once."""
+    import psycopg
+
+    async with fleet(tmp_path, pg_url, ("alpha", "beta")) as members:
+        alpha, beta = members["alpha"], members["beta"]
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(_FAIL_THE_FIRST_ANSWER)
+        params = script_session([{"type": "text", "text": "hi"}])
+        session = (await alpha.result("session/create", params))["session"]["sessionId"]
+        await beta.result("session/attach", {"sessionId": session})
+        asked = anyio.current_time()
+        started = await beta.call(
+            "run/start", {"sessionId": session, "input": {"text": "x"}}, timeout=40
+        )
+        assert "result" in started, started
+        assert anyio.current_time() - asked < 10
+        done = await beta.event("run.completed", timeout=30)
+        assert done["runId"] == started["result"]["runId"]
+        stored = await beta.result("events/read", {"sessionId": session, "limit": 100})
+        kinds = [e["payload"]["type"] for e in stored["events"]]
+        assert kinds == ["run.started", "text.delta", "run.completed"]
+        assert b"cannot answer a routed run/start yet" in alpha.stderr
+
+
 def nodes_of(listed: dict[str, Any]) -> dict[str, str | None]:
     """session/list's sessions as id -> node."""
     return {s["sessionId"]: s.get("node") for s in listed["sessions"]}

@@ -80,6 +80,9 @@ T = TypeVar("T")
 
 #: Seconds an owner's lease lasts without renewal (``--lease-seconds``).
 DEFAULT_LEASE: Final = 15.0
+#: Seconds a member waits for the answer to a request it routed to another
+#: (:meth:`PgJournal.route`); the owner tries to write its answer for as long
+ROUTE_WAIT: Final = 30.0
 #: The first key of the owners' session-level advisory locks (the second: the token's hash)
 _OWNER_LOCK_CLASS: Final = 0x4142
 
@@ -491,7 +494,7 @@ class PgJournal(Journal):
         await self._read(self._reader._run, write)  # type: ignore[attr-defined]
 
     async def route(
-        self, kind: str, key: str, method: str, params: bytes, timeout: float = 30.0
+        self, kind: str, key: str, method: str, params: bytes, timeout: float = ROUTE_WAIT
     ) -> tuple[bytes | None, str | None] | None:
         """Have the live member that owns the session ``key`` names (``kind``:
         ``session``, ``run`` or ``interaction``) handle the request ``method`` with the
@@ -530,7 +533,7 @@ class PgJournal(Journal):
         return self._reader._run(read)  # type: ignore[attr-defined, no-any-return]
 
     async def route_to(
-        self, token: str, method: str, params: bytes, timeout: float = 30.0
+        self, token: str, method: str, params: bytes, timeout: float = ROUTE_WAIT
     ) -> tuple[bytes | None, str | None]:
         """Have the member ``token`` handle the request ``method`` with the encoded
         ``params`` (as :meth:`route`); ``(None, session_in_use)`` when it does not answer
@@ -607,9 +610,39 @@ class PgJournal(Journal):
                 commands = await self._read(self._take_sync)
                 for command, method, params in commands:
                     result, error = await execute(method, params)
-                    await self._read(self._finish_sync, command, result, error)
+                    await self._finish(command, method, result, error)
             except JournalError as exc:
                 log.warning("journal: cannot take routed requests (%s)", exc)
+
+    async def _finish(
+        self, command: int, method: str, result: bytes | None, error: str | None
+    ) -> None:
+        """Write the answer to the routed request ``command`` (done here) for the member
+        that asked, trying again while the database cannot take it, for as long as that
+        member waits (:data:`ROUTE_WAIT`): the request was carried out, and an answer
+        lost would reach its host as ``session_in_use`` (retryable) after the wait, so a
+        retry would carry it out twice (a second prompt).  Raises :class:`JournalError`
+        once the asker no longer waits or the journal is damaged."""
+        import anyio
+
+        from agent_bridge.journal.errors import JournalCorrupt
+
+        deadline = anyio.current_time() + ROUTE_WAIT
+        delay = 0.1
+        while True:
+            try:
+                await self._read(self._finish_sync, command, result, error)
+                return
+            except JournalCorrupt:
+                raise
+            except JournalError as exc:
+                if anyio.current_time() + delay > deadline:
+                    raise
+                log.warning(
+                    "journal: cannot answer a routed %s yet (%s); trying again", method, exc
+                )
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
     # ------------------------------------------------------------------ closing
 
