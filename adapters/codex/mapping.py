@@ -487,6 +487,46 @@ def permissions_ok(permissions: Any) -> bool:
     )
 
 
+#: The longest ``command`` of a command approval that is asked (characters).  What is
+#: approved is what was shown, and it is journaled with the approval: a longer one is
+#: declined without asking.
+MAX_COMMAND: Final = 64 * 1024
+#: The longest ``reason`` shown with an approval (characters); a longer one is cut: it
+#: explains the request, it is not what is approved.
+MAX_REASON: Final = 4096
+
+
+def command_request_ok(params: p.CommandApprovalParams) -> bool:
+    """Whether a command approval may be shown to the host (and so approved): its
+    ``command`` at most :data:`MAX_COMMAND` characters, its ``cwd`` one :func:`cwd_ok`
+    keeps, its ``commandActions`` at most twice :data:`MAX_COMMAND` encoded and
+    :data:`MAX_POLICY_DEPTH` deep.  One that is not is declined without asking."""
+    return (
+        (params.command is None or len(params.command) <= MAX_COMMAND)
+        and (params.cwd is None or cwd_ok(params.cwd))
+        and (
+            params.command_actions is None
+            or _json_within(params.command_actions, 2 * MAX_COMMAND, MAX_POLICY_DEPTH)
+        )
+    )
+
+
+def permissions_request_ok(params: p.PermissionsApprovalParams) -> bool:
+    """Whether a permissions request may be shown (and so granted): :func:`permissions_ok`
+    permissions and a ``cwd`` one :func:`cwd_ok` keeps."""
+    return permissions_ok(params.permissions) and (params.cwd is None or cwd_ok(params.cwd))
+
+
+def file_change_request_ok(params: p.FileChangeApprovalParams) -> bool:
+    """Whether a file-change approval may be shown (and so approved): its ``grantRoot``
+    (a directory the approval would open for writing) one :func:`cwd_ok` keeps."""
+    return params.grant_root is None or cwd_ok(params.grant_root)
+
+
+def _reason(text: str) -> str:
+    return text if len(text) <= MAX_REASON else text[: MAX_REASON - 1] + "…"
+
+
 #: The longest model id kept (``session/configure`` takes no longer one).
 MAX_MODEL_ID: Final = 200
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -896,7 +936,7 @@ def command_approval(params: p.CommandApprovalParams) -> tuple[ApprovalRequest, 
         shown = str(actions[0]["command"])
     tool_input: dict[str, Any] = {"commandActions": actions}
     if params.reason:
-        tool_input["reason"] = params.reason
+        tool_input["reason"] = _reason(params.reason)
     request = ApprovalRequest(
         action="command",
         title=_short(f"Run `{shown}`") if shown else "Run a command",
@@ -919,7 +959,7 @@ def file_change_approval(params: p.FileChangeApprovalParams, changes: Any) -> Ap
     item's file changes as its ``item/started`` reported them (``None`` if unknown)."""
     tool_input: dict[str, Any] = {"changes": changes or []}
     if params.reason:
-        tool_input["reason"] = params.reason
+        tool_input["reason"] = _reason(params.reason)
     if params.grant_root:
         tool_input["grantRoot"] = params.grant_root
     paths = [c.get("path") for c in changes or [] if isinstance(c, dict)]
@@ -946,7 +986,7 @@ def permissions_approval(params: p.PermissionsApprovalParams) -> ApprovalRequest
     """``item/permissions/requestApproval`` → the approval to raise."""
     tool_input: dict[str, Any] = {"permissions": params.permissions}
     if params.reason:
-        tool_input["reason"] = params.reason
+        tool_input["reason"] = _reason(params.reason)
     return ApprovalRequest(
         action="permissions",
         title="Grant Codex additional permissions",

@@ -940,6 +940,20 @@ class CodexSession(ProviderSession):
             ),
         )
 
+    def _declined(self, method: str, what: str) -> None:
+        """Log and report (``codex_request_declined``, once a run for ``method``) a
+        request declined without asking because it could not be shown whole: what is
+        approved is what was shown (the values are not logged)."""
+        log.warning("codex: %s: declined unasked (out of bounds)", method)
+        self._diagnose(
+            ("declined", method),
+            Diagnostic(
+                level="warning",
+                code="codex_request_declined",
+                message=f"Codex asked to approve {what} too large or malformed to show; declined",
+            ),
+        )
+
     def _diagnose(self, key: Any, diagnostic: Diagnostic) -> None:
         """Report ``diagnostic`` in the active run (once a run for ``key``), else at the
         start of the next."""
@@ -1256,6 +1270,9 @@ class CodexSession(ProviderSession):
         run = await self._run_for(params.thread_id, params.turn_id)
         if run is None:
             return dict(mapping.DECLINE)
+        if not mapping.command_request_ok(params):
+            self._declined("item/commandExecution/requestApproval", "a command")
+            return dict(mapping.DECLINE)
         request, session_ok = mapping.command_approval(params)
         outcome = await self._ask(run, request, params.thread_id)
         return mapping.command_reply(outcome, session_ok=session_ok)
@@ -1265,6 +1282,9 @@ class CodexSession(ProviderSession):
         run = await self._run_for(params.thread_id, params.turn_id)
         if run is None:
             return dict(mapping.DECLINE)
+        if not mapping.file_change_request_ok(params):
+            self._declined("item/fileChange/requestApproval", "file changes")
+            return dict(mapping.DECLINE)
         child = self.tree.get(params.thread_id)
         state = child.state if child is not None else run.state
         call = state.tools.get(params.item_id)
@@ -1273,17 +1293,8 @@ class CodexSession(ProviderSession):
 
     async def _on_permissions_approval(self, raw: msgspec.Raw) -> dict[str, Any]:
         params = p.decode(p.PermissionsApprovalParams, bytes(raw))
-        if not mapping.permissions_ok(params.permissions):
-            # what is granted is what was asked, and it is granted only once shown
-            log.warning("codex: item/permissions/requestApproval: declined unasked (too large)")
-            self._diagnose(
-                ("declined", "item/permissions/requestApproval"),
-                Diagnostic(
-                    level="warning",
-                    code="codex_request_declined",
-                    message="Codex asked for permissions too large to show; declined",
-                ),
-            )
+        if not mapping.permissions_request_ok(params):
+            self._declined("item/permissions/requestApproval", "permissions")
             return mapping.permissions_reply(None, params)
         run = await self._run_for(params.thread_id, params.turn_id)
         if run is None:

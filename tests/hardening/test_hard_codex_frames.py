@@ -323,3 +323,67 @@ async def test_sandbox_policies_of_unknown_types_are_reported(tmp_path: Path) ->
         assert record["opaque"]["sandbox"] == "workspace-write", record["opaque"]
     assert bridge.stderr.count(b"not kept (wrong type or out of bounds): sandbox") == 2
     assert b"externalSandbox" not in bridge.stderr
+
+
+def _request(method: str, **fields: Any) -> dict[str, Any]:
+    params = {"threadId": "$threadId", "turnId": "$turnId", "itemId": "item_1", **fields}
+    return {"server_request": {"method": method, "params": params}}
+
+
+def _command(**fields: Any) -> dict[str, Any]:
+    base = {"command": "ls", "cwd": "/w", "commandActions": [], "kind": "command"}
+    return _request("item/commandExecution/requestApproval", **{**base, **fields})
+
+
+async def test_approvals_that_cannot_be_shown_whole_are_declined_unasked(
+    tmp_path: Path,
+) -> None:
+    """Approvals out of the bounds (adapters/codex/mapping.py: a command over 64 KiB, a
+    ``cwd`` or ``grantRoot`` relative or over 4096 characters, ``commandActions`` over
+    128 KiB or 8 levels deep, a permissions request with such a ``cwd``) are declined
+    without asking the host (what is approved is what was shown), with a
+    ``codex_request_declined`` diagnostic; none of it is journaled or logged.  Within the
+    bounds they are asked, and a 10,000-character ``reason`` is shown cut to 4,096."""
+    long_reason = "why " * 2_500
+    steps = [
+        _command(command="c" * 70_000),
+        _command(cwd="relative/dir"),
+        _command(cwd="/" + "d" * 5_000),
+        _command(commandActions=[{"command": "a" * 140_000}]),
+        _command(commandActions=[_deep(200)]),
+        _request("item/fileChange/requestApproval", grantRoot="not/absolute"),
+        _request("item/permissions/requestApproval", cwd="rel", permissions={}),
+        _command(command="c" * 65_536, reason=long_reason),  # at the bound: asked
+        _request("item/fileChange/requestApproval", grantRoot="/w/out"),
+        _request("item/permissions/requestApproval", cwd="/w", permissions={}),
+        {"text": "still here"},
+    ]
+    fake = Fake(tmp_path, {"replies": [steps]})
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session = await create(bridge, fake)
+        events = await drive(bridge, await start(bridge, session, "go"), allow("once"))
+        assert events[-1]["type"] == "run.completed", events[-1]
+        asked = [a["request"] for a in of_type(events, "interaction.requested")]
+        assert [a["action"] for a in asked] == ["command", "fileChange", "permissions"], asked
+        assert len(asked[0]["command"]) == 65_536
+        assert asked[0]["input"]["reason"] == long_reason[:4095] + "…"
+        assert asked[1]["input"]["grantRoot"] == "/w/out"
+        declines = [
+            d for d in of_type(events, "diagnostic") if d["code"] == "codex_request_declined"
+        ]
+        assert len(declines) == 3, declines  # once a run for each method
+        page = await bridge.result(
+            "events/read", {"sessionId": session, "view": "raw", "limit": 1000}
+        )
+    decisions = [r["result"] for r in fake.replies() if "result" in r]
+    declined = {"decision": "decline"}
+    empty = {"permissions": {}, "scope": "turn"}
+    assert decisions[:7] == [declined] * 6 + [empty], decisions
+    assert decisions[7:] == [
+        {"decision": "accept"},
+        {"decision": "accept"},
+        {"permissions": {}, "scope": "turn"},
+    ], decisions
+    assert b"Traceback" not in bridge.stderr, bridge.stderr[-2000:]
+    needles = [b"c" * 70_000, b"d" * 5_000, b"a" * 140_000, b"relative/dir", b"not/absolute"]
+    _absent(needles, json.dumps([events, page]).encode(), bridge.stderr)
