@@ -55,3 +55,33 @@ def test_a_late_agent_message_and_the_thread_of_a_reference() -> None:
     )
     assert native.project_record(late) == (TextDelta(text="late"),)
     assert native.thread_id(REF) == THREAD
+
+
+@pytest.mark.parametrize("cwd", ["/w\u0000x", "relative/w", "/" + "d" * 5000, "/w\nx"])
+def test_a_rollout_whose_working_directory_is_unusable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cwd: str
+) -> None:
+    """A rollout whose ``session_meta`` names a working directory ``cwd_ok`` does not keep
+    (a NUL made the workspace filter's ``realpath`` raise: the whole listing failed) is
+    listed without a workspace, is in no workspace's listing, and cannot be continued
+    (``workspace_invalid``); the other rollouts list as before."""
+    import json
+
+    from agent_bridge.errors import BridgeError
+
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path))
+    day = tmp_path / "sessions" / DAY
+    day.mkdir(parents=True)
+    good_thread = "01a234d6-10e4-73a1-8369-9cd1e2844255"
+    for thread, where in ((THREAD, cwd), (good_thread, str(tmp_path))):
+        meta = {"id": thread, "timestamp": "2026-12-02T03:39:33.000Z", "cwd": where}
+        line = {"timestamp": "2026-12-02T03:39:33.000Z", "type": "session_meta", "payload": meta}
+        stem = f"rollout-2026-12-02T03-39-33-{thread}"
+        (day / f"{stem}.jsonl").write_text(json.dumps(line) + "\n")
+    listed = {s.session_ref: s.workspace for s in native.list_page(None, None, 10).sessions}
+    assert listed == {REF: None, f"{DAY}/rollout-2026-12-02T03-39-33-{good_thread}": str(tmp_path)}
+    mine = native.list_page(str(tmp_path), None, 10).sessions
+    assert [s.session_ref for s in mine] == [f"{DAY}/rollout-2026-12-02T03-39-33-{good_thread}"]
+    with pytest.raises(BridgeError) as refused:
+        native.continuation(REF)
+    assert refused.value.info.code == "workspace_invalid"

@@ -24,6 +24,7 @@ import os
 import re
 from typing import Any, Final
 
+from agent_bridge.adapters.codex.mapping import cwd_ok
 from agent_bridge.adapters.kit import history_files, jsonl_history
 from agent_bridge.adapters.kit.history_files import HistoryFile
 from agent_bridge.errors import BridgeError
@@ -187,15 +188,20 @@ def _texts(content: object, kind: str) -> str | None:
 
 def _head(path: str) -> dict[str, Any]:
     """What the start of a rollout says: ``cwd`` and ``created`` (its ``session_meta``),
-    ``prompt`` (the first user prompt)."""
+    ``prompt`` (the first user prompt).  A ``cwd`` that :func:`cwd_ok` does not keep
+    (relative, over-long, a control character such as NUL) is not returned;
+    ``cwd_unusable`` says there was one."""
     found: dict[str, Any] = {}
     for record in jsonl_history.head_records(path, HEAD_BYTES):
         payload = record.get("payload")
         if not isinstance(payload, dict):
             continue
         if record.get("type") == "session_meta" and "cwd" not in found:
-            if isinstance(payload.get("cwd"), str):
-                found["cwd"] = payload["cwd"]
+            cwd = payload.get("cwd")
+            if isinstance(cwd, str) and cwd_ok(cwd):
+                found["cwd"] = cwd
+            elif cwd is not None:
+                found["cwd_unusable"] = True
             created = payload.get("timestamp") or record.get("timestamp")
             if isinstance(created, str):
                 found["created"] = created
@@ -271,11 +277,18 @@ def is_ref(value: object) -> bool:
 def continuation(session_ref: str) -> tuple[str, str | None]:
     """The thread id of ``session_ref`` and the working directory its ``session_meta``
     records (``None`` when the file has none yet).  Raises ``invalid_params`` (a foreign
-    reference) and ``session_not_found`` (no such file)."""
+    reference), ``session_not_found`` (no such file) and ``workspace_invalid`` (a
+    working directory :func:`cwd_ok` does not keep)."""
     path = session_path(session_ref)
     if not os.path.isfile(path):
         raise BridgeError("session_not_found")
-    cwd = _head(path).get("cwd")
+    head = _head(path)
+    if head.get("cwd_unusable"):
+        raise BridgeError(
+            "workspace_invalid",
+            details={"reason": "the rollout's working directory is not a usable absolute path"},
+        )
+    cwd = head.get("cwd")
     return thread_id(session_ref), cwd if isinstance(cwd, str) else None
 
 
