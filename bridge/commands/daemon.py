@@ -110,15 +110,17 @@ def connect_command(state_dir: str | None, *, autostart: bool) -> int:
 
 
 def _daemon(args: argparse.Namespace) -> int:
-    from agent_bridge.daemon.server import main, read_pid
+    from agent_bridge.daemon.server import holder, main, read_pid
 
     paths = _paths(args.state_dir)
     if paths is None:
         return 1
     if args.status or args.stop:
-        pid = read_pid(paths)
+        found = holder(paths)
+        pid = None if found is None else found[0]
         if args.status:
-            print(f"socket {paths.socket}: " + (f"pid {pid}" if pid else "no daemon"))
+            socket = (found[1] if found else None) or paths.socket
+            print(f"socket {socket}: " + (f"pid {pid}" if pid else "no daemon"))
             return 0 if pid else 3
         if pid is None:
             sys.stderr.write(f"agent-bridge daemon: no daemon is running ({paths.socket})\n")

@@ -7,6 +7,11 @@ refused when another user owns it or others can write it
 (``agent_bridge.private_files``).  Names carry a short hash of the state directory, so
 each state directory has its own daemon: ``daemon-<hash>.sock``, ``daemon-<hash>.lock``
 (an ``flock`` held for the daemon's lifetime, holding its pid) and ``daemon-<hash>.log``.
+
+The socket directory depends on the environment (``XDG_RUNTIME_DIR`` is set in a desktop
+session, often not under cron or some SSH set-ups), so the daemon also holds
+``<state dir>/daemon.lock``, which names its pid and socket: one daemon per state
+directory whatever the environment, and a ``connect`` from another environment finds it.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ class DaemonPaths:
     socket: str
     lock: str
     log: str
+    #: ``<state dir>/daemon.lock`` (``None`` for a ``:memory:`` state: nothing to share)
+    state_lock: str | None = None
 
 
 def daemon_paths(state_dir: str | None, environ: Mapping[str, str] = os.environ) -> DaemonPaths:
@@ -62,19 +69,20 @@ def daemon_paths(state_dir: str | None, environ: Mapping[str, str] = os.environ)
         socket,
         os.path.join(directory, f"daemon-{tag}.lock"),
         os.path.join(directory, f"daemon-{tag}.log"),
+        None if resolved == MEMORY else os.path.join(resolved, "daemon.lock"),
     )
 
 
 def prepare_dir(paths: DaemonPaths) -> None:
     """Create the socket directory with mode 0700 (missing parents too, whatever the
     umask), or check an existing one: a directory, not a link, owned by this user, that
-    no one else can write (one others can enter is made 0700).  The state directory is
-    checked the same way when the socket directory lies inside it.  Raises
+    no one else can write (one others can enter is made 0700).  The state directory (which
+    holds the daemon's second lock) is created or checked the same way.  Raises
     :class:`PathError` (one line)."""
     from agent_bridge.private_files import UnsafeDirectory, private_dir
 
     try:
-        if paths.state_dir != MEMORY and paths.directory.startswith(paths.state_dir + os.sep):
+        if paths.state_dir != MEMORY:
             private_dir(paths.state_dir)
         private_dir(paths.directory, follow_symlinks=False, tighten=True)
     except UnsafeDirectory as exc:

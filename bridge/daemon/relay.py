@@ -61,8 +61,22 @@ def start_daemon(paths: DaemonPaths, daemon_args: Sequence[str]) -> Detached:
 
 
 async def _open(paths: DaemonPaths) -> anyio.abc.SocketStream | None:
+    """A connection to the daemon of this state directory: at this environment's socket,
+    else where the daemon that holds the state directory's lock says it listens (one
+    started with another ``XDG_RUNTIME_DIR``)."""
+    from agent_bridge.daemon.server import holder
+
+    stream = await _connect_unix(paths.socket)
+    if stream is None:
+        found = holder(paths)
+        if found is not None and found[1] is not None and found[1] != paths.socket:
+            stream = await _connect_unix(found[1])
+    return stream
+
+
+async def _connect_unix(path: str) -> anyio.abc.SocketStream | None:
     try:
-        return await anyio.connect_unix(paths.socket)
+        return await anyio.connect_unix(path)
     except (FileNotFoundError, ConnectionRefusedError):
         return None
 

@@ -10,7 +10,8 @@ again when a host attaches.
 
 Safety: the socket lives in a 0700 directory (:mod:`~agent_bridge.daemon.paths`) with mode
 0600, and each peer's uid is checked with ``SO_PEERCRED``; another user's connection is
-closed at once.  One daemon per state directory: an ``flock`` on the lock file; a socket
+closed at once.  One daemon per state directory: an ``flock`` on the lock file, and one on
+``<state dir>/daemon.lock`` (naming the socket) whatever the socket directory; a socket
 file left by a dead daemon is replaced.  The daemon exits after ``idle_timeout`` seconds
 with no host and no active run, and on SIGTERM/SIGINT (closing every session, as
 ``serve`` does at its host's EOF).  A crash is recovered from the journal by the next one.
@@ -36,7 +37,7 @@ from anyio.abc import SocketAttribute
 
 from agent_bridge.daemon.paths import DaemonPaths, PathError, prepare_dir
 
-__all__ = ["DaemonRunning", "LockedDaemon", "read_pid", "run_daemon"]
+__all__ = ["DaemonRunning", "LockedDaemon", "holder", "read_pid", "run_daemon"]
 
 log = logging.getLogger("agent_bridge.daemon")
 
@@ -44,48 +45,97 @@ _PEERCRED = struct.Struct("3i")  # pid, uid, gid
 
 
 class DaemonRunning(Exception):
-    """Another daemon holds the lock for this state directory."""
+    """Another daemon holds the lock for this state directory; ``socket`` is where it
+    listens (``None`` when it did not say)."""
+
+    def __init__(self, socket: str | None) -> None:
+        super().__init__(socket)
+        self.socket = socket
+
+
+def _take(path: str) -> int:
+    """Open ``path`` (0600) and take its ``flock``; return the descriptor.  Raises
+    :class:`DaemonRunning` when another process holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        holder = _holder_of(fd)
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise DaemonRunning(holder[1] if holder else None) from None
+        raise
+    return fd
 
 
 class LockedDaemon:
-    """The single-instance lock, held for the daemon's lifetime (the file holds its pid)."""
+    """The single-instance locks, held for the daemon's lifetime: the socket directory's
+    (holding the pid) and the state directory's (holding the pid and the socket), so that
+    one daemon serves a state directory whatever ``XDG_RUNTIME_DIR`` each was given."""
 
     def __init__(self, paths: DaemonPaths) -> None:
         prepare_dir(paths)
-        self._fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
+        self._fds: list[int] = []
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(self._fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise DaemonRunning(paths.lock) from None
+            for path in (paths.state_lock, paths.lock):
+                if path is not None:
+                    self._fds.append(_take(path))
+        except BaseException:
+            for fd in self._fds:
+                os.close(fd)
             raise
-        os.ftruncate(self._fd, 0)
-        os.write(self._fd, str(os.getpid()).encode())
+        for fd in self._fds:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n{paths.socket}\n".encode())
 
     def release(self) -> None:
-        """Give the lock up (closing the file)."""
-        with contextlib.suppress(OSError):
-            os.ftruncate(self._fd, 0)
-        os.close(self._fd)
+        """Give the locks up (closing the files)."""
+        for fd in self._fds:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+            os.close(fd)
+        self._fds.clear()
 
 
-def read_pid(paths: DaemonPaths) -> int | None:
-    """The pid of the daemon holding the lock, or ``None`` when none runs."""
+def _holder_of(fd: int) -> tuple[int, str | None] | None:
+    """What a lock file names: the pid and the socket of its daemon (``None``: nothing
+    usable)."""
+    lines = os.pread(fd, 4200, 0).decode(errors="replace").splitlines()
+    if not lines or not lines[0].strip().isdigit():
+        return None
+    socket_path = lines[1].strip() if len(lines) > 1 and os.path.isabs(lines[1].strip()) else None
+    return int(lines[0].strip()), socket_path
+
+
+def _held(path: str | None) -> tuple[int, str | None] | None:
+    if path is None:
+        return None
     try:
-        fd = os.open(paths.lock, os.O_RDWR)
-    except FileNotFoundError:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
         return None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            text = os.pread(fd, 32, 0).decode(errors="replace").strip()
-            return int(text) if text.isdigit() else None
+            return _holder_of(fd)
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:
         os.close(fd)
+
+
+def holder(paths: DaemonPaths) -> tuple[int, str | None] | None:
+    """The daemon serving this state directory, whatever socket directory it was given:
+    its pid and the socket it listens on (``None`` for an older one that did not say);
+    ``None`` when none runs."""
+    return _held(paths.state_lock) or _held(paths.lock)
+
+
+def read_pid(paths: DaemonPaths) -> int | None:
+    """The pid of the daemon holding the lock, or ``None`` when none runs."""
+    found = holder(paths)
+    return None if found is None else found[0]
 
 
 def peer_uid(stream: anyio.abc.SocketStream) -> int | None:
@@ -255,8 +305,10 @@ def main(
     the directory is unsafe; 0 with a note when a daemon already runs)."""
     try:
         lock = LockedDaemon(paths)
-    except DaemonRunning:
-        sys.stderr.write(f"agent-bridge: a daemon already serves {paths.socket}\n")
+    except DaemonRunning as running:
+        sys.stderr.write(
+            f"agent-bridge: a daemon already serves {running.socket or paths.socket}\n"
+        )
         return 0
     except (PathError, OSError) as exc:
         sys.stderr.write(f"agent-bridge: cannot start the daemon: {exc}\n")

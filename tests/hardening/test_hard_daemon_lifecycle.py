@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -104,7 +105,8 @@ def test_connect_to_a_daemon_that_cannot_start_says_why_at_once(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
     state = tmp_path / "state"
-    state.write_text("not a directory\n")
+    state.mkdir(mode=0o700)
+    (state / "journal.sqlite3").mkdir()  # the daemon refuses to open this journal
     started = time.monotonic()
     out = subprocess.run(
         _bridge("connect", "--state-dir", str(state)),
@@ -117,8 +119,25 @@ def test_connect_to_a_daemon_that_cannot_start_says_why_at_once(
     assert out.returncode == 1 and out.stdout == b"", out
     assert out.stderr.count(b"\n") == 1 and b"Traceback" not in out.stderr, out.stderr
     # the daemon's own reason, not "did not start listening"
-    assert b"before listening: " in out.stderr and str(state).encode() in out.stderr, out.stderr
+    assert b"exited with status 1 before listening: " in out.stderr, out.stderr
+    assert b"journal.sqlite3" in out.stderr, out.stderr
     assert took < 6, took
+
+
+def test_connect_with_a_file_for_a_state_directory_says_so_at_once(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    state = tmp_path / "state"
+    state.write_text("not a directory\n")
+    out = subprocess.run(
+        _bridge("connect", "--state-dir", str(state)),
+        env=env,
+        input=_line(INIT),
+        capture_output=True,
+        timeout=10,  # 10 s and more before
+    )
+    assert out.returncode == 1 and out.stdout == b"", out
+    assert out.stderr == f"agent-bridge: {state} is not a directory\n".encode(), out.stderr
 
 
 def test_a_connect_while_the_daemon_stops_is_served_by_the_next_one(
@@ -316,3 +335,66 @@ def test_hosts_attached_when_the_daemon_stops_see_their_sessions_close(
         if daemon.poll() is None:
             daemon.kill()
             daemon.wait(10)
+
+
+def test_one_daemon_per_state_directory_whatever_the_runtime_dir(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """The socket directory follows ``XDG_RUNTIME_DIR``, which a desktop session sets and
+    cron or some SSH set-ups do not: before the fix each environment got a daemon of its
+    own on the same journal (three were seen at once), whose hosts could not share a live
+    session, and `daemon --status`/`--stop` from one environment did not see the other's.
+    Now the daemon also locks the state directory, naming its socket there."""
+    state = str(tmp_path / "state")
+    first = start_daemon(env, state)
+    other_dir = tempfile.mkdtemp(prefix="ab12b-", dir="/tmp")
+    other = {**env, "XDG_RUNTIME_DIR": other_dir}
+    bare = {k: v for k, v in env.items() if k != "XDG_RUNTIME_DIR"}
+    try:
+        mine = daemon_socket(env, state)
+        # a second daemon from another environment: refused, naming the one that runs
+        second = subprocess.run(
+            _bridge("daemon", "--state-dir", state, "--idle-timeout", "0"),
+            env=other,
+            capture_output=True,
+            timeout=20,  # before the fix it served for good
+            stdin=subprocess.DEVNULL,
+        )
+        assert second.returncode == 0, second
+        assert second.stderr == f"agent-bridge: a daemon already serves {mine}\n".encode()
+        # connect from the other environments reaches the same daemon
+        for where in (other, bare):
+            out = subprocess.run(
+                _bridge("connect", "--state-dir", state),
+                env=where,
+                input=_line(INIT),
+                capture_output=True,
+                timeout=60,
+            )
+            assert out.returncode == 0 and b'"result"' in out.stdout, out
+            assert not os.path.exists(daemon_socket(where, state)), "a second daemon"
+            status = subprocess.run(
+                _bridge("daemon", "--status", "--state-dir", state),
+                env=where,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert status.returncode == 0, status
+            assert status.stdout == f"socket {mine}: pid {first.pid}\n", status.stdout
+        # and --stop from there stops it
+        stop = subprocess.run(
+            _bridge("daemon", "--stop", "--state-dir", state),
+            env=bare,
+            capture_output=True,
+            timeout=60,
+        )
+        assert stop.returncode == 0, stop
+        assert first.wait(30) == 0
+    finally:
+        for where in (env, other, bare):  # (before the fix: a daemon in each)
+            stop_daemon(where, state)
+        shutil.rmtree(other_dir, ignore_errors=True)
+        if first.poll() is None:
+            first.kill()
+            first.wait(10)
