@@ -72,6 +72,10 @@ def test_cursor_and_entry_shapes() -> None:
     assert session_entry({"sessionId": ""}) is None
     assert session_entry({"sessionId": "a\nb"}) is None
     assert session_entry({"cwd": "/w"}) is None
+    # a working directory the kit does not take is not shown (nor compared by real path)
+    for cwd in ("/w\u0000x", "relative", "/" + "d" * 5000, "/w\nx", "", 7):
+        entry = session_entry({"sessionId": "s", "cwd": cwd})
+        assert entry is not None and entry.workspace is None, cwd
 
 
 class Agent:
@@ -132,6 +136,27 @@ async def every_page(provider: AcpProvider, workspace: str | None, limit: int) -
         if cursor is None:
             return refs
     raise AssertionError("the listing did not end")
+
+
+async def test_a_session_the_agent_lists_with_an_unusable_cwd_is_in_no_workspace(
+    tmp_path: Path,
+) -> None:
+    """The agent's ``session/list`` naming a working directory with a NUL (the workspace
+    check's ``realpath`` raised on it: the whole listing failed): listed without a
+    workspace, left out of a workspace's listing; the others as before."""
+    agent = Agent(tmp_path)
+    mine = agent.remember(2, agent.work)
+    path = agent.state / "fake_acp_sessions.json"
+    saved = json.loads(path.read_text())
+    saved["s900"] = dict(saved[mine[0]], cwd="/w\u0000x", order=900)
+    path.write_text(json.dumps(saved))
+    everything = await agent.provider.list_native_sessions(None, None, 10)
+    assert {s.session_ref: s.workspace for s in everything.sessions} == {
+        mine[0]: str(agent.work),
+        mine[1]: str(agent.work),
+        "s900": None,
+    }
+    assert await every_page(agent.provider, str(agent.work), 10) == mine
 
 
 async def test_pages_cut_to_the_limit_cover_every_session_once(tmp_path: Path) -> None:

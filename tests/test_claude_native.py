@@ -28,3 +28,43 @@ def test_projection_of_the_cli_records(tmp_path: Path, monkeypatch: pytest.Monke
         TextDelta(text="(stand-in: no scripted reply left)", message_id="msg_standin_1") in events
     )
     assert not [e for e in events if isinstance(e, Diagnostic)]  # every type is known
+
+
+@pytest.mark.parametrize("cwd", ["/w\u0000x", "relative/w", "/" + "d" * 5000, "/w\nx"])
+def test_a_session_whose_recorded_cwd_is_unusable_lists_without_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cwd: str
+) -> None:
+    """A session file whose records name a working directory the kit does not take
+    (``history_files.recorded_cwd``: a NUL made the workspace check's ``realpath`` raise,
+    so the whole listing failed) is listed without a workspace; the others as before."""
+    import json
+
+    from agent_bridge.adapters.claude import native
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "config"))
+    work = tmp_path / "work"
+    work.mkdir()
+    folder = tmp_path / "config" / "projects" / native._encoded(str(work.resolve()))
+    folder.mkdir(parents=True)
+    ids = {
+        "0b0c3c37-5f63-4c4b-9d4b-2a3c4d5e6f70": cwd,
+        "1b0c3c37-5f63-4c4b-9d4b-2a3c4d5e6f71": str(work),
+    }
+    for session_id, where in ids.items():
+        record = {
+            "type": "user",
+            "cwd": where,
+            "sessionId": session_id,
+            "timestamp": "2026-12-02T03:39:33.000Z",
+            "message": {"role": "user", "content": "hello"},
+        }
+        (folder / f"{session_id}.jsonl").write_text(json.dumps(record) + "\n")
+    for workspace in (None, str(work)):
+        listed = {
+            s.session_ref.partition("/")[2]: s.workspace
+            for s in native.list_page(workspace, None, 10).sessions
+        }
+        assert listed == {
+            "0b0c3c37-5f63-4c4b-9d4b-2a3c4d5e6f70": None,
+            "1b0c3c37-5f63-4c4b-9d4b-2a3c4d5e6f71": str(work),
+        }

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from agent_bridge import __version__ as BRIDGE_VERSION
 from agent_bridge.adapters.acp import protocol as p
+from agent_bridge.adapters.kit import history_files
 from agent_bridge.adapters.kit.rpc_child import probe_rpc, request_quietly
 from agent_bridge.errors import BridgeError
 from agent_bridge.processes import ProcessSpec
@@ -89,7 +90,7 @@ def session_entry(item: Mapping[str, Any]) -> NativeSessionInfo | None:
     return NativeSessionInfo(
         session_ref=session_id,
         title=title[:TITLE_CHARS] if isinstance(title, str) and title else None,
-        workspace=cwd if isinstance(cwd, str) and cwd else None,
+        workspace=history_files.recorded_cwd(cwd),
         updated_at=updated if isinstance(updated, str) and updated else None,
     )
 

@@ -153,7 +153,8 @@ def _head(path: str) -> dict[str, Any]:
         if "created" not in found and isinstance(record.get("timestamp"), str):
             found["created"] = record["timestamp"]
         if "cwd" not in found and isinstance(record.get("cwd"), str):
-            found["cwd"] = record["cwd"]
+            # one the kit does not take (relative, a NUL, ...) is not the session's
+            found["cwd"] = history_files.recorded_cwd(record["cwd"])
         kind = record.get("type")
         if kind == "custom-title" and isinstance(record.get("customTitle"), str):
             found["title"] = record["customTitle"]

@@ -183,7 +183,7 @@ class ClaudeCodeProvider(NativeFilesInThread, AgentProvider):
         if cwd is None:
             raise BridgeError(
                 "history_unavailable",
-                details={"reason": "the session file records no working directory yet"},
+                details={"reason": "the session file records no usable working directory (yet)"},
             )
         opaque = {
             "v": 1,

@@ -9,7 +9,6 @@ diagnostics here carry fixed codes and messages.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any, Final, Literal, cast
 import msgspec
 
 from agent_bridge.adapters.codex import protocol as p
+from agent_bridge.adapters.kit import history_files
 from agent_bridge.adapters.kit.approvals import (
     ONCE_OR_SESSION,
     Verdict,
@@ -458,15 +458,15 @@ def thread_id_ok(thread_id: Any) -> bool:
 
 
 #: The longest working directory kept from a thread response (Linux's ``PATH_MAX``).
-MAX_CWD: Final = 4096
+MAX_CWD: Final = history_files.MAX_CWD
 
 
 def cwd_ok(cwd: str) -> bool:
     """Whether ``cwd`` (the working directory a thread response reports; taken only by a
-    session without a workspace) may be kept: an absolute path of 1 to :data:`MAX_CWD`
-    characters, no control character, no lone surrogate (it goes into the recovery
-    record and ``skills/list``)."""
-    return 0 < len(cwd) <= MAX_CWD and _text_ok(cwd) and os.path.isabs(cwd)
+    session without a workspace) may be kept: ``history_files.recorded_cwd``'s rule, an
+    absolute path of 1 to :data:`MAX_CWD` characters, no control character, no lone
+    surrogate (it goes into the recovery record and ``skills/list``)."""
+    return history_files.recorded_cwd(cwd) is not None
 
 
 #: The largest ``permissions`` object of a permissions request that is asked, as encoded

@@ -30,11 +30,13 @@ from agent_bridge.errors import BridgeError
 from agent_bridge.wire.native import NativeSessionInfo, NativeSessionsListResult
 
 __all__ = [
+    "MAX_CWD",
     "TITLE_CHARS",
     "HistoryFile",
     "cli_home",
     "jsonl_files",
     "list_page",
+    "recorded_cwd",
     "session_info",
     "store_dirs",
 ]
@@ -43,6 +45,27 @@ __all__ = [
 TITLE_CHARS: Final = 200
 
 _LIST_CURSOR_RE: Final = re.compile(r"([0-9]{1,20}):(.{1,400})", re.DOTALL)
+
+#: The longest working directory a provider's history is taken to name (Linux's
+#: ``PATH_MAX``).
+MAX_CWD: Final = 4096
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def recorded_cwd(value: object) -> str | None:
+    """``value`` when it can be a session's working directory, else ``None``: an absolute
+    path of 1 to :data:`MAX_CWD` characters, no control character (a NUL makes
+    ``os.path.realpath`` raise), no lone surrogate.  A provider's history or listing
+    names it; it is shown to hosts, compared by real path, and a CLI is started in it."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_CWD:
+        return None
+    if _CONTROL.search(value) or not os.path.isabs(value):
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return value
 
 
 @dataclass(frozen=True, slots=True)
