@@ -500,6 +500,33 @@ async def test_an_owners_answer_the_database_first_refused_still_reaches_the_ask
         assert b"cannot answer a routed run/start yet" in alpha.stderr
 
 
+async def test_a_session_that_moved_to_another_member_and_back_goes_on(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """A session run and closed on alpha, resumed and run on beta, then resumed on alpha
+    again.  alpha's writer still held the session's last sequence from its own time
+    with it and took the next event for a gap: an internal error that stopped alpha's
+    writer for good (every session of alpha's, ``internal`` for all new work, until a
+    restart).  A member that claims a session drops what its writer knew of it."""
+    async with fleet(tmp_path, pg_url, ("alpha", "beta")) as members:
+        alpha, beta = members["alpha"], members["beta"]
+        params = script_session([{"type": "stream", "count": 3, "text": "m"}])
+        session = (await alpha.result("session/create", params))["session"]["sessionId"]
+        for turn, here in enumerate((alpha, beta, alpha)):
+            if turn:  # (created open on alpha)
+                await here.result("session/resume", {"sessionId": session})
+            await here.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+            await here.event("run.completed", timeout=30)
+            await here.result("session/close", {"sessionId": session})
+        other = await alpha.call("session/create", params)
+        assert "result" in other, other  # alpha's journal still takes new work
+        stored = await beta.result("events/read", {"sessionId": session, "limit": 100})
+        events = stored["events"]
+        assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
+        assert [e["payload"]["type"] for e in events].count("run.completed") == 3
+    assert b"Traceback" not in alpha.stderr
+
+
 def nodes_of(listed: dict[str, Any]) -> dict[str, str | None]:
     """session/list's sessions as id -> node."""
     return {s["sessionId"]: s.get("node") for s in listed["sessions"]}

@@ -422,3 +422,34 @@ async def test_write_rights_taken_back_mid_run_hold_the_run_until_granted_again(
         assert again["session"]["state"] == "active"
     assert b"Traceback" not in bridge.stderr
     assert b"read_only: permission denied for table event_blocks" in bridge.stderr
+
+
+async def test_a_session_deleted_elsewhere_and_created_again_here_is_stored(
+    pg_url: str,
+) -> None:
+    """A member wrote a session; another member deleted it, and the first creates a
+    session of that id again (``session/recreate``: an ACP session's provider switched,
+    placed back on it).  Its writer still held the old session's key and last sequence:
+    the new session's events went under the deleted key, or were skipped as "already
+    stored" (acknowledged, and not in the journal).  A new session starts afresh."""
+    first = open_pg_journal(pg_url, lease=3600, node="alpha")
+    second = open_pg_journal(pg_url, lease=3600, node="beta")
+    await first.start(lambda: None)
+    await second.start(lambda: None)
+    try:
+        first.add_session(SessionRecord("ses_r", "scripted", "1", None, None, "t", "t"))
+        for seq in (1, 2, 3):
+            first.append("ses_r", seq, 1, b'{"old":%d}' % seq, 0)
+        await first.committed_through(first.mark())
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # closed by alpha
+            conn.execute("UPDATE sessions SET owner = NULL WHERE session_id = 'ses_r'")
+        assert await second.delete("ses_r") == "deleted"
+        first.add_session(SessionRecord("ses_r", "codex", "1", None, None, "t", "t"))
+        for seq in (1, 2):
+            first.append("ses_r", seq, 1, b'{"new":%d}' % seq, 0)
+        await first.committed_through(first.mark())
+        assert first.health == "ok"
+        assert await second.read_events("ses_r", 1, 10) == [b'{"new":1}', b'{"new":2}']
+    finally:
+        await first.aclose()
+        await second.aclose()

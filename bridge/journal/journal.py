@@ -471,7 +471,9 @@ class Journal:
             batch.raws.append((raw_id, record))
 
     def add_session(self, record: SessionRecord) -> None:
-        """Queue a new session, owned by this process."""
+        """Queue a new session, owned by this process (what the writer cached of an
+        earlier session of that id, deleted by another process, is dropped first)."""
+        self._submit((OP_FORGET, record.session_id))
         self._submit(
             (
                 OP_SESSION,
@@ -623,7 +625,13 @@ class Journal:
         first if its owner crashed); return the status and, when claimed, the record."""
         self._check()
         await self.committed_through(self.mark())
-        return await self._read(self._claim_sync, session_id)
+        status, record = await self._read(self._claim_sync, session_id)
+        if status == "claimed":
+            # other processes may have written the session since this one last did (it
+            # was resumed elsewhere, a crash recovery closed it): the writer's cached
+            # last sequence of it is stale, and would refuse the next event as a gap
+            self._submit((OP_FORGET, session_id))
+        return status, record
 
     def _take_from_dead_owner(self, owner: str) -> bool:
         """Recover ``owner``'s sessions if it is gone; return whether it was gone."""
