@@ -89,7 +89,7 @@ def _project_root(directory: str) -> str | None:
         root = data.decode("utf-8").strip()
     except UnicodeDecodeError:
         return None
-    return root or None
+    return history_files.recorded_cwd(root)  # not one it takes (a NUL, ...): none
 
 
 def _entries(workspace: str | None) -> list[_Entry]:
