@@ -32,6 +32,9 @@ def check_url(text: str) -> str:
     ``ValueError`` with a one-line reason (never repeating a password) otherwise."""
     if not is_pg_url(text):
         raise ValueError("must be a postgresql:// address (see docs/fleet.md)")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        # (a line break would also split every message that names the database)
+        raise ValueError("a control character in the address is refused")
     rest = text.split("://", 1)[1]
     authority = rest.split("/", 1)[0].split("?", 1)[0]
     if "@" in authority and ":" in authority.rsplit("@", 1)[0]:
@@ -39,8 +42,14 @@ def check_url(text: str) -> str:
     query = rest.split("?", 1)[1] if "?" in rest else ""
     for item in query.split("&"):
         # libpq decodes a parameter's name as it decodes its value (%70assword is password)
-        if _unquote(item.split("=", 1)[0]).strip().lower() == "password":
+        name = _unquote(item.split("=", 1)[0]).strip().lower()
+        if name == "password":
             raise ValueError(f"a password in the address is refused: {_PASSFILE_ADVICE}")
+        if name == "sslpassword":  # the client key's
+            raise ValueError(
+                "the client key's password in the address is refused: put sslpassword "
+                "in a libpq service file, or use a key without a password"
+            )
     return text
 
 

@@ -453,3 +453,43 @@ async def test_a_session_deleted_elsewhere_and_created_again_here_is_stored(
     finally:
         await first.aclose()
         await second.aclose()
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        # the client key's password is a password too (sslpassword: libpq's)
+        ("postgresql://alice@/agents?host=/nonexistent&sslpassword=s3cret-pw", "client key"),
+        ("postgresql://alice@/agents?host=/nonexistent&SSL%70assword=s3cret-pw", "client key"),
+        # a line break split the one-line message naming the database (a forged log line)
+        ("postgresql://alice@/agents\nFORGED s3cret-pw?host=/nonexistent", "control character"),
+    ],
+)
+def test_a_key_password_or_a_control_character_in_the_address_is_refused(
+    url: str, says: str
+) -> None:
+    with pytest.raises(ValueError, match=says) as err:
+        check_url(url)
+    assert "s3cret" not in str(err.value)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agent_bridge", "serve", "--journal", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2 and says in proc.stderr
+    assert "s3cret" not in proc.stderr + proc.stdout
+    assert proc.stderr.count("\n") == 1
+
+
+def test_an_address_libpq_cannot_parse_is_named_without_its_query() -> None:
+    """libpq's message for an address it cannot parse repeats it whole, the query
+    included (and the time limits the bridge adds); the error names the database
+    without it, as every other does."""
+    url = "postgresql://alice@[::1/agents?application_name=q-marker"
+    with pytest.raises(JournalError) as err:
+        open_history(None, journal=url)
+    text = str(err.value)
+    assert text.startswith("cannot open the journal postgresql://alice@[::1/agents:")
+    assert "q-marker" not in text and "keepalives" not in text and "\n" not in text

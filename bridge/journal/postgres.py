@@ -958,7 +958,7 @@ def open_pg_journal(
     clock = clock or Clock()
     node = node or socket.gethostname()
     where = redact(url)
-    url = with_deadlines(url, lease)
+    given, url = url, with_deadlines(url, lease)
     conns: list[psycopg.Connection[Any]] = []
     owner = _Owner(node)
     try:
@@ -984,7 +984,9 @@ def open_pg_journal(
             with contextlib.suppress(Exception):
                 conn.close()
         if isinstance(exc, psycopg.Error):
-            raise JournalError(f"cannot open the journal {where}: {one_line(exc)}") from None
+            # libpq repeats an address it cannot parse whole: name it without its query
+            reason = one_line(exc).replace(url, where).replace(given, where)
+            raise JournalError(f"cannot open the journal {where}: {reason}") from None
         raise
     journal = PgJournal(
         where,
