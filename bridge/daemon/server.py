@@ -294,6 +294,19 @@ async def run_daemon(
         await _stop_listening(paths, listener)
 
 
+def _leave_the_working_directory() -> None:
+    """Work in the user's home directory (``/`` when it cannot be entered), as a daemon
+    started over SSH does.  The daemon serves every host: where a session without a
+    ``workspace`` runs (and what a relative path in its options means) must not be the
+    directory of whichever host happened to start it, nor should the daemon hold that
+    directory (a project, a removable disk) for its lifetime.  Done once the command line's
+    paths are resolved and the journal is open."""
+    for directory in (os.path.expanduser("~"), "/"):
+        with contextlib.suppress(OSError):
+            os.chdir(directory)
+            return
+
+
 def main(
     paths: DaemonPaths,
     runtime_factory: Any,
@@ -329,6 +342,7 @@ def main(
 
     try:
         runtime = runtime_factory()
+        _leave_the_working_directory()
         anyio.run(
             lambda: run_daemon(
                 paths,

@@ -398,3 +398,60 @@ def test_one_daemon_per_state_directory_whatever_the_runtime_dir(
         if first.poll() is None:
             first.kill()
             first.wait(10)
+
+
+def test_the_daemon_works_in_the_home_directory_not_its_starters(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A session created without a ``workspace`` runs in the bridge's working directory
+    (`os.getcwd()` in the adapters), and the daemon serves every host: before the fix it
+    kept the directory of whichever `connect` (or operator) started it, so one editor's
+    workspace-less session ran in another editor's project, and that directory stayed
+    busy for the daemon's lifetime.  Now it works in the home directory, as a daemon
+    started over SSH does."""
+    home = tmp_path / "home"
+    home.mkdir()
+    project = tmp_path / "project-of-the-first-host"
+    project.mkdir()
+    env = {**env, "HOME": str(home)}
+    state = str(tmp_path / "state")
+    try:
+        out = subprocess.run(
+            _bridge("connect", "--state-dir", state),
+            env=env,
+            cwd=project,
+            input=_line(INIT),
+            capture_output=True,
+            timeout=60,
+        )
+        assert out.returncode == 0 and b'"result"' in out.stdout, out
+        status = subprocess.run(
+            _bridge("daemon", "--status", "--state-dir", state),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        pid = int(status.stdout.rsplit("pid", 1)[1])
+        assert os.readlink(f"/proc/{pid}/cwd") == str(home)
+    finally:
+        stop_daemon(env, state)
+    # the same for a daemon an operator starts in a project directory
+    daemon = subprocess.Popen(
+        _bridge("daemon", "--state-dir", state, "--idle-timeout", "0"),
+        env=env,
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert daemon.stderr is not None
+        assert b"listening on" in daemon.stderr.readline()
+        assert os.readlink(f"/proc/{daemon.pid}/cwd") == str(home)
+    finally:
+        stop_daemon(env, state)
+        if daemon.poll() is None:
+            daemon.kill()
+        daemon.wait(10)
+        assert daemon.stderr is not None
+        daemon.stderr.close()
