@@ -12,7 +12,7 @@ import os
 
 from agent_bridge.errors import BridgeError
 
-__all__ = ["contained", "resolve_workspace"]
+__all__ = ["contained", "resolve_workspace", "workspace_filter"]
 
 
 def resolve_workspace(path: str | None) -> str | None:
@@ -33,6 +33,24 @@ def resolve_workspace(path: str | None) -> str | None:
     if not os.path.isdir(real):
         raise _invalid("not a directory")
     return real
+
+
+def workspace_filter(path: str | None) -> str | None:
+    """Return the workspace a listing is filtered by: the real path of ``path`` when it
+    exists, else ``path`` as given (a workspace removed since still matches what was
+    recorded in it); ``None`` stays ``None``.
+
+    Raises ``BridgeError("workspace_invalid")`` for a relative path or a NUL byte: no
+    recorded workspace is either, and a NUL makes path functions raise.
+    """
+    if path is None:
+        return None
+    if "\x00" in path:
+        raise _invalid("the path has a NUL byte")
+    if not os.path.isabs(path):
+        raise _invalid("the path is relative: give an absolute path")
+    real = os.path.realpath(path)
+    return real if os.path.isdir(real) else path
 
 
 def _invalid(reason: str) -> BridgeError:

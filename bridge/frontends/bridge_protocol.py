@@ -75,6 +75,7 @@ from agent_bridge.wire.native import (
     NativeSessionsReadResult,
 )
 from agent_bridge.wire.settings import SessionConfigureParams, SessionSettings
+from agent_bridge.workspace import workspace_filter
 
 __all__ = ["FIRST_REQUEST_ID", "BridgeFrontend"]
 
@@ -414,7 +415,8 @@ class BridgeFrontend:
         self, params: NativeSessionsListParams
     ) -> NativeSessionsListResult:
         provider, limit = self._native_provider(params.provider, "list", params.limit)
-        page = await provider.list_native_sessions(params.workspace, params.cursor, limit)
+        workspace = workspace_filter(params.workspace)
+        page = await provider.list_native_sessions(workspace, params.cursor, limit)
         bound = await self.runtime.bound_sessions(
             provider.id, [entry.session_ref for entry in page.sessions]
         )

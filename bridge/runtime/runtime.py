@@ -100,7 +100,7 @@ from agent_bridge.wire.native import (
 )
 from agent_bridge.wire.providers import ProviderDescriptor
 from agent_bridge.wire.settings import SessionConfigureParams, SessionSettings
-from agent_bridge.workspace import resolve_workspace
+from agent_bridge.workspace import resolve_workspace, workspace_filter
 
 __all__ = ["JOURNAL_FAULT_LIMIT", "HealthWatcher", "Runtime"]
 
@@ -1279,7 +1279,8 @@ class Runtime:
         """Return sessions newest first (those of ``provider`` in ``workspace`` only, when
         given) from history, and the cursor of the next page.  A ``cursor`` no page gave
         (every journal's is a decimal position) is ``invalid_params``: read as the end of
-        the list it would be an empty page, and the host would take it for the last."""
+        the list it would be an empty page, and the host would take it for the last.  A
+        relative ``workspace`` or one with a NUL is ``workspace_invalid``."""
         if cursor is not None and not (cursor.isascii() and cursor.isdigit()):
             raise BridgeError(
                 "invalid_params",
@@ -1288,10 +1289,7 @@ class Runtime:
                     "reason": "not a cursor this bridge gave: pass a page's nextCursor",
                 },
             )
-        if workspace is not None:
-            # a workspace that does not exist (any more) is matched as given
-            with contextlib.suppress(BridgeError):
-                workspace = resolve_workspace(workspace)
+        workspace = workspace_filter(workspace)  # one that does not exist: as given
         if self._hosts is not None:  # this member's own count is current in the list
             with contextlib.suppress(JournalError):
                 await self._hosts.sync()

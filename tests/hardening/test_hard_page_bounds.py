@@ -89,3 +89,23 @@ async def test_a_retry_wait_below_zero_or_past_a_week_is_refused_at_create() -> 
                 {"provider": "scripted", "retryOnLimit": {"maxWaitSeconds": wait}},
             )
             assert "result" in reply, reply
+
+
+async def test_a_workspace_filter_relative_or_with_a_nul_is_refused_by_every_listing() -> None:
+    """A ``workspace`` filter with a NUL made the file-store providers' listings raise in
+    ``realpath`` (``-32603``, a traceback in the log); a relative one matched nothing
+    silently.  Each listing refuses both (``workspace_invalid``); one that does not exist
+    still lists (nothing), matched as given."""
+    async with RawHost.spawn() as host:
+        await host.initialize()
+        listings: list[tuple[str, dict[str, Any]]] = [("session/list", {})]
+        for provider in ("claude-code", "codex", "gemini"):
+            listings.append(("provider/sessions/list", {"provider": provider}))
+        for method, params in listings:
+            for bad in ("/tmp/a\x00b", "relative/dir", ""):
+                reply = await host.call(method, {**params, "workspace": bad})
+                assert "error" in reply, (method, bad, reply)
+                data = reply["error"]["data"]
+                assert data["code"] == "workspace_invalid", (method, bad, reply)
+            gone = await host.call(method, {**params, "workspace": "/nonexistent/workspace"})
+            assert gone["result"]["sessions"] == [], (method, gone)
