@@ -23,11 +23,7 @@ def resolve_workspace(path: str | None) -> str | None:
     """
     if path is None:
         return None
-    if "\x00" in path:
-        raise _invalid("the path has a NUL byte")
-    if not os.path.isabs(path):
-        raise _invalid("the path is relative: give an absolute path")
-    real = os.path.realpath(path)
+    real = os.path.realpath(_absolute(path))
     if not os.path.exists(real):
         raise _invalid("no such directory")
     if not os.path.isdir(real):
@@ -45,12 +41,17 @@ def workspace_filter(path: str | None) -> str | None:
     """
     if path is None:
         return None
+    real = os.path.realpath(_absolute(path))
+    return real if os.path.isdir(real) else path
+
+
+def _absolute(path: str) -> str:
+    """``path``; raises ``workspace_invalid`` for a NUL byte or a relative path."""
     if "\x00" in path:
         raise _invalid("the path has a NUL byte")
     if not os.path.isabs(path):
         raise _invalid("the path is relative: give an absolute path")
-    real = os.path.realpath(path)
-    return real if os.path.isdir(real) else path
+    return path
 
 
 def _invalid(reason: str) -> BridgeError:
