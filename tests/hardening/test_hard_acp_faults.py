@@ -1,7 +1,8 @@
 """``agent-bridge acp`` against hostile or hasty clients, over real pipes (issue 30, items
 3 and 13): a ``session/cancel`` written in the same write as its ``session/prompt``, a
 request over ``--max-message-bytes``, a parse error and an unknown method (each error
-carries ``data``, as docs/acp-agent.md says).
+carries ``data``, as docs/acp-agent.md says); a switch to a provider that cannot open
+the session (it leaves the session as it was).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class RawAcp:
     """``agent-bridge acp`` as a child over pipes; writes bytes as given (one ``write``
     per call), reads newline-delimited messages."""
 
-    def __init__(self, tmp: Path, *extra: str) -> None:
+    def __init__(self, tmp: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         script = tmp / "script.json"
         script.write_text(json.dumps(STREAM))
         self.proc = subprocess.Popen(
@@ -41,6 +42,7 @@ class RawAcp:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            env={**os.environ, **(env or {})},
         )
         self._buf = b""
         self.received: list[dict[str, Any]] = []
@@ -196,4 +198,40 @@ def test_parse_errors_and_unknown_methods_carry_data(tmp_path: Path) -> None:
         assert invalid["code"] == -32600 and "data" in invalid
     finally:
         stderr = acp.close()
+    assert b"Traceback" not in stderr
+
+
+def test_a_refused_provider_switch_leaves_the_session_usable(tmp_path: Path) -> None:
+    """Rule: a request that fails changes nothing the client holds.  Switching the
+    ``provider`` config option to an agent that cannot start (not installed; one that
+    exits at once) is refused with its classified error, and the session is still there
+    on its own provider: listed, prompted (it was deleted before, so the prompt was
+    ``-32002`` and the session gone from the list)."""
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '[acp.agents.missing]\ncommand = ["/nonexistent/agent"]\n'
+        '[acp.agents.crashing]\ncommand = ["/bin/sh", "-c", "exit 3"]\n'
+    )
+    acp = RawAcp(tmp_path, env={"AGENT_BRIDGE_CONFIG": str(config)})
+    try:
+        session = acp.start(tmp_path)
+        for request_id, provider in ((3, "missing"), (4, "crashing")):
+            acp.write(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "method": "session/set_config_option",
+                    "params": {"sessionId": session, "configId": "provider", "value": provider},
+                }
+            )
+            error = acp.reply(request_id)["error"]
+            assert error["data"]["code"] == "provider_unavailable", error
+        acp.write({"jsonrpc": "2.0", "id": 5, "method": "session/list", "params": {}})
+        listed = acp.reply(5)["result"]["sessions"]
+        assert [s["sessionId"] for s in listed] == [session]
+        acp.write(_prompt(6, session), _cancel(session))
+        assert acp.reply(6).get("result") == {"stopReason": "cancelled"}
+    finally:
+        stderr = acp.close()
+    assert acp.proc.returncode == 0, stderr
     assert b"Traceback" not in stderr

@@ -1131,19 +1131,54 @@ class AcpFrontend:
             log.info("session %s: its owner's settings not read (%s)", session_id, exc)
 
     async def _switch_provider(self, session_id: str, value: Any) -> None:
+        """Delete the session and create it again under its id on the provider
+        ``value``; when that provider cannot open it (not installed, not logged in, an
+        option it refuses), the session is created again on the provider it had, with
+        the options it had, and the error raised: a refused switch leaves the client's
+        session usable, never deleted."""
         session = self.runtime.sessions[session_id]
         if value == session.provider.id:
             return
         self._check_switch(session_id, value)
         workspace = session.workspace
+        had = session.provider.id, self.runtime.session_options(session_id)
         await self.runtime.delete_session(session_id)
-        await self.runtime.create_session(
-            value,
-            workspace=workspace,
-            options=self._options_for(value, None),
-            subscriber=self,
-            session_id=session_id,
-        )
+        try:
+            await self.runtime.create_session(
+                value,
+                workspace=workspace,
+                options=self._options_for(value, None),
+                subscriber=self,
+                session_id=session_id,
+            )
+        except BridgeError as exc:
+            log.info("session %s: not switched to %s (%s)", session_id, value, exc.error_code)
+            with anyio.CancelScope(shield=True):
+                await self._restore(session_id, had, workspace)
+            raise
+
+    async def _restore(
+        self, session_id: str, had: tuple[str, dict[str, Any]], workspace: str | None
+    ) -> None:
+        """Create a session again on the provider and with the options it ``had`` after a
+        switch its new provider refused (logged when even that fails: the client then
+        gets ``session_not_found`` for it, as for any session gone)."""
+        provider, options = had
+        try:
+            await self.runtime.create_session(
+                provider,
+                workspace=workspace,
+                options=options,
+                subscriber=self,
+                session_id=session_id,
+            )
+        except BridgeError as exc:
+            log.warning(
+                "session %s: not reopened on %s after a refused switch (%s)",
+                session_id,
+                provider,
+                exc.error_code,
+            )
 
     async def _title_from(self, session_id: str, prompt: acp.Prompt) -> None:
         """Title an untitled session after the text blocks of its first prompt (ACP's
