@@ -147,7 +147,9 @@ async def test_bad_settings_for_a_session_another_member_runs_are_refused_typed(
 ) -> None:
     """An unknown config option, a provider this bridge does not have and an unknown
     mode, set through the member that follows the session (routed to its owner since
-    e3841c8): -32602 naming the field; the session still runs a turn."""
+    e3841c8): -32602 naming the field; a provider no member serves: its classified
+    error, the session created again on its own provider; the session still runs a
+    turn."""
     script = write_script(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
@@ -173,6 +175,13 @@ async def test_bad_settings_for_a_session_another_member_runs_are_refused_typed(
                 assert refused.value.code == -32602, (method, kwargs)
                 assert refused.value.data is not None
                 assert refused.value.data["details"]["field"] == field, refused.value.data
+            # a provider this bridge has but no member serves: refused typed, and the
+            # session is created again on the provider it had (it was deleted before)
+            with pytest.raises(RequestError) as unserved:
+                await conn.set_config_option(config_id="provider", session_id=sid, value="gemini")
+            assert unserved.value.data is not None
+            assert unserved.value.data["code"] == "provider_unavailable", unserved.value.data
+            assert nodes_of(await beta.result("session/list", {}))[sid] == "beta"
             # the session goes on: the same provider again is accepted, a turn runs
             await conn.set_config_option(config_id="provider", session_id=sid, value="scripted")
             client.decisions = ["allow_once"]

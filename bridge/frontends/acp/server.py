@@ -1011,7 +1011,7 @@ class AcpFrontend:
         state = await self._view_of(session_id)
         if params.config_id == PROVIDER_CONFIG_ID:
             if params.value != state.descriptor.id:
-                await self._switch_remote_provider(session_id, params.value)
+                await self._switch_remote_provider(session_id, params.value, state)
         elif params.config_id == "model" and settings_model(state.settings) is not None:
             if not isinstance(params.value, str):
                 raise BridgeError(
@@ -1057,12 +1057,16 @@ class AcpFrontend:
                 },
             )
 
-    async def _switch_remote_provider(self, session_id: str, value: Any) -> None:
+    async def _switch_remote_provider(
+        self, session_id: str, value: Any, state: SessionState
+    ) -> None:
         """A session another fleet member runs, before its first prompt, goes to the
         provider ``value`` as one here does (deleted and created again under its id), on
         the member placement picks for that provider in its workspace: closed by its
         owner, deleted, created there (``session/recreate``) or here, and followed from
-        here again when it is elsewhere."""
+        here again when it is elsewhere.  When no member can open it on ``value``, it
+        is created again, placed the same way, on the provider and with the options its
+        owner said it had (``state``), and the error raised."""
         self._check_switch(session_id, value)
         workspace = (await self.runtime.stored(session_id)).workspace
         await self._owner("session/close", SessionRef(session_id))
@@ -1075,7 +1079,31 @@ class AcpFrontend:
         create = SessionCreateParams(
             value, workspace=workspace, options=self._options_for(value, None)
         )
-        await self.runtime.create_placed(create, self, session_id)
+        try:
+            await self.runtime.create_placed(create, self, session_id)
+        except BridgeError as exc:
+            log.info("session %s: not switched to %s (%s)", session_id, value, exc.error_code)
+            had = state.descriptor.id
+            options = {**self._options_for(had, None), **state.options}
+            again = SessionCreateParams(had, workspace=workspace, options=options)
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self.runtime.create_placed(again, self, session_id)
+                except BridgeError as lost:
+                    log.warning(
+                        "session %s: not reopened on %s after a refused switch (%s)",
+                        session_id,
+                        had,
+                        lost.error_code,
+                    )
+                    raise exc from None
+                await self._follow_placed(session_id)
+            raise
+        await self._follow_placed(session_id)
+
+    async def _follow_placed(self, session_id: str) -> None:
+        """Follow a session just created under ``session_id`` when placement put it on
+        another fleet member (its view read from its owner)."""
         if session_id not in self.runtime.sessions:
             self._remote.add(session_id)
             self._placed.add(session_id)
