@@ -78,6 +78,7 @@ from agent_bridge.rpc.messages import (
     encode_error_response,
     encode_notification,
     encode_request,
+    loggable,
     parse_body,
     result_template,
 )
@@ -371,7 +372,7 @@ class Connection:
             return
         if note.method not in self._notifications:
             if not note.method.startswith("$/"):
-                log.info("%s: ignored unknown notification %s", self.name, note.method)
+                log.info("%s: ignored unknown notification %s", self.name, loggable(note.method))
             return
         self._glue.consume_notification(
             {"jsonrpc": "2.0", "method": note.method, "params": note.params}

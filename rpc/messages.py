@@ -46,6 +46,7 @@ __all__ = [
     "encode_notification",
     "encode_request",
     "encode_result_response",
+    "loggable",
     "parse_body",
     "request_id_in",
     "result_template",
@@ -53,6 +54,20 @@ __all__ = [
 
 _NO_RAW: Final = msgspec.Raw()
 _encode = msgspec.json.encode
+
+#: the most characters of a peer's text one log line shows
+LOGGED_CHARS: Final = 120
+
+
+def loggable(value: object) -> str:
+    """A value a peer sent (a method name, a client's name or version) as a log line may
+    show it: cut at :data:`LOGGED_CHARS`, and quoted with escapes (``repr``) unless it is
+    printable text, so a newline in it cannot start a forged log line and an escape
+    sequence cannot reach a terminal that shows the log."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) > LOGGED_CHARS:
+        text = text[:LOGGED_CHARS] + "…"
+    return text if text.isprintable() else repr(text)
 
 
 class _Envelope(msgspec.Struct):

@@ -26,6 +26,7 @@ from agent_bridge.frontends.handshake import EXPERIMENTAL_METHODS, Handshake, ag
 from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Limits, Method
 from agent_bridge.rpc.errors import METHOD_NOT_FOUND, RpcError
 from agent_bridge.rpc.framing import FramingKind
+from agent_bridge.rpc.messages import loggable
 from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.spi import AgentProvider
 from agent_bridge.wire.catalog import CATALOG, handler_name
@@ -249,8 +250,8 @@ class BridgeFrontend:
             self.conn.set_gate(None)
         log.info(
             "initialized by %s %s (protocol %d)",
-            params.client_info.name,
-            params.client_info.version or "",
+            loggable(params.client_info.name),
+            loggable(params.client_info.version or ""),
             params.protocol_version,
         )
 

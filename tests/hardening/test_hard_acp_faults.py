@@ -2,7 +2,7 @@
 3 and 13): a ``session/cancel`` written in the same write as its ``session/prompt``, a
 request over ``--max-message-bytes``, a parse error and an unknown method (each error
 carries ``data``, as docs/acp-agent.md says); a switch to a provider that cannot open
-the session (it leaves the session as it was).
+the session (it leaves the session as it was); a client's text in the log (escaped, cut).
 """
 
 from __future__ import annotations
@@ -235,3 +235,44 @@ def test_a_refused_provider_switch_leaves_the_session_usable(tmp_path: Path) -> 
         stderr = acp.close()
     assert acp.proc.returncode == 0, stderr
     assert b"Traceback" not in stderr
+
+
+FORGED = "2026-12-02 00:00:00,000 ERROR agent_bridge: FORGED"
+
+
+def test_a_client_s_text_cannot_forge_or_flood_a_log_line(tmp_path: Path) -> None:
+    """Rule: text a peer sent reaches a log line escaped and bounded.  A client name
+    holding a newline and a whole forged record, a 100,000-character version, and an
+    unknown notification whose name holds CR LF, an escape sequence and 100,000 more
+    characters: each stays inside its own record (escaped), cut short; no escape byte
+    reaches the log file (before: the forged record stood on its own line, and each
+    record was as long as the client made it)."""
+    log = tmp_path / "acp.log"
+    acp = RawAcp(tmp_path, "--log-file", str(log), "--log-level", "info")
+    try:
+        acp.write(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": 1,
+                    "clientInfo": {"name": "zed\n" + FORGED, "version": "v" * 100_000},
+                },
+            }
+        )
+        assert "result" in acp.reply(1)
+        acp.write({"jsonrpc": "2.0", "method": "zed/x\r\n" + FORGED + "\x1b[2J" + "y" * 100_000})
+        acp.write({"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}})
+        assert "result" in acp.reply(2)
+    finally:
+        stderr = acp.close()
+    assert acp.proc.returncode == 0, stderr
+    text = log.read_text()
+    assert "\x1b" not in text
+    lines = text.splitlines()
+    forged = [line for line in lines if "FORGED" in line]
+    assert len(forged) == 2, forged
+    assert "initialized by ACP client" in forged[0], forged
+    assert "ignored unknown notification" in forged[1], forged
+    assert max(len(line) for line in lines) < 1000

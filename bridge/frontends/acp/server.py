@@ -58,6 +58,7 @@ from agent_bridge.frontends.acp.updates import (
 )
 from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Limits, Method
 from agent_bridge.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, RpcError
+from agent_bridge.rpc.messages import loggable
 from agent_bridge.runtime import Interaction, Released, Runtime
 from agent_bridge.runtime.native import native_session_id
 from agent_bridge.runtime.routing import SessionReconfigure, SessionRetitle, SessionState
@@ -447,8 +448,8 @@ class AcpFrontend:
         info = acp.obj(params.client_info)
         log.info(
             "initialized by ACP client %s %s (protocol %d)",
-            info.get("name"),
-            info.get("version") or "",
+            loggable(info.get("name")),
+            loggable(info.get("version") or ""),
             params.protocol_version,
         )
         descriptor = self._descriptor(self.provider)
