@@ -86,6 +86,7 @@ from agent_bridge.rpc.outbox import Outbox
 from agent_bridge.rpc.replies import BatchReplies, Replies
 
 __all__ = [
+    "ACP_CANCEL",
     "ByteReceiver",
     "ByteSender",
     "Connection",
@@ -98,6 +99,8 @@ log = logging.getLogger("agent_bridge.rpc")
 
 
 CANCEL_METHOD: Final = "$/cancelRequest"
+#: The Agent Client Protocol's request cancellation: ``$/cancel_request {requestId}``.
+ACP_CANCEL: Final = ("$/cancel_request", "requestId")
 _encode = msgspec.json.encode
 
 
@@ -195,8 +198,13 @@ class Connection:
         clock: Callable[[], float] = time.monotonic,
         overloaded: Callable[[], RpcError] | None = None,
         first_request_id: int = 1,
+        cancel: tuple[str, str] = (CANCEL_METHOD, "id"),
     ) -> None:
         self.name = name
+        #: the notification that cancels a request either way and its member naming the
+        #: request (LSP's and the bridge protocol's ``$/cancelRequest {id}``; ACP's
+        #: :data:`ACP_CANCEL`)
+        self._cancel_method, self._cancel_key = cancel
         self._overloaded = overloaded or _default_overloaded
         self._receive = receive
         self._framer = make_framer(framing, limits.max_message_bytes)
@@ -367,7 +375,7 @@ class Connection:
         )
 
     def _on_notification(self, note: Notification) -> None:
-        if note.method == CANCEL_METHOD:
+        if note.method == self._cancel_method:
             self._on_cancel(note.params)
             return
         if note.method not in self._notifications:
@@ -385,9 +393,9 @@ class Connection:
             value = msgspec.json.decode(params)
         except (msgspec.DecodeError, RecursionError):
             return
-        if not isinstance(value, dict) or "id" not in value:
+        if not isinstance(value, dict) or self._cancel_key not in value:
             return
-        raw = value["id"]
+        raw = value[self._cancel_key]
         if isinstance(raw, bool) or not isinstance(raw, int | str):
             return
         key = _encode(raw)
@@ -395,7 +403,7 @@ class Connection:
         if scope is None:
             return
         if key in self._pinned:
-            log.info("%s: ignored $/cancelRequest for an uncancellable request", self.name)
+            log.info("%s: ignored %s for an uncancellable request", self.name, self._cancel_method)
             return
         scope.cancel()
 
@@ -562,7 +570,7 @@ class Connection:
         if self.ledger.cancel(entry.id) is None:
             return False
         if notify_peer and not self._closed:
-            self.notify(CANCEL_METHOD, {"id": entry.id})
+            self.notify(self._cancel_method, {self._cancel_key: entry.id})
         return True
 
     # ----------------------------------------------------------------- lifecycle

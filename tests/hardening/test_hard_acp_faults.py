@@ -2,7 +2,8 @@
 3 and 13): a ``session/cancel`` written in the same write as its ``session/prompt``, a
 request over ``--max-message-bytes``, a parse error and an unknown method (each error
 carries ``data``, as docs/acp-agent.md says); a switch to a provider that cannot open
-the session (it leaves the session as it was); a client's text in the log (escaped, cut).
+the session (it leaves the session as it was); a client's text in the log (escaped,
+cut); a ``session/prompt`` cancelled by ``$/cancel_request`` (its run stopped).
 """
 
 from __future__ import annotations
@@ -276,3 +277,28 @@ def test_a_client_s_text_cannot_forge_or_flood_a_log_line(tmp_path: Path) -> Non
     assert "initialized by ACP client" in forged[0], forged
     assert "ignored unknown notification" in forged[1], forged
     assert max(len(line) for line in lines) < 1000
+
+
+def test_a_prompt_cancelled_by_cancel_request_stops_its_run(tmp_path: Path) -> None:
+    """ACP's ``$/cancel_request {requestId}`` (stable since 2026-06; the TypeScript SDK
+    sends it when a request's signal aborts) for a ``session/prompt`` in progress: the
+    prompt is answered ``-32800`` once its run has stopped, long before its 100,000
+    chunks, and the next prompt of the session runs (before: the notification was
+    ignored and the turn streamed to its end; ``$/cancelRequest``, which the connection
+    took instead, answered ``-32800`` but left the run going, so every later prompt was
+    ``run_active``)."""
+    acp = RawAcp(tmp_path)
+    try:
+        session = acp.start(tmp_path)
+        acp.write(_prompt(3, session))
+        acp.until(lambda m: m.get("method") == "session/update" and _chunks(acp) > 0)
+        acp.write({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 3}})
+        error = acp.reply(3)["error"]
+        assert error["code"] == -32800, error
+        assert _chunks(acp) < 100_000
+        acp.write(_prompt(4, session), _cancel(session))
+        assert acp.reply(4).get("result") == {"stopReason": "cancelled"}
+    finally:
+        stderr = acp.close()
+    assert acp.proc.returncode == 0, stderr
+    assert b"Traceback" not in stderr

@@ -13,7 +13,9 @@ every update of the turn precedes the reply; a failed run is a JSON-RPC error wh
 ``session/cancel`` interrupts the run (its pending interactions are settled
 ``cancelled`` at once and their requests withdrawn) and the prompt ends ``cancelled``;
 a cancel that arrives before the turn's run has started (in the same write as the
-prompt, say) is kept on the turn and interrupts the run as soon as it starts.  So that a
+prompt, say) is kept on the turn and interrupts the run as soon as it starts.  ACP's
+``$/cancel_request`` of the ``session/prompt`` request itself interrupts its run too; the
+prompt is answered ``-32800`` once the run has ended.  So that a
 prompt and a cancel read together are seen in the order they were sent, the cancel is
 handled as a task started after the prompt's (the prompt's task registers its turn
 before its first wait).  On a fleet, a cancel while the member running the turn is dead
@@ -56,7 +58,14 @@ from agent_bridge.frontends.acp.updates import (
     is_terminal,
     stop_reason,
 )
-from agent_bridge.rpc.connection import ByteReceiver, ByteSender, Connection, Limits, Method
+from agent_bridge.rpc.connection import (
+    ACP_CANCEL,
+    ByteReceiver,
+    ByteSender,
+    Connection,
+    Limits,
+    Method,
+)
 from agent_bridge.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, RpcError
 from agent_bridge.rpc.messages import loggable
 from agent_bridge.runtime import Interaction, Released, Runtime
@@ -165,6 +174,10 @@ TAKEOVER_WAIT: Final = 15.0
 
 _CUT_OR_RESUMED: Final = (SessionClosed, SessionResumed)
 
+#: how long a ``session/prompt`` cancelled by ``$/cancel_request`` waits for its
+#: interrupted run to end before it is answered ``-32800``
+CANCEL_WAIT: Final = 10.0
+
 
 class _Turn:
     """The one prompt turn in progress of a session."""
@@ -268,6 +281,7 @@ class AcpFrontend:
             limits=limits,
             gate=self._gate,
             name="acp-client",
+            cancel=ACP_CANCEL,
         )
 
     # ------------------------------------------------------------------ dispatch
@@ -862,7 +876,17 @@ class AcpFrontend:
             turn.run_id = started.run_id
             if turn.cancelled:  # cancelled while the run was starting
                 await self._interrupt(started.run_id)
-            await turn.ended()
+            try:
+                await turn.ended()
+            except anyio.get_cancelled_exc_class():
+                # the request itself was cancelled ($/cancel_request): its run is
+                # interrupted, not left going with no turn (a next prompt: run_active),
+                # and its end awaited, so that it is not taken for the next turn's
+                if turn.terminal is None:
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WAIT):
+                        await self._interrupt(started.run_id)
+                        await turn.done.wait()
+                raise
             if turn.terminal is None:
                 # cancelled while its owner was dead: interrupted once a member resumes it
                 self._cancel_on_resume[session_id] = started.run_id
