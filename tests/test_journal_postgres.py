@@ -493,3 +493,51 @@ def test_an_address_libpq_cannot_parse_is_named_without_its_query() -> None:
     text = str(err.value)
     assert text.startswith("cannot open the journal postgresql://alice@[::1/agents:")
     assert "q-marker" not in text and "keepalives" not in text and "\n" not in text
+
+
+def _synchronous_standby(pg_url: str, name: str | None) -> None:
+    """Make every commit on the cluster wait for the standby ``name`` (which does not
+    exist: the commits hang, as when a synchronous standby is gone), or no longer."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        if name is None:
+            conn.execute("ALTER SYSTEM RESET synchronous_standby_names")
+        else:
+            conn.execute(f"ALTER SYSTEM SET synchronous_standby_names = '{name}'")
+        conn.execute("SELECT pg_reload_conf()")
+
+
+async def test_a_commit_the_database_does_not_answer_is_reported_failing(pg_url: str) -> None:
+    """The synchronous standby is gone: every commit waits for it, with no error and no
+    end (as with a server that hangs).  The host was told nothing: ``journal/status``
+    stayed ``ok``, a new ``session/create`` got no answer at all.  A commit unanswered
+    for a lease is the ``io_error`` fault: ``failing``, new work refused
+    ``journal_failing`` (retryable); once the commit returns, ``ok`` and the held
+    event follows."""
+    args = ("--journal", pg_url, "--node", "a", "--lease-seconds", "3")
+    async with running_bridge("newline", *args) as bridge:
+        steps: list[dict[str, Any]] = [
+            {"type": "stream", "count": 3, "text": "k"},
+            {"type": "waitForInterrupt"},
+        ]
+        session = (await bridge.result("session/create", script_session(steps)))["session"][
+            "sessionId"
+        ]
+        run = await bridge.result("run/start", {"sessionId": session, "input": {"text": "x"}})
+        await bridge.event("run.started", timeout=30)
+        _synchronous_standby(pg_url, "gone_standby")
+        try:
+            await bridge.send_request("run/interrupt", {"runId": run["runId"]})
+            asked = anyio.current_time()
+            status = await bridge.wait_for(lambda m: m.get("method") == "journal/status", 15)
+            assert status["params"] == {"state": "failing", "reason": "io_error"}
+            assert anyio.current_time() - asked < 3 + 3  # a lease, and slack
+            refused = await bridge.call("session/create", script_session(steps))
+            assert refused["error"]["data"]["code"] == "journal_failing"
+            assert refused["error"]["data"]["retryable"] is True
+        finally:
+            _synchronous_standby(pg_url, None)
+        status = await bridge.wait_for(lambda m: m.get("method") == "journal/status", 30)
+        assert status["params"] == {"state": "ok"}
+        ended = await bridge.event("run.interrupted", timeout=30)
+        assert ended["runId"] == run["runId"]
+    assert b"a commit has not returned for" in bridge.stderr

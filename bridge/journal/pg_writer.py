@@ -28,6 +28,8 @@ write and skips what is already there (see :meth:`PgWriter._store_events`).
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -145,9 +147,46 @@ class PgWriter(GroupCommitter):
         self._conn: psycopg.Connection[Any] | None = conn
         self._token = token
         self._retainer = retain
+        #: when the commit in progress began (``time.monotonic()``), ``None`` between
+        self._since: float | None = None
+        #: how long a commit may go unanswered before it is reported (``stall_after``)
+        self._stall = 15.0
+        self._watching = threading.Event()
+
+    def start(self, loop: object = None) -> None:
+        """Start the thread and its watch (:meth:`_watch`)."""
+        super().start(loop)
+        threading.Thread(target=self._watch, name="journal-watch", daemon=True).start()
+
+    def stall_after(self, seconds: float) -> None:
+        """Report a commit that has not returned after ``seconds`` (the lease)."""
+        self._stall = seconds
+
+    def _watch(self) -> None:
+        """Report a commit the database does not answer (a synchronous standby gone, a
+        server that hangs, a lock it waits for) as the ``io_error`` fault once it is
+        ``_stall`` seconds old: no error comes back, and without this the hosts would
+        be told nothing (``journal/status`` ``ok``, new work queued behind it instead of
+        refused ``journal_failing``).  Its success reports the journal ``ok`` again."""
+        reported: float | None = None
+        while not self._watching.wait(min(1.0, self._stall / 3)):
+            if not self._thread.is_alive():
+                return
+            since = self._since
+            if since is None or since == reported:
+                continue
+            if time.monotonic() - since >= self._stall:
+                reported = since
+                log.error(
+                    "journal: a commit has not returned for %.0f s (the database does "
+                    "not answer); events and replies wait",
+                    time.monotonic() - since,
+                )
+                self._notify(self._ops_done, self._events_done, "io_error")
 
     def close(self) -> None:
         """Close the connection once the thread has ended."""
+        self._watching.set()
         if self._thread.is_alive() or self._conn is None:
             return
         self._conn.close()
@@ -191,10 +230,11 @@ class PgWriter(GroupCommitter):
         row, ``FOR SHARE``); return ``(events, bytes)`` committed.  Raises what
         connecting, applying or committing raised (the transaction rolled back), or
         :class:`LeaseLost`."""
-        if self._conn is None:
-            self._conn = connect_pg(self._url)
-        conn = self._conn
+        self._since = time.monotonic()
         try:
+            if self._conn is None:
+                self._conn = connect_pg(self._url)
+            conn = self._conn
             with conn.transaction():
                 row = conn.execute(
                     "SELECT 1 FROM owners WHERE token = %s FOR SHARE", (self._token,)
@@ -205,6 +245,8 @@ class PgWriter(GroupCommitter):
         except BaseException:
             self._forget_all()
             raise
+        finally:
+            self._since = None
 
     def _session_key(self, session_id: str) -> int | None:
         return pg_session_key(self._tx(), session_id)

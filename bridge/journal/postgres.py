@@ -1005,7 +1005,7 @@ def open_pg_journal(
     journal.serves = providers
     journal.roots = None if roots is None else tuple(os.path.realpath(r) for r in roots)
     journal.path = where
-    journal._writer = PgWriter(  # type: ignore[assignment]
+    writer = PgWriter(
         url,
         writer_conn,
         owner.token,
@@ -1013,6 +1013,8 @@ def open_pg_journal(
         retention,
         lambda conn: apply_pg_retention(conn, retention),
     )
+    writer.stall_after(max(lease, 2.0))  # a commit unanswered for a lease is a fault
+    journal._writer = writer  # type: ignore[assignment]
     journal._queue = journal._writer.queue
     journal._init_follow()
     journal._start_heartbeat(lease_conn)
