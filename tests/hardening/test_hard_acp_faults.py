@@ -302,3 +302,49 @@ def test_a_prompt_cancelled_by_cancel_request_stops_its_run(tmp_path: Path) -> N
         stderr = acp.close()
     assert acp.proc.returncode == 0, stderr
     assert b"Traceback" not in stderr
+
+
+def _rss_mib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) // 1024
+
+
+def test_requests_for_unknown_sessions_leave_nothing_behind(tmp_path: Path) -> None:
+    """Rule: what is kept by session id is bounded by the sessions there are, not by
+    the ids a client sends.  1,000 prompts and 1,000 loads of unknown 100,000-character
+    ids (each ``-32002``; ten pairs in flight at a time, so what is measured is what
+    stays, not what passes): the bridge's memory grows by far less than the 200 MB of
+    ids (before: every id was kept, as "prompted" and with an update mapper, +205 MiB)."""
+    acp = RawAcp(tmp_path)
+    try:
+        acp.start(tmp_path)
+        acp.write({"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}})
+        acp.reply(3)
+        before = _rss_mib(acp.proc.pid)
+        for n in range(1000):
+            acp.write(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 10 + 2 * n,
+                    "method": "session/prompt",
+                    "params": {
+                        "sessionId": f"{n:06d}" + "p" * 100_000,
+                        "prompt": [{"type": "text", "text": "x"}],
+                    },
+                },
+                {
+                    "jsonrpc": "2.0",
+                    "id": 11 + 2 * n,
+                    "method": "session/load",
+                    "params": {"sessionId": f"{n:06d}" + "l" * 100_000, "cwd": str(tmp_path)},
+                },
+            )
+            if n % 10 == 9:  # a few in flight at a time: what stays, not what passes
+                assert acp.reply(11 + 2 * n)["error"]["code"] == -32002
+                acp.received.clear()
+        grown = _rss_mib(acp.proc.pid) - before
+        assert grown < 60, f"{grown} MiB kept for unknown sessions"
+    finally:
+        stderr = acp.close()
+    assert acp.proc.returncode == 0, stderr

@@ -734,11 +734,23 @@ class AcpFrontend:
                 self._remote.add(session_id)
                 await self.conn.drained()
                 return await self._remote_view(session_id)
+        except BridgeError:
+            self._forget_unknown(session_id)
+            raise
         finally:
             self._replaying.discard(session_id)
         await self.conn.drained()
         await self._commands_after_reply(session_id)
         return self._session_view(session_id)
+
+    def _forget_unknown(self, session_id: str) -> None:
+        """Drop what a request noted of ``session_id`` when it is neither open here nor
+        followed from here (an unknown or deleted id; a load that failed): what is kept
+        by session id stays bounded by the sessions there are, whatever ids a client
+        sends."""
+        if session_id not in self.runtime.sessions and session_id not in self._remote:
+            self._prompted.discard(session_id)
+            self._mappers.pop(session_id, None)
 
     async def _session_load(self, params: acp.LoadSessionRequest) -> dict[str, Any]:
         await self._continue_listed(params.session_id, params.cwd, params.mcp_servers)
@@ -894,6 +906,7 @@ class AcpFrontend:
                 await self._restarted(session_id)
         finally:
             del self._turns[session_id]
+            self._forget_unknown(session_id)
         terminal = turn.terminal
         if isinstance(terminal, RunFailed):
             error = terminal.error
