@@ -348,3 +348,40 @@ def test_requests_for_unknown_sessions_leave_nothing_behind(tmp_path: Path) -> N
     finally:
         stderr = acp.close()
     assert acp.proc.returncode == 0, stderr
+
+
+def test_a_refused_prompt_titles_nothing(tmp_path: Path) -> None:
+    """Rule: a request that fails changes nothing the client holds.  The first prompt of
+    a session, refused by the run's checks (an image that is not base64; a link out of
+    the workspace: ``-32602``, no turn), sends no ``session_info_update`` and leaves the
+    session untitled in ``session/list`` (before: titled after the refused prompt's
+    text); the next prompt, accepted, titles it."""
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    outside.write_text("x")
+    acp = RawAcp(tmp_path)
+    try:
+        session = acp.start(tmp_path)
+        refused = [
+            {"type": "image", "mimeType": "image/png", "data": "not base64!"},
+            {"type": "resource_link", "name": "o", "uri": outside.as_uri()},
+        ]
+        for request_id, block in enumerate(refused, start=3):
+            prompt = _prompt(request_id, session)
+            prompt["params"]["prompt"] = [{"type": "text", "text": "refused title"}, block]
+            acp.write(prompt)
+            assert acp.reply(request_id)["error"]["code"] == -32602
+        acp.write({"jsonrpc": "2.0", "id": 5, "method": "session/list", "params": {}})
+        assert "title" not in acp.reply(5)["result"]["sessions"][0]
+        acp.write(_prompt(6, session), _cancel(session))
+        assert acp.reply(6).get("result") == {"stopReason": "cancelled"}
+    finally:
+        stderr = acp.close()
+        outside.unlink()
+    titles = [
+        m["params"]["update"]["title"]
+        for m in acp.received
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "session_info_update"
+    ]
+    assert titles == ["go"]
+    assert acp.proc.returncode == 0, stderr

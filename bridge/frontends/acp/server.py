@@ -69,6 +69,7 @@ from agent_bridge.rpc.connection import (
 from agent_bridge.rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, RpcError
 from agent_bridge.rpc.messages import loggable
 from agent_bridge.runtime import Interaction, Released, Runtime
+from agent_bridge.runtime.inputs import prepare
 from agent_bridge.runtime.native import native_session_id
 from agent_bridge.runtime.routing import SessionReconfigure, SessionRetitle, SessionState
 from agent_bridge.wire import acp
@@ -883,7 +884,7 @@ class AcpFrontend:
                 kinds = remote.descriptor.capabilities.input.kinds
                 offered = remote.commands.commands
             input = run_input(params.prompt, kinds, {c.name for c in offered or ()})
-            await self._title_from(session_id, params.prompt)
+            await self._title_from(session_id, params.prompt, input)
             started = await self._start_turn(session_id, input)
             turn.run_id = started.run_id
             if turn.cancelled:  # cancelled while the run was starting
@@ -1246,12 +1247,14 @@ class AcpFrontend:
                 exc.error_code,
             )
 
-    async def _title_from(self, session_id: str, prompt: acp.Prompt) -> None:
+    async def _title_from(self, session_id: str, prompt: acp.Prompt, input: RunInput) -> None:
         """Title an untitled session after the text blocks of its first prompt (ACP's
         ``session/new`` has no title; ``session/list`` shows it, in every bridge on the
         journal) and tell the client with a ``session_info_update``; one another fleet
         member runs is titled by its owner (``session/retitle``, when it has no title
-        there either)."""
+        there either).  The title comes before the turn's updates, so before its run
+        starts: a prompt with blocks is first checked as ``run/start`` checks them (paths,
+        images; raises what that raises), so a prompt refused there titles nothing."""
         if session_id in self._remote:
             await self._title_remote(session_id, prompt)
             return
@@ -1261,6 +1264,10 @@ class AcpFrontend:
         title = prompt_title("\n".join(prompt_texts(prompt)))
         if title is None:
             return
+        if input.content:
+            await prepare(
+                input, session.input_capabilities(), session.workspace, session.command_names()
+            )
         self.runtime.retitle_session(session_id, title)
         self._notify(session_id, "session_info_update", title=title)
 
