@@ -187,8 +187,11 @@ class Outbox:
 
     @property
     def congested(self) -> bool:
-        """Whether more than the high-water mark of output is waiting to be written."""
-        return self.pending > self._high
+        """Whether more than the high-water mark of output is waiting to be written.  A
+        closed outbox never is: nothing of it will be written, and :meth:`drained`
+        returns at once, so a writer that waits while congested would otherwise spin
+        (a daemon's catch-up for a host gone while behind did, deaf to everything)."""
+        return self.pending > self._high and not self.closed
 
     async def drained(self) -> None:
         """Wait until the output is at or below half its high water (or closed)."""
