@@ -109,12 +109,18 @@ async def catch_up(history: History, stream: EventStream, subscription: Subscrip
     :meth:`EventStream._lag`) back to the live stream: wait until its subscriber has
     drained, send it the next committed events from the journal, a page at a time, and
     go live again in the same step that finds it at the newest committed event (so no
-    event is missed or sent twice).  Ends early when the subscriber detaches; a history
-    that cannot be read leaves it lagging (logged: its host can attach again)."""
+    event is missed or sent twice).  Ends early when the subscriber detaches or is live
+    again (an attach's replay brought it back); a history that cannot be read leaves it
+    lagging (logged: its host can attach again)."""
+    async with subscription.turn:  # not while an attach replays to it (nor twice)
+        await _catch_up(history, stream, subscription)
+
+
+async def _catch_up(history: History, stream: EventStream, subscription: Subscription) -> None:
     subscriber = subscription.subscriber
     session_id = stream.session_id
     try:
-        while stream.subscriptions.get(subscriber) is subscription:
+        while stream.subscriptions.get(subscriber) is subscription and subscription.lagging:
             if subscriber.congested:
                 await subscriber.drained()
                 continue

@@ -1076,8 +1076,9 @@ class Runtime:
             return SessionAttachResult(info, replayed, info.last_sequence)
         _check_after(after, session.stream.last_sequence)
         subscription = session.stream.subscribe(subscriber)
-        session.stream.begin_replay(subscription, after)
-        return await self._replay_open(session, subscription, after)
+        async with subscription.turn:  # after this subscriber's earlier attach or catch-up
+            session.stream.begin_replay(subscription, after)
+            return await self._replay_open(session, subscription, after)
 
     async def follow_elsewhere(
         self, session_id: str, subscriber: Subscriber, after: int | None

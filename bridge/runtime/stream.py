@@ -166,6 +166,7 @@ class Subscription:
         "replay_ended",
         "spilled",
         "subscriber",
+        "turn",
     )
 
     def __init__(self, subscriber: Subscriber, cursor: int) -> None:
@@ -185,6 +186,10 @@ class Subscription:
         self.lagging = False
         #: set when the current replay ends (made by :meth:`begin_replay`)
         self.replay_ended: anyio.Event | None = None
+        #: held by whatever sends this subscriber history (an attach's replay, a
+        #: catch-up): one at a time, or two would send the same events, and the live
+        #: ones would be released between a replay's pages
+        self.turn = anyio.Lock()
 
     @property
     def replaying(self) -> bool:
