@@ -31,6 +31,7 @@ from agent_bridge.adapters.acp.launch import (
 )
 from agent_bridge.adapters.acp.provider import AcpProvider, gemini_provider
 from agent_bridge.config import Config, config_path, load_config
+from agent_bridge.errors import BridgeError
 from agent_bridge.spi import InteractionOutcome
 from agent_bridge.wire.interactions import (
     ApprovalAnswer,
@@ -903,3 +904,45 @@ async def test_model_and_mode_are_read_switched_and_followed(fake: Fake) -> None
     (model,) = fake.sent_by_bridge("session/set_config_option")
     assert model["params"]["configId"] == "model" and model["params"]["value"] == "fast"
     fake.check_schema()
+
+
+# --------------------------------------------------------------------------- a misbehaving agent
+
+
+@pytest.mark.parametrize("agent_session_id", ["s" * 100_000, "ses_1\n\x1b[31mforged"])
+async def test_a_session_id_that_cannot_be_kept_is_refused(
+    fake: Fake, tmp_path: Path, agent_session_id: str
+) -> None:
+    """A ``sessionId`` is the session's identity in the recovery record and in every
+    later request: one over :data:`protocol.MAX_SESSION_ID` characters or not printable
+    fails the session ``provider_contract``, and is neither journaled nor logged (a
+    100,000-character one was kept, journaled and sent back with every prompt)."""
+    fake.write(session_id=agent_session_id)
+    state = tmp_path / "bridge-state"
+    log_file = tmp_path / "bridge.log"
+    args = ("--state-dir", str(state), "--log-file", str(log_file), "--log-level", "debug")
+    async with running_bridge("newline", *args, env=fake.env) as bridge:
+        reply = await bridge.call("session/create", fake.params(), timeout=30)
+        assert reply["error"]["data"]["code"] == "provider_contract"
+        fake.write()  # an agent answering a UUID: the next session is fine
+        session_id = await create(bridge, fake)
+        assert text_of(await run_text(bridge, session_id, "hi")) == HELLO
+    needle = agent_session_id[:1000].encode()
+    kept = [f for f in state.rglob("*") if f.is_file() and needle in f.read_bytes()]
+    assert kept == []
+    assert needle not in log_file.read_bytes()
+    assert not fake.sent_by_bridge("session/prompt")[0]["params"]["sessionId"].startswith("s" * 10)
+
+
+async def test_a_recovery_record_with_an_unusable_session_id_is_invalid() -> None:
+    """A record written before session ids were bounded is never sent to an agent."""
+    provider = gemini_provider()
+    for bad in ("s" * 1001, "a\nb", "", 7):
+        opaque = {"agent": "gemini", "sessionId": bad}
+        with pytest.raises(BridgeError) as err:
+            await provider.resume_session(None, opaque)  # type: ignore[arg-type]
+        assert err.value.error_code == "recovery_invalid"
+        with pytest.raises(BridgeError) as err:
+            await provider.fork_session(None, opaque, None, True)  # type: ignore[arg-type]
+        assert err.value.error_code == "recovery_invalid"
+    assert p.session_id_ok("s" * 1000) and not p.session_id_ok("s" * 1001)

@@ -50,7 +50,7 @@ MAX_AGENT_PAGES: Final = 20
 #: The agent's pages :func:`find_session` reads at most before it gives up.
 MAX_FIND_PAGES: Final = 100
 TITLE_CHARS: Final = 200
-REF_CHARS: Final = 1000
+REF_CHARS: Final = p.MAX_SESSION_ID
 
 _CURSOR_RE: Final = re.compile(r"a1:([0-9]{1,9}):(.{0,4000})", re.DOTALL)
 
@@ -72,7 +72,7 @@ def _cursor(agent_cursor: str | None, skip: int) -> str:
 
 def check_ref(session_ref: str) -> None:
     """Raise ``invalid_params`` for a reference no agent's list could have given."""
-    if not session_ref or len(session_ref) > REF_CHARS or not session_ref.isprintable():
+    if not p.session_id_ok(session_ref):
         raise BridgeError("invalid_params", details={"field": "sessionRef"})
 
 
@@ -80,9 +80,7 @@ def session_entry(item: Mapping[str, Any]) -> NativeSessionInfo | None:
     """The bridge's entry for one ACP ``SessionInfo`` (``None`` for one without a usable
     ``sessionId``)."""
     session_id = item.get("sessionId")
-    if not isinstance(session_id, str) or not session_id:
-        return None
-    if len(session_id) > REF_CHARS or not session_id.isprintable():
+    if not p.session_id_ok(session_id):
         return None
     title = item.get("title")
     cwd = item.get("cwd")

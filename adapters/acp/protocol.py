@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from agent_bridge.wire.acp import AUTH_REQUIRED, PROTOCOL_VERSION, RESOURCE_NOT_FOUND, obj, objs
 from agent_bridge.wire.inputs import (
@@ -48,6 +48,7 @@ __all__ = [
     "obj",
     "objs",
     "prompt_blocks",
+    "session_id_ok",
     "text_prompt",
 ]
 
@@ -63,6 +64,24 @@ CLIENT_CALLBACKS: Final = (
     "terminal/release",
     "elicitation/create",
 )
+
+
+#: The longest ``sessionId`` the adapter keeps (Gemini CLI and claude-agent-acp answer a
+#: UUID, OpenCode ``ses_`` and 26 characters).
+MAX_SESSION_ID: Final = 1000
+
+
+def session_id_ok(session_id: Any) -> TypeGuard[str]:
+    """Whether ``session_id`` (what ``session/new`` or ``session/fork`` answered, a
+    recovery record or an agent's ``session/list`` names) can be kept: it is the session's
+    identity in the recovery record and in every later request, so it is kept, journaled
+    and sent back only when it is non-empty printable text of at most
+    :data:`MAX_SESSION_ID` characters."""
+    return (
+        isinstance(session_id, str)
+        and 0 < len(session_id) <= MAX_SESSION_ID
+        and session_id.isprintable()
+    )
 
 
 def _str(value: Any) -> str | None:

@@ -361,7 +361,7 @@ class AcpProvider(AgentProvider):
         if not self._lists_natively() or not isinstance(opaque, dict):
             return None
         session_id = opaque.get("sessionId")
-        return session_id if isinstance(session_id, str) and session_id else None
+        return session_id if p.session_id_ok(session_id) else None
 
     def describe(self) -> ProviderDescriptor:
         return ProviderDescriptor(
@@ -497,7 +497,8 @@ class AcpProvider(AgentProvider):
     async def resume_session(self, ctx: SessionContext, opaque: Any) -> ProviderSession:
         from agent_bridge.adapters.acp.session import AcpSession
 
-        if not isinstance(opaque, dict) or not isinstance(opaque.get("sessionId"), str):
+        # a record written before session ids were bounded may hold anything
+        if not isinstance(opaque, dict) or not p.session_id_ok(opaque.get("sessionId")):
             raise BridgeError("recovery_invalid")
         if not self.can_resume() or opaque.get("resumable") is False:
             raise BridgeError("unsupported", details={"reason": "resume_defect"})
@@ -519,7 +520,8 @@ class AcpProvider(AgentProvider):
         del position
         if not at_end:
             raise BridgeError("unsupported")
-        if not isinstance(opaque, dict) or not isinstance(opaque.get("sessionId"), str):
+        # a record written before session ids were bounded may hold anything
+        if not isinstance(opaque, dict) or not p.session_id_ok(opaque.get("sessionId")):
             raise BridgeError("recovery_invalid")
         settings = self._settings(ctx, opaque)
         settings.acp_session_id = opaque["sessionId"]

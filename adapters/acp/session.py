@@ -336,8 +336,17 @@ class AcpSession(ProviderSession):
                 base = {**base, "sessionId": s.acp_session_id}
             result = await self._call(proc, method, base, STARTUP_TIMEOUT)
             session_id = p.obj(result).get("sessionId")
-            if not isinstance(session_id, str) or not session_id:
-                raise ProviderFailure("provider_contract", f"{method} returned no sessionId")
+            if not p.session_id_ok(session_id):
+                # the session's identity in the recovery record and in every later
+                # request: one that cannot be kept whole is not kept (nor logged)
+                log.warning(
+                    "acp %s: %s answered no usable sessionId (missing, empty, not "
+                    "printable or over %d characters)",
+                    s.spec.id,
+                    method,
+                    p.MAX_SESSION_ID,
+                )
+                raise ProviderFailure("provider_contract", f"{method} returned no usable sessionId")
             s.acp_session_id = session_id
         self._provider.learned_session(p.obj(result))
         self._mode = p.mode_setting(p.obj(result).get("modes"))

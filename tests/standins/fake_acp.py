@@ -35,7 +35,8 @@ JSON-RPC 2.0 over stdio, one object a line.  What it does:
   ``WRITE:<path>`` call ``fs/read_text_file`` / ``fs/write_text_file`` and say what
   came back; ``TERM:<cmd> <args>`` runs a terminal (create, wait_for_exit, output,
   release); ``ASK`` sends a form ``elicitation/create``; ``ASKURL`` a URL one;
-  ``CALL:<method>`` calls any client method and reports the error code; ``REFUSE``
+  ``CALL:<method>`` calls any client method and reports the error code; ``SCRIPTED``
+sends the script's ``updates`` and ends with its ``stop_reason``; ``REFUSE``
   ends with ``refusal``; ``CRASH`` exits.  Anything else: ``Hi! I am the stand-in
   model.`` in Gemini's chunks.  The first prompt of a session starts with
   ``available_commands_update`` as Gemini does.
@@ -48,7 +49,9 @@ adapter's argv, e.g. ``--acp``, works).  Keys: ``log`` (every message in and out
 ``{"dir": "->"|"<-", "msg": ...}`` a line; ``->`` is what the client sent, as in the
 captured transcript), ``state_dir``, ``capabilities``, ``auth_required``,
 ``load_defect``, ``list_page``, ``list_fails``, ``delay`` (seconds between chunks),
-``slow_delay``, ``agent_info``
+``slow_delay``, ``session_id`` (the ``sessionId`` every ``session/new`` answers, in
+place of a fresh UUID), ``updates`` and ``stop_reason`` (the ``session/update`` updates a
+``SCRIPTED`` prompt sends, and the ``stopReason`` it ends with), ``agent_info``
 (replaces the ``agentInfo`` it answers with, to pass for another agent) and ``env_log``
 (a file that gets the process's environment as one JSON object a line, at start).
 """
@@ -230,7 +233,7 @@ class Agent:
         if self.script.get("auth_required") and not self.authenticated:
             self.error(id, -32000, "Authentication required")
             return
-        sid = str(uuid.uuid4())
+        sid = str(self.script.get("session_id") or uuid.uuid4())
         self.sessions[sid] = {"cwd": params["cwd"], "history": [], "prompts": 0}
         self.fresh = False
         self.save()
@@ -479,6 +482,10 @@ class Agent:
             self.text(sid, [f"error {reply['error']['code']}" if "error" in reply else "ok"])
         elif text == "REFUSE":
             return "refusal"
+        elif text == "SCRIPTED":
+            for update in self.script.get("updates", []):
+                self.update(sid, update)
+            return str(self.script.get("stop_reason", "end_turn"))
         elif text == "CRASH":
             os._exit(3)
         else:
