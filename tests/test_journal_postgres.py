@@ -541,3 +541,45 @@ async def test_a_commit_the_database_does_not_answer_is_reported_failing(pg_url:
         ended = await bridge.event("run.interrupted", timeout=30)
         assert ended["runId"] == run["runId"]
     assert b"a commit has not returned for" in bridge.stderr
+
+
+async def test_members_sweeping_one_dead_owner_at_once_report_its_sessions_once(
+    pg_url: str,
+) -> None:
+    """Two members find the same expired owner at once.  Each read the owner's sessions
+    before recovering it, and the second, finding the owner's row already gone (the
+    first recovered it meanwhile), reported them as taken over too: both members then
+    resumed (or routed ``session/takeover`` for) the same sessions.  Only the member
+    whose recovery closed a session reports it."""
+    import threading
+
+    beta = open_pg_journal(pg_url, lease=3600, node="beta")
+    await beta.start(lambda: None)
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO owners (token, node, pid, started_at, expires_at) VALUES "
+                "('dead', 'gone', 1, 'x', now() - interval '1 minute')"
+            )
+            conn.execute(
+                "INSERT INTO sessions (session_id, provider_id, provider_version, options, "
+                "created_at, updated_at, state, owner) VALUES "
+                "('ses_d', 'scripted', '1', '\\x7b7d', 't', 't', 'active', 'dead')"
+            )
+        first = psycopg.connect(pg_url)  # another member's recovery, still in progress
+        try:
+            first.execute("SELECT 1 FROM owners WHERE token = 'dead' FOR UPDATE")
+            first.execute("UPDATE sessions SET owner = NULL, state = 'closed'")
+            first.execute("DELETE FROM owners WHERE token = 'dead'")
+            taken: list[list[str]] = []
+            sweep = threading.Thread(target=lambda: taken.append(beta._sweep()))
+            sweep.start()
+            await anyio.sleep(1)  # beta found the owner expired and waits for its row
+            assert sweep.is_alive()
+            first.commit()
+            sweep.join(10)
+        finally:
+            first.close()
+        assert taken == [[]]  # the other member closed ses_d: beta took nothing over
+    finally:
+        await beta.aclose()

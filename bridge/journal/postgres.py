@@ -187,14 +187,7 @@ class PgJournal(Journal):
                 ).fetchall()
             ]
             for token in tokens:
-                ids = [
-                    str(r[0])
-                    for r in conn.execute(
-                        "SELECT session_id FROM sessions WHERE owner = %s", (token,)
-                    ).fetchall()
-                ]
-                if recover_if_dead(conn, token, self.node, self._clock):
-                    closed += ids
+                closed += recover_if_dead(conn, token, self.node, self._clock) or []
         return closed
 
     # ------------------------------------------------------------------ following
@@ -713,7 +706,7 @@ class PgJournal(Journal):
     def _take_from_dead_owner(self, owner: str) -> bool:
         if owner == self._owner.token:
             return True
-        return bool(recover_if_dead(self._control_conn(), owner, self.node, self._clock))
+        return recover_if_dead(self._control_conn(), owner, self.node, self._clock) is not None
 
     def _claim_sync(self, session_id: str) -> tuple[ClaimStatus, Any]:
         return self._retrying(self._claim_once, session_id)
@@ -809,10 +802,14 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def recover_if_dead(conn: psycopg.Connection[Any], token: str, node: str, clock: Clock) -> bool:
+def recover_if_dead(
+    conn: psycopg.Connection[Any], token: str, node: str, clock: Clock
+) -> list[str] | None:
     """Recover the owner ``token`` if it is gone (see the module docstring): close its
-    sessions as crashed and delete its row, in one transaction; return whether it was
-    gone (an owner with no row at all is gone).  Raises ``psycopg.Error``."""
+    sessions as crashed and delete its row, in one transaction; return the ids of the
+    sessions this call closed (none when another member's recovery got there first:
+    an owner with no row at all is gone), or ``None`` when the owner is alive.  Raises
+    ``psycopg.Error``."""
     key = _lock_key(conn, token)
     got = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_OWNER_LOCK_CLASS, key)).fetchone()
     locked = bool(got and got[0])
@@ -826,7 +823,7 @@ def recover_if_dead(conn: psycopg.Connection[Any], token: str, node: str, clock:
                 owner_node, pid, expired = row
                 crashed_here = owner_node == node and locked and not _pid_alive(int(pid))
                 if not (expired or crashed_here):
-                    return False
+                    return None
             sessions = conn.execute(
                 "SELECT skey, session_id, state FROM sessions WHERE owner = %s FOR UPDATE",
                 (token,),
@@ -845,7 +842,7 @@ def recover_if_dead(conn: psycopg.Connection[Any], token: str, node: str, clock:
                     token,
                     len(sessions),
                 )
-        return True
+        return [str(session_id) for _, session_id, _ in sessions]
     finally:
         if locked:
             conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_OWNER_LOCK_CLASS, key))
@@ -864,14 +861,7 @@ def recover_dead_owners(
     tokens.discard(me)
     recovered: list[str] = []
     for token in sorted(tokens):
-        ids = [
-            str(r[0])
-            for r in conn.execute(
-                "SELECT session_id FROM sessions WHERE owner = %s", (token,)
-            ).fetchall()
-        ]
-        if recover_if_dead(conn, token, node, clock):
-            recovered += ids
+        recovered += recover_if_dead(conn, token, node, clock) or []
     return recovered
 
 
