@@ -68,3 +68,39 @@ def test_a_session_whose_recorded_cwd_is_unusable_lists_without_one(
             "0b0c3c37-5f63-4c4b-9d4b-2a3c4d5e6f70": None,
             "1b0c3c37-5f63-4c4b-9d4b-2a3c4d5e6f71": str(work),
         }
+
+
+def test_a_record_nested_too_deep_to_decode_is_a_diagnostic_not_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session file whose first record nests arrays 5,000 deep (msgspec raises
+    ``RecursionError`` past about 1,000, not ``DecodeError``): the session is still
+    listed, in its workspace, and read: that record a ``malformed_record`` diagnostic,
+    the next one projected.  Before, the listing and the read raised (an internal error
+    for the whole ``provider/sessions/list`` page)."""
+    import json
+
+    from agent_bridge.adapters.claude import native
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "config"))
+    work = tmp_path / "work"
+    work.mkdir()
+    folder = tmp_path / "config" / "projects" / native._encoded(str(work.resolve()))
+    folder.mkdir(parents=True)
+    session_id = "2b0c3c37-5f63-4c4b-9d4b-2a3c4d5e6f72"
+    deep = '{"type":"user","message":' + "[" * 5000 + "]" * 5000 + "}"
+    record = {
+        "type": "user",
+        "cwd": str(work),
+        "sessionId": session_id,
+        "timestamp": "2026-12-02T03:39:33.000Z",
+        "message": {"role": "user", "content": "hello"},
+    }
+    (folder / f"{session_id}.jsonl").write_text(deep + "\n" + json.dumps(record) + "\n")
+    listed = native.list_page(str(work), None, 10).sessions
+    assert [s.session_ref.partition("/")[2] for s in listed] == [session_id]
+    assert listed[0].workspace == str(work)
+    page = native.read_page(listed[0].session_ref, None, 10, "start")
+    first, second = page.records
+    assert [e.code for e in first.events if isinstance(e, Diagnostic)] == ["malformed_record"]
+    assert RunStarted(input="hello") in second.events

@@ -571,7 +571,7 @@ class ClaudeSession(ProviderSession):
     async def _dispatch(self, line: bytes) -> None:
         try:
             message = msgspec.json.decode(line)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # nested too deep: not readable
             message = None
         if not isinstance(message, dict):
             log.info("claude: ignored a line that is not a JSON object (%d bytes)", len(line))

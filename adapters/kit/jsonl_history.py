@@ -95,7 +95,7 @@ def project_json(
 
     try:
         record = msgspec.json.decode(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # RecursionError: nested too deep
         return (diagnostic("malformed_record", f"a record of the {file} is not valid JSON"),)
     if typed and not (isinstance(record, dict) and isinstance(record.get("type"), str)):
         return (diagnostic("malformed_record", f"a record of the {file} has no type"),)
@@ -137,7 +137,7 @@ def head_records(path: str, max_bytes: int) -> Iterator[dict[str, Any]]:
     for line in data.split(b"\n")[:-1]:
         try:
             record = msgspec.json.decode(line)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # RecursionError: nested too deep
             continue
         if isinstance(record, dict):
             yield record

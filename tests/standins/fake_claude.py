@@ -57,6 +57,8 @@ STEPs (one JSON object each):
 - ``{"sleep": S}``: pause (interruptible).
 - ``{"hang": true}``: never finish the turn (an interrupt still ends it, unless ignored).
 - ``{"frame": {...}}``: write this object verbatim (unknown types, odd shapes).
+- ``{"line": "..."}``: write this text as one stdout line, verbatim (JSON nested deeper
+  than ``json.dumps`` writes, a control request with a deep ``input``).
 - ``{"stray": "assistant" | "stream_event" | "result" | "control_response"}``: a frame
   that belongs to another turn/session (other session_id, stale ids).
 - ``{"control_request": {"subtype": "frobnicate", ...}, "await": true}``: send a
@@ -261,6 +263,18 @@ class FakeClaude:
                 return
             try:
                 sys.stdout.write(line)
+                sys.stdout.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                self._stdout_closed = True
+
+    def emit_line(self, text: str) -> None:
+        """Write ``text`` as one stdout line, verbatim (JSON ``json.dumps`` cannot
+        write, such as objects nested thousands deep)."""
+        with self._out_lock:
+            if self._stdout_closed:
+                return
+            try:
+                sys.stdout.write(text + "\n")
                 sys.stdout.flush()
             except (BrokenPipeError, ValueError, OSError):
                 self._stdout_closed = True
@@ -1039,6 +1053,8 @@ class FakeClaude:
                 self.pause(3600)
         elif "frame" in step:
             self.emit(step["frame"])
+        elif "line" in step:
+            self.emit_line(str(step["line"]))
         elif "stray" in step:
             self.emit_stray(str(step["stray"]))
         elif "control_request" in step:
