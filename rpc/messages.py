@@ -34,6 +34,7 @@ from agent_bridge.rpc.errors import (
 )
 
 __all__ = [
+    "LOGGED_PROSE_CHARS",
     "REASONS",
     "Batch",
     "Invalid",
@@ -57,16 +58,18 @@ _encode = msgspec.json.encode
 
 #: the most characters of a peer's text one log line shows
 LOGGED_CHARS: Final = 120
+#: the most characters of a peer's prose (an error message) one log line shows
+LOGGED_PROSE_CHARS: Final = 2000
 
 
-def loggable(value: object) -> str:
-    """A value a peer sent (a method name, a client's name or version) as a log line may
-    show it: cut at :data:`LOGGED_CHARS`, and quoted with escapes (``repr``) unless it is
-    printable text, so a newline in it cannot start a forged log line and an escape
-    sequence cannot reach a terminal that shows the log."""
+def loggable(value: object, limit: int = LOGGED_CHARS) -> str:
+    """A value a peer sent (a method name, a client's name or version, an upstream error
+    message) as a log line may show it: cut at ``limit`` characters, and quoted with
+    escapes (``repr``) unless it is printable text, so a newline in it cannot start a
+    forged log line and an escape sequence cannot reach a terminal that shows the log."""
     text = value if isinstance(value, str) else repr(value)
-    if len(text) > LOGGED_CHARS:
-        text = text[:LOGGED_CHARS] + "…"
+    if len(text) > limit:
+        text = text[:limit] + "…"
     return text if text.isprintable() else repr(text)
 
 

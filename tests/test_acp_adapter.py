@@ -946,3 +946,34 @@ async def test_a_recovery_record_with_an_unusable_session_id_is_invalid() -> Non
             await provider.fork_session(None, opaque, None, True)  # type: ignore[arg-type]
         assert err.value.error_code == "recovery_invalid"
     assert p.session_id_ok("s" * 1000) and not p.session_id_ok("s" * 1001)
+
+
+FORGED = "x\n2026-12-02 17:00:00 ERROR agent_bridge: forged \x1b[31m" + "y" * 100_000
+
+
+@pytest.mark.parametrize("how", ["error", "stop_reason"])
+async def test_an_agent_s_text_cannot_forge_or_flood_the_log(
+    fake: Fake, tmp_path: Path, how: str
+) -> None:
+    """A ``session/prompt`` answered with an error whose message holds a newline, an
+    escape sequence and 100,000 characters (it reached the log as it was: a forged
+    record on its own line, the escape byte), or with such a ``stopReason`` (a
+    100,000-character line): the run fails classified, and the log shows the text
+    escaped and cut."""
+    if how == "error":
+        fake.write(prompt_error={"code": -32603, "message": FORGED})
+    else:
+        fake.write(stop_reason=FORGED)
+    log_file = tmp_path / "bridge.log"
+    args = ("--log-file", str(log_file), "--log-level", "debug")
+    async with running_bridge("newline", *args, env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        payloads = await run_text(bridge, session_id, "SCRIPTED")
+        expected = "provider_failed" if how == "error" else "provider_contract"
+        assert payloads[-1]["error"]["code"] == expected
+        assert "forged" not in json.dumps(payloads)
+    lines = log_file.read_text().splitlines()
+    assert any("forged" in line for line in lines)  # logged, escaped
+    assert not [line for line in lines if line.startswith("2026-12-02 17:00:00")]
+    assert "\x1b" not in log_file.read_text()
+    assert max(len(line) for line in lines) < 3000

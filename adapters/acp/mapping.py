@@ -19,6 +19,7 @@ from agent_bridge.adapters.acp.protocol import obj, objs
 from agent_bridge.adapters.kit.approvals import approval_verdict
 from agent_bridge.adapters.kit.limits import limit_details
 from agent_bridge.adapters.kit.tools import ToolCalls
+from agent_bridge.rpc.messages import loggable
 from agent_bridge.spi import InteractionOutcome, RunOutcome
 from agent_bridge.wire.acp import (
     CANCELLED_OUTCOME,
@@ -341,7 +342,9 @@ def prompt_outcome(result: Any, *, interrupt_requested: bool) -> RunOutcome:
         return RunOutcome.interrupted()
     if isinstance(stop, str) and stop in STOP_REASONS:
         return RunOutcome.completed(stop)
-    return RunOutcome.failed("provider_contract", f"session/prompt returned stopReason {stop!r}")
+    return RunOutcome.failed(
+        "provider_contract", f"session/prompt returned stopReason {loggable(repr(stop))}"
+    )
 
 
 def answers_a_cancelled_turn(result: Any, updates: int) -> bool:

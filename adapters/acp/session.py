@@ -40,14 +40,15 @@ from agent_bridge.adapters.kit.rpc_child import (
     RpcChild,
     RpcChildSpec,
     open_rpc_child,
+    prose,
     start_rpc_child,
 )
 from agent_bridge.adapters.kit.runs import RunHandle, check_can_start, end_quietly
 from agent_bridge.adapters.kit.tasks import TaskSupervisor
 from agent_bridge.errors import BridgeError, ProviderFailure
-from agent_bridge.processes import redact
 from agent_bridge.rpc.connection import Method
 from agent_bridge.rpc.errors import RpcError
+from agent_bridge.rpc.messages import loggable
 from agent_bridge.spi import (
     InteractionHandle,
     ProviderRun,
@@ -277,7 +278,7 @@ class AcpSession(ProviderSession):
             self.settings.spec.id,
             method,
             exc.code,
-            redact(exc.message)[:2000],
+            prose(exc.message),
         )
         classified = mapping.classify_rpc_error(exc.code, method)
         if classified in ("recovery_invalid", "unsupported"):
@@ -640,7 +641,7 @@ class AcpSession(ProviderSession):
             return  # history replayed by session/load: already in the journal
         run = self._current(params)
         if run is None:
-            log.debug("acp: update %r outside a run ignored", update.get("sessionUpdate"))
+            log.debug("acp: update %s outside a run ignored", loggable(update.get("sessionUpdate")))
             return
         run.updates += 1
         record = bytes(raw)

@@ -18,8 +18,7 @@ from typing import Final, Literal
 from agent_bridge.adapters.codex import mapping
 from agent_bridge.adapters.codex.probe import ask_app_server
 from agent_bridge.adapters.codex.protocol import RateLimitsRead
-from agent_bridge.adapters.kit.rpc_child import request_quietly
-from agent_bridge.processes import redact
+from agent_bridge.adapters.kit.rpc_child import prose, request_quietly
 from agent_bridge.rpc.connection import Connection
 from agent_bridge.rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
 from agent_bridge.wire.events import LimitsUpdated
@@ -49,7 +48,7 @@ async def read_rate_limits(
         except RpcError as exc:
             if isinstance(exc.data, dict) and exc.data.get("reason") == "invalid_result":
                 raise
-            log.info("codex: rate limits are not available here: %s", redact(exc.message))
+            log.info("codex: rate limits are not available here: %s", prose(exc.message))
             return NOT_AVAILABLE
         return mapping.read_limits_payload(read)
 

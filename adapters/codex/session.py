@@ -45,12 +45,12 @@ from agent_bridge.adapters.kit.rpc_child import (
     RpcChild,
     RpcChildSpec,
     open_rpc_child,
+    prose,
     start_rpc_child,
 )
 from agent_bridge.adapters.kit.runs import RunHandle, check_can_start, end_quietly
 from agent_bridge.adapters.kit.tasks import TaskSupervisor
 from agent_bridge.errors import BridgeError, ProviderFailure
-from agent_bridge.processes import redact
 from agent_bridge.rpc.connection import Method, current_request_id
 from agent_bridge.rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
 from agent_bridge.rpc.ledger import LedgerEntry
@@ -358,7 +358,7 @@ class CodexSession(ProviderSession):
         failure = await proc.failure(exc, what, exit_is_unavailable=True)
         if failure is not None:
             return failure
-        log.warning("codex: %s failed: %s", what, redact(exc.message))
+        log.warning("codex: %s failed: %s", what, prose(exc.message))
         if what in ("thread/resume", "thread/fork"):
             return BridgeError("recovery_invalid")
         return ProviderFailure("provider_failed", f"{what} failed")
@@ -457,7 +457,7 @@ class CodexSession(ProviderSession):
                 "skills/list", params, result_type=p.SkillsListResponse, timeout=CONTROL_TIMEOUT
             )
         except RpcError as exc:
-            log.info("codex: skills/list failed: %s", redact(exc.message))
+            log.info("codex: skills/list failed: %s", prose(exc.message))
             return None
         return mapping.skills_of(listed)
 
@@ -554,7 +554,7 @@ class CodexSession(ProviderSession):
                 if not cursor:
                     break
         except RpcError as exc:
-            log.info("codex: model/list failed: %s", redact(exc.message))
+            log.info("codex: model/list failed: %s", prose(exc.message))
         return mapping.models_of(found)
 
     def model_and_mode(self) -> SessionSettings:
@@ -720,7 +720,7 @@ class CodexSession(ProviderSession):
                     raise ProviderFailure("provider_crashed", "codex exited") from None
                 if isinstance(exc, RequestTimedOut):
                     raise ProviderFailure("provider_timeout", "turn/start timed out") from None
-                log.warning("codex: turn/start failed: %s", redact(exc.message))
+                log.warning("codex: turn/start failed: %s", prose(exc.message))
                 raise ProviderFailure("provider_failed", "turn/start failed") from None
             # No await from here on: the runtime marks the run running as soon as this
             # returns, before any approval handler waiting for the turn id resumes.
@@ -758,7 +758,7 @@ class CodexSession(ProviderSession):
         try:
             await proc.conn.wait(entry)
         except RpcError as exc:
-            log.info("codex: %s: %s", entry.method, redact(exc.message))
+            log.info("codex: %s: %s", entry.method, prose(exc.message))
             if not run.finished and self._run is run:
                 run.interrupt_sent = False
 
@@ -783,7 +783,7 @@ class CodexSession(ProviderSession):
         except RequestTimedOut:
             raise ProviderFailure("provider_timeout", "turn/steer timed out") from None
         except RpcError as exc:
-            log.info("codex: turn/steer refused: %s", redact(exc.message))
+            log.info("codex: turn/steer refused: %s", prose(exc.message))
             raise BridgeError("run_not_active") from None
 
     # ------------------------------------------------------------------ notifications
@@ -976,7 +976,7 @@ class CodexSession(ProviderSession):
                 text = p.decode(p.WarningNotification, raw).message
         except _DECODE_ERRORS:
             text = "?"
-        log.info("codex %s: %s", method, redact(text))
+        log.info("codex %s: %s", method, prose(text))
 
     def _on_settings(self, raw: bytes) -> None:
         """``thread/settings/updated`` of the session's thread: its model, approval
@@ -1099,7 +1099,7 @@ class CodexSession(ProviderSession):
                 log.warning("codex: account/rateLimits/read answered an unexpected shape")
                 return None
             self._limits_readable = False
-            log.info("codex: rate limits are not available here: %s", redact(exc.message))
+            log.info("codex: rate limits are not available here: %s", prose(exc.message))
             return None
         update = mapping.read_limits_payload(read)
         if update is not None:
@@ -1183,7 +1183,7 @@ class CodexSession(ProviderSession):
             "codex error (retry=%s, info=%s): %s",
             note.will_retry,
             note.error.codex_error_info,
-            redact(note.error.message),
+            prose(note.error.message),
         )
         if note.will_retry:
             run.diagnose_once(

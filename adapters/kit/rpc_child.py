@@ -44,15 +44,26 @@ from agent_bridge.processes import ProcessSpec, SpawnError, redact, spawn
 from agent_bridge.rpc.connection import Connection, Method
 from agent_bridge.rpc.errors import ConnectionClosed, RequestTimedOut, RpcError
 from agent_bridge.rpc.ledger import LedgerEntry
+from agent_bridge.rpc.messages import LOGGED_PROSE_CHARS, loggable
 
 __all__ = [
     "RpcChild",
     "RpcChildSpec",
     "open_rpc_child",
     "probe_rpc",
+    "prose",
     "request_quietly",
     "start_rpc_child",
 ]
+
+
+def prose(text: str) -> str:
+    """A child's prose (an error message it answered) as a log line may show it:
+    redacted, cut at :data:`~agent_bridge.rpc.messages.LOGGED_PROSE_CHARS` and escaped
+    unless printable (:func:`~agent_bridge.rpc.messages.loggable`), so a newline in it
+    cannot forge a log record and an escape sequence cannot reach a terminal."""
+    return loggable(redact(text), LOGGED_PROSE_CHARS)
+
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -285,7 +296,7 @@ async def probe_rpc(
             with anyio.move_on_after(timeout):
                 result = await ask(conn)
         except RpcError as exc:
-            log.info("%s: %s", process.name, redact(exc.message))
+            log.info("%s: %s", process.name, prose(exc.message))
         finally:
             with contextlib.suppress(TimeoutError):
                 await child.stop(eof_grace=1.0, term_grace=1.0, kill_grace=2.0)

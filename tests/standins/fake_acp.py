@@ -51,7 +51,9 @@ captured transcript), ``state_dir``, ``capabilities``, ``auth_required``,
 ``load_defect``, ``list_page``, ``list_fails``, ``delay`` (seconds between chunks),
 ``slow_delay``, ``session_id`` (the ``sessionId`` every ``session/new`` answers, in
 place of a fresh UUID), ``updates`` and ``stop_reason`` (the ``session/update`` updates a
-``SCRIPTED`` prompt sends, and the ``stopReason`` it ends with), ``agent_info``
+``SCRIPTED`` prompt sends, and the ``stopReason`` it ends with; ``raw_lines``: lines
+it then writes as they are, ``$SID`` replaced by the session id; ``prompt_error``
+``{code, message}``: the error it then answers instead), ``agent_info``
 (replaces the ``agentInfo`` it answers with, to pass for another agent) and ``env_log``
 (a file that gets the process's environment as one JSON object a line, at start).
 """
@@ -332,6 +334,10 @@ class Agent:
             )
         session["prompts"] += 1
         stop = self.turn(sid, session, text)
+        if text == "SCRIPTED" and self.script.get("prompt_error"):
+            error = self.script["prompt_error"]
+            self.error(id, int(error["code"]), str(error["message"]))
+            return
         reply = "".join(HELLO) if stop == "end_turn" else ""
         session["history"] += [["user", text], ["agent", reply]]
         self.save()
@@ -485,6 +491,10 @@ class Agent:
         elif text == "SCRIPTED":
             for update in self.script.get("updates", []):
                 self.update(sid, update)
+            for line in self.script.get("raw_lines", []):
+                with self.lock:
+                    sys.stdout.write(line.replace("$SID", sid) + "\n")
+                    sys.stdout.flush()
             return str(self.script.get("stop_reason", "end_turn"))
         elif text == "CRASH":
             os._exit(3)
