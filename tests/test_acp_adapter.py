@@ -977,3 +977,18 @@ async def test_an_agent_s_text_cannot_forge_or_flood_the_log(
     assert not [line for line in lines if line.startswith("2026-12-02 17:00:00")]
     assert "\x1b" not in log_file.read_text()
     assert max(len(line) for line in lines) < 3000
+
+
+async def test_a_terminal_keeps_bounded_output_whatever_limit_the_agent_names(
+    fake: Fake,
+) -> None:
+    """``terminal/create`` with an ``outputByteLimit`` of 10**15 and a command printing
+    about 20 MB: the bridge keeps at most ``MAX_OUTPUT_LIMIT`` bytes (8 MiB) and says the output
+    was truncated (it kept all of it in memory, and sent all of it back, for as long as
+    the agent wanted: any command's whole output)."""
+    fake.write(output_byte_limit=10**15)
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake, clientTerminal=True)
+        said = text_of(await run_text(bridge, session_id, "TERM:seq 1 2800000", timeout=50))
+    size = int(said.split(": ")[1].split(" bytes")[0])
+    assert said.endswith(", truncated True") and 0 < size <= 8 * 1024 * 1024, said

@@ -11,8 +11,9 @@ other callback is answered ``-32601`` by the connection.
 * ``terminal/create`` runs ``command`` with ``args`` as an argv vector (never a shell)
   through the bridge's one spawn module, with the allowlisted environment plus the
   request's variables, in the workspace (or a ``cwd`` inside it).  Output (stdout; the
-  spawn module keeps only a tail of stderr) is kept up to ``outputByteLimit`` bytes,
-  dropping from the front at a character boundary as ACP asks.  Terminals end with the
+  spawn module keeps only a tail of stderr) is kept up to ``outputByteLimit`` bytes (at
+  most :data:`MAX_OUTPUT_LIMIT`), dropping from the front at a character boundary as ACP
+  asks.  Terminals end with the
   session.
 """
 
@@ -42,6 +43,10 @@ __all__ = ["MAX_FILE_BYTES", "Callbacks"]
 MAX_FILE_BYTES: Final = 8 * 1024 * 1024
 #: Output kept per terminal when the agent names no ``outputByteLimit``.
 DEFAULT_OUTPUT_LIMIT: Final = 1024 * 1024
+#: The most output kept per terminal whatever ``outputByteLimit`` the agent names (the
+#: size of a file ``fs/read_text_file`` returns at most): the output is held in the
+#: bridge's memory and sent back whole in each ``terminal/output`` answer.
+MAX_OUTPUT_LIMIT: Final = MAX_FILE_BYTES
 MAX_TERMINALS: Final = 16
 RESOURCE_NOT_FOUND: Final = -32002
 
@@ -207,7 +212,11 @@ class Callbacks:
             if isinstance(e.get("name"), str) and isinstance(e.get("value"), str)
         }
         limit = params.get("outputByteLimit")
-        limit = limit if isinstance(limit, int) and limit >= 0 else DEFAULT_OUTPUT_LIMIT
+        limit = (
+            min(limit, MAX_OUTPUT_LIMIT)
+            if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0
+            else DEFAULT_OUTPUT_LIMIT
+        )
         try:
             spec = ProcessSpec(
                 (command, *args), cwd=cwd, env=build_child_env(declared), name="acp terminal"

@@ -49,7 +49,9 @@ adapter's argv, e.g. ``--acp``, works).  Keys: ``log`` (every message in and out
 ``{"dir": "->"|"<-", "msg": ...}`` a line; ``->`` is what the client sent, as in the
 captured transcript), ``state_dir``, ``capabilities``, ``auth_required``,
 ``load_defect``, ``list_page``, ``list_fails``, ``delay`` (seconds between chunks),
-``slow_delay``, ``session_id`` (the ``sessionId`` every ``session/new`` answers, in
+``slow_delay``, ``output_byte_limit`` (the ``outputByteLimit`` of ``TERM:``, which then
+says how many bytes of output came back and whether they were truncated, not what they
+were), ``session_id`` (the ``sessionId`` every ``session/new`` answers, in
 place of a fresh UUID), ``updates`` and ``stop_reason`` (the ``session/update`` updates a
 ``SCRIPTED`` prompt sends, and the ``stopReason`` it ends with; ``raw_lines``: lines
 it then writes as they are, ``$SID`` replaced by the session id; ``prompt_error``
@@ -443,7 +445,12 @@ class Agent:
             argv = text[5:].split()
             made = self.call(
                 "terminal/create",
-                {"sessionId": sid, "command": argv[0], "args": argv[1:], "outputByteLimit": 1000},
+                {
+                    "sessionId": sid,
+                    "command": argv[0],
+                    "args": argv[1:],
+                    "outputByteLimit": self.script.get("output_byte_limit", 1000),
+                },
             )
             if "error" in made:
                 self.text(sid, [f"error {made['error']['code']}"])
@@ -452,6 +459,12 @@ class Agent:
             waited = self.call("terminal/wait_for_exit", {"sessionId": sid, "terminalId": tid})
             out = self.call("terminal/output", {"sessionId": sid, "terminalId": tid})
             self.call("terminal/release", {"sessionId": sid, "terminalId": tid})
+            if "output_byte_limit" in self.script:
+                got = out["result"]
+                size = len(got["output"].encode())
+                self.text(sid, [f"exit {waited['result'].get('exitCode')}: {size} bytes"])
+                self.text(sid, [f", truncated {got['truncated']}"])
+                return "end_turn"
             self.text(
                 sid,
                 [f"exit {waited['result'].get('exitCode')}: " + out["result"]["output"].strip()],
