@@ -199,8 +199,13 @@ class Connection:
         overloaded: Callable[[], RpcError] | None = None,
         first_request_id: int = 1,
         cancel: tuple[str, str] = (CANCEL_METHOD, "id"),
+        eof_grace: float = 0.0,
     ) -> None:
         self.name = name
+        #: how long the peer's requests in flight at its EOF may still answer (0: they
+        #: are cancelled at once); a peer that pipes its requests and closes its output
+        #: still reads the replies
+        self._eof_grace = eof_grace
         #: the notification that cancels a request either way and its member naming the
         #: request (LSP's and the bridge protocol's ``$/cancelRequest {id}``; ACP's
         #: :data:`ACP_CANCEL`)
@@ -603,8 +608,8 @@ class Connection:
         self.fast.stopped = True
         self._finish_timeout = timeout
 
-    async def _finish_inflight(self) -> None:
-        with anyio.move_on_after(self._finish_timeout):
+    async def _finish_inflight(self, timeout: float | None = None) -> None:
+        with anyio.move_on_after(self._finish_timeout if timeout is None else timeout):
             while self._inflight and not self._closed:
                 await anyio.sleep(0.005)
 
@@ -615,8 +620,10 @@ class Connection:
     async def run(self) -> None:
         """Serve until the peer's EOF, a write failure or :meth:`close`.
 
-        On EOF, queued output is flushed (bounded), then every pending request of ours is
-        failed and every in-flight handler cancelled.  Returns normally in every case.
+        On EOF, every pending request of ours is failed (the peer can no longer answer),
+        the peer's requests in flight get ``eof_grace`` seconds to answer, queued output
+        is flushed (bounded), then every handler still in flight is cancelled.  Returns
+        normally in every case.
         """
         try:
             async with anyio.create_task_group() as tg:
@@ -625,6 +632,9 @@ class Connection:
                 await self._reader()
                 if self.fast.stopped:
                     await self._finish_inflight()
+                elif self._eof_grace > 0 and self._inflight:
+                    self.ledger.fail_all(f"{self.name} closed its output")
+                    await self._finish_inflight(self._eof_grace)
                 await self.flush()
                 self._close()
         finally:

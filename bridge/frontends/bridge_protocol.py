@@ -102,6 +102,9 @@ _EVENT_TAIL: Final = b"}"
 #: bridge's ids (2**31 up to 2**32, reached after two billion requests) equals a host's
 #: small positive ids, and every JSON number implementation carries them exactly.
 FIRST_REQUEST_ID: Final = 2**31
+#: Seconds the host's requests in flight when it closes its output may still answer (a
+#: harness that pipes a file of requests reads every reply); then the sessions close.
+EOF_GRACE: Final = 10.0
 
 Phase = Literal["new", "initialized", "shutdown"]
 
@@ -140,6 +143,7 @@ class BridgeFrontend:
             name="host",
             overloaded=lambda: BridgeError("overloaded"),
             first_request_id=FIRST_REQUEST_ID,
+            eof_grace=EOF_GRACE,
         )
 
     # ------------------------------------------------------------------ host port

@@ -1,0 +1,76 @@
+"""A harness that pipes a file of requests into ``serve`` and closes its stdin (an outside
+check, session 12).
+
+At the host's EOF the connection cancelled every request still in flight, so
+``printf '<initialize>\\n<session/create>\\n<session/list>\\n' | agent-bridge serve`` printed
+the ``initialize`` reply and nothing else: each later request was read, started and
+dropped unanswered.  Now the requests in flight at EOF get ``EOF_GRACE`` seconds to answer
+(then the sessions close as before), so every request piped in gets exactly one reply.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+
+def _frame(message: dict[str, object], framing: str) -> bytes:
+    body = json.dumps(message).encode()
+    if framing == "newline":
+        return body + b"\n"
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def _replies(out: bytes, framing: str) -> list[dict[str, object]]:
+    if framing == "newline":
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
+    messages = []
+    while out:
+        head, _, rest = out.partition(b"\r\n\r\n")
+        size = int(head.split(b":")[1])
+        messages.append(json.loads(rest[:size]))
+        out = rest[size:]
+    return messages
+
+
+@pytest.mark.parametrize("framing", ["newline", "content-length"])
+def test_every_request_piped_in_before_eof_is_answered_once(tmp_path: Path, framing: str) -> None:
+    requests: list[dict[str, object]] = [
+        {
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": 1, "clientInfo": {"name": "pipe"}, "capabilities": {}},
+        },
+        {"method": "initialized", "params": {}},
+        {"id": 2, "method": "session/create", "params": {"provider": "scripted"}},
+        {"id": 3, "method": "session/create", "params": {"provider": "scripted", "title": "b"}},
+        {"id": 4, "method": "session/list", "params": {}},
+        {"id": 5, "method": "providers/list", "params": {}},
+        {"id": 6, "method": "bridge/ping", "params": {}},
+        {"id": 7, "method": "no/such/method", "params": {}},
+        {"id": 8, "method": "events/read", "params": {"sessionId": "ses_unknown"}},
+    ]
+    piped = b"".join(_frame({"jsonrpc": "2.0", **r}, framing) for r in requests)
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_bridge", "serve", "--framing", framing],
+        input=piped,
+        capture_output=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path)},
+    )
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-2000:]
+    replies = [m for m in _replies(done.stdout, framing) if "id" in m]
+    assert sorted(int(str(m["id"])) for m in replies) == [1, 2, 3, 4, 5, 6, 7, 8], replies
+    by_id = {m["id"]: m for m in replies}
+    assert "result" in by_id[2] and "result" in by_id[3]
+    assert "error" in by_id[7] and "error" in by_id[8]
+    assert b"Traceback" not in done.stderr
+    assert took < 30, took  # nothing waited for the grace: every request had answered
