@@ -38,8 +38,15 @@ def _replies(out: bytes, framing: str) -> list[dict[str, object]]:
     return messages
 
 
-@pytest.mark.parametrize("framing", ["newline", "content-length"])
-def test_every_request_piped_in_before_eof_is_answered_once(tmp_path: Path, framing: str) -> None:
+@pytest.mark.parametrize(
+    ("command", "framing"),
+    [("serve", "newline"), ("serve", "content-length"), ("connect", "newline")],
+)
+def test_every_request_piped_in_before_eof_is_answered_once(
+    tmp_path: Path, command: str, framing: str
+) -> None:
+    """Through ``serve`` and through ``connect`` (its daemon's host connection sees the
+    EOF the same way)."""
     requests: list[dict[str, object]] = [
         {
             "id": 1,
@@ -56,15 +63,23 @@ def test_every_request_piped_in_before_eof_is_answered_once(tmp_path: Path, fram
         {"id": 8, "method": "events/read", "params": {"sessionId": "ses_unknown"}},
     ]
     piped = b"".join(_frame({"jsonrpc": "2.0", **r}, framing) for r in requests)
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path)}
+    bridge = [sys.executable, "-m", "agent_bridge"]
+    args = ["--framing", framing] if command == "serve" else ["--state-dir", str(tmp_path / "s")]
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "agent_bridge", "serve", "--framing", framing],
-        input=piped,
-        capture_output=True,
-        timeout=60,
-        cwd=tmp_path,
-        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path)},
-    )
+    try:
+        done = subprocess.run(
+            [*bridge, command, *args],
+            input=piped,
+            capture_output=True,
+            timeout=60,
+            cwd=tmp_path,
+            env=env,
+        )
+    finally:
+        if command == "connect":
+            stop = [*bridge, "daemon", "--state-dir", str(tmp_path / "s"), "--stop"]
+            subprocess.run(stop, capture_output=True, timeout=60, env=env)
     took = time.monotonic() - started
     assert done.returncode == 0, done.stderr[-2000:]
     replies = [m for m in _replies(done.stdout, framing) if "id" in m]
