@@ -992,3 +992,21 @@ async def test_a_terminal_keeps_bounded_output_whatever_limit_the_agent_names(
         said = text_of(await run_text(bridge, session_id, "TERM:seq 1 2800000", timeout=50))
     size = int(said.split(": ")[1].split(" bytes")[0])
     assert said.endswith(", truncated True") and 0 < size <= 8 * 1024 * 1024, said
+
+
+async def test_fs_callbacks_refuse_what_is_not_a_regular_file(fake: Fake) -> None:
+    """A named pipe in the workspace: ``fs/read_text_file`` (and ``fs/write_text_file``)
+    of it opened it on the bridge's event loop and waited for a writer (a reader) for
+    ever -- every session of the bridge stopped, and the bridge no longer answered
+    anything.  Now each is refused at once, and the bridge goes on."""
+    fifo = fake.work / "pipe"
+    os.mkfifo(fifo)
+    work = fake.work.resolve()
+    async with running_bridge("newline", env=fake.env) as bridge:
+        on = await create(bridge, fake, clientFs=True)
+        for what in ("READ", "WRITE"):
+            said = text_of(await run_text(bridge, on, f"{what}:{work}/pipe", timeout=10))
+            assert said.startswith("error "), said
+        assert "error -32002" in text_of(await run_text(bridge, on, f"READ:{work}"))
+        assert text_of(await run_text(bridge, on, "hi")) == HELLO
+    assert fifo.exists() and not fifo.is_file()

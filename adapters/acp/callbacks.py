@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -53,6 +54,24 @@ RESOURCE_NOT_FOUND: Final = -32002
 
 def _refuse(message: str, code: int = INVALID_PARAMS) -> RpcError:
     return RpcError(code, message)
+
+
+def _open_regular(path: str, flags: int) -> int:
+    """A descriptor of the regular file at ``path``, opened without waiting: a named
+    pipe (or a device) in the workspace is refused, where a plain ``open`` waited on the
+    bridge's event loop for a peer that may never come."""
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise _refuse("file not found", RESOURCE_NOT_FOUND)
+        if not stat.S_ISREG(mode):
+            raise _refuse("not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 @dataclass(slots=True)
@@ -141,10 +160,11 @@ class Callbacks:
         params = self._params(raw)
         path = self._path(params.get("path"))
         try:
-            if os.path.getsize(path) > MAX_FILE_BYTES:
-                raise _refuse("file is too large")
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+            fd = _open_regular(path, os.O_RDONLY)
+            with open(fd, encoding="utf-8", errors="replace") as fh:
+                if os.fstat(fd).st_size > MAX_FILE_BYTES:
+                    raise _refuse("file is too large")
+                text = fh.read(MAX_FILE_BYTES + 1)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise _refuse("file not found", RESOURCE_NOT_FOUND) from None
         except OSError:
@@ -169,7 +189,9 @@ class Callbacks:
         if not os.path.isdir(os.path.dirname(path)):
             raise _refuse("the directory does not exist", RESOURCE_NOT_FOUND)
         try:
-            with open(path, "wb") as fh:
+            fd = _open_regular(path, os.O_WRONLY | os.O_CREAT)
+            with open(fd, "wb") as fh:
+                os.ftruncate(fd, 0)
                 fh.write(data)
         except OSError:
             raise _refuse("file cannot be written") from None
