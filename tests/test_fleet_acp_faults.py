@@ -30,12 +30,16 @@ pytestmark = pytest.mark.timeout(300)
 
 
 #: beta's answer to a routed ``run/start`` is lost: the ``commands`` row keeps ``taken``
-#: (a trigger skips its update to ``done``), as when beta dies before the answer is written
+#: (a trigger skips its update to ``done``, noting whose answer it dropped in
+#: ``lost_answers``: the row goes when beta's owner row is recovered), as when beta dies
+#: before the answer is written
 _LOSE_BETAS_ANSWER = """
+CREATE TABLE lost_answers (owner TEXT NOT NULL);
 CREATE FUNCTION lose_betas_answer() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.state = 'done' AND NEW.method = 'run/start'
             AND NEW.owner IN (SELECT token FROM owners WHERE node = 'beta') THEN
+        INSERT INTO lost_answers VALUES (NEW.owner);
         RETURN NULL;
     END IF;
     RETURN NEW;
@@ -120,11 +124,12 @@ async def test_the_member_running_a_prompt_dies_and_the_prompt_ends(
                 assert nodes_of(await members["gamma"].result("session/list", {}))[sid] == "gamma"
                 if waiting == "approval-taken-over-answer-lost":  # it was lost, not late
                     with psycopg.connect(pg_url, autocommit=True) as db:
-                        lost = db.execute(
-                            "SELECT owner FROM commands WHERE method = 'run/start'"
-                            " AND state = 'taken'"
-                        ).fetchall()
+                        lost = db.execute("SELECT DISTINCT owner FROM lost_answers").fetchall()
+                        queued = db.execute(
+                            "SELECT count(*) FROM commands WHERE owner = %s", betas[0]
+                        ).fetchone()
                     assert lost == betas
+                    assert queued == (0,)  # (beta's queue went with its owner row)
                 client.release.set()
                 return
             assert isinstance(outcome, RequestError), outcome

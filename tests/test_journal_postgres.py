@@ -546,7 +546,8 @@ async def test_a_commit_the_database_does_not_answer_is_reported_failing(pg_url:
 async def test_members_sweeping_one_dead_owner_at_once_report_its_sessions_once(
     pg_url: str,
 ) -> None:
-    """Two members find the same expired owner at once.  Each read the owner's sessions
+    """(And a dead owner's queue of routed requests goes with it.)  Two members find the
+    same expired owner at once.  Each read the owner's sessions
     before recovering it, and the second, finding the owner's row already gone (the
     first recovered it meanwhile), reported them as taken over too: both members then
     resumed (or routed ``session/takeover`` for) the same sessions.  Only the member
@@ -581,5 +582,15 @@ async def test_members_sweeping_one_dead_owner_at_once_report_its_sessions_once(
         finally:
             first.close()
         assert taken == [[]]  # the other member closed ses_d: beta took nothing over
+        # a request routed to an owner that died is not kept for ever
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO owners (token, node, pid, started_at, expires_at) VALUES "
+                "('dead2', 'gone', 1, 'x', now() - interval '1 minute')"
+            )
+            conn.execute("INSERT INTO commands (owner, method, params) VALUES ('dead2', 'x', '')")
+        assert await anyio.to_thread.run_sync(beta._sweep) == []
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            assert conn.execute("SELECT count(*) FROM commands").fetchone() == (0,)
     finally:
         await beta.aclose()

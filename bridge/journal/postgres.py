@@ -834,6 +834,9 @@ def recover_if_dead(
                 notes.append(f"{session_id} {pg_last_sequence(conn, int(skey))}")
             conn.execute("DELETE FROM owners WHERE token = %s", (token,))
             conn.execute("DELETE FROM attachments WHERE token = %s", (token,))
+            # requests routed to it that it will never answer (their askers stop waiting
+            # once its lease has expired: session_in_use)
+            conn.execute("DELETE FROM commands WHERE owner = %s", (token,))
             if notes:  # hosts following these sessions on other members read the ends
                 notify_lines(conn, CHANNEL, notes)
             if sessions:
