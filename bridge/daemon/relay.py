@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["ConnectError", "connect", "relay", "start_daemon"]
 
 _CHUNK = 256 * 1024
+#: A daemon's log over this many bytes when ``connect`` starts the next daemon is moved
+#: to ``<log>.1`` (replacing the one before): at most about twice this is kept.
+LOG_KEEP_BYTES = 8 * 1024 * 1024
 
 
 class ConnectError(Exception):
@@ -40,6 +43,7 @@ def start_daemon(paths: DaemonPaths, daemon_args: Sequence[str]) -> Detached:
     from agent_bridge.processes import ProcessSpec, SpawnError, spawn_detached
 
     prepare_dir(paths)
+    _rotate(paths.log)
     # The daemon is the bridge itself, not a provider: it gets this user's environment as
     # it is (the adapters filter what reaches provider processes).  It is the
     # environment of the first connect; later ones share the running daemon.
@@ -140,6 +144,14 @@ async def connect(
         f"the daemon{holder} of this state directory is not listening on {paths.socket} "
         f"and did not stop in {stopping_timeout:g} s (see {paths.log})"
     )
+
+
+def _rotate(log: str) -> None:
+    """Move ``log`` to ``<log>.1`` when it holds more than :data:`LOG_KEEP_BYTES` (a daemon
+    still writing the old one goes on writing it there)."""
+    with contextlib.suppress(OSError):
+        if os.stat(log).st_size > LOG_KEEP_BYTES:
+            os.replace(log, log + ".1")
 
 
 def _exited(paths: DaemonPaths, status: int) -> str:

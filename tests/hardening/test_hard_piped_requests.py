@@ -89,3 +89,40 @@ def test_every_request_piped_in_before_eof_is_answered_once(
     assert "error" in by_id[7] and "error" in by_id[8]
     assert b"Traceback" not in done.stderr
     assert took < 30, took  # nothing waited for the grace: every request had answered
+
+
+def test_connect_moves_a_large_daemon_log_aside_before_starting_a_daemon(tmp_path: Path) -> None:
+    """The log of the daemons ``connect`` starts grew without a bound (each daemon
+    appended to it); one over ``LOG_KEEP_BYTES`` is moved to ``<log>.1`` when the next
+    daemon starts, so at most about twice that is kept."""
+    from agent_bridge.daemon.paths import daemon_paths
+    from agent_bridge.daemon.relay import LOG_KEEP_BYTES
+
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path)}
+    state = str(tmp_path / "s")
+    paths = daemon_paths(state, env)
+    Path(paths.directory).mkdir(parents=True, mode=0o700, exist_ok=True)
+    old = b"an old daemon's line\n" * (LOG_KEEP_BYTES // 21 + 1)
+    Path(paths.log).write_bytes(old)
+    bridge = [sys.executable, "-m", "agent_bridge"]
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": 1, "clientInfo": {"name": "pipe"}, "capabilities": {}},
+    }
+    try:
+        done = subprocess.run(
+            [*bridge, "connect", "--state-dir", state],
+            input=_frame(hello, "newline"),
+            capture_output=True,
+            timeout=60,
+            cwd=tmp_path,
+            env=env,
+        )
+    finally:
+        stop = [*bridge, "daemon", "--state-dir", state, "--stop"]
+        subprocess.run(stop, capture_output=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert Path(paths.log + ".1").read_bytes() == old
+    assert Path(paths.log).stat().st_size < LOG_KEEP_BYTES // 8
