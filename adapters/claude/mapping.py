@@ -145,6 +145,12 @@ DECLINED: Final = _diag(
     "provider_request_declined",
     "the provider asked for something the adapter does not support; it was declined",
 )
+#: A turn of the active run begun (``system``/``init``) in another conversation.
+SWITCHED: Final = _diag(
+    "error",
+    "provider_session_switched",
+    "the provider began the turn in a conversation that is not this session's",
+)
 RETRY: Final = _diag("info", "provider_retry", "the provider is retrying a failed model request")
 
 _SAFE_NAME: Final = re.compile(r"^[a-z0-9_]{1,40}$")

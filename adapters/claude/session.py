@@ -590,10 +590,49 @@ class ClaudeSession(ProviderSession):
 
     async def _on_turn_frame(self, handler: _TurnHandler, message: dict[str, Any]) -> None:
         run = self._correlate(message)
-        if run is None:
-            await self._stray(str(message.get("type")))
-        else:
+        if run is not None:
             await handler(run, message)
+        elif self._switched(message):
+            await self._on_switched()
+        else:
+            await self._stray(str(message.get("type")))
+
+    def _switched(self, message: dict[str, Any]) -> bool:
+        """Whether ``message`` begins a turn of the active run in another conversation:
+        the CLI names its session in the ``system``/``init`` that starts every turn, so
+        an init naming another session id while the run waits for its result means
+        every frame of the turn will be another session's, its ``result`` included.
+        (A stray frame of another session is only a diagnostic.)"""
+        sid = message.get("session_id")
+        return (
+            self._active_run() is not None
+            and self._expect_results > 0
+            and self._cli_session_id is not None
+            and message.get("type") == "system"
+            and message.get("subtype") == "init"
+            and isinstance(sid, str)
+            and sid != self._cli_session_id
+        )
+
+    async def _on_switched(self) -> None:
+        """The CLI went on in another conversation: the active run fails
+        ``provider_contract`` (its result would never be taken) and the CLI is stopped,
+        so the next run starts a new one on this session's conversation (``--resume``)."""
+        run = self._active_run()
+        resident = self._resident
+        log.warning("claude began a turn in another conversation; stopping it")
+        await self._emit(run, mapping.SWITCHED)
+        self._alive = False
+        self._withdraw_permissions(None)
+        if run is not None:
+            run.finish(
+                RunOutcome.failed(
+                    "provider_contract",
+                    "claude began the turn in a conversation that is not this session's",
+                )
+            )
+        if resident is not None:
+            self._tasks.start(resident.stop, name="stop")
 
     def _correlate(self, message: dict[str, Any]) -> ClaudeRun | None:
         """The run this turn frame belongs to, or ``None`` (a stray)."""

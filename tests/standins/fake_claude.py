@@ -57,6 +57,8 @@ STEPs (one JSON object each):
 - ``{"sleep": S}``: pause (interruptible).
 - ``{"hang": true}``: never finish the turn (an interrupt still ends it, unless ignored).
 - ``{"frame": {...}}``: write this object verbatim (unknown types, odd shapes).
+- ``{"switch_session": "ID"}``: from the next turn on (its ``init`` first), every frame
+  names session ``ID`` (a CLI that went on in another conversation).
 - ``{"line": "..."}``: write this text as one stdout line, verbatim (JSON nested deeper
   than ``json.dumps`` writes, a control request with a deep ``input``).
 - ``{"stray": "assistant" | "stream_event" | "result" | "control_response"}``: a frame
@@ -251,6 +253,8 @@ class FakeClaude:
         self.session_id: str = (
             self.cfg.get("session_id") or self.opts.get("--session-id") or _uuid()
         )
+        #: set by a "switch_session" step: the session id from the next turn on
+        self.next_session_id: str | None = None
         self.history: list[dict[str, Any]] = []
         self.user_turns = 0
 
@@ -728,6 +732,8 @@ class FakeClaude:
         steps = self.steps_for(prompt)
         t0 = time.monotonic()
         state = new_state()
+        if self.next_session_id is not None:  # a "switch_session" step of an earlier turn
+            self.session_id, self.next_session_id = self.next_session_id, None
         self.emit(self.init_msg())
         with self._turn_lock:
             self.interrupt_event.clear()
@@ -1055,6 +1061,8 @@ class FakeClaude:
             self.emit(step["frame"])
         elif "line" in step:
             self.emit_line(str(step["line"]))
+        elif "switch_session" in step:
+            self.next_session_id = str(step["switch_session"])
         elif "stray" in step:
             self.emit_stray(str(step["stray"]))
         elif "control_request" in step:
