@@ -80,6 +80,7 @@ from agent_bridge.rpc.messages import (
     encode_request,
     loggable,
     parse_body,
+    response_id_in,
     result_template,
 )
 from agent_bridge.rpc.outbox import Outbox
@@ -427,6 +428,25 @@ class Connection:
         if entry is None:
             log.warning("%s: dropped response to unknown id %r", self.name, response.id[:40])
 
+    def _oversized_response(self, error: FramingError) -> bool:
+        """Settle the request a response over the message limit answers, when its start
+        shows one (``response_id_in``): the request fails at once, where it waited for an
+        answer that had come and been skipped (for ever, without a timeout).  A response
+        is never answered; whether the start showed one."""
+        raw_id = response_id_in(error.body)
+        if raw_id is None:
+            return False
+        self.replies.framing_errors += 1
+        log.warning("%s: framing error: a response %s", self.name, error.detail)
+        failure = RpcError(
+            INTERNAL_ERROR,
+            "the response exceeds the message limit",
+            {"reason": "too_large", "limit": self._limits.max_message_bytes},
+        )
+        if self.ledger.settle_error(raw_id, failure) is None:
+            log.warning("%s: dropped response to unknown id %r", self.name, raw_id[:40])
+        return True
+
     def _on_batch(self, batch: Batch) -> None:
         replies = self.replies.batch(batch)
         for item in batch.items:
@@ -451,6 +471,8 @@ class Connection:
     def _dispatch_frame(self, item: bytes | FramingError) -> None:
         if type(item) is not bytes:
             assert isinstance(item, FramingError)
+            if item.reason == "too_large" and self._oversized_response(item):
+                return
             self.replies.framing_error(item, self._closed)
             return
         message = parse_body(item, require_jsonrpc=self._jsonrpc)

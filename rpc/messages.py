@@ -50,6 +50,7 @@ __all__ = [
     "loggable",
     "parse_body",
     "request_id_in",
+    "response_id_in",
     "result_template",
 ]
 
@@ -195,6 +196,56 @@ def _valid_id(raw: bytes) -> bool:
 
 #: One token of a JSON text: a string, a structural character, or a run of anything else.
 _TOKEN: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^"{}\[\]:,\s]+')
+
+
+def response_id_in(head: bytes) -> bytes | None:
+    """Return the ``id`` of the response whose frame begins with ``head`` (the start of a
+    message too large to be read whole), or ``None`` when ``head`` does not show a
+    response: the top-level object's ``id`` (a string or an integer) and a ``result`` or
+    ``error`` member, and no ``method``, before ``head`` ends (an answer written ``id``
+    first, as JSON-RPC libraries write one).  A scan of tokens, never a parse; never
+    raises."""
+    depth = 0
+    expect_key = False
+    found: bytes | None = None
+    answer = False
+    body = head.lstrip()
+    tokens = _TOKEN.finditer(body)
+    for match in tokens:
+        token = match.group()
+        if token in (b"{", b"["):
+            if depth == 0 and token != b"{":
+                return None
+            depth += 1
+            expect_key = token == b"{" and depth == 1
+        elif token in (b"}", b"]"):
+            depth -= 1
+            if depth <= 0:
+                break
+        elif token == b",":
+            expect_key = depth == 1
+        elif depth == 1 and expect_key:
+            expect_key = False
+            if token == b'"method"':
+                return None
+            if token in (b'"result"', b'"error"'):
+                answer = True
+            elif token == b'"id"':
+                colon = next(tokens, None)
+                value = next(tokens, None)
+                if colon is None or colon.group() != b":" or value is None:
+                    return None
+                raw = value.group()
+                if value.end() >= len(body) or not _valid_id(raw):
+                    return None
+                try:
+                    msgspec.json.decode(raw)
+                except msgspec.DecodeError:
+                    return None
+                found = raw
+        elif depth == 0:
+            return None
+    return found if answer else None
 
 
 def request_id_in(head: bytes) -> bytes | None:

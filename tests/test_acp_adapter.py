@@ -1010,3 +1010,20 @@ async def test_fs_callbacks_refuse_what_is_not_a_regular_file(fake: Fake) -> Non
         assert "error -32002" in text_of(await run_text(bridge, on, f"READ:{work}"))
         assert text_of(await run_text(bridge, on, "hi")) == HELLO
     assert fifo.exists() and not fifo.is_file()
+
+
+async def test_a_prompt_answer_over_the_message_limit_fails_the_run_at_once(fake: Fake) -> None:
+    """A ``session/prompt`` answer over the 16 MiB message limit (a 17 MiB ``_meta``)
+    was skipped by the framer, and the run waited for its answer for ever (until an
+    interrupt, then the agent stopped).  Now the start of the frame names the request it
+    answers, which fails at once; the agent is not sent an error for its own answer, and
+    the session goes on."""
+    fake.write(meta_bytes=17 * 1024 * 1024)
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        payloads = await run_text(bridge, session_id, "SCRIPTED", timeout=15)
+        assert payloads[-1]["type"] == "run.failed"
+        assert payloads[-1]["error"]["code"] == "provider_failed"
+        fake.write()
+        assert text_of(await run_text(bridge, session_id, "hi")) == HELLO
+    assert not [r for r in fake.replies_of_bridge() if "error" in r]

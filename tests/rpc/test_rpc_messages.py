@@ -22,6 +22,7 @@ from agent_bridge.rpc.messages import (
     encode_request,
     encode_result_response,
     parse_body,
+    response_id_in,
 )
 
 
@@ -353,3 +354,16 @@ def test_encoders_without_jsonrpc_member() -> None:
         encode_notification("n", None, jsonrpc=False),
     ):
         assert "jsonrpc" not in json.loads(body)
+
+
+def test_the_start_of_an_oversized_response_names_its_request() -> None:
+    assert response_id_in(b'{"jsonrpc":"2.0","id":7,"result":{"stopReason":"end_') == b"7"
+    assert response_id_in(b' {"id":"a","error":{"code":1,"message":"xx') == b'"a"'
+    assert response_id_in(b'{"result":{"x":1},"id":7,"jsonrpc":"2.0"}xx') == b"7"
+    # a request or notification, an id inside a value, an id cut by the end, no id
+    assert response_id_in(b'{"jsonrpc":"2.0","id":7,"method":"x","params":{"a') is None
+    assert response_id_in(b'{"method":"session/update","params":{"id":3,"result":') is None
+    assert response_id_in(b'{"result":{"id":3,"aaaa') is None
+    assert response_id_in(b'{"jsonrpc":"2.0","id":12') is None
+    assert response_id_in(b'[{"id":1,"result":') is None
+    assert response_id_in(b'{"id":1.5,"result":') is None

@@ -55,7 +55,8 @@ were), ``session_id`` (the ``sessionId`` every ``session/new`` answers, in
 place of a fresh UUID), ``updates`` and ``stop_reason`` (the ``session/update`` updates a
 ``SCRIPTED`` prompt sends, and the ``stopReason`` it ends with; ``raw_lines``: lines
 it then writes as they are, ``$SID`` replaced by the session id; ``prompt_error``
-``{code, message}``: the error it then answers instead), ``agent_info``
+``{code, message}``: the error it then answers instead; ``meta_bytes``: the size of the
+padding its answer's ``_meta`` then carries), ``agent_info``
 (replaces the ``agentInfo`` it answers with, to pass for another agent) and ``env_log``
 (a file that gets the process's environment as one JSON object a line, at start).
 """
@@ -339,6 +340,9 @@ class Agent:
         if text == "SCRIPTED" and self.script.get("prompt_error"):
             error = self.script["prompt_error"]
             self.error(id, int(error["code"]), str(error["message"]))
+            return
+        if text == "SCRIPTED" and self.script.get("meta_bytes"):
+            self.result(id, {"stopReason": stop, "_meta": {"pad": "m" * self.script["meta_bytes"]}})
             return
         reply = "".join(HELLO) if stop == "end_turn" else ""
         session["history"] += [["user", text], ["agent", reply]]
