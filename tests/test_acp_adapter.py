@@ -1027,3 +1027,32 @@ async def test_a_prompt_answer_over_the_message_limit_fails_the_run_at_once(fake
         fake.write()
         assert text_of(await run_text(bridge, session_id, "hi")) == HELLO
     assert not [r for r in fake.replies_of_bridge() if "error" in r]
+
+
+async def test_a_run_whose_agent_speaks_of_another_session_says_so(fake: Fake) -> None:
+    """An agent that streams a turn under another ``sessionId`` (and asks permission
+    for it): none of it is the run's, and the run said nothing of it -- it completed as
+    if the agent had answered with nothing.  Now one ``acp_other_session`` diagnostic
+    tells the host; the other session's text is still not shown, its permission request
+    answered cancelled without asking."""
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "lost"}}
+    lines: list[str] = []
+    for i in range(3):
+        update = {"sessionId": "another", "update": chunk}
+        lines.append(json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": update}))
+        ask = {"sessionId": "another", "options": [], "toolCall": {"toolCallId": "x"}}
+        request = {"jsonrpc": "2.0", "id": 900 + i, "method": "session/request_permission"}
+        lines.append(json.dumps({**request, "params": ask}))
+    fake.write(raw_lines=lines)
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        payloads = await run_text(bridge, session_id, "SCRIPTED")
+        assert payloads[-1] == {"type": "run.completed", "stopReason": "end_turn"}
+        assert "lost" not in text_of(payloads)
+        said = [d for d in of_type(payloads, "diagnostic") if d["code"] == "acp_other_session"]
+        assert len(said) == 1
+        assert not of_type(payloads, "interaction.requested")
+        again = await run_text(bridge, session_id, "hi")
+        assert text_of(again) == HELLO and "acp_other_session" not in codes(again)
+    answers = [r for r in fake.replies_of_bridge() if r.get("id") in (900, 901, 902)]
+    assert [a.get("result") for a in answers] == [{"outcome": {"outcome": "cancelled"}}] * 3

@@ -363,6 +363,14 @@ def answers_a_cancelled_turn(result: Any, updates: int) -> bool:
     return not any(isinstance(v, int | float) and v > 0 for v in usage.values())
 
 
+#: the diagnostic of a run whose agent sent updates or requests naming another session
+OTHER_SESSION: Final = Diagnostic(
+    level="warning",
+    code="acp_other_session",
+    message="The agent sent updates or requests for a session other than this one "
+    "during the run; they were ignored",
+)
+
 #: the diagnostic of a prompt answered with a cancelled turn's result
 UNATTRIBUTED: Final = Diagnostic(
     level="warning",

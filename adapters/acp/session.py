@@ -625,7 +625,13 @@ class AcpSession(ProviderSession):
 
     def _current(self, params: Mapping[str, Any]) -> AcpRun | None:
         run = self._run
-        if run is None or run.finished or params.get("sessionId") != self.settings.acp_session_id:
+        if run is None or run.finished:
+            return None
+        if params.get("sessionId") != self.settings.acp_session_id:
+            # not this run's, and not shown; but a run whose agent speaks of another
+            # session is told once (it would otherwise end as if the agent said nothing)
+            for payload in mapping.once(run.state, "other_session", mapping.OTHER_SESSION):
+                run.emit(payload)
             return None
         return run
 
