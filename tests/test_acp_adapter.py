@@ -1056,3 +1056,30 @@ async def test_a_run_whose_agent_speaks_of_another_session_says_so(fake: Fake) -
         assert text_of(again) == HELLO and "acp_other_session" not in codes(again)
     answers = [r for r in fake.replies_of_bridge() if r.get("id") in (900, 901, 902)]
     assert [a.get("result") for a in answers] == [{"outcome": {"outcome": "cancelled"}}] * 3
+
+
+async def test_a_permission_request_with_nothing_to_allow_with_is_refused_unasked(
+    fake: Fake,
+) -> None:
+    """``session/request_permission`` offering only a reject option, or no option: the
+    host was asked (``modes: ["once"]``), and its "allow" went back as the reject option
+    (or ``cancelled``) -- the user's answer silently turned round.  Now it is refused
+    without asking, and one ``acp_permission_cannot_allow`` warning says so."""
+    only_reject = [{"optionId": "no", "name": "No", "kind": "reject_once"}]
+    lines = []
+    for i, options in enumerate((only_reject, [], only_reject)):
+        call = {"toolCallId": f"t{i}", "title": "rm -rf /", "kind": "execute"}
+        params = {"sessionId": "$SID", "options": options, "toolCall": call}
+        request = {"jsonrpc": "2.0", "id": 800 + i, "method": "session/request_permission"}
+        lines.append(json.dumps({**request, "params": params}))
+    fake.write(raw_lines=lines)
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        payloads = await run_text(bridge, session_id, "SCRIPTED", allow())
+        assert payloads[-1] == {"type": "run.completed", "stopReason": "end_turn"}
+        assert not of_type(payloads, "interaction.requested")
+        said = [d for d in of_type(payloads, "diagnostic") if "cannot_allow" in d["code"]]
+        assert len(said) == 1
+    answers = [r for r in fake.replies_of_bridge() if r.get("id") in (800, 801, 802)]
+    no = {"outcome": {"outcome": "selected", "optionId": "no"}}
+    assert [a.get("result") for a in answers] == [no, {"outcome": {"outcome": "cancelled"}}, no]

@@ -504,8 +504,23 @@ def permission_reply(
         mode = getattr(outcome.answer, "mode", "once")
         if mode == "session" and permission.reject_always is not None:
             return _selected(permission.reject_always)
+    return refusal(permission)
+
+
+def refusal(permission: Permission) -> dict[str, Any]:
+    """The ``session/request_permission`` result that refuses: its ``reject_once``
+    option, else ``reject_always``, else ``cancelled`` (the agent offered none)."""
     reject = permission.reject_once or permission.reject_always
     return _selected(reject) if reject is not None else dict(CANCELLED)
+
+
+#: the diagnostic of a permission request that offers no option allowing the call
+CANNOT_ALLOW: Final = Diagnostic(
+    level="warning",
+    code="acp_permission_cannot_allow",
+    message="The agent asked permission without an option that allows the call; it was "
+    "refused without asking",
+)
 
 
 # ----------------------------------------------------------------------------- elicitation

@@ -677,6 +677,11 @@ class AcpSession(ProviderSession):
         if isinstance(call.get("toolCallId"), str):
             for payload in mapping.tool_payloads(run.state, {**call, "status": "pending"}):
                 run.emit(payload, raw=bytes(raw))
+        if permission.allow_once is None and permission.allow_always is None:
+            # nothing to allow with: asking would take an "allow" the agent cannot get
+            for payload in mapping.once(run.state, "cannot_allow", mapping.CANNOT_ALLOW):
+                run.emit(payload, raw=bytes(raw))
+            return mapping.refusal(permission)
         handle = run.ctx.open_interaction(permission.request)
         run.pending.add(handle)
         try:
