@@ -17,6 +17,7 @@ from typing import Any, Final, Literal, cast
 
 from agent_bridge.adapters.claude import protocol
 from agent_bridge.adapters.kit.approvals import approval_modes, approval_verdict, is_allow
+from agent_bridge.adapters.kit.bounds import json_within
 from agent_bridge.adapters.kit.limits import (
     MeterStatus,
     http_status_code,
@@ -150,6 +151,12 @@ SWITCHED: Final = _diag(
     "error",
     "provider_session_switched",
     "the provider began the turn in a conversation that is not this session's",
+)
+#: A ``can_use_tool`` request declined without asking (reported once per run).
+REQUEST_DECLINED: Final = _diag(
+    "warning",
+    "claude_request_declined",
+    "Claude Code asked to approve a tool call too large or malformed to show; declined",
 )
 RETRY: Final = _diag("info", "provider_retry", "the provider is retrying a failed model request")
 
@@ -611,6 +618,8 @@ class TurnState:
     output_tokens: int = 0
     #: The ``error`` kind of the CLI's synthetic assistant message, if one came.
     assistant_error: str | None = None
+    #: Whether a ``can_use_tool`` request declined unasked was reported in this turn.
+    declined_reported: bool = False
     #: Unknown record types already reported in this turn.
     unknown_types: set[str] = field(default_factory=set)
     #: The subagent (its Task/Agent tool call) each tool call inside one was made by.
@@ -979,6 +988,33 @@ class Permission:
     tool_input: dict[str, Any]
     session_updates: list[dict[str, Any]]
     questions: tuple[AskedQuestion, ...] | None = None
+
+
+#: The largest tool input a ``can_use_tool`` request may carry to be asked, as encoded
+#: JSON: what is approved is sent back to the CLI as the input to run, and it is journaled
+#: with the approval, so it must be shown whole.  A model's tool call is bounded by its
+#: output (a few hundred KiB for the largest ``Write``); this leaves room to spare.
+MAX_TOOL_INPUT_BYTES: Final = 4 * 1024 * 1024
+#: How deep objects and arrays may nest in a tool input that is asked (the built-in
+#: tools' inputs nest 3 deep; an MCP tool's schema rarely more than a few).
+MAX_TOOL_INPUT_DEPTH: Final = 64
+#: The longest tool name (and display name) of a ``can_use_tool`` request that is asked.
+MAX_TOOL_NAME: Final = 256
+
+
+def tool_request_ok(request: Mapping[str, Any]) -> bool:
+    """Whether a ``can_use_tool`` request may be shown to the host (and so approved): its
+    ``tool_name`` and ``display_name`` at most :data:`MAX_TOOL_NAME` characters, its
+    ``input`` at most :data:`MAX_TOOL_INPUT_BYTES` encoded and
+    :data:`MAX_TOOL_INPUT_DEPTH` deep.  One that is not is declined without asking."""
+    for key in ("tool_name", "display_name"):
+        text = request.get(key)
+        if isinstance(text, str) and len(text) > MAX_TOOL_NAME:
+            return False
+    tool_input = request.get("input")
+    return not isinstance(tool_input, dict) or json_within(
+        tool_input, MAX_TOOL_INPUT_BYTES, MAX_TOOL_INPUT_DEPTH
+    )
 
 
 def permission_request(

@@ -768,13 +768,13 @@ class ClaudeSession(ProviderSession):
             return
         subtype = request.get("subtype") if isinstance(request, dict) else None
         if subtype == "can_use_tool" and isinstance(request, dict):
-            self._on_can_use_tool(cli_id, request)
+            await self._on_can_use_tool(cli_id, request)
             return
         log.info("claude: declined a control request of subtype %r", _word(subtype))
         self._tasks.start(self._write_quietly, protocol.control_error(cli_id))
         await self._emit(self._active_run(), mapping.DECLINED)
 
-    def _on_can_use_tool(self, cli_id: str, request: dict[str, Any]) -> None:
+    async def _on_can_use_tool(self, cli_id: str, request: dict[str, Any]) -> None:
         if cli_id in self._permissions:
             log.warning("claude repeated a permission request; ignored")
             return
@@ -783,6 +783,17 @@ class ClaudeSession(ProviderSession):
             log.warning("claude asked for a tool permission while no run is active; denied")
             deny = protocol.control_success(cli_id, protocol.deny_reply())
             self._tasks.start(self._write_quietly, deny)
+            return
+        if not mapping.tool_request_ok(request):
+            # What is approved is what was shown: a request that cannot be shown whole is
+            # denied unasked, and nothing of it is journaled (the diagnostic has no raw
+            # record; the values are not logged).
+            log.warning("claude: a tool permission request out of bounds; declined unasked")
+            deny = protocol.control_success(cli_id, protocol.deny_reply())
+            self._tasks.start(self._write_quietly, deny)
+            if not run.state.declined_reported and not self._disposed:
+                run.state.declined_reported = True
+                await run.ctx.emit(mapping.REQUEST_DECLINED)
             return
         permission = mapping.permission_request(request, self._config.cwd, run.state)
         handle = run.ctx.open_interaction(permission.interaction)

@@ -14,8 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
-import msgspec
-
 from agent_bridge.adapters.codex import protocol as p
 from agent_bridge.adapters.kit import history_files
 from agent_bridge.adapters.kit.approvals import (
@@ -25,6 +23,7 @@ from agent_bridge.adapters.kit.approvals import (
     approval_verdict,
     is_allow,
 )
+from agent_bridge.adapters.kit.bounds import json_within as _json_within
 from agent_bridge.adapters.kit.limits import (
     http_status_code,
     instant,
@@ -414,33 +413,6 @@ def approval_policy_of(policy: Any) -> str | dict[str, Any] | None:
     if not isinstance(policy, dict) or not _json_within(policy, MAX_POLICY_BYTES, MAX_POLICY_DEPTH):
         return None
     return cast("dict[str, Any]", policy)
-
-
-def _json_within(value: Any, max_bytes: int, max_depth: int) -> bool:
-    """Whether ``value`` (decoded JSON) takes at most ``max_bytes`` encoded and nests
-    objects and arrays at most ``max_depth`` deep."""
-    try:  # in C and bounded by the frame; the walk below then sees a small value
-        size = len(msgspec.json.encode(value))
-    except (TypeError, ValueError, OverflowError, RecursionError):
-        return False
-    return size <= max_bytes and _depth_within(value, max_depth)
-
-
-def _depth_within(value: Any, limit: int) -> bool:
-    """Whether objects and arrays nest at most ``limit`` deep in ``value`` (no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Iterable[Any] = cast("dict[str, Any]", item).values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return False
-        stack.extend((child, depth + 1) for child in children)
-    return True
 
 
 #: The longest thread id kept: 0.171.0's are UUIDv7 strings (36 characters).

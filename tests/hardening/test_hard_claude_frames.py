@@ -4,9 +4,14 @@ own ``result`` and the next run works."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
+import pytest
 from test_claude_adapter import Fake, bridge_with, create, payloads, start_run, text_of
+
+from agent_bridge.adapters.claude import mapping
 
 
 def _nested(depth: int) -> str:
@@ -58,3 +63,60 @@ async def test_a_cli_that_goes_on_in_another_conversation_fails_the_run(tmp_path
     assert len(starts) == 2
     resumed = [a for a in starts[1]["argv"] if a.startswith("--resume")]
     assert resumed and other not in resumed[0]
+
+
+def _deep(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return {"command": "ls", "nested": value} if depth > 1 else {"command": "ls"}
+
+
+OUT_OF_BOUNDS: dict[str, dict[str, Any]] = {
+    "input over 4 MiB": {"tool_name": "Bash", "input": {"command": "ls #" + "z" * 5_000_000}},
+    "input 100 deep": {"tool_name": "Bash", "input": _deep(100)},
+    "tool name over 256": {"tool_name": "T" * 300_000, "input": {"command": "ls"}},
+    "display name over 256": {
+        "tool_name": "Bash",
+        "display_name": "D" * 300_000,
+        "input": {"command": "ls"},
+    },
+}
+
+
+@pytest.mark.parametrize("request_", OUT_OF_BOUNDS.values(), ids=list(OUT_OF_BOUNDS))
+async def test_a_permission_request_too_large_to_show_is_declined_unasked(
+    tmp_path: Path, request_: dict[str, Any]
+) -> None:
+    """A ``can_use_tool`` whose input is over 4 MiB encoded or 64 levels deep, or whose
+    tool or display name is over 256 characters: what is approved is what was shown, so
+    it is denied without asking the host, one ``claude_request_declined`` diagnostic,
+    nothing of it sent to the host or journaled; the turn goes on.  Before, the host was
+    asked with the whole value (and it was journaled with the approval)."""
+    ask = {"control_request": {"subtype": "can_use_tool", **request_}, "await": True}
+    fake = Fake(tmp_path, {"turns": [[ask, ask, {"text": "after"}]]})
+    async with bridge_with(fake) as bridge:
+        session_id = await create(bridge, fake)
+        run_id = await start_run(bridge, session_id, "go")
+        terminal = await bridge.terminal()
+        assert terminal["payload"]["type"] == "run.completed"
+        assert text_of(bridge, run_id) == "after"
+        assert not [m for m in bridge.received if m.get("method") == "interaction/request"]
+        codes = [p["code"] for p in payloads(bridge, run_id, "diagnostic")]
+        assert codes == ["claude_request_declined"]  # once a run
+        assert max(len(json.dumps(m)) for m in bridge.received) < 100_000
+        events = await bridge.result("events/read", {"sessionId": session_id, "view": "raw"})
+        assert len(json.dumps(events)) < 100_000  # nothing of it journaled
+    replies = [r["reply_to_fake_request"] for r in fake.records() if "reply_to_fake_request" in r]
+    assert [r["response"]["behavior"] for r in replies] == ["deny", "deny"]
+
+
+def test_tool_request_bounds_at_n_and_n_plus_one() -> None:
+    ok = mapping.tool_request_ok
+    assert ok({"tool_name": "Bash", "input": _deep(mapping.MAX_TOOL_INPUT_DEPTH)})
+    assert not ok({"tool_name": "Bash", "input": _deep(mapping.MAX_TOOL_INPUT_DEPTH + 1)})
+    assert ok({"tool_name": "T" * mapping.MAX_TOOL_NAME, "input": {}})
+    assert not ok({"tool_name": "T" * (mapping.MAX_TOOL_NAME + 1), "input": {}})
+    fill = mapping.MAX_TOOL_INPUT_BYTES - len('{"c":""}')
+    assert ok({"input": {"c": "z" * fill}})
+    assert not ok({"input": {"c": "z" * (fill + 1)}})
