@@ -1083,3 +1083,17 @@ async def test_a_permission_request_with_nothing_to_allow_with_is_refused_unaske
     answers = [r for r in fake.replies_of_bridge() if r.get("id") in (800, 801, 802)]
     no = {"outcome": {"outcome": "selected", "optionId": "no"}}
     assert [a.get("result") for a in answers] == [no, {"outcome": {"outcome": "cancelled"}}, no]
+
+
+async def test_an_agent_speaking_another_protocol_version_is_not_available(fake: Fake) -> None:
+    """An agent answering ``initialize`` with protocol version 0: ``providers/list``
+    said it was available, and every ``session/create`` then failed
+    ``provider_unavailable``.  Now the probe says it is not, and why."""
+    fake.write(protocol_version=0)
+    async with running_bridge("newline", env=fake.env) as bridge:
+        listed = await bridge.result("providers/list", {"probe": True}, timeout=40)
+        found = next(d for d in listed["providers"] if d["id"] == "fake")
+        assert found["availability"]["status"] == "unavailable"
+        assert "protocol version" in found["availability"]["reason"]
+        reply = await bridge.call("session/create", fake.params(), timeout=30)
+        assert reply["error"]["data"]["code"] == "provider_unavailable"

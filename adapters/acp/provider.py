@@ -415,6 +415,17 @@ class AcpProvider(AgentProvider):
                 next_step=f"check the installation: run {self.spec.argv[0]} by hand",
             )
         self.learned(info)
+        if info.protocol_version != p.PROTOCOL_VERSION:
+            # every session would be refused provider_unavailable at its initialize
+            return Availability(
+                status="unavailable",
+                executable=found,
+                version=info.version,
+                reason=f"the agent speaks another ACP protocol version than "
+                f"{p.PROTOCOL_VERSION}, the one the bridge speaks",
+                next_step="install a version of the agent that speaks ACP protocol version "
+                f"{p.PROTOCOL_VERSION}",
+            )
         profile = self.profile
         return Availability(
             status="available",

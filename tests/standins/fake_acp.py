@@ -49,7 +49,8 @@ adapter's argv, e.g. ``--acp``, works).  Keys: ``log`` (every message in and out
 ``{"dir": "->"|"<-", "msg": ...}`` a line; ``->`` is what the client sent, as in the
 captured transcript), ``state_dir``, ``capabilities``, ``auth_required``,
 ``load_defect``, ``list_page``, ``list_fails``, ``delay`` (seconds between chunks),
-``slow_delay``, ``output_byte_limit`` (the ``outputByteLimit`` of ``TERM:``, which then
+``slow_delay``, ``protocol_version`` (what ``initialize`` answers, 1 by default),
+``output_byte_limit`` (the ``outputByteLimit`` of ``TERM:``, which then
 says how many bytes of output came back and whether they were truncated, not what they
 were), ``session_id`` (the ``sessionId`` every ``session/new`` answers, in
 place of a fresh UUID), ``updates`` and ``stop_reason`` (the ``session/update`` updates a
@@ -218,7 +219,7 @@ class Agent:
         self.result(
             id,
             {
-                "protocolVersion": 1,
+                "protocolVersion": self.script.get("protocol_version", 1),
                 "authMethods": AUTH_METHODS,
                 "agentInfo": self.script.get(
                     "agent_info", {"name": "fake-acp", "title": "Fake ACP", "version": "0.61.0"}
