@@ -14,6 +14,7 @@ import pytest
 from agent_bridge.adapters.claude import mapping as claude
 from agent_bridge.adapters.codex import mapping as codex
 from agent_bridge.adapters.codex import protocol as proto
+from agent_bridge.adapters.kit import limits as kit_limits
 from agent_bridge.adapters.kit.limits import (
     instant,
     limit_details,
@@ -72,6 +73,25 @@ def test_merging_keeps_the_newest_figures_of_each_meter() -> None:
         ("codex", "primary"): 20.0,
         ("codex", "secondary"): 5.0,
     }
+
+
+def test_merging_keeps_at_most_max_meters_the_oldest_dropped_first() -> None:
+    """A provider names its meters (Claude Code's ``rateLimitType``: any 1 to 40 of
+    ``[a-z0-9_]``), so what a session keeps of them is bounded: before, every name a
+    CLI ever sent was kept for the session's life."""
+    known: dict[tuple[str, str], LimitMeter] = {}
+    merge_meters(known, [LimitMeter("claude", "five_hour", percent=99.0)])
+    for i in range(kit_limits.MAX_METERS - 1):
+        merge_meters(known, [LimitMeter("claude", f"m{i}", percent=1.0)])
+    assert len(known) == kit_limits.MAX_METERS  # N: all kept
+    merge_meters(known, [LimitMeter("claude", "five_hour", percent=100.0)])  # refreshed
+    merge_meters(known, [LimitMeter("claude", "one_more", percent=1.0)])  # N + 1
+    assert len(known) == kit_limits.MAX_METERS
+    assert ("claude", "m0") not in known  # the least recently reported went
+    assert known[("claude", "five_hour")].percent == 100.0
+    for i in range(100_000):
+        merge_meters(known, [LimitMeter("claude", f"x{i}")])
+    assert len(known) == kit_limits.MAX_METERS
 
 
 def test_limit_details_pass_the_wire_allowlist() -> None:

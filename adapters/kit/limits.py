@@ -17,6 +17,7 @@ from agent_bridge.wire.errors import ErrorCode, FailureCause
 from agent_bridge.wire.events import LimitMeter
 
 __all__ = [
+    "MAX_METERS",
     "MeterStatus",
     "http_status_code",
     "instant",
@@ -27,6 +28,10 @@ __all__ = [
 ]
 
 MeterStatus = Literal["ok", "warning", "exhausted"]
+
+#: Meters an adapter keeps for a session (as the runtime's ``LimitsBook`` keeps per
+#: provider); the least recently reported are dropped first.
+MAX_METERS: Final = 64
 
 #: The upstream HTTP statuses that name one of the bridge's error codes.
 _HTTP_STATUS_CODES: Final[dict[float, ErrorCode]] = {
@@ -80,9 +85,14 @@ def merge_meters(
     known: dict[tuple[str, str], LimitMeter], meters: Iterable[LimitMeter]
 ) -> dict[tuple[str, str], LimitMeter]:
     """Merge ``meters`` into ``known`` (keyed by pool and meter; the newer wins) and
-    return ``known``."""
+    return ``known``: at most :data:`MAX_METERS`, the least recently reported dropped
+    first (a provider names its meters, so their number is its choice)."""
     for meter in meters:
-        known[(meter.pool, meter.meter)] = meter
+        key = (meter.pool, meter.meter)
+        known.pop(key, None)  # re-inserted last: the dict's order is the age order
+        known[key] = meter
+    while len(known) > MAX_METERS:
+        del known[next(iter(known))]
     return known
 
 
