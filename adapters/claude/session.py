@@ -84,6 +84,8 @@ EXIT_DRAIN_GRACE: Final = 2.0
 #: A write to the child's stdin that cannot complete in this time means it is stuck.
 SEND_TIMEOUT: Final = 30.0
 STOP_GRACES: Final = StopGraces(eof=2.0, term=2.0, kill=2.0)
+#: Unknown record types reported in one run (each once, by its first 40 characters).
+MAX_UNKNOWN_TYPES: Final = 16
 
 _Handler = Callable[[dict[str, Any]], Awaitable[None]]
 _TurnHandler = Callable[["ClaudeRun", dict[str, Any]], Awaitable[None]]
@@ -654,10 +656,13 @@ class ClaudeSession(ProviderSession):
 
     async def _on_unknown(self, kind: object) -> None:
         run = self._active_run()
-        name = kind if isinstance(kind, str) else "?"
-        log.info("claude: ignored a record of unknown type %r", name[:40])
-        if run is not None and name not in run.state.unknown_types:
-            run.state.unknown_types.add(name)
+        name = kind[:40] if isinstance(kind, str) else "?"
+        log.info("claude: ignored a record of unknown type %r", name)
+        known = run.state.unknown_types if run is not None else None
+        # reported once per type and run, for the first few types: the CLI chooses the
+        # names, so what is kept of them (and reported) is bounded
+        if known is not None and name not in known and len(known) < MAX_UNKNOWN_TYPES:
+            known.add(name)
             await self._emit(run, mapping.UNKNOWN)
 
     async def _on_system(self, run: ClaudeRun, message: dict[str, Any]) -> None:

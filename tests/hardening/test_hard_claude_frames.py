@@ -120,3 +120,23 @@ def test_tool_request_bounds_at_n_and_n_plus_one() -> None:
     fill = mapping.MAX_TOOL_INPUT_BYTES - len('{"c":""}')
     assert ok({"input": {"c": "z" * fill}})
     assert not ok({"input": {"c": "z" * (fill + 1)}})
+
+
+async def test_records_of_many_unknown_types_are_reported_a_bounded_number_of_times(
+    tmp_path: Path,
+) -> None:
+    """200 records each of another unknown type, named by 20,000 characters: each type
+    was reported once a run and kept whole (the CLI chose how many, and how long), so
+    200 diagnostics and 4 MB of names held for the run.  Now the first 16 types are
+    reported, by their first 40 characters."""
+    from agent_bridge.adapters.claude import session
+
+    frames = [{"frame": {"type": f"kind{i:03d}" + "k" * 20_000}} for i in range(200)]
+    fake = Fake(tmp_path, {"turns": [[*frames, {"text": "after"}]]})
+    async with bridge_with(fake) as bridge:
+        session_id = await create(bridge, fake)
+        run_id = await start_run(bridge, session_id, "go")
+        assert (await bridge.terminal())["payload"]["type"] == "run.completed"
+        assert text_of(bridge, run_id) == "after"
+        codes = [p["code"] for p in payloads(bridge, run_id, "diagnostic")]
+        assert codes == ["provider_unknown_record"] * session.MAX_UNKNOWN_TYPES
