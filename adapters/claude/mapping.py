@@ -620,6 +620,8 @@ class TurnState:
     assistant_error: str | None = None
     #: Whether a ``can_use_tool`` request declined unasked was reported in this turn.
     declined_reported: bool = False
+    #: Subtypes of control requests declined (and reported) in this turn.
+    declined_subtypes: set[str] = field(default_factory=set)
     #: Unknown record types already reported in this turn.
     unknown_types: set[str] = field(default_factory=set)
     #: The subagent (its Task/Agent tool call) each tool call inside one was made by.

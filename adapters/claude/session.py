@@ -775,9 +775,21 @@ class ClaudeSession(ProviderSession):
         if subtype == "can_use_tool" and isinstance(request, dict):
             await self._on_can_use_tool(cli_id, request)
             return
-        log.info("claude: declined a control request of subtype %r", _word(subtype))
+        kind = _word(subtype)
+        log.info("claude: declined a control request of subtype %r", kind)
         self._tasks.start(self._write_quietly, protocol.control_error(cli_id))
-        await self._emit(self._active_run(), mapping.DECLINED)
+        # reported once per subtype and run (the first few subtypes), without the request
+        # as its raw record: nothing of what was declined is journaled
+        run = self._active_run()
+        seen = run.state.declined_subtypes if run is not None else None
+        if seen is not None and kind not in seen and len(seen) < MAX_UNKNOWN_TYPES:
+            seen.add(kind)
+            await self._emit_bare(run, mapping.DECLINED)
+
+    async def _emit_bare(self, run: ClaudeRun | None, payload: ProviderPayload) -> None:
+        """Emit ``payload`` for ``run`` without a raw record."""
+        if run is not None and not run.finished and not self._disposed:
+            await run.ctx.emit(payload)
 
     async def _on_can_use_tool(self, cli_id: str, request: dict[str, Any]) -> None:
         if cli_id in self._permissions:
@@ -796,9 +808,9 @@ class ClaudeSession(ProviderSession):
             log.warning("claude: a tool permission request out of bounds; declined unasked")
             deny = protocol.control_success(cli_id, protocol.deny_reply())
             self._tasks.start(self._write_quietly, deny)
-            if not run.state.declined_reported and not self._disposed:
+            if not run.state.declined_reported:
                 run.state.declined_reported = True
-                await run.ctx.emit(mapping.REQUEST_DECLINED)
+                await self._emit_bare(run, mapping.REQUEST_DECLINED)
             return
         permission = mapping.permission_request(request, self._config.cwd, run.state)
         handle = run.ctx.open_interaction(permission.interaction)

@@ -140,3 +140,24 @@ async def test_records_of_many_unknown_types_are_reported_a_bounded_number_of_ti
         assert text_of(bridge, run_id) == "after"
         codes = [p["code"] for p in payloads(bridge, run_id, "diagnostic")]
         assert codes == ["provider_unknown_record"] * session.MAX_UNKNOWN_TYPES
+
+
+async def test_declined_control_requests_are_reported_once_and_not_journaled(
+    tmp_path: Path,
+) -> None:
+    """30 ``mcp_message`` control requests of 200 KB each: each is answered with an
+    error, and reported once for the run, without the request as its raw record.
+    Before: 30 diagnostics, each journaling its 200 KB request as provenance."""
+    big = {"control_request": {"subtype": "mcp_message", "message": {"blob": "b" * 200_000}}}
+    fake = Fake(tmp_path, {"turns": [[*([big] * 30), {"sleep": 0.3}, {"text": "after"}]]})
+    async with bridge_with(fake) as bridge:
+        session_id = await create(bridge, fake)
+        run_id = await start_run(bridge, session_id, "go")
+        assert (await bridge.terminal())["payload"]["type"] == "run.completed"
+        assert text_of(bridge, run_id) == "after"
+        codes = [p["code"] for p in payloads(bridge, run_id, "diagnostic")]
+        assert codes == ["provider_request_declined"]
+        events = await bridge.result("events/read", {"sessionId": session_id, "view": "raw"})
+        assert len(json.dumps(events)) < 100_000
+    errors = [r for r in fake.replies() if r.get("subtype") == "error"]
+    assert len(errors) == 30
