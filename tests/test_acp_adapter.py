@@ -1097,3 +1097,41 @@ async def test_an_agent_speaking_another_protocol_version_is_not_available(fake:
         assert "protocol version" in found["availability"]["reason"]
         reply = await bridge.call("session/create", fake.params(), timeout=30)
         assert reply["error"]["data"]["code"] == "provider_unavailable"
+
+
+async def test_an_agent_offering_a_huge_model_list_is_kept_bounded(fake: Fake) -> None:
+    """``session/new`` offering 250,000 models (a 10 MB answer): each session kept all
+    of them (+50 MB of the bridge's memory a session), ``session/settings`` answered
+    11.8 MB and the provider's descriptor 3.9 MB.  Now the first ``MAX_SETTING_VALUES``
+    (1,000) are kept and offered; a model among them can still be chosen."""
+    fake.write(models=250_000)
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        settings = await bridge.result("session/settings", {"sessionId": session_id})
+        available = [v["id"] for v in settings["model"]["available"]]
+        assert available == [f"model-{i}" for i in range(1000)]
+        listed = await bridge.result("providers/list", {})
+        d = next(x for x in listed["providers"] if x["id"] == "fake")
+        model = next(o for o in d["options"] if o["name"] == "model")
+        assert len(model["values"]) == 1000
+        switched = await bridge.result(
+            "session/configure", {"sessionId": session_id, "model": "model-999"}
+        )
+        assert switched["model"]["current"] == "model-999"
+        late = await bridge.call(
+            "session/configure", {"sessionId": session_id, "model": "model-1000"}, check=False
+        )
+        assert late["error"]["data"]["code"] == "invalid_params"
+
+
+def test_modes_and_values_out_of_bounds_are_not_kept() -> None:
+    modes = {
+        "currentModeId": "m" * 1001,
+        "availableModes": [{"id": "m" * 1001}, {"id": ""}, {"id": "ok", "name": "n" * 500}],
+    }
+    setting = p.mode_setting(modes)
+    assert setting is not None and setting.current is None
+    assert [(v.id, len(v.name)) for v in setting.available] == [("ok", 200)]
+    assert p.mode_ids({"availableModes": [{"id": str(i)} for i in range(5000)]}) == tuple(
+        str(i) for i in range(1000)
+    )

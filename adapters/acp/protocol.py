@@ -17,8 +17,9 @@ shares with it lives in :mod:`agent_bridge.wire.acp`.
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeGuard
@@ -236,23 +237,55 @@ class AgentInfo:
         return self.session_resume or self.load_session
 
 
+#: The most modes, or values of one config option, kept of what an agent offers (each
+#: session keeps its own, and hosts get them whole in ``session/settings`` and the
+#: provider's descriptor: 250,000 models cost 50 MB a session), and the longest value id
+#: and name kept.
+MAX_SETTING_VALUES: Final = 1000
+MAX_VALUE_ID_CHARS: Final = 1000
+MAX_VALUE_NAME_CHARS: Final = 200
+
+
+def _value_id(value: Any) -> str | None:
+    """A mode or value id that can be kept: non-empty text within the bound."""
+    if isinstance(value, str) and 0 < len(value) <= MAX_VALUE_ID_CHARS:
+        return value
+    return None
+
+
+def _name(value: Any) -> str:
+    return value[:MAX_VALUE_NAME_CHARS] if isinstance(value, str) else ""
+
+
+def _modes(modes: Any) -> list[Mapping[str, Any]]:
+    """The usable entries of a ``SessionModeState``'s ``availableModes`` (bounded)."""
+    found = (m for m in objs(obj(modes).get("availableModes")) if _value_id(m.get("id")))
+    return list(itertools.islice(found, MAX_SETTING_VALUES))
+
+
 def mode_ids(modes: Any) -> tuple[str, ...]:
-    """The ids of a ``SessionModeState``'s ``availableModes``."""
-    return tuple(
-        m["id"] for m in objs(obj(modes).get("availableModes")) if isinstance(m.get("id"), str)
-    )
+    """The ids of a ``SessionModeState``'s ``availableModes`` (the first
+    :data:`MAX_SETTING_VALUES` usable ones)."""
+    return tuple(m["id"] for m in _modes(modes))
+
+
+def _select_entries(option: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The usable value entries of a ``select`` config option, flat or grouped (the
+    first :data:`MAX_SETTING_VALUES`)."""
+
+    def every() -> Iterator[Mapping[str, Any]]:
+        for entry in objs(option.get("options")):
+            yield entry
+            yield from objs(entry.get("options"))
+
+    found = (e for e in every() if _value_id(e.get("value")))
+    return list(itertools.islice(found, MAX_SETTING_VALUES))
 
 
 def select_values(option: Mapping[str, Any]) -> tuple[str, ...]:
-    """The value ids of a ``select`` config option (flat or grouped)."""
-    out: list[str] = []
-    for entry in objs(option.get("options")):
-        if isinstance(entry.get("value"), str):
-            out.append(entry["value"])
-        for sub in objs(entry.get("options")):
-            if isinstance(sub.get("value"), str):
-                out.append(sub["value"])
-    return tuple(out)
+    """The value ids of a ``select`` config option (flat or grouped; the first
+    :data:`MAX_SETTING_VALUES` usable ones)."""
+    return tuple(e["value"] for e in _select_entries(option))
 
 
 def config_options(value: Any) -> Sequence[Mapping[str, Any]]:
@@ -263,14 +296,10 @@ def config_options(value: Any) -> Sequence[Mapping[str, Any]]:
 def mode_setting(modes: Any) -> SessionSetting | None:
     """A ``SessionModeState`` (``currentModeId``, ``availableModes``) as a setting;
     ``None`` when it offers no mode."""
-    available = tuple(
-        SettingValue(m["id"], m["name"] if isinstance(m.get("name"), str) else "")
-        for m in objs(obj(modes).get("availableModes"))
-        if isinstance(m.get("id"), str)
-    )
+    available = tuple(SettingValue(m["id"], _name(m.get("name"))) for m in _modes(modes))
     if not available:
         return None
-    return SessionSetting(_str(obj(modes).get("currentModeId")), available)
+    return SessionSetting(_value_id(obj(modes).get("currentModeId")), available)
 
 
 def model_option(config: Any) -> Mapping[str, Any] | None:
@@ -288,19 +317,17 @@ def model_setting(result: Mapping[str, Any]) -> tuple[SessionSetting | None, str
     option = model_option(result.get("configOptions"))
     if option is not None:
         names: dict[str, str] = {}
-        for entry in objs(option.get("options")):
-            for value in (entry, *objs(entry.get("options"))):
-                if isinstance(value.get("value"), str):
-                    names[value["value"]] = _str(value.get("name")) or ""
+        for value in _select_entries(option):
+            names[value["value"]] = _name(value.get("name"))
         available = tuple(SettingValue(k, v) for k, v in names.items())
-        current = _str(option.get("currentValue"))
-        return SessionSetting(current, available), _str(option.get("id"))
+        current = _value_id(option.get("currentValue"))
+        return SessionSetting(current, available), _value_id(option.get("id"))
     models = obj(result.get("models"))
+    found = (m for m in objs(models.get("availableModels")) if _value_id(m.get("modelId")))
     available = tuple(
-        SettingValue(m["modelId"], _str(m.get("name")) or "")
-        for m in objs(models.get("availableModels"))
-        if isinstance(m.get("modelId"), str)
+        SettingValue(m["modelId"], _name(m.get("name")))
+        for m in itertools.islice(found, MAX_SETTING_VALUES)
     )
     if not available:
         return None, None
-    return SessionSetting(_str(models.get("currentModelId")), available), None
+    return SessionSetting(_value_id(models.get("currentModelId")), available), None

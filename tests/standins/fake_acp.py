@@ -243,7 +243,13 @@ class Agent:
         self.sessions[sid] = {"cwd": params["cwd"], "history": [], "prompts": 0}
         self.fresh = False
         self.save()
-        self.result(id, {"sessionId": sid, "modes": MODES, "configOptions": CONFIG_OPTIONS})
+        options = CONFIG_OPTIONS
+        if self.script.get("models"):
+            many = [
+                {"value": f"model-{i}", "name": f"Model {i}"} for i in range(self.script["models"])
+            ]
+            options = [{**CONFIG_OPTIONS[0], "options": many}]
+        self.result(id, {"sessionId": sid, "modes": MODES, "configOptions": options})
 
     def _restore(self, id: Any, params: dict[str, Any]) -> dict[str, Any] | None:
         saved = self.load_saved().get(params.get("sessionId", ""))
