@@ -36,5 +36,5 @@ def depth_within(value: Any, limit: int) -> bool:
             continue
         if depth > limit:
             return False
-        stack.extend((child, depth + 1) for child in children)
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
     return True

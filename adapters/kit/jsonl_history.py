@@ -29,12 +29,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from agent_bridge.adapters.kit.bounds import depth_within
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.events import Diagnostic, EventPayload
 from agent_bridge.wire.native import NativeRecord, NativeSessionsReadResult
 
 __all__ = [
     "MAX_RECORD_BYTES",
+    "MAX_RECORD_DEPTH",
     "PAGE_BYTES",
     "Projector",
     "ReadPage",
@@ -50,6 +52,10 @@ __all__ = [
 BLOCK: Final = 64 * 1024
 #: The largest record delivered with its bytes; a larger one comes as a diagnostic.
 MAX_RECORD_BYTES: Final = 16 * 1024 * 1024
+#: How deep objects and arrays may nest in a record that is projected: msgspec encodes
+#: and decodes about 1,000 levels, and a page's reply wraps a record's events in a few
+#: more (a deeper one is a ``record_too_large`` diagnostic).
+MAX_RECORD_DEPTH: Final = 512
 #: A page stops after the record that reaches this many bytes (at least one record).
 PAGE_BYTES: Final = 8 * 1024 * 1024
 
@@ -101,6 +107,9 @@ def project_json(
         return (diagnostic("malformed_record", f"a record of the {file} has no type"),)
     if not isinstance(record, dict):
         return (diagnostic("malformed_record", f"a record of the {file} is not an object"),)
+    if not depth_within(record, MAX_RECORD_DEPTH):
+        # its events, inside a page inside a reply, would nest too deep to encode
+        return (diagnostic("record_too_large", "a stored record is too large to deliver"),)
     try:
         projected = project(record)
     except Exception:

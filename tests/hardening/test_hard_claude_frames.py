@@ -161,3 +161,40 @@ async def test_declined_control_requests_are_reported_once_and_not_journaled(
         assert len(json.dumps(events)) < 100_000
     errors = [r for r in fake.replies() if r.get("subtype") == "error"]
     assert len(errors) == 30
+
+
+async def test_a_session_file_record_too_deep_to_deliver_is_a_diagnostic(tmp_path: Path) -> None:
+    """A session file's assistant record whose tool input nests 985 deep: it decodes,
+    but its events inside a ``provider/sessions/read`` page nest past what msgspec
+    encodes, so the reply failed ``-32603`` and that page of the session could never be
+    read (``RecursionError`` in the log).  Now the record is a ``record_too_large``
+    diagnostic and the page is delivered."""
+    from agent_bridge.adapters.claude import native
+
+    fake = Fake(tmp_path)
+    folder = tmp_path / "config" / "projects" / native._encoded(str(fake.workspace.resolve()))
+    folder.mkdir(parents=True)
+    session_id = "2b0c3c37-5f63-4c4b-9d4b-2a3c4d5e6f72"
+    prompt = {
+        "type": "user",
+        "cwd": str(fake.workspace),
+        "sessionId": session_id,
+        "timestamp": "2026-12-02T03:39:33.000Z",
+        "message": {"role": "user", "content": "hello"},
+    }
+    deep = '{"a":' * 985 + "1" + "}" * 985
+    tool = (
+        '{"type":"assistant","message":{"id":"m1","content":'
+        '[{"type":"tool_use","id":"t1","name":"Bash","input":' + deep + "}]}}"
+    )
+    (folder / f"{session_id}.jsonl").write_text(json.dumps(prompt) + "\n" + tool + "\n")
+    async with bridge_with(fake) as bridge:
+        listed = await bridge.result("provider/sessions/list", {"provider": "claude-code"})
+        ref = listed["sessions"][0]["sessionRef"]
+        page = await bridge.result(
+            "provider/sessions/read", {"provider": "claude-code", "sessionRef": ref}
+        )
+        first, second = page["records"]
+        assert first["events"][0]["type"] == "run.started"
+        assert [e.get("code") for e in second["events"]] == ["record_too_large"]
+    assert b"RecursionError" not in bytes(bridge.stderr)
