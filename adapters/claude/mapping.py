@@ -160,7 +160,7 @@ REQUEST_DECLINED: Final = _diag(
 )
 RETRY: Final = _diag("info", "provider_retry", "the provider is retrying a failed model request")
 
-_SAFE_NAME: Final = re.compile(r"^[a-z0-9_]{1,40}$")
+_SAFE_NAME: Final = re.compile(r"[a-z0-9_]{1,40}")
 _HOST_RE: Final = re.compile(r"^[A-Za-z0-9.\-]{1,100}$|^\[[0-9A-Fa-f:.]{2,60}\]$")
 
 
@@ -233,7 +233,7 @@ def limits_payload(info: object) -> LimitsUpdated | None:
     if status is None:
         return None
     kind = info.get("rateLimitType")
-    name = kind if isinstance(kind, str) and _SAFE_NAME.match(kind) else "unified"
+    name = kind if isinstance(kind, str) and _SAFE_NAME.fullmatch(kind) else "unified"
     used = info.get("utilization")
     percent = (
         round(float(used) * 100.0, 2)

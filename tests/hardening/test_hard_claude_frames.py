@@ -198,3 +198,20 @@ async def test_a_session_file_record_too_deep_to_deliver_is_a_diagnostic(tmp_pat
         assert first["events"][0]["type"] == "run.started"
         assert [e.get("code") for e in second["events"]] == ["record_too_large"]
     assert b"RecursionError" not in bytes(bridge.stderr)
+
+
+async def test_a_rate_limit_name_with_a_line_break_is_not_taken(tmp_path: Path) -> None:
+    """A ``rate_limit_event`` whose ``rateLimitType`` is ``five_hour`` plus a line break:
+    the name check's ``$`` matched before the trailing newline, so the meter reached the
+    host (and the journal) named ``"five_hour\\n"``.  Now it is the ``unified`` meter."""
+    event = {
+        "type": "rate_limit_event",
+        "rate_limit_info": {"status": "allowed", "rateLimitType": "five_hour\n"},
+    }
+    fake = Fake(tmp_path, {"turns": [[{"frame": event}, {"text": "after"}]]})
+    async with bridge_with(fake) as bridge:
+        session_id = await create(bridge, fake)
+        run_id = await start_run(bridge, session_id, "go")
+        assert (await bridge.terminal())["payload"]["type"] == "run.completed"
+        updates = payloads(bridge, run_id, "limits.updated")
+        assert [m["meter"] for u in updates for m in u["meters"]] == ["unified"]
