@@ -1135,3 +1135,34 @@ def test_modes_and_values_out_of_bounds_are_not_kept() -> None:
     assert p.mode_ids({"availableModes": [{"id": str(i)} for i in range(5000)]}) == tuple(
         str(i) for i in range(1000)
     )
+
+
+async def test_another_session_s_settings_and_commands_are_not_this_session_s(
+    fake: Fake,
+) -> None:
+    """A ``current_mode_update`` and an ``available_commands_update`` naming another
+    ``sessionId`` changed this session's mode and commands (and told the host so with
+    ``settings.updated``); now they are not the session's."""
+    other = [
+        {"sessionUpdate": "current_mode_update", "currentModeId": "yolo"},
+        {"sessionUpdate": "available_commands_update", "availableCommands": [{"name": "evil"}]},
+    ]
+    lines = [
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {"sessionId": "another", "update": update},
+            }
+        )
+        for update in other
+    ]
+    fake.write(raw_lines=lines)
+    async with running_bridge("newline", env=fake.env) as bridge:
+        session_id = await create(bridge, fake)
+        payloads = await run_text(bridge, session_id, "SCRIPTED")
+        assert not of_type(payloads, "settings.updated")
+        settings = await bridge.result("session/settings", {"sessionId": session_id})
+        assert settings["mode"]["current"] == "default"
+        commands = await bridge.result("session/commands", {"sessionId": session_id})
+        assert [c["name"] for c in commands["commands"]] == ["help"]

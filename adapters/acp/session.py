@@ -166,6 +166,8 @@ class AcpSession(ProviderSession):
         self._run: AcpRun | None = None
         self._disposed = False
         self._loading = False
+        #: a session/new or session/fork is in flight (updates name an id not known yet)
+        self._opening = False
         #: what a session/load of a continued session replayed (payload, record), newest
         #: MAX_REPLAYED, and whether older ones were dropped
         self._replayed: deque[tuple[EventPayload, bytes]] | None = None
@@ -335,7 +337,11 @@ class AcpSession(ProviderSession):
                 assert s.acp_session_id is not None
                 method = "session/fork"
                 base = {**base, "sessionId": s.acp_session_id}
-            result = await self._call(proc, method, base, STARTUP_TIMEOUT)
+            self._opening = True  # its id is not known until the answer
+            try:
+                result = await self._call(proc, method, base, STARTUP_TIMEOUT)
+            finally:
+                self._opening = False
             session_id = p.obj(result).get("sessionId")
             if not p.session_id_ok(session_id):
                 # the session's identity in the recovery record and in every later
@@ -638,9 +644,12 @@ class AcpSession(ProviderSession):
     def _on_update(self, raw: msgspec.Raw) -> None:
         params = self._decode(raw)
         update = p.obj(params.get("update"))
-        if update.get("sessionUpdate") == "available_commands_update":
-            self._commands = mapping.commands_of(update)  # kept in or outside a run
-        changed = self._settings_update(update)
+        changed = False
+        if self._opening or params.get("sessionId") == self.settings.acp_session_id:
+            # another session's commands and settings are not this session's
+            if update.get("sessionUpdate") == "available_commands_update":
+                self._commands = mapping.commands_of(update)  # kept in or outside a run
+            changed = self._settings_update(update)
         if self._loading:
             if self._replayed is not None:
                 self._keep_replayed(update, bytes(raw))
