@@ -10,6 +10,7 @@ carry codes, and ``detail`` strings (log only) are built from field values check
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -1120,13 +1121,23 @@ def _command_text(block: CommandInput) -> str:
     return f"/{block.name} {block.arguments or ''}".rstrip()
 
 
+#: The most commands (and models) kept of what the CLI names: they are sent to hosts
+#: and journaled with each change (2.1.197 names a few dozen; plugins and skills add some).
+MAX_COMMANDS: Final = 1024
+#: The longest command description and argument hint kept (longer ones are cut).
+_MAX_DESCRIPTION: Final = 1000
+_MAX_HINT: Final = 200
+
+
 def commands_of(value: object) -> tuple[CommandInfo, ...] | None:
     """The commands of the CLI's ``initialize`` answer (``commands``: name, description,
-    ``argumentHint``); ``None`` when it names none."""
+    ``argumentHint``), the first :data:`MAX_COMMANDS`; ``None`` when it names none."""
     if not isinstance(value, list):
         return None
     out: list[CommandInfo] = []
     for entry in value:
+        if len(out) >= MAX_COMMANDS:
+            break
         if not isinstance(entry, dict):
             continue
         name, description, hint = (
@@ -1138,8 +1149,8 @@ def commands_of(value: object) -> tuple[CommandInfo, ...] | None:
             out.append(
                 CommandInfo(
                     name.strip()[:200],
-                    description if isinstance(description, str) else "",
-                    hint if isinstance(hint, str) and hint else None,
+                    description[:_MAX_DESCRIPTION] if isinstance(description, str) else "",
+                    hint[:_MAX_HINT] if isinstance(hint, str) and hint else None,
                 )
             )
     return tuple(out)
@@ -1154,6 +1165,7 @@ def commands_after_init(
     if not isinstance(names, list):
         return None
     wanted = [n.strip()[:200] for n in names if isinstance(n, str) and n.strip()]
+    wanted = list(dict.fromkeys(wanted))[:MAX_COMMANDS]
     before = {c.name: c for c in known or ()}
     if known is not None and set(before) == set(wanted):
         return None
@@ -1171,10 +1183,11 @@ def models_of(value: object) -> tuple[SettingValue, ...]:
     """The models of the CLI's ``initialize`` answer (``value``, ``displayName``)."""
     if not isinstance(value, list):
         return ()
-    return tuple(
+    models = (
         SettingValue(
-            m["value"][:200], name if isinstance(name := m.get("displayName"), str) else ""
+            m["value"][:200], name[:200] if isinstance(name := m.get("displayName"), str) else ""
         )
         for m in value
         if isinstance(m, dict) and isinstance(m.get("value"), str) and m["value"]
     )
+    return tuple(itertools.islice(models, MAX_COMMANDS))

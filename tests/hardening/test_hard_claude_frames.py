@@ -215,3 +215,21 @@ async def test_a_rate_limit_name_with_a_line_break_is_not_taken(tmp_path: Path) 
         assert (await bridge.terminal())["payload"]["type"] == "run.completed"
         updates = payloads(bridge, run_id, "limits.updated")
         assert [m["meter"] for u in updates for m in u["meters"]] == ["unified"]
+
+
+async def test_a_turn_naming_100_000_commands_keeps_a_bounded_number(tmp_path: Path) -> None:
+    """A turn's ``init`` naming 100,000 slash commands of 200 characters: every one was
+    kept, sent to the host and journaled as one 21 MB ``commands.updated`` (again at
+    each change).  Now the first ``MAX_COMMANDS``."""
+    names = [f"c{i:06d}" + "x" * 193 for i in range(100_000)]
+    init = {"type": "system", "subtype": "init", "slash_commands": names}
+    fake = Fake(tmp_path, {"turns": [[{"frame": init}, {"text": "after"}]]})
+    async with bridge_with(fake) as bridge:
+        session_id = await create(bridge, fake)
+        run_id = await start_run(bridge, session_id, "go")
+        assert (await bridge.terminal())["payload"]["type"] == "run.completed"
+        last = payloads(bridge, run_id, "commands.updated")[-1]
+        assert len(last["commands"]) == mapping.MAX_COMMANDS
+        commands = await bridge.result("session/commands", {"sessionId": session_id})
+        assert len(commands["commands"]) == mapping.MAX_COMMANDS
+        assert max(len(json.dumps(m)) for m in bridge.received) < 1_000_000
