@@ -621,6 +621,8 @@ class TurnState:
     assistant_error: str | None = None
     #: Whether a ``can_use_tool`` request declined unasked was reported in this turn.
     declined_reported: bool = False
+    #: Lines reported as stray, unparseable or oversized in this turn, by code.
+    noted: dict[str, int] = field(default_factory=dict)
     #: Subtypes of control requests declined (and reported) in this turn.
     declined_subtypes: set[str] = field(default_factory=set)
     #: Unknown record types already reported in this turn.

@@ -63,7 +63,7 @@ from agent_bridge.spi import (
     SessionContext,
 )
 from agent_bridge.wire.errors import ErrorCode
-from agent_bridge.wire.events import CommandsUpdated, LimitMeter, ProviderPayload
+from agent_bridge.wire.events import CommandsUpdated, Diagnostic, LimitMeter, ProviderPayload
 from agent_bridge.wire.inputs import CommandInfo
 from agent_bridge.wire.methods import RunInput
 from agent_bridge.wire.settings import SessionSetting, SessionSettings, SettingValue
@@ -84,6 +84,8 @@ EXIT_DRAIN_GRACE: Final = 2.0
 #: A write to the child's stdin that cannot complete in this time means it is stuck.
 SEND_TIMEOUT: Final = 30.0
 STOP_GRACES: Final = StopGraces(eof=2.0, term=2.0, kill=2.0)
+#: Stray, unparseable or oversized lines reported in one run, of each kind.
+MAX_NOTED: Final = 16
 #: Unknown record types reported in one run (each once, by its first 40 characters).
 MAX_UNKNOWN_TYPES: Final = 16
 
@@ -549,6 +551,18 @@ class ClaudeSession(ProviderSession):
         if run is not None and not run.finished and not self._disposed:
             await run.ctx.emit(payload, self._raw)
 
+    async def _note(self, run: ClaudeRun | None, diagnostic: Diagnostic) -> None:
+        """Report a line the adapter could not use (stray, unparseable, oversized) in
+        ``run``, with the line as its raw record: the first :data:`MAX_NOTED` of each kind
+        a run; after that only logged, so a CLI printing junk cannot grow the journal
+        without bound."""
+        if run is None:
+            return
+        seen = run.state.noted.get(diagnostic.code, 0)
+        if seen < MAX_NOTED:
+            run.state.noted[diagnostic.code] = seen + 1
+            await self._emit(run, diagnostic)
+
     async def _emit_all(self, run: ClaudeRun, payloads: list[ProviderPayload]) -> None:
         """Emit the payloads projected from one line, in one call (each its own event)."""
         if payloads and not run.finished and not self._disposed:
@@ -557,12 +571,12 @@ class ClaudeSession(ProviderSession):
     async def _stray(self, what: str) -> None:
         run = self._active_run()
         log.info("claude: ignored a stray %s record (run active: %s)", what, run is not None)
-        await self._emit(run, mapping.STRAY)
+        await self._note(run, mapping.STRAY)
 
     async def _on_frame(self, frame: bytes | FramingError) -> None:
         if isinstance(frame, FramingError):
             log.warning("claude wrote a line longer than %d bytes; skipped it", MAX_LINE)
-            await self._emit(self._active_run(), mapping.OVERSIZED)
+            await self._note(self._active_run(), mapping.OVERSIZED)
             return
         self._raw = frame
         try:
@@ -577,7 +591,7 @@ class ClaudeSession(ProviderSession):
             message = None
         if not isinstance(message, dict):
             log.info("claude: ignored a line that is not a JSON object (%d bytes)", len(line))
-            await self._emit(self._active_run(), mapping.UNPARSEABLE)
+            await self._note(self._active_run(), mapping.UNPARSEABLE)
             return
         kind = message.get("type")
         try:
@@ -588,7 +602,7 @@ class ClaudeSession(ProviderSession):
                 await self._on_unknown(kind)
         except (KeyError, TypeError, ValueError, AttributeError):
             log.exception("claude: a %s record could not be handled", _word(kind))
-            await self._emit(self._active_run(), mapping.UNPARSEABLE)
+            await self._note(self._active_run(), mapping.UNPARSEABLE)
 
     async def _on_turn_frame(self, handler: _TurnHandler, message: dict[str, Any]) -> None:
         run = self._correlate(message)
@@ -769,7 +783,7 @@ class ClaudeSession(ProviderSession):
         request = message.get("request")
         if not isinstance(cli_id, str) or not cli_id:
             log.warning("claude sent a control request without a request id; ignored")
-            await self._emit(self._active_run(), mapping.UNPARSEABLE)
+            await self._note(self._active_run(), mapping.UNPARSEABLE)
             return
         subtype = request.get("subtype") if isinstance(request, dict) else None
         if subtype == "can_use_tool" and isinstance(request, dict):

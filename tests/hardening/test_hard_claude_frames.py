@@ -233,3 +233,21 @@ async def test_a_turn_naming_100_000_commands_keeps_a_bounded_number(tmp_path: P
         commands = await bridge.result("session/commands", {"sessionId": session_id})
         assert len(commands["commands"]) == mapping.MAX_COMMANDS
         assert max(len(json.dumps(m)) for m in bridge.received) < 1_000_000
+
+
+async def test_a_cli_printing_junk_is_reported_a_bounded_number_of_times(tmp_path: Path) -> None:
+    """200 lines that are not JSON and 200 stray ``control_response`` records in one
+    turn: each was a diagnostic journaled with its line, so the journal grew with the
+    junk.  Now the first 16 of each kind are reported (with their lines), the rest
+    only logged; the run completes."""
+    junk = [{"line": f"debug: step {i} " + "j" * 1000} for i in range(200)]
+    strays = [{"stray": "control_response"}] * 200
+    fake = Fake(tmp_path, {"turns": [[*junk, *strays, {"text": "after"}]]})
+    async with bridge_with(fake) as bridge:
+        session_id = await create(bridge, fake)
+        run_id = await start_run(bridge, session_id, "go")
+        assert (await bridge.terminal())["payload"]["type"] == "run.completed"
+        assert text_of(bridge, run_id) == "after"
+        codes = [p["code"] for p in payloads(bridge, run_id, "diagnostic")]
+        assert codes.count("provider_unparseable_record") == 16
+        assert codes.count("provider_stray_record") == 16
