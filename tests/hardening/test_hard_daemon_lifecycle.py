@@ -140,6 +140,27 @@ def test_connect_with_a_file_for_a_state_directory_says_so_at_once(
     assert out.stderr == f"agent-bridge: {state} is not a directory\n".encode(), out.stderr
 
 
+def _end_all(
+    children: list[subprocess.Popen[bytes]],
+    daemon: subprocess.Popen[bytes],
+    env: dict[str, str],
+    state: str,
+) -> None:
+    """Kill and reap the test's hosts (closing their pipes), then stop the daemon of
+    ``state`` and make sure the one the test started is gone."""
+    for child in children:
+        if child.poll() is None:
+            child.kill()
+        child.wait(10)
+        for pipe in (child.stdin, child.stdout, child.stderr):
+            if pipe is not None:
+                pipe.close()
+    stop_daemon(env, state)
+    if daemon.poll() is None:
+        daemon.kill()
+        daemon.wait(10)
+
+
 def test_a_connect_while_the_daemon_stops_is_served_by_the_next_one(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
@@ -220,17 +241,7 @@ def test_a_connect_while_the_daemon_stops_is_served_by_the_next_one(
         # the next daemon serves from the socket's usual place
         assert os.path.exists(path)
     finally:
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-            child.wait(10)
-            for pipe in (child.stdin, child.stdout, child.stderr):
-                if pipe is not None:
-                    pipe.close()
-        stop_daemon(env, state)
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait(10)
+        _end_all(children, daemon, env, state)
 
 
 def _read_until_eof(stream: IO[bytes]) -> list[dict[str, Any]]:
@@ -324,17 +335,7 @@ def test_hosts_attached_when_the_daemon_stops_see_their_sessions_close(
             ], rest
             assert host.wait(10) == 0
     finally:
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-            child.wait(10)
-            for pipe in (child.stdin, child.stdout, child.stderr):
-                if pipe is not None:
-                    pipe.close()
-        stop_daemon(env, state)
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait(10)
+        _end_all(children, daemon, env, state)
 
 
 def test_one_daemon_per_state_directory_whatever_the_runtime_dir(
