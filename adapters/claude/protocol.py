@@ -8,6 +8,7 @@ What those frames *mean* for a host — payloads, interactions, outcomes — is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -24,6 +25,7 @@ __all__ = [
     "control_success",
     "deny_reply",
     "parse_client_id",
+    "unreadable_request_id",
     "user_message",
 ]
 
@@ -79,6 +81,21 @@ def control_error(request_id: str, error: str = UNSUPPORTED_MESSAGE) -> dict[str
         "type": "control_response",
         "response": {"subtype": "error", "request_id": request_id, "error": error},
     }
+
+
+#: The head of a control request as the CLI writes it (``type``, then ``request_id``),
+#: read in a line too deep to decode so that the request still gets an answer.
+_REQUEST_HEAD: Final = re.compile(
+    rb'\s*\{\s*"type"\s*:\s*"control_request"\s*,\s*"request_id"\s*:\s*"([!#-\[\]-~]{1,256})"'
+)
+
+
+def unreadable_request_id(line: bytes) -> str | None:
+    """The ``request_id`` of a control request in ``line``, a line that could not be
+    decoded (nested too deep), when its head says it is one; else ``None``.  Only ids of
+    1 to 256 printable ASCII characters without quote or backslash are read."""
+    found = _REQUEST_HEAD.match(line, 0, 4096)
+    return found.group(1).decode("ascii") if found else None
 
 
 def parse_client_id(raw: object) -> int | None:

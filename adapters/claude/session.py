@@ -589,6 +589,11 @@ class ClaudeSession(ProviderSession):
             message = msgspec.json.decode(line)
         except (msgspec.DecodeError, RecursionError):  # nested too deep: not readable
             message = None
+            cli_id = protocol.unreadable_request_id(line)
+            if cli_id is not None:
+                # the CLI waits for the answer to its request: it is declined, unread
+                log.warning("claude: a control request it could not read was declined")
+                self._tasks.start(self._write_quietly, protocol.control_error(cli_id))
         if not isinstance(message, dict):
             log.info("claude: ignored a line that is not a JSON object (%d bytes)", len(line))
             await self._note(self._active_run(), mapping.UNPARSEABLE)

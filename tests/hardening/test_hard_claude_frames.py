@@ -33,6 +33,30 @@ async def test_a_line_nested_too_deep_to_decode_is_a_diagnostic(tmp_path: Path) 
         assert (await bridge.terminal())["payload"]["type"] == "run.completed"
 
 
+async def test_a_control_request_too_deep_to_decode_still_gets_an_answer(tmp_path: Path) -> None:
+    """A ``can_use_tool`` control request whose input nests 5,000 deep cannot be decoded,
+    so its request id could not be read either: the CLI waited for an answer that never
+    came (the run hung until an interrupt).  Its id is read from the line's head, and the
+    request is declined unread with an error answer; the run goes on."""
+    rid = "0d1c2b3a-4f5e-4d6c-8b7a-9f8e7d6c5b4a"
+    head = '{"type":"control_request","request_id":"' + rid + '",'
+    deep = head + '"request":{"subtype":"can_use_tool","tool_name":"Bash","input":'
+    deep += _nested(5000) + "}}"
+    steps = [{"text": "one"}, {"line": deep, "await_id": rid}, {"text": "two"}]
+    fake = Fake(tmp_path, {"turns": [steps]})
+    async with bridge_with(fake) as bridge:
+        session_id = await create(bridge, fake)
+        run_id = await start_run(bridge, session_id, "go")
+        terminal = await bridge.terminal()
+        assert terminal["payload"]["type"] == "run.completed", terminal
+        assert text_of(bridge, run_id) == "onetwo"
+        assert not payloads(bridge, run_id, "interaction.requested")
+    replies = [r["reply_to_fake_request"] for r in fake.records() if "reply_to_fake_request" in r]
+    assert replies == [
+        {"subtype": "error", "request_id": rid, "error": "Unsupported control request subtype"}
+    ], replies
+
+
 async def test_a_cli_that_goes_on_in_another_conversation_fails_the_run(tmp_path: Path) -> None:
     """After its first turn the CLI starts each turn (``system``/``init``) naming another
     session id: every frame of the turn is another session's, so none was ever this

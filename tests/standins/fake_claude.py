@@ -60,7 +60,9 @@ STEPs (one JSON object each):
 - ``{"switch_session": "ID"}``: from the next turn on (its ``init`` first), every frame
   names session ``ID`` (a CLI that went on in another conversation).
 - ``{"line": "..."}``: write this text as one stdout line, verbatim (JSON nested deeper
-  than ``json.dumps`` writes, a control request with a deep ``input``).
+  than ``json.dumps`` writes, a control request with a deep ``input``); with
+  ``"await_id": RID`` the line is a control request ``RID``: wait for its reply (at most
+  ``cancel_after`` seconds, default 5, then cancel it as the CLI does).
 - ``{"stray": "assistant" | "stream_event" | "result" | "control_response"}``: a frame
   that belongs to another turn/session (other session_id, stale ids).
 - ``{"control_request": {"subtype": "frobnicate", ...}, "await": true}``: send a
@@ -1060,7 +1062,13 @@ class FakeClaude:
         elif "frame" in step:
             self.emit(step["frame"])
         elif "line" in step:
+            rid = step.get("await_id")
+            if isinstance(rid, str):  # the line is a control request: wait for its reply
+                self._replies[rid] = queue.Queue()
             self.emit_line(str(step["line"]))
+            if isinstance(rid, str):
+                reply = self.wait_reply(rid, cancel_after=float(step.get("cancel_after", 5.0)))
+                self.record({"t": time.time(), "reply_to_fake_request": reply})
         elif "switch_session" in step:
             self.next_session_id = str(step["switch_session"])
         elif "stray" in step:
