@@ -159,6 +159,13 @@ REQUEST_DECLINED: Final = _diag(
     "claude_request_declined",
     "Claude Code asked to approve a tool call too large or malformed to show; declined",
 )
+#: The CLI named its session with an id ``valid_session_id`` does not keep (reported once
+#: a session): the runs go on, but the conversation cannot be resumed by that id.
+SESSION_ID_UNUSABLE: Final = _diag(
+    "warning",
+    "provider_session_id_unusable",
+    "Claude Code named its conversation with an id that cannot be kept; it cannot be resumed",
+)
 RETRY: Final = _diag("info", "provider_retry", "the provider is retrying a failed model request")
 
 _SAFE_NAME: Final = re.compile(r"[a-z0-9_]{1,40}")

@@ -160,6 +160,10 @@ class ClaudeSession(ProviderSession):
         self._ctx = ctx
         self._config = config
         self._cli_session_id = cli_session_id
+        #: whether the CLI named its session with an id that is not kept, and whether
+        #: that is still to be reported (once a session)
+        self._unusable_id_seen = False
+        self._unusable_id_due = False
         #: ``(session id, assistant uuid)`` this session forks until its first turn ends
         #: (the CLI writes the forked conversation then): every start before that forks
         self._fork_from = fork_from
@@ -611,6 +615,10 @@ class ClaudeSession(ProviderSession):
 
     async def _on_turn_frame(self, handler: _TurnHandler, message: dict[str, Any]) -> None:
         run = self._correlate(message)
+        if run is not None and self._unusable_id_due:
+            self._unusable_id_due = False
+            log.warning("claude named its session with an id that is not kept (not logged)")
+            await self._emit_bare(run, mapping.SESSION_ID_UNUSABLE)
         if run is not None:
             await handler(run, message)
         elif self._switched(message):
@@ -665,10 +673,11 @@ class ClaudeSession(ProviderSession):
             return None
         sid = message.get("session_id")
         if self._cli_session_id is None:
-            if valid_session_id(sid) and (
-                kind == "result" or (kind == "system" and message.get("subtype") == "init")
-            ):
-                self._cli_session_id = sid
+            if kind == "result" or (kind == "system" and message.get("subtype") == "init"):
+                if valid_session_id(sid):
+                    self._cli_session_id = sid
+                elif sid is not None and not self._unusable_id_seen:
+                    self._unusable_id_seen = self._unusable_id_due = True
         elif isinstance(sid, str) and sid != self._cli_session_id:
             return None
         return run

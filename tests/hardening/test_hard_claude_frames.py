@@ -57,6 +57,27 @@ async def test_a_control_request_too_deep_to_decode_still_gets_an_answer(tmp_pat
     ], replies
 
 
+async def test_a_session_id_that_cannot_be_kept_is_reported_once(tmp_path: Path) -> None:
+    """The CLI names its conversation with an id ``valid_session_id`` does not keep (200
+    characters here): the runs go on, but nothing could resume that conversation, and
+    nobody was told.  A ``provider_session_id_unusable`` warning says so, once a session,
+    without the id."""
+    bad = "s" * 200
+    fake = Fake(tmp_path, {"session_id": bad})
+    async with bridge_with(fake) as bridge:
+        session_id = await create(bridge, fake)
+        first = await start_run(bridge, session_id, "ECHO:one")
+        assert (await bridge.terminal())["payload"]["type"] == "run.completed"
+        second = await start_run(bridge, session_id, "ECHO:two")
+        assert (await bridge.terminal())["payload"]["type"] == "run.completed"
+        assert text_of(bridge, first) == "one" and text_of(bridge, second) == "two"
+        codes = [p["code"] for r in (first, second) for p in payloads(bridge, r, "diagnostic")]
+        assert codes == ["provider_session_id_unusable"], codes
+        page = await bridge.result("events/read", {"sessionId": session_id, "limit": 1000})
+        warned = [e for e in page["events"] if e["payload"].get("code") == codes[0]]
+        assert bad not in json.dumps(warned)
+
+
 async def test_a_cli_that_goes_on_in_another_conversation_fails_the_run(tmp_path: Path) -> None:
     """After its first turn the CLI starts each turn (``system``/``init``) naming another
     session id: every frame of the turn is another session's, so none was ever this
