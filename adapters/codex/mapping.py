@@ -24,6 +24,7 @@ from agent_bridge.adapters.kit.approvals import (
     is_allow,
 )
 from agent_bridge.adapters.kit.bounds import json_within as _json_within
+from agent_bridge.adapters.kit.bounds import text_ok
 from agent_bridge.adapters.kit.limits import (
     http_status_code,
     instant,
@@ -501,25 +502,13 @@ def _reason(text: str) -> str:
 
 #: The longest model id kept (``session/configure`` takes no longer one).
 MAX_MODEL_ID: Final = 200
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _text_ok(text: str) -> bool:
-    """No control character and no lone surrogate in ``text``."""
-    if _CONTROL.search(text):
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def model_id_ok(model: str) -> bool:
     """Whether ``model`` (a model id Codex reported) may be kept as the session's model:
     1 to :data:`MAX_MODEL_ID` characters, no control character, no lone surrogate
     (it goes into ``session/settings``, the journal and the next ``turn/start``)."""
-    return 0 < len(model) <= MAX_MODEL_ID and _text_ok(model)
+    return 0 < len(model) <= MAX_MODEL_ID and text_ok(model)
 
 
 def skills_of(response: p.SkillsListResponse) -> dict[str, tuple[CommandInfo, str]]:

@@ -5,12 +5,15 @@ tool inputs).  Pure: no I/O."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import msgspec
 
-__all__ = ["depth_within", "json_within"]
+__all__ = ["depth_within", "json_within", "text_ok"]
+
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def json_within(value: Any, max_bytes: int, max_depth: int) -> bool:
@@ -37,4 +40,16 @@ def depth_within(value: Any, limit: int) -> bool:
         if depth > limit:
             return False
         stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return True
+
+
+def text_ok(text: str) -> bool:
+    """Whether ``text`` has no control character (a NUL makes path functions raise, a
+    newline forges a log line) and no lone surrogate (it could not be encoded)."""
+    if _CONTROL.search(text):
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
     return True

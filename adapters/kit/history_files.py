@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
+from agent_bridge.adapters.kit.bounds import text_ok
 from agent_bridge.adapters.kit.jsonl_history import rfc3339, unavailable
 from agent_bridge.errors import BridgeError
 from agent_bridge.wire.native import NativeSessionInfo, NativeSessionsListResult
@@ -49,7 +50,6 @@ _LIST_CURSOR_RE: Final = re.compile(r"([0-9]{1,20}):(.{1,400})", re.DOTALL)
 #: The longest working directory a provider's history is taken to name (Linux's
 #: ``PATH_MAX``).
 MAX_CWD: Final = 4096
-_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def recorded_cwd(value: object) -> str | None:
@@ -59,11 +59,7 @@ def recorded_cwd(value: object) -> str | None:
     names it; it is shown to hosts, compared by real path, and a CLI is started in it."""
     if not isinstance(value, str) or not 0 < len(value) <= MAX_CWD:
         return None
-    if _CONTROL.search(value) or not os.path.isabs(value):
-        return None
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
+    if not os.path.isabs(value) or not text_ok(value):
         return None
     return value
 
