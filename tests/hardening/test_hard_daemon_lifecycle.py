@@ -140,6 +140,27 @@ def test_connect_with_a_file_for_a_state_directory_says_so_at_once(
     assert out.stderr == f"agent-bridge: {state} is not a directory\n".encode(), out.stderr
 
 
+def _host(
+    children: list[subprocess.Popen[bytes]],
+    env: dict[str, str],
+    *args: str,
+    stderr: int | None = None,
+) -> subprocess.Popen[bytes]:
+    """A host: ``connect *args`` with pipes, kept in ``children`` (for :func:`_end_all`),
+    its ``initialize`` written (not flushed)."""
+    host = subprocess.Popen(
+        _bridge("connect", *args),
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+    )
+    children.append(host)
+    assert host.stdin is not None
+    host.stdin.write(_line(INIT))
+    return host
+
+
 def _end_all(
     children: list[subprocess.Popen[bytes]],
     daemon: subprocess.Popen[bytes],
@@ -171,15 +192,8 @@ def test_a_connect_while_the_daemon_stops_is_served_by_the_next_one(
     children: list[subprocess.Popen[bytes]] = []
     try:
         script = {"steps": [{"type": "waitForInterrupt", "ignoreInterrupt": True}]}
-        first = subprocess.Popen(
-            _bridge("connect", "--state-dir", state, "--no-start"),
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        children.append(first)
+        first = _host(children, env, "--state-dir", state, "--no-start")
         assert first.stdin is not None and first.stdout is not None
-        first.stdin.write(_line(INIT))
         first.stdin.write(
             _line(
                 {
@@ -217,16 +231,8 @@ def test_a_connect_while_the_daemon_stops_is_served_by_the_next_one(
         time.sleep(1)  # it is closing its session now, for up to 5 s
         assert daemon.poll() is None
         stopping = not os.path.exists(path)  # it stopped listening first
-        second = subprocess.Popen(
-            _bridge("connect", "--state-dir", state),
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        children.append(second)
+        second = _host(children, env, "--state-dir", state, stderr=subprocess.PIPE)
         assert second.stdin is not None and second.stdout is not None
-        second.stdin.write(_line(INIT))
         second.stdin.flush()
         answer = second.stdout.readline()  # before the fix: b"" (EOF), the request lost
         assert daemon.wait(30) == 0
@@ -261,15 +267,8 @@ def test_hosts_attached_when_the_daemon_stops_see_their_sessions_close(
     try:
         hosts = []
         for _ in range(2):
-            host = subprocess.Popen(
-                _bridge("connect", "--state-dir", state, "--no-start"),
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-            )
-            children.append(host)
+            host = _host(children, env, "--state-dir", state, "--no-start")
             assert host.stdin is not None and host.stdout is not None
-            host.stdin.write(_line(INIT))
             host.stdin.flush()
             assert "result" in json.loads(host.stdout.readline())
             hosts.append(host)
