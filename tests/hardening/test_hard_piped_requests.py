@@ -18,24 +18,19 @@ from pathlib import Path
 
 import pytest
 
-
-def _frame(message: dict[str, object], framing: str) -> bytes:
-    body = json.dumps(message).encode()
-    if framing == "newline":
-        return body + b"\n"
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+from agent_bridge.rpc.framing import FramingKind, encode_frame, make_framer
 
 
-def _replies(out: bytes, framing: str) -> list[dict[str, object]]:
-    if framing == "newline":
-        return [json.loads(line) for line in out.splitlines() if line.strip()]
-    messages = []
-    while out:
-        head, _, rest = out.partition(b"\r\n\r\n")
-        size = int(head.split(b":")[1])
-        messages.append(json.loads(rest[:size]))
-        out = rest[size:]
-    return messages
+def _frame(message: dict[str, object], framing: FramingKind) -> bytes:
+    return encode_frame(framing, json.dumps(message).encode())
+
+
+def _replies(out: bytes, framing: FramingKind) -> list[dict[str, object]]:
+    """The messages in ``out``, read by the bridge's own framer."""
+    framer = make_framer(framing)
+    frames = [*framer.feed(out), *framer.eof()]
+    assert all(isinstance(f, bytes) for f in frames), frames
+    return [json.loads(f) for f in frames if isinstance(f, bytes)]
 
 
 @pytest.mark.parametrize(
@@ -43,7 +38,7 @@ def _replies(out: bytes, framing: str) -> list[dict[str, object]]:
     [("serve", "newline"), ("serve", "content-length"), ("connect", "newline")],
 )
 def test_every_request_piped_in_before_eof_is_answered_once(
-    tmp_path: Path, command: str, framing: str
+    tmp_path: Path, command: str, framing: FramingKind
 ) -> None:
     """Through ``serve`` and through ``connect`` (its daemon's host connection sees the
     EOF the same way)."""
