@@ -111,12 +111,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BaseException as exc:
+        if _interrupted(exc):
+            return 130
         if not _stdout_gone(exc):
             raise
         # `agent-bridge demo | head`: the reader went away; that ends the command, quietly
         # (128 + SIGPIPE, what a process the broken pipe killed reports)
         _drop_stdout()
         return 141
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Ctrl-C that Python wrapped: a ``KeyboardInterrupt`` raised
+    while a class was being made (an import, e.g. anyio loading its backend) reaches us
+    as the ``RuntimeError`` "Error calling __set_name__" it caused (Python 3.11)."""
+    cause = exc.__cause__
+    return isinstance(exc, RuntimeError) and isinstance(cause, KeyboardInterrupt)
 
 
 def _stdout_gone(exc: BaseException) -> bool:

@@ -210,3 +210,34 @@ def test_case_11_exec_second_ctrl_c_stops_at_once(tmp_path: Path) -> None:
     assert proc.returncode == 130, (proc.returncode, err)
     assert elapsed < 5, f"the second Ctrl-C took {elapsed:.1f}s (the provider's grace is 30 s)"
     assert b"Traceback" not in err, err
+
+
+def test_case_11_a_ctrl_c_python_wrapped_while_making_a_class_is_still_quiet(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Ctrl-C that lands while a class is being made (CI saw it in `exec`, as anyio
+    imported its asyncio backend) reaches `cli.main` not as a `KeyboardInterrupt` but as
+    the `RuntimeError` Python 3.11 raises from it ("Error calling __set_name__"): a
+    traceback.  It is a Ctrl-C all the same: exit 130, nothing printed.  The class is
+    made here with a descriptor whose `__set_name__` raises, as the signal did."""
+    from agent_bridge import cli
+
+    class Interrupting:
+        def __set_name__(self, owner: type, name: str) -> None:
+            raise KeyboardInterrupt
+
+    def start(_argv: object) -> int:
+        type("Made", (), {"field": Interrupting()})  # as a class statement makes it
+        return 0
+
+    monkeypatch.setattr(cli, "_main", start)
+    assert cli.main(["exec", "--provider", "scripted", "hi"]) == 130
+    out, err = capsys.readouterr()
+    assert out == "" and err == ""
+
+    def broken(_argv: object) -> int:
+        raise RuntimeError("not a Ctrl-C")
+
+    monkeypatch.setattr(cli, "_main", broken)
+    with pytest.raises(RuntimeError):
+        cli.main([])
